@@ -1,0 +1,157 @@
+/*
+ * gstat core: status codes, dtypes, the batched strided matrix descriptor and
+ * the context that owns workspace, options and the last error message.
+ *
+ * Ownership rules for the whole library: the caller owns every input and
+ * output buffer; gstat frees only what a gstat_*_create call made, and every
+ * destroy function accepts NULL. The library never aborts, exits or prints.
+ */
+#ifndef GSTAT_CORE_H
+#define GSTAT_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gstat/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status -------------------------------------------------------------- */
+
+/* Every public function that can fail returns one of these. */
+typedef enum gstat_status {
+  GSTAT_OK = 0,
+  GSTAT_EINVAL = 1,       /* an argument is invalid (NULL, bad shape/stride/enum) */
+  GSTAT_ENOMEM = 2,       /* allocation failed, or a size product overflows */
+  GSTAT_ENOTFINITE = 3,   /* input holds NaN or Inf (when finiteness is checked) */
+  GSTAT_ENOTPD = 4,       /* a matrix is not positive definite (Cholesky) */
+  GSTAT_ESINGULAR = 5,    /* a triangular factor has a zero on its diagonal */
+  GSTAT_ENOCONV = 6,      /* an iterative algorithm did not converge */
+  GSTAT_EUNSUPPORTED = 7, /* valid request this build/backend cannot serve */
+  GSTAT_EBACKEND = 8,     /* a backend (e.g. CUDA) failed in a way not listed above */
+  GSTAT_EIO = 9,          /* reading or writing a file failed */
+  GSTAT_ECANCELED = 10    /* the caller cancelled the operation */
+} gstat_status;
+
+/* Static English name of a status ("GSTAT_ENOTPD: matrix not positive
+ * definite"). Never NULL; unknown values give a generic string. */
+GSTAT_API const char *gstat_status_string(gstat_status status);
+
+/* Library version as "MAJOR.MINOR.PATCH" (static string). */
+GSTAT_API const char *gstat_version_string(void);
+
+/* ---- element types and memory locations ------------------------------------ */
+
+typedef enum gstat_dtype {
+  GSTAT_F32 = 1,
+  GSTAT_F64 = 2,
+  GSTAT_BF16 = 3 /* stored as uint16_t; computed in float32, rounded to nearest even */
+} gstat_dtype;
+
+/* Size in bytes of one element, 0 for an unknown dtype. */
+GSTAT_API size_t gstat_dtype_size(gstat_dtype dtype);
+
+typedef enum gstat_location {
+  GSTAT_HOST = 0, /* ordinary (or pinned) host memory */
+  GSTAT_CUDA = 1  /* CUDA device memory; `device` names the device ordinal */
+} gstat_location;
+
+/* bfloat16 helpers: exact widening, and round-to-nearest-even narrowing (NaN
+ * stays NaN, overflow rounds to infinity as IEEE rounding does). */
+GSTAT_API float gstat_bf16_to_f32(uint16_t x);
+GSTAT_API uint16_t gstat_f32_to_bf16(float x);
+
+/* ---- the batched strided matrix descriptor ---------------------------------------
+ *
+ * Element (b, i, j) — batch element b, row i, column j — lives at
+ *   (T *)data + b * batch_stride + i * row_stride + j * col_stride
+ * with strides counted in elements. C/numpy row-major: row_stride = cols,
+ * col_stride = 1. Fortran/R column-major: row_stride = 1, col_stride = rows.
+ * Transposed views and torch/CuPy tensors are other stride choices. Strides of
+ * dimensions whose extent is 1 are ignored; others must be >= 1 and must not
+ * make two elements share an address. A vector batch (eigenvalues) is a
+ * descriptor with cols = 1.
+ *
+ * A descriptor never owns its data. */
+typedef struct gstat_matrix {
+  void *data;
+  gstat_dtype dtype;
+  gstat_location location;
+  int32_t device; /* CUDA device ordinal when location == GSTAT_CUDA */
+  int64_t batch, rows, cols;
+  int64_t batch_stride, row_stride, col_stride;
+} gstat_matrix;
+
+/* Descriptors of contiguous batches (host memory). They only fill fields. */
+GSTAT_API gstat_matrix gstat_matrix_row_major(void *data, gstat_dtype dtype, int64_t batch,
+                                              int64_t rows, int64_t cols);
+GSTAT_API gstat_matrix gstat_matrix_col_major(void *data, gstat_dtype dtype, int64_t batch,
+                                              int64_t rows, int64_t cols);
+/* batch vectors of length n, contiguous: element (b, i) at data + b*n + i. */
+GSTAT_API gstat_matrix gstat_vector_batch(void *data, gstat_dtype dtype, int64_t batch,
+                                          int64_t n);
+
+/* ---- context ------------------------------------------------------------------ */
+
+typedef struct gstat_ctx gstat_ctx;
+
+typedef enum gstat_backend {
+  GSTAT_BACKEND_AUTO = 0, /* GPU when usable and worth it, else CPU */
+  GSTAT_BACKEND_CPU = 1,
+  GSTAT_BACKEND_CUDA = 2
+} gstat_backend;
+
+/* Bits of gstat_ctx_last_backends(): which backends did work in the last call. */
+#define GSTAT_RAN_CPU 0x1u
+#define GSTAT_RAN_CUDA 0x2u
+
+/* Memory hooks. alloc returns `size` bytes aligned to `alignment` (a power of
+ * two, at most 4096) or NULL; free receives what alloc returned and the size
+ * that was asked for. `user` is passed through. */
+typedef struct gstat_allocator {
+  void *(*alloc)(size_t size, size_t alignment, void *user);
+  void (*free)(void *ptr, size_t size, void *user);
+  void *user;
+} gstat_allocator;
+
+typedef struct gstat_ctx_options {
+  gstat_backend backend;     /* default GSTAT_BACKEND_AUTO */
+  int num_threads;           /* CPU threads; 0 = OpenMP's default (OMP_NUM_THREADS or all cores) */
+  int check_finite;          /* nonzero (default): reject NaN/Inf input with GSTAT_ENOTFINITE */
+  gstat_allocator allocator; /* alloc == NULL: the C library's aligned allocation */
+} gstat_ctx_options;
+
+/* Fill *opt with the defaults (AUTO backend, default threads, check_finite on,
+ * system allocator). Always use this before changing single fields. */
+GSTAT_API void gstat_ctx_options_init(gstat_ctx_options *opt);
+
+/* Create a context. opt NULL means defaults. On success *ctx receives a new
+ * context that the caller releases with gstat_ctx_destroy.
+ * Statuses: GSTAT_EINVAL (ctx NULL, bad option values), GSTAT_ENOMEM,
+ * GSTAT_EUNSUPPORTED (backend CUDA asked for but not available). */
+GSTAT_API gstat_status gstat_ctx_create(gstat_ctx **ctx, const gstat_ctx_options *opt);
+
+/* Release the context and all the workspace it cached. NULL is a no-op. */
+GSTAT_API void gstat_ctx_destroy(gstat_ctx *ctx);
+
+/* Message of the last failed call on this context ("" after a success).
+ * Owned by the context; valid until the next call that uses it. */
+GSTAT_API const char *gstat_ctx_last_error(const gstat_ctx *ctx);
+
+/* GSTAT_RAN_* bits of the backends that did work in the last call (0 when it
+ * did no work, e.g. an empty batch or a rejected argument). */
+GSTAT_API unsigned gstat_ctx_last_backends(const gstat_ctx *ctx);
+
+/* The same as text: "cpu", "cuda", "cuda+cpu" or "none". */
+GSTAT_API const char *gstat_ctx_last_backend_name(const gstat_ctx *ctx);
+
+/* Drop the cached workspace (it is re-created on the next call that needs it). */
+GSTAT_API void gstat_ctx_release_workspace(gstat_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GSTAT_CORE_H */

@@ -1,0 +1,8 @@
+/* gstat: one include for the whole public API. */
+#ifndef GSTAT_GSTAT_H
+#define GSTAT_GSTAT_H
+
+#include "gstat/core.h"
+#include "gstat/linalg.h"
+
+#endif /* GSTAT_GSTAT_H */

@@ -1,0 +1,53 @@
+/* Core internals shared by every layer of the library (never installed). */
+#ifndef GSTAT_CORE_INTERNAL_H
+#define GSTAT_CORE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gstat/core.h"
+
+/* Workspace slots a context caches. Each grows to the largest size asked for
+ * and is kept, so repeated calls of one shape allocate nothing. */
+typedef enum gstat_i_ws_slot {
+  GSTAT_WS_INFO = 0, /* per-element info when the caller passed none */
+  GSTAT_WS_CPU,      /* CPU backend: per-thread packing and LAPACK work */
+  GSTAT_WS_COUNT
+} gstat_i_ws_slot;
+
+typedef struct gstat_i_buffer {
+  void *ptr;
+  size_t size;
+} gstat_i_buffer;
+
+struct gstat_i_backend_slot; /* defined by src/linalg/backend.h */
+
+struct gstat_ctx {
+  gstat_ctx_options opt;
+  int num_threads; /* resolved: >= 1 */
+  gstat_i_buffer ws[GSTAT_WS_COUNT];
+  unsigned last_backends;
+  char last_error[512];
+};
+
+/* Allocation through the context's allocator (64-byte aligned). */
+void *gstat_i_alloc(gstat_ctx *ctx, size_t size);
+void gstat_i_free(gstat_ctx *ctx, void *ptr, size_t size);
+
+/* A cached workspace of at least `size` bytes, or NULL (GSTAT_ENOMEM) */
+void *gstat_i_workspace(gstat_ctx *ctx, gstat_i_ws_slot slot, size_t size);
+
+/* Record a failure: formats the message into ctx->last_error and returns
+ * `status`, so callers write `return gstat_i_fail(ctx, GSTAT_EINVAL, ...)`. */
+gstat_status gstat_i_fail(gstat_ctx *ctx, gstat_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Start of a public call: clears the message and the backends-ran bits. */
+void gstat_i_begin(gstat_ctx *ctx);
+
+/* Checked arithmetic: false on overflow or negative operands. */
+bool gstat_i_mul_size(size_t a, size_t b, size_t *out);
+bool gstat_i_add_size(size_t a, size_t b, size_t *out);
+
+#endif /* GSTAT_CORE_INTERNAL_H */

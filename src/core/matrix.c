@@ -1,0 +1,185 @@
+/* The strided batched matrix descriptor: constructors, checks, overlap. */
+#include <math.h>
+#include <string.h>
+
+#include "core/matrix.h"
+
+size_t gstat_dtype_size(gstat_dtype dtype) {
+  switch (dtype) {
+  case GSTAT_F32: return 4;
+  case GSTAT_F64: return 8;
+  case GSTAT_BF16: return 2;
+  }
+  return 0;
+}
+
+float gstat_bf16_to_f32(uint16_t x) {
+  uint32_t u = (uint32_t)x << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+uint16_t gstat_f32_to_bf16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
+  u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest, ties to even */
+  return (uint16_t)(u >> 16);
+}
+
+static gstat_matrix make(void *data, gstat_dtype dtype, int64_t batch, int64_t rows, int64_t cols,
+                         int64_t rs, int64_t cs) {
+  gstat_matrix m;
+  memset(&m, 0, sizeof m);
+  m.data = data;
+  m.dtype = dtype;
+  m.location = GSTAT_HOST;
+  m.batch = batch;
+  m.rows = rows;
+  m.cols = cols;
+  m.batch_stride = rows * cols;
+  m.row_stride = rs;
+  m.col_stride = cs;
+  return m;
+}
+
+gstat_matrix gstat_matrix_row_major(void *data, gstat_dtype dtype, int64_t batch, int64_t rows,
+                                    int64_t cols) {
+  return make(data, dtype, batch, rows, cols, cols, 1);
+}
+
+gstat_matrix gstat_matrix_col_major(void *data, gstat_dtype dtype, int64_t batch, int64_t rows,
+                                    int64_t cols) {
+  return make(data, dtype, batch, rows, cols, 1, rows);
+}
+
+gstat_matrix gstat_vector_batch(void *data, gstat_dtype dtype, int64_t batch, int64_t n) {
+  return make(data, dtype, batch, n, 1, 1, n);
+}
+
+/* Offset (in elements) of the last element, or -1 on overflow. */
+static int64_t last_offset(const gstat_matrix *m) {
+  int64_t ext[3] = {m->batch, m->rows, m->cols};
+  int64_t str[3] = {m->batch_stride, m->row_stride, m->col_stride};
+  int64_t off = 0;
+  for (int d = 0; d < 3; d++) {
+    if (ext[d] <= 1) continue;
+    int64_t t;
+    if (__builtin_mul_overflow(ext[d] - 1, str[d], &t) || __builtin_add_overflow(off, t, &off))
+      return -1;
+  }
+  return off;
+}
+
+static bool is_empty(const gstat_matrix *m) { return m->batch == 0 || m->rows == 0 || m->cols == 0; }
+
+gstat_status gstat_i_check_matrix(gstat_ctx *ctx, const char *fn, const char *name,
+                                  const gstat_matrix *m) {
+  if (!m) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is NULL", fn, name);
+  size_t es = gstat_dtype_size(m->dtype);
+  if (es == 0)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s.dtype=%d is not a gstat_dtype", fn, name,
+                        (int)m->dtype);
+  if (m->location != GSTAT_HOST && m->location != GSTAT_CUDA)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s.location=%d is not a gstat_location", fn,
+                        name, (int)m->location);
+  const char *dim_name[3] = {"batch", "rows", "cols"};
+  const char *stride_name[3] = {"batch_stride", "row_stride", "col_stride"};
+  int64_t ext[3] = {m->batch, m->rows, m->cols};
+  int64_t str[3] = {m->batch_stride, m->row_stride, m->col_stride};
+  for (int d = 0; d < 3; d++)
+    if (ext[d] < 0)
+      return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s.%s=%lld must be >= 0", fn, name,
+                          dim_name[d], (long long)ext[d]);
+  if (is_empty(m)) return GSTAT_OK;
+  if (!m->data) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s.data is NULL", fn, name);
+  for (int d = 0; d < 3; d++)
+    if (ext[d] > 1 && str[d] < 1)
+      return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s.%s=%lld must be >= 1", fn, name,
+                          stride_name[d], (long long)str[d]);
+  int64_t last = last_offset(m);
+  int64_t bytes;
+  if (last < 0 || __builtin_add_overflow(last, 1, &bytes) ||
+      __builtin_mul_overflow(bytes, (int64_t)es, &bytes) || (uint64_t)bytes > (uint64_t)PTRDIFF_MAX)
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: %s spans more bytes than fit in memory", fn, name);
+
+  /* No two elements at one address: with the dimensions ordered by stride,
+   * each stride must step past everything the smaller ones reach. */
+  int idx[3] = {0, 1, 2};
+  for (int a = 0; a < 3; a++)
+    for (int b = a + 1; b < 3; b++)
+      if (str[idx[b]] < str[idx[a]]) {
+        int t = idx[a];
+        idx[a] = idx[b];
+        idx[b] = t;
+      }
+  int64_t reach = 0; /* offset of the farthest element of the inner dims */
+  for (int k = 0; k < 3; k++) {
+    int d = idx[k];
+    if (ext[d] <= 1) continue;
+    if (str[d] <= reach)
+      return gstat_i_fail(ctx, GSTAT_EINVAL,
+                          "%s: %s strides overlap: %s=%lld does not step past the other "
+                          "dimensions (elements would share memory)",
+                          fn, name, stride_name[d], (long long)str[d]);
+    reach += (ext[d] - 1) * str[d]; /* no overflow: bounded by last_offset */
+  }
+  return GSTAT_OK;
+}
+
+bool gstat_i_same_view(const gstat_matrix *a, const gstat_matrix *b) {
+  return a->data == b->data && a->dtype == b->dtype && a->location == b->location &&
+         a->device == b->device && a->batch == b->batch && a->rows == b->rows &&
+         a->cols == b->cols && (a->batch <= 1 || a->batch_stride == b->batch_stride) &&
+         (a->rows <= 1 || a->row_stride == b->row_stride) &&
+         (a->cols <= 1 || a->col_stride == b->col_stride);
+}
+
+bool gstat_i_overlap(const gstat_matrix *a, const gstat_matrix *b) {
+  if (is_empty(a) || is_empty(b)) return false;
+  if (a->location != b->location || (a->location == GSTAT_CUDA && a->device != b->device))
+    return false;
+  uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
+  uintptr_t a1 = a0 + (uintptr_t)(last_offset(a) + 1) * gstat_dtype_size(a->dtype);
+  uintptr_t b1 = b0 + (uintptr_t)(last_offset(b) + 1) * gstat_dtype_size(b->dtype);
+  return a0 < b1 && b0 < a1;
+}
+
+gstat_status gstat_i_check_alias(gstat_ctx *ctx, const char *fn, const char *out_name,
+                                 const gstat_matrix *out, const char *in_name,
+                                 const gstat_matrix *in, bool in_place_ok) {
+  if (!out || !in || !gstat_i_overlap(out, in)) return GSTAT_OK;
+  if (in_place_ok && gstat_i_same_view(out, in)) return GSTAT_OK;
+  return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s overlaps %s%s", fn, out_name, in_name,
+                      in_place_ok ? " (only an identical view is allowed, for in-place use)" : "");
+}
+
+static bool finite_at(const void *p, gstat_dtype dtype) {
+  switch (dtype) {
+  case GSTAT_F32: return isfinite(*(const float *)p);
+  case GSTAT_F64: return isfinite(*(const double *)p);
+  case GSTAT_BF16: return (*(const uint16_t *)p & 0x7f80u) != 0x7f80u;
+  }
+  return false;
+}
+
+bool gstat_i_find_nonfinite(const gstat_matrix *m, gstat_i_tri tri, int64_t *bo, int64_t *io, int64_t *jo) {
+  for (int64_t b = 0; b < m->batch; b++)
+    for (int64_t j = 0; j < m->cols; j++) {
+      /* lower: rows j..end; upper: rows 0..j; strict: without row j */
+      int64_t i0 = 0, i1 = m->rows;
+      if (tri == GSTAT_I_TRI_LOWER) i0 = j;
+      if (tri == GSTAT_I_TRI_STRICT_LOWER) i0 = j + 1;
+      if (tri == GSTAT_I_TRI_UPPER) i1 = j + 1 < m->rows ? j + 1 : m->rows;
+      if (tri == GSTAT_I_TRI_STRICT_UPPER) i1 = j < m->rows ? j : m->rows;
+      for (int64_t i = i0; i < i1; i++)
+        if (!finite_at(gstat_i_elem(m, b, i, j), m->dtype)) {
+          *bo = b;
+          *io = i;
+          *jo = j;
+          return true;
+        }
+    }
+  return false;
+}

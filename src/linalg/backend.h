@@ -1,0 +1,54 @@
+/*
+ * The backend interface: a table of functions plus an opaque state pointer.
+ * src/linalg/dispatch.c validates every argument, then hands the call to a
+ * backend through this table; backends never see invalid input.
+ *
+ * Contract for every function:
+ * - descriptors are checked (shapes agree, strides sane, aliasing legal);
+ * - `info` is never NULL and has `batch` entries: the backend sets each to 0
+ *   or to the element's failure code, and fills a failed element's outputs
+ *   with NaN;
+ * - it returns GSTAT_OK when every element was attempted (element failures
+ *   are reported through info only), or a whole-call failure (GSTAT_ENOMEM,
+ *   GSTAT_EBACKEND, GSTAT_EUNSUPPORTED) after which the dispatcher may retry
+ *   on another backend; on such a failure the context message says why.
+ *
+ * A loadable backend (the CUDA module) exports one function that fills a
+ * gstat_i_backend for a given API version; bump the version whenever this
+ * table changes.
+ */
+#ifndef GSTAT_LINALG_BACKEND_H
+#define GSTAT_LINALG_BACKEND_H
+
+#include "core/internal.h"
+#include "gstat/linalg.h"
+
+#define GSTAT_I_BACKEND_API_VERSION 1
+
+typedef struct gstat_i_backend_ops {
+  int api_version;
+  const char *name;
+  unsigned ran_flag; /* GSTAT_RAN_* bit this backend sets */
+
+  gstat_status (*eigh)(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                       gstat_matrix *w, gstat_matrix *V, int64_t *info);
+  gstat_status (*cholesky)(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                           gstat_matrix *F, int64_t *info);
+  gstat_status (*cholesky_solve)(void *state, gstat_ctx *ctx, const gstat_matrix *F,
+                                 gstat_uplo uplo, const gstat_matrix *B, gstat_matrix *X,
+                                 int64_t *info);
+  gstat_status (*triangular_solve)(void *state, gstat_ctx *ctx, const gstat_matrix *T,
+                                   gstat_uplo uplo, gstat_trans trans, gstat_diag diag,
+                                   const gstat_matrix *B, gstat_matrix *X, int64_t *info);
+  void (*destroy)(void *state);
+} gstat_i_backend_ops;
+
+typedef struct gstat_i_backend {
+  const gstat_i_backend_ops *ops;
+  void *state;
+} gstat_i_backend;
+
+/* The CPU backend, always built in (stateless: its workspace is the ctx's). */
+extern const gstat_i_backend_ops gstat_i_cpu_backend_ops;
+
+#endif /* GSTAT_LINALG_BACKEND_H */

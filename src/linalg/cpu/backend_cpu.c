@@ -1,0 +1,95 @@
+/* The CPU backend: batch loops over the per-element routines of cpu_ops.c,
+ * parallel over matrices (OpenMP) with single-threaded BLAS inside, or one
+ * matrix at a time with threaded BLAS when the batch is too small. */
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "linalg/backend.h"
+#include "linalg/cpu/blas_threads.h"
+#include "linalg/cpu/cpu_job.h"
+
+static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *job,
+                              int64_t batch, int64_t *info) {
+  int nt = gstat_i_cpu_batch_threads(ctx, batch);
+  size_t total;
+  if (!gstat_i_mul_size(job->per_thread, (size_t)nt, &total))
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);
+  char *ws = gstat_i_workspace(ctx, GSTAT_WS_CPU, total);
+  if (!ws) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn, total);
+#ifdef _OPENMP
+  if (nt > 1) {
+    int64_t chunk = batch / ((int64_t)nt * 8);
+    if (chunk < 1) chunk = 1;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, chunk)
+    for (int64_t b = 0; b < batch; b++) info[b] = job->one(job, b, ws + job->per_thread * (size_t)omp_get_thread_num());
+    return GSTAT_OK;
+  }
+  /* One matrix at a time: BLAS may use the context's threads (an OpenMP
+   * OpenBLAS reads the calling thread's setting, which we restore after). */
+  int saved = omp_get_max_threads();
+  omp_set_num_threads(ctx->num_threads);
+  for (int64_t b = 0; b < batch; b++) info[b] = job->one(job, b, ws);
+  omp_set_num_threads(saved);
+#else
+  for (int64_t b = 0; b < batch; b++) info[b] = job->one(job, b, ws);
+#endif
+  return GSTAT_OK;
+}
+
+static gstat_status setup_failed(gstat_ctx *ctx, const char *fn) {
+  return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);
+}
+
+static gstat_status cpu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                             gstat_matrix *w, gstat_matrix *V, int64_t *info) {
+  (void)state;
+  gstat_i_cpu_job job = {.A = A, .out = V, .w = w, .uplo = uplo, .n = A->rows};
+  bool ok = A->dtype == GSTAT_F64 ? gstat_i_cpu_eigh_setup_f64(&job) : gstat_i_cpu_eigh_setup_f32(&job);
+  if (!ok) return setup_failed(ctx, "eigh");
+  return run_batch(ctx, "eigh", &job, A->batch, info);
+}
+
+static gstat_status cpu_cholesky(void *state, gstat_ctx *ctx, const gstat_matrix *A,
+                                 gstat_uplo uplo, gstat_matrix *F, int64_t *info) {
+  (void)state;
+  gstat_i_cpu_job job = {.A = A, .out = F, .uplo = uplo, .n = A->rows};
+  bool ok = A->dtype == GSTAT_F64 ? gstat_i_cpu_chol_setup_f64(&job) : gstat_i_cpu_chol_setup_f32(&job);
+  if (!ok) return setup_failed(ctx, "cholesky");
+  return run_batch(ctx, "cholesky", &job, A->batch, info);
+}
+
+static gstat_status cpu_cholesky_solve(void *state, gstat_ctx *ctx, const gstat_matrix *F,
+                                       gstat_uplo uplo, const gstat_matrix *B, gstat_matrix *X,
+                                       int64_t *info) {
+  (void)state;
+  gstat_i_cpu_job job = {.A = F, .B = B, .out = X, .uplo = uplo, .n = F->rows};
+  bool ok = F->dtype == GSTAT_F64 ? gstat_i_cpu_cholsolve_setup_f64(&job)
+                                  : gstat_i_cpu_cholsolve_setup_f32(&job);
+  if (!ok) return setup_failed(ctx, "cholesky_solve");
+  return run_batch(ctx, "cholesky_solve", &job, F->batch, info);
+}
+
+static gstat_status cpu_triangular_solve(void *state, gstat_ctx *ctx, const gstat_matrix *T,
+                                         gstat_uplo uplo, gstat_trans trans, gstat_diag diag,
+                                         const gstat_matrix *B, gstat_matrix *X, int64_t *info) {
+  (void)state;
+  gstat_i_cpu_job job = {.A = T, .B = B, .out = X, .uplo = uplo, .trans = trans, .diag = diag, .n = T->rows};
+  bool ok = T->dtype == GSTAT_F64 ? gstat_i_cpu_trsolve_setup_f64(&job)
+                                  : gstat_i_cpu_trsolve_setup_f32(&job);
+  if (!ok) return setup_failed(ctx, "triangular_solve");
+  return run_batch(ctx, "triangular_solve", &job, T->batch, info);
+}
+
+const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
+    .api_version = GSTAT_I_BACKEND_API_VERSION,
+    .name = "cpu",
+    .ran_flag = GSTAT_RAN_CPU,
+    .eigh = cpu_eigh,
+    .cholesky = cpu_cholesky,
+    .cholesky_solve = cpu_cholesky_solve,
+    .triangular_solve = cpu_triangular_solve,
+    .destroy = NULL,
+};

@@ -1,0 +1,225 @@
+/*
+ * Public linear algebra entry points: validate every argument, check
+ * finiteness, choose a backend, call it through its table, and turn the
+ * per-element info into a status and a message naming the failing element.
+ */
+#include <inttypes.h>
+
+#include "core/matrix.h"
+#include "linalg/backend.h"
+
+/* ---- argument checks shared by the entry points ---- */
+
+static gstat_status check_square(gstat_ctx *ctx, const char *fn, const char *name,
+                                 const gstat_matrix *m) {
+  gstat_status st = gstat_i_check_matrix(ctx, fn, name, m);
+  if (st != GSTAT_OK) return st;
+  if (m->rows != m->cols)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s must be square, got %" PRId64 " x %" PRId64, fn,
+                        name, m->rows, m->cols);
+  if (m->rows > INT32_MAX)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: %s has order %" PRId64 " > INT32_MAX (LAPACK limit)",
+                        fn, name, m->rows);
+  return GSTAT_OK;
+}
+
+/* out must be a valid descriptor of batch x rows x cols. */
+static gstat_status check_shape(gstat_ctx *ctx, const char *fn, const char *name,
+                                const gstat_matrix *m, int64_t batch, int64_t rows, int64_t cols) {
+  gstat_status st = gstat_i_check_matrix(ctx, fn, name, m);
+  if (st != GSTAT_OK) return st;
+  if (m->batch != batch || m->rows != rows || m->cols != cols)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: %s is %" PRId64 " x %" PRId64 " x %" PRId64 ", expected %" PRId64
+                        " x %" PRId64 " x %" PRId64,
+                        fn, name, m->batch, m->rows, m->cols, batch, rows, cols);
+  return GSTAT_OK;
+}
+
+static gstat_status check_uplo(gstat_ctx *ctx, const char *fn, gstat_uplo uplo) {
+  if (uplo != GSTAT_LOWER && uplo != GSTAT_UPPER)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: uplo=%d is neither GSTAT_LOWER nor GSTAT_UPPER",
+                        fn, (int)uplo);
+  return GSTAT_OK;
+}
+
+/* Until a device backend is loaded every argument must be in host memory. */
+static gstat_status check_host(gstat_ctx *ctx, const char *fn, const char *name,
+                               const gstat_matrix *m) {
+  if (m && m->location != GSTAT_HOST)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                        "%s: %s is in CUDA device memory, but no CUDA backend is loaded", fn, name);
+  return GSTAT_OK;
+}
+
+static gstat_status check_finite(gstat_ctx *ctx, const char *fn, const char *name,
+                                 const gstat_matrix *m, gstat_i_tri tri) {
+  int64_t b, i, j;
+  if (!ctx->opt.check_finite || !gstat_i_find_nonfinite(m, tri, &b, &i, &j)) return GSTAT_OK;
+  return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
+                      "%s: batch element %" PRId64 " of %s has a non-finite value at (%" PRId64
+                      ", %" PRId64 ")",
+                      fn, b, name, i, j);
+}
+
+static gstat_i_tri triangle(gstat_uplo uplo, bool strict) {
+  if (uplo == GSTAT_LOWER) return strict ? GSTAT_I_TRI_STRICT_LOWER : GSTAT_I_TRI_LOWER;
+  return strict ? GSTAT_I_TRI_STRICT_UPPER : GSTAT_I_TRI_UPPER;
+}
+
+/* The caller's info array, or one cached in the context. */
+static int64_t *info_buffer(gstat_ctx *ctx, const char *fn, int64_t *info, int64_t batch) {
+  if (info) return info;
+  int64_t *scratch = gstat_i_workspace(ctx, GSTAT_WS_INFO, sizeof(int64_t) * (size_t)batch);
+  if (!scratch) gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate the info array", fn);
+  return scratch;
+}
+
+/* Turn per-element info into a status and a message naming the first
+ * failure, e.g. "cholesky: batch element 17 is not positive definite
+ * (leading minor of order 5); 3 of 64 elements failed". `what` ends in the
+ * words that introduce the info value. */
+static gstat_status report(gstat_ctx *ctx, const char *fn, const int64_t *info, int64_t batch,
+                           gstat_status failed, const char *what) {
+  int64_t first = -1, count = 0;
+  for (int64_t b = 0; b < batch; b++)
+    if (info[b] != 0) {
+      if (first < 0) first = b;
+      count++;
+    }
+  if (count == 0) return GSTAT_OK;
+  if (count == 1)
+    return gstat_i_fail(ctx, failed, "%s: batch element %" PRId64 " %s %" PRId64 ")", fn, first,
+                        what, info[first]);
+  return gstat_i_fail(ctx, failed,
+                      "%s: batch element %" PRId64 " %s %" PRId64 "); %" PRId64 " of %" PRId64
+                      " elements failed",
+                      fn, first, what, info[first], count, batch);
+}
+
+/* Nothing to compute (n = 0 or nrhs = 0): every element succeeded. */
+static gstat_status nothing_to_do(int64_t *info, int64_t batch) {
+  for (int64_t b = 0; info && b < batch; b++) info[b] = 0;
+  return GSTAT_OK;
+}
+
+static const gstat_i_backend_ops *choose_backend(gstat_ctx *ctx) {
+  (void)ctx;
+  return &gstat_i_cpu_backend_ops;
+}
+
+#define TRY(expr)                                                                                  \
+  do {                                                                                             \
+    gstat_status st_ = (expr);                                                                     \
+    if (st_ != GSTAT_OK) return st_;                                                               \
+  } while (0)
+
+/* ---- entry points ---- */
+
+gstat_status gstat_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, gstat_matrix *w,
+                        gstat_matrix *V, int64_t *info) {
+  static const char fn[] = "eigh";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  TRY(check_square(ctx, fn, "A", A));
+  TRY(check_uplo(ctx, fn, uplo));
+  if (!w) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: w is NULL", fn);
+  TRY(check_shape(ctx, fn, "w", w, A->batch, A->rows, 1));
+  if (V) TRY(check_shape(ctx, fn, "V", V, A->batch, A->rows, A->cols));
+  TRY(gstat_i_check_alias(ctx, fn, "w", w, "A", A, false));
+  TRY(gstat_i_check_alias(ctx, fn, "V", V, "A", A, true));
+  TRY(gstat_i_check_alias(ctx, fn, "V", V, "w", w, false));
+  TRY(check_host(ctx, fn, "A", A));
+  TRY(check_host(ctx, fn, "w", w));
+  TRY(check_host(ctx, fn, "V", V));
+  if (A->batch == 0 || A->rows == 0) return nothing_to_do(info, A->batch);
+  TRY(check_finite(ctx, fn, "A", A, triangle(uplo, false)));
+  int64_t *inf = info_buffer(ctx, fn, info, A->batch);
+  if (!inf) return GSTAT_ENOMEM;
+  const gstat_i_backend_ops *be = choose_backend(ctx);
+  TRY(be->eigh(NULL, ctx, A, uplo, w, V, inf));
+  ctx->last_backends |= be->ran_flag;
+  return report(ctx, fn, inf, A->batch, GSTAT_ENOCONV, "did not converge (info");
+}
+
+gstat_status gstat_cholesky(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, gstat_matrix *F,
+                            int64_t *info) {
+  static const char fn[] = "cholesky";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  TRY(check_square(ctx, fn, "A", A));
+  TRY(check_uplo(ctx, fn, uplo));
+  if (!F) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: F is NULL", fn);
+  TRY(check_shape(ctx, fn, "F", F, A->batch, A->rows, A->cols));
+  TRY(gstat_i_check_alias(ctx, fn, "F", F, "A", A, true));
+  TRY(check_host(ctx, fn, "A", A));
+  TRY(check_host(ctx, fn, "F", F));
+  if (A->batch == 0 || A->rows == 0) return nothing_to_do(info, A->batch);
+  TRY(check_finite(ctx, fn, "A", A, triangle(uplo, false)));
+  int64_t *inf = info_buffer(ctx, fn, info, A->batch);
+  if (!inf) return GSTAT_ENOMEM;
+  const gstat_i_backend_ops *be = choose_backend(ctx);
+  TRY(be->cholesky(NULL, ctx, A, uplo, F, inf));
+  ctx->last_backends |= be->ran_flag;
+  return report(ctx, fn, inf, A->batch, GSTAT_ENOTPD,
+                "is not positive definite (leading minor of order");
+}
+
+/* Shared checks of the two solves: T square, B batch x n x nrhs, X like B. */
+static gstat_status check_solve(gstat_ctx *ctx, const char *fn, const char *tname,
+                                const gstat_matrix *T, gstat_uplo uplo, bool unit,
+                                const gstat_matrix *B, gstat_matrix *X) {
+  TRY(check_square(ctx, fn, tname, T));
+  TRY(check_uplo(ctx, fn, uplo));
+  TRY(gstat_i_check_matrix(ctx, fn, "B", B));
+  if (B->batch != T->batch || B->rows != T->rows)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: B is %" PRId64 " x %" PRId64 " x %" PRId64 ", expected %" PRId64
+                        " x %" PRId64 " x nrhs",
+                        fn, B->batch, B->rows, B->cols, T->batch, T->rows);
+  if (!X) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: X is NULL", fn);
+  TRY(check_shape(ctx, fn, "X", X, B->batch, B->rows, B->cols));
+  TRY(gstat_i_check_alias(ctx, fn, "X", X, "B", B, true));
+  TRY(gstat_i_check_alias(ctx, fn, "X", X, tname, T, false));
+  TRY(check_host(ctx, fn, tname, T));
+  TRY(check_host(ctx, fn, "B", B));
+  TRY(check_host(ctx, fn, "X", X));
+  if (T->batch == 0 || T->rows == 0 || B->cols == 0) return GSTAT_OK; /* caller: nothing_to_do */
+  TRY(check_finite(ctx, fn, tname, T, triangle(uplo, unit)));
+  return check_finite(ctx, fn, "B", B, GSTAT_I_TRI_FULL);
+}
+
+gstat_status gstat_cholesky_solve(gstat_ctx *ctx, const gstat_matrix *F, gstat_uplo uplo,
+                                  const gstat_matrix *B, gstat_matrix *X, int64_t *info) {
+  static const char fn[] = "cholesky_solve";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  TRY(check_solve(ctx, fn, "F", F, uplo, false, B, X));
+  if (F->batch == 0 || F->rows == 0 || B->cols == 0) return nothing_to_do(info, F->batch);
+  int64_t *inf = info_buffer(ctx, fn, info, F->batch);
+  if (!inf) return GSTAT_ENOMEM;
+  const gstat_i_backend_ops *be = choose_backend(ctx);
+  TRY(be->cholesky_solve(NULL, ctx, F, uplo, B, X, inf));
+  ctx->last_backends |= be->ran_flag;
+  return report(ctx, fn, inf, F->batch, GSTAT_ESINGULAR, "has a singular factor (zero diagonal entry");
+}
+
+gstat_status gstat_triangular_solve(gstat_ctx *ctx, const gstat_matrix *T, gstat_uplo uplo,
+                                    gstat_trans trans, gstat_diag diag, const gstat_matrix *B,
+                                    gstat_matrix *X, int64_t *info) {
+  static const char fn[] = "triangular_solve";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  if (trans != GSTAT_NO_TRANS && trans != GSTAT_TRANS)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: trans=%d is neither GSTAT_NO_TRANS nor GSTAT_TRANS", fn, (int)trans);
+  if (diag != GSTAT_NON_UNIT && diag != GSTAT_UNIT)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: diag=%d is neither GSTAT_NON_UNIT nor GSTAT_UNIT", fn, (int)diag);
+  TRY(check_solve(ctx, fn, "T", T, uplo, diag == GSTAT_UNIT, B, X));
+  if (T->batch == 0 || T->rows == 0 || B->cols == 0) return nothing_to_do(info, T->batch);
+  int64_t *inf = info_buffer(ctx, fn, info, T->batch);
+  if (!inf) return GSTAT_ENOMEM;
+  const gstat_i_backend_ops *be = choose_backend(ctx);
+  TRY(be->triangular_solve(NULL, ctx, T, uplo, trans, diag, B, X, inf));
+  ctx->last_backends |= be->ran_flag;
+  return report(ctx, fn, inf, T->batch, GSTAT_ESINGULAR, "has a singular triangle (zero diagonal entry");
+}
