@@ -1,6 +1,7 @@
 /* Bad input, one table row per case: the status, the message, and that no
  * output (nor info) was written. Leaks on these paths are caught by the
  * sanitizer and valgrind runs of this same program. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -90,7 +91,9 @@ CASE(eigh_order_too_large, fx->a.rows = fx->a.cols = (int64_t)INT32_MAX + 1; fx-
 CASE(eigh_bad_dtype, fx->a.dtype = (gstat_dtype)99; return eigh(fx))
 CASE(eigh_bad_location, fx->w.location = (gstat_location)5; return eigh(fx))
 CASE(eigh_bad_uplo, return gstat_eigh(fx->ctx, &fx->a, (gstat_uplo)7, &fx->w, &fx->v, fx->info))
-CASE(eigh_device_memory, fx->a.location = GSTAT_CUDA; return eigh(fx))
+CASE(eigh_mixed_memory, fx->w.location = GSTAT_CUDA; return eigh(fx))
+CASE(eigh_device_memory, fx->a.location = fx->w.location = fx->v.location = GSTAT_CUDA;
+     setenv("GSTAT_CUDA_MODULE", "/nonexistent/libgstat_cuda.so.0", 1); return eigh(fx))
 CASE(eigh_nan, tu_set(&fx->a, 1, 2, 1, NAN); return eigh(fx))
 CASE(eigh_inf_upper, tu_set(&fx->a, 0, 0, 2, INFINITY);
      return gstat_eigh(fx->ctx, &fx->a, GSTAT_UPPER, &fx->w, &fx->v, fx->info))
@@ -139,7 +142,9 @@ static const bad_case cases[] = {
     {"unknown dtype", eigh_bad_dtype, GSTAT_EINVAL, "eigh: A.dtype=99 is not a gstat_dtype"},
     {"unknown location", eigh_bad_location, GSTAT_EINVAL, "eigh: w.location=5 is not a gstat_location"},
     {"unknown uplo", eigh_bad_uplo, GSTAT_EINVAL, "eigh: uplo=7 is neither GSTAT_LOWER nor GSTAT_UPPER"},
-    {"device memory", eigh_device_memory, GSTAT_EUNSUPPORTED, "eigh: A is in CUDA device memory"},
+    {"mixed memories", eigh_mixed_memory, GSTAT_EINVAL, "eigh: A and w are in different memories"},
+    {"device memory, no CUDA", eigh_device_memory, GSTAT_EUNSUPPORTED,
+     "eigh: the arguments are in CUDA device memory, but no CUDA backend: cannot load the CUDA module /nonexistent/libgstat_cuda.so.0"},
     {"NaN in read triangle", eigh_nan, GSTAT_ENOTFINITE, "eigh: batch element 1 of A has a non-finite value at (2, 1)"},
     {"Inf in upper", eigh_inf_upper, GSTAT_ENOTFINITE, "eigh: batch element 0 of A has a non-finite value at (0, 2)"},
     {"cholesky NULL F", chol_null_f, GSTAT_EINVAL, "cholesky: F is NULL"},

@@ -121,6 +121,7 @@ typedef struct gstat_ctx_options {
   int num_threads;           /* CPU threads; 0 = OpenMP's default (OMP_NUM_THREADS or all cores) */
   int check_finite;          /* nonzero (default): reject NaN/Inf input with GSTAT_ENOTFINITE */
   gstat_allocator allocator; /* alloc == NULL: the C library's aligned allocation */
+  int cuda_device;           /* CUDA device ordinal the context uses (default 0) */
 } gstat_ctx_options;
 
 /* Fill *opt with the defaults (AUTO backend, default threads, check_finite on,
@@ -130,7 +131,15 @@ GSTAT_API void gstat_ctx_options_init(gstat_ctx_options *opt);
 /* Create a context. opt NULL means defaults. On success *ctx receives a new
  * context that the caller releases with gstat_ctx_destroy.
  * Statuses: GSTAT_EINVAL (ctx NULL, bad option values), GSTAT_ENOMEM,
- * GSTAT_EUNSUPPORTED (backend CUDA asked for but not available). */
+ * GSTAT_EUNSUPPORTED (backend GSTAT_BACKEND_CUDA asked for, but the CUDA
+ * module is not installed, does not load, or finds no such device).
+ *
+ * The CUDA backend is a separate module (libgstat_cuda.so.0) loaded on first
+ * use from the directory libgstat itself was loaded from, or from the path in
+ * the environment variable GSTAT_CUDA_MODULE. For testing only, the
+ * environment variable GSTAT_CUDA_FAULT=oom|solver|nonfinite makes the CUDA
+ * backend simulate device out-of-memory, a failing solver, or NaN output,
+ * so that the fallback paths can be exercised. */
 GSTAT_API gstat_status gstat_ctx_create(gstat_ctx **ctx, const gstat_ctx_options *opt);
 
 /* Release the context and all the workspace it cached. NULL is a no-op. */
@@ -146,6 +155,16 @@ GSTAT_API unsigned gstat_ctx_last_backends(const gstat_ctx *ctx);
 
 /* The same as text: "cpu", "cuda", "cuda+cpu" or "none". */
 GSTAT_API const char *gstat_ctx_last_backend_name(const gstat_ctx *ctx);
+
+/* Whether a usable CUDA backend is present: the CUDA module is installed and
+ * loads, and the device of this context exists. Never fails; 0 or 1. */
+GSTAT_API int gstat_ctx_cuda_available(gstat_ctx *ctx);
+
+/* Run this context's CUDA work on `stream` (a cudaStream_t; NULL = the
+ * context's own stream). The caller keeps ownership of the stream and must
+ * keep it alive while the context uses it. Statuses: GSTAT_OK,
+ * GSTAT_EINVAL (ctx NULL), GSTAT_EUNSUPPORTED (no CUDA backend). */
+GSTAT_API gstat_status gstat_ctx_set_cuda_stream(gstat_ctx *ctx, void *stream);
 
 /* Drop the cached workspace (it is re-created on the next call that needs it). */
 GSTAT_API void gstat_ctx_release_workspace(gstat_ctx *ctx);

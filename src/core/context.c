@@ -9,6 +9,7 @@
 #endif
 
 #include "core/internal.h"
+#include "linalg/backend.h"
 
 void gstat_ctx_options_init(gstat_ctx_options *opt) {
   if (!opt) return;
@@ -37,9 +38,7 @@ gstat_status gstat_ctx_create(gstat_ctx **out, const gstat_ctx_options *opt) {
     return GSTAT_EINVAL;
   if (o.num_threads < 0) return GSTAT_EINVAL;
   if ((o.allocator.alloc == NULL) != (o.allocator.free == NULL)) return GSTAT_EINVAL;
-  /* No CUDA backend is built into this library yet: asking for it explicitly
-   * is refused rather than silently served by the CPU. */
-  if (o.backend == GSTAT_BACKEND_CUDA) return GSTAT_EUNSUPPORTED;
+  if (o.cuda_device < 0) return GSTAT_EINVAL;
 
   /* The context itself comes from the caller's allocator too. */
   gstat_ctx tmp;
@@ -50,12 +49,19 @@ gstat_status gstat_ctx_create(gstat_ctx **out, const gstat_ctx_options *opt) {
   *ctx = tmp;
   ctx->num_threads = o.num_threads > 0 ? o.num_threads : default_threads();
   if (ctx->num_threads < 1) ctx->num_threads = 1;
+  /* Asking for CUDA explicitly is refused when it cannot be served, rather
+   * than silently running on the CPU. */
+  if (o.backend == GSTAT_BACKEND_CUDA && !gstat_ctx_cuda_available(ctx)) {
+    gstat_ctx_destroy(ctx);
+    return GSTAT_EUNSUPPORTED;
+  }
   *out = ctx;
   return GSTAT_OK;
 }
 
 void gstat_ctx_destroy(gstat_ctx *ctx) {
   if (!ctx) return;
+  if (ctx->cuda.ops && ctx->cuda.ops->destroy) ctx->cuda.ops->destroy(ctx->cuda.state);
   gstat_ctx_release_workspace(ctx);
   gstat_i_free(ctx, ctx, sizeof *ctx);
 }

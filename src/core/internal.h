@@ -21,12 +21,20 @@ typedef struct gstat_i_buffer {
   size_t size;
 } gstat_i_buffer;
 
-struct gstat_i_backend_slot; /* defined by src/linalg/backend.h */
+/* A loaded backend's per-context state (the CUDA module's). */
+typedef struct gstat_i_backend_state {
+  const struct gstat_i_backend_ops *ops; /* NULL until created */
+  void *state;
+  int unavailable;  /* 1 once creation failed: do not retry */
+  char why[256];    /* the reason, for later calls' messages */
+  void *stream;     /* the caller's cudaStream_t, or NULL */
+} gstat_i_backend_state;
 
 struct gstat_ctx {
   gstat_ctx_options opt;
   int num_threads; /* resolved: >= 1 */
   gstat_i_buffer ws[GSTAT_WS_COUNT];
+  gstat_i_backend_state cuda;
   unsigned last_backends;
   char last_error[512];
 };

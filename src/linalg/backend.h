@@ -51,4 +51,36 @@ typedef struct gstat_i_backend {
 /* The CPU backend, always built in (stateless: its workspace is the ctx's). */
 extern const gstat_i_backend_ops gstat_i_cpu_backend_ops;
 
+/* info value a backend sets for an element it could not compute reliably
+ * (solver error, NaN/Inf output): the dispatcher recomputes it elsewhere. */
+#define GSTAT_I_INFO_RETRY (-1)
+
+/* ---- loadable modules (the CUDA backend) ---- */
+
+/* What libgstat offers a module: it never links against libgstat, so the
+ * same module serves the shared and the static library. */
+typedef struct gstat_i_host_services {
+  int api_version;
+  gstat_status (*fail)(gstat_ctx *ctx, gstat_status status, const char *fmt, ...);
+  const gstat_i_backend_ops *cpu;
+} gstat_i_host_services;
+
+typedef struct gstat_i_module {
+  int api_version;
+  const gstat_i_backend_ops *ops;
+  /* Per-context state on CUDA device `device`; GSTAT_EUNSUPPORTED (with a
+   * message) when there is no usable device. */
+  gstat_status (*create)(gstat_ctx *ctx, int device, void **state);
+  /* Use the caller's stream (NULL: the state's own). */
+  gstat_status (*set_stream)(void *state, void *stream);
+} gstat_i_module;
+
+/* The one symbol a module exports. */
+#define GSTAT_I_MODULE_ENTRY "gstat_cuda_module_v1"
+typedef const gstat_i_module *(*gstat_i_module_entry_fn)(const gstat_i_host_services *host);
+
+/* This context's CUDA backend, loading the module and creating the state on
+ * first use; GSTAT_EUNSUPPORTED with a message when there is none. */
+gstat_status gstat_i_cuda_backend(gstat_ctx *ctx, gstat_i_backend *out);
+
 #endif /* GSTAT_LINALG_BACKEND_H */

@@ -4,6 +4,7 @@
  * per-element info into a status and a message naming the failing element.
  */
 #include <inttypes.h>
+#include <string.h>
 
 #include "core/matrix.h"
 #include "linalg/backend.h"
@@ -43,19 +44,29 @@ static gstat_status check_uplo(gstat_ctx *ctx, const char *fn, gstat_uplo uplo) 
   return GSTAT_OK;
 }
 
-/* Until a device backend is loaded every argument must be in host memory. */
-static gstat_status check_host(gstat_ctx *ctx, const char *fn, const char *name,
-                               const gstat_matrix *m) {
-  if (m && m->location != GSTAT_HOST)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
-                        "%s: %s is in CUDA device memory, but no CUDA backend is loaded", fn, name);
+/* All arguments in one memory: the host, or one CUDA device. */
+static gstat_status check_location(gstat_ctx *ctx, const char *fn, const gstat_matrix *const *args,
+                                   const char *const *names, int count) {
+  const gstat_matrix *first = NULL;
+  for (int k = 0; k < count; k++) {
+    const gstat_matrix *m = args[k];
+    if (!m) continue;
+    if (!first) {
+      first = m;
+      continue;
+    }
+    if (m->location != first->location || (m->location == GSTAT_CUDA && m->device != first->device))
+      return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s and %s are in different memories (host/device)",
+                          fn, names[0], names[k]);
+  }
   return GSTAT_OK;
 }
 
 static gstat_status check_finite(gstat_ctx *ctx, const char *fn, const char *name,
                                  const gstat_matrix *m, gstat_i_tri tri) {
   int64_t b, i, j;
-  if (!ctx->opt.check_finite || !gstat_i_find_nonfinite(m, tri, &b, &i, &j)) return GSTAT_OK;
+  if (!ctx->opt.check_finite || m->location != GSTAT_HOST) return GSTAT_OK; /* device: backend checks */
+  if (!gstat_i_find_nonfinite(m, tri, &b, &i, &j)) return GSTAT_OK;
   return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
                       "%s: batch element %" PRId64 " of %s has a non-finite value at (%" PRId64
                       ", %" PRId64 ")",
@@ -103,9 +114,105 @@ static gstat_status nothing_to_do(int64_t *info, int64_t batch) {
   return GSTAT_OK;
 }
 
-static const gstat_i_backend_ops *choose_backend(gstat_ctx *ctx) {
-  (void)ctx;
-  return &gstat_i_cpu_backend_ops;
+/* ---- one operation, whichever backend runs it ---- */
+
+typedef enum { OP_EIGH, OP_CHOLESKY, OP_CHOLESKY_SOLVE, OP_TRIANGULAR_SOLVE } op_kind;
+
+typedef struct {
+  op_kind kind;
+  const char *fn;
+  const gstat_matrix *A, *B; /* A: the matrix input (A, F or T) */
+  gstat_matrix *w, *out;     /* out: V (may be NULL), F or X */
+  gstat_uplo uplo;
+  gstat_trans trans;
+  gstat_diag diag;
+} op;
+
+static gstat_status call(const gstat_i_backend *be, gstat_ctx *ctx, const op *o, int64_t *info) {
+  switch (o->kind) {
+  case OP_EIGH: return be->ops->eigh(be->state, ctx, o->A, o->uplo, o->w, o->out, info);
+  case OP_CHOLESKY: return be->ops->cholesky(be->state, ctx, o->A, o->uplo, o->out, info);
+  case OP_CHOLESKY_SOLVE:
+    return be->ops->cholesky_solve(be->state, ctx, o->A, o->uplo, o->B, o->out, info);
+  case OP_TRIANGULAR_SOLVE:
+    return be->ops->triangular_solve(be->state, ctx, o->A, o->uplo, o->trans, o->diag, o->B, o->out, info);
+  }
+  return GSTAT_EINVAL;
+}
+
+/* Descriptor of batch element b alone. */
+static gstat_matrix element(const gstat_matrix *m, int64_t b) {
+  gstat_matrix e = *m;
+  e.data = (char *)m->data + (size_t)(b * m->batch_stride) * gstat_dtype_size(m->dtype);
+  e.batch = 1;
+  return e;
+}
+
+static op element_op(const op *o, int64_t b, gstat_matrix tmp[4]) {
+  op e = *o;
+  tmp[0] = element(o->A, b);
+  e.A = &tmp[0];
+  if (o->B) tmp[1] = element(o->B, b), e.B = &tmp[1];
+  if (o->w) tmp[2] = element(o->w, b), e.w = &tmp[2];
+  if (o->out) tmp[3] = element(o->out, b), e.out = &tmp[3];
+  return e;
+}
+
+/* Work large enough that a GPU pays for moving host data there: batch * n^3
+ * above this runs on the GPU under GSTAT_BACKEND_AUTO. */
+static const double auto_gpu_min_work = 4.0e6;
+
+static bool on_device(const op *o) { return o->A->location == GSTAT_CUDA; }
+
+/* Choose: device data needs the CUDA backend; host data goes to the GPU under
+ * AUTO when one is usable and the work is large, or when CUDA was asked for. */
+static gstat_status choose(gstat_ctx *ctx, const op *o, gstat_i_backend *be) {
+  be->ops = &gstat_i_cpu_backend_ops;
+  be->state = NULL;
+  bool want_gpu = on_device(o) || ctx->opt.backend == GSTAT_BACKEND_CUDA;
+  if (!want_gpu && ctx->opt.backend == GSTAT_BACKEND_AUTO) {
+    double n = (double)o->A->rows;
+    want_gpu = (double)o->A->batch * n * n * n >= auto_gpu_min_work;
+    if (want_gpu && !gstat_ctx_cuda_available(ctx)) return GSTAT_OK; /* quietly the CPU */
+  }
+  if (!want_gpu) return GSTAT_OK;
+  gstat_status st = gstat_i_cuda_backend(ctx, be);
+  if (st != GSTAT_OK && on_device(o)) {
+    char why[sizeof ctx->last_error];
+    memcpy(why, ctx->last_error, sizeof why);
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: the arguments are in CUDA device memory, but %s",
+                        o->fn, why);
+  }
+  return st;
+}
+
+/* Run o with fallback: a GPU failure of the whole call (out of memory after
+ * chunking, a backend error) reruns it on the CPU when the data is on the
+ * host; elements the GPU flagged are recomputed on the CPU one by one. */
+static gstat_status execute(gstat_ctx *ctx, const op *o, int64_t *info) {
+  gstat_i_backend be;
+  gstat_status st = choose(ctx, o, &be);
+  if (st != GSTAT_OK) return st;
+  st = call(&be, ctx, o, info);
+  const gstat_i_backend cpu = {&gstat_i_cpu_backend_ops, NULL};
+  if (st != GSTAT_OK && be.ops != cpu.ops && !on_device(o) &&
+      (st == GSTAT_ENOMEM || st == GSTAT_EBACKEND)) {
+    ctx->last_error[0] = '\0';
+    be = cpu;
+    st = call(&be, ctx, o, info);
+  }
+  if (st != GSTAT_OK) return st;
+  ctx->last_backends |= be.ops->ran_flag;
+  if (be.ops == cpu.ops || on_device(o)) return GSTAT_OK;
+  for (int64_t b = 0; b < o->A->batch; b++) {
+    if (info[b] == 0) continue;
+    gstat_matrix tmp[4];
+    op e = element_op(o, b, tmp);
+    st = call(&cpu, ctx, &e, &info[b]);
+    if (st != GSTAT_OK) return st;
+    ctx->last_backends |= GSTAT_RAN_CPU;
+  }
+  return GSTAT_OK;
 }
 
 #define TRY(expr)                                                                                  \
@@ -129,16 +236,15 @@ gstat_status gstat_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, 
   TRY(gstat_i_check_alias(ctx, fn, "w", w, "A", A, false));
   TRY(gstat_i_check_alias(ctx, fn, "V", V, "A", A, true));
   TRY(gstat_i_check_alias(ctx, fn, "V", V, "w", w, false));
-  TRY(check_host(ctx, fn, "A", A));
-  TRY(check_host(ctx, fn, "w", w));
-  TRY(check_host(ctx, fn, "V", V));
+  const gstat_matrix *args[] = {A, w, V};
+  const char *names[] = {"A", "w", "V"};
+  TRY(check_location(ctx, fn, args, names, 3));
   if (A->batch == 0 || A->rows == 0) return nothing_to_do(info, A->batch);
   TRY(check_finite(ctx, fn, "A", A, triangle(uplo, false)));
   int64_t *inf = info_buffer(ctx, fn, info, A->batch);
   if (!inf) return GSTAT_ENOMEM;
-  const gstat_i_backend_ops *be = choose_backend(ctx);
-  TRY(be->eigh(NULL, ctx, A, uplo, w, V, inf));
-  ctx->last_backends |= be->ran_flag;
+  op o = {.kind = OP_EIGH, .fn = fn, .A = A, .w = w, .out = V, .uplo = uplo};
+  TRY(execute(ctx, &o, inf));
   return report(ctx, fn, inf, A->batch, GSTAT_ENOCONV, "did not converge (info");
 }
 
@@ -152,15 +258,15 @@ gstat_status gstat_cholesky(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo up
   if (!F) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: F is NULL", fn);
   TRY(check_shape(ctx, fn, "F", F, A->batch, A->rows, A->cols));
   TRY(gstat_i_check_alias(ctx, fn, "F", F, "A", A, true));
-  TRY(check_host(ctx, fn, "A", A));
-  TRY(check_host(ctx, fn, "F", F));
+  const gstat_matrix *args[] = {A, F};
+  const char *names[] = {"A", "F"};
+  TRY(check_location(ctx, fn, args, names, 2));
   if (A->batch == 0 || A->rows == 0) return nothing_to_do(info, A->batch);
   TRY(check_finite(ctx, fn, "A", A, triangle(uplo, false)));
   int64_t *inf = info_buffer(ctx, fn, info, A->batch);
   if (!inf) return GSTAT_ENOMEM;
-  const gstat_i_backend_ops *be = choose_backend(ctx);
-  TRY(be->cholesky(NULL, ctx, A, uplo, F, inf));
-  ctx->last_backends |= be->ran_flag;
+  op o = {.kind = OP_CHOLESKY, .fn = fn, .A = A, .out = F, .uplo = uplo};
+  TRY(execute(ctx, &o, inf));
   return report(ctx, fn, inf, A->batch, GSTAT_ENOTPD,
                 "is not positive definite (leading minor of order");
 }
@@ -181,9 +287,9 @@ static gstat_status check_solve(gstat_ctx *ctx, const char *fn, const char *tnam
   TRY(check_shape(ctx, fn, "X", X, B->batch, B->rows, B->cols));
   TRY(gstat_i_check_alias(ctx, fn, "X", X, "B", B, true));
   TRY(gstat_i_check_alias(ctx, fn, "X", X, tname, T, false));
-  TRY(check_host(ctx, fn, tname, T));
-  TRY(check_host(ctx, fn, "B", B));
-  TRY(check_host(ctx, fn, "X", X));
+  const gstat_matrix *args[] = {T, B, X};
+  const char *names[] = {tname, "B", "X"};
+  TRY(check_location(ctx, fn, args, names, 3));
   if (T->batch == 0 || T->rows == 0 || B->cols == 0) return GSTAT_OK; /* caller: nothing_to_do */
   TRY(check_finite(ctx, fn, tname, T, triangle(uplo, unit)));
   return check_finite(ctx, fn, "B", B, GSTAT_I_TRI_FULL);
@@ -198,9 +304,8 @@ gstat_status gstat_cholesky_solve(gstat_ctx *ctx, const gstat_matrix *F, gstat_u
   if (F->batch == 0 || F->rows == 0 || B->cols == 0) return nothing_to_do(info, F->batch);
   int64_t *inf = info_buffer(ctx, fn, info, F->batch);
   if (!inf) return GSTAT_ENOMEM;
-  const gstat_i_backend_ops *be = choose_backend(ctx);
-  TRY(be->cholesky_solve(NULL, ctx, F, uplo, B, X, inf));
-  ctx->last_backends |= be->ran_flag;
+  op o = {.kind = OP_CHOLESKY_SOLVE, .fn = fn, .A = F, .B = B, .out = X, .uplo = uplo};
+  TRY(execute(ctx, &o, inf));
   return report(ctx, fn, inf, F->batch, GSTAT_ESINGULAR, "has a singular factor (zero diagonal entry");
 }
 
@@ -218,8 +323,7 @@ gstat_status gstat_triangular_solve(gstat_ctx *ctx, const gstat_matrix *T, gstat
   if (T->batch == 0 || T->rows == 0 || B->cols == 0) return nothing_to_do(info, T->batch);
   int64_t *inf = info_buffer(ctx, fn, info, T->batch);
   if (!inf) return GSTAT_ENOMEM;
-  const gstat_i_backend_ops *be = choose_backend(ctx);
-  TRY(be->triangular_solve(NULL, ctx, T, uplo, trans, diag, B, X, inf));
-  ctx->last_backends |= be->ran_flag;
+  op o = {.kind = OP_TRIANGULAR_SOLVE, .fn = fn, .A = T, .B = B, .out = X, .uplo = uplo, .trans = trans, .diag = diag};
+  TRY(execute(ctx, &o, inf));
   return report(ctx, fn, inf, T->batch, GSTAT_ESINGULAR, "has a singular triangle (zero diagonal entry");
 }
