@@ -166,6 +166,10 @@ GSTAT_API int gstat_ctx_cuda_available(gstat_ctx *ctx);
  * GSTAT_EINVAL (ctx NULL), GSTAT_EUNSUPPORTED (no CUDA backend). */
 GSTAT_API gstat_status gstat_ctx_set_cuda_stream(gstat_ctx *ctx, void *stream);
 
+/* Device memory allocations (cudaMalloc) this context has made so far; 0
+ * without a CUDA backend. Repeating a call of one shape adds none. */
+GSTAT_API int64_t gstat_ctx_device_allocations(const gstat_ctx *ctx);
+
 /* Drop the cached workspace (it is re-created on the next call that needs it). */
 GSTAT_API void gstat_ctx_release_workspace(gstat_ctx *ctx);
 

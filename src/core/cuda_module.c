@@ -99,3 +99,8 @@ gstat_status gstat_ctx_set_cuda_stream(gstat_ctx *ctx, void *stream) {
   ctx->cuda.stream = stream;
   return module->set_stream(ctx->cuda.state, stream);
 }
+
+int64_t gstat_ctx_device_allocations(const gstat_ctx *ctx) {
+  if (!ctx || !ctx->cuda.ops || !ctx->cuda.ops->device_allocations) return 0;
+  return ctx->cuda.ops->device_allocations(ctx->cuda.state);
+}

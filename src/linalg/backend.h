@@ -41,6 +41,8 @@ typedef struct gstat_i_backend_ops {
                                    gstat_uplo uplo, gstat_trans trans, gstat_diag diag,
                                    const gstat_matrix *B, gstat_matrix *X, int64_t *info);
   void (*destroy)(void *state);
+  /* Device allocations made so far (NULL for the CPU backend). */
+  int64_t (*device_allocations)(void *state);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

@@ -1,0 +1,240 @@
+/*
+ * GPU timings in one run, data already on the device (fp32/fp64):
+ *   bench_cuda eigh|cholesky|eigh_bf16 DTYPE BATCH N REPS
+ * prints key=value pairs: gstat_ms and the raw cuSOLVER anchors
+ * (syevBatched_ms = cusolverDnXsyevBatched, syevjBatched_ms for n <= 32,
+ * syevd_loop_ms = cusolverDnXsyevd per matrix on one stream,
+ * potrfBatched_ms), each the median of REPS timed with CUDA events after a
+ * warm-up; the anchors include the device copy of A they need (they
+ * overwrite it), as gstat's time includes its own. "nan" = not run/failed.
+ */
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+#include <gstat/gstat.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CK(x)                                                                 \
+  do {                                                                        \
+    cudaError_t e_ = (x);                                                     \
+    if (e_ != cudaSuccess) {                                                  \
+      fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      exit(1);                                                                \
+    }                                                                         \
+  } while (0)
+
+typedef int (*run_fn)(void *arg);
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median time of fn over reps, after one warm-up; NAN when fn fails. */
+static double time_it(run_fn fn, void *arg, int reps) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  if (fn(arg)) return NAN;
+  CK(cudaDeviceSynchronize());
+  double *t = malloc(sizeof(double) * (size_t)reps);
+  for (int r = 0; r < reps; r++) {
+    CK(cudaEventRecord(e0, 0));
+    if (fn(arg)) return NAN;
+    CK(cudaEventRecord(e1, 0));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    t[r] = ms;
+  }
+  qsort(t, (size_t)reps, sizeof *t, cmp);
+  double med = t[reps / 2];
+  free(t);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return med;
+}
+
+typedef struct {
+  const char *op;
+  int f64, bf16;
+  int64_t batch, n;
+  size_t es;
+  void *a0, *a, *w, *v, *work;
+  int *info;
+  size_t work_bytes;
+  void *host_work;
+  size_t host_bytes;
+  void **ptrs;
+  gstat_ctx *ctx;
+  cusolverDnHandle_t h;
+  cusolverDnParams_t p;
+  syevjInfo_t j;
+} bench;
+
+static int run_gstat(void *arg) {
+  bench *b = arg;
+  gstat_dtype dt = b->bf16 ? GSTAT_BF16 : b->f64 ? GSTAT_F64 : GSTAT_F32;
+  gstat_matrix A = gstat_matrix_col_major(b->a0, dt, b->batch, b->n, b->n);
+  gstat_matrix W = gstat_vector_batch(b->w, dt, b->batch, b->n);
+  gstat_matrix V = gstat_matrix_col_major(b->v, dt, b->batch, b->n, b->n);
+  A.location = W.location = V.location = GSTAT_CUDA;
+  gstat_status st = strcmp(b->op, "cholesky") ? gstat_eigh(b->ctx, &A, GSTAT_LOWER, &W, &V, NULL)
+                                              : gstat_cholesky(b->ctx, &A, GSTAT_LOWER, &V, NULL);
+  if (st != GSTAT_OK) fprintf(stderr, "gstat: %s\n", gstat_ctx_last_error(b->ctx));
+  return st != GSTAT_OK;
+}
+
+static size_t bytes_a(const bench *b) { return (size_t)(b->batch * b->n * b->n) * b->es; }
+
+static int run_syev_batched(void *arg) {
+  bench *b = arg;
+  cudaDataType t = b->f64 ? CUDA_R_64F : CUDA_R_32F;
+  CK(cudaMemcpyAsync(b->a, b->a0, bytes_a(b), cudaMemcpyDeviceToDevice, 0));
+  return cusolverDnXsyevBatched(b->h, b->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, b->n, t, b->a, b->n,
+                                t, b->w, t, b->work, b->work_bytes, b->host_work, b->host_bytes, b->info,
+                                b->batch) != CUSOLVER_STATUS_SUCCESS;
+}
+
+static int run_syevj_batched(void *arg) {
+  bench *b = arg;
+  CK(cudaMemcpyAsync(b->a, b->a0, bytes_a(b), cudaMemcpyDeviceToDevice, 0));
+  cusolverStatus_t st =
+      b->f64 ? cusolverDnDsyevjBatched(b->h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, (int)b->n, b->a,
+                                       (int)b->n, b->w, b->work, (int)(b->work_bytes / 8), b->info, b->j, (int)b->batch)
+             : cusolverDnSsyevjBatched(b->h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, (int)b->n, b->a,
+                                       (int)b->n, b->w, b->work, (int)(b->work_bytes / 4), b->info, b->j, (int)b->batch);
+  return st != CUSOLVER_STATUS_SUCCESS;
+}
+
+static int run_syevd_loop(void *arg) {
+  bench *b = arg;
+  cudaDataType t = b->f64 ? CUDA_R_64F : CUDA_R_32F;
+  CK(cudaMemcpyAsync(b->a, b->a0, bytes_a(b), cudaMemcpyDeviceToDevice, 0));
+  for (int64_t k = 0; k < b->batch; k++)
+    if (cusolverDnXsyevd(b->h, b->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, b->n, t,
+                         (char *)b->a + (size_t)(k * b->n * b->n) * b->es, b->n, t,
+                         (char *)b->w + (size_t)(k * b->n) * b->es, t, b->work, b->work_bytes, b->host_work,
+                         b->host_bytes, b->info) != CUSOLVER_STATUS_SUCCESS)
+      return 1;
+  return 0;
+}
+
+static int run_potrf_batched(void *arg) {
+  bench *b = arg;
+  CK(cudaMemcpyAsync(b->a, b->a0, bytes_a(b), cudaMemcpyDeviceToDevice, 0));
+  cusolverStatus_t st = b->f64 ? cusolverDnDpotrfBatched(b->h, CUBLAS_FILL_MODE_LOWER, (int)b->n, (double **)b->ptrs,
+                                                         (int)b->n, b->info, (int)b->batch)
+                               : cusolverDnSpotrfBatched(b->h, CUBLAS_FILL_MODE_LOWER, (int)b->n, (float **)b->ptrs,
+                                                         (int)b->n, b->info, (int)b->batch);
+  return st != CUSOLVER_STATUS_SUCCESS;
+}
+
+/* Grow the shared solver workspace. */
+static void need(bench *b, size_t dev, size_t host) {
+  if (dev > b->work_bytes) {
+    cudaFree(b->work);
+    CK(cudaMalloc(&b->work, dev));
+    b->work_bytes = dev;
+  }
+  if (host > b->host_bytes) {
+    free(b->host_work);
+    b->host_work = malloc(host);
+    b->host_bytes = host;
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc < 6) {
+    fprintf(stderr, "usage: %s eigh|cholesky f32|f64|bf16 BATCH N REPS\n", argv[0]);
+    return 2;
+  }
+  bench b;
+  memset(&b, 0, sizeof b);
+  b.op = argv[1];
+  b.f64 = !strcmp(argv[2], "f64");
+  b.bf16 = !strcmp(argv[2], "bf16");
+  b.batch = atoll(argv[3]);
+  b.n = atoll(argv[4]);
+  int reps = atoi(argv[5]);
+  b.es = b.f64 ? 8 : b.bf16 ? 2 : 4;
+  size_t na = (size_t)(b.batch * b.n * b.n);
+  /* random symmetric (diagonally dominant, so also SPD for Cholesky) */
+  void *h = malloc(na * b.es);
+  unsigned long long s = 7;
+  for (int64_t k = 0; k < b.batch; k++)
+    for (int64_t j = 0; j < b.n; j++)
+      for (int64_t i = j; i < b.n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        double x = (double)(s >> 11) * 0x1.0p-53 - 0.5 + (i == j ? (double)b.n : 0);
+        size_t o1 = (size_t)(k * b.n * b.n + i + j * b.n), o2 = (size_t)(k * b.n * b.n + j + i * b.n);
+        if (b.f64) ((double *)h)[o1] = ((double *)h)[o2] = x;
+        else if (b.bf16) ((unsigned short *)h)[o1] = ((unsigned short *)h)[o2] = gstat_f32_to_bf16((float)x);
+        else ((float *)h)[o1] = ((float *)h)[o2] = (float)x;
+      }
+  CK(cudaMalloc(&b.a0, na * b.es));
+  CK(cudaMalloc(&b.a, na * b.es));
+  CK(cudaMalloc(&b.v, na * b.es));
+  CK(cudaMalloc(&b.w, (size_t)(b.batch * b.n) * b.es));
+  CK(cudaMalloc((void **)&b.info, sizeof(int) * (size_t)b.batch));
+  CK(cudaMemcpy(b.a0, h, na * b.es, cudaMemcpyHostToDevice));
+  gstat_ctx_options opt;
+  gstat_ctx_options_init(&opt);
+  opt.backend = GSTAT_BACKEND_CUDA;
+  opt.check_finite = 0; /* the anchors check nothing either */
+  if (gstat_ctx_create(&b.ctx, &opt) != GSTAT_OK) {
+    fprintf(stderr, "no CUDA backend\n");
+    return 1;
+  }
+  size_t free0, total, free1;
+  CK(cudaMemGetInfo(&free0, &total));
+  printf("gstat_ms=%.4f ", time_it(run_gstat, &b, reps));
+  CK(cudaMemGetInfo(&free1, &total));
+  printf("gstat_device_MiB=%.1f ", (double)(free0 - free1) / 1048576.0);
+  if (b.bf16) {
+    printf("\n");
+    return 0;
+  }
+  cusolverDnCreate(&b.h);
+  cusolverDnCreateParams(&b.p);
+  cudaDataType t = b.f64 ? CUDA_R_64F : CUDA_R_32F;
+  size_t dev = 0, host = 0;
+  if (!strcmp(b.op, "cholesky")) {
+    void **hp = malloc(sizeof(void *) * (size_t)b.batch);
+    for (int64_t k = 0; k < b.batch; k++) hp[k] = (char *)b.a + (size_t)(k * b.n * b.n) * b.es;
+    CK(cudaMalloc((void **)&b.ptrs, sizeof(void *) * (size_t)b.batch));
+    CK(cudaMemcpy(b.ptrs, hp, sizeof(void *) * (size_t)b.batch, cudaMemcpyHostToDevice));
+    free(hp);
+    printf("potrfBatched_ms=%.4f\n", time_it(run_potrf_batched, &b, reps));
+    return 0;
+  }
+  if (b.n * b.n * b.batch <= 2147483647LL &&
+      cusolverDnXsyevBatched_bufferSize(b.h, b.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, b.n, t, b.a, b.n,
+                                        t, b.w, t, &dev, &host, b.batch) == CUSOLVER_STATUS_SUCCESS) {
+    need(&b, dev, host);
+    printf("syevBatched_ms=%.4f ", time_it(run_syev_batched, &b, reps));
+  } else {
+    printf("syevBatched_ms=nan ");
+  }
+  if (b.n <= 32) {
+    int lwork = 0;
+    cusolverDnCreateSyevjInfo(&b.j);
+    if (b.f64) cusolverDnDsyevjBatched_bufferSize(b.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, (int)b.n, b.a, (int)b.n, b.w, &lwork, b.j, (int)b.batch);
+    else cusolverDnSsyevjBatched_bufferSize(b.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, (int)b.n, b.a, (int)b.n, b.w, &lwork, b.j, (int)b.batch);
+    need(&b, (size_t)lwork * b.es, 0);
+    printf("syevjBatched_ms=%.4f ", time_it(run_syevj_batched, &b, reps));
+  } else {
+    printf("syevjBatched_ms=nan ");
+  }
+  if (b.batch <= 64 &&
+      cusolverDnXsyevd_bufferSize(b.h, b.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, b.n, t, b.a, b.n, t,
+                                  b.w, t, &dev, &host) == CUSOLVER_STATUS_SUCCESS) {
+    need(&b, dev, host);
+    printf("syevd_loop_ms=%.4f\n", time_it(run_syevd_loop, &b, reps < 3 ? reps : 3));
+  } else {
+    printf("syevd_loop_ms=nan\n");
+  }
+  return 0;
+}

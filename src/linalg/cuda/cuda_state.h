@@ -1,0 +1,104 @@
+/*
+ * The CUDA backend's per-context state and the helpers its operations share
+ * (internal to the module libgstat_cuda.so). Handles, streams and buffers
+ * live here and are reused: a loop of same-shape calls allocates nothing on
+ * the device after the first (device_allocations counts every cudaMalloc).
+ */
+#ifndef GSTAT_LINALG_CUDA_STATE_H
+#define GSTAT_LINALG_CUDA_STATE_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+#include <stdbool.h>
+
+#include "linalg/backend.h"
+
+enum { GSTAT_CU_STREAMS = 4 }; /* streams for the per-matrix (large n) path */
+
+/* A device (or pinned host) buffer that grows and is kept. */
+typedef struct {
+  void *ptr;
+  size_t size;
+} gstat_cu_buf;
+
+/* Device buffers by role. */
+typedef enum {
+  CU_STAGE,    /* the caller's bytes, copied as they lie (host data) */
+  CU_MAT,      /* dense column-major matrices in the compute type */
+  CU_VEC,      /* eigenvalues in the compute type */
+  CU_RHS,      /* right-hand sides */
+  CU_INFO,     /* per-element info (int) */
+  CU_PTRS,     /* pointer arrays for the *Batched routines */
+  CU_WORK,     /* solver workspace (one slice per stream for the loop path) */
+  CU_FLAG,     /* a scalar for the non-finite scan */
+  CU_NBUF
+} gstat_cu_role;
+
+typedef enum { FAULT_NONE, FAULT_OOM, FAULT_SOLVER, FAULT_NONFINITE } gstat_cu_fault;
+
+typedef struct gstat_cu_state {
+  int device;
+  cudaStream_t own, stream; /* stream: the caller's or `own` */
+  cudaStream_t side[GSTAT_CU_STREAMS];
+  cudaEvent_t ev[GSTAT_CU_STREAMS + 1];
+  cusolverDnHandle_t solver;
+  cusolverDnHandle_t side_solver[GSTAT_CU_STREAMS];
+  cublasHandle_t blas;
+  cusolverDnParams_t params;
+  gstat_cu_buf dev[CU_NBUF];
+  gstat_cu_buf host_work; /* cuSOLVER's host workspace */
+  gstat_cu_buf host_info; /* info copied back */
+  int64_t device_allocations;
+  size_t free_bytes_cap; /* chunking budget, from cudaMemGetInfo at creation */
+} gstat_cu_state;
+
+extern const gstat_i_host_services *gstat_cu_host;
+
+/* Buffer of at least `size` bytes for `role`, or NULL after setting
+ * GSTAT_ENOMEM in the context (a simulated OOM when the fault is on). */
+void *gstat_cu_buffer(gstat_cu_state *s, gstat_ctx *ctx, gstat_cu_role role, size_t size);
+void *gstat_cu_host_buffer(gstat_cu_state *s, gstat_ctx *ctx, gstat_cu_buf *b, size_t size);
+
+/* The fault-injection switch (GSTAT_CUDA_FAULT), read per call. */
+gstat_cu_fault gstat_cu_fault_now(void);
+
+/* A CUDA error as a status and a message "fn: what: cudaGetErrorString". */
+gstat_status gstat_cu_fail(gstat_ctx *ctx, const char *fn, const char *what, cudaError_t err);
+gstat_status gstat_cu_solver_fail(gstat_ctx *ctx, const char *fn, const char *what, cusolverStatus_t st);
+
+/* The compute precision of an input dtype, and bytes per element of a dtype
+ * (the module does not link libgstat, so not gstat_dtype_size). */
+static inline int gstat_cu_compute_dtype(gstat_dtype in) { return in == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32; }
+static inline size_t gstat_cu_dtype_bytes(int dt) { return dt == GSTAT_F64 ? 8 : dt == GSTAT_F32 ? 4 : 2; }
+
+/* Move element range [b0, b0 + nb) of descriptor m into a dense column-major
+ * device batch in compute dtype `cdt` (through CU_STAGE when m is on the
+ * host), and back. */
+gstat_status gstat_cu_load(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *m,
+                           int64_t b0, int64_t nb, int cdt, void *dst);
+gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const void *src, int cdt,
+                            const gstat_matrix *m, int64_t b0, int64_t nb);
+
+/* Elements per chunk so that `per_elem` device bytes each fit the budget. */
+int64_t gstat_cu_chunk(const gstat_cu_state *s, int64_t batch, size_t per_elem);
+
+/* The operations (eigh_cuda.c, chol_cuda.c). */
+gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                           gstat_matrix *w, gstat_matrix *V, int64_t *info);
+gstat_status gstat_cu_cholesky(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                               gstat_matrix *F, int64_t *info);
+gstat_status gstat_cu_cholesky_solve(void *state, gstat_ctx *ctx, const gstat_matrix *F,
+                                     gstat_uplo uplo, const gstat_matrix *B, gstat_matrix *X,
+                                     int64_t *info);
+gstat_status gstat_cu_triangular_solve(void *state, gstat_ctx *ctx, const gstat_matrix *T,
+                                       gstat_uplo uplo, gstat_trans trans, gstat_diag diag,
+                                       const gstat_matrix *B, gstat_matrix *X, int64_t *info);
+
+/* Copy per-element device info (int) of a chunk into info (int64); elements
+ * with a negative info (solver error) or a non-zero flag (NaN/Inf output,
+ * d_flags may be NULL) become GSTAT_I_INFO_RETRY. Synchronizes the stream. */
+gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                   const int *d_info, const int *d_flags, int64_t nb, int64_t *info);
+
+#endif /* GSTAT_LINALG_CUDA_STATE_H */

@@ -1,0 +1,138 @@
+/*
+ * eigh on the GPU, dispatched by matrix order (one table, measured on the
+ * H200; bench/README.md has the numbers):
+ *   n <= 32          our Jacobi kernel (kernels/), one launch for the batch
+ *   32 < n < 2048    cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX
+ *   n >= 2048        cusolverDnXsyevd per matrix, spread over side streams
+ * Any batch size runs: the batch is cut into chunks that fit device memory,
+ * halved again when an allocation fails.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "linalg/cuda/cuda_state.h"
+#include "linalg/cuda/kernels/kernels.h"
+
+static const int64_t jacobi_max_n = 32;
+static const int64_t loop_min_n = 2048;
+
+static cudaDataType cuda_type(int cdt) { return cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F; }
+
+typedef struct {
+  gstat_cu_state *s;
+  gstat_ctx *ctx;
+  int64_t n;
+  int cdt;
+  bool want;
+  cublasFillMode_t fill;
+  cusolverEigMode_t jobz;
+} eigh_run;
+
+/* Workspace query + call of the batched solver on `nb` matrices in dA. */
+static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb) {
+  size_t dev_bytes = 0, host_bytes = 0;
+  cudaDataType t = cuda_type(r->cdt);
+  cusolverStatus_t st = cusolverDnXsyevBatched_bufferSize(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA,
+                                                          r->n, t, dW, t, &dev_bytes, &host_bytes, nb);
+  if (st != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched_bufferSize", st);
+  void *dwork = gstat_cu_buffer(r->s, r->ctx, CU_WORK, dev_bytes);
+  void *hwork = gstat_cu_host_buffer(r->s, r->ctx, &r->s->host_work, host_bytes);
+  if (!dwork || !hwork) return GSTAT_ENOMEM;
+  /* some cuSOLVER versions read the workspace before writing it */
+  cudaError_t err = cudaMemsetAsync(dwork, 0, dev_bytes, r->s->stream);
+  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "clearing the workspace", err);
+  st = cusolverDnXsyevBatched(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA, r->n, t, dW, t, dwork,
+                              dev_bytes, hwork, host_bytes, dInfo, nb);
+  return st == CUSOLVER_STATUS_SUCCESS ? GSTAT_OK : gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched", st);
+}
+
+/* One Xsyevd per matrix, round-robin over the side streams. */
+static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb) {
+  gstat_cu_state *s = r->s;
+  cudaDataType t = cuda_type(r->cdt);
+  size_t dev_bytes = 0, host_bytes = 0, es = gstat_cu_dtype_bytes(r->cdt);
+  cusolverStatus_t st = cusolverDnXsyevd_bufferSize(s->solver, s->params, r->jobz, r->fill, r->n, t, dA, r->n, t,
+                                                    dW, t, &dev_bytes, &host_bytes);
+  if (st != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd_bufferSize", st);
+  dev_bytes = (dev_bytes + 255) & ~(size_t)255;
+  int streams = nb < GSTAT_CU_STREAMS ? (int)nb : GSTAT_CU_STREAMS;
+  char *dwork = gstat_cu_buffer(s, r->ctx, CU_WORK, dev_bytes * (size_t)streams);
+  char *hwork = gstat_cu_host_buffer(s, r->ctx, &s->host_work, (host_bytes + 64) * (size_t)streams);
+  if (!dwork || !hwork) return GSTAT_ENOMEM;
+  cudaError_t err = cudaEventRecord(s->ev[GSTAT_CU_STREAMS], s->stream);
+  for (int k = 0; k < streams && err == cudaSuccess; k++) err = cudaStreamWaitEvent(s->side[k], s->ev[GSTAT_CU_STREAMS], 0);
+  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "ordering streams", err);
+  for (int64_t b = 0; b < nb; b++) {
+    int k = (int)(b % streams);
+    st = cusolverDnXsyevd(s->side_solver[k], s->params, r->jobz, r->fill, r->n, t,
+                          (char *)dA + (size_t)(b * r->n * r->n) * es, r->n, t, (char *)dW + (size_t)(b * r->n) * es, t,
+                          dwork + dev_bytes * (size_t)k, dev_bytes, hwork + (host_bytes + 64) * (size_t)k, host_bytes,
+                          dInfo + b);
+    if (st != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd", st);
+  }
+  for (int k = 0; k < streams && err == cudaSuccess; k++) {
+    err = cudaEventRecord(s->ev[k], s->side[k]);
+    if (err == cudaSuccess) err = cudaStreamWaitEvent(s->stream, s->ev[k], 0);
+  }
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "joining streams", err);
+}
+
+/* One chunk [b0, b0 + nb): load, solve, check, store, collect info. */
+static gstat_status eigh_chunk(const eigh_run *r, const gstat_matrix *A, gstat_matrix *w, gstat_matrix *V,
+                               int64_t b0, int64_t nb, int64_t *info) {
+  gstat_cu_state *s = r->s;
+  size_t es = gstat_cu_dtype_bytes(r->cdt), mat = (size_t)(r->n * r->n) * es * (size_t)nb;
+  bool jacobi = r->n <= jacobi_max_n;
+  void *dA = gstat_cu_buffer(s, r->ctx, CU_MAT, mat);
+  void *dV = jacobi && r->want ? gstat_cu_buffer(s, r->ctx, CU_RHS, mat) : dA;
+  void *dW = gstat_cu_buffer(s, r->ctx, CU_VEC, (size_t)(r->n * nb) * es);
+  int *dInfo = gstat_cu_buffer(s, r->ctx, CU_INFO, 2 * sizeof(int) * (size_t)nb);
+  if (!dA || !dV || !dW || !dInfo) return GSTAT_ENOMEM;
+  int *dFlags = dInfo + nb;
+  gstat_status st = gstat_cu_load(s, r->ctx, "eigh", A, b0, nb, r->cdt, dA);
+  if (st != GSTAT_OK) return st;
+  cudaError_t err = cudaMemsetAsync(dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
+  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "clearing flags", err);
+  if (jacobi) {
+    err = gstat_cu_eigh_jacobi(r->cdt, dA, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb, dW, r->want ? dV : NULL,
+                               dInfo, s->stream);
+    if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel", err);
+  } else {
+    st = r->n >= loop_min_n ? syevd_loop(r, dA, dW, dInfo, nb) : syev_batched(r, dA, dW, dInfo, nb);
+    if (st != GSTAT_OK) return st;
+    if (r->want && (err = gstat_cu_fix_signs(r->cdt, dA, r->n, nb, s->stream)) != cudaSuccess)
+      return gstat_cu_fail(r->ctx, "eigh", "sign kernel", err);
+  }
+  err = gstat_cu_flag_nonfinite(r->cdt, dW, r->n, nb, dFlags, s->stream);
+  if (err == cudaSuccess && r->want) err = gstat_cu_flag_nonfinite(r->cdt, dV, r->n * r->n, nb, dFlags, s->stream);
+  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "output check", err);
+  if ((st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb)) != GSTAT_OK) return st;
+  if (r->want && (st = gstat_cu_store(s, r->ctx, "eigh", dV, r->cdt, V, b0, nb)) != GSTAT_OK) return st;
+  return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, dFlags, nb, info + b0);
+}
+
+gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                           gstat_matrix *w, gstat_matrix *V, int64_t *info) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  eigh_run r = {s, ctx, A->rows, gstat_cu_compute_dtype(A->dtype), V != NULL,
+                uplo == GSTAT_UPPER ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER,
+                V ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR};
+  size_t es = gstat_cu_dtype_bytes(r.cdt), n2 = (size_t)(r.n * r.n);
+  /* device bytes per element: matrices (two for Jacobi), values, staging,
+   * and about as much again for the solver's workspace */
+  size_t per = n2 * es * 3 + (size_t)r.n * es + 8 + n2 * gstat_cu_dtype_bytes(A->dtype);
+  int64_t chunk = gstat_cu_chunk(s, A->batch, per);
+  if (r.n > jacobi_max_n && r.n < loop_min_n && chunk > (int64_t)(INT32_MAX / n2)) chunk = (int64_t)(INT32_MAX / n2);
+  for (int64_t b0 = 0; b0 < A->batch;) {
+    int64_t nb = A->batch - b0 < chunk ? A->batch - b0 : chunk;
+    gstat_status st = eigh_chunk(&r, A, w, V, b0, nb, info);
+    if (st == GSTAT_ENOMEM && chunk > 1 && gstat_cu_fault_now() != FAULT_OOM) {
+      chunk = (chunk + 1) / 2; /* smaller chunks, then the CPU (dispatcher) */
+      continue;
+    }
+    if (st != GSTAT_OK) return st;
+    b0 += nb;
+  }
+  return GSTAT_OK;
+}

@@ -1,0 +1,260 @@
+/*
+ * The CUDA backend module: its entry point, per-context state, buffers,
+ * error reporting and the host<->device movement every operation shares.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "linalg/cuda/cuda_state.h"
+#include "linalg/cuda/kernels/kernels.h"
+
+const gstat_i_host_services *gstat_cu_host;
+
+gstat_cu_fault gstat_cu_fault_now(void) {
+  const char *f = getenv("GSTAT_CUDA_FAULT");
+  if (!f) return FAULT_NONE;
+  if (!strcmp(f, "oom")) return FAULT_OOM;
+  if (!strcmp(f, "solver")) return FAULT_SOLVER;
+  if (!strcmp(f, "nonfinite")) return FAULT_NONFINITE;
+  return FAULT_NONE;
+}
+
+gstat_status gstat_cu_fail(gstat_ctx *ctx, const char *fn, const char *what, cudaError_t err) {
+  gstat_status st = err == cudaErrorMemoryAllocation ? GSTAT_ENOMEM : GSTAT_EBACKEND;
+  return gstat_cu_host->fail(ctx, st, "%s: %s: %s", fn, what, cudaGetErrorString(err));
+}
+
+gstat_status gstat_cu_solver_fail(gstat_ctx *ctx, const char *fn, const char *what, cusolverStatus_t st) {
+  gstat_status s = st == CUSOLVER_STATUS_ALLOC_FAILED ? GSTAT_ENOMEM : GSTAT_EBACKEND;
+  return gstat_cu_host->fail(ctx, s, "%s: %s failed (cusolverStatus %d)", fn, what, (int)st);
+}
+
+void *gstat_cu_buffer(gstat_cu_state *s, gstat_ctx *ctx, gstat_cu_role role, size_t size) {
+  gstat_cu_buf *b = &s->dev[role];
+  if (gstat_cu_fault_now() == FAULT_OOM && size > 0) {
+    gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "cuda: simulated device out of memory (GSTAT_CUDA_FAULT=oom)");
+    return NULL;
+  }
+  if (b->ptr && b->size >= size) return b->ptr;
+  if (b->ptr) cudaFree(b->ptr);
+  b->ptr = NULL;
+  b->size = 0;
+  cudaError_t err = cudaMalloc(&b->ptr, size ? size : 1);
+  s->device_allocations++;
+  if (err != cudaSuccess) {
+    b->ptr = NULL;
+    cudaGetLastError(); /* clear the sticky-free error */
+    gstat_cu_fail(ctx, "cuda", "cannot allocate device memory", err);
+    return NULL;
+  }
+  b->size = size;
+  return b->ptr;
+}
+
+void *gstat_cu_host_buffer(gstat_cu_state *s, gstat_ctx *ctx, gstat_cu_buf *b, size_t size) {
+  (void)s;
+  if (b->ptr && b->size >= size) return b->ptr;
+  if (b->ptr) cudaFreeHost(b->ptr);
+  b->ptr = NULL;
+  b->size = 0;
+  cudaError_t err = cudaMallocHost(&b->ptr, size ? size : 1);
+  if (err != cudaSuccess) {
+    b->ptr = NULL;
+    gstat_cu_fail(ctx, "cuda", "cannot allocate pinned host memory", err);
+    return NULL;
+  }
+  b->size = size;
+  return b->ptr;
+}
+
+int64_t gstat_cu_chunk(const gstat_cu_state *s, int64_t batch, size_t per_elem) {
+  if (per_elem == 0) return batch;
+  int64_t fit = (int64_t)(s->free_bytes_cap / per_elem);
+  if (fit < 1) fit = 1;
+  return fit < batch ? fit : batch;
+}
+
+/* Sub-descriptor of elements [b0, b0 + nb) and its byte span. */
+static gstat_matrix sub(const gstat_matrix *m, int64_t b0, int64_t nb, size_t *span) {
+  gstat_matrix r = *m;
+  size_t es = gstat_cu_dtype_bytes(m->dtype);
+  r.data = (char *)m->data + (size_t)(b0 * m->batch_stride) * es;
+  r.batch = nb;
+  int64_t last = (nb - 1) * (nb > 1 ? m->batch_stride : 0) + (m->rows - 1) * m->row_stride +
+                 (m->cols - 1) * m->col_stride;
+  *span = (size_t)(last + 1) * es;
+  return r;
+}
+
+gstat_status gstat_cu_load(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *m,
+                           int64_t b0, int64_t nb, int cdt, void *dst) {
+  size_t span;
+  gstat_matrix r = sub(m, b0, nb, &span);
+  const void *src = r.data;
+  cudaError_t err;
+  if (m->location == GSTAT_HOST) {
+    void *stage = gstat_cu_buffer(s, ctx, CU_STAGE, span);
+    if (!stage) return GSTAT_ENOMEM;
+    err = cudaMemcpyAsync(stage, r.data, span, cudaMemcpyHostToDevice, s->stream);
+    if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "copy to the device", err);
+    src = stage;
+  }
+  err = gstat_cu_gather(src, (int)m->dtype, nb, m->rows, m->cols, m->batch_stride, m->row_stride,
+                        m->col_stride, dst, cdt, s->stream);
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "gather", err);
+}
+
+gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const void *src, int cdt,
+                            const gstat_matrix *m, int64_t b0, int64_t nb) {
+  size_t span;
+  gstat_matrix r = sub(m, b0, nb, &span);
+  cudaError_t err;
+  if (m->location == GSTAT_CUDA) {
+    err = gstat_cu_scatter(src, cdt, nb, m->rows, m->cols, m->batch_stride, m->row_stride,
+                           m->col_stride, r.data, (int)m->dtype, s->stream);
+    return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "scatter", err);
+  }
+  void *stage = gstat_cu_buffer(s, ctx, CU_STAGE, span);
+  if (!stage) return GSTAT_ENOMEM;
+  /* Layouts with gaps: bring the caller's bytes first so the copy back
+   * returns the gaps unchanged. */
+  bool gaps = span != (size_t)(nb * m->rows * m->cols) * gstat_cu_dtype_bytes(m->dtype);
+  if (gaps && (err = cudaMemcpyAsync(stage, r.data, span, cudaMemcpyHostToDevice, s->stream)) != cudaSuccess)
+    return gstat_cu_fail(ctx, fn, "copy to the device", err);
+  err = gstat_cu_scatter(src, cdt, nb, m->rows, m->cols, m->batch_stride, m->row_stride,
+                         m->col_stride, stage, (int)m->dtype, s->stream);
+  if (err == cudaSuccess) err = cudaMemcpyAsync(r.data, stage, span, cudaMemcpyDeviceToHost, s->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "copy to the host", err);
+}
+
+gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                   const int *d_info, const int *d_flags, int64_t nb, int64_t *info) {
+  int *h = gstat_cu_host_buffer(s, ctx, &s->host_info, 2 * sizeof(int) * (size_t)nb);
+  if (!h) return GSTAT_ENOMEM;
+  cudaError_t err = cudaMemcpyAsync(h, d_info, sizeof(int) * (size_t)nb, cudaMemcpyDeviceToHost, s->stream);
+  if (err == cudaSuccess && d_flags)
+    err = cudaMemcpyAsync(h + nb, d_flags, sizeof(int) * (size_t)nb, cudaMemcpyDeviceToHost, s->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
+  if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "reading info", err);
+  gstat_cu_fault fault = gstat_cu_fault_now();
+  for (int64_t b = 0; b < nb; b++) {
+    bool nonfinite = (d_flags && h[nb + b] != 0) || (fault == FAULT_NONFINITE && b % 3 == 2);
+    bool solver_error = h[b] < 0 || (fault == FAULT_SOLVER && b % 3 == 1);
+    /* the CPU recomputes these; a plain info > 0 is the GPU's verdict, also
+     * rechecked on the CPU by the dispatcher */
+    info[b] = nonfinite || solver_error ? GSTAT_I_INFO_RETRY : h[b];
+  }
+  return GSTAT_OK;
+}
+
+/* ---- state ---- */
+
+static void destroy(void *state) {
+  gstat_cu_state *s = state;
+  if (!s) return;
+  cudaSetDevice(s->device);
+  for (int r = 0; r < CU_NBUF; r++)
+    if (s->dev[r].ptr) cudaFree(s->dev[r].ptr);
+  if (s->host_work.ptr) cudaFreeHost(s->host_work.ptr);
+  if (s->host_info.ptr) cudaFreeHost(s->host_info.ptr);
+  if (s->params) cusolverDnDestroyParams(s->params);
+  if (s->solver) cusolverDnDestroy(s->solver);
+  for (int k = 0; k < GSTAT_CU_STREAMS; k++) {
+    if (s->side_solver[k]) cusolverDnDestroy(s->side_solver[k]);
+    if (s->side[k]) cudaStreamDestroy(s->side[k]);
+  }
+  for (int k = 0; k <= GSTAT_CU_STREAMS; k++)
+    if (s->ev[k]) cudaEventDestroy(s->ev[k]);
+  if (s->blas) cublasDestroy(s->blas);
+  if (s->own) cudaStreamDestroy(s->own);
+  free(s);
+}
+
+static gstat_status set_stream(void *state, void *stream) {
+  gstat_cu_state *s = state;
+  s->stream = stream ? (cudaStream_t)stream : s->own;
+  cusolverDnSetStream(s->solver, s->stream);
+  cublasSetStream(s->blas, s->stream);
+  return GSTAT_OK;
+}
+
+static gstat_status create(gstat_ctx *ctx, int device, void **out) {
+  *out = NULL;
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED, "no CUDA device (%s)",
+                               err != cudaSuccess ? cudaGetErrorString(err) : "count is 0");
+  }
+  if (device >= count)
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED, "CUDA device %d does not exist (%d found)", device, count);
+  gstat_cu_state *s = calloc(1, sizeof *s);
+  if (!s) return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "cuda: cannot allocate the backend state");
+  s->device = device;
+  gstat_status st = GSTAT_OK;
+  if ((err = cudaSetDevice(device)) != cudaSuccess ||
+      (err = cudaStreamCreateWithFlags(&s->own, cudaStreamNonBlocking)) != cudaSuccess) {
+    st = gstat_cu_fail(ctx, "cuda", "initialising the device", err);
+    goto done;
+  }
+  for (int k = 0; k < GSTAT_CU_STREAMS && err == cudaSuccess; k++)
+    err = cudaStreamCreateWithFlags(&s->side[k], cudaStreamNonBlocking);
+  for (int k = 0; k <= GSTAT_CU_STREAMS && err == cudaSuccess; k++)
+    err = cudaEventCreateWithFlags(&s->ev[k], cudaEventDisableTiming);
+  if (err != cudaSuccess) {
+    st = gstat_cu_fail(ctx, "cuda", "creating streams", err);
+    goto done;
+  }
+  if (cusolverDnCreate(&s->solver) != CUSOLVER_STATUS_SUCCESS ||
+      cusolverDnCreateParams(&s->params) != CUSOLVER_STATUS_SUCCESS ||
+      cublasCreate(&s->blas) != CUBLAS_STATUS_SUCCESS) {
+    st = gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "cuda: cannot create the cuSOLVER/cuBLAS handles");
+    goto done;
+  }
+  for (int k = 0; k < GSTAT_CU_STREAMS; k++) {
+    if (cusolverDnCreate(&s->side_solver[k]) != CUSOLVER_STATUS_SUCCESS) {
+      st = gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "cuda: cannot create the cuSOLVER handles");
+      goto done;
+    }
+    cusolverDnSetStream(s->side_solver[k], s->side[k]);
+  }
+  set_stream(s, NULL);
+  size_t free_b = 0, total_b = 0;
+  cudaMemGetInfo(&free_b, &total_b);
+  s->free_bytes_cap = free_b / 2; /* leave room for cuSOLVER and others */
+  *out = s;
+  s = NULL;
+done:
+  destroy(s);
+  return st;
+}
+
+static int64_t device_allocations(void *state) { return ((gstat_cu_state *)state)->device_allocations; }
+
+static const gstat_i_backend_ops cuda_ops = {
+    .api_version = GSTAT_I_BACKEND_API_VERSION,
+    .name = "cuda",
+    .ran_flag = GSTAT_RAN_CUDA,
+    .eigh = gstat_cu_eigh,
+    .cholesky = gstat_cu_cholesky,
+    .cholesky_solve = gstat_cu_cholesky_solve,
+    .triangular_solve = gstat_cu_triangular_solve,
+    .destroy = destroy,
+    .device_allocations = device_allocations,
+};
+
+static const gstat_i_module module = {
+    .api_version = GSTAT_I_BACKEND_API_VERSION,
+    .ops = &cuda_ops,
+    .create = create,
+    .set_stream = set_stream,
+};
+
+__attribute__((visibility("default"))) const gstat_i_module *gstat_cuda_module_v1(const gstat_i_host_services *host) {
+  if (!host || host->api_version != GSTAT_I_BACKEND_API_VERSION) return NULL;
+  gstat_cu_host = host;
+  return &module;
+}

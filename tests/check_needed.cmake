@@ -1,0 +1,12 @@
+# ctest script: fail when the library's NEEDED entries name a CUDA library.
+execute_process(COMMAND readelf -d ${LIB} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf -d ${LIB} failed")
+endif()
+string(REGEX MATCHALL "NEEDED[^\n]*" needed "${dyn}")
+message(STATUS "${LIB}:\n${needed}")
+foreach(line ${needed})
+  if(line MATCHES "cuda|cusolver|cublas|nvidia")
+    message(FATAL_ERROR "libgstat needs a CUDA library: ${line}")
+  endif()
+endforeach()

@@ -1,0 +1,122 @@
+/*
+ * The dispatcher's GPU selection and fallback, run on any machine against
+ * tests/fake_module.c (loaded through GSTAT_CUDA_MODULE as the CUDA module
+ * would be): AUTO picks the "GPU" for large work only; a whole-call failure
+ * reruns on the CPU; flagged elements are recomputed on the CPU; a missing
+ * device leaves AUTO on the CPU and refuses an explicit CUDA context.
+ */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+
+/* eigh + Cholesky of a batch on ctx; results equal the CPU's bit for bit
+ * (the fake computes on the CPU too), so every recomputation is checked. */
+static void run_and_compare(gstat_ctx *ctx, int64_t nb, int64_t n, const char *expect_ran) {
+  gstat_ctx *cpu;
+  gstat_ctx_options opt;
+  gstat_ctx_options_init(&opt);
+  opt.backend = GSTAT_BACKEND_CPU;
+  assert_int_equal(gstat_ctx_create(&cpu, &opt), GSTAT_OK);
+  tu_rng rng = tu_rng_new();
+  size_t nn = (size_t)(nb * n * n);
+  double *a = malloc(sizeof(double) * nn), *w = malloc(sizeof(double) * (size_t)(nb * n));
+  double *v = malloc(sizeof(double) * nn), *w2 = malloc(sizeof(double) * (size_t)(nb * n));
+  double *v2 = malloc(sizeof(double) * nn);
+  for (int64_t b = 0; b < nb; b++) tu_spd(&rng, n, 10, a + b * n * n);
+  gstat_matrix A = gstat_matrix_col_major(a, GSTAT_F64, nb, n, n);
+  gstat_matrix W = gstat_vector_batch(w, GSTAT_F64, nb, n), V = gstat_matrix_col_major(v, GSTAT_F64, nb, n, n);
+  gstat_matrix W2 = gstat_vector_batch(w2, GSTAT_F64, nb, n), V2 = gstat_matrix_col_major(v2, GSTAT_F64, nb, n, n);
+  int64_t *info = malloc(sizeof(int64_t) * (size_t)nb);
+  gstat_status st = gstat_eigh(ctx, &A, GSTAT_LOWER, &W, &V, info);
+  if (st) fprintf(stderr, "%s\n", gstat_ctx_last_error(ctx));
+  assert_int_equal(st, GSTAT_OK);
+  assert_string_equal(gstat_ctx_last_backend_name(ctx), expect_ran);
+  for (int64_t b = 0; b < nb; b++) assert_int_equal(info[b], 0);
+  assert_int_equal(gstat_eigh(cpu, &A, GSTAT_LOWER, &W2, &V2, NULL), GSTAT_OK);
+  assert_memory_equal(w, w2, sizeof(double) * (size_t)(nb * n));
+  assert_memory_equal(v, v2, sizeof(double) * nn);
+  assert_int_equal(gstat_cholesky(ctx, &A, GSTAT_UPPER, &V, info), GSTAT_OK);
+  assert_string_equal(gstat_ctx_last_backend_name(ctx), expect_ran);
+  assert_int_equal(gstat_cholesky(cpu, &A, GSTAT_UPPER, &V2, NULL), GSTAT_OK);
+  assert_memory_equal(v, v2, sizeof(double) * nn);
+  free(a);
+  free(w);
+  free(v);
+  free(w2);
+  free(v2);
+  free(info);
+  gstat_ctx_destroy(cpu);
+}
+
+static gstat_ctx *ctx_with(gstat_backend backend) {
+  gstat_ctx_options opt;
+  gstat_ctx_options_init(&opt);
+  opt.backend = backend;
+  gstat_ctx *ctx = NULL;
+  assert_int_equal(gstat_ctx_create(&ctx, &opt), GSTAT_OK);
+  return ctx;
+}
+
+static void test_auto_picks_gpu_for_large_work(void **state) {
+  (void)state;
+  setenv("GSTAT_FAKE_FAULT", "", 1);
+  gstat_ctx *ctx = ctx_with(GSTAT_BACKEND_AUTO);
+  assert_true(gstat_ctx_cuda_available(ctx));
+  run_and_compare(ctx, 300, 30, "cuda"); /* 300 * 30^3 = 8.1e6 >= threshold */
+  run_and_compare(ctx, 3, 10, "cpu");    /* tiny: not worth a transfer */
+  gstat_ctx_destroy(ctx);
+}
+
+static void test_out_of_memory_reruns_on_cpu(void **state) {
+  (void)state;
+  setenv("GSTAT_FAKE_FAULT", "oom", 1);
+  gstat_ctx *ctx = ctx_with(GSTAT_BACKEND_CUDA);
+  run_and_compare(ctx, 20, 12, "cpu");
+  gstat_ctx_destroy(ctx);
+}
+
+static void test_flagged_elements_recomputed(void **state) {
+  (void)state;
+  setenv("GSTAT_FAKE_FAULT", "retry", 1);
+  gstat_ctx *ctx = ctx_with(GSTAT_BACKEND_CUDA);
+  run_and_compare(ctx, 20, 12, "cuda+cpu");
+  gstat_ctx_destroy(ctx);
+}
+
+static void test_no_device(void **state) {
+  (void)state;
+  setenv("GSTAT_FAKE_FAULT", "nodevice", 1);
+  gstat_ctx_options opt;
+  gstat_ctx_options_init(&opt);
+  opt.backend = GSTAT_BACKEND_CUDA;
+  gstat_ctx *ctx = NULL;
+  assert_int_equal(gstat_ctx_create(&ctx, &opt), GSTAT_EUNSUPPORTED);
+  assert_null(ctx);
+  ctx = ctx_with(GSTAT_BACKEND_AUTO);
+  assert_false(gstat_ctx_cuda_available(ctx));
+  run_and_compare(ctx, 300, 30, "cpu");
+  assert_int_equal(gstat_ctx_set_cuda_stream(ctx, NULL), GSTAT_EUNSUPPORTED);
+  assert_non_null(strstr(gstat_ctx_last_error(ctx), "no CUDA backend: fake: no CUDA device"));
+  gstat_ctx_destroy(ctx);
+}
+
+int main(void) {
+  setenv("GSTAT_CUDA_MODULE", GSTAT_FAKE_MODULE_PATH, 1);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_auto_picks_gpu_for_large_work),
+      cmocka_unit_test(test_out_of_memory_reruns_on_cpu),
+      cmocka_unit_test(test_flagged_elements_recomputed),
+      cmocka_unit_test(test_no_device),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
