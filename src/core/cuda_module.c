@@ -15,9 +15,12 @@
 #include "core/internal.h"
 #include "linalg/backend.h"
 
+static int check_finite(const gstat_ctx *ctx) { return ctx->opt.check_finite; }
+
 static const gstat_i_host_services host_services = {
     .api_version = GSTAT_I_BACKEND_API_VERSION,
     .fail = gstat_i_fail,
+    .check_finite = check_finite,
     .cpu = &gstat_i_cpu_backend_ops,
 };
 

@@ -64,6 +64,7 @@ extern const gstat_i_backend_ops gstat_i_cpu_backend_ops;
 typedef struct gstat_i_host_services {
   int api_version;
   gstat_status (*fail)(gstat_ctx *ctx, gstat_status status, const char *fmt, ...);
+  int (*check_finite)(const gstat_ctx *ctx); /* the context's option */
   const gstat_i_backend_ops *cpu;
 } gstat_i_host_services;
 

@@ -66,6 +66,7 @@ static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const gstat_ma
     if (cs != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(ctx, "cholesky", "potrfBatched", cs);
     err = gstat_cu_zero_upper(cdt, dA, n, nb, s->stream);
   }
+  if (err == cudaSuccess) err = gstat_cu_fill_nan_where(cdt, dA, n * n, nb, dInfo, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, "cholesky", "factor kernel", err);
   gstat_matrix out = as_lower(F, uplo);
   if ((st = gstat_cu_store(s, ctx, "cholesky", dA, cdt, &out, b0, nb)) != GSTAT_OK) return st;
@@ -76,6 +77,8 @@ gstat_status gstat_cu_cholesky(void *state, gstat_ctx *ctx, const gstat_matrix *
                                gstat_matrix *F, int64_t *info) {
   gstat_cu_state *s = state;
   cudaSetDevice(s->device);
+  gstat_status st0 = gstat_cu_check_finite(s, ctx, "cholesky", "A", A, uplo == GSTAT_UPPER ? 2 : 1);
+  if (st0 != GSTAT_OK) return st0;
   int64_t chunk = chunk_for(s, A, 0);
   for (int64_t b0 = 0; b0 < A->batch; b0 += chunk) {
     int64_t nb = A->batch - b0 < chunk ? A->batch - b0 : chunk;
@@ -128,6 +131,9 @@ static gstat_status solve(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, con
                           const cublasOperation_t *passes, int npass, cublasDiagType_t diag, const gstat_matrix *B,
                           gstat_matrix *X, int64_t *info) {
   cudaSetDevice(s->device);
+  gstat_status st0 = gstat_cu_check_finite(s, ctx, fn, strcmp(fn, "cholesky_solve") ? "T" : "F", T, uplo == GSTAT_UPPER ? (diag == CUBLAS_DIAG_UNIT ? 4 : 2) : (diag == CUBLAS_DIAG_UNIT ? 3 : 1));
+  if (st0 == GSTAT_OK) st0 = gstat_cu_check_finite(s, ctx, fn, "B", B, 0);
+  if (st0 != GSTAT_OK) return st0;
   int64_t chunk = chunk_for(s, T, B->cols);
   for (int64_t b0 = 0; b0 < T->batch; b0 += chunk) {
     int64_t nb = T->batch - b0 < chunk ? T->batch - b0 : chunk;

@@ -80,6 +80,12 @@ gstat_status gstat_cu_load(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, co
 gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const void *src, int cdt,
                             const gstat_matrix *m, int64_t b0, int64_t nb);
 
+/* GSTAT_ENOTFINITE naming the first NaN/Inf of part `tri` (the kernels'
+ * codes: 0 full, 1 lower, 2 upper, 3/4 strict) of a device-resident input,
+ * when the context checks finiteness; host inputs were checked already. */
+gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const char *name,
+                                   const gstat_matrix *m, int tri);
+
 /* Elements per chunk so that `per_elem` device bytes each fit the budget. */
 int64_t gstat_cu_chunk(const gstat_cu_state *s, int64_t batch, size_t per_elem);
 

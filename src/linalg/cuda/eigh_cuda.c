@@ -103,7 +103,10 @@ static gstat_status eigh_chunk(const eigh_run *r, const gstat_matrix *A, gstat_m
     if (r->want && (err = gstat_cu_fix_signs(r->cdt, dA, r->n, nb, s->stream)) != cudaSuccess)
       return gstat_cu_fail(r->ctx, "eigh", "sign kernel", err);
   }
-  err = gstat_cu_flag_nonfinite(r->cdt, dW, r->n, nb, dFlags, s->stream);
+  /* non-converged elements: NaN outputs (the dispatcher may recompute them) */
+  err = gstat_cu_fill_nan_where(r->cdt, dW, r->n, nb, dInfo, s->stream);
+  if (err == cudaSuccess && r->want) err = gstat_cu_fill_nan_where(r->cdt, dV, r->n * r->n, nb, dInfo, s->stream);
+  if (err == cudaSuccess) err = gstat_cu_flag_nonfinite(r->cdt, dW, r->n, nb, dFlags, s->stream);
   if (err == cudaSuccess && r->want) err = gstat_cu_flag_nonfinite(r->cdt, dV, r->n * r->n, nb, dFlags, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "output check", err);
   if ((st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb)) != GSTAT_OK) return st;
@@ -118,6 +121,8 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
   eigh_run r = {s, ctx, A->rows, gstat_cu_compute_dtype(A->dtype), V != NULL,
                 uplo == GSTAT_UPPER ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER,
                 V ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR};
+  gstat_status st0 = gstat_cu_check_finite(s, ctx, "eigh", "A", A, uplo == GSTAT_UPPER ? 2 : 1);
+  if (st0 != GSTAT_OK) return st0;
   size_t es = gstat_cu_dtype_bytes(r.cdt), n2 = (size_t)(r.n * r.n);
   /* device bytes per element: matrices (two for Jacobi), values, staging,
    * and about as much again for the solver's workspace */

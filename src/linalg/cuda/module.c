@@ -111,8 +111,8 @@ gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, c
   gstat_matrix r = sub(m, b0, nb, &span);
   cudaError_t err;
   if (m->location == GSTAT_CUDA) {
-    err = gstat_cu_scatter(src, cdt, nb, m->rows, m->cols, m->batch_stride, m->row_stride,
-                           m->col_stride, r.data, (int)m->dtype, s->stream);
+    err = gstat_cu_scatter(src, cdt, nb, m->rows, m->cols, r.data, (int)m->dtype, m->batch_stride,
+                           m->row_stride, m->col_stride, s->stream);
     return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "scatter", err);
   }
   void *stage = gstat_cu_buffer(s, ctx, CU_STAGE, span);
@@ -122,11 +122,32 @@ gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, c
   bool gaps = span != (size_t)(nb * m->rows * m->cols) * gstat_cu_dtype_bytes(m->dtype);
   if (gaps && (err = cudaMemcpyAsync(stage, r.data, span, cudaMemcpyHostToDevice, s->stream)) != cudaSuccess)
     return gstat_cu_fail(ctx, fn, "copy to the device", err);
-  err = gstat_cu_scatter(src, cdt, nb, m->rows, m->cols, m->batch_stride, m->row_stride,
-                         m->col_stride, stage, (int)m->dtype, s->stream);
+  err = gstat_cu_scatter(src, cdt, nb, m->rows, m->cols, stage, (int)m->dtype, m->batch_stride,
+                         m->row_stride, m->col_stride, s->stream);
   if (err == cudaSuccess) err = cudaMemcpyAsync(r.data, stage, span, cudaMemcpyDeviceToHost, s->stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "copy to the host", err);
+}
+
+gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const char *name,
+                                   const gstat_matrix *m, int tri) {
+  if (m->location != GSTAT_CUDA || !gstat_cu_host->check_finite(ctx)) return GSTAT_OK;
+  unsigned long long *d_first = gstat_cu_buffer(s, ctx, CU_FLAG, sizeof *d_first);
+  unsigned long long *h_first = gstat_cu_host_buffer(s, ctx, &s->host_info, sizeof *h_first);
+  if (!d_first || !h_first) return GSTAT_ENOMEM;
+  cudaError_t err = cudaMemsetAsync(d_first, 0xff, sizeof *d_first, s->stream);
+  if (err == cudaSuccess)
+    err = gstat_cu_find_nonfinite((int)m->dtype, m->data, tri, m->batch, m->rows, m->cols, m->batch_stride,
+                                  m->row_stride, m->col_stride, d_first, s->stream);
+  if (err == cudaSuccess) err = cudaMemcpyAsync(h_first, d_first, sizeof *d_first, cudaMemcpyDeviceToHost, s->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
+  if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "finiteness check", err);
+  unsigned long long k = *h_first;
+  if (k == ~0ull) return GSTAT_OK;
+  unsigned long long per = (unsigned long long)(m->rows * m->cols);
+  return gstat_cu_host->fail(ctx, GSTAT_ENOTFINITE,
+                             "%s: batch element %llu of %s has a non-finite value at (%llu, %llu)", fn, k / per,
+                             name, (k % per) / (unsigned long long)m->cols, (k % per) % (unsigned long long)m->cols);
 }
 
 gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
