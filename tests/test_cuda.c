@@ -48,6 +48,18 @@ static void from_device(tu_buf *h, void *dptr) {
 }
 
 /* eigh on the GPU (host or device data) against ratios and the CPU. */
+/* Largest and second largest magnitude in column j: a near tie makes the
+ * sign rule ambiguous within rounding, so signs may differ there. */
+static bool sign_is_clear(const gstat_matrix *V, int64_t b, int64_t j) {
+  double m1 = 0, m2 = 0;
+  for (int64_t k = 0; k < V->rows; k++) {
+    double m = fabs(tu_get(V, b, k, j));
+    if (m > m1) m2 = m1, m1 = m;
+    else if (m > m2) m2 = m;
+  }
+  return m1 - m2 > 1e-3 * m1;
+}
+
 static void eigh_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_family fam, int64_t n, int64_t nb,
                       tu_layout layout, gstat_uplo uplo, bool device) {
   double ulp = dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
@@ -75,7 +87,7 @@ static void eigh_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_family 
   }
   if (st != GSTAT_OK) fprintf(stderr, "%s\n", gstat_ctx_last_error(gpu));
   assert_int_equal(st, GSTAT_OK);
-  assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
+  if (!getenv("GSTAT_CUDA_FAULT")) assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
   assert_int_equal(gstat_eigh(cpu, &A.m, uplo, &Wc.m, &Vc.m, NULL), GSTAT_OK);
   assert_true(tu_all_written(&W) && tu_all_written(&V));
   assert_true(tu_outside_untouched(&W) && tu_outside_untouched(&V));
@@ -99,7 +111,7 @@ static void eigh_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_family 
       if (fam == TU_RANDOM && gap > 1e-2 * scale) {
         double dot = 0;
         for (int64_t k = 0; k < n; k++) dot += v[k + i * n] * tu_get(&Vc.m, b, k, i);
-        assert_true(dot > 0.99);
+        assert_true(sign_is_clear(&Vc.m, b, i) ? dot > 0.99 : fabs(dot) > 0.99);
       }
     }
   }

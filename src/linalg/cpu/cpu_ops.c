@@ -11,8 +11,8 @@
 #include "linalg/cpu/eigh_small.h"
 #include "linalg/cpu/pack.h"
 
-static const int64_t eigh_small_max_f32 = 64;
-static const int64_t eigh_small_max_f64 = 64;
+static const int64_t eigh_small_max_f32 = 256;
+static const int64_t eigh_small_max_f64 = 256;
 static const int64_t chol_small_max_f32 = 96;
 static const int64_t chol_small_max_f64 = 96;
 

@@ -35,11 +35,13 @@ static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dIn
   cusolverStatus_t st = cusolverDnXsyevBatched_bufferSize(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA,
                                                           r->n, t, dW, t, &dev_bytes, &host_bytes, nb);
   if (st != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched_bufferSize", st);
+  int64_t before = r->s->device_allocations;
   void *dwork = gstat_cu_buffer(r->s, r->ctx, CU_WORK, dev_bytes);
   void *hwork = gstat_cu_host_buffer(r->s, r->ctx, &r->s->host_work, host_bytes);
   if (!dwork || !hwork) return GSTAT_ENOMEM;
-  /* some cuSOLVER versions read the workspace before writing it */
-  cudaError_t err = cudaMemsetAsync(dwork, 0, dev_bytes, r->s->stream);
+  /* some cuSOLVER versions read the workspace before writing it: never hand
+   * them fresh garbage (clearing it on every call costs a pass over it) */
+  cudaError_t err = r->s->device_allocations != before ? cudaMemsetAsync(dwork, 0, dev_bytes, r->s->stream) : cudaSuccess;
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "clearing the workspace", err);
   st = cusolverDnXsyevBatched(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA, r->n, t, dW, t, dwork,
                               dev_bytes, hwork, host_bytes, dInfo, nb);
@@ -77,30 +79,70 @@ static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "joining streams", err);
 }
 
-/* One chunk [b0, b0 + nb): load, solve, check, store, collect info. */
-static gstat_status eigh_chunk(const eigh_run *r, const gstat_matrix *A, gstat_matrix *w, gstat_matrix *V,
+/* Pointer to element b0 when m is a dense column-major device batch of
+ * dtype cdt (the caller's memory can be used as it is), else NULL. */
+static char *dense(const gstat_matrix *m, int cdt, int64_t b0) {
+  if (!m || m->location != GSTAT_CUDA || (int)m->dtype != cdt) return NULL;
+  bool col = (m->rows <= 1 || m->row_stride == 1) && (m->cols <= 1 || m->col_stride == m->rows);
+  bool packed = m->batch <= 1 || m->batch_stride == m->rows * m->cols;
+  if (!col || !packed) return NULL;
+  return (char *)m->data + (size_t)(b0 * m->rows * m->cols) * gstat_cu_dtype_bytes(cdt);
+}
+
+/* A symmetric input read as column-major: a dense row-major A is its own
+ * transpose, with the other triangle holding the data. */
+static gstat_matrix as_col_major(const gstat_matrix *A, cublasFillMode_t *fill) {
+  gstat_matrix t = *A;
+  if (A->rows > 1 && A->col_stride == 1 && A->row_stride == A->cols) {
+    t.row_stride = 1;
+    t.col_stride = A->rows;
+    *fill = *fill == CUBLAS_FILL_MODE_LOWER ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+  }
+  return t;
+}
+
+/* One chunk [b0, b0 + nb): load, solve, check, store, collect info. Dense
+ * device arguments of the compute dtype are used in place: no copies but
+ * the one the solver needs (it overwrites its input with the vectors). */
+static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gstat_matrix *w, gstat_matrix *V,
                                int64_t b0, int64_t nb, int64_t *info) {
+  eigh_run rr = *run;
+  const eigh_run *r = &rr;
+  gstat_matrix A = as_col_major(A0, &rr.fill);
   gstat_cu_state *s = r->s;
   size_t es = gstat_cu_dtype_bytes(r->cdt), mat = (size_t)(r->n * r->n) * es * (size_t)nb;
   bool jacobi = r->n <= jacobi_max_n;
-  void *dA = gstat_cu_buffer(s, r->ctx, CU_MAT, mat);
-  void *dV = jacobi && r->want ? gstat_cu_buffer(s, r->ctx, CU_RHS, mat) : dA;
-  void *dW = gstat_cu_buffer(s, r->ctx, CU_VEC, (size_t)(r->n * nb) * es);
+  char *src = dense(&A, r->cdt, b0), *dV = r->want ? dense(V, r->cdt, b0) : NULL, *dW = dense(w, r->cdt, b0);
+  bool v_in_place = dV != NULL, w_in_place = dW != NULL;
+  if (jacobi && src && src == dV) src = NULL; /* the kernel does not work in place */
+  cudaError_t err = cudaSuccess;
+  gstat_status st;
+  if (!src || (!jacobi && !dV)) {
+    /* the solver's own copy: into V when usable, else a buffer */
+    void *dA = !jacobi && dV ? dV : gstat_cu_buffer(s, r->ctx, CU_MAT, mat);
+    if (!dA) return GSTAT_ENOMEM;
+    if ((st = gstat_cu_load(s, r->ctx, "eigh", &A, b0, nb, r->cdt, dA)) != GSTAT_OK) return st;
+    src = dA;
+  } else if (!jacobi && src != dV) {
+    err = cudaMemcpyAsync(dV, src, mat, cudaMemcpyDeviceToDevice, s->stream);
+    src = dV;
+  }
+  void *work = jacobi ? NULL : src; /* cuSOLVER: vectors overwrite the input */
+  if (!dV) dV = jacobi ? (r->want ? gstat_cu_buffer(s, r->ctx, CU_RHS, mat) : NULL) : work;
+  if (!dW) dW = gstat_cu_buffer(s, r->ctx, CU_VEC, (size_t)(r->n * nb) * es);
   int *dInfo = gstat_cu_buffer(s, r->ctx, CU_INFO, 2 * sizeof(int) * (size_t)nb);
-  if (!dA || !dV || !dW || !dInfo) return GSTAT_ENOMEM;
+  if ((r->want && !dV) || !dW || !dInfo) return GSTAT_ENOMEM;
   int *dFlags = dInfo + nb;
-  gstat_status st = gstat_cu_load(s, r->ctx, "eigh", A, b0, nb, r->cdt, dA);
-  if (st != GSTAT_OK) return st;
-  cudaError_t err = cudaMemsetAsync(dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
-  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "clearing flags", err);
+  if (err == cudaSuccess) err = cudaMemsetAsync(dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
+  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "copying the input", err);
   if (jacobi) {
-    err = gstat_cu_eigh_jacobi(r->cdt, dA, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb, dW, r->want ? dV : NULL,
+    err = gstat_cu_eigh_jacobi(r->cdt, src, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb, dW, r->want ? dV : NULL,
                                dInfo, s->stream);
     if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel", err);
   } else {
-    st = r->n >= loop_min_n ? syevd_loop(r, dA, dW, dInfo, nb) : syev_batched(r, dA, dW, dInfo, nb);
+    st = r->n >= loop_min_n ? syevd_loop(r, work, dW, dInfo, nb) : syev_batched(r, work, dW, dInfo, nb);
     if (st != GSTAT_OK) return st;
-    if (r->want && (err = gstat_cu_fix_signs(r->cdt, dA, r->n, nb, s->stream)) != cudaSuccess)
+    if (r->want && (err = gstat_cu_fix_signs(r->cdt, work, r->n, nb, s->stream)) != cudaSuccess)
       return gstat_cu_fail(r->ctx, "eigh", "sign kernel", err);
   }
   /* non-converged elements: NaN outputs (the dispatcher may recompute them) */
@@ -109,8 +151,9 @@ static gstat_status eigh_chunk(const eigh_run *r, const gstat_matrix *A, gstat_m
   if (err == cudaSuccess) err = gstat_cu_flag_nonfinite(r->cdt, dW, r->n, nb, dFlags, s->stream);
   if (err == cudaSuccess && r->want) err = gstat_cu_flag_nonfinite(r->cdt, dV, r->n * r->n, nb, dFlags, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "output check", err);
-  if ((st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb)) != GSTAT_OK) return st;
-  if (r->want && (st = gstat_cu_store(s, r->ctx, "eigh", dV, r->cdt, V, b0, nb)) != GSTAT_OK) return st;
+  if (!w_in_place && (st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb)) != GSTAT_OK) return st;
+  if (r->want && !v_in_place && (st = gstat_cu_store(s, r->ctx, "eigh", dV, r->cdt, V, b0, nb)) != GSTAT_OK)
+    return st;
   return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, dFlags, nb, info + b0);
 }
 
