@@ -74,9 +74,11 @@ def main():
             a = make_input(op, dtype, batch, n, rng)
             inp, out = os.path.join(tmp, "in.raw"), os.path.join(tmp, "out.raw")
             a.tofile(inp)
-            np_ms, np_out = time_numpy(op, a, args.reps)
+            # gstat first: numpy's OpenBLAS threads keep spinning after a call
+            # and would steal the cores from the subprocess
             res = subprocess.run([exe, op, dtype, str(batch), str(n), str(args.reps), inp, out],
                                  capture_output=True, text=True, check=True)
+            np_ms, np_out = time_numpy(op, a, args.reps)
             fields = dict(kv.split("=") for kv in res.stdout.split())
             gs_ms = float(fields["best_ms"])
             got = np.fromfile(out, dtype=NP_DTYPE[dtype])

@@ -155,31 +155,55 @@ gstat_status gstat_i_check_alias(gstat_ctx *ctx, const char *fn, const char *out
                       in_place_ok ? " (only an identical view is allowed, for in-place use)" : "");
 }
 
-static bool finite_at(const void *p, gstat_dtype dtype) {
+/* Index of the first non-finite of `count` values `step` bytes apart, or -1. */
+static int64_t first_nonfinite(const char *p, ptrdiff_t step, int64_t count, gstat_dtype dtype) {
   switch (dtype) {
-  case GSTAT_F32: return isfinite(*(const float *)p);
-  case GSTAT_F64: return isfinite(*(const double *)p);
-  case GSTAT_BF16: return (*(const uint16_t *)p & 0x7f80u) != 0x7f80u;
+  case GSTAT_F32:
+    for (int64_t k = 0; k < count; k++, p += step)
+      if (!isfinite(*(const float *)p)) return k;
+    return -1;
+  case GSTAT_F64:
+    for (int64_t k = 0; k < count; k++, p += step)
+      if (!isfinite(*(const double *)p)) return k;
+    return -1;
+  case GSTAT_BF16:
+    for (int64_t k = 0; k < count; k++, p += step)
+      if ((*(const uint16_t *)p & 0x7f80u) == 0x7f80u) return k;
+    return -1;
   }
-  return false;
+  return -1;
 }
 
 bool gstat_i_find_nonfinite(const gstat_matrix *m, gstat_i_tri tri, int64_t *bo, int64_t *io, int64_t *jo) {
-  for (int64_t b = 0; b < m->batch; b++)
-    for (int64_t j = 0; j < m->cols; j++) {
-      /* lower: rows j..end; upper: rows 0..j; strict: without row j */
-      int64_t i0 = 0, i1 = m->rows;
-      if (tri == GSTAT_I_TRI_LOWER) i0 = j;
-      if (tri == GSTAT_I_TRI_STRICT_LOWER) i0 = j + 1;
-      if (tri == GSTAT_I_TRI_UPPER) i1 = j + 1 < m->rows ? j + 1 : m->rows;
-      if (tri == GSTAT_I_TRI_STRICT_UPPER) i1 = j < m->rows ? j : m->rows;
-      for (int64_t i = i0; i < i1; i++)
-        if (!finite_at(gstat_i_elem(m, b, i, j), m->dtype)) {
-          *bo = b;
-          *io = i;
-          *jo = j;
-          return true;
-        }
+  /* Walk in memory order: the outer loop over the dimension with the larger
+   * stride. `lo`/`hi` bound the inner index given the outer one. */
+  bool rows_outer = m->rows > 1 && m->cols > 1 && m->row_stride > m->col_stride;
+  int64_t outer_n = rows_outer ? m->rows : m->cols, inner_n = rows_outer ? m->cols : m->rows;
+  size_t es = gstat_dtype_size(m->dtype);
+  ptrdiff_t outer_step = (ptrdiff_t)((rows_outer ? m->row_stride : m->col_stride) * (int64_t)es);
+  ptrdiff_t inner_step = (ptrdiff_t)((rows_outer ? m->col_stride : m->row_stride) * (int64_t)es);
+  for (int64_t b = 0; b < m->batch; b++) {
+    const char *base = (const char *)m->data + (size_t)(b * m->batch_stride) * es;
+    for (int64_t o = 0; o < outer_n; o++) {
+      /* in (i, j) terms: lower is i >= j, upper is i <= j */
+      int64_t lo = 0, hi = inner_n;
+      bool lower_part = tri == GSTAT_I_TRI_LOWER || tri == GSTAT_I_TRI_STRICT_LOWER;
+      bool strict = tri == GSTAT_I_TRI_STRICT_LOWER || tri == GSTAT_I_TRI_STRICT_UPPER;
+      if (tri != GSTAT_I_TRI_FULL) {
+        /* inner index k is i when columns are outer (o = j), j when rows are outer (o = i) */
+        bool k_ge_o = lower_part != rows_outer; /* lower with columns outer: i >= j */
+        if (k_ge_o) lo = o + (strict ? 1 : 0);
+        else hi = o + (strict ? 0 : 1) < inner_n ? o + (strict ? 0 : 1) : inner_n;
+      }
+      if (lo >= hi) continue;
+      int64_t k = first_nonfinite(base + o * outer_step + lo * inner_step, inner_step, hi - lo, m->dtype);
+      if (k >= 0) {
+        *bo = b;
+        *io = rows_outer ? o : lo + k;
+        *jo = rows_outer ? lo + k : o;
+        return true;
+      }
     }
+  }
   return false;
 }

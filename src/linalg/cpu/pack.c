@@ -5,15 +5,19 @@
 
 #define T float
 #define SFX f32
+#define NATIVE GSTAT_F32
 #include "linalg/cpu/pack_tmpl.h"
 #undef T
 #undef SFX
+#undef NATIVE
 
 #define T double
 #define SFX f64
+#define NATIVE GSTAT_F64
 #include "linalg/cpu/pack_tmpl.h"
 #undef T
 #undef SFX
+#undef NATIVE
 
 void gstat_i_fill_nan(const gstat_matrix *M, int64_t b) {
   int64_t o = b * M->batch_stride;

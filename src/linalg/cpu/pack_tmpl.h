@@ -27,9 +27,15 @@ void CAT(gstat_i_pack_lower, SFX)(const gstat_matrix *A, int64_t b, gstat_uplo u
   /* reading the upper triangle as a lower one is reading the transpose */
   int64_t rs = uplo == GSTAT_LOWER ? A->row_stride : A->col_stride;
   int64_t cs = uplo == GSTAT_LOWER ? A->col_stride : A->row_stride;
-  if (A->dtype == GSTAT_F32 && rs == 1 && sizeof(T) == 4) {
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t i = j; i < n; i++) dst[i + j * ld] = (T)((const float *)base)[o + i + j * cs];
+  if (A->dtype == NATIVE) { /* no conversion: plain typed loops */
+    const T *src = (const T *)base + o;
+    if (rs <= cs) {
+      for (int64_t j = 0; j < n; j++)
+        for (int64_t i = j; i < n; i++) dst[i + j * ld] = src[i * rs + j * cs];
+    } else { /* walk the source in its own order */
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j <= i; j++) dst[i + j * ld] = src[i * rs + j * cs];
+    }
     return;
   }
   for (int64_t j = 0; j < n; j++)
@@ -45,6 +51,18 @@ void CAT(gstat_i_pack_full, SFX)(const gstat_matrix *M, int64_t b, T *dst, int64
 
 void CAT(gstat_i_unpack_full, SFX)(const T *src, int64_t ld, const gstat_matrix *M, int64_t b) {
   int64_t o = b * M->batch_stride;
+  if (M->dtype == NATIVE) { /* no conversion: plain typed loops in the destination's order */
+    T *dst = (T *)M->data + o;
+    int64_t rs = M->row_stride, cs = M->col_stride;
+    if (M->rows > 1 && M->cols > 1 && rs > cs) {
+      for (int64_t i = 0; i < M->rows; i++)
+        for (int64_t j = 0; j < M->cols; j++) dst[i * rs + j * cs] = src[i + j * ld];
+    } else {
+      for (int64_t j = 0; j < M->cols; j++)
+        for (int64_t i = 0; i < M->rows; i++) dst[i * rs + j * cs] = src[i + j * ld];
+    }
+    return;
+  }
   if (M->rows > 1 && M->row_stride != 1) {
     /* row-major-like destination: walk it in its own order */
     for (int64_t i = 0; i < M->rows; i++)
