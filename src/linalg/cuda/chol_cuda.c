@@ -11,7 +11,9 @@
 #include "linalg/cuda/kernels/kernels.h"
 #include "linalg/cuda/util_kernels.h"
 
-static const int64_t small_chol_max_n = 64;
+/* own kernel up to here: 1024x32 fp32 0.014 ms vs potrfBatched 0.044 ms, but
+ * at 512x64 potrfBatched wins (0.081 ms vs 0.128 ms), H200 */
+static const int64_t small_chol_max_n = 32;
 
 static gstat_matrix transposed(const gstat_matrix *m) {
   gstat_matrix t = *m;
@@ -46,13 +48,20 @@ static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const gstat_ma
   int cdt = gstat_cu_compute_dtype(A->dtype);
   int64_t n = A->rows;
   size_t stride = (size_t)(n * n) * gstat_cu_dtype_bytes(cdt);
-  void *dA = gstat_cu_buffer(s, ctx, CU_MAT, stride * (size_t)nb);
+  /* dense lower device data: factor in the caller's F (a copy of A) */
+  char *src = uplo == GSTAT_LOWER ? gstat_cu_dense(A, cdt, b0) : NULL;
+  char *dst = uplo == GSTAT_LOWER ? gstat_cu_dense(F, cdt, b0) : NULL;
+  bool in_place = src && dst;
+  void *dA = in_place ? dst : gstat_cu_buffer(s, ctx, CU_MAT, stride * (size_t)nb);
   int *dInfo = gstat_cu_buffer(s, ctx, CU_INFO, sizeof(int) * (size_t)nb);
   if (!dA || !dInfo) return GSTAT_ENOMEM;
   gstat_matrix in = as_lower(A, uplo);
-  gstat_status st = gstat_cu_load(s, ctx, "cholesky", &in, b0, nb, cdt, dA);
+  gstat_status st = GSTAT_OK;
+  cudaError_t err = cudaSuccess;
+  if (!in_place) st = gstat_cu_load(s, ctx, "cholesky", &in, b0, nb, cdt, dA);
+  else if (src != dst) err = cudaMemcpyAsync(dst, src, stride * (size_t)nb, cudaMemcpyDeviceToDevice, s->stream);
   if (st != GSTAT_OK) return st;
-  cudaError_t err;
+  if (err != cudaSuccess) return gstat_cu_fail(ctx, "cholesky", "copying the input", err);
   if (n <= small_chol_max_n) {
     err = gstat_cu_cholesky_small(cdt, dA, n, nb, dInfo, s->stream);
   } else {
@@ -69,7 +78,7 @@ static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const gstat_ma
   if (err == cudaSuccess) err = gstat_cu_fill_nan_where(cdt, dA, n * n, nb, dInfo, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, "cholesky", "factor kernel", err);
   gstat_matrix out = as_lower(F, uplo);
-  if ((st = gstat_cu_store(s, ctx, "cholesky", dA, cdt, &out, b0, nb)) != GSTAT_OK) return st;
+  if (!in_place && (st = gstat_cu_store(s, ctx, "cholesky", dA, cdt, &out, b0, nb)) != GSTAT_OK) return st;
   return gstat_cu_collect_info(s, ctx, "cholesky", dInfo, NULL, nb, info + b0);
 }
 

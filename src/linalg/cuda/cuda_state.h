@@ -72,6 +72,10 @@ gstat_status gstat_cu_solver_fail(gstat_ctx *ctx, const char *fn, const char *wh
 static inline int gstat_cu_compute_dtype(gstat_dtype in) { return in == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32; }
 static inline size_t gstat_cu_dtype_bytes(int dt) { return dt == GSTAT_F64 ? 8 : dt == GSTAT_F32 ? 4 : 2; }
 
+/* Pointer to element b0 when m is a dense column-major device batch of
+ * dtype cdt (the caller's memory can be used as it is), else NULL. */
+char *gstat_cu_dense(const gstat_matrix *m, int cdt, int64_t b0);
+
 /* Move element range [b0, b0 + nb) of descriptor m into a dense column-major
  * device batch in compute dtype `cdt` (through CU_STAGE when m is on the
  * host), and back. */

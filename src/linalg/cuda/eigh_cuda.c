@@ -79,16 +79,6 @@ static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "joining streams", err);
 }
 
-/* Pointer to element b0 when m is a dense column-major device batch of
- * dtype cdt (the caller's memory can be used as it is), else NULL. */
-static char *dense(const gstat_matrix *m, int cdt, int64_t b0) {
-  if (!m || m->location != GSTAT_CUDA || (int)m->dtype != cdt) return NULL;
-  bool col = (m->rows <= 1 || m->row_stride == 1) && (m->cols <= 1 || m->col_stride == m->rows);
-  bool packed = m->batch <= 1 || m->batch_stride == m->rows * m->cols;
-  if (!col || !packed) return NULL;
-  return (char *)m->data + (size_t)(b0 * m->rows * m->cols) * gstat_cu_dtype_bytes(cdt);
-}
-
 /* A symmetric input read as column-major: a dense row-major A is its own
  * transpose, with the other triangle holding the data. */
 static gstat_matrix as_col_major(const gstat_matrix *A, cublasFillMode_t *fill) {
@@ -112,7 +102,7 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   gstat_cu_state *s = r->s;
   size_t es = gstat_cu_dtype_bytes(r->cdt), mat = (size_t)(r->n * r->n) * es * (size_t)nb;
   bool jacobi = r->n <= jacobi_max_n;
-  char *src = dense(&A, r->cdt, b0), *dV = r->want ? dense(V, r->cdt, b0) : NULL, *dW = dense(w, r->cdt, b0);
+  char *src = gstat_cu_dense(&A, r->cdt, b0), *dV = r->want ? gstat_cu_dense(V, r->cdt, b0) : NULL, *dW = gstat_cu_dense(w, r->cdt, b0);
   bool v_in_place = dV != NULL, w_in_place = dW != NULL;
   if (jacobi && src && src == dV) src = NULL; /* the kernel does not work in place */
   cudaError_t err = cudaSuccess;

@@ -87,6 +87,14 @@ static gstat_matrix sub(const gstat_matrix *m, int64_t b0, int64_t nb, size_t *s
   return r;
 }
 
+char *gstat_cu_dense(const gstat_matrix *m, int cdt, int64_t b0) {
+  if (!m || m->location != GSTAT_CUDA || (int)m->dtype != cdt) return NULL;
+  bool col = (m->rows <= 1 || m->row_stride == 1) && (m->cols <= 1 || m->col_stride == m->rows);
+  bool packed = m->batch <= 1 || m->batch_stride == m->rows * m->cols;
+  if (!col || !packed) return NULL;
+  return (char *)m->data + (size_t)(b0 * m->rows * m->cols) * gstat_cu_dtype_bytes(cdt);
+}
+
 gstat_status gstat_cu_load(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *m,
                            int64_t b0, int64_t nb, int cdt, void *dst) {
   size_t span;
