@@ -23,15 +23,6 @@
 
 static const double max_ratio = 60;
 
-static gstat_ctx *make_ctx(gstat_backend backend) {
-  gstat_ctx_options opt;
-  gstat_ctx_options_init(&opt);
-  opt.backend = backend;
-  gstat_ctx *ctx = NULL;
-  assert_int_equal(gstat_ctx_create(&ctx, &opt), GSTAT_OK);
-  return ctx;
-}
-
 /* A host buffer's elements copied into device memory with the same strides. */
 static gstat_matrix to_device(const tu_buf *h, void **dptr) {
   gstat_matrix d = h->m;
@@ -127,7 +118,7 @@ static void eigh_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_family 
 
 static void test_eigh_families(void **state) {
   (void)state;
-  gstat_ctx *gpu = make_ctx(GSTAT_BACKEND_CUDA), *cpu = make_ctx(GSTAT_BACKEND_CPU);
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
   const int64_t sizes[] = {1, 2, 3, 5, 16, 20, 32, 33, 64, 128, 500, 2048};
   int k = 0;
   for (int f = 0; f < TU_FAMILY_COUNT; f++)
@@ -144,7 +135,7 @@ static void test_eigh_families(void **state) {
 /* 100000 x 16 fp32, data on the device: works (torch 2.11 fails here). */
 static void test_large_batch_small_n(void **state) {
   (void)state;
-  gstat_ctx *gpu = make_ctx(GSTAT_BACKEND_CUDA), *cpu = make_ctx(GSTAT_BACKEND_CPU);
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
   eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 16, 100000, TU_COL_MAJOR, GSTAT_LOWER, true);
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);
@@ -153,7 +144,7 @@ static void test_large_batch_small_n(void **state) {
 /* A loop of same-shape calls does no cudaMalloc after the first. */
 static void test_no_device_allocations_after_first(void **state) {
   (void)state;
-  gstat_ctx *gpu = make_ctx(GSTAT_BACKEND_CUDA);
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
   const int64_t ns[] = {32, 128};
   for (int s = 0; s < 2; s++) {
     int64_t n = ns[s], nb = 50;
@@ -184,7 +175,7 @@ static void test_no_device_allocations_after_first(void **state) {
 /* Cholesky and solves on the GPU, both triangles, small and large n. */
 static void test_cholesky_and_solves(void **state) {
   (void)state;
-  gstat_ctx *gpu = make_ctx(GSTAT_BACKEND_CUDA);
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
   const int64_t ns[] = {1, 5, 32, 64, 65, 300};
   for (size_t s = 0; s < 6; s++)
     for (int u = 0; u < 2; u++) {
@@ -239,7 +230,7 @@ static void test_fallback_paths(void **state) {
   const char *ran[] = {"cpu", "cuda+cpu", "cuda+cpu"};
   for (int f = 0; f < 3; f++) {
     setenv("GSTAT_CUDA_FAULT", faults[f], 1);
-    gstat_ctx *gpu = make_ctx(GSTAT_BACKEND_CUDA), *cpu = make_ctx(GSTAT_BACKEND_CPU);
+    gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
     eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 40, 9, TU_ROW_MAJOR, GSTAT_LOWER, false);
     assert_string_equal(gstat_ctx_last_backend_name(gpu), ran[f]);
     gstat_ctx_destroy(gpu);

@@ -58,19 +58,10 @@ static void run_and_compare(gstat_ctx *ctx, int64_t nb, int64_t n, const char *e
   gstat_ctx_destroy(cpu);
 }
 
-static gstat_ctx *ctx_with(gstat_backend backend) {
-  gstat_ctx_options opt;
-  gstat_ctx_options_init(&opt);
-  opt.backend = backend;
-  gstat_ctx *ctx = NULL;
-  assert_int_equal(gstat_ctx_create(&ctx, &opt), GSTAT_OK);
-  return ctx;
-}
-
 static void test_auto_picks_gpu_for_large_work(void **state) {
   (void)state;
   setenv("GSTAT_FAKE_FAULT", "", 1);
-  gstat_ctx *ctx = ctx_with(GSTAT_BACKEND_AUTO);
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_AUTO);
   assert_true(gstat_ctx_cuda_available(ctx));
   run_and_compare(ctx, 300, 30, "cuda"); /* 300 * 30^3 = 8.1e6 >= threshold */
   run_and_compare(ctx, 3, 10, "cpu");    /* tiny: not worth a transfer */
@@ -80,7 +71,7 @@ static void test_auto_picks_gpu_for_large_work(void **state) {
 static void test_out_of_memory_reruns_on_cpu(void **state) {
   (void)state;
   setenv("GSTAT_FAKE_FAULT", "oom", 1);
-  gstat_ctx *ctx = ctx_with(GSTAT_BACKEND_CUDA);
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA);
   run_and_compare(ctx, 20, 12, "cpu");
   gstat_ctx_destroy(ctx);
 }
@@ -88,7 +79,7 @@ static void test_out_of_memory_reruns_on_cpu(void **state) {
 static void test_flagged_elements_recomputed(void **state) {
   (void)state;
   setenv("GSTAT_FAKE_FAULT", "retry", 1);
-  gstat_ctx *ctx = ctx_with(GSTAT_BACKEND_CUDA);
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA);
   run_and_compare(ctx, 20, 12, "cuda+cpu");
   gstat_ctx_destroy(ctx);
 }
@@ -102,7 +93,7 @@ static void test_no_device(void **state) {
   gstat_ctx *ctx = NULL;
   assert_int_equal(gstat_ctx_create(&ctx, &opt), GSTAT_EUNSUPPORTED);
   assert_null(ctx);
-  ctx = ctx_with(GSTAT_BACKEND_AUTO);
+  ctx = tu_ctx(GSTAT_BACKEND_AUTO);
   assert_false(gstat_ctx_cuda_available(ctx));
   run_and_compare(ctx, 300, 30, "cpu");
   assert_int_equal(gstat_ctx_set_cuda_stream(ctx, NULL), GSTAT_EUNSUPPORTED);

@@ -331,3 +331,11 @@ bool tu_quick(void) {
   const char *q = getenv("GSTAT_TEST_QUICK");
   return q && *q && *q != '0';
 }
+
+gstat_ctx *tu_ctx(gstat_backend backend) {
+  gstat_ctx_options opt;
+  gstat_ctx_options_init(&opt);
+  opt.backend = backend;
+  gstat_ctx *ctx = NULL;
+  return gstat_ctx_create(&ctx, &opt) == GSTAT_OK ? ctx : NULL;
+}

@@ -79,6 +79,10 @@ double tu_solve_residual(int64_t n, int64_t nrhs, const double *m, bool trans, c
 /* Read element b of a descriptor into a double column-major array. */
 void tu_read(const gstat_matrix *m, int64_t b, double *out);
 
+/* A new context with the given backend and otherwise default options
+ * (asserts success through the caller's test framework: returns NULL on failure). */
+gstat_ctx *tu_ctx(gstat_backend backend);
+
 /* Whether the quick mode (valgrind) is on: GSTAT_TEST_QUICK=1. */
 bool tu_quick(void);
 

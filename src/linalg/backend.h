@@ -53,6 +53,17 @@ typedef struct gstat_i_backend {
 /* The CPU backend, always built in (stateless: its workspace is the ctx's). */
 extern const gstat_i_backend_ops gstat_i_cpu_backend_ops;
 
+/* The transposed view of a descriptor (no data moves): a backend reads an
+ * upper triangle as a lower one, or writes L through it to store U = L^T. */
+static inline gstat_matrix gstat_i_transposed(const gstat_matrix *m) {
+  gstat_matrix t = *m;
+  t.rows = m->cols;
+  t.cols = m->rows;
+  t.row_stride = m->col_stride;
+  t.col_stride = m->row_stride;
+  return t;
+}
+
 /* info value a backend sets for an element it could not compute reliably
  * (solver error, NaN/Inf output): the dispatcher recomputes it elsewhere. */
 #define GSTAT_I_INFO_RETRY (-1)

@@ -5,6 +5,7 @@
  * beat OpenBLAS/LAPACK, whose per-call overhead dominates there. */
 #include <lapacke.h>
 
+#include "linalg/backend.h"
 #include "linalg/cpu/chol_small.h"
 #include "linalg/cpu/cpu_job.h"
 #include "linalg/cpu/eigh_lapack.h"

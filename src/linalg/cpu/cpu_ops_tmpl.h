@@ -29,16 +29,6 @@ static void FN(zero_upper)(T *a, int64_t n, int64_t ld) {
     for (int64_t i = 0; i < j; i++) a[i + j * ld] = 0;
 }
 
-/* Transposed view: writing L through it stores U = L^T. */
-static gstat_matrix FN(transposed)(const gstat_matrix *m) {
-  gstat_matrix t = *m;
-  t.rows = m->cols;
-  t.cols = m->rows;
-  t.row_stride = m->col_stride;
-  t.col_stride = m->row_stride;
-  return t;
-}
-
 /* ---- eigh ---- */
 
 static int64_t FN(eigh_one)(const gstat_i_cpu_job *job, int64_t b, char *ws) {
@@ -99,7 +89,7 @@ static int64_t FN(chol_one)(const gstat_i_cpu_job *job, int64_t b, char *ws) {
   if (job->uplo == GSTAT_LOWER) {
     FN(gstat_i_unpack_full)(a, n, job->out, b);
   } else {
-    gstat_matrix t = FN(transposed)(job->out);
+    gstat_matrix t = gstat_i_transposed(job->out);
     FN(gstat_i_unpack_full)(a, n, &t, b);
   }
   return 0;

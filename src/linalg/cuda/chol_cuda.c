@@ -15,18 +15,9 @@
  * at 512x64 potrfBatched wins (0.081 ms vs 0.128 ms), H200 */
 static const int64_t small_chol_max_n = 32;
 
-static gstat_matrix transposed(const gstat_matrix *m) {
-  gstat_matrix t = *m;
-  t.rows = m->cols;
-  t.cols = m->rows;
-  t.row_stride = m->col_stride;
-  t.col_stride = m->row_stride;
-  return t;
-}
-
 /* The `uplo` triangle of T as a lower triangle: T itself or its transpose. */
 static gstat_matrix as_lower(const gstat_matrix *T, gstat_uplo uplo) {
-  return uplo == GSTAT_LOWER ? *T : transposed(T);
+  return uplo == GSTAT_LOWER ? *T : gstat_i_transposed(T);
 }
 
 static int64_t chunk_for(gstat_cu_state *s, const gstat_matrix *A, int64_t cols_rhs) {
