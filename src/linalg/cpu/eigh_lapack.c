@@ -55,23 +55,9 @@ extern void dlaed2_(int *k, const int *n, const int *n1, double *d, double *q, c
 #define EIGH_MAX_N 46000
 
 /* Divide & conquer: subproblems of at most this order are handed to xSTEDC. */
-#ifndef EIGH_DC_LEAF
 #define EIGH_DC_LEAF 32
-#endif
 /* Secular-equation iteration cap (the bisection fallback needs < 200 steps even in double). */
 #define EIGH_SEC_MAXIT 200
-
-#ifdef EIGH_PROFILE
-#include <stdio.h>
-#include <time.h>
-static double eigh_prof_t[8];
-static double eigh_prof_now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
-#define EIGH_PROF_T(k) (eigh_prof_t[k] = eigh_prof_now())
-#define EIGH_PROF_PRINT() fprintf(stderr, "[prof n=%d] sytrd %.2f  Vcopy %.2f  tridiag %.2f  backtr %.2f ms\n", n, 1e3*(eigh_prof_t[1]-eigh_prof_t[0]), 1e3*(eigh_prof_t[2]-eigh_prof_t[1]), 1e3*(eigh_prof_t[3]-eigh_prof_t[2]), 1e3*(eigh_prof_t[4]-eigh_prof_t[3]))
-#else
-#define EIGH_PROF_T(k) ((void)0)
-#define EIGH_PROF_PRINT() ((void)0)
-#endif
 
 static int64_t eigh_max64(int64_t x, int64_t y) { return x > y ? x : y; }
 
@@ -93,9 +79,6 @@ static int eigh_threads(void)
 static int eigh_bt_block(int64_t n, size_t elem_size)
 {
     (void)elem_size;
-#ifdef EIGH_TUNE_NB
-    if (EIGH_TUNE_NB > 0 && EIGH_TUNE_NB <= EIGH_BT_NB_MAX) return EIGH_TUNE_NB;
-#endif
     if (n <= 384) return 32;
     if (n <= 768) return 48;
     if (n <= 1536) return 96;
@@ -643,13 +626,12 @@ static void SFX(eigh_apply_q)(int m, int ncol, const T *V, int ldv, const T *tau
 }
 
 /* max |a_ij| over the lower triangle; *finite = 0 if any entry there is Inf/NaN. */
-static EIGH_CLONES T SFX(eigh_lower_maxabs)(int n, const T *a, int lda, int *finite)
+static T SFX(eigh_lower_maxabs)(int n, const T *a, int lda, int *finite)
 {
     T mx = 0, chk = 0;
     for (int j = 0; j < n; j++) {
         const T *col = a + (size_t)j * lda;
         T m = 0, s = 0;
-        EIGH_PRAGMA(omp simd reduction(max : m) reduction(+ : s))
         for (int i = j; i < n; i++) {
             T x = col[i];
             T ax = fabs(x);
@@ -736,9 +718,7 @@ static int SFX(eigh_run)(int64_t n64, T *a, int64_t lda64, T *w, int want_vector
         T *V = work + 3 * (size_t)n; /* m x m, ldv = m */
         T *rest = V + (size_t)m * m;
         int64_t lwt = SFX(eigh_sytrd_lwork)(n);
-        EIGH_PROF_T(0);
         info = LP(sytrd_work)(LAPACK_COL_MAJOR, 'L', n, a, lda, d, e, tau, rest, (lapack_int)lwt);
-        EIGH_PROF_T(1);
         if (info != 0) goto done;
         /* Explicit unit lower triangular V (reflector j lives in a(j+2:n, j), implicit 1 at
          * j+1). Zeros above the diagonal are only read inside the diagonal nb x nb blocks. */
@@ -751,15 +731,11 @@ static int SFX(eigh_run)(int64_t n64, T *a, int64_t lda64, T *w, int want_vector
                 memcpy(vj + j + 1, a + (j + 2) + (size_t)j * lda, sizeof(T) * (size_t)(m - j - 1));
         }
         /* Tridiagonal eigenvectors straight into a. */
-        EIGH_PROF_T(2);
         info = SFX(eigh_tridiag)(n, d, e, a, lda, rest, iwork);
-        EIGH_PROF_T(3);
         if (info != 0) goto done;
         memcpy(w, d, sizeof(T) * (size_t)n);
         /* a = diag(1, Q') * Z: rows 1..n-1 only. */
         SFX(eigh_apply_q)(m, n, V, m, tau, a + 1, lda, nb, rest);
-        EIGH_PROF_T(4);
-        EIGH_PROF_PRINT();
     }
 
 done:

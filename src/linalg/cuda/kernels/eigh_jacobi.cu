@@ -1,0 +1,429 @@
+/*
+ * Batched symmetric eigensolver for n <= 32: parallel cyclic Jacobi.
+ *
+ * Mapping. A group of N lanes (N = 4, 8, 16 or 32, the next power of two
+ * >= n; 32/N groups per warp) owns one matrix, padded to N x N with zeros.
+ * Padding never mixes with the matrix: its couplings are exactly 0, so its
+ * rotations are exactly the identity.
+ *   - lane L holds column L of A in registers a[0..N-1];
+ *   - lane L holds row L of V in registers v[0..N-1].
+ * Each step rotates N/2 disjoint pairs at once. The pairs come from the
+ * round-robin "circle" schedule (class Ring below): indices sit at positions
+ * 0..N-1, the pairs are the positions (2m, 2m+1), and between steps every
+ * index but the one at position 0 moves one place along a fixed cycle of
+ * positions. The registers of a[] (rows of A) and v[] (columns of V) are kept
+ * in position order, so
+ *   - the row rotations of A and the column rotations of V always act on the
+ *     register pairs (2m, 2m+1): static register indices, no shuffles;
+ *   - moving to the next step is a fixed register permutation (moves).
+ * The column rotations of A (A J) need the partner's column: N shuffles. The
+ * rotation of a pair is computed once, by the lane at the even position, and
+ * published through shared memory (one __syncwarp a step); every lane reads
+ * all N/2 rotations. The pair's own 2x2 block is then set exactly
+ * (Rutishauser): a_pq = 0 and a_pp -= t a_pq, a_qq += t a_pq.
+ *
+ * Cost per step, N = 32, float, with vectors (ptxas output for sm_90, loop
+ * body): 213 FP32 instructions (A columns N mul + N fma, A rows and V columns
+ * 2N each: 6N = 192, plus the rotation), 33 shuffles, 16 shared loads,
+ * ~40 selects to pick the pivot entries out of a[] (N - 2) and to set the
+ * own 2x2 block (N), ~40 register moves for the permutation, ~90 for control,
+ * indices and the rotation: ~470 warp instructions, 9 N^2 = 9.2 kflop. One
+ * sweep is N - 1 = 31 steps (0.29 Mflop). Measured sweeps (the last partial
+ * one confirms convergence) for random matrices: 5.9 (float) / 6.9 (double)
+ * at n = 32, 5.2 / 6.1 at n = 16; graded spectra 1 .. eps take 7.8 / 11.6 at
+ * n = 32, clustered ones ~1. So a 32 x 32 float matrix costs ~85 k warp
+ * instructions and ~180 steps, each step a chain of pick -> shuffle ->
+ * rotation -> shared memory -> updates. With 1024 matrices an H200 holds only
+ * 2 warps per scheduler, too few to hide that chain, so 1024 x 32 runs at
+ * about half the issue rate: measured 0.18 ms float (0.16 values only),
+ * 0.32 ms double. 100000 x 16 (two matrices per warp, ~300 instructions a
+ * step) is issue-bound: 1.5 ms float, 3.2 ms double.
+ *
+ * Convergence. The matrix is first scaled by 2^-e (exact), 2^e >= max|a_ij|
+ * > 2^(e-1), which keeps the rotation arithmetic clear of over/underflow.
+ * The pair (p, q) is rotated only if
+ *   |a_pq| > max(eps * sqrt|a_pp a_qq|, eps)       (scaled matrix)
+ * Demmel-Veselic's relative test, with a floor of eps * max|a_ij| that is
+ * harmless to the backward error (LAPACK's ratios) and stops rank-deficient
+ * or graded matrices from chasing rounding noise below it. A group has
+ * converged once no pair can pass the test: after N - 1 consecutive steps
+ * without a rotation (every pair visited), or earlier when a quiet step finds
+ * every off-diagonal entry <= eps. A warp stops when all its groups have
+ * converged, or after kMaxSweeps sweeps (info = 1).
+ */
+#include "common.cuh"
+
+namespace gstat_cu {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+constexpr int kMaxSweeps = 20; /* graded double matrices need up to ~14 */
+
+/* Per-precision constants and the arithmetic of the rotation formula. In
+ * float the reciprocal and square roots are the fast hardware approximations:
+ * a tangent off by a few ulp perturbs the result by a few ulp of |a_pq| (the
+ * entry is then set to 0), the size of rounding anyway, and c is refined by a
+ * Newton step so that c^2 + s^2 = 1 to ~1 ulp. Double uses IEEE operations. */
+template <typename T> struct Prec;
+template <> struct Prec<float> {
+  static constexpr float eps = FLT_EPSILON;
+  __device__ static float div(float a, float b) { return __fdividef(a, b); }
+  __device__ static float sqrt1(float x) { return x * rsqrtf(x); } /* x >= 1 */
+  __device__ static float rsqrt(float x) {                          /* one Newton step */
+    const float r = rsqrtf(x);
+    return r * fmaf(-0.5f * x * r, r, 1.5f);
+  }
+};
+template <> struct Prec<double> {
+  static constexpr double eps = DBL_EPSILON;
+  __device__ static double div(double a, double b) { return a / b; }
+  __device__ static double sqrt1(double x) { return ::sqrt(x); }
+  __device__ static double rsqrt(double x) { return ::rsqrt(x); }
+};
+
+/* The circle method on N positions: position 0 is fixed, the others form the
+ * cycle at(0) -> at(1) -> ... -> at(N-2) -> at(0) = 2 -> 4 -> ... -> N-2 ->
+ * N-1 -> N-3 -> ... -> 3 -> 1 -> 2, and each step the content of at(i) moves
+ * to at(i+1). Pairing positions (2m, 2m+1) for N-1 steps meets every pair of
+ * indices exactly once (checked at compile time below). */
+template <int N> struct Ring {
+  static_assert(N >= 4 && (N & (N - 1)) == 0, "N must be a power of two >= 4");
+  __host__ __device__ static constexpr int at(int i) {
+    return i < N / 2 - 1 ? 2 * (i + 1) : N - 1 - 2 * (i - (N / 2 - 1));
+  }
+  /* inverse of at() on positions 1..N-1 */
+  __host__ __device__ static constexpr int rank(int p) {
+    return (p & 1) ? N / 2 - 1 + (N - 1 - p) / 2 : p / 2 - 1;
+  }
+  /* where the content of position p goes */
+  __host__ __device__ static constexpr int next(int p) {
+    return p == 0 ? 0 : (p & 1) ? (p == 1 ? 2 : p - 2) : (p == N - 2 ? N - 1 : p + 2);
+  }
+  /* the index at position p after t steps (0 <= t < N-1; index x starts at x) */
+  __host__ __device__ static constexpr int index_at(int p, int t) {
+    return p == 0 ? 0 : at(rank(p) - t < 0 ? rank(p) - t + N - 1 : rank(p) - t);
+  }
+
+  static constexpr bool schedule_is_round_robin() {
+    bool met[N][N] = {};
+    int idx[N] = {}, pos[N] = {}; /* idx: position -> index, pos: index -> position */
+    for (int p = 0; p < N; ++p) idx[p] = pos[p] = p;
+    for (int t = 0; t < N - 1; ++t) {
+      for (int p = 0; p < N; ++p)
+        if (index_at(p, t) != idx[p] || pos[idx[p]] != p) return false;
+      for (int m = 0; m < N / 2; ++m) {
+        const int x = idx[2 * m], y = idx[2 * m + 1];
+        if (met[x][y]) return false;
+        met[x][y] = met[y][x] = true;
+      }
+      int moved[N] = {};
+      for (int p = 0; p < N; ++p) moved[next(p)] = idx[p];
+      for (int p = 0; p < N; ++p) {
+        idx[p] = moved[p];
+        pos[idx[p]] = p;
+      }
+    }
+    for (int x = 0; x < N; ++x) {
+      if (idx[x] != x) return false; /* a sweep returns to the identity */
+      for (int y = 0; y < N; ++y)
+        if (x != y && !met[x][y]) return false;
+    }
+    return true;
+  }
+};
+static_assert(Ring<4>::schedule_is_round_robin(), "ring schedule");
+static_assert(Ring<8>::schedule_is_round_robin(), "ring schedule");
+static_assert(Ring<16>::schedule_is_round_robin(), "ring schedule");
+static_assert(Ring<32>::schedule_is_round_robin(), "ring schedule");
+
+/* Registers in position order follow their contents: x[next(p)] = x[p]. */
+template <int N, typename T> __device__ __forceinline__ void ring_advance(T (&x)[N]) {
+  const T last = x[Ring<N>::at(N - 2)];
+#pragma unroll
+  for (int i = N - 2; i >= 1; --i) x[Ring<N>::at(i)] = x[Ring<N>::at(i - 1)];
+  x[Ring<N>::at(0)] = last;
+}
+
+/* Keep x[m] or x[m + H] for m < H by bit H of mb, then recurse on H / 2
+ * (template recursion: every index stays a compile-time constant). */
+template <int H, typename T>
+__device__ __forceinline__ void halve(T *x0, T *x1, int mb) {
+  if constexpr (H >= 1) {
+    const bool up = (mb & H) != 0;
+#pragma unroll
+    for (int m = 0; m < H; ++m) {
+      x0[m] = up ? x0[m + H] : x0[m];
+      x1[m] = up ? x1[m + H] : x1[m];
+    }
+    halve<H / 2>(x0, x1, mb);
+  }
+}
+
+/* lo = a[k & ~1], hi = a[k | 1] for a lane-dependent k: registers cannot be
+ * indexed dynamically, so halve the candidates bit by bit (N - 2 selects). */
+template <int N, typename T>
+__device__ __forceinline__ void pick_pair(const T (&a)[N], int k, T &lo, T &hi) {
+  T x0[N / 2], x1[N / 2];
+#pragma unroll
+  for (int m = 0; m < N / 2; ++m) {
+    x0[m] = a[2 * m];
+    x1[m] = a[2 * m + 1];
+  }
+  halve<N / 4>(x0, x1, k >> 1);
+  lo = x0[0];
+  hi = x1[0];
+}
+
+/* A published rotation: (c, s) and delta = t * a_pq, the diagonal update
+ * (a_pp -= delta, a_qq += delta). Padded so that (c, s) load as one vector. */
+template <typename T> struct alignas(4 * sizeof(T)) Rot {
+  T c, s, delta, pad;
+};
+
+/* The rotation J (J_pp = J_qq = c, J_pq = s, J_qp = -s) with (J^T A J)_pq = 0
+ * (Golub & Van Loan, sym.schur2). False, with r untouched, when the pair
+ * passes the convergence test |a_pq| <= max(eps sqrt|a_pp a_qq|, eps), the
+ * first part compared in squares (no square root). The matrix is scaled so
+ * that max|a_ij| < 1, hence |a_pp|, |a_qq| <= n; with |a_pq| > eps that
+ * bounds |zeta| < n / eps, so zeta^2 cannot overflow. */
+template <typename T>
+__device__ __forceinline__ bool jacobi_rotation(T app, T aqq, T apq, Rot<T> &r) {
+  constexpr T eps = Prec<T>::eps;
+  if (!(fabs(apq) > eps && apq * apq > eps * eps * fabs(app * aqq))) return false;
+  const T zeta = Prec<T>::div(aqq - app, 2 * apq);
+  const T t = copysign(Prec<T>::div(T(1), fabs(zeta) + Prec<T>::sqrt1(fma(zeta, zeta, T(1)))), zeta);
+  r.c = Prec<T>::rsqrt(fma(t, t, T(1)));
+  r.s = t * r.c;
+  r.delta = t * apq;
+  return true;
+}
+
+/* Ascending, ties by index, NaN last: a total order, so ranks are a permutation. */
+template <typename T> __device__ __forceinline__ bool before(T x, int i, T y, int j) {
+  const bool xn = isnan(x), yn = isnan(y);
+  if (xn || yn) return xn && yn ? i < j : yn;
+  return x < y || (x == y && i < j);
+}
+
+/* Eigenvector L is column L of V, whose entries the lanes hold (lane i has
+ * V[i, index_at(j, t)] in v[j]): transpose it through shared memory, fix its
+ * sign, put it at column `rank`, store coalesced (Vb == NULL: store nothing). */
+template <typename T, int N>
+__device__ __forceinline__ void store_vectors(const T (&v)[N], int t, T (&st)[N][N + 1], int n,
+                                              int L, int rank, T *__restrict__ Vb) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) st[Ring<N>::index_at(j, t)][L] = v[j];
+  __syncwarp();
+  T col[N];
+  T best = -1, bestval = 0; /* first entry of largest magnitude, as the CPU scans */
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    col[i] = st[L][i];
+    if (i < n && fabs(col[i]) > best) {
+      best = fabs(col[i]);
+      bestval = col[i];
+    }
+  }
+  const T sign = bestval < 0 ? T(-1) : T(1);
+  __syncwarp();
+  if (L < n)
+#pragma unroll
+    for (int i = 0; i < N; ++i) st[rank][i] = sign * col[i];
+  __syncwarp();
+  if (Vb && L < n)
+    for (int j = 0; j < n; ++j) Vb[L + (int64_t)j * n] = st[j][L];
+}
+
+template <typename T, int N> struct WarpSmem {
+  T stage[32 / N][N][N + 1];                 /* [group][col][row]: one matrix, padded ld */
+  Rot<T> rot[2][32 / N][N / 2]; /* per pair, double-buffered by step parity */
+};
+
+template <typename T, int N, bool WANT_V>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
+    eigh_jacobi_kernel(const T *__restrict__ A, int uplo, int n, int64_t batch,
+                       T *__restrict__ W, T *__restrict__ V, int *__restrict__ info) {
+  constexpr int G = 32 / N;
+  __shared__ WarpSmem<T, N> smem[kWarpsPerBlock];
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / N, L = lane % N, gbase = g * N;
+  const int64_t b0 = ((int64_t)blockIdx.x * kWarpsPerBlock + warp) * G;
+  if (b0 >= batch) return; /* whole warp idle */
+  const int64_t b = b0 + g;
+  const bool live = b < batch; /* dead groups run on zeros and store nothing */
+  WarpSmem<T, N> &sm = smem[warp];
+  T(&st)[N][N + 1] = sm.stage[g];
+  const int64_t nn = (int64_t)n * n;
+
+  /* Load: coalesced column reads into shared memory, then lane L takes column
+   * L, mirroring the uplo triangle (the other one is never used). */
+  if (live && L < n)
+    for (int j = 0; j < n; ++j) st[j][L] = A[b * nn + L + (int64_t)j * n];
+  __syncwarp();
+  T a[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const bool stored = uplo == 0 ? i >= L : i <= L; /* (i, L) lies in the read triangle */
+    a[i] = live && i < n && L < n ? (stored ? st[L][i] : st[i][L]) : T(0);
+  }
+
+  /* Scale by a power of two so that max|a_ij| is in [0.5, 1). */
+  T amax = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) amax = fmax(amax, fabs(a[i]));
+#pragma unroll
+  for (int o = N / 2; o > 0; o >>= 1) amax = fmax(amax, __shfl_xor_sync(kFullMask, amax, o));
+  int e = 0;
+  if (amax > 0 && isfinite(amax)) frexp(amax, &e);
+#pragma unroll
+  for (int i = 0; i < N; ++i) a[i] = ldexp(a[i], -e);
+
+  T v[N]; /* unused (and optimized away) without WANT_V */
+  if constexpr (WANT_V) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = j == L ? T(1) : T(0);
+  }
+
+  const unsigned gmask = (unsigned)(((1ull << N) - 1) << gbase);
+  int k = L;     /* position of index L */
+  int t = 0;     /* steps taken, modulo the schedule's period N - 1 */
+  int quiet = 0; /* consecutive steps without a rotation in this group */
+  bool converged = false;
+  for (int step = 0; step < kMaxSweeps * (N - 1); ++step) {
+    /* Pivot entries: the diagonal a_LL sits in register k, a_PL in k ^ 1. */
+    T lo, hi;
+    pick_pair(a, k, lo, hi);
+    const bool top = (k & 1) == 0;
+    const T diag = top ? lo : hi, off = top ? hi : lo;
+    const int partner = gbase + Ring<N>::index_at(k ^ 1, t);
+    const T pdiag = __shfl_sync(kFullMask, diag, partner);
+    /* The partner's column, fetched before the rotation math so that the
+     * shuffles overlap its latency. */
+    T y[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) y[i] = __shfl_sync(kFullMask, a[i], partner);
+    Rot<T> *rots = sm.rot[step & 1][g];
+    const int mine = k >> 1; /* my pair's slot */
+    Rot<T> r{T(1), T(0), T(0), T(0)};
+    bool rotated = false;
+    if (top) { /* (p, q) = (L, partner) */
+      rotated = jacobi_rotation(diag, pdiag, off, r);
+      rots[mine] = r;
+    }
+    __syncwarp();
+    if (!top) r = rots[mine];
+    /* A J: column p' = c col_p - s col_q, column q' = s col_p + c col_q. */
+    const T cross = top ? -r.s : r.s;
+#pragma unroll
+    for (int i = 0; i < N; ++i) a[i] = fma(r.c, a[i], cross * y[i]);
+    /* J^T (A J) on the rows, V J on the columns: the same 2x2 rotations.
+     * My own pair's 2x2 block is set exactly (Rutishauser): a_pq = 0 and the
+     * diagonal entry from the update formula, so rounding noise cannot keep a
+     * converged pair rotating. */
+    const T new_diag = top ? diag - r.delta : diag + r.delta;
+#pragma unroll
+    for (int m = 0; m < N / 2; ++m) {
+      const T c = rots[m].c, s = rots[m].s;
+      const T ax = a[2 * m], ay = a[2 * m + 1];
+      a[2 * m] = fma(c, ax, -s * ay);
+      a[2 * m + 1] = fma(s, ax, c * ay);
+      if (m == mine) {
+        a[2 * m] = top ? new_diag : T(0);
+        a[2 * m + 1] = top ? T(0) : new_diag;
+      }
+      if constexpr (WANT_V) {
+        const T vx = v[2 * m], vy = v[2 * m + 1];
+        v[2 * m] = fma(c, vx, -s * vy);
+        v[2 * m + 1] = fma(s, vx, c * vy);
+      }
+    }
+    ring_advance(a);
+    if constexpr (WANT_V) ring_advance(v);
+    k = Ring<N>::next(k);
+    t = t == N - 2 ? 0 : t + 1;
+    /* Converged: no pair can pass the test any more, so the matrix stops
+     * changing. Any N - 1 consecutive steps visit every pair once, so N - 1
+     * quiet steps prove it; a quiet step also checks the cheaper sufficient
+     * condition "every off-diagonal entry <= eps" (the test's floor), which
+     * usually saves that last confirming sweep. */
+    quiet = (__ballot_sync(kFullMask, rotated) & gmask) ? 0 : quiet + 1;
+    if (__any_sync(kFullMask, quiet > 0 && !converged)) {
+      bool small = true;
+#pragma unroll
+      for (int i = 0; i < N; ++i) small = small && (i == k || fabs(a[i]) <= Prec<T>::eps);
+      /* every lane must vote: no short-circuit around the ballot */
+      const unsigned big = __ballot_sync(kFullMask, !small);
+      converged = converged || (big & gmask) == 0;
+    }
+    converged = converged || quiet >= N - 1;
+    if (__all_sync(kFullMask, converged)) break;
+  }
+
+  /* Eigenvalue L: the diagonal entry, in register k. */
+  T lo, hi;
+  pick_pair(a, k, lo, hi);
+  const T lambda = ldexp((k & 1) ? hi : lo, e);
+  int rank = 0;
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    const T other = __shfl_sync(kFullMask, lambda, gbase + j);
+    rank += j < n && before(other, j, lambda, L);
+  }
+  if (live && L < n) W[b * n + rank] = lambda;
+  if (live && L == 0) info[b] = converged ? 0 : 1;
+  if constexpr (WANT_V) store_vectors<T, N>(v, t, st, n, L, rank, live ? V + b * nn : nullptr);
+}
+
+template <typename T, int N>
+void launch_jacobi(const void *A, int uplo, int n, int64_t batch, void *W, void *V, int *info,
+                   cudaStream_t stream) {
+  constexpr int64_t per_block = kWarpsPerBlock * (32 / N);
+  constexpr int64_t max_blocks = INT32_MAX;
+  const T *a = static_cast<const T *>(A);
+  T *w = static_cast<T *>(W), *v = static_cast<T *>(V);
+  /* chunks keep the grid within its limit for any batch */
+  for (int64_t b = 0; b < batch; b += max_blocks * per_block) {
+    const int64_t count = batch - b < max_blocks * per_block ? batch - b : max_blocks * per_block;
+    const unsigned blocks = (unsigned)((count + per_block - 1) / per_block);
+    const int64_t nn = (int64_t)n * n;
+    if (v)
+      eigh_jacobi_kernel<T, N, true><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(
+          a + b * nn, uplo, n, count, w + b * n, v + b * nn, info + b);
+    else
+      eigh_jacobi_kernel<T, N, false><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(
+          a + b * nn, uplo, n, count, w + b * n, nullptr, info + b);
+  }
+}
+
+template <typename T>
+void launch_jacobi_n(const void *A, int uplo, int n, int64_t batch, void *W, void *V, int *info,
+                     cudaStream_t stream) {
+  if (n <= 4)
+    launch_jacobi<T, 4>(A, uplo, n, batch, W, V, info, stream);
+  else if (n <= 8)
+    launch_jacobi<T, 8>(A, uplo, n, batch, W, V, info, stream);
+  else if (n <= 16)
+    launch_jacobi<T, 16>(A, uplo, n, batch, W, V, info, stream);
+  else
+    launch_jacobi<T, 32>(A, uplo, n, batch, W, V, info, stream);
+}
+
+} /* namespace */
+} /* namespace gstat_cu */
+
+extern "C" cudaError_t gstat_cu_eigh_jacobi(int dtype, const void *A, int uplo, int64_t n,
+                                            int64_t batch, void *W, void *V, int *info,
+                                            cudaStream_t stream) {
+  using namespace gstat_cu;
+  if (!compute_dtype(dtype) || (uplo != 0 && uplo != 1) || n < 0 || n > GSTAT_CU_JACOBI_MAX_N ||
+      batch < 0)
+    return cudaErrorInvalidValue;
+  if (n == 0 || batch == 0) return cudaSuccess;
+  if (!A || !W || !info) return cudaErrorInvalidValue;
+  if (dtype == kF32)
+    launch_jacobi_n<float>(A, uplo, (int)n, batch, W, V, info, stream);
+  else
+    launch_jacobi_n<double>(A, uplo, (int)n, batch, W, V, info, stream);
+  return cudaGetLastError();
+}

@@ -1,0 +1,85 @@
+/*
+ * Device kernels of the CUDA backend, behind a plain C interface.
+ *
+ * Every launcher is asynchronous on `stream` and returns the cudaError_t of
+ * cudaGetLastError() after its launch(es), cudaErrorInvalidValue for bad
+ * arguments (unknown dtype, negative size, n over a kernel's limit, NULL
+ * pointer with work to do), and cudaSuccess without launching when there is
+ * nothing to do. Pointers are device pointers.
+ *
+ * Dtype codes are gstat_dtype's: 1 float32, 2 float64, 3 bfloat16 stored as
+ * uint16. Computation happens in float (float32, bfloat16) or double.
+ *
+ * A batched strided descriptor (batch, rows, cols, bs, rs, cs) places element
+ * (b, i, j) at base + b*bs + i*rs + j*cs, strides counted in elements. A
+ * "dense column-major batch" places it at base + b*rows*cols + i + j*rows.
+ */
+#ifndef GSTAT_LINALG_CUDA_KERNELS_H
+#define GSTAT_LINALG_CUDA_KERNELS_H
+
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GSTAT_CU_JACOBI_MAX_N 32 /* gstat_cu_eigh_jacobi: n <= this */
+#define GSTAT_CU_CHOL_MAX_N 64   /* gstat_cu_cholesky_small: n <= this */
+
+/* Strided (any dtype) -> dense column-major batch in dst_dtype (1 or 2). */
+cudaError_t gstat_cu_gather(const void *src, int src_dtype, int64_t batch, int64_t rows,
+                            int64_t cols, int64_t bs, int64_t rs, int64_t cs, void *dst,
+                            int dst_dtype, cudaStream_t stream);
+
+/* Dense column-major batch in src_dtype (1 or 2) -> strided dst (any dtype).
+ * bfloat16 output rounds to nearest even (NaN stays NaN, as the CPU does);
+ * float64 -> bfloat16 goes through float32, as the CPU path does. */
+cudaError_t gstat_cu_scatter(const void *src, int src_dtype, int64_t batch, int64_t rows,
+                             int64_t cols, void *dst, int dst_dtype, int64_t bs, int64_t rs,
+                             int64_t cs, cudaStream_t stream);
+
+/* Symmetric eigensolver for n <= 32 (cyclic Jacobi). dtype 1 or 2; A, V dense
+ * column-major batches (stride n*n), W dense (stride n). Only the uplo
+ * triangle (0 lower, 1 upper) of A is read. W ascends; column j of V is the
+ * unit eigenvector of W[j], its largest-magnitude entry positive (first on
+ * ties). V may be NULL (values only). info[b] = 0 on convergence, else 1
+ * (outputs are written either way). */
+cudaError_t gstat_cu_eigh_jacobi(int dtype, const void *A, int uplo, int64_t n, int64_t batch,
+                                 void *W, void *V, int *info, cudaStream_t stream);
+
+/* Flip each column of the dense column-major batch V (dtype 1 or 2) so that
+ * its largest-magnitude entry is positive (first on ties; NaNs are skipped). */
+cudaError_t gstat_cu_fix_signs(int dtype, void *V, int64_t n, int64_t batch,
+                               cudaStream_t stream);
+
+/* Scan the strided descriptor for NaN/Inf inside the `tri` part (0 full,
+ * 1 lower i>=j, 2 upper i<=j, 3 strict lower, 4 strict upper). atomicMin's
+ * b*rows*cols + i*cols + j (row-major numbering) of every non-finite entry
+ * into *first, which the caller sets to ULLONG_MAX beforehand. */
+cudaError_t gstat_cu_find_nonfinite(int dtype, const void *A, int tri, int64_t batch,
+                                    int64_t rows, int64_t cols, int64_t bs, int64_t rs,
+                                    int64_t cs, unsigned long long *first, cudaStream_t stream);
+
+/* flags[b] |= 2 when any of the per_elem dense elements of batch entry b (at
+ * X + b*per_elem) is NaN/Inf. */
+cudaError_t gstat_cu_flag_nonfinite(int dtype, const void *X, int64_t per_elem, int64_t batch,
+                                    int *flags, cudaStream_t stream);
+
+/* In-place Cholesky A = L L^T of a dense column-major batch (dtype 1 or 2),
+ * n <= 64: reads and writes the lower triangle, zeroes the strict upper one.
+ * info[b] = 0, or the order of the first leading minor that is not positive
+ * definite (then element b holds garbage: fill it with gstat_cu_fill_nan_where). */
+cudaError_t gstat_cu_cholesky_small(int dtype, void *A, int64_t n, int64_t batch, int *info,
+                                    cudaStream_t stream);
+
+/* X + b*per_elem .. + per_elem-1 := NaN for every b with info[b] != 0. */
+cudaError_t gstat_cu_fill_nan_where(int dtype, void *X, int64_t per_elem, int64_t batch,
+                                    const int *info, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GSTAT_LINALG_CUDA_KERNELS_H */
