@@ -153,6 +153,74 @@ static void test_not_positive_definite(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* The same in batches long enough for the interleaved-lanes kernel (16 f32
+ * or 8 f64 matrices at once) plus a remainder done one by one: failures in a
+ * group and in the remainder, in place and not, both triangles, both dtypes. */
+static void test_not_positive_definite_in_lane_groups(void **state) {
+  (void)state;
+  gstat_ctx *ctx;
+  assert_int_equal(gstat_ctx_create(&ctx, NULL), GSTAT_OK);
+  const int64_t n = 6, nb = 37, bad[] = {3, 17, 35}, minor[] = {4, 1, 6};
+  double *a = malloc(sizeof(double) * (size_t)(nb * n * n));
+  double *f = malloc(sizeof(double) * (size_t)(nb * n * n));
+  float *af = malloc(sizeof(float) * (size_t)(nb * n * n));
+  assert_non_null(a);
+  assert_non_null(f);
+  assert_non_null(af);
+  tu_rng rng = tu_rng_new();
+  for (int64_t b = 0; b < nb; b++) tu_spd(&rng, n, 10, a + b * n * n);
+  for (int i = 0; i < 3; i++) { /* zero out the minor's last pivot: indefinite there */
+    double *m = a + bad[i] * n * n;
+    int64_t k = minor[i] - 1;
+    m[k + k * n] = -100;
+  }
+  for (int dt = 0; dt < 2; dt++)
+    for (int u = 0; u < 2; u++)
+      for (int in_place = 0; in_place < 2; in_place++) {
+        int64_t info[37];
+        gstat_status st;
+        if (dt == 0) {
+          memcpy(f, a, sizeof(double) * (size_t)(nb * n * n));
+          gstat_matrix A = gstat_matrix_row_major(a, GSTAT_F64, nb, n, n);
+          gstat_matrix F = gstat_matrix_row_major(f, GSTAT_F64, nb, n, n);
+          st = gstat_cholesky(ctx, in_place ? &F : &A, (gstat_uplo)u, &F, info);
+        } else {
+          for (int64_t i = 0; i < nb * n * n; i++) af[i] = (float)a[i];
+          float *ff = (float *)f;
+          if (in_place) memcpy(ff, af, sizeof(float) * (size_t)(nb * n * n));
+          gstat_matrix A = gstat_matrix_row_major(af, GSTAT_F32, nb, n, n);
+          gstat_matrix F = gstat_matrix_row_major(ff, GSTAT_F32, nb, n, n);
+          st = gstat_cholesky(ctx, in_place ? &F : &A, (gstat_uplo)u, &F, info);
+        }
+        assert_int_equal(st, GSTAT_ENOTPD);
+        for (int64_t b = 0, j = 0; b < nb; b++) {
+          bool failed = j < 3 && b == bad[j];
+          assert_int_equal(info[b], failed ? minor[j] : 0);
+          for (int64_t e = 0; e < n * n; e++) {
+            double v = dt == 0 ? f[b * n * n + e] : (double)((float *)f)[b * n * n + e];
+            if (failed) assert_true(isnan(v));
+            else assert_false(isnan(v));
+          }
+          if (failed) j++;
+        }
+        /* the good ones are right factors: check element 0 and 36 */
+        for (int64_t b = 0; b < nb; b += 36) {
+          double l[36];
+          for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) {
+              int64_t at = b * n * n + (u == GSTAT_LOWER ? i * n + j : j * n + i);
+              l[i + j * n] = j > i ? 0 : dt == 0 ? f[at] : (double)((float *)f)[at];
+            }
+          /* a is symmetric, so its row-major storage is its column-major one */
+          assert_true(tu_chol_residual(n, a + b * n * n, l, dt == 0 ? DBL_EPSILON : FLT_EPSILON) <= max_ratio);
+        }
+      }
+  free(a);
+  free(f);
+  free(af);
+  gstat_ctx_destroy(ctx);
+}
+
 /* Triangular solves, all uplo x trans x diag combinations. */
 static void test_triangular_solve(void **state) {
   (void)state;
@@ -234,6 +302,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cholesky_f32),          cmocka_unit_test(test_cholesky_f64),
       cmocka_unit_test(test_cholesky_batches),      cmocka_unit_test(test_not_positive_definite),
+      cmocka_unit_test(test_not_positive_definite_in_lane_groups),
       cmocka_unit_test(test_triangular_solve),      cmocka_unit_test(test_solve_in_place_and_singular),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

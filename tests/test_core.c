@@ -1,5 +1,6 @@
 /* Core: status strings, bf16 rounding, descriptor helpers, allocator hooks
  * and the cached workspace (a loop of same-shape calls allocates nothing). */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <dlfcn.h>
 
 #include "testutil.h"
 
@@ -162,11 +164,32 @@ static void test_out_of_memory(void **state) {
   tu_buf_free(&W);
 }
 
+/* A DYNAMIC_ARCH OpenBLAS that fell back to its generic Prescott kernels on a
+ * CPU with AVX2/AVX-512 has been switched to the matching kernels by the
+ * first context (src/linalg/cpu/openblas_core.c). */
+static void test_openblas_kernels_not_generic(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  char *(*corename)(void);
+  *(void **)&corename = dlsym(RTLD_DEFAULT, "openblas_get_corename");
+  if (!corename || !dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init")) {
+    gstat_ctx_destroy(ctx);
+    skip(); /* not a DYNAMIC_ARCH OpenBLAS: nothing to check */
+  }
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      !getenv("OPENBLAS_CORETYPE") && !getenv("GSTAT_OPENBLAS_CORETYPE"))
+    assert_string_not_equal(corename(), "Prescott");
+#endif
+  gstat_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_strings),  cmocka_unit_test(test_bf16_rounding),
       cmocka_unit_test(test_descriptor_helpers), cmocka_unit_test(test_workspace_reuse),
-      cmocka_unit_test(test_out_of_memory),
+      cmocka_unit_test(test_out_of_memory), cmocka_unit_test(test_openblas_kernels_not_generic),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

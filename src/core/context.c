@@ -9,6 +9,7 @@
 #endif
 
 #include "core/internal.h"
+#include "linalg/cpu/openblas_core.h"
 #include "linalg/backend.h"
 
 void gstat_ctx_options_init(gstat_ctx_options *opt) {
@@ -39,6 +40,8 @@ gstat_status gstat_ctx_create(gstat_ctx **out, const gstat_ctx_options *opt) {
   if (o.num_threads < 0) return GSTAT_EINVAL;
   if ((o.allocator.alloc == NULL) != (o.allocator.free == NULL)) return GSTAT_EINVAL;
   if (o.cuda_device < 0) return GSTAT_EINVAL;
+
+  gstat_i_openblas_fix_core();
 
   /* The context itself comes from the caller's allocator too. */
   gstat_ctx tmp;

@@ -11,9 +11,25 @@
 #include "linalg/cpu/blas_threads.h"
 #include "linalg/cpu/cpu_job.h"
 
+/* Item `it` of the batch: group `it` (of `lanes` elements) while it < groups,
+ * then the elements after the last whole group one by one. */
+static void run_item(const gstat_i_cpu_job *job, int64_t it, int64_t groups, int64_t lanes,
+                     char *ws, int64_t *info) {
+  if (lanes > 1 && it < groups) {
+    job->group(job, it * lanes, ws, info);
+  } else {
+    int64_t b = groups * lanes + (it - groups);
+    info[b] = job->one(job, b, ws);
+  }
+}
+
 static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *job,
                               int64_t batch, int64_t *info) {
-  int nt = gstat_i_cpu_batch_threads(ctx, batch);
+  /* items: whole groups first (when the job has a group routine), then the
+   * remaining elements one by one */
+  int64_t lanes = job->group && batch >= job->lanes ? job->lanes : 1;
+  int64_t groups = lanes > 1 ? batch / lanes : batch, items = groups + (lanes > 1 ? batch % lanes : 0);
+  int nt = gstat_i_cpu_batch_threads(ctx, items);
   size_t total;
   if (!gstat_i_mul_size(job->per_thread, (size_t)nt, &total))
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);
@@ -21,20 +37,23 @@ static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *j
   if (!ws) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn, total);
 #ifdef _OPENMP
   if (nt > 1) {
-    int64_t chunk = batch / ((int64_t)nt * 8);
+    int64_t chunk = items / ((int64_t)nt * 8);
     if (chunk < 1) chunk = 1;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, chunk)
-    for (int64_t b = 0; b < batch; b++) info[b] = job->one(job, b, ws + job->per_thread * (size_t)omp_get_thread_num());
+    for (int64_t it = 0; it < items; it++)
+      run_item(job, it, groups, lanes, ws + job->per_thread * (size_t)omp_get_thread_num(), info);
     return GSTAT_OK;
   }
   /* One matrix at a time: BLAS may use the context's threads (an OpenMP
    * OpenBLAS reads the calling thread's setting, which we restore after). */
   int saved = omp_get_max_threads();
   omp_set_num_threads(ctx->num_threads);
-  for (int64_t b = 0; b < batch; b++) info[b] = job->one(job, b, ws);
+  for (int64_t it = 0; it < items; it++)
+    run_item(job, it, groups, lanes, ws, info);
   omp_set_num_threads(saved);
 #else
-  for (int64_t b = 0; b < batch; b++) info[b] = job->one(job, b, ws);
+  for (int64_t it = 0; it < items; it++)
+    run_item(job, it, groups, lanes, ws, info);
 #endif
   return GSTAT_OK;
 }

@@ -24,6 +24,11 @@ struct gstat_i_cpu_job {
   /* Computes element b with `ws` (per_thread bytes, 64-byte aligned) and
    * returns its info (0 = success). */
   int64_t (*one)(const gstat_i_cpu_job *job, int64_t b, char *ws);
+  /* Optional: computes the `lanes` elements b0, b0+1, ... at once, writing
+   * their info to info[b0...]; the batch loop uses it for whole groups and
+   * `one` for the rest. */
+  void (*group)(const gstat_i_cpu_job *job, int64_t b0, char *ws, int64_t *info);
+  int64_t lanes;
 };
 
 /* Round a byte count up to 64 (workspace sections stay aligned). */

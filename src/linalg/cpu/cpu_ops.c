@@ -6,29 +6,44 @@
 #include <lapacke.h>
 
 #include "linalg/backend.h"
+#include "linalg/cpu/chol_lanes.h"
 #include "linalg/cpu/chol_small.h"
 #include "linalg/cpu/cpu_job.h"
 #include "linalg/cpu/eigh_lapack.h"
 #include "linalg/cpu/eigh_small.h"
 #include "linalg/cpu/pack.h"
 
-static const int64_t eigh_small_max_f32 = 512; /* 64x512: 1490 ms vs 1867 ms with LAPACK above 256 (paired runs) */
-static const int64_t eigh_small_max_f64 = 256;
+static const int64_t eigh_small_max_f32 = 128; /* f32 128x256: 183 ms LAPACK recipe vs 241 ms own kernel; 256x128: 69 vs 100 the other way */
+static const int64_t eigh_small_max_f64 = 128; /* f64 128x256: 295 ms LAPACK recipe vs 468 ms own kernel */
 static const int64_t chol_small_max_f32 = 96;
 static const int64_t chol_small_max_f64 = 96;
+/* Matrices interleaved over SIMD lanes (chol_lanes.c) up to this order, when
+ * input and output have the compute type: f32 1024x32 0.9 ms vs 1.9 ms one by
+ * one, 512x64 2.6 vs 4.4; f64 1024x32 1.3 vs 2.4, 512x64 8.1 vs 7.9 (a tie:
+ * 8 lanes of 64x64 doubles no longer stay in L2). */
+static const int64_t chol_lanes_max_f32 = 64;
+static const int64_t chol_lanes_max_f64 = 48;
 
 #define T float
 #define SFX f32
 #define LP(x) LAPACKE_s##x
+#define NATIVE GSTAT_F32
+#define LANES GSTAT_I_LANES_F32
 #include "linalg/cpu/cpu_ops_tmpl.h"
 #undef T
 #undef SFX
 #undef LP
+#undef NATIVE
+#undef LANES
 
 #define T double
 #define SFX f64
 #define LP(x) LAPACKE_d##x
+#define NATIVE GSTAT_F64
+#define LANES GSTAT_I_LANES_F64
 #include "linalg/cpu/cpu_ops_tmpl.h"
 #undef T
 #undef SFX
 #undef LP
+#undef NATIVE
+#undef LANES

@@ -95,12 +95,47 @@ static int64_t FN(chol_one)(const gstat_i_cpu_job *job, int64_t b, char *ws) {
   return 0;
 }
 
+/* LANES matrices b0, b0+1, ... interleaved (chol_lanes.h), factored
+ * together; only for inputs and outputs of the compute type. */
+static void FN(chol_group)(const gstat_i_cpu_job *job, int64_t b0, char *ws, int64_t *info) {
+  const gstat_matrix *A = job->A;
+  int64_t n = job->n, bs = A->batch_stride;
+  int64_t rs = job->uplo == GSTAT_LOWER ? A->row_stride : A->col_stride;
+  int64_t cs = job->uplo == GSTAT_LOWER ? A->col_stride : A->row_stride;
+  T *a = (T *)ws;
+  const T *src = (const T *)A->data + b0 * bs;
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = j; i < n; i++) {
+      T *d = a + (i + j * n) * LANES;
+      const T *s = src + i * rs + j * cs;
+      for (int64_t l = 0; l < LANES; l++) d[l] = s[l * bs];
+    }
+  FN(gstat_i_chol_lanes)(n, a, info + b0);
+  /* L(i, j) into out(i, j), or U = L^T into out(j, i) */
+  gstat_matrix o = job->uplo == GSTAT_LOWER ? *job->out : gstat_i_transposed(job->out);
+  for (int64_t l = 0; l < LANES; l++) {
+    if (info[b0 + l] != 0) {
+      gstat_i_fill_nan(job->out, b0 + l);
+      continue;
+    }
+    T *d = (T *)o.data + (b0 + l) * o.batch_stride;
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++)
+        d[i * o.row_stride + j * o.col_stride] = j <= i ? a[(i + j * n) * LANES + l] : 0;
+  }
+}
+
 bool FN(gstat_i_cpu_chol_setup)(gstat_i_cpu_job *job) {
   size_t mat;
   if (!gstat_i_mul_size((size_t)job->n * sizeof(T), (size_t)job->n, &mat)) return false;
   job->small = job->n <= FN(chol_small_max);
   job->per_thread = gstat_i_align64(mat);
   job->one = FN(chol_one);
+  if (job->n <= FN(chol_lanes_max) && job->A->dtype == NATIVE && job->out->dtype == NATIVE) {
+    job->group = FN(chol_group);
+    job->lanes = LANES;
+    job->per_thread = gstat_i_align64(mat * LANES);
+  }
   return true;
 }
 

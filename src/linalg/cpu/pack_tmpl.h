@@ -32,6 +32,14 @@ void CAT(gstat_i_pack_lower, SFX)(const gstat_matrix *A, int64_t b, gstat_uplo u
     if (rs <= cs) {
       for (int64_t j = 0; j < n; j++)
         for (int64_t i = j; i < n; i++) dst[i + j * ld] = src[i * rs + j * cs];
+    } else if (cs == 1) { /* row-major: transpose 8 x 8 tiles (fixed trip counts vectorize) */
+      int64_t nb = n / 8 * 8;
+      for (int64_t jb = 0; jb < nb; jb += 8)
+        for (int64_t ib = jb; ib < nb; ib += 8)
+          for (int64_t j = 0; j < 8; j++)
+            for (int64_t i = 0; i < 8; i++) dst[ib + i + (jb + j) * ld] = src[(ib + i) * rs + jb + j];
+      for (int64_t i = nb; i < n; i++) /* the rows below the last full tile */
+        for (int64_t j = 0; j <= i; j++) dst[i + j * ld] = src[i * rs + j];
     } else { /* walk the source in its own order */
       for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j <= i; j++) dst[i + j * ld] = src[i * rs + j * cs];
@@ -54,7 +62,15 @@ void CAT(gstat_i_unpack_full, SFX)(const T *src, int64_t ld, const gstat_matrix 
   if (M->dtype == NATIVE) { /* no conversion: plain typed loops in the destination's order */
     T *dst = (T *)M->data + o;
     int64_t rs = M->row_stride, cs = M->col_stride;
-    if (M->rows > 1 && M->cols > 1 && rs > cs) {
+    if (M->rows > 1 && M->cols > 1 && rs > cs && cs == 1) { /* row-major: 8 x 8 tiles */
+      int64_t rb = M->rows / 8 * 8, cb = M->cols / 8 * 8;
+      for (int64_t ib = 0; ib < rb; ib += 8)
+        for (int64_t jb = 0; jb < cb; jb += 8)
+          for (int64_t i = 0; i < 8; i++)
+            for (int64_t j = 0; j < 8; j++) dst[(ib + i) * rs + jb + j] = src[ib + i + (jb + j) * ld];
+      for (int64_t i = 0; i < M->rows; i++) /* the right and bottom edges */
+        for (int64_t j = i < rb ? cb : 0; j < M->cols; j++) dst[i * rs + j] = src[i + j * ld];
+    } else if (M->rows > 1 && M->cols > 1 && rs > cs) {
       for (int64_t i = 0; i < M->rows; i++)
         for (int64_t j = 0; j < M->cols; j++) dst[i * rs + j * cs] = src[i + j * ld];
     } else {
