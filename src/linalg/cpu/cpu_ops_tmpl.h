@@ -9,16 +9,15 @@
 static void FN(normalize_signs)(T *v, int64_t n, int64_t ld) {
   for (int64_t j = 0; j < n; j++) {
     T *c = v + j * ld;
-    int64_t at = 0;
-    T best = -1;
+    T best = 0; /* the largest magnitude (a vectorized reduction), then its first index */
+#pragma omp simd reduction(max : best)
     for (int64_t i = 0; i < n; i++) {
       T m = c[i] < 0 ? -c[i] : c[i];
-      if (m > best) {
-        best = m;
-        at = i;
-      }
+      best = m > best ? m : best;
     }
-    if (c[at] < 0)
+    int64_t at = 0;
+    while (at < n && (c[at] < 0 ? -c[at] : c[at]) != best) at++;
+    if (at < n && c[at] < 0)
       for (int64_t i = 0; i < n; i++) c[i] = -c[i];
   }
 }
