@@ -239,6 +239,57 @@ static void test_fallback_paths(void **state) {
   }
 }
 
+/* PCA of data in device memory (every layout and dtype, batches, scaling,
+ * whitening, scores) against the CPU path on the same values. */
+static void test_pca_device_data(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng rng = tu_rng_new();
+  const int64_t nb = 2, n = 700, p = 24;
+  const gstat_dtype dts[] = {GSTAT_F64, GSTAT_F32, GSTAT_BF16};
+  for (int d = 0; d < 3; d++)
+    for (int layout = 0; layout < TU_LAYOUT_COUNT; layout++) {
+      tu_buf X = tu_buf_new(dts[d], nb, n, p, (tu_layout)layout);
+      for (int64_t b = 0; b < nb; b++)
+        for (int64_t i = 0; i < n; i++)
+          for (int64_t j = 0; j < p; j++)
+            tu_set(&X.m, b, i, j, 100.0 + tu_normal(&rng) * (1.0 + (double)j) + (j > 0 ? 0.5 * tu_get(&X.m, b, i, j - 1) : 0));
+      void *dptr;
+      gstat_matrix D = to_device(&X, &dptr);
+      for (int variant = 0; variant < 3; variant++) {
+        gstat_pca_options o;
+        gstat_pca_options_init(&o);
+        o.n_components = 5;
+        o.scale = variant == 1;
+        o.whiten = variant == 2;
+        gstat_pca_result *rg = NULL, *rc = NULL;
+        assert_int_equal(gstat_pca(gpu, &D, &o, &rg), GSTAT_OK);
+        assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
+        assert_int_equal(gstat_pca(cpu, &X.m, &o, &rc), GSTAT_OK);
+        double tol = dts[d] == GSTAT_F64 ? 1e-10 : 1e-4;
+        for (int64_t b = 0; b < nb; b++) {
+          for (int64_t j = 0; j < p; j++) assert_true(fabs(rg->mean[b * p + j] - rc->mean[b * p + j]) <= tol * 100);
+          for (int64_t i = 0; i < 5; i++) {
+            double ev = rc->explained_variance[b * 5 + i];
+            assert_true(fabs(rg->explained_variance[b * 5 + i] - ev) <= tol * rc->explained_variance[b * 5]);
+            for (int64_t j = 0; j < p; j++)
+              assert_true(fabs(rg->components[(b * 5 + i) * p + j] - rc->components[(b * 5 + i) * p + j]) <= tol * 100);
+            for (int64_t r = 0; r < n; r += 37) {
+              double sc = rc->scores[(b * n + r) * 5 + i];
+              assert_true(fabs(rg->scores[(b * n + r) * 5 + i] - sc) <= tol * 100 * (1 + sqrt(rc->explained_variance[b * 5])));
+            }
+          }
+        }
+        gstat_pca_result_free(rg);
+        gstat_pca_result_free(rc);
+      }
+      cudaFree(dptr);
+      tu_buf_free(&X);
+    }
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
 int main(void) {
   gstat_ctx *probe;
   if (gstat_ctx_create(&probe, NULL) != GSTAT_OK) return 1;
@@ -254,6 +305,7 @@ int main(void) {
       cmocka_unit_test(test_no_device_allocations_after_first),
       cmocka_unit_test(test_cholesky_and_solves),
       cmocka_unit_test(test_fallback_paths),
+      cmocka_unit_test(test_pca_device_data),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

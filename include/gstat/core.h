@@ -116,12 +116,22 @@ typedef struct gstat_allocator {
   void *user;
 } gstat_allocator;
 
+/* Progress of a long call: `done` of `total` units of the stage named `what`
+ * ("spectral_batch: graphs", ...). Called from the calling thread between
+ * units of work (never from inside a parallel region), at least at the start
+ * and the end. Return 0 to go on, nonzero to cancel: the call then stops at
+ * the next unit boundary and returns GSTAT_ECANCELED; outputs are partially
+ * written. Bindings use it for progress bars and to check for interrupts. */
+typedef int (*gstat_progress_fn)(int64_t done, int64_t total, const char *what, void *user);
+
 typedef struct gstat_ctx_options {
   gstat_backend backend;     /* default GSTAT_BACKEND_AUTO */
   int num_threads;           /* CPU threads; 0 = OpenMP's default (OMP_NUM_THREADS or all cores) */
   int check_finite;          /* nonzero (default): reject NaN/Inf input with GSTAT_ENOTFINITE */
   gstat_allocator allocator; /* alloc == NULL: the C library's aligned allocation */
   int cuda_device;           /* CUDA device ordinal the context uses (default 0) */
+  gstat_progress_fn progress; /* NULL (default): no progress reports */
+  void *progress_user;        /* passed to progress */
 } gstat_ctx_options;
 
 /* Fill *opt with the defaults (AUTO backend, default threads, check_finite on,

@@ -4,5 +4,7 @@
 
 #include "gstat/core.h"
 #include "gstat/linalg.h"
+#include "gstat/covariance.h"
+#include "gstat/pca.h"
 
 #endif /* GSTAT_GSTAT_H */

@@ -13,6 +13,11 @@
 typedef enum gstat_i_ws_slot {
   GSTAT_WS_INFO = 0, /* per-element info when the caller passed none */
   GSTAT_WS_CPU,      /* CPU backend: per-thread packing and LAPACK work */
+  GSTAT_WS_PCA,      /* src/pca: centered data, Gram/covariance matrices, spectra */
+  GSTAT_WS_PCA_AUX,  /* src/pca: the randomized method's sketches */
+  GSTAT_WS_COV,      /* src/pca covariance, shrinkage, Mahalanobis, accumulator chunks */
+  GSTAT_WS_GRAPH,    /* src/graph: dense adjacency/Laplacian scratch, kNN distance blocks */
+  GSTAT_WS_SPECTRAL, /* src/spectral: batched Laplacians, spectra, embeddings, k-means */
   GSTAT_WS_COUNT
 } gstat_i_ws_slot;
 
@@ -53,6 +58,10 @@ gstat_status gstat_i_fail(gstat_ctx *ctx, gstat_status status, const char *fmt, 
 
 /* Start of a public call: clears the message and the backends-ran bits. */
 void gstat_i_begin(gstat_ctx *ctx);
+
+/* Report progress through the context's callback (if any). Returns
+ * GSTAT_ECANCELED, with the message set, when the callback asks to stop. */
+gstat_status gstat_i_progress(gstat_ctx *ctx, const char *what, int64_t done, int64_t total);
 
 /* Checked arithmetic: false on overflow or negative operands. */
 bool gstat_i_mul_size(size_t a, size_t b, size_t *out);

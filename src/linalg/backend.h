@@ -23,7 +23,7 @@
 #include "core/internal.h"
 #include "gstat/linalg.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 1
+#define GSTAT_I_BACKEND_API_VERSION 2
 
 typedef struct gstat_i_backend_ops {
   int api_version;
@@ -43,6 +43,26 @@ typedef struct gstat_i_backend_ops {
   void (*destroy)(void *state);
   /* Device allocations made so far (NULL for the CPU backend). */
   int64_t (*device_allocations)(void *state);
+
+  /* PCA of data in this backend's memory (optional: NULL when absent; the
+   * CPU path of src/pca needs neither). pca_fit, for a data batch X
+   * (batch x n x p, any strides and dtype): column means into mean (host,
+   * batch x p doubles; zeros when !center), standard deviations of the
+   * centered columns into sd (divisor n - 1; 0 for a constant column), then
+   * per element the eigen decomposition of the p x p co-moment of the centered
+   * data (divided by sd_i sd_j when scale, unless some sd is 0: then the
+   * eigen step is skipped and GSTAT_OK returned for the caller to report):
+   * eigenvalues ascending into w (host, batch x p) and eigenvectors (sign
+   * rule applied) into V (host, batch x p x p column-major), both in the
+   * compute type of X's dtype. The centered data stay on the device for
+   * pca_scores until the next call on this state. */
+  gstat_status (*pca_fit)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int center,
+                          int scale, double *mean, double *sd, void *w, void *V);
+  /* Scores of element b of the last pca_fit: scores (host, n x k doubles,
+   * row-major) = centered data times the components (host, k x p doubles,
+   * row-major), each column of the data divided by scale[j] (NULL: 1). */
+  gstat_status (*pca_scores)(void *state, gstat_ctx *ctx, int64_t b, const double *components,
+                             const double *scale, int64_t k, double *scores);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

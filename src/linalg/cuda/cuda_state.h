@@ -32,6 +32,11 @@ typedef enum {
   CU_PTRS,     /* pointer arrays for the *Batched routines */
   CU_WORK,     /* solver workspace (one slice per stream for the loop path) */
   CU_FLAG,     /* a scalar for the non-finite scan */
+  CU_DATA,     /* PCA: the centered data of the last pca_fit */
+  CU_COV,      /* PCA: co-moment matrices */
+  CU_SUMS,     /* PCA: column sums, means and deviations (double) */
+  CU_PROJ,     /* PCA: components and scores */
+  CU_PART,     /* PCA: partial co-moments of row blocks */
   CU_NBUF
 } gstat_cu_role;
 
@@ -49,6 +54,10 @@ typedef struct gstat_cu_state {
   gstat_cu_buf dev[CU_NBUF];
   gstat_cu_buf host_work; /* cuSOLVER's host workspace */
   gstat_cu_buf host_info; /* info copied back */
+  gstat_cu_buf host_pca;  /* pinned: PCA components and scores */
+  /* what pca_fit left in CU_DATA for pca_scores */
+  int64_t pca_batch, pca_n, pca_p;
+  int pca_cdt, pca_row_major;
   int64_t device_allocations;
   size_t free_bytes_cap; /* chunking budget, from cudaMemGetInfo at creation */
 } gstat_cu_state;
@@ -104,6 +113,11 @@ gstat_status gstat_cu_cholesky_solve(void *state, gstat_ctx *ctx, const gstat_ma
 gstat_status gstat_cu_triangular_solve(void *state, gstat_ctx *ctx, const gstat_matrix *T,
                                        gstat_uplo uplo, gstat_trans trans, gstat_diag diag,
                                        const gstat_matrix *B, gstat_matrix *X, int64_t *info);
+
+gstat_status gstat_cu_pca_fit(void *state, gstat_ctx *ctx, const gstat_matrix *X, int center,
+                             int scale, double *mean, double *sd, void *w, void *V);
+gstat_status gstat_cu_pca_scores(void *state, gstat_ctx *ctx, int64_t b, const double *components,
+                                const double *scale, int64_t k, double *scores);
 
 /* Copy per-element device info (int) of a chunk into info (int64); elements
  * with a negative info (solver error) or a non-zero flag (NaN/Inf output,

@@ -188,6 +188,7 @@ static void destroy(void *state) {
     if (s->dev[r].ptr) cudaFree(s->dev[r].ptr);
   if (s->host_work.ptr) cudaFreeHost(s->host_work.ptr);
   if (s->host_info.ptr) cudaFreeHost(s->host_info.ptr);
+  if (s->host_pca.ptr) cudaFreeHost(s->host_pca.ptr);
   if (s->params) cusolverDnDestroyParams(s->params);
   if (s->solver) cusolverDnDestroy(s->solver);
   for (int k = 0; k < GSTAT_CU_STREAMS; k++) {
@@ -273,6 +274,8 @@ static const gstat_i_backend_ops cuda_ops = {
     .triangular_solve = gstat_cu_triangular_solve,
     .destroy = destroy,
     .device_allocations = device_allocations,
+    .pca_fit = gstat_cu_pca_fit,
+    .pca_scores = gstat_cu_pca_scores,
 };
 
 static const gstat_i_module module = {

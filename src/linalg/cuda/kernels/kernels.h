@@ -78,6 +78,26 @@ cudaError_t gstat_cu_cholesky_small(int dtype, void *A, int64_t n, int64_t batch
 cudaError_t gstat_cu_fill_nan_where(int dtype, void *X, int64_t per_elem, int64_t batch,
                                     const int *info, cudaStream_t stream);
 
+/* ---- PCA (pca_kernels.cu): dense data, row-major (element (i, j) at i*p + j) or
+ * column-major (at i + j*n), dtype 1 or 2 ---- */
+
+/* sums[j] += sum_i (x(i, j) - shift[j]) in double (shift may be NULL). The
+ * caller zeroes sums first. n must need at most 65535 blocks of 4096 rows. */
+cudaError_t gstat_cu_col_sums(int dtype, const void *x, int64_t n, int64_t p, int row_major,
+                              const double *shift, double *sums, cudaStream_t stream);
+
+/* y = x - mean[column], same layout (y may be x). */
+cudaError_t gstat_cu_center(int dtype, const void *x, void *y, int64_t n, int64_t p,
+                            int row_major, const double *mean, cudaStream_t stream);
+
+/* S[e] = sum_r P[r*pp + e] (R partial results of pp entries), summed in double. */
+cudaError_t gstat_cu_sum_partials(int dtype, const void *P, int64_t R, int64_t pp, void *S,
+                                  cudaStream_t stream);
+
+/* S(i, j) /= sd[i] sd[j] for a dense column-major p x p S. */
+cudaError_t gstat_cu_scale_sym(int dtype, void *S, int64_t p, const double *sd,
+                               cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""PCA of data already on the GPU: gstat_pca (covariance method, fp32) against
+torch's (X - mean)^T (X - mean) + torch.linalg.eigh on the same tensor, same run.
+
+gstat is called through ctypes on the tensor's device pointer (no copy). Times
+are wall-clock around synchronized calls (gstat_pca returns host results, so
+it synchronizes itself), best of REPS after one warm-up call each. The
+accuracy column compares the top-k explained variances with a float64 torch
+computation on the same data.
+
+usage: bench/gpu_pca_vs_torch.py [--build build-gpu] [--reps 3] [--quick]
+"""
+import argparse
+import ctypes
+import os
+import time
+
+import torch
+
+
+class Matrix(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("location", ctypes.c_int),
+                ("device", ctypes.c_int32), ("batch", ctypes.c_int64), ("rows", ctypes.c_int64),
+                ("cols", ctypes.c_int64), ("batch_stride", ctypes.c_int64),
+                ("row_stride", ctypes.c_int64), ("col_stride", ctypes.c_int64)]
+
+
+class PcaOptions(ctypes.Structure):
+    _fields_ = [("n_components", ctypes.c_int64), ("variance_fraction", ctypes.c_double),
+                ("center", ctypes.c_int), ("scale", ctypes.c_int), ("whiten", ctypes.c_int),
+                ("method", ctypes.c_int), ("oversamples", ctypes.c_int64),
+                ("power_iterations", ctypes.c_int64), ("seed", ctypes.c_uint64),
+                ("compute_scores", ctypes.c_int)]
+
+
+class PcaResult(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_int64), ("n_samples", ctypes.c_int64),
+                ("n_features", ctypes.c_int64), ("n_components", ctypes.c_int64),
+                ("method", ctypes.c_int), ("whiten", ctypes.c_int)] + [
+                    (name, ctypes.POINTER(ctypes.c_double)) for name in
+                    ("components", "explained_variance", "explained_variance_ratio",
+                     "singular_values", "mean", "scale", "noise_variance", "total_variance",
+                     "scores")]
+
+
+def load(build):
+    lib = ctypes.CDLL(os.path.join(build, "libgstat.so.0"))
+    lib.gstat_ctx_last_error.restype = ctypes.c_char_p
+    ctx = ctypes.c_void_p()
+    assert lib.gstat_ctx_create(ctypes.byref(ctx), None) == 0
+    assert lib.gstat_ctx_cuda_available(ctx), "no CUDA backend"
+    return lib, ctx
+
+
+def timed(fn, reps):
+    fn()  # warm-up: workspace, handles
+    torch.cuda.synchronize()
+    best = float("inf")
+    out = None
+    for _ in range(reps):
+        t = time.perf_counter()
+        out = fn()
+        torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - t)
+    return best * 1e3, out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build-gpu")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    lib, ctx = load(args.build)
+    shapes = [(100000, 100), (20000, 1000), (1000000, 1000)]
+    if args.quick:
+        shapes = [(100000, 100), (200000, 1000)]
+    k = 10
+    rows = []
+    for n, p in shapes:
+        g = torch.Generator(device="cuda").manual_seed(0)
+        mix = torch.randn(p, p, device="cuda", generator=g) / p ** 0.5
+        x = (torch.randn(n, p, device="cuda", generator=g) @ mix + 3.0).contiguous()
+        m = Matrix(x.data_ptr(), 1, 1, torch.cuda.current_device(), 1, n, p, n * p, p, 1)
+        for scores in (0, 1):
+            opt = PcaOptions()
+            lib.gstat_pca_options_init(ctypes.byref(opt))
+            opt.n_components = k
+            opt.compute_scores = scores
+            res = ctypes.POINTER(PcaResult)()
+
+            def run_gstat():
+                st = lib.gstat_pca(ctx, ctypes.byref(m), ctypes.byref(opt), ctypes.byref(res))
+                assert st == 0, lib.gstat_ctx_last_error(ctx).decode()
+                return res
+
+            def run_torch():
+                xc = x - x.mean(0)
+                w, v = torch.linalg.eigh(xc.T @ xc)
+                if scores:
+                    return w, xc @ v[:, -k:]
+                return w, None
+
+            g_ms, r = timed(run_gstat, args.reps)
+            t_ms, (w, _) = timed(run_torch, args.reps)
+            ev = [r.contents.explained_variance[i] for i in range(k)]
+            xd = x.double()
+            xcd = xd - xd.mean(0)
+            ref = torch.linalg.eigvalsh(xcd.T @ xcd).flip(0)[:k] / (n - 1)
+            del xd, xcd
+            err_g = max(abs(ev[i] - ref[i].item()) / ref[i].item() for i in range(k))
+            err_t = max(abs(w.flip(0)[i].item() / (n - 1) - ref[i].item()) / ref[i].item()
+                        for i in range(k))
+            rows.append((n, p, scores, g_ms, t_ms, err_g, err_t))
+            print(f"{n}x{p} scores={scores}: gstat {g_ms:.2f} ms, torch {t_ms:.2f} ms", flush=True)
+        del x, mix
+        torch.cuda.empty_cache()
+    lib.gstat_pca_result_free(res)
+    lib.gstat_ctx_destroy(ctx)
+    print(f"\nPCA on the device, fp32, k={k} ({torch.cuda.get_device_name()}, torch {torch.__version__}; "
+          f"best of {args.reps}, ms)")
+    print("| n x p | scores | gstat | torch cov+eigh | torch/gstat | rel. err. gstat | rel. err. torch |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for n, p, sc, g_ms, t_ms, eg, et in rows:
+        print(f"| {n}x{p} | {'yes' if sc else 'no'} | {g_ms:.2f} | {t_ms:.2f} | {t_ms / g_ms:.2f} | "
+              f"{eg:.1e} | {et:.1e} |")
+
+
+if __name__ == "__main__":
+    main()

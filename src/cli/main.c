@@ -1,0 +1,69 @@
+/* The gstat command-line tool: subcommand dispatch, --help and --version. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "gstat/core.h"
+
+#ifndef GSTAT_CLI_VERSION
+#define GSTAT_CLI_VERSION "unknown"
+#endif
+
+static void help(FILE *f) {
+  fputs(
+      "Usage: gstat COMMAND [OPTIONS] [ARGS]\n"
+      "       gstat --help | --version\n"
+      "\n"
+      "Statistics on the command line with the gstat library (batched eigh and\n"
+      "Cholesky on the CPU or an NVIDIA GPU).\n"
+      "\n"
+      "Commands:\n"
+      "  pca       principal component analysis of a CSV/TSV table\n"
+      "  help      show the help of a command ('gstat help pca')\n"
+      "\n"
+      "Options:\n"
+      "  -h, --help     show this help and exit\n"
+      "  -V, --version  show the version of the tool and of libgstat, and exit\n"
+      "\n"
+      "Run 'gstat COMMAND --help' for the options of a command.\n"
+      "Exit status: 0 success, 1 bad input data or a failed computation, 2 bad command line.\n"
+      "\n"
+      "Examples:\n"
+      "  gstat pca data.csv\n"
+      "  gstat pca -k 2 --scale --scores scores.csv --plot pca.svg data.csv\n",
+      f);
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+  fputs("gstat: ", stderr);
+  fprintf(stderr, fmt, arg);
+  fputs("\nTry 'gstat --help' for more information.\n", stderr);
+  return CLI_EXIT_USAGE;
+}
+
+static int print_and_flush(void (*fn)(FILE *)) {
+  fn(stdout);
+  return fflush(stdout) ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+}
+
+static void version(FILE *f) {
+  fprintf(f, "gstat %s (libgstat %s)\n", GSTAT_CLI_VERSION, gstat_version_string());
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    help(stderr);
+    return CLI_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) return print_and_flush(help);
+  if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) return print_and_flush(version);
+  if (!strcmp(cmd, "pca")) return pca_main(argc - 1, argv + 1);
+  if (!strcmp(cmd, "help")) {
+    if (argc == 2) return print_and_flush(help);
+    if (!strcmp(argv[2], "pca")) return print_and_flush(pca_help);
+    return usage_error("no command '%s'", argv[2]);
+  }
+  if (cmd[0] == '-') return usage_error("unknown option '%s'", cmd);
+  return usage_error("unknown command '%s'", cmd);
+}

@@ -1,0 +1,156 @@
+/* Data-matrix kernels for PCA on the device: column sums accumulated in
+ * double, centering, and the scaling of a co-moment matrix into a
+ * correlation-type matrix. Data are dense, row-major (rs = p, cs = 1) or
+ * column-major (rs = 1, cs = n), in the compute type. */
+#include "common.cuh"
+
+namespace gstat_cu {
+namespace {
+
+constexpr int kColTile = 32; /* columns per block (row-major sums) */
+constexpr int kRowLanes = 8; /* rows read at once per block (row-major sums) */
+constexpr int64_t kRowsPerBlock = 4096;
+
+/* Row-major: a warp reads 32 adjacent columns of one row (coalesced); each
+ * block covers kRowsPerBlock rows, its partial sums go to `sums` by atomics. */
+template <typename T>
+__global__ void col_sums_rows(const T *__restrict__ x, int64_t n, int64_t p,
+                              const double *__restrict__ shift, double *__restrict__ sums) {
+  __shared__ double part[kRowLanes][kColTile];
+  const int64_t j = (int64_t)blockIdx.x * kColTile + threadIdx.x;
+  const int64_t i0 = (int64_t)blockIdx.y * kRowsPerBlock;
+  const int64_t i1 = i0 + kRowsPerBlock < n ? i0 + kRowsPerBlock : n;
+  double s = 0;
+  if (j < p) {
+    const double c = shift ? shift[j] : 0.0;
+    for (int64_t i = i0 + threadIdx.y; i < i1; i += kRowLanes) s += (double)x[i * p + j] - c;
+  }
+  part[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < p) {
+    for (int r = 1; r < kRowLanes; r++) s += part[r][threadIdx.x];
+    atomicAdd(sums + j, s);
+  }
+}
+
+/* Column-major: one block per (column, row range), threads along the rows. */
+template <typename T>
+__global__ void __launch_bounds__(kLinearThreads)
+    col_sums_cols(const T *__restrict__ x, int64_t n, const double *__restrict__ shift,
+                  double *__restrict__ sums) {
+  __shared__ double part[kLinearThreads / 32];
+  const int64_t j = blockIdx.x;
+  const int64_t i0 = (int64_t)blockIdx.y * kRowsPerBlock;
+  const int64_t i1 = i0 + kRowsPerBlock < n ? i0 + kRowsPerBlock : n;
+  const double c = shift ? shift[j] : 0.0;
+  double s = 0;
+  for (int64_t i = i0 + threadIdx.x; i < i1; i += kLinearThreads) s += (double)x[i + j * n] - c;
+  for (int o = 16; o > 0; o /= 2) s += __shfl_down_sync(kFullMask, s, o);
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kLinearThreads / 32; w++) s += part[w];
+    atomicAdd(sums + j, s);
+  }
+}
+
+/* y = x - mean[column], elementwise in the input's own order. */
+template <typename T>
+__global__ void __launch_bounds__(kLinearThreads)
+    center(const T *__restrict__ x, T *__restrict__ y, int64_t n, int64_t p, bool row_major,
+           const double *__restrict__ mean) {
+  const int64_t total = n * p, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+    const int64_t j = row_major ? e % p : e / n;
+    y[e] = (T)((double)x[e] - mean[j]);
+  }
+}
+
+/* S(i, j) /= sd[i] * sd[j] over a dense column-major p x p matrix. */
+template <typename T>
+__global__ void __launch_bounds__(kLinearThreads)
+    scale_sym(T *__restrict__ S, int64_t p, const double *__restrict__ sd) {
+  const int64_t total = p * p, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride)
+    S[e] = (T)((double)S[e] / (sd[e % p] * sd[e / p]));
+}
+
+/* S[e] = sum over r of P[r * pp + e], accumulated in double. */
+template <typename T>
+__global__ void __launch_bounds__(kLinearThreads)
+    sum_partials(const T *__restrict__ P, int64_t R, int64_t pp, T *__restrict__ S) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < pp; e += stride) {
+    double s = 0;
+    for (int64_t r = 0; r < R; r++) s += (double)P[r * pp + e];
+    S[e] = (T)s;
+  }
+}
+
+} /* namespace */
+} /* namespace gstat_cu */
+
+using namespace gstat_cu;
+
+extern "C" cudaError_t gstat_cu_col_sums(int dtype, const void *x, int64_t n, int64_t p,
+                                         int row_major, const double *shift, double *sums,
+                                         cudaStream_t stream) {
+  if (!compute_dtype(dtype) || n < 0 || p < 0) return cudaErrorInvalidValue;
+  if (n == 0 || p == 0) return cudaSuccess;
+  if (!x || !sums) return cudaErrorInvalidValue;
+  const int64_t row_blocks = (n + kRowsPerBlock - 1) / kRowsPerBlock;
+  if (row_blocks > 65535 || (!row_major && p > INT32_MAX)) return cudaErrorInvalidValue;
+  if (row_major) {
+    dim3 grid((unsigned)((p + kColTile - 1) / kColTile), (unsigned)row_blocks), block(kColTile, kRowLanes);
+    if (dtype == kF32)
+      col_sums_rows<float><<<grid, block, 0, stream>>>((const float *)x, n, p, shift, sums);
+    else
+      col_sums_rows<double><<<grid, block, 0, stream>>>((const double *)x, n, p, shift, sums);
+  } else {
+    dim3 grid((unsigned)p, (unsigned)row_blocks);
+    if (dtype == kF32)
+      col_sums_cols<float><<<grid, kLinearThreads, 0, stream>>>((const float *)x, n, shift, sums);
+    else
+      col_sums_cols<double><<<grid, kLinearThreads, 0, stream>>>((const double *)x, n, shift, sums);
+  }
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_center(int dtype, const void *x, void *y, int64_t n, int64_t p,
+                                       int row_major, const double *mean, cudaStream_t stream) {
+  if (!compute_dtype(dtype) || n < 0 || p < 0) return cudaErrorInvalidValue;
+  if (n == 0 || p == 0) return cudaSuccess;
+  if (!x || !y || !mean) return cudaErrorInvalidValue;
+  unsigned blocks = linear_blocks(n * p);
+  if (dtype == kF32)
+    center<float><<<blocks, kLinearThreads, 0, stream>>>((const float *)x, (float *)y, n, p, row_major != 0, mean);
+  else
+    center<double><<<blocks, kLinearThreads, 0, stream>>>((const double *)x, (double *)y, n, p, row_major != 0, mean);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_scale_sym(int dtype, void *S, int64_t p, const double *sd,
+                                          cudaStream_t stream) {
+  if (!compute_dtype(dtype) || p < 0) return cudaErrorInvalidValue;
+  if (p == 0) return cudaSuccess;
+  if (!S || !sd) return cudaErrorInvalidValue;
+  unsigned blocks = linear_blocks(p * p);
+  if (dtype == kF32)
+    scale_sym<float><<<blocks, kLinearThreads, 0, stream>>>((float *)S, p, sd);
+  else
+    scale_sym<double><<<blocks, kLinearThreads, 0, stream>>>((double *)S, p, sd);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_sum_partials(int dtype, const void *P, int64_t R, int64_t pp,
+                                             void *S, cudaStream_t stream) {
+  if (!compute_dtype(dtype) || R < 0 || pp < 0) return cudaErrorInvalidValue;
+  if (pp == 0) return cudaSuccess;
+  if (!P || !S) return cudaErrorInvalidValue;
+  unsigned blocks = linear_blocks(pp);
+  if (dtype == kF32)
+    sum_partials<float><<<blocks, kLinearThreads, 0, stream>>>((const float *)P, R, pp, (float *)S);
+  else
+    sum_partials<double><<<blocks, kLinearThreads, 0, stream>>>((const double *)P, R, pp, (double *)S);
+  return cudaGetLastError();
+}

@@ -1,0 +1,30 @@
+/* PCA steps on device-resident data, dispatched to the CUDA module (see
+ * linalg/dense.h): src/pca stays free of backend code. */
+#include "linalg/backend.h"
+#include "linalg/dense.h"
+
+static gstat_status backend_for_pca(gstat_ctx *ctx, gstat_i_backend *be) {
+  gstat_status st = gstat_i_cuda_backend(ctx, be);
+  if (st != GSTAT_OK) return st;
+  if (!be->ops->pca_fit || !be->ops->pca_scores)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "pca: the CUDA backend has no PCA support");
+  return GSTAT_OK;
+}
+
+gstat_status gstat_i_device_pca_fit(gstat_ctx *ctx, const gstat_matrix *X, int center, int scale,
+                                    double *mean, double *sd, void *w, void *V) {
+  gstat_i_backend be;
+  gstat_status st = backend_for_pca(ctx, &be);
+  if (st != GSTAT_OK) return st;
+  st = be.ops->pca_fit(be.state, ctx, X, center, scale, mean, sd, w, V);
+  ctx->last_backends |= be.ops->ran_flag;
+  return st;
+}
+
+gstat_status gstat_i_device_pca_scores(gstat_ctx *ctx, int64_t b, const double *components,
+                                       const double *scale, int64_t k, double *scores) {
+  gstat_i_backend be;
+  gstat_status st = backend_for_pca(ctx, &be);
+  if (st != GSTAT_OK) return st;
+  return be.ops->pca_scores(be.state, ctx, b, components, scale, k, scores);
+}

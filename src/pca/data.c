@@ -1,0 +1,175 @@
+/* Column statistics and centering of dense data buffers (see data.h). */
+#include <math.h>
+
+#include "pca/data.h"
+
+#define DEFINE_DATA_OPS(T, SFX)                                                                 \
+  static void col_means_##SFX(int64_t n, int64_t p, const T *x, const double *w, double wsum,  \
+                              double *mean) {                                                   \
+    for (int64_t j = 0; j < p; j++) {                                                           \
+      const T *c = x + j * n;                                                                   \
+      double s = 0, r = 0;                                                                      \
+      if (w) {                                                                                  \
+        for (int64_t i = 0; i < n; i++) s += w[i] * (double)c[i];                               \
+        double m = s / wsum;                                                                    \
+        for (int64_t i = 0; i < n; i++) r += w[i] * ((double)c[i] - m);                         \
+        mean[j] = m + r / wsum;                                                                 \
+      } else {                                                                                  \
+        for (int64_t i = 0; i < n; i++) s += (double)c[i];                                      \
+        double m = s / (double)n;                                                               \
+        for (int64_t i = 0; i < n; i++) r += (double)c[i] - m;                                  \
+        mean[j] = m + r / (double)n;                                                            \
+      }                                                                                         \
+    }                                                                                           \
+  }                                                                                             \
+  static void col_sd_##SFX(int64_t n, int64_t p, const T *x, double *sd) {                      \
+    for (int64_t j = 0; j < p; j++) {                                                           \
+      const T *c = x + j * n;                                                                   \
+      double s = 0;                                                                             \
+      for (int64_t i = 0; i < n; i++) s += (double)c[i] * (double)c[i];                         \
+      sd[j] = n > 1 ? sqrt(s / (double)(n - 1)) : NAN;                                          \
+    }                                                                                           \
+  }                                                                                             \
+  static void center_scale_##SFX(int64_t n, int64_t p, T *x, const double *mean,               \
+                                 const double *scale) {                                         \
+    for (int64_t j = 0; j < p; j++) {                                                           \
+      T *c = x + j * n;                                                                         \
+      double m = mean ? mean[j] : 0.0;                                                          \
+      double f = scale ? 1.0 / scale[j] : 1.0;                                                  \
+      for (int64_t i = 0; i < n; i++) c[i] = (T)(((double)c[i] - m) * f);                       \
+    }                                                                                           \
+  }                                                                                             \
+  static void scale_rows_##SFX(int64_t n, int64_t p, T *x, const double *f) {                   \
+    for (int64_t j = 0; j < p; j++)                                                             \
+      for (int64_t i = 0; i < n; i++) x[i + j * n] = (T)((double)x[i + j * n] * f[i]);           \
+  }
+
+DEFINE_DATA_OPS(float, f32)
+DEFINE_DATA_OPS(double, f64)
+
+void gstat_i_col_means(gstat_dtype ct, int64_t n, int64_t p, const void *buf, const double *w,
+                       double wsum, double *mean) {
+  if (ct == GSTAT_F64)
+    col_means_f64(n, p, buf, w, wsum, mean);
+  else
+    col_means_f32(n, p, buf, w, wsum, mean);
+}
+
+void gstat_i_col_sd(gstat_dtype ct, int64_t n, int64_t p, const void *buf, double *sd) {
+  if (ct == GSTAT_F64)
+    col_sd_f64(n, p, buf, sd);
+  else
+    col_sd_f32(n, p, buf, sd);
+}
+
+void gstat_i_center_scale(gstat_dtype ct, int64_t n, int64_t p, void *buf, const double *mean,
+                          const double *scale) {
+  if (ct == GSTAT_F64)
+    center_scale_f64(n, p, buf, mean, scale);
+  else
+    center_scale_f32(n, p, buf, mean, scale);
+}
+
+void gstat_i_scale_rows(gstat_dtype ct, int64_t n, int64_t p, void *buf, const double *f) {
+  if (ct == GSTAT_F64)
+    scale_rows_f64(n, p, buf, f);
+  else
+    scale_rows_f32(n, p, buf, f);
+}
+
+/* ---- covariance helpers ---- */
+
+static bool is_inf_at(const char *p, gstat_dtype dtype) {
+  switch (dtype) {
+  case GSTAT_F32: return isinf(*(const float *)p);
+  case GSTAT_F64: return isinf(*(const double *)p);
+  case GSTAT_BF16: return (*(const uint16_t *)p & 0x7fffu) == 0x7f80u;
+  }
+  return false;
+}
+
+bool gstat_i_find_inf(const gstat_matrix *m, int64_t *bo, int64_t *io, int64_t *jo) {
+  /* walk in memory order: the dimension with the larger stride outside */
+  bool rows_outer = m->rows > 1 && m->cols > 1 && m->row_stride > m->col_stride;
+  int64_t outer_n = rows_outer ? m->rows : m->cols, inner_n = rows_outer ? m->cols : m->rows;
+  size_t es = gstat_dtype_size(m->dtype);
+  ptrdiff_t os = (ptrdiff_t)((rows_outer ? m->row_stride : m->col_stride) * (int64_t)es);
+  ptrdiff_t is = (ptrdiff_t)((rows_outer ? m->col_stride : m->row_stride) * (int64_t)es);
+  for (int64_t b = 0; b < m->batch; b++) {
+    const char *base = (const char *)m->data + (size_t)(b * m->batch_stride) * es;
+    for (int64_t o = 0; o < outer_n; o++)
+      for (int64_t k = 0; k < inner_n; k++)
+        if (is_inf_at(base + o * os + k * is, m->dtype)) {
+          *bo = b;
+          *io = rows_outer ? o : k;
+          *jo = rows_outer ? k : o;
+          return true;
+        }
+  }
+  return false;
+}
+
+gstat_status gstat_i_check_weights(gstat_ctx *ctx, const char *fn, const char *name,
+                                   const double *w, int64_t n, bool integer) {
+  if (!w) return GSTAT_OK;
+  for (int64_t i = 0; i < n; i++) {
+    if (!isfinite(w[i]))
+      return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s[%lld]=%g is not finite", fn, name,
+                          (long long)i, w[i]);
+    if (w[i] < 0)
+      return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s[%lld]=%g must be >= 0", fn, name, (long long)i,
+                          w[i]);
+    if (integer && w[i] != floor(w[i]))
+      return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s[%lld]=%g is not an integer", fn, name,
+                          (long long)i, w[i]);
+  }
+  return GSTAT_OK;
+}
+
+void gstat_i_cov_finish(int64_t p, double *c, int64_t ld, double divisor, int correlation) {
+  if (!(divisor > 0)) {
+    for (int64_t j = 0; j < p; j++)
+      for (int64_t i = 0; i < p; i++) c[i + j * ld] = NAN;
+    return;
+  }
+  for (int64_t j = 0; j < p; j++)
+    for (int64_t i = 0; i < p; i++) c[i + j * ld] /= divisor;
+  if (!correlation) return;
+  /* off-diagonal entries first: they read the variances on the diagonal */
+  for (int64_t j = 0; j < p; j++) {
+    double vj = c[j + j * ld];
+    for (int64_t i = 0; i < p; i++) {
+      if (i == j) continue;
+      double vi = c[i + i * ld];
+      double r = NAN;
+      if (vi > 0 && vj > 0 && isfinite(vi) && isfinite(vj)) {
+        r = c[i + j * ld] / (sqrt(vi) * sqrt(vj));
+        if (r > 1)
+          r = 1;
+        else if (r < -1)
+          r = -1;
+      }
+      c[i + j * ld] = r;
+    }
+  }
+  for (int64_t j = 0; j < p; j++) {
+    double v = c[j + j * ld];
+    c[j + j * ld] = v > 0 && isfinite(v) ? 1.0 : NAN;
+  }
+}
+
+void gstat_i_exact_constant_means(gstat_dtype ct, int64_t n, int64_t p, const void *buf,
+                                  double *mean) {
+  for (int64_t j = 0; j < p && n > 0; j++) {
+    bool same = true;
+    if (ct == GSTAT_F64) {
+      const double *c = (const double *)buf + j * n;
+      for (int64_t i = 1; i < n && same; i++) same = c[i] == c[0];
+      if (same && !isnan(c[0])) mean[j] = c[0];
+    } else {
+      const float *c = (const float *)buf + j * n;
+      for (int64_t i = 1; i < n && same; i++) same = c[i] == c[0];
+      if (same && !isnan(c[0])) mean[j] = (double)c[0];
+    }
+  }
+}

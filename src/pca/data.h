@@ -1,0 +1,76 @@
+/*
+ * Data-matrix preparation shared by covariance and PCA: load one dataset of
+ * a batch into a dense column-major buffer in the compute type, column means
+ * by a corrected two-pass sum, centering and scaling in place.
+ */
+#ifndef GSTAT_PCA_DATA_H
+#define GSTAT_PCA_DATA_H
+
+#include "core/internal.h"
+
+/* float64 for F64 data, float32 for F32 and BF16. */
+static inline gstat_dtype gstat_i_compute_dtype(gstat_dtype d) {
+  return d == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32;
+}
+
+/* Column means of the n x p column-major buffer (compute type ct, ld = n),
+ * weighted when w (n entries, sum wsum > 0) is given. Accumulated in double
+ * and corrected by a second pass over the residuals, so the mean is accurate
+ * even when |mean| >> spread. */
+void gstat_i_col_means(gstat_dtype ct, int64_t n, int64_t p, const void *buf, const double *w,
+                       double wsum, double *mean);
+
+/* Standard deviations (divisor n - 1) of the columns of a centered buffer. */
+void gstat_i_col_sd(gstat_dtype ct, int64_t n, int64_t p, const void *buf, double *sd);
+
+/* buf(:, j) = (buf(:, j) - mean[j]) / scale[j]; mean and/or scale may be NULL. */
+void gstat_i_center_scale(gstat_dtype ct, int64_t n, int64_t p, void *buf, const double *mean,
+                          const double *scale);
+
+/* Multiply row i of buf by f[i] (e.g. sqrt of the weights). */
+void gstat_i_scale_rows(gstat_dtype ct, int64_t n, int64_t p, void *buf, const double *f);
+
+/* ---- covariance helpers (covariance.c, shrinkage.c, mahalanobis.c, accum.c) ---- */
+
+/* First +-Inf of a host batch (NaN is skipped: in covariance it means
+ * "missing"): true and (*b, *i, *j) set when there is one. */
+bool gstat_i_find_inf(const gstat_matrix *m, int64_t *b, int64_t *i, int64_t *j);
+
+/* Weights w[0..n-1] (NULL: nothing to check) must be finite and >= 0, and
+ * whole numbers when `integer`; the message names fn, name and the index. */
+gstat_status gstat_i_check_weights(gstat_ctx *ctx, const char *fn, const char *name,
+                                   const double *w, int64_t n, bool integer);
+
+/* Turn the co-moment matrix c (p x p, both triangles, ld) into a covariance
+ * by dividing by `divisor` (NaN everywhere when divisor <= 0 or NaN), then
+ * into a correlation when asked: unit diagonal, entries clamped to [-1, 1],
+ * NaN in the row and column (diagonal included) of a variable whose variance
+ * is zero or NaN. */
+void gstat_i_cov_finish(int64_t p, double *c, int64_t ld, double divisor, int correlation);
+
+/* Set mean[j] to the value of column j of the n x p buffer (compute type ct,
+ * ld n) when the column is constant, so that centering gives exact zeros
+ * (variance exactly 0) instead of the rounding error of the mean. */
+void gstat_i_exact_constant_means(gstat_dtype ct, int64_t n, int64_t p, const void *buf,
+                                  double *mean);
+
+/* Sections of one cached workspace block: each gstat_i_ws_take reserves
+ * count * elem bytes at a 64-byte aligned offset and returns the offset;
+ * an overflowing size clears ok. */
+typedef struct gstat_i_ws_plan {
+  size_t size;
+  bool ok;
+} gstat_i_ws_plan;
+
+static inline size_t gstat_i_ws_take(gstat_i_ws_plan *pl, int64_t count, size_t elem) {
+  size_t at = (pl->size + 63) / 64 * 64, bytes, end;
+  if (count < 0 || at < pl->size || !gstat_i_mul_size((size_t)count, elem, &bytes) ||
+      !gstat_i_add_size(at, bytes, &end)) {
+    pl->ok = false;
+    return 0;
+  }
+  pl->size = end;
+  return at;
+}
+
+#endif /* GSTAT_PCA_DATA_H */

@@ -1,0 +1,505 @@
+/*
+ * gstat_pca: prepare the data (center, scale), then one of
+ * - COVARIANCE_EIGH: eigh of the p x p co-moment Xc^T Xc, batched;
+ * - GRAM_EIGH: eigh of the n x n Gram matrix Xc Xc^T, batched; components
+ *   V = Xc^T U / sigma;
+ * - RANDOMIZED: pca_randomized.c;
+ * then fill the result (variances, ratios, noise variance, signs, scores).
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/matrix.h"
+#include "gstat/linalg.h"
+#include "linalg/dense.h"
+#include "pca/accum.h"
+#include "pca/data.h"
+#include "pca/pca_internal.h"
+
+#define TRY(expr)                                                                               \
+  do {                                                                                          \
+    gstat_status s_ = (expr);                                                                   \
+    if (s_ != GSTAT_OK) return s_;                                                              \
+  } while (0)
+
+void gstat_pca_options_init(gstat_pca_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->center = 1;
+  opt->method = GSTAT_PCA_AUTO;
+  opt->oversamples = 10;
+  opt->power_iterations = -1;
+  opt->compute_scores = 1;
+}
+
+/* Everything one fit works on; buffers point into the GSTAT_WS_PCA workspace. */
+typedef struct fit {
+  const char *fn;
+  gstat_pca_options opt;
+  gstat_pca_method method;
+  gstat_dtype ct; /* compute type */
+  size_t esz;     /* its size */
+  int64_t batch, n, p, r, m; /* r = min(n, p); m = order of the eigenproblem */
+  int64_t kmax;              /* largest k the workspace was sized for */
+  double dof;                /* divisor of the variances: n - 1 (weight - 1 from an accumulator) */
+  char *data;                /* batch x (n x p) centered, scaled data, or NULL */
+  char *S;                   /* batch x (m x m): co-moment or Gram; then eigenvectors */
+  char *w;                   /* batch x m eigenvalues, ascending */
+  char *T;                   /* p x kmax: V^T for GRAM, a compute-type copy of V */
+  char *Z;                   /* n x kmax scores in the compute type */
+  double *mean, *scale;      /* batch x p */
+  bool on_device;            /* X is in device memory: the backend keeps the centered data */
+} fit;
+
+static double get(const fit *f, const char *base, int64_t i) {
+  return f->ct == GSTAT_F64 ? ((const double *)base)[i] : (double)((const float *)base)[i];
+}
+
+static void set(const fit *f, char *base, int64_t i, double v) {
+  if (f->ct == GSTAT_F64)
+    ((double *)base)[i] = v;
+  else
+    ((float *)base)[i] = (float)v;
+}
+
+static char *data_of(const fit *f, int64_t b) { return f->data + (size_t)(b * f->n * f->p) * f->esz; }
+static char *S_of(const fit *f, int64_t b) { return f->S + (size_t)(b * f->m * f->m) * f->esz; }
+
+/* i-th largest eigenvalue of element b, clipped at 0 (rounding can make the
+ * zero eigenvalues of a semidefinite matrix slightly negative). */
+static double lambda(const fit *f, int64_t b, int64_t i) {
+  double v = get(f, f->w, b * f->m + f->m - 1 - i);
+  return v > 0 ? v : 0;
+}
+
+static gstat_status check_options(gstat_ctx *ctx, const char *fn, const gstat_pca_options *o) {
+  if (o->n_components < 0)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.n_components=%lld must be >= 0", fn,
+                        (long long)o->n_components);
+  if (!(o->variance_fraction >= 0 && o->variance_fraction < 1))
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.variance_fraction=%g must be in [0, 1)", fn,
+                        o->variance_fraction);
+  if (o->variance_fraction > 0 && o->n_components > 0)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: set either opt.n_components or opt.variance_fraction, not both", fn);
+  if (o->method < GSTAT_PCA_AUTO || o->method > GSTAT_PCA_RANDOMIZED)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.method=%d is not a gstat_pca_method", fn,
+                        (int)o->method);
+  if (o->variance_fraction > 0 && o->method == GSTAT_PCA_RANDOMIZED)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: opt.variance_fraction needs an exact method, not RANDOMIZED", fn);
+  if (o->oversamples < 0)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.oversamples=%lld must be >= 0", fn,
+                        (long long)o->oversamples);
+  if (o->power_iterations < -1)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.power_iterations=%lld must be >= -1", fn,
+                        (long long)o->power_iterations);
+  return GSTAT_OK;
+}
+
+static gstat_pca_method resolve_method(const gstat_pca_options *o, int64_t n, int64_t p) {
+  if (o->method != GSTAT_PCA_AUTO) return o->method;
+  int64_t r = n < p ? n : p;
+  if (o->n_components > 0 && o->n_components < r / 10 && r > 1000) return GSTAT_PCA_RANDOMIZED;
+  return p <= n ? GSTAT_PCA_COVARIANCE_EIGH : GSTAT_PCA_GRAM_EIGH;
+}
+
+/* Carve the workspace: data, S, w, T, Z in the compute type, then mean and
+ * scale in double. With data == false (from an accumulator) only S, w, T. */
+static gstat_status carve(gstat_ctx *ctx, fit *f, bool with_data) {
+  size_t sizes[7] = {
+      with_data ? (size_t)(f->batch * f->n * f->p) * f->esz : 0,
+      f->method == GSTAT_PCA_RANDOMIZED ? 0 : (size_t)(f->batch * f->m) * (size_t)f->m * f->esz,
+      f->method == GSTAT_PCA_RANDOMIZED ? 0 : (size_t)(f->batch * f->m) * f->esz,
+      (size_t)(f->p * f->kmax) * f->esz,
+      with_data ? (size_t)(f->n * f->kmax) * f->esz : 0,
+      (size_t)(f->batch * f->p) * sizeof(double),
+      (size_t)(f->batch * f->p) * sizeof(double)};
+  size_t total = 0, off[7];
+  for (int i = 0; i < 7; i++) {
+    off[i] = total;
+    size_t padded = (sizes[i] + 63) / 64 * 64;
+    if (padded < sizes[i] || !gstat_i_add_size(total, padded, &total))
+      return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", f->fn);
+  }
+  char *ws = gstat_i_workspace(ctx, GSTAT_WS_PCA, total);
+  if (!ws)
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", f->fn,
+                        total);
+  f->data = with_data ? ws + off[0] : NULL;
+  f->S = ws + off[1];
+  f->w = ws + off[2];
+  f->T = ws + off[3];
+  f->Z = ws + off[4];
+  f->mean = (double *)(ws + off[5]);
+  f->scale = (double *)(ws + off[6]);
+  return GSTAT_OK;
+}
+
+/* Load, center and scale every dataset into f->data. */
+static gstat_status prepare_data(gstat_ctx *ctx, fit *f, const gstat_matrix *X) {
+  for (int64_t b = 0; b < f->batch; b++) {
+    char *d = data_of(f, b);
+    double *mean = f->mean + b * f->p, *scale = f->scale + b * f->p;
+    gstat_i_dense_load(X, b, f->ct, d, f->n);
+    if (f->opt.center)
+      gstat_i_col_means(f->ct, f->n, f->p, d, NULL, 0, mean);
+    else
+      for (int64_t j = 0; j < f->p; j++) mean[j] = 0;
+    gstat_i_center_scale(f->ct, f->n, f->p, d, f->opt.center ? mean : NULL, NULL);
+    if (f->opt.scale) {
+      gstat_i_col_sd(f->ct, f->n, f->p, d, scale);
+      for (int64_t j = 0; j < f->p; j++)
+        if (!(scale[j] > 0))
+          return gstat_i_fail(ctx, GSTAT_EINVAL,
+                              f->n < 2 ? "%s: scaling needs at least 2 rows (dataset %lld, column %lld)"
+                                       : "%s: column %lld of dataset %lld is constant: it cannot be "
+                                         "scaled to unit variance",
+                              f->fn, (long long)(f->n < 2 ? b : j), (long long)(f->n < 2 ? j : b));
+      gstat_i_center_scale(f->ct, f->n, f->p, d, NULL, scale);
+    } else {
+      for (int64_t j = 0; j < f->p; j++) scale[j] = 1;
+    }
+  }
+  return GSTAT_OK;
+}
+
+/* Co-moment or Gram matrices of every dataset, then one batched eigh. */
+static gstat_status decompose(gstat_ctx *ctx, fit *f, bool build) {
+  if (build)
+    for (int64_t b = 0; b < f->batch; b++) {
+      if (f->method == GSTAT_PCA_COVARIANCE_EIGH)
+        TRY(gstat_i_syrk(ctx, f->ct, GSTAT_TRANS, f->p, f->n, 1.0, data_of(f, b), f->n, 0.0,
+                         S_of(f, b), f->m));
+      else
+        TRY(gstat_i_syrk(ctx, f->ct, GSTAT_NO_TRANS, f->n, f->p, 1.0, data_of(f, b), f->n, 0.0,
+                         S_of(f, b), f->m));
+    }
+  gstat_matrix A = gstat_matrix_col_major(f->S, f->ct, f->batch, f->m, f->m);
+  gstat_matrix w = gstat_vector_batch(f->w, f->ct, f->batch, f->m);
+  return gstat_eigh(ctx, &A, GSTAT_LOWER, &w, &A, NULL);
+}
+
+/* k from the options and, for a variance fraction, the spectra: the
+ * smallest k whose cumulative ratio exceeds it (scikit-learn's rule); for a
+ * batch, the largest over the datasets. */
+static int64_t choose_k(const fit *f) {
+  if (f->opt.n_components > 0) return f->opt.n_components;
+  if (!(f->opt.variance_fraction > 0)) return f->r;
+  int64_t k = 1;
+  for (int64_t b = 0; b < f->batch; b++) {
+    double total = 0, cum = 0;
+    for (int64_t i = 0; i < f->r; i++) total += lambda(f, b, i);
+    if (!(total > 0)) continue;
+    int64_t kb = f->r;
+    for (int64_t i = 0; i < f->r; i++) {
+      cum += lambda(f, b, i) / total;
+      if (cum > f->opt.variance_fraction) {
+        kb = i + 1;
+        break;
+      }
+    }
+    if (kb > k) k = kb;
+  }
+  return k;
+}
+
+static gstat_status fill_scores(gstat_ctx *ctx, const fit *f, gstat_pca_result *res, int64_t b);
+
+/* Variances, ratios and singular values of dataset b. On entry
+ * explained_variance[b*k + i] holds lambda_i, the sum of squares of the data
+ * along component i (descending); total_ss is the sum over all directions and
+ * noise_ss over the r - k discarded ones. */
+static void fill_variances(const fit *f, gstat_pca_result *res, int64_t b, double total_ss,
+                           double noise_ss) {
+  int64_t k = res->n_components;
+  double denom = f->dof > 0 ? f->dof : 1.0;
+  double total = total_ss / denom;
+  double *ev = res->explained_variance + b * k;
+  for (int64_t i = 0; i < k; i++) {
+    double lam = ev[i];
+    ev[i] = lam / denom;
+    res->explained_variance_ratio[b * k + i] = total > 0 ? ev[i] / total : 0;
+    res->singular_values[b * k + i] = sqrt(lam);
+  }
+  res->noise_variance[b] = k < f->r && noise_ss > 0 ? noise_ss / denom / (double)(f->r - k) : 0;
+  res->total_variance[b] = total;
+}
+
+/* Mean, scale, signs and scores of dataset b: the common tail of every method. */
+static gstat_status finish_dataset(gstat_ctx *ctx, const fit *f, gstat_pca_result *r, int64_t b) {
+  int64_t k = r->n_components;
+  gstat_i_pca_fix_signs(r->components + b * k * f->p, k, f->p);
+  memcpy(r->mean + b * f->p, f->mean + b * f->p, (size_t)f->p * sizeof(double));
+  memcpy(r->scale + b * f->p, f->scale + b * f->p, (size_t)f->p * sizeof(double));
+  return r->scores ? fill_scores(ctx, f, r, b) : GSTAT_OK;
+}
+
+/* Components of dataset b (rows of res->components) from the eigenvectors. */
+static gstat_status fill_components(gstat_ctx *ctx, const fit *f, gstat_pca_result *res,
+                                    int64_t b, const double *lam) {
+  int64_t k = res->n_components, p = f->p, m = f->m;
+  double *comp = res->components + b * k * p;
+  const char *S = S_of(f, b);
+  if (f->method == GSTAT_PCA_COVARIANCE_EIGH) {
+    for (int64_t i = 0; i < k; i++)
+      for (int64_t j = 0; j < p; j++) comp[i * p + j] = get(f, S, j + (m - 1 - i) * m);
+    return GSTAT_OK;
+  }
+  /* GRAM: T (p x k) = Xc^T U_k, the top k eigenvectors being the last k
+   * (contiguous) columns of S in ascending order. */
+  TRY(gstat_i_gemm(ctx, f->ct, GSTAT_TRANS, GSTAT_NO_TRANS, p, k, f->n, 1.0, data_of(f, b), f->n,
+                   S + (size_t)((m - k) * m) * f->esz, m, 0.0, f->T, p));
+  double eps = f->ct == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
+  double tiny = lam[0] * (double)(f->n > p ? f->n : p) * eps;
+  for (int64_t i = 0; i < k; i++) {
+    double *row = comp + i * p, nrm = 0;
+    for (int64_t j = 0; j < p; j++) {
+      row[j] = get(f, f->T, j + (k - 1 - i) * p);
+      nrm += row[j] * row[j];
+    }
+    nrm = sqrt(nrm);
+    if (lam[i] > tiny && nrm > 0)
+      for (int64_t j = 0; j < p; j++) row[j] /= nrm; /* = 1/sigma up to rounding */
+    else
+      gstat_i_pca_complete_row(comp, i, p);
+  }
+  /* Xc^T u / sigma loses orthogonality like eps * (sigma_1 / sigma_i)^2: the
+   * larger components are the accurate ones, so orthogonalize each row
+   * against those before it (modified Gram-Schmidt, twice). */
+  for (int64_t i = 1; i < k; i++) {
+    double *row = comp + i * p;
+    for (int pass = 0; pass < 2; pass++)
+      for (int64_t q = 0; q < i; q++) {
+        const double *u = comp + q * p;
+        double dot = 0;
+        for (int64_t j = 0; j < p; j++) dot += u[j] * row[j];
+        for (int64_t j = 0; j < p; j++) row[j] -= dot * u[j];
+      }
+    double nrm = 0;
+    for (int64_t j = 0; j < p; j++) nrm += row[j] * row[j];
+    nrm = sqrt(nrm);
+    for (int64_t j = 0; j < p; j++) row[j] /= nrm;
+  }
+  return GSTAT_OK;
+}
+
+/* scores (n x k) = Xc V^T, whitened when asked, into res->scores. */
+static gstat_status fill_scores(gstat_ctx *ctx, const fit *f, gstat_pca_result *res, int64_t b) {
+  int64_t k = res->n_components, p = f->p, n = f->n;
+  const double *comp = res->components + b * k * p;
+  double *out = res->scores + b * n * k;
+  if (f->on_device) {
+    TRY(gstat_i_device_pca_scores(ctx, b, comp, f->opt.scale ? f->scale + b * p : NULL, k, out));
+  } else {
+    const void *V = comp; /* k x p row-major is p x k column-major */
+    if (f->ct != GSTAT_F64) {
+      for (int64_t i = 0; i < k * p; i++) set(f, f->T, i, comp[i]);
+      V = f->T;
+    }
+    TRY(gstat_i_gemm(ctx, f->ct, GSTAT_NO_TRANS, GSTAT_NO_TRANS, n, k, p, 1.0, data_of(f, b), n, V,
+                     p, 0.0, f->Z, n));
+    for (int64_t i = 0; i < k; i++)
+      for (int64_t row = 0; row < n; row++) out[row * k + i] = get(f, f->Z, row + i * n);
+  }
+  if (f->opt.whiten)
+    for (int64_t i = 0; i < k; i++) {
+      double ev = res->explained_variance[b * k + i];
+      double factor = ev > 0 ? 1.0 / sqrt(ev) : 0.0;
+      for (int64_t row = 0; row < n; row++) out[row * k + i] *= factor;
+    }
+  return GSTAT_OK;
+}
+
+/* Everything after the eigen decompositions, for the exact methods. */
+static gstat_status finish_exact(gstat_ctx *ctx, fit *f, gstat_pca_result **res) {
+  int64_t k = choose_k(f);
+  bool scores = (f->data || f->on_device) && f->opt.compute_scores;
+  TRY(gstat_i_pca_result_prepare(ctx, f->fn, res, f->batch, f->n, f->p, k, scores));
+  gstat_pca_result *r = *res;
+  r->method = f->method;
+  r->whiten = f->opt.whiten != 0;
+  for (int64_t b = 0; b < f->batch; b++) {
+    double total_ss = 0, noise_ss = 0;
+    double *lam = r->explained_variance + b * k;
+    for (int64_t i = 0; i < f->r; i++) {
+      double l = lambda(f, b, i);
+      total_ss += l;
+      if (i < k)
+        lam[i] = l;
+      else
+        noise_ss += l;
+    }
+    TRY(fill_components(ctx, f, r, b, lam));
+    fill_variances(f, r, b, total_ss, noise_ss);
+    TRY(finish_dataset(ctx, f, r, b));
+    TRY(gstat_i_progress(ctx, f->fn, b + 1, f->batch));
+  }
+  return GSTAT_OK;
+}
+
+/* RANDOMIZED: per dataset, the top k singular triplets of Xc. */
+static gstat_status fit_randomized(gstat_ctx *ctx, fit *f, int64_t k, gstat_pca_result **res) {
+  TRY(gstat_i_pca_result_prepare(ctx, f->fn, res, f->batch, f->n, f->p, k,
+                                 f->opt.compute_scores != 0));
+  gstat_pca_result *r = *res;
+  r->method = f->method;
+  r->whiten = f->opt.whiten != 0;
+  int64_t l = k + f->opt.oversamples;
+  if (l > f->r) l = f->r;
+  int64_t q = f->opt.power_iterations;
+  if (q < 0) q = (double)k < 0.1 * (double)f->r ? 7 : 4;
+  for (int64_t b = 0; b < f->batch; b++) {
+    double *sigma = r->singular_values + b * k, *lam = r->explained_variance + b * k;
+    TRY(gstat_i_pca_randomized(ctx, f->ct, f->n, f->p, data_of(f, b), k, l, q, f->opt.seed, sigma,
+                               r->components + b * k * f->p));
+    double total_ss = 0, kept_ss = 0;
+    const char *d = data_of(f, b);
+    for (int64_t i = 0; i < f->n * f->p; i++) total_ss += get(f, d, i) * get(f, d, i);
+    for (int64_t i = 0; i < k; i++) {
+      lam[i] = sigma[i] * sigma[i];
+      kept_ss += lam[i];
+    }
+    fill_variances(f, r, b, total_ss, total_ss - kept_ss);
+    TRY(finish_dataset(ctx, f, r, b));
+    TRY(gstat_i_progress(ctx, f->fn, b + 1, f->batch));
+  }
+  return GSTAT_OK;
+}
+
+/* Data in device memory: the backend centers, builds the co-moments and
+ * decomposes them there (only p x p results come back), and computes the
+ * scores from its centered copy. Covariance method only. */
+static gstat_status fit_on_device(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
+                                  gstat_pca_result **res) {
+  if (f->opt.method != GSTAT_PCA_AUTO && f->opt.method != GSTAT_PCA_COVARIANCE_EIGH)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                        "pca: X in device memory supports the COVARIANCE_EIGH method only");
+  f->method = GSTAT_PCA_COVARIANCE_EIGH;
+  f->m = f->p;
+  f->on_device = true;
+  TRY(carve(ctx, f, false));
+  TRY(gstat_i_device_pca_fit(ctx, X, f->opt.center, f->opt.scale, f->mean, f->scale, f->w, f->S));
+  for (int64_t b = 0; b < f->batch; b++)
+    for (int64_t j = 0; j < f->p; j++) {
+      double *sc = f->scale + b * f->p + j;
+      if (!f->opt.scale)
+        *sc = 1;
+      else if (!(*sc > 0))
+        return gstat_i_fail(ctx, GSTAT_EINVAL,
+                            "%s: column %lld of dataset %lld is constant: it cannot be scaled to unit "
+                            "variance",
+                            f->fn, (long long)j, (long long)b);
+    }
+  return finish_exact(ctx, f, res);
+}
+
+gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_options *opt,
+                       gstat_pca_result **res) {
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  fit f = {.fn = "pca"};
+  if (opt)
+    f.opt = *opt;
+  else
+    gstat_pca_options_init(&f.opt);
+  if (!X) return gstat_i_fail(ctx, GSTAT_EINVAL, "pca: X is NULL");
+  if (!res) return gstat_i_fail(ctx, GSTAT_EINVAL, "pca: res is NULL");
+  TRY(check_options(ctx, f.fn, &f.opt));
+  TRY(gstat_i_check_matrix(ctx, f.fn, "X", X));
+  if (X->rows < 1 || X->cols < 1)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "pca: X is %lld x %lld; PCA needs n >= 1 and p >= 1",
+                        (long long)X->rows, (long long)X->cols);
+  int64_t b0, i0, j0;
+  if (X->location == GSTAT_HOST && gstat_i_find_nonfinite(X, GSTAT_I_TRI_FULL, &b0, &i0, &j0))
+    return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
+                        "pca: X[%lld] row %lld column %lld is NaN or Inf (PCA takes no missing "
+                        "values)",
+                        (long long)b0, (long long)i0, (long long)j0);
+  f.batch = X->batch;
+  f.n = X->rows;
+  f.p = X->cols;
+  f.r = f.n < f.p ? f.n : f.p;
+  if (f.opt.n_components > f.r)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "pca: opt.n_components=%lld exceeds min(n, p) = %lld", 
+                        (long long)f.opt.n_components, (long long)f.r);
+  f.method = resolve_method(&f.opt, f.n, f.p);
+  f.dof = (double)(f.n - 1);
+  f.ct = gstat_i_compute_dtype(X->dtype);
+  f.esz = gstat_dtype_size(f.ct);
+  f.m = f.method == GSTAT_PCA_GRAM_EIGH ? f.n : f.p;
+  int64_t k = f.opt.n_components > 0 ? f.opt.n_components : f.r;
+  f.kmax = f.opt.variance_fraction > 0 ? f.r : k;
+  if (f.batch == 0) return gstat_i_pca_result_prepare(ctx, f.fn, res, 0, f.n, f.p, k, false);
+  if (X->location != GSTAT_HOST) return fit_on_device(ctx, &f, X, res);
+  TRY(carve(ctx, &f, true));
+  TRY(prepare_data(ctx, &f, X));
+  if (f.method == GSTAT_PCA_RANDOMIZED) return fit_randomized(ctx, &f, k, res);
+  TRY(decompose(ctx, &f, true));
+  return finish_exact(ctx, &f, res);
+}
+
+gstat_status gstat_pca_from_accum(gstat_ctx *ctx, const gstat_cov_accum *acc,
+                                  const gstat_pca_options *opt, gstat_pca_result **res) {
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  fit f = {.fn = "pca_from_accum"};
+  if (opt)
+    f.opt = *opt;
+  else
+    gstat_pca_options_init(&f.opt);
+  if (!acc) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: acc is NULL", f.fn);
+  if (!res) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: res is NULL", f.fn);
+  TRY(check_options(ctx, f.fn, &f.opt));
+  if (f.opt.method != GSTAT_PCA_AUTO && f.opt.method != GSTAT_PCA_COVARIANCE_EIGH)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: an accumulator supports only the COVARIANCE_EIGH method", f.fn);
+  if (acc->rows < 1)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: the accumulator holds no rows", f.fn);
+  f.batch = 1;
+  f.n = acc->rows;
+  f.p = acc->p;
+  f.m = f.p;
+  f.r = f.n < f.p ? f.n : f.p;
+  f.dof = acc->weight - 1;
+  f.method = GSTAT_PCA_COVARIANCE_EIGH;
+  f.ct = GSTAT_F64;
+  f.esz = sizeof(double);
+  if (f.opt.n_components > f.r)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.n_components=%lld exceeds min(n, p) = %lld",
+                        f.fn, (long long)f.opt.n_components, (long long)f.r);
+  f.kmax = f.opt.n_components > 0 ? f.opt.n_components : f.r;
+  f.opt.compute_scores = 0;
+  const double *mean = gstat_i_cov_accum_mean(acc), *M = gstat_i_cov_accum_comoment(acc);
+  for (int64_t i = 0; i < f.p * f.p; i++)
+    if (!isfinite(M[i]))
+      return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
+                          "%s: the accumulated co-moment holds NaN/Inf (missing values seen in "
+                          "GSTAT_MISSING_EVERYTHING mode?)",
+                          f.fn);
+  TRY(carve(ctx, &f, false));
+  double *S = (double *)f.S;
+  for (int64_t j = 0; j < f.p; j++)
+    for (int64_t i = 0; i < f.p; i++) {
+      double v = M[i + j * f.p];
+      if (!f.opt.center) v += acc->weight * mean[i] * mean[j]; /* moments about 0 */
+      S[i + j * f.p] = v;
+    }
+  for (int64_t j = 0; j < f.p; j++) {
+    f.mean[j] = f.opt.center ? mean[j] : 0;
+    f.scale[j] = 1;
+    if (!f.opt.scale) continue;
+    f.scale[j] = f.dof > 0 ? sqrt(S[j + j * f.p] / f.dof) : 0;
+    if (!(f.scale[j] > 0))
+      return gstat_i_fail(ctx, GSTAT_EINVAL,
+                          "%s: column %lld is constant: it cannot be scaled to unit variance", f.fn,
+                          (long long)j);
+  }
+  if (f.opt.scale)
+    for (int64_t j = 0; j < f.p; j++)
+      for (int64_t i = 0; i < f.p; i++) S[i + j * f.p] /= f.scale[i] * f.scale[j];
+  TRY(decompose(ctx, &f, false));
+  return finish_exact(ctx, &f, res);
+}

@@ -1,0 +1,140 @@
+/* Projection on a fitted PCA and its inverse. */
+#include <math.h>
+
+#include "core/matrix.h"
+#include "linalg/dense.h"
+#include "pca/data.h"
+#include "pca/pca_internal.h"
+
+#define TRY(expr)                                                                               \
+  do {                                                                                          \
+    gstat_status s_ = (expr);                                                                   \
+    if (s_ != GSTAT_OK) return s_;                                                              \
+  } while (0)
+
+/* Shared checks: res, the input and output descriptors and their shapes. */
+static gstat_status check_args(gstat_ctx *ctx, const char *fn, const gstat_pca_result *res,
+                               const char *in_name, const gstat_matrix *in, int64_t in_cols,
+                               const char *out_name, const gstat_matrix *out, int64_t out_cols) {
+  if (!res) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: res is NULL", fn);
+  if (!in) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is NULL", fn, in_name);
+  if (!out) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is NULL", fn, out_name);
+  TRY(gstat_i_check_matrix(ctx, fn, in_name, in));
+  TRY(gstat_i_check_matrix(ctx, fn, out_name, out));
+  if (in->location != GSTAT_HOST || out->location != GSTAT_HOST)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: device memory is not supported yet", fn);
+  if (in->batch != res->batch || in->cols != in_cols)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is %lld x %lld x %lld; the PCA needs batch %lld "
+                        "and %lld columns", fn, in_name, (long long)in->batch, (long long)in->rows,
+                        (long long)in->cols, (long long)res->batch, (long long)in_cols);
+  if (out->batch != in->batch || out->rows != in->rows || out->cols != out_cols)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is %lld x %lld x %lld, expected %lld x %lld x %lld",
+                        fn, out_name, (long long)out->batch, (long long)out->rows,
+                        (long long)out->cols, (long long)in->batch, (long long)in->rows,
+                        (long long)out_cols);
+  TRY(gstat_i_check_alias(ctx, fn, out_name, out, in_name, in, false));
+  int64_t b, i, j;
+  if (gstat_i_find_nonfinite(in, GSTAT_I_TRI_FULL, &b, &i, &j))
+    return gstat_i_fail(ctx, GSTAT_ENOTFINITE, "%s: %s[%lld] row %lld column %lld is NaN or Inf",
+                        fn, in_name, (long long)b, (long long)i, (long long)j);
+  return GSTAT_OK;
+}
+
+/* Workspace: the input rows (m x cin), the output (m x cout) and the
+ * components (p x k) in the compute type. */
+static gstat_status workspace(gstat_ctx *ctx, const char *fn, gstat_dtype ct, int64_t m,
+                              int64_t cin, int64_t cout, int64_t p, int64_t k, char **in,
+                              char **out, char **V) {
+  size_t esz = gstat_dtype_size(ct), a = (size_t)(m * cin) * esz, c = (size_t)(m * cout) * esz;
+  size_t v = (size_t)(p * k) * esz;
+  a = (a + 63) / 64 * 64;
+  c = (c + 63) / 64 * 64;
+  char *ws = gstat_i_workspace(ctx, GSTAT_WS_PCA, a + c + v);
+  if (!ws) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate workspace", fn);
+  *in = ws;
+  *out = ws + a;
+  *V = ws + a + c;
+  return GSTAT_OK;
+}
+
+/* Components of dataset b as a p x k column-major buffer of type ct. */
+static void load_components(const gstat_pca_result *res, int64_t b, gstat_dtype ct, char *V) {
+  const double *comp = res->components + b * res->n_components * res->n_features;
+  int64_t len = res->n_components * res->n_features;
+  for (int64_t i = 0; i < len; i++) {
+    if (ct == GSTAT_F64)
+      ((double *)V)[i] = comp[i];
+    else
+      ((float *)V)[i] = (float)comp[i];
+  }
+}
+
+/* Multiply column i of the m x k buffer by f(explained_variance[i]). */
+static void whiten_columns(const gstat_pca_result *res, int64_t b, gstat_dtype ct, int64_t m,
+                           char *Z, int inverse) {
+  int64_t k = res->n_components;
+  for (int64_t i = 0; i < k; i++) {
+    double ev = res->explained_variance[b * k + i];
+    double f = inverse ? sqrt(ev > 0 ? ev : 0) : ev > 0 ? 1.0 / sqrt(ev) : 0.0;
+    for (int64_t r = 0; r < m; r++) {
+      if (ct == GSTAT_F64)
+        ((double *)Z)[r + i * m] *= f;
+      else
+        ((float *)Z)[r + i * m] = (float)(((float *)Z)[r + i * m] * f);
+    }
+  }
+}
+
+gstat_status gstat_pca_transform(gstat_ctx *ctx, const gstat_pca_result *res,
+                                 const gstat_matrix *X, gstat_matrix *scores) {
+  const char *fn = "pca_transform";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  TRY(check_args(ctx, fn, res, "X", X, res ? res->n_features : 0, "scores", scores,
+                 res ? res->n_components : 0));
+  int64_t m = X->rows, p = res->n_features, k = res->n_components;
+  if (m == 0 || k == 0) return GSTAT_OK;
+  gstat_dtype ct = gstat_i_compute_dtype(X->dtype);
+  char *A = NULL, *Z = NULL, *V = NULL;
+  TRY(workspace(ctx, fn, ct, m, p, k, p, k, &A, &Z, &V));
+  for (int64_t b = 0; b < X->batch; b++) {
+    gstat_i_dense_load(X, b, ct, A, m);
+    gstat_i_center_scale(ct, m, p, A, res->mean + b * p, res->scale + b * p);
+    load_components(res, b, ct, V);
+    TRY(gstat_i_gemm(ctx, ct, GSTAT_NO_TRANS, GSTAT_NO_TRANS, m, k, p, 1.0, A, m, V, p, 0.0, Z, m));
+    if (res->whiten) whiten_columns(res, b, ct, m, Z, 0);
+    gstat_i_dense_store(ct, Z, m, scores, b);
+  }
+  return GSTAT_OK;
+}
+
+gstat_status gstat_pca_inverse_transform(gstat_ctx *ctx, const gstat_pca_result *res,
+                                         const gstat_matrix *scores, gstat_matrix *X) {
+  const char *fn = "pca_inverse_transform";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  TRY(check_args(ctx, fn, res, "scores", scores, res ? res->n_components : 0, "X", X,
+                 res ? res->n_features : 0));
+  int64_t m = scores->rows, p = res->n_features, k = res->n_components;
+  if (m == 0) return GSTAT_OK;
+  gstat_dtype ct = gstat_i_compute_dtype(scores->dtype);
+  char *Z = NULL, *A = NULL, *V = NULL;
+  TRY(workspace(ctx, fn, ct, m, k, p, p, k, &Z, &A, &V));
+  for (int64_t b = 0; b < scores->batch; b++) {
+    gstat_i_dense_load(scores, b, ct, Z, m);
+    if (res->whiten) whiten_columns(res, b, ct, m, Z, 1);
+    load_components(res, b, ct, V);
+    /* A (m x p) = Z (m x k) V^T, V being p x k */
+    TRY(gstat_i_gemm(ctx, ct, GSTAT_NO_TRANS, GSTAT_TRANS, m, p, k, 1.0, Z, m, V, p, 0.0, A, m));
+    const double *mean = res->mean + b * p, *scale = res->scale + b * p;
+    for (int64_t j = 0; j < p; j++)
+      for (int64_t r = 0; r < m; r++) {
+        if (ct == GSTAT_F64)
+          ((double *)A)[r + j * m] = ((double *)A)[r + j * m] * scale[j] + mean[j];
+        else
+          ((float *)A)[r + j * m] = (float)(((float *)A)[r + j * m] * scale[j] + mean[j]);
+      }
+    gstat_i_dense_store(ct, A, m, X, b);
+  }
+  return GSTAT_OK;
+}

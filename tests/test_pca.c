@@ -1,0 +1,551 @@
+/* PCA: every method against an independent SVD (LAPACK dgesvd of the centered
+ * data, in the test), layouts and dtypes, batches, scaling, whitening,
+ * transform and inverse, variance fractions, rank deficiency, the
+ * accumulator path, result reuse without allocation, and bad input.
+ * Comparisons with scikit-learn and R on real data are in test_reference.c. */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <lapacke.h>
+
+#include "testutil.h"
+
+/* The exact answer: singular values and right singular vectors of the
+ * centered data (column-major n x p double), signs by gstat's rule. */
+typedef struct {
+  int64_t n, p, r;
+  double mean[64];
+  double s[64];       /* r singular values, descending */
+  double vt[64 * 64]; /* r x p, row i = component i (row-major) */
+} svd_ref;
+
+static void reference(const double *x, int64_t n, int64_t p, svd_ref *ref) {
+  assert_true(p <= 64 && (n < p ? n : p) <= 64);
+  ref->n = n;
+  ref->p = p;
+  ref->r = n < p ? n : p;
+  double *xc = malloc(sizeof(double) * (size_t)(n * p));
+  double *u = malloc(sizeof(double) * (size_t)(n * ref->r));
+  double vt[64 * 64], superb[64];
+  assert_non_null(xc);
+  assert_non_null(u);
+  for (int64_t j = 0; j < p; j++) {
+    long double m = 0;
+    for (int64_t i = 0; i < n; i++) m += x[i + j * n];
+    ref->mean[j] = (double)(m / n);
+    for (int64_t i = 0; i < n; i++) xc[i + j * n] = x[i + j * n] - ref->mean[j];
+  }
+  assert_int_equal(LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'S', 'S', (int)n, (int)p, xc, (int)n, ref->s, u,
+                                  (int)n, vt, (int)ref->r, superb),
+                   0);
+  for (int64_t i = 0; i < ref->r; i++) {
+    int64_t arg = 0;
+    for (int64_t j = 1; j < p; j++)
+      if (fabs(vt[i + j * ref->r]) > fabs(vt[i + arg * ref->r])) arg = j;
+    double sg = vt[i + arg * ref->r] < 0 ? -1 : 1;
+    for (int64_t j = 0; j < p; j++) ref->vt[i * p + j] = sg * vt[i + j * ref->r];
+  }
+  free(xc);
+  free(u);
+}
+
+/* Random data with a decaying spectrum and an offset (so centering matters). */
+static void make_data(tu_rng *rng, int64_t n, int64_t p, double *x) {
+  for (int64_t j = 0; j < p; j++)
+    for (int64_t i = 0; i < n; i++)
+      x[i + j * n] = tu_normal(rng) * pow(0.7, (double)j) + 3.0 * (double)(j + 1);
+  /* mix the columns a little: components are then not the axes */
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 1; j < p; j++) x[i + j * n] += 0.3 * x[i + (j - 1) * n];
+}
+
+static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), DBL_MIN); }
+
+/* res (dataset b) against ref for the first k components. */
+static void check_against(const gstat_pca_result *res, int64_t b, const svd_ref *ref, int64_t k,
+                          double tol, const double *x) {
+  int64_t n = ref->n, p = ref->p, r = ref->r;
+  double total = 0, smax = ref->s[0];
+  for (int64_t i = 0; i < r; i++) total += ref->s[i] * ref->s[i] / (double)(n - 1);
+  for (int64_t j = 0; j < p; j++)
+    assert_true(fabs(res->mean[b * p + j] - ref->mean[j]) <= tol * (1 + fabs(ref->mean[j])));
+  for (int64_t i = 0; i < k; i++) {
+    double ev = ref->s[i] * ref->s[i] / (double)(n - 1);
+    /* relative to the largest: tiny values carry absolute rounding */
+    assert_true(fabs(res->explained_variance[b * k + i] - ev) <= tol * smax * smax / (double)(n - 1));
+    /* from eigenvalues, a singular value near 0 is known to sqrt(eps) * smax
+     * only: compare squares */
+    double sv = res->singular_values[b * k + i];
+    assert_true(fabs(sv * sv - ref->s[i] * ref->s[i]) <= tol * smax * smax);
+    assert_true(fabs(res->explained_variance_ratio[b * k + i] - ev / total) <= tol);
+    /* components are defined when the value is separated from its neighbours */
+    bool separated = (i == 0 || ref->s[i - 1] - ref->s[i] > 1e-3 * smax) &&
+                     (i + 1 >= r || ref->s[i] - ref->s[i + 1] > 1e-3 * smax) && ref->s[i] > 1e-6 * smax;
+    if (!separated) continue;
+    for (int64_t j = 0; j < p; j++)
+      assert_true(fabs(res->components[(b * k + i) * p + j] - ref->vt[i * p + j]) <= tol * 100);
+    if (res->scores && x)
+      for (int64_t row = 0; row < n; row++) {
+        double s = 0;
+        for (int64_t j = 0; j < p; j++) s += (x[row + j * n] - ref->mean[j]) * ref->vt[i * p + j];
+        assert_true(fabs(res->scores[(b * n + row) * k + i] - s) <= tol * 100 * smax);
+      }
+  }
+  double noise = 0;
+  for (int64_t i = k; i < r; i++) noise += ref->s[i] * ref->s[i] / (double)(n - 1);
+  noise = k < r ? noise / (double)(r - k) : 0;
+  assert_true(fabs(res->noise_variance[b] - noise) <= tol * smax * smax / (double)(n - 1));
+}
+
+static gstat_pca_options options(gstat_pca_method method, int64_t k) {
+  gstat_pca_options o;
+  gstat_pca_options_init(&o);
+  o.method = method;
+  o.n_components = k;
+  return o;
+}
+
+static void test_methods_against_svd(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  const int64_t shapes[][2] = {{40, 7}, {7, 40}, {200, 30}, {30, 30}, {5, 1}, {1, 5}, {2, 2}, {64, 3}};
+  tu_rng rng = tu_rng_new();
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    int64_t n = shapes[s][0], p = shapes[s][1], r = n < p ? n : p;
+    double *x = malloc(sizeof(double) * (size_t)(n * p));
+    assert_non_null(x);
+    make_data(&rng, n, p, x);
+    svd_ref ref;
+    if (n > 1) reference(x, n, p, &ref);
+    for (int layout = 0; layout < TU_LAYOUT_COUNT; layout++) {
+      tu_buf X = tu_buf_new(GSTAT_F64, 1, n, p, (tu_layout)layout);
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < p; j++) tu_set(&X.m, 0, i, j, x[i + j * n]);
+      for (int m = GSTAT_PCA_COVARIANCE_EIGH; m <= GSTAT_PCA_RANDOMIZED; m++) {
+        int64_t k = m == GSTAT_PCA_RANDOMIZED ? (r > 2 ? 2 : r) : r;
+        gstat_pca_options o = options((gstat_pca_method)m, k);
+        o.oversamples = r; /* l = r: the randomized sketch is then exact */
+        gstat_pca_result *res = NULL;
+        assert_int_equal(gstat_pca(ctx, &X.m, &o, &res), GSTAT_OK);
+        assert_int_equal(res->n_components, k);
+        assert_int_equal((int)res->method, m);
+        if (n > 1) check_against(res, 0, &ref, k, 1e-10, x);
+        /* components orthonormal */
+        for (int64_t a = 0; a < k; a++)
+          for (int64_t c = 0; c < k; c++) {
+            double d = 0;
+            for (int64_t j = 0; j < p; j++) d += res->components[a * p + j] * res->components[c * p + j];
+            assert_true(fabs(d - (a == c)) < 1e-10);
+          }
+        gstat_pca_result_free(res);
+      }
+      tu_buf_free(&X);
+    }
+    free(x);
+  }
+  gstat_ctx_destroy(ctx);
+}
+
+/* float32 and bfloat16 input: compute in float, compare with the reference
+ * of exactly the values the library saw. */
+static void test_low_precision(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng rng = tu_rng_new();
+  const int64_t n = 300, p = 12;
+  double x[300 * 12];
+  for (int d = 0; d < 2; d++) {
+    gstat_dtype dt = d == 0 ? GSTAT_F32 : GSTAT_BF16;
+    make_data(&rng, n, p, x);
+    tu_buf X = tu_buf_new(dt, 1, n, p, TU_ROW_MAJOR);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < p; j++) {
+        x[i + j * n] = tu_round(dt, x[i + j * n]);
+        tu_set(&X.m, 0, i, j, x[i + j * n]);
+      }
+    svd_ref ref;
+    reference(x, n, p, &ref);
+    for (int m = GSTAT_PCA_COVARIANCE_EIGH; m <= GSTAT_PCA_GRAM_EIGH; m++) {
+      gstat_pca_options o = options((gstat_pca_method)m, 4);
+      gstat_pca_result *res = NULL;
+      assert_int_equal(gstat_pca(ctx, &X.m, &o, &res), GSTAT_OK);
+      check_against(res, 0, &ref, 4, 1e-4, x);
+      gstat_pca_result_free(res);
+    }
+    tu_buf_free(&X);
+  }
+  gstat_ctx_destroy(ctx);
+}
+
+/* A batch equals separate calls; scale = PCA of standardized columns. */
+static void test_batch_and_scale(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng rng = tu_rng_new();
+  const int64_t nb = 3, n = 50, p = 6;
+  double x[3 * 50 * 6];
+  for (int64_t b = 0; b < nb; b++) make_data(&rng, n, p, x + b * n * p);
+  gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F64, nb, n, p);
+  for (int sc = 0; sc < 2; sc++)
+    for (int m = GSTAT_PCA_COVARIANCE_EIGH; m <= GSTAT_PCA_GRAM_EIGH; m++) {
+      gstat_pca_options o = options((gstat_pca_method)m, 3);
+      o.scale = sc;
+      gstat_pca_result *all = NULL;
+      assert_int_equal(gstat_pca(ctx, &X, &o, &all), GSTAT_OK);
+      for (int64_t b = 0; b < nb; b++) {
+        double xs[50 * 6];
+        memcpy(xs, x + b * n * p, sizeof xs);
+        if (sc) /* standardize in the test: the unscaled PCA of xs must agree */
+          for (int64_t j = 0; j < p; j++) {
+            long double m1 = 0, m2 = 0;
+            for (int64_t i = 0; i < n; i++) m1 += xs[i + j * n];
+            m1 /= n;
+            for (int64_t i = 0; i < n; i++) m2 += (xs[i + j * n] - m1) * (xs[i + j * n] - m1);
+            double sd = (double)sqrtl(m2 / (n - 1));
+            assert_true(fabs(all->scale[b * p + j] - sd) <= 1e-12 * sd);
+            for (int64_t i = 0; i < n; i++) xs[i + j * n] = (xs[i + j * n] - (double)m1) / sd;
+          }
+        svd_ref ref;
+        reference(xs, n, p, &ref);
+        for (int64_t j = 0; j < p; j++) ref.mean[j] = all->mean[b * p + j]; /* of the raw data */
+        check_against(all, b, &ref, 3, 1e-10, NULL);
+      }
+      gstat_pca_result_free(all);
+    }
+  gstat_ctx_destroy(ctx);
+}
+
+/* transform reproduces the scores; inverse_transform(transform(X)) = X with all
+ * components; whitened scores have unit variance. */
+static void test_transform_whiten(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng rng = tu_rng_new();
+  const int64_t n = 80, p = 5;
+  double x[80 * 5], z[80 * 5], back[80 * 5];
+  make_data(&rng, n, p, x);
+  gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F64, 1, n, p);
+  for (int wh = 0; wh < 2; wh++) {
+    gstat_pca_options o = options(GSTAT_PCA_COVARIANCE_EIGH, 0);
+    o.whiten = wh;
+    o.scale = 1;
+    gstat_pca_result *res = NULL;
+    assert_int_equal(gstat_pca(ctx, &X, &o, &res), GSTAT_OK);
+    assert_int_equal(res->n_components, p);
+    gstat_matrix Z = gstat_matrix_row_major(z, GSTAT_F64, 1, n, p);
+    assert_int_equal(gstat_pca_transform(ctx, res, &X, &Z), GSTAT_OK);
+    for (int64_t i = 0; i < n * p; i++) assert_true(fabs(z[i] - res->scores[i]) < 1e-10);
+    if (wh)
+      for (int64_t c = 0; c < p; c++) {
+        double v = 0;
+        for (int64_t i = 0; i < n; i++) v += z[i * p + c] * z[i * p + c];
+        assert_true(fabs(v / (double)(n - 1) - 1) < 1e-10);
+      }
+    gstat_matrix B = gstat_matrix_col_major(back, GSTAT_F64, 1, n, p);
+    assert_int_equal(gstat_pca_inverse_transform(ctx, res, &Z, &B), GSTAT_OK);
+    for (int64_t i = 0; i < n * p; i++) assert_true(fabs(back[i] - x[i]) < 1e-10 * (1 + fabs(x[i])));
+    gstat_pca_result_free(res);
+  }
+  gstat_ctx_destroy(ctx);
+}
+
+/* A variance fraction picks the smallest k whose cumulative ratio exceeds it. */
+static void test_variance_fraction(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng rng = tu_rng_new();
+  const int64_t n = 100, p = 8;
+  double x[100 * 8];
+  make_data(&rng, n, p, x);
+  gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F64, 1, n, p);
+  gstat_pca_result *full = NULL, *res = NULL;
+  gstat_pca_options o = options(GSTAT_PCA_AUTO, 0);
+  assert_int_equal(gstat_pca(ctx, &X, &o, &full), GSTAT_OK);
+  const double fractions[] = {0.3, 0.8, 0.95, 0.999};
+  for (size_t t = 0; t < 4; t++) {
+    int64_t expect = 0;
+    double cum = 0;
+    while (cum <= fractions[t]) cum += full->explained_variance_ratio[expect++];
+    o.variance_fraction = fractions[t];
+    assert_int_equal(gstat_pca(ctx, &X, &o, &res), GSTAT_OK);
+    assert_int_equal(res->n_components, expect);
+  }
+  gstat_pca_result_free(full);
+  gstat_pca_result_free(res);
+  gstat_ctx_destroy(ctx);
+}
+
+/* n < p with duplicated columns: k beyond the rank still gets orthonormal
+ * components (zero variance); n = 1 gives zero variances, no NaN. */
+static void test_rank_deficient_and_tiny(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng rng = tu_rng_new();
+  const int64_t n = 6, p = 10;
+  double x[6 * 10];
+  for (int64_t j = 0; j < p; j++)
+    for (int64_t i = 0; i < n; i++) x[i + j * n] = j < 2 ? tu_normal(&rng) : x[i + (j % 2) * n];
+  gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F64, 1, n, p);
+  for (int m = GSTAT_PCA_COVARIANCE_EIGH; m <= GSTAT_PCA_GRAM_EIGH; m++) {
+    gstat_pca_options o = options((gstat_pca_method)m, 6);
+    gstat_pca_result *res = NULL;
+    assert_int_equal(gstat_pca(ctx, &X, &o, &res), GSTAT_OK);
+    for (int64_t a = 0; a < 6; a++) {
+      if (a >= 2) assert_true(res->explained_variance[a] < 1e-12 * res->explained_variance[0]);
+      for (int64_t c = 0; c < 6; c++) {
+        double d = 0;
+        for (int64_t j = 0; j < p; j++) d += res->components[a * p + j] * res->components[c * p + j];
+        assert_true(fabs(d - (a == c)) < 1e-8);
+      }
+    }
+    gstat_pca_result_free(res);
+  }
+  double one[3] = {1, 2, 3};
+  gstat_matrix X1 = gstat_matrix_row_major(one, GSTAT_F64, 1, 1, 3);
+  gstat_pca_result *res = NULL;
+  assert_int_equal(gstat_pca(ctx, &X1, NULL, &res), GSTAT_OK);
+  assert_int_equal(res->n_components, 1);
+  assert_true(res->explained_variance[0] == 0 && res->explained_variance_ratio[0] == 0);
+  assert_true(res->scores[0] == 0 && !isnan(res->components[0]));
+  gstat_pca_result_free(res);
+  gstat_ctx_destroy(ctx);
+}
+
+/* The accumulator path equals the in-memory covariance method. */
+static void test_from_accumulator(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng rng = tu_rng_new();
+  const int64_t n = 120, p = 7;
+  double x[120 * 7];
+  make_data(&rng, n, p, x);
+  gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F64, 1, n, p);
+  gstat_cov_accum *acc = NULL;
+  assert_int_equal(gstat_cov_accum_create(ctx, p, GSTAT_MISSING_EVERYTHING, &acc), GSTAT_OK);
+  for (int64_t r0 = 0; r0 < n; r0 += 13) {
+    int64_t rows = n - r0 < 13 ? n - r0 : 13;
+    gstat_matrix chunk = X;
+    chunk.data = x + r0;
+    chunk.rows = rows;
+    assert_int_equal(gstat_cov_accum_add(ctx, acc, &chunk, NULL), GSTAT_OK);
+  }
+  for (int sc = 0; sc < 2; sc++) {
+    gstat_pca_options o = options(GSTAT_PCA_COVARIANCE_EIGH, 4);
+    o.scale = sc;
+    gstat_pca_result *a = NULL, *b = NULL;
+    assert_int_equal(gstat_pca(ctx, &X, &o, &a), GSTAT_OK);
+    assert_int_equal(gstat_pca_from_accum(ctx, acc, &o, &b), GSTAT_OK);
+    assert_null(b->scores);
+    assert_int_equal(b->n_samples, n);
+    for (int64_t i = 0; i < 4; i++) {
+      assert_true(rel(b->explained_variance[i], a->explained_variance[i]) < 1e-12);
+      assert_true(rel(b->noise_variance[0], a->noise_variance[0]) < 1e-12);
+      for (int64_t j = 0; j < p; j++)
+        assert_true(fabs(b->components[i * p + j] - a->components[i * p + j]) < 1e-10);
+    }
+    for (int64_t j = 0; j < p; j++) assert_true(rel(b->mean[j], a->mean[j]) < 1e-13);
+    gstat_pca_result_free(a);
+    gstat_pca_result_free(b);
+  }
+  gstat_pca_options o = options(GSTAT_PCA_GRAM_EIGH, 2);
+  gstat_pca_result *res = NULL;
+  assert_int_equal(gstat_pca_from_accum(ctx, acc, &o, &res), GSTAT_EINVAL);
+  assert_null(res);
+  gstat_cov_accum_destroy(acc);
+  gstat_ctx_destroy(ctx);
+}
+
+/* The randomized method: the same seed gives the same answer, and with power
+ * iterations it finds the top components of a low-rank-plus-noise matrix. */
+static void test_randomized(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng rng = tu_rng_new();
+  const int64_t n = 400, p = 60, rank = 5;
+  double *x = malloc(sizeof(double) * (size_t)(n * p));
+  assert_non_null(x);
+  double u[400 * 5], v[5 * 60];
+  for (int64_t i = 0; i < n * rank; i++) u[i] = tu_normal(&rng);
+  for (int64_t i = 0; i < rank * p; i++) v[i] = tu_normal(&rng);
+  for (int64_t j = 0; j < p; j++)
+    for (int64_t i = 0; i < n; i++) {
+      double s = 0.01 * tu_normal(&rng);
+      for (int64_t c = 0; c < rank; c++) s += u[i + c * n] * v[c + j * rank] * (double)(rank - c);
+      x[i + j * n] = s;
+    }
+  gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F64, 1, n, p);
+  gstat_pca_options o = options(GSTAT_PCA_RANDOMIZED, rank);
+  o.seed = 42;
+  gstat_pca_result *a = NULL, *b = NULL, *exact = NULL;
+  assert_int_equal(gstat_pca(ctx, &X, &o, &a), GSTAT_OK);
+  assert_int_equal(gstat_pca(ctx, &X, &o, &b), GSTAT_OK);
+  assert_memory_equal(a->components, b->components, sizeof(double) * (size_t)(rank * p));
+  o.method = GSTAT_PCA_COVARIANCE_EIGH;
+  assert_int_equal(gstat_pca(ctx, &X, &o, &exact), GSTAT_OK);
+  for (int64_t i = 0; i < rank; i++) {
+    assert_true(rel(a->explained_variance[i], exact->explained_variance[i]) < 1e-8);
+    for (int64_t j = 0; j < p; j++)
+      assert_true(fabs(a->components[i * p + j] - exact->components[i * p + j]) < 1e-6);
+  }
+  assert_true(rel(a->noise_variance[0], exact->noise_variance[0]) < 1e-6);
+  gstat_pca_result_free(a);
+  gstat_pca_result_free(b);
+  gstat_pca_result_free(exact);
+  free(x);
+  gstat_ctx_destroy(ctx);
+}
+
+static int64_t allocations;
+static void *count_alloc(size_t size, size_t align, void *user) {
+  (void)user;
+  allocations++;
+  return aligned_alloc(align, (size + align - 1) / align * align);
+}
+static void count_free(void *ptr, size_t size, void *user) {
+  (void)size;
+  (void)user;
+  free(ptr);
+}
+
+/* A loop of same-shape fits reusing the result allocates nothing. */
+static void test_reuse_allocates_nothing(void **state) {
+  (void)state;
+  gstat_ctx_options co;
+  gstat_ctx_options_init(&co);
+  co.backend = GSTAT_BACKEND_CPU;
+  co.allocator.alloc = count_alloc;
+  co.allocator.free = count_free;
+  gstat_ctx *ctx;
+  assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
+  tu_rng rng = tu_rng_new();
+  const int64_t n = 60, p = 9;
+  double x[60 * 9], z[60 * 3];
+  make_data(&rng, n, p, x);
+  gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F64, 1, n, p);
+  gstat_matrix Z = gstat_matrix_col_major(z, GSTAT_F64, 1, n, 3);
+  for (int m = GSTAT_PCA_COVARIANCE_EIGH; m <= GSTAT_PCA_RANDOMIZED; m++) {
+    gstat_pca_options o = options((gstat_pca_method)m, 3);
+    gstat_pca_result *res = NULL;
+    assert_int_equal(gstat_pca(ctx, &X, &o, &res), GSTAT_OK);
+    gstat_pca_result *first = res;
+    double *block = res->components;
+    assert_int_equal(gstat_pca_transform(ctx, res, &X, &Z), GSTAT_OK);
+    int64_t before = allocations;
+    for (int rep = 0; rep < 3; rep++) {
+      assert_int_equal(gstat_pca(ctx, &X, &o, &res), GSTAT_OK);
+      assert_int_equal(gstat_pca_transform(ctx, res, &X, &Z), GSTAT_OK);
+    }
+    assert_int_equal(allocations, before);
+    assert_ptr_equal(res, first);
+    assert_ptr_equal(res->components, block);
+    gstat_pca_result_free(res);
+  }
+  gstat_ctx_destroy(ctx);
+}
+
+static int progress_calls;
+static int cancel_after_two(int64_t done, int64_t total, const char *what, void *user) {
+  (void)user;
+  assert_string_equal(what, "pca");
+  assert_int_equal(total, 4);
+  progress_calls++;
+  return done >= 2; /* stop after the second dataset */
+}
+
+/* The context's progress callback sees every dataset of a batch and can cancel. */
+static void test_progress_and_cancel(void **state) {
+  (void)state;
+  gstat_ctx_options co;
+  gstat_ctx_options_init(&co);
+  co.backend = GSTAT_BACKEND_CPU;
+  co.progress = cancel_after_two;
+  gstat_ctx *ctx;
+  assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
+  tu_rng rng = tu_rng_new();
+  double x[4 * 30 * 3];
+  for (int64_t b = 0; b < 4; b++) make_data(&rng, 30, 3, x + b * 90);
+  gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F64, 4, 30, 3);
+  gstat_pca_result *res = NULL;
+  progress_calls = 0;
+  assert_int_equal(gstat_pca(ctx, &X, NULL, &res), GSTAT_ECANCELED);
+  assert_int_equal(progress_calls, 2);
+  assert_string_equal(gstat_ctx_last_error(ctx), "pca: cancelled by the progress callback at 2 of 4");
+  gstat_pca_result_free(res);
+  gstat_ctx_destroy(ctx);
+}
+
+static void expect_fail(gstat_ctx *ctx, gstat_status got, gstat_status want, const char *msg) {
+  assert_int_equal(got, want);
+  assert_string_equal(gstat_ctx_last_error(ctx), msg);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  double x[20 * 4] = {0};
+  for (int i = 0; i < 80; i++) x[i] = (double)((i * 7919) % 31);
+  gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F64, 1, 20, 4);
+  gstat_pca_result *res = NULL;
+  gstat_pca_options o = options(GSTAT_PCA_AUTO, 5);
+  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+              "pca: opt.n_components=5 exceeds min(n, p) = 4");
+  o = options(GSTAT_PCA_AUTO, 2);
+  o.variance_fraction = 0.5;
+  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+              "pca: set either opt.n_components or opt.variance_fraction, not both");
+  o = options(GSTAT_PCA_RANDOMIZED, 0);
+  o.variance_fraction = 0.5;
+  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+              "pca: opt.variance_fraction needs an exact method, not RANDOMIZED");
+  o = options((gstat_pca_method)9, 0);
+  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+              "pca: opt.method=9 is not a gstat_pca_method");
+  o = options(GSTAT_PCA_AUTO, 0);
+  o.variance_fraction = 1.0;
+  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+              "pca: opt.variance_fraction=1 must be in [0, 1)");
+  expect_fail(ctx, gstat_pca(ctx, NULL, NULL, &res), GSTAT_EINVAL, "pca: X is NULL");
+  expect_fail(ctx, gstat_pca(ctx, &X, NULL, NULL), GSTAT_EINVAL, "pca: res is NULL");
+  x[2 + 3 * 20] = NAN;
+  expect_fail(ctx, gstat_pca(ctx, &X, NULL, &res), GSTAT_ENOTFINITE,
+              "pca: X[0] row 2 column 3 is NaN or Inf (PCA takes no missing values)");
+  x[2 + 3 * 20] = 1;
+  for (int i = 0; i < 20; i++) x[i + 1 * 20] = 5; /* column 1 constant */
+  o = options(GSTAT_PCA_AUTO, 0);
+  o.scale = 1;
+  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+              "pca: column 1 of dataset 0 is constant: it cannot be scaled to unit variance");
+  assert_null(res);
+  gstat_matrix D = X;
+  D.location = GSTAT_CUDA;
+  if (!gstat_ctx_cuda_available(ctx))
+    assert_int_not_equal(gstat_pca(ctx, &D, NULL, &res), GSTAT_OK);
+  /* transform with a mismatched shape */
+  o = options(GSTAT_PCA_AUTO, 2);
+  assert_int_equal(gstat_pca(ctx, &X, &o, &res), GSTAT_OK);
+  double z[20 * 3];
+  gstat_matrix Z = gstat_matrix_col_major(z, GSTAT_F64, 1, 20, 3);
+  expect_fail(ctx, gstat_pca_transform(ctx, res, &X, &Z), GSTAT_EINVAL,
+              "pca_transform: scores is 1 x 20 x 3, expected 1 x 20 x 2");
+  gstat_pca_result_free(res);
+  gstat_ctx_destroy(ctx);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_methods_against_svd), cmocka_unit_test(test_low_precision),
+      cmocka_unit_test(test_batch_and_scale),     cmocka_unit_test(test_transform_whiten),
+      cmocka_unit_test(test_variance_fraction),   cmocka_unit_test(test_rank_deficient_and_tiny),
+      cmocka_unit_test(test_from_accumulator),    cmocka_unit_test(test_randomized),
+      cmocka_unit_test(test_reuse_allocates_nothing), cmocka_unit_test(test_progress_and_cancel),
+      cmocka_unit_test(test_bad_input),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
