@@ -283,6 +283,20 @@ static void test_pca_device_data(void **state) {
         gstat_pca_result_free(rg);
         gstat_pca_result_free(rc);
       }
+      if (d == 1 && layout == TU_ROW_MAJOR) { /* a NaN is found, with and without centering */
+        float nan = NAN;
+        size_t at = (size_t)(1 * X.m.batch_stride + 5 * X.m.row_stride + 3 * X.m.col_stride);
+        assert_int_equal(cudaMemcpy((float *)dptr + at, &nan, sizeof nan, cudaMemcpyHostToDevice), cudaSuccess);
+        for (int c = 0; c < 2; c++) {
+          gstat_pca_options o;
+          gstat_pca_options_init(&o);
+          o.center = c;
+          gstat_pca_result *r = NULL;
+          assert_int_equal(gstat_pca(gpu, &D, &o, &r), GSTAT_ENOTFINITE);
+          assert_string_equal(gstat_ctx_last_error(gpu), "pca: batch element 1 of X has a non-finite value at (5, 3)");
+          gstat_pca_result_free(r);
+        }
+      }
       cudaFree(dptr);
       tu_buf_free(&X);
     }

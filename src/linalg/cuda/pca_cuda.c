@@ -1,7 +1,7 @@
 /*
  * PCA of data that already lies on the device (the backend table's pca_fit and
  * pca_scores): column means accumulated in double (two passes), a centered
- * copy, the co-moment by row-blocked cuBLAS GEMMs, the batched eigh of this module, and
+ * copy, the co-moment (lower triangle) by row-blocked, tiled cuBLAS GEMMs, the batched eigh of this module, and
  * the scores by one GEMM over the kept centered copy. Only p x p matrices
  * and the n x k scores travel to the host.
  *
@@ -54,7 +54,8 @@ static const char *dense_element(const gstat_matrix *X, int cdt, int64_t b, int 
 /* mean (host, p) of the n x p element at x: double sums, then the sums of the
  * residuals (corrects the rounding of the first pass). */
 static gstat_status column_means(gstat_cu_state *s, gstat_ctx *ctx, int cdt, const void *x, int64_t n,
-                                 int64_t p, int row_major, double *d_sums, double *d_mean, double *mean) {
+                                 int64_t p, int row_major, double *d_sums, double *d_mean, double *mean,
+                                 bool *nonfinite) {
   double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, sizeof(double) * (size_t)p);
   if (!h) return GSTAT_ENOMEM;
   for (int pass = 0; pass < 2; pass++) {
@@ -62,7 +63,10 @@ static gstat_status column_means(gstat_cu_state *s, gstat_ctx *ctx, int cdt, con
     TRY_CU(gstat_cu_col_sums(cdt, x, n, p, row_major, pass ? d_mean : NULL, d_sums, s->stream), "column sums");
     TRY_CU(cudaMemcpyAsync(h, d_sums, sizeof(double) * (size_t)p, cudaMemcpyDeviceToHost, s->stream), "sums");
     TRY_CU(cudaStreamSynchronize(s->stream), "sums");
-    for (int64_t j = 0; j < p; j++) mean[j] = pass ? mean[j] + h[j] / (double)n : h[j] / (double)n;
+    for (int64_t j = 0; j < p; j++) {
+      if (!isfinite(h[j])) *nonfinite = true; /* a NaN/Inf in column j (finite floats cannot overflow a double sum) */
+      mean[j] = pass ? mean[j] + h[j] / (double)n : h[j] / (double)n;
+    }
     memcpy(h, mean, sizeof(double) * (size_t)p);
     TRY_CU(cudaMemcpyAsync(d_mean, h, sizeof(double) * (size_t)p, cudaMemcpyHostToDevice, s->stream), "means");
     TRY_CU(cudaStreamSynchronize(s->stream), "means"); /* h is reused by the next pass */
@@ -70,51 +74,65 @@ static gstat_status column_means(gstat_cu_state *s, gstat_ctx *ctx, int cdt, con
   return GSTAT_OK;
 }
 
-/* One GEMM-shaped product op(A)^T-style over rows [r0, r0 + rows) of the
- * centered data: C (p x p) = alpha * Xc_rows^T Xc_rows + beta * C, batched over
- * `count` consecutive row blocks (strideC apart) when count > 1. */
-static cublasStatus_t block_products(gstat_cu_state *s, int cdt, int row_major, int64_t n, int64_t p,
-                                     const char *xc, int64_t r0, int64_t rows, int64_t count, double beta,
-                                     void *C, int64_t strideC) {
+/* The tile (oi.., oj..) of size ti x tj of Xc_rows^T Xc_rows for `count`
+ * consecutive blocks of `rows` rows starting at row r0, into C (ld ldc,
+ * consecutive results strideC apart): C = Xc[rows, oi:oi+ti]^T Xc[rows, oj:oj+tj]
+ * + beta C. Row-major xc is the column-major p x n matrix A: C = A_i A_j^T. */
+static cublasStatus_t tile_products(gstat_cu_state *s, int cdt, int row_major, int64_t n, int64_t p,
+                                    const char *xc, int64_t r0, int64_t rows, int64_t count, int64_t oi,
+                                    int64_t ti, int64_t oj, int64_t tj, double beta, void *C, int64_t ldc,
+                                    int64_t strideC) {
   size_t es = gstat_cu_dtype_bytes(cdt);
-  /* row-major xc is the column-major p x n matrix A (block r: columns), and
-   * C = A_r A_r^T; column-major xc is n x p (block r: rows), C = A_r^T A_r */
-  const char *A = xc + (size_t)(r0 * (row_major ? p : 1)) * es;
+  int64_t step = row_major ? p : 1, feat = row_major ? 1 : n; /* element offsets of a row, a column */
+  const char *Ai = xc + (size_t)(r0 * step + oi * feat) * es, *Aj = xc + (size_t)(r0 * step + oj * feat) * es;
   cublasOperation_t ta = row_major ? CUBLAS_OP_N : CUBLAS_OP_T, tb = row_major ? CUBLAS_OP_T : CUBLAS_OP_N;
   int lda = (int)(row_major ? p : n);
-  long long strideA = (long long)(rows * (row_major ? p : 1));
+  long long strideA = (long long)(rows * step);
   const double one = 1;
   const float onef = 1, betaf = (float)beta;
   if (cdt == GSTAT_F64)
-    return cublasDgemmStridedBatched(s->blas, ta, tb, (int)p, (int)p, (int)rows, &one, (const double *)A, lda,
-                                     strideA, (const double *)A, lda, strideA, &beta, C, (int)p, strideC,
+    return cublasDgemmStridedBatched(s->blas, ta, tb, (int)ti, (int)tj, (int)rows, &one, (const double *)Ai, lda,
+                                     strideA, (const double *)Aj, lda, strideA, &beta, C, (int)ldc, strideC,
                                      (int)count);
-  return cublasSgemmStridedBatched(s->blas, ta, tb, (int)p, (int)p, (int)rows, &onef, (const float *)A, lda,
-                                   strideA, (const float *)A, lda, strideA, &betaf, C, (int)p, strideC,
+  return cublasSgemmStridedBatched(s->blas, ta, tb, (int)ti, (int)tj, (int)rows, &onef, (const float *)Ai, lda,
+                                   strideA, (const float *)Aj, lda, strideA, &betaf, C, (int)ldc, strideC,
                                    (int)count);
 }
 
-/* S = Xc^T Xc. SYRK (or one GEMM) down the n rows runs only (p/128)^2 thread
- * blocks along a very long k, so it leaves most of the GPU idle when n >> p;
- * instead R row blocks give R partial products in one strided-batched GEMM,
- * summed in double afterwards (which also shortens every fp32 accumulation
- * chain from n to n/R terms). */
+/* The lower triangle of S = Xc^T Xc. A single SYRK or GEMM down the n rows
+ * runs only (p/128)^2 thread blocks along a very long k and leaves most of the
+ * GPU idle when n >> p. Instead: R row blocks, each giving partial products in
+ * one strided-batched GEMM per tile of the lower triangle (T x T tiles of
+ * about p/T: (T+1)/2T of a full GEMM's work), summed in double afterwards,
+ * which also shortens every fp32 accumulation chain from n to n/R terms. */
 static gstat_status comoment(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int row_major, int64_t n, int64_t p,
                              const char *xc, void *S) {
-  size_t es = gstat_cu_dtype_bytes(cdt), pp = (size_t)(p * p);
-  int64_t R = n / (4 * p);
+  size_t es = gstat_cu_dtype_bytes(cdt);
+  int64_t R = n / (4 * p), T = p / 256;
   if (R > 64) R = 64;
-  if (R < 2) {
-    TRY_BLAS(block_products(s, cdt, row_major, n, p, xc, 0, n, 1, 0.0, S, (int64_t)pp), "gemm");
-    return GSTAT_OK;
-  }
-  int64_t rows = n / R, rest = n - R * rows;
-  void *P = gstat_cu_buffer(s, ctx, CU_PART, pp * es * (size_t)R);
-  if (!P) return GSTAT_ENOMEM;
-  TRY_BLAS(block_products(s, cdt, row_major, n, p, xc, 0, rows, R, 0.0, P, (int64_t)pp), "batched gemm");
-  TRY_CU(gstat_cu_sum_partials(cdt, P, R, (int64_t)pp, S, s->stream), "summing partial products");
-  if (rest > 0)
-    TRY_BLAS(block_products(s, cdt, row_major, n, p, xc, R * rows, rest, 1, 1.0, S, (int64_t)pp), "gemm");
+  if (R < 1) R = 1;
+  if (T > 4) T = 4;
+  if (T < 1) T = 1;
+  int64_t rows = n / R, rest = n - R * rows, tile = (p + T - 1) / T;
+  void *P = R > 1 ? gstat_cu_buffer(s, ctx, CU_PART, (size_t)(tile * tile) * es * (size_t)R) : NULL;
+  if (R > 1 && !P) return GSTAT_ENOMEM;
+  for (int64_t bi = 0; bi < T; bi++)
+    for (int64_t bj = 0; bj <= bi; bj++) {
+      int64_t oi = bi * tile, oj = bj * tile;
+      if (oi >= p || oj >= p) continue;
+      int64_t ti = p - oi < tile ? p - oi : tile, tj = p - oj < tile ? p - oj : tile;
+      char *Sij = (char *)S + (size_t)(oi + oj * p) * es;
+      if (R == 1) {
+        TRY_BLAS(tile_products(s, cdt, row_major, n, p, xc, 0, n, 1, oi, ti, oj, tj, 0.0, Sij, p, 0), "gemm");
+        continue;
+      }
+      TRY_BLAS(tile_products(s, cdt, row_major, n, p, xc, 0, rows, R, oi, ti, oj, tj, 0.0, P, ti, ti * tj),
+               "batched gemm");
+      TRY_CU(gstat_cu_sum_partials(cdt, P, R, ti, tj, Sij, p, s->stream), "summing partial products");
+      if (rest > 0)
+        TRY_BLAS(tile_products(s, cdt, row_major, n, p, xc, R * rows, rest, 1, oi, ti, oj, tj, 1.0, Sij, p, 0),
+                 "gemm");
+    }
   return GSTAT_OK;
 }
 
@@ -128,7 +146,10 @@ gstat_status gstat_cu_pca_fit(void *state, gstat_ctx *ctx, const gstat_matrix *X
   int64_t batch = X->batch, n = X->rows, p = X->cols;
   if (n > INT32_MAX || p > INT32_MAX)
     return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED, "pca: n or p exceeds cuBLAS's int range");
-  TRY(gstat_cu_check_finite(s, ctx, "pca", "X", X, 0));
+  /* Finiteness: the column sums of the centering reveal a NaN/Inf for free;
+   * only then (or without centering) scan X to name the entry. */
+  if (!center) TRY(gstat_cu_check_finite(s, ctx, "pca", "X", X, 0));
+  bool nonfinite = false;
   size_t data = (size_t)(n * p) * es, cov = (size_t)(p * p) * es;
   char *dX = gstat_cu_buffer(s, ctx, CU_DATA, data * (size_t)batch);
   char *dS = gstat_cu_buffer(s, ctx, CU_COV, cov * (size_t)batch);
@@ -151,7 +172,11 @@ gstat_status gstat_cu_pca_fit(void *state, gstat_ctx *ctx, const gstat_matrix *X
       return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED, "pca: batch elements differ in layout");
     row_major = rm;
     if (center) {
-      TRY(column_means(s, ctx, cdt, src, n, p, row_major, dSums, dMean, mb));
+      TRY(column_means(s, ctx, cdt, src, n, p, row_major, dSums, dMean, mb, &nonfinite));
+      if (nonfinite) {
+        TRY(gstat_cu_check_finite(s, ctx, "pca", "X", X, 0));
+        nonfinite = false; /* the context does not check: go on, results will hold NaN */
+      }
     } else {
       for (int64_t j = 0; j < p; j++) mb[j] = 0;
       TRY_CU(cudaMemsetAsync(dMean, 0, sizeof(double) * (size_t)p, s->stream), "means");

@@ -90,9 +90,11 @@ cudaError_t gstat_cu_col_sums(int dtype, const void *x, int64_t n, int64_t p, in
 cudaError_t gstat_cu_center(int dtype, const void *x, void *y, int64_t n, int64_t p,
                             int row_major, const double *mean, cudaStream_t stream);
 
-/* S[e] = sum_r P[r*pp + e] (R partial results of pp entries), summed in double. */
-cudaError_t gstat_cu_sum_partials(int dtype, const void *P, int64_t R, int64_t pp, void *S,
-                                  cudaStream_t stream);
+/* S(i, j) (column-major, leading dimension lds) = sum over r < R of the R
+ * partial rows x cols column-major matrices stored one after another in P,
+ * summed in double. */
+cudaError_t gstat_cu_sum_partials(int dtype, const void *P, int64_t R, int64_t rows, int64_t cols,
+                                  void *S, int64_t lds, cudaStream_t stream);
 
 /* S(i, j) /= sd[i] sd[j] for a dense column-major p x p S. */
 cudaError_t gstat_cu_scale_sym(int dtype, void *S, int64_t p, const double *sd,

@@ -75,15 +75,16 @@ __global__ void __launch_bounds__(kLinearThreads)
     S[e] = (T)((double)S[e] / (sd[e % p] * sd[e / p]));
 }
 
-/* S[e] = sum over r of P[r * pp + e], accumulated in double. */
+/* S(i, j) (ld lds) = sum over r of P[r * rows * cols + i + j * rows], in double. */
 template <typename T>
 __global__ void __launch_bounds__(kLinearThreads)
-    sum_partials(const T *__restrict__ P, int64_t R, int64_t pp, T *__restrict__ S) {
-  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < pp; e += stride) {
+    sum_partials(const T *__restrict__ P, int64_t R, int64_t rows, int64_t cols, T *__restrict__ S,
+                 int64_t lds) {
+  const int64_t total = rows * cols, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
     double s = 0;
-    for (int64_t r = 0; r < R; r++) s += (double)P[r * pp + e];
-    S[e] = (T)s;
+    for (int64_t r = 0; r < R; r++) s += (double)P[r * total + e];
+    S[e % rows + (e / rows) * lds] = (T)s;
   }
 }
 
@@ -142,15 +143,19 @@ extern "C" cudaError_t gstat_cu_scale_sym(int dtype, void *S, int64_t p, const d
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t gstat_cu_sum_partials(int dtype, const void *P, int64_t R, int64_t pp,
-                                             void *S, cudaStream_t stream) {
-  if (!compute_dtype(dtype) || R < 0 || pp < 0) return cudaErrorInvalidValue;
-  if (pp == 0) return cudaSuccess;
+extern "C" cudaError_t gstat_cu_sum_partials(int dtype, const void *P, int64_t R, int64_t rows,
+                                             int64_t cols, void *S, int64_t lds,
+                                             cudaStream_t stream) {
+  if (!compute_dtype(dtype) || R < 0 || rows < 0 || cols < 0 || lds < rows)
+    return cudaErrorInvalidValue;
+  if (rows == 0 || cols == 0) return cudaSuccess;
   if (!P || !S) return cudaErrorInvalidValue;
-  unsigned blocks = linear_blocks(pp);
+  unsigned blocks = linear_blocks(rows * cols);
   if (dtype == kF32)
-    sum_partials<float><<<blocks, kLinearThreads, 0, stream>>>((const float *)P, R, pp, (float *)S);
+    sum_partials<float><<<blocks, kLinearThreads, 0, stream>>>((const float *)P, R, rows, cols,
+                                                                (float *)S, lds);
   else
-    sum_partials<double><<<blocks, kLinearThreads, 0, stream>>>((const double *)P, R, pp, (double *)S);
+    sum_partials<double><<<blocks, kLinearThreads, 0, stream>>>((const double *)P, R, rows, cols,
+                                                                 (double *)S, lds);
   return cudaGetLastError();
 }
