@@ -233,6 +233,12 @@ static void test_fallback_paths(void **state) {
     gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
     eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 40, 9, TU_ROW_MAJOR, GSTAT_LOWER, false);
     assert_string_equal(gstat_ctx_last_backend_name(gpu), ran[f]);
+    if (f > 0) { /* device data: flagged elements go through host copies to the CPU */
+      eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 40, 9, TU_STRIDED, GSTAT_UPPER, true);
+      assert_string_equal(gstat_ctx_last_backend_name(gpu), "cuda+cpu");
+      eigh_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 12, 7, TU_ROW_MAJOR, GSTAT_LOWER, true);
+      assert_string_equal(gstat_ctx_last_backend_name(gpu), "cuda+cpu");
+    }
     gstat_ctx_destroy(gpu);
     gstat_ctx_destroy(cpu);
     unsetenv("GSTAT_CUDA_FAULT");

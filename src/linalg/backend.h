@@ -44,6 +44,12 @@ typedef struct gstat_i_backend_ops {
   /* Device allocations made so far (NULL for the CPU backend). */
   int64_t (*device_allocations)(void *state);
 
+  /* Copy src into dst (same batch, rows and cols; any dtypes, strides and
+   * locations, host or this backend's device), converting the dtype. The
+   * dispatcher uses it to recompute flagged elements of device data on the
+   * CPU. Optional (NULL for the CPU backend). */
+  gstat_status (*copy)(void *state, gstat_ctx *ctx, const gstat_matrix *src, gstat_matrix *dst);
+
   /* PCA of data in this backend's memory (optional: NULL when absent; the
    * CPU path of src/pca needs neither). pca_fit, for a data batch X
    * (batch x n x p, any strides and dtype): column means into mean (host,

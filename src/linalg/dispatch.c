@@ -186,9 +186,50 @@ static gstat_status choose(gstat_ctx *ctx, const op *o, gstat_i_backend *be) {
   return st;
 }
 
+/* A flagged element b of device data, recomputed on the CPU: its arguments
+ * come to the host through the backend's copy, its outputs go back. */
+static gstat_status recompute_on_host(gstat_ctx *ctx, const gstat_i_backend *gpu, const op *o,
+                                      int64_t b, int64_t *info) {
+  const gstat_i_backend cpu = {&gstat_i_cpu_backend_ops, NULL};
+  if (!gpu->ops->copy) return GSTAT_OK; /* the element keeps its failure */
+  gstat_matrix dev[4], host[4];
+  op e = element_op(o, b, dev);
+  const gstat_matrix *args[4] = {e.A, e.B, e.w, e.out};
+  size_t off[4], total = 0;
+  for (int i = 0; i < 4; i++) {
+    off[i] = total;
+    if (!args[i]) continue;
+    host[i] = gstat_matrix_col_major(NULL, args[i]->dtype, 1, args[i]->rows, args[i]->cols);
+    size_t bytes = (size_t)(args[i]->rows * args[i]->cols) * gstat_dtype_size(args[i]->dtype);
+    total += (bytes + 63) / 64 * 64;
+  }
+  char *mem = gstat_i_alloc(ctx, total);
+  if (!mem) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes to recompute element %lld",
+                                o->fn, total, (long long)b);
+  for (int i = 0; i < 4; i++)
+    if (args[i]) host[i].data = mem + off[i];
+  /* an in-place output shares the host copy of its input */
+  if (e.out && gstat_i_same_view(e.out, e.A)) host[3] = host[0];
+  if (e.out && e.B && gstat_i_same_view(e.out, e.B)) host[3] = host[1];
+  gstat_status st = gpu->ops->copy(gpu->state, ctx, e.A, &host[0]);
+  if (st == GSTAT_OK && e.B) st = gpu->ops->copy(gpu->state, ctx, e.B, &host[1]);
+  op h = e;
+  h.A = &host[0];
+  h.B = e.B ? &host[1] : NULL;
+  h.w = e.w ? &host[2] : NULL;
+  h.out = e.out ? &host[3] : NULL;
+  if (st == GSTAT_OK) st = call(&cpu, ctx, &h, info);
+  if (st == GSTAT_OK && e.w) st = gpu->ops->copy(gpu->state, ctx, h.w, (gstat_matrix *)e.w);
+  if (st == GSTAT_OK && e.out) st = gpu->ops->copy(gpu->state, ctx, h.out, (gstat_matrix *)e.out);
+  gstat_i_free(ctx, mem, total);
+  if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
+  return st;
+}
+
 /* Run o with fallback: a GPU failure of the whole call (out of memory after
  * chunking, a backend error) reruns it on the CPU when the data is on the
- * host; elements the GPU flagged are recomputed on the CPU one by one. */
+ * host; elements the GPU flagged are recomputed on the CPU one by one (for
+ * device data through host copies of the element). */
 static gstat_status execute(gstat_ctx *ctx, const op *o, int64_t *info) {
   gstat_i_backend be;
   gstat_status st = choose(ctx, o, &be);
@@ -203,9 +244,14 @@ static gstat_status execute(gstat_ctx *ctx, const op *o, int64_t *info) {
   }
   if (st != GSTAT_OK) return st;
   ctx->last_backends |= be.ops->ran_flag;
-  if (be.ops == cpu.ops || on_device(o)) return GSTAT_OK;
+  if (be.ops == cpu.ops) return GSTAT_OK;
   for (int64_t b = 0; b < o->A->batch; b++) {
     if (info[b] == 0) continue;
+    if (on_device(o)) {
+      st = recompute_on_host(ctx, &be, o, b, &info[b]);
+      if (st != GSTAT_OK) return st;
+      continue;
+    }
     gstat_matrix tmp[4];
     op e = element_op(o, b, tmp);
     st = call(&cpu, ctx, &e, &info[b]);

@@ -178,6 +178,23 @@ gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char
   return GSTAT_OK;
 }
 
+/* src -> dst through one dense device buffer in a compute type that loses
+ * nothing (float64 if either side is float64). */
+static gstat_status copy_matrix(void *state, gstat_ctx *ctx, const gstat_matrix *src, gstat_matrix *dst) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  int cdt = src->dtype == GSTAT_F64 || dst->dtype == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32;
+  size_t bytes = (size_t)(src->batch * src->rows * src->cols) * gstat_cu_dtype_bytes(cdt);
+  if (bytes == 0) return GSTAT_OK;
+  void *buf = gstat_cu_buffer(s, ctx, CU_MAT, bytes);
+  if (!buf) return GSTAT_ENOMEM;
+  gstat_status st = gstat_cu_load(s, ctx, "copy", src, 0, src->batch, cdt, buf);
+  if (st == GSTAT_OK) st = gstat_cu_store(s, ctx, "copy", buf, cdt, dst, 0, dst->batch);
+  cudaError_t err = cudaStreamSynchronize(s->stream);
+  if (st == GSTAT_OK && err != cudaSuccess) st = gstat_cu_fail(ctx, "copy", "synchronizing", err);
+  return st;
+}
+
 /* ---- state ---- */
 
 static void destroy(void *state) {
@@ -274,6 +291,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .triangular_solve = gstat_cu_triangular_solve,
     .destroy = destroy,
     .device_allocations = device_allocations,
+    .copy = copy_matrix,
     .pca_fit = gstat_cu_pca_fit,
     .pca_scores = gstat_cu_pca_scores,
 };
