@@ -66,7 +66,9 @@ static void make_data(tu_rng *rng, int64_t n, int64_t p, double *x) {
     for (int64_t j = 1; j < p; j++) x[i + j * n] += 0.3 * x[i + (j - 1) * n];
 }
 
-static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), DBL_MIN); }
+static double rel(double a, double b) {
+  return fabs(a - b) / fmax(fabs(b), DBL_MIN);
+}
 
 /* res (dataset b) against ref for the first k components. */
 static void check_against(const gstat_pca_result *res, int64_t b, const svd_ref *ref, int64_t k,
@@ -79,7 +81,8 @@ static void check_against(const gstat_pca_result *res, int64_t b, const svd_ref 
   for (int64_t i = 0; i < k; i++) {
     double ev = ref->s[i] * ref->s[i] / (double)(n - 1);
     /* relative to the largest: tiny values carry absolute rounding */
-    assert_true(fabs(res->explained_variance[b * k + i] - ev) <= tol * smax * smax / (double)(n - 1));
+    assert_true(fabs(res->explained_variance[b * k + i] - ev) <=
+                tol * smax * smax / (double)(n - 1));
     /* from eigenvalues, a singular value near 0 is known to sqrt(eps) * smax
      * only: compare squares */
     double sv = res->singular_values[b * k + i];
@@ -87,7 +90,8 @@ static void check_against(const gstat_pca_result *res, int64_t b, const svd_ref 
     assert_true(fabs(res->explained_variance_ratio[b * k + i] - ev / total) <= tol);
     /* components are defined when the value is separated from its neighbours */
     bool separated = (i == 0 || ref->s[i - 1] - ref->s[i] > 1e-3 * smax) &&
-                     (i + 1 >= r || ref->s[i] - ref->s[i + 1] > 1e-3 * smax) && ref->s[i] > 1e-6 * smax;
+                     (i + 1 >= r || ref->s[i] - ref->s[i + 1] > 1e-3 * smax) &&
+                     ref->s[i] > 1e-6 * smax;
     if (!separated) continue;
     for (int64_t j = 0; j < p; j++)
       assert_true(fabs(res->components[(b * k + i) * p + j] - ref->vt[i * p + j]) <= tol * 100);
@@ -115,7 +119,8 @@ static gstat_pca_options options(gstat_pca_method method, int64_t k) {
 static void test_methods_against_svd(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
-  const int64_t shapes[][2] = {{40, 7}, {7, 40}, {200, 30}, {30, 30}, {5, 1}, {1, 5}, {2, 2}, {64, 3}};
+  const int64_t shapes[][2] = {{40, 7}, {7, 40}, {200, 30}, {30, 30},
+                               {5, 1},  {1, 5},  {2, 2},    {64, 3}};
   tu_rng rng = tu_rng_new();
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
     int64_t n = shapes[s][0], p = shapes[s][1], r = n < p ? n : p;
@@ -141,7 +146,8 @@ static void test_methods_against_svd(void **state) {
         for (int64_t a = 0; a < k; a++)
           for (int64_t c = 0; c < k; c++) {
             double d = 0;
-            for (int64_t j = 0; j < p; j++) d += res->components[a * p + j] * res->components[c * p + j];
+            for (int64_t j = 0; j < p; j++)
+              d += res->components[a * p + j] * res->components[c * p + j];
             assert_true(fabs(d - (a == c)) < 1e-10);
           }
         gstat_pca_result_free(res);
@@ -250,7 +256,8 @@ static void test_transform_whiten(void **state) {
       }
     gstat_matrix B = gstat_matrix_col_major(back, GSTAT_F64, 1, n, p);
     assert_int_equal(gstat_pca_inverse_transform(ctx, res, &Z, &B), GSTAT_OK);
-    for (int64_t i = 0; i < n * p; i++) assert_true(fabs(back[i] - x[i]) < 1e-10 * (1 + fabs(x[i])));
+    for (int64_t i = 0; i < n * p; i++)
+      assert_true(fabs(back[i] - x[i]) < 1e-10 * (1 + fabs(x[i])));
     gstat_pca_result_free(res);
   }
   gstat_ctx_destroy(ctx);
@@ -301,7 +308,8 @@ static void test_rank_deficient_and_tiny(void **state) {
       if (a >= 2) assert_true(res->explained_variance[a] < 1e-12 * res->explained_variance[0]);
       for (int64_t c = 0; c < 6; c++) {
         double d = 0;
-        for (int64_t j = 0; j < p; j++) d += res->components[a * p + j] * res->components[c * p + j];
+        for (int64_t j = 0; j < p; j++)
+          d += res->components[a * p + j] * res->components[c * p + j];
         assert_true(fabs(d - (a == c)) < 1e-8);
       }
     }
@@ -476,7 +484,8 @@ static void test_progress_and_cancel(void **state) {
   progress_calls = 0;
   assert_int_equal(gstat_pca(ctx, &X, NULL, &res), GSTAT_ECANCELED);
   assert_int_equal(progress_calls, 2);
-  assert_string_equal(gstat_ctx_last_error(ctx), "pca: cancelled by the progress callback at 2 of 4");
+  assert_string_equal(gstat_ctx_last_error(ctx),
+                      "pca: cancelled by the progress callback at 2 of 4");
   gstat_pca_result_free(res);
   gstat_ctx_destroy(ctx);
 }
@@ -540,11 +549,16 @@ static void test_bad_input(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_methods_against_svd), cmocka_unit_test(test_low_precision),
-      cmocka_unit_test(test_batch_and_scale),     cmocka_unit_test(test_transform_whiten),
-      cmocka_unit_test(test_variance_fraction),   cmocka_unit_test(test_rank_deficient_and_tiny),
-      cmocka_unit_test(test_from_accumulator),    cmocka_unit_test(test_randomized),
-      cmocka_unit_test(test_reuse_allocates_nothing), cmocka_unit_test(test_progress_and_cancel),
+      cmocka_unit_test(test_methods_against_svd),
+      cmocka_unit_test(test_low_precision),
+      cmocka_unit_test(test_batch_and_scale),
+      cmocka_unit_test(test_transform_whiten),
+      cmocka_unit_test(test_variance_fraction),
+      cmocka_unit_test(test_rank_deficient_and_tiny),
+      cmocka_unit_test(test_from_accumulator),
+      cmocka_unit_test(test_randomized),
+      cmocka_unit_test(test_reuse_allocates_nothing),
+      cmocka_unit_test(test_progress_and_cancel),
       cmocka_unit_test(test_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

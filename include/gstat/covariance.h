@@ -213,8 +213,8 @@ GSTAT_API gstat_status gstat_cov_accum_merge_state(gstat_ctx *ctx, gstat_cov_acc
  * zero weight NaN means, as gstat_covariance; correlations follow its rules.
  */
 GSTAT_API gstat_status gstat_cov_accum_covariance(gstat_ctx *ctx, const gstat_cov_accum *acc,
-                                                  int64_t ddof, int correlation,
-                                                  gstat_matrix *C, gstat_matrix *mean);
+                                                  int64_t ddof, int correlation, gstat_matrix *C,
+                                                  gstat_matrix *mean);
 
 #ifdef __cplusplus
 }

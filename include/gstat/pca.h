@@ -41,11 +41,11 @@ typedef struct gstat_pca_options {
    * exceeds it (scikit-learn's float n_components). 0: not used. Needs an
    * exact method; for a batch, k is the largest over the datasets. */
   double variance_fraction;
-  int center; /* default 1: subtract column means */
-  int scale;  /* default 0; nonzero: divide centered columns by their standard
-                 deviation (divisor n - 1), as prcomp(scale. = TRUE); a
-                 constant column is GSTAT_EINVAL (named in the message) */
-  int whiten; /* default 0; nonzero: scores have unit variance (sklearn whiten) */
+  int center;               /* default 1: subtract column means */
+  int scale;                /* default 0; nonzero: divide centered columns by their standard
+                               deviation (divisor n - 1), as prcomp(scale. = TRUE); a
+                               constant column is GSTAT_EINVAL (named in the message) */
+  int whiten;               /* default 0; nonzero: scores have unit variance (sklearn whiten) */
   gstat_pca_method method;  /* default GSTAT_PCA_AUTO */
   int64_t oversamples;      /* randomized: extra random vectors, default 10 */
   int64_t power_iterations; /* randomized: default -1 = scikit-learn's rule
@@ -117,8 +117,7 @@ GSTAT_API gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X,
  * of rows accumulated. Same statuses as gstat_pca.
  */
 GSTAT_API gstat_status gstat_pca_from_accum(gstat_ctx *ctx, const gstat_cov_accum *acc,
-                                            const gstat_pca_options *opt,
-                                            gstat_pca_result **res);
+                                            const gstat_pca_options *opt, gstat_pca_result **res);
 
 /*
  * Project data on a fitted PCA: scores = ((X - mean) / scale) components^T,

@@ -19,8 +19,9 @@ static gstat_status check_square(gstat_ctx *ctx, const char *fn, const char *nam
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s must be square, got %" PRId64 " x %" PRId64, fn,
                         name, m->rows, m->cols);
   if (m->rows > INT32_MAX)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: %s has order %" PRId64 " > INT32_MAX (LAPACK limit)",
-                        fn, name, m->rows);
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                        "%s: %s has order %" PRId64 " > INT32_MAX (LAPACK limit)", fn, name,
+                        m->rows);
   return GSTAT_OK;
 }
 
@@ -39,8 +40,8 @@ static gstat_status check_shape(gstat_ctx *ctx, const char *fn, const char *name
 
 static gstat_status check_uplo(gstat_ctx *ctx, const char *fn, gstat_uplo uplo) {
   if (uplo != GSTAT_LOWER && uplo != GSTAT_UPPER)
-    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: uplo=%d is neither GSTAT_LOWER nor GSTAT_UPPER",
-                        fn, (int)uplo);
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: uplo=%d is neither GSTAT_LOWER nor GSTAT_UPPER", fn,
+                        (int)uplo);
   return GSTAT_OK;
 }
 
@@ -56,8 +57,9 @@ static gstat_status check_location(gstat_ctx *ctx, const char *fn, const gstat_m
       continue;
     }
     if (m->location != first->location || (m->location == GSTAT_CUDA && m->device != first->device))
-      return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s and %s are in different memories (host/device)",
-                          fn, names[0], names[k]);
+      return gstat_i_fail(ctx, GSTAT_EINVAL,
+                          "%s: %s and %s are in different memories (host/device)", fn, names[0],
+                          names[k]);
   }
   return GSTAT_OK;
 }
@@ -65,7 +67,8 @@ static gstat_status check_location(gstat_ctx *ctx, const char *fn, const gstat_m
 static gstat_status check_finite(gstat_ctx *ctx, const char *fn, const char *name,
                                  const gstat_matrix *m, gstat_i_tri tri) {
   int64_t b, i, j;
-  if (!ctx->opt.check_finite || m->location != GSTAT_HOST) return GSTAT_OK; /* device: backend checks */
+  if (!ctx->opt.check_finite || m->location != GSTAT_HOST)
+    return GSTAT_OK; /* device: backend checks */
   if (!gstat_i_find_nonfinite(m, tri, &b, &i, &j)) return GSTAT_OK;
   return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
                       "%s: batch element %" PRId64 " of %s has a non-finite value at (%" PRId64
@@ -130,12 +133,13 @@ typedef struct {
 
 static gstat_status call(const gstat_i_backend *be, gstat_ctx *ctx, const op *o, int64_t *info) {
   switch (o->kind) {
-  case OP_EIGH: return be->ops->eigh(be->state, ctx, o->A, o->uplo, o->w, o->out, info);
-  case OP_CHOLESKY: return be->ops->cholesky(be->state, ctx, o->A, o->uplo, o->out, info);
-  case OP_CHOLESKY_SOLVE:
-    return be->ops->cholesky_solve(be->state, ctx, o->A, o->uplo, o->B, o->out, info);
-  case OP_TRIANGULAR_SOLVE:
-    return be->ops->triangular_solve(be->state, ctx, o->A, o->uplo, o->trans, o->diag, o->B, o->out, info);
+    case OP_EIGH: return be->ops->eigh(be->state, ctx, o->A, o->uplo, o->w, o->out, info);
+    case OP_CHOLESKY: return be->ops->cholesky(be->state, ctx, o->A, o->uplo, o->out, info);
+    case OP_CHOLESKY_SOLVE:
+      return be->ops->cholesky_solve(be->state, ctx, o->A, o->uplo, o->B, o->out, info);
+    case OP_TRIANGULAR_SOLVE:
+      return be->ops->triangular_solve(be->state, ctx, o->A, o->uplo, o->trans, o->diag, o->B,
+                                       o->out, info);
   }
   return GSTAT_EINVAL;
 }
@@ -162,7 +166,9 @@ static op element_op(const op *o, int64_t b, gstat_matrix tmp[4]) {
  * above this runs on the GPU under GSTAT_BACKEND_AUTO. */
 static const double auto_gpu_min_work = 4.0e6;
 
-static bool on_device(const op *o) { return o->A->location == GSTAT_CUDA; }
+static bool on_device(const op *o) {
+  return o->A->location == GSTAT_CUDA;
+}
 
 /* Choose: device data needs the CUDA backend; host data goes to the GPU under
  * AUTO when one is usable and the work is large, or when CUDA was asked for. */
@@ -180,8 +186,8 @@ static gstat_status choose(gstat_ctx *ctx, const op *o, gstat_i_backend *be) {
   if (st != GSTAT_OK && on_device(o)) {
     char why[sizeof ctx->last_error];
     memcpy(why, ctx->last_error, sizeof why);
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: the arguments are in CUDA device memory, but %s",
-                        o->fn, why);
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                        "%s: the arguments are in CUDA device memory, but %s", o->fn, why);
   }
   return st;
 }
@@ -204,8 +210,10 @@ static gstat_status recompute_on_host(gstat_ctx *ctx, const gstat_i_backend *gpu
     total += (bytes + 63) / 64 * 64;
   }
   char *mem = gstat_i_alloc(ctx, total);
-  if (!mem) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes to recompute element %lld",
-                                o->fn, total, (long long)b);
+  if (!mem)
+    return gstat_i_fail(ctx, GSTAT_ENOMEM,
+                        "%s: cannot allocate %zu bytes to recompute element %lld", o->fn, total,
+                        (long long)b);
   for (int i = 0; i < 4; i++)
     if (args[i]) host[i].data = mem + off[i];
   /* an in-place output shares the host copy of its input */
@@ -261,10 +269,10 @@ static gstat_status execute(gstat_ctx *ctx, const op *o, int64_t *info) {
   return GSTAT_OK;
 }
 
-#define TRY(expr)                                                                                  \
-  do {                                                                                             \
-    gstat_status st_ = (expr);                                                                     \
-    if (st_ != GSTAT_OK) return st_;                                                               \
+#define TRY(expr)                    \
+  do {                               \
+    gstat_status st_ = (expr);       \
+    if (st_ != GSTAT_OK) return st_; \
   } while (0)
 
 /* ---- entry points ---- */
@@ -352,7 +360,8 @@ gstat_status gstat_cholesky_solve(gstat_ctx *ctx, const gstat_matrix *F, gstat_u
   if (!inf) return GSTAT_ENOMEM;
   op o = {.kind = OP_CHOLESKY_SOLVE, .fn = fn, .A = F, .B = B, .out = X, .uplo = uplo};
   TRY(execute(ctx, &o, inf));
-  return report(ctx, fn, inf, F->batch, GSTAT_ESINGULAR, "has a singular factor (zero diagonal entry");
+  return report(ctx, fn, inf, F->batch, GSTAT_ESINGULAR,
+                "has a singular factor (zero diagonal entry");
 }
 
 gstat_status gstat_triangular_solve(gstat_ctx *ctx, const gstat_matrix *T, gstat_uplo uplo,
@@ -362,14 +371,24 @@ gstat_status gstat_triangular_solve(gstat_ctx *ctx, const gstat_matrix *T, gstat
   if (!ctx) return GSTAT_EINVAL;
   gstat_i_begin(ctx);
   if (trans != GSTAT_NO_TRANS && trans != GSTAT_TRANS)
-    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: trans=%d is neither GSTAT_NO_TRANS nor GSTAT_TRANS", fn, (int)trans);
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: trans=%d is neither GSTAT_NO_TRANS nor GSTAT_TRANS",
+                        fn, (int)trans);
   if (diag != GSTAT_NON_UNIT && diag != GSTAT_UNIT)
-    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: diag=%d is neither GSTAT_NON_UNIT nor GSTAT_UNIT", fn, (int)diag);
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: diag=%d is neither GSTAT_NON_UNIT nor GSTAT_UNIT",
+                        fn, (int)diag);
   TRY(check_solve(ctx, fn, "T", T, uplo, diag == GSTAT_UNIT, B, X));
   if (T->batch == 0 || T->rows == 0 || B->cols == 0) return nothing_to_do(info, T->batch);
   int64_t *inf = info_buffer(ctx, fn, info, T->batch);
   if (!inf) return GSTAT_ENOMEM;
-  op o = {.kind = OP_TRIANGULAR_SOLVE, .fn = fn, .A = T, .B = B, .out = X, .uplo = uplo, .trans = trans, .diag = diag};
+  op o = {.kind = OP_TRIANGULAR_SOLVE,
+          .fn = fn,
+          .A = T,
+          .B = B,
+          .out = X,
+          .uplo = uplo,
+          .trans = trans,
+          .diag = diag};
   TRY(execute(ctx, &o, inf));
-  return report(ctx, fn, inf, T->batch, GSTAT_ESINGULAR, "has a singular triangle (zero diagonal entry");
+  return report(ctx, fn, inf, T->batch, GSTAT_ESINGULAR,
+                "has a singular triangle (zero diagonal entry");
 }

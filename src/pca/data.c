@@ -3,45 +3,45 @@
 
 #include "pca/data.h"
 
-#define DEFINE_DATA_OPS(T, SFX)                                                                 \
-  static void col_means_##SFX(int64_t n, int64_t p, const T *x, const double *w, double wsum,  \
-                              double *mean) {                                                   \
-    for (int64_t j = 0; j < p; j++) {                                                           \
-      const T *c = x + j * n;                                                                   \
-      double s = 0, r = 0;                                                                      \
-      if (w) {                                                                                  \
-        for (int64_t i = 0; i < n; i++) s += w[i] * (double)c[i];                               \
-        double m = s / wsum;                                                                    \
-        for (int64_t i = 0; i < n; i++) r += w[i] * ((double)c[i] - m);                         \
-        mean[j] = m + r / wsum;                                                                 \
-      } else {                                                                                  \
-        for (int64_t i = 0; i < n; i++) s += (double)c[i];                                      \
-        double m = s / (double)n;                                                               \
-        for (int64_t i = 0; i < n; i++) r += (double)c[i] - m;                                  \
-        mean[j] = m + r / (double)n;                                                            \
-      }                                                                                         \
-    }                                                                                           \
-  }                                                                                             \
-  static void col_sd_##SFX(int64_t n, int64_t p, const T *x, double *sd) {                      \
-    for (int64_t j = 0; j < p; j++) {                                                           \
-      const T *c = x + j * n;                                                                   \
-      double s = 0;                                                                             \
-      for (int64_t i = 0; i < n; i++) s += (double)c[i] * (double)c[i];                         \
-      sd[j] = n > 1 ? sqrt(s / (double)(n - 1)) : NAN;                                          \
-    }                                                                                           \
-  }                                                                                             \
-  static void center_scale_##SFX(int64_t n, int64_t p, T *x, const double *mean,               \
-                                 const double *scale) {                                         \
-    for (int64_t j = 0; j < p; j++) {                                                           \
-      T *c = x + j * n;                                                                         \
-      double m = mean ? mean[j] : 0.0;                                                          \
-      double f = scale ? 1.0 / scale[j] : 1.0;                                                  \
-      for (int64_t i = 0; i < n; i++) c[i] = (T)(((double)c[i] - m) * f);                       \
-    }                                                                                           \
-  }                                                                                             \
-  static void scale_rows_##SFX(int64_t n, int64_t p, T *x, const double *f) {                   \
-    for (int64_t j = 0; j < p; j++)                                                             \
-      for (int64_t i = 0; i < n; i++) x[i + j * n] = (T)((double)x[i + j * n] * f[i]);           \
+#define DEFINE_DATA_OPS(T, SFX)                                                               \
+  static void col_means_##SFX(int64_t n, int64_t p, const T *x, const double *w, double wsum, \
+                              double *mean) {                                                 \
+    for (int64_t j = 0; j < p; j++) {                                                         \
+      const T *c = x + j * n;                                                                 \
+      double s = 0, r = 0;                                                                    \
+      if (w) {                                                                                \
+        for (int64_t i = 0; i < n; i++) s += w[i] * (double)c[i];                             \
+        double m = s / wsum;                                                                  \
+        for (int64_t i = 0; i < n; i++) r += w[i] * ((double)c[i] - m);                       \
+        mean[j] = m + r / wsum;                                                               \
+      } else {                                                                                \
+        for (int64_t i = 0; i < n; i++) s += (double)c[i];                                    \
+        double m = s / (double)n;                                                             \
+        for (int64_t i = 0; i < n; i++) r += (double)c[i] - m;                                \
+        mean[j] = m + r / (double)n;                                                          \
+      }                                                                                       \
+    }                                                                                         \
+  }                                                                                           \
+  static void col_sd_##SFX(int64_t n, int64_t p, const T *x, double *sd) {                    \
+    for (int64_t j = 0; j < p; j++) {                                                         \
+      const T *c = x + j * n;                                                                 \
+      double s = 0;                                                                           \
+      for (int64_t i = 0; i < n; i++) s += (double)c[i] * (double)c[i];                       \
+      sd[j] = n > 1 ? sqrt(s / (double)(n - 1)) : NAN;                                        \
+    }                                                                                         \
+  }                                                                                           \
+  static void center_scale_##SFX(int64_t n, int64_t p, T *x, const double *mean,              \
+                                 const double *scale) {                                       \
+    for (int64_t j = 0; j < p; j++) {                                                         \
+      T *c = x + j * n;                                                                       \
+      double m = mean ? mean[j] : 0.0;                                                        \
+      double f = scale ? 1.0 / scale[j] : 1.0;                                                \
+      for (int64_t i = 0; i < n; i++) c[i] = (T)(((double)c[i] - m) * f);                     \
+    }                                                                                         \
+  }                                                                                           \
+  static void scale_rows_##SFX(int64_t n, int64_t p, T *x, const double *f) {                 \
+    for (int64_t j = 0; j < p; j++)                                                           \
+      for (int64_t i = 0; i < n; i++) x[i + j * n] = (T)((double)x[i + j * n] * f[i]);        \
   }
 
 DEFINE_DATA_OPS(float, f32)
@@ -81,9 +81,9 @@ void gstat_i_scale_rows(gstat_dtype ct, int64_t n, int64_t p, void *buf, const d
 
 static bool is_inf_at(const char *p, gstat_dtype dtype) {
   switch (dtype) {
-  case GSTAT_F32: return isinf(*(const float *)p);
-  case GSTAT_F64: return isinf(*(const double *)p);
-  case GSTAT_BF16: return (*(const uint16_t *)p & 0x7fffu) == 0x7f80u;
+    case GSTAT_F32: return isinf(*(const float *)p);
+    case GSTAT_F64: return isinf(*(const double *)p);
+    case GSTAT_BF16: return (*(const uint16_t *)p & 0x7fffu) == 0x7f80u;
   }
   return false;
 }

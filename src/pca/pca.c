@@ -17,10 +17,10 @@
 #include "pca/data.h"
 #include "pca/pca_internal.h"
 
-#define TRY(expr)                                                                               \
-  do {                                                                                          \
-    gstat_status s_ = (expr);                                                                   \
-    if (s_ != GSTAT_OK) return s_;                                                              \
+#define TRY(expr)                  \
+  do {                             \
+    gstat_status s_ = (expr);      \
+    if (s_ != GSTAT_OK) return s_; \
   } while (0)
 
 void gstat_pca_options_init(gstat_pca_options *opt) {
@@ -38,8 +38,8 @@ typedef struct fit {
   const char *fn;
   gstat_pca_options opt;
   gstat_pca_method method;
-  gstat_dtype ct; /* compute type */
-  size_t esz;     /* its size */
+  gstat_dtype ct;            /* compute type */
+  size_t esz;                /* its size */
   int64_t batch, n, p, r, m; /* r = min(n, p); m = order of the eigenproblem */
   int64_t kmax;              /* largest k the workspace was sized for */
   double dof;                /* divisor of the variances: n - 1 (weight - 1 from an accumulator) */
@@ -63,8 +63,12 @@ static void set(const fit *f, char *base, int64_t i, double v) {
     ((float *)base)[i] = (float)v;
 }
 
-static char *data_of(const fit *f, int64_t b) { return f->data + (size_t)(b * f->n * f->p) * f->esz; }
-static char *S_of(const fit *f, int64_t b) { return f->S + (size_t)(b * f->m * f->m) * f->esz; }
+static char *data_of(const fit *f, int64_t b) {
+  return f->data + (size_t)(b * f->n * f->p) * f->esz;
+}
+static char *S_of(const fit *f, int64_t b) {
+  return f->S + (size_t)(b * f->m * f->m) * f->esz;
+}
 
 /* i-th largest eigenvalue of element b, clipped at 0 (rounding can make the
  * zero eigenvalues of a semidefinite matrix slightly negative). */
@@ -153,9 +157,10 @@ static gstat_status prepare_data(gstat_ctx *ctx, fit *f, const gstat_matrix *X) 
       for (int64_t j = 0; j < f->p; j++)
         if (!(scale[j] > 0))
           return gstat_i_fail(ctx, GSTAT_EINVAL,
-                              f->n < 2 ? "%s: scaling needs at least 2 rows (dataset %lld, column %lld)"
-                                       : "%s: column %lld of dataset %lld is constant: it cannot be "
-                                         "scaled to unit variance",
+                              f->n < 2
+                                  ? "%s: scaling needs at least 2 rows (dataset %lld, column %lld)"
+                                  : "%s: column %lld of dataset %lld is constant: it cannot be "
+                                    "scaled to unit variance",
                               f->fn, (long long)(f->n < 2 ? b : j), (long long)(f->n < 2 ? j : b));
       gstat_i_center_scale(f->ct, f->n, f->p, d, NULL, scale);
     } else {
@@ -237,8 +242,8 @@ static gstat_status finish_dataset(gstat_ctx *ctx, const fit *f, gstat_pca_resul
 }
 
 /* Components of dataset b (rows of res->components) from the eigenvectors. */
-static gstat_status fill_components(gstat_ctx *ctx, const fit *f, gstat_pca_result *res,
-                                    int64_t b, const double *lam) {
+static gstat_status fill_components(gstat_ctx *ctx, const fit *f, gstat_pca_result *res, int64_t b,
+                                    const double *lam) {
   int64_t k = res->n_components, p = f->p, m = f->m;
   double *comp = res->components + b * k * p;
   const char *S = S_of(f, b);
@@ -387,10 +392,11 @@ static gstat_status fit_on_device(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
       if (!f->opt.scale)
         *sc = 1;
       else if (!(*sc > 0))
-        return gstat_i_fail(ctx, GSTAT_EINVAL,
-                            "%s: column %lld of dataset %lld is constant: it cannot be scaled to unit "
-                            "variance",
-                            f->fn, (long long)j, (long long)b);
+        return gstat_i_fail(
+            ctx, GSTAT_EINVAL,
+            "%s: column %lld of dataset %lld is constant: it cannot be scaled to unit "
+            "variance",
+            f->fn, (long long)j, (long long)b);
     }
   return finish_exact(ctx, f, res);
 }
@@ -422,8 +428,7 @@ gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_op
   f.p = X->cols;
   f.r = f.n < f.p ? f.n : f.p;
   if (f.opt.n_components > f.r)
-    return gstat_i_fail(ctx, GSTAT_EINVAL,
-                        "pca: opt.n_components=%lld exceeds min(n, p) = %lld", 
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "pca: opt.n_components=%lld exceeds min(n, p) = %lld",
                         (long long)f.opt.n_components, (long long)f.r);
   f.method = resolve_method(&f.opt, f.n, f.p);
   f.dof = (double)(f.n - 1);

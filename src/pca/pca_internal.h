@@ -29,7 +29,7 @@ void gstat_i_pca_complete_row(double *comp, int64_t i, int64_t p);
  * random vectors and q power iterations (QR-normalized), seeded.
  */
 gstat_status gstat_i_pca_randomized(gstat_ctx *ctx, gstat_dtype ct, int64_t n, int64_t p,
-                                    const void *Xc, int64_t k, int64_t l, int64_t q,
-                                    uint64_t seed, double *sigma, double *comp);
+                                    const void *Xc, int64_t k, int64_t l, int64_t q, uint64_t seed,
+                                    double *sigma, double *comp);
 
 #endif /* GSTAT_PCA_PCA_INTERNAL_H */

@@ -13,20 +13,21 @@
 #include "linalg/dense.h"
 #include "pca/pca_internal.h"
 
-#define TRY(expr)                                                                               \
-  do {                                                                                          \
-    status = (expr);                                                                            \
-    if (status != GSTAT_OK) goto done;                                                          \
+#define TRY(expr)                      \
+  do {                                 \
+    status = (expr);                   \
+    if (status != GSTAT_OK) goto done; \
   } while (0)
 
 gstat_status gstat_i_pca_randomized(gstat_ctx *ctx, gstat_dtype ct, int64_t n, int64_t p,
-                                    const void *Xc, int64_t k, int64_t l, int64_t q,
-                                    uint64_t seed, double *sigma, double *comp) {
+                                    const void *Xc, int64_t k, int64_t l, int64_t q, uint64_t seed,
+                                    double *sigma, double *comp) {
   gstat_status status = GSTAT_OK;
   size_t esz = gstat_dtype_size(ct);
   size_t y_size = (size_t)(n * l) * esz, z_size = (size_t)(p * l) * esz;
   size_t zd_size = (size_t)(p * l) * sizeof(double), g_size = (size_t)(l * l) * sizeof(double);
-  int64_t qr_n = gstat_i_orthonormalize_work(ct, n, l), qr_p = gstat_i_orthonormalize_work(ct, p, l);
+  int64_t qr_n = gstat_i_orthonormalize_work(ct, n, l),
+          qr_p = gstat_i_orthonormalize_work(ct, p, l);
   if (qr_n == 0 || qr_p == 0)
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "pca: dimensions exceed LAPACK's integer range");
   size_t qr_size = (size_t)(qr_n > qr_p ? qr_n : qr_p) * esz;
@@ -52,7 +53,8 @@ gstat_status gstat_i_pca_randomized(gstat_ctx *ctx, gstat_dtype ct, int64_t n, i
     TRY(gstat_i_orthonormalize(ctx, ct, n, l, Y, n, qr));
     TRY(gstat_i_gemm(ctx, ct, GSTAT_TRANS, GSTAT_NO_TRANS, p, l, n, 1.0, Xc, n, Y, n, 0.0, Z, p));
     TRY(gstat_i_orthonormalize(ctx, ct, p, l, Z, p, qr));
-    TRY(gstat_i_gemm(ctx, ct, GSTAT_NO_TRANS, GSTAT_NO_TRANS, n, l, p, 1.0, Xc, n, Z, p, 0.0, Y, n));
+    TRY(gstat_i_gemm(ctx, ct, GSTAT_NO_TRANS, GSTAT_NO_TRANS, n, l, p, 1.0, Xc, n, Z, p, 0.0, Y,
+                     n));
   }
   TRY(gstat_i_orthonormalize(ctx, ct, n, l, Y, n, qr));
   /* Z = Xc^T Q = B^T (p x l), then everything small in double */

@@ -6,10 +6,10 @@
 #include "pca/data.h"
 #include "pca/pca_internal.h"
 
-#define TRY(expr)                                                                               \
-  do {                                                                                          \
-    gstat_status s_ = (expr);                                                                   \
-    if (s_ != GSTAT_OK) return s_;                                                              \
+#define TRY(expr)                  \
+  do {                             \
+    gstat_status s_ = (expr);      \
+    if (s_ != GSTAT_OK) return s_; \
   } while (0)
 
 /* Shared checks: res, the input and output descriptors and their shapes. */
@@ -24,14 +24,16 @@ static gstat_status check_args(gstat_ctx *ctx, const char *fn, const gstat_pca_r
   if (in->location != GSTAT_HOST || out->location != GSTAT_HOST)
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: device memory is not supported yet", fn);
   if (in->batch != res->batch || in->cols != in_cols)
-    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is %lld x %lld x %lld; the PCA needs batch %lld "
-                        "and %lld columns", fn, in_name, (long long)in->batch, (long long)in->rows,
-                        (long long)in->cols, (long long)res->batch, (long long)in_cols);
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: %s is %lld x %lld x %lld; the PCA needs batch %lld "
+                        "and %lld columns",
+                        fn, in_name, (long long)in->batch, (long long)in->rows, (long long)in->cols,
+                        (long long)res->batch, (long long)in_cols);
   if (out->batch != in->batch || out->rows != in->rows || out->cols != out_cols)
-    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is %lld x %lld x %lld, expected %lld x %lld x %lld",
-                        fn, out_name, (long long)out->batch, (long long)out->rows,
-                        (long long)out->cols, (long long)in->batch, (long long)in->rows,
-                        (long long)out_cols);
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: %s is %lld x %lld x %lld, expected %lld x %lld x %lld", fn, out_name,
+                        (long long)out->batch, (long long)out->rows, (long long)out->cols,
+                        (long long)in->batch, (long long)in->rows, (long long)out_cols);
   TRY(gstat_i_check_alias(ctx, fn, out_name, out, in_name, in, false));
   int64_t b, i, j;
   if (gstat_i_find_nonfinite(in, GSTAT_I_TRI_FULL, &b, &i, &j))
@@ -85,8 +87,8 @@ static void whiten_columns(const gstat_pca_result *res, int64_t b, gstat_dtype c
   }
 }
 
-gstat_status gstat_pca_transform(gstat_ctx *ctx, const gstat_pca_result *res,
-                                 const gstat_matrix *X, gstat_matrix *scores) {
+gstat_status gstat_pca_transform(gstat_ctx *ctx, const gstat_pca_result *res, const gstat_matrix *X,
+                                 gstat_matrix *scores) {
   const char *fn = "pca_transform";
   if (!ctx) return GSTAT_EINVAL;
   gstat_i_begin(ctx);

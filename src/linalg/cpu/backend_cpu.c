@@ -23,18 +23,20 @@ static void run_item(const gstat_i_cpu_job *job, int64_t it, int64_t groups, int
   }
 }
 
-static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *job,
-                              int64_t batch, int64_t *info) {
+static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *job, int64_t batch,
+                              int64_t *info) {
   /* items: whole groups first (when the job has a group routine), then the
    * remaining elements one by one */
   int64_t lanes = job->group && batch >= job->lanes ? job->lanes : 1;
-  int64_t groups = lanes > 1 ? batch / lanes : batch, items = groups + (lanes > 1 ? batch % lanes : 0);
+  int64_t groups = lanes > 1 ? batch / lanes : batch,
+          items = groups + (lanes > 1 ? batch % lanes : 0);
   int nt = gstat_i_cpu_batch_threads(ctx, items);
   size_t total;
   if (!gstat_i_mul_size(job->per_thread, (size_t)nt, &total))
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);
   char *ws = gstat_i_workspace(ctx, GSTAT_WS_CPU, total);
-  if (!ws) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn, total);
+  if (!ws)
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn, total);
 #ifdef _OPENMP
   if (nt > 1) {
     int64_t chunk = items / ((int64_t)nt * 8);
@@ -48,12 +50,10 @@ static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *j
    * OpenBLAS reads the calling thread's setting, which we restore after). */
   int saved = omp_get_max_threads();
   omp_set_num_threads(ctx->num_threads);
-  for (int64_t it = 0; it < items; it++)
-    run_item(job, it, groups, lanes, ws, info);
+  for (int64_t it = 0; it < items; it++) run_item(job, it, groups, lanes, ws, info);
   omp_set_num_threads(saved);
 #else
-  for (int64_t it = 0; it < items; it++)
-    run_item(job, it, groups, lanes, ws, info);
+  for (int64_t it = 0; it < items; it++) run_item(job, it, groups, lanes, ws, info);
 #endif
   return GSTAT_OK;
 }
@@ -66,7 +66,8 @@ static gstat_status cpu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A,
                              gstat_matrix *w, gstat_matrix *V, int64_t *info) {
   (void)state;
   gstat_i_cpu_job job = {.A = A, .out = V, .w = w, .uplo = uplo, .n = A->rows};
-  bool ok = A->dtype == GSTAT_F64 ? gstat_i_cpu_eigh_setup_f64(&job) : gstat_i_cpu_eigh_setup_f32(&job);
+  bool ok =
+      A->dtype == GSTAT_F64 ? gstat_i_cpu_eigh_setup_f64(&job) : gstat_i_cpu_eigh_setup_f32(&job);
   if (!ok) return setup_failed(ctx, "eigh");
   return run_batch(ctx, "eigh", &job, A->batch, info);
 }
@@ -75,7 +76,8 @@ static gstat_status cpu_cholesky(void *state, gstat_ctx *ctx, const gstat_matrix
                                  gstat_uplo uplo, gstat_matrix *F, int64_t *info) {
   (void)state;
   gstat_i_cpu_job job = {.A = A, .out = F, .uplo = uplo, .n = A->rows};
-  bool ok = A->dtype == GSTAT_F64 ? gstat_i_cpu_chol_setup_f64(&job) : gstat_i_cpu_chol_setup_f32(&job);
+  bool ok =
+      A->dtype == GSTAT_F64 ? gstat_i_cpu_chol_setup_f64(&job) : gstat_i_cpu_chol_setup_f32(&job);
   if (!ok) return setup_failed(ctx, "cholesky");
   return run_batch(ctx, "cholesky", &job, A->batch, info);
 }
@@ -95,7 +97,8 @@ static gstat_status cpu_triangular_solve(void *state, gstat_ctx *ctx, const gsta
                                          gstat_uplo uplo, gstat_trans trans, gstat_diag diag,
                                          const gstat_matrix *B, gstat_matrix *X, int64_t *info) {
   (void)state;
-  gstat_i_cpu_job job = {.A = T, .B = B, .out = X, .uplo = uplo, .trans = trans, .diag = diag, .n = T->rows};
+  gstat_i_cpu_job job = {
+      .A = T, .B = B, .out = X, .uplo = uplo, .trans = trans, .diag = diag, .n = T->rows};
   bool ok = T->dtype == GSTAT_F64 ? gstat_i_cpu_trsolve_setup_f64(&job)
                                   : gstat_i_cpu_trsolve_setup_f32(&job);
   if (!ok) return setup_failed(ctx, "triangular_solve");

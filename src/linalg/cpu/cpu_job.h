@@ -32,13 +32,15 @@ struct gstat_i_cpu_job {
 };
 
 /* Round a byte count up to 64 (workspace sections stay aligned). */
-static inline size_t gstat_i_align64(size_t x) { return (x + 63u) & ~(size_t)63u; }
+static inline size_t gstat_i_align64(size_t x) {
+  return (x + 63u) & ~(size_t)63u;
+}
 
 /* Per-type element routines and job setup (cpu_ops_f32.c / cpu_ops_f64.c). */
-#define GSTAT_I_DECLARE_CPU_OPS(SFX)                                                          \
-  bool gstat_i_cpu_eigh_setup_##SFX(gstat_i_cpu_job *job);                                    \
-  bool gstat_i_cpu_chol_setup_##SFX(gstat_i_cpu_job *job);                                    \
-  bool gstat_i_cpu_cholsolve_setup_##SFX(gstat_i_cpu_job *job);                               \
+#define GSTAT_I_DECLARE_CPU_OPS(SFX)                            \
+  bool gstat_i_cpu_eigh_setup_##SFX(gstat_i_cpu_job *job);      \
+  bool gstat_i_cpu_chol_setup_##SFX(gstat_i_cpu_job *job);      \
+  bool gstat_i_cpu_cholsolve_setup_##SFX(gstat_i_cpu_job *job); \
   bool gstat_i_cpu_trsolve_setup_##SFX(gstat_i_cpu_job *job);
 GSTAT_I_DECLARE_CPU_OPS(f32)
 GSTAT_I_DECLARE_CPU_OPS(f64)

@@ -12,7 +12,9 @@ static pthread_once_t fix_once = PTHREAD_ONCE_INIT;
 typedef char *(*corename_fn)(void);
 typedef void (*void_fn)(void);
 
-static void *sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
+static void *sym(const char *name) {
+  return dlsym(RTLD_DEFAULT, name);
+}
 
 /* The best OpenBLAS core this CPU and OS can run, or NULL for "no better". */
 static const char *better_core(void) {
@@ -45,4 +47,6 @@ static void fix(void) {
   unsetenv("OPENBLAS_CORETYPE");
 }
 
-void gstat_i_openblas_fix_core(void) { pthread_once(&fix_once, fix); }
+void gstat_i_openblas_fix_core(void) {
+  pthread_once(&fix_once, fix);
+}

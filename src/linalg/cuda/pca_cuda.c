@@ -1,9 +1,9 @@
 /*
  * PCA of data that already lies on the device (the backend table's pca_fit and
  * pca_scores): column means accumulated in double (two passes), a centered
- * copy, the co-moment (lower triangle) by row-blocked, tiled cuBLAS GEMMs, the batched eigh of this module, and
- * the scores by one GEMM over the kept centered copy. Only p x p matrices
- * and the n x k scores travel to the host.
+ * copy, the co-moment (lower triangle) by row-blocked, tiled cuBLAS GEMMs, the batched eigh of this
+ * module, and the scores by one GEMM over the kept centered copy. Only p x p matrices and the n x k
+ * scores travel to the host.
  *
  * Cost for n x p fp32 data: 3 reads and 1 write of the data (sums, corrected
  * sums, centering) plus n p^2 multiply-adds (2 n p^2 as GEMM), which dominate for
@@ -16,22 +16,22 @@
 #include "linalg/cuda/cuda_state.h"
 #include "linalg/cuda/kernels/kernels.h"
 
-#define TRY_CU(expr, what)                                                                      \
-  do {                                                                                          \
-    cudaError_t e_ = (expr);                                                                    \
-    if (e_ != cudaSuccess) return gstat_cu_fail(ctx, "pca", what, e_);                          \
+#define TRY_CU(expr, what)                                             \
+  do {                                                                 \
+    cudaError_t e_ = (expr);                                           \
+    if (e_ != cudaSuccess) return gstat_cu_fail(ctx, "pca", what, e_); \
   } while (0)
 
-#define TRY_BLAS(expr, what)                                                                    \
-  do {                                                                                          \
-    if ((expr) != CUBLAS_STATUS_SUCCESS)                                                        \
-      return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "pca: cuBLAS %s failed", what);           \
+#define TRY_BLAS(expr, what)                                                          \
+  do {                                                                                \
+    if ((expr) != CUBLAS_STATUS_SUCCESS)                                              \
+      return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "pca: cuBLAS %s failed", what); \
   } while (0)
 
-#define TRY(expr)                                                                               \
-  do {                                                                                          \
-    gstat_status s_ = (expr);                                                                   \
-    if (s_ != GSTAT_OK) return s_;                                                              \
+#define TRY(expr)                  \
+  do {                             \
+    gstat_status s_ = (expr);      \
+    if (s_ != GSTAT_OK) return s_; \
   } while (0)
 
 /* Element b as a dense device matrix of the compute type used in place:
@@ -39,7 +39,8 @@
 static const char *dense_element(const gstat_matrix *X, int cdt, int64_t b, int *row_major) {
   if ((int)X->dtype != cdt) return NULL;
   int64_t n = X->rows, p = X->cols;
-  const char *base = (const char *)X->data + (size_t)(b * X->batch_stride) * gstat_cu_dtype_bytes(cdt);
+  const char *base =
+      (const char *)X->data + (size_t)(b * X->batch_stride) * gstat_cu_dtype_bytes(cdt);
   if ((p <= 1 || X->col_stride == 1) && (n <= 1 || X->row_stride == p)) {
     *row_major = 1;
     return base;
@@ -53,22 +54,28 @@ static const char *dense_element(const gstat_matrix *X, int cdt, int64_t b, int 
 
 /* mean (host, p) of the n x p element at x: double sums, then the sums of the
  * residuals (corrects the rounding of the first pass). */
-static gstat_status column_means(gstat_cu_state *s, gstat_ctx *ctx, int cdt, const void *x, int64_t n,
-                                 int64_t p, int row_major, double *d_sums, double *d_mean, double *mean,
-                                 bool *nonfinite) {
+static gstat_status column_means(gstat_cu_state *s, gstat_ctx *ctx, int cdt, const void *x,
+                                 int64_t n, int64_t p, int row_major, double *d_sums,
+                                 double *d_mean, double *mean, bool *nonfinite) {
   double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, sizeof(double) * (size_t)p);
   if (!h) return GSTAT_ENOMEM;
   for (int pass = 0; pass < 2; pass++) {
     TRY_CU(cudaMemsetAsync(d_sums, 0, sizeof(double) * (size_t)p, s->stream), "zeroing sums");
-    TRY_CU(gstat_cu_col_sums(cdt, x, n, p, row_major, pass ? d_mean : NULL, d_sums, s->stream), "column sums");
-    TRY_CU(cudaMemcpyAsync(h, d_sums, sizeof(double) * (size_t)p, cudaMemcpyDeviceToHost, s->stream), "sums");
+    TRY_CU(gstat_cu_col_sums(cdt, x, n, p, row_major, pass ? d_mean : NULL, d_sums, s->stream),
+           "column sums");
+    TRY_CU(
+        cudaMemcpyAsync(h, d_sums, sizeof(double) * (size_t)p, cudaMemcpyDeviceToHost, s->stream),
+        "sums");
     TRY_CU(cudaStreamSynchronize(s->stream), "sums");
     for (int64_t j = 0; j < p; j++) {
-      if (!isfinite(h[j])) *nonfinite = true; /* a NaN/Inf in column j (finite floats cannot overflow a double sum) */
+      if (!isfinite(h[j]))
+        *nonfinite = true; /* a NaN/Inf in column j (finite floats cannot overflow a double sum) */
       mean[j] = pass ? mean[j] + h[j] / (double)n : h[j] / (double)n;
     }
     memcpy(h, mean, sizeof(double) * (size_t)p);
-    TRY_CU(cudaMemcpyAsync(d_mean, h, sizeof(double) * (size_t)p, cudaMemcpyHostToDevice, s->stream), "means");
+    TRY_CU(
+        cudaMemcpyAsync(d_mean, h, sizeof(double) * (size_t)p, cudaMemcpyHostToDevice, s->stream),
+        "means");
     TRY_CU(cudaStreamSynchronize(s->stream), "means"); /* h is reused by the next pass */
   }
   return GSTAT_OK;
@@ -79,24 +86,27 @@ static gstat_status column_means(gstat_cu_state *s, gstat_ctx *ctx, int cdt, con
  * consecutive results strideC apart): C = Xc[rows, oi:oi+ti]^T Xc[rows, oj:oj+tj]
  * + beta C. Row-major xc is the column-major p x n matrix A: C = A_i A_j^T. */
 static cublasStatus_t tile_products(gstat_cu_state *s, int cdt, int row_major, int64_t n, int64_t p,
-                                    const char *xc, int64_t r0, int64_t rows, int64_t count, int64_t oi,
-                                    int64_t ti, int64_t oj, int64_t tj, double beta, void *C, int64_t ldc,
-                                    int64_t strideC) {
+                                    const char *xc, int64_t r0, int64_t rows, int64_t count,
+                                    int64_t oi, int64_t ti, int64_t oj, int64_t tj, double beta,
+                                    void *C, int64_t ldc, int64_t strideC) {
   size_t es = gstat_cu_dtype_bytes(cdt);
-  int64_t step = row_major ? p : 1, feat = row_major ? 1 : n; /* element offsets of a row, a column */
-  const char *Ai = xc + (size_t)(r0 * step + oi * feat) * es, *Aj = xc + (size_t)(r0 * step + oj * feat) * es;
-  cublasOperation_t ta = row_major ? CUBLAS_OP_N : CUBLAS_OP_T, tb = row_major ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int64_t step = row_major ? p : 1,
+          feat = row_major ? 1 : n; /* element offsets of a row, a column */
+  const char *Ai = xc + (size_t)(r0 * step + oi * feat) * es,
+             *Aj = xc + (size_t)(r0 * step + oj * feat) * es;
+  cublasOperation_t ta = row_major ? CUBLAS_OP_N : CUBLAS_OP_T,
+                    tb = row_major ? CUBLAS_OP_T : CUBLAS_OP_N;
   int lda = (int)(row_major ? p : n);
   long long strideA = (long long)(rows * step);
   const double one = 1;
   const float onef = 1, betaf = (float)beta;
   if (cdt == GSTAT_F64)
-    return cublasDgemmStridedBatched(s->blas, ta, tb, (int)ti, (int)tj, (int)rows, &one, (const double *)Ai, lda,
-                                     strideA, (const double *)Aj, lda, strideA, &beta, C, (int)ldc, strideC,
-                                     (int)count);
-  return cublasSgemmStridedBatched(s->blas, ta, tb, (int)ti, (int)tj, (int)rows, &onef, (const float *)Ai, lda,
-                                   strideA, (const float *)Aj, lda, strideA, &betaf, C, (int)ldc, strideC,
-                                   (int)count);
+    return cublasDgemmStridedBatched(s->blas, ta, tb, (int)ti, (int)tj, (int)rows, &one,
+                                     (const double *)Ai, lda, strideA, (const double *)Aj, lda,
+                                     strideA, &beta, C, (int)ldc, strideC, (int)count);
+  return cublasSgemmStridedBatched(s->blas, ta, tb, (int)ti, (int)tj, (int)rows, &onef,
+                                   (const float *)Ai, lda, strideA, (const float *)Aj, lda, strideA,
+                                   &betaf, C, (int)ldc, strideC, (int)count);
 }
 
 /* The lower triangle of S = Xc^T Xc. A single SYRK or GEMM down the n rows
@@ -105,8 +115,8 @@ static cublasStatus_t tile_products(gstat_cu_state *s, int cdt, int row_major, i
  * one strided-batched GEMM per tile of the lower triangle (T x T tiles of
  * about p/T: (T+1)/2T of a full GEMM's work), summed in double afterwards,
  * which also shortens every fp32 accumulation chain from n to n/R terms. */
-static gstat_status comoment(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int row_major, int64_t n, int64_t p,
-                             const char *xc, void *S) {
+static gstat_status comoment(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int row_major, int64_t n,
+                             int64_t p, const char *xc, void *S) {
   size_t es = gstat_cu_dtype_bytes(cdt);
   int64_t R = n / (4 * p), T = p / 384;
   if (R > 64) R = 64;
@@ -128,21 +138,26 @@ static gstat_status comoment(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int row
       int64_t ti = p - oi < tile ? p - oi : tile, tj = p - oj < tile ? p - oj : tile;
       char *Sij = (char *)S + (size_t)(oi + oj * p) * es;
       if (R == 1) {
-        TRY_BLAS(tile_products(s, cdt, row_major, n, p, xc, 0, n, 1, oi, ti, oj, tj, 0.0, Sij, p, 0), "gemm");
+        TRY_BLAS(
+            tile_products(s, cdt, row_major, n, p, xc, 0, n, 1, oi, ti, oj, tj, 0.0, Sij, p, 0),
+            "gemm");
         continue;
       }
-      TRY_BLAS(tile_products(s, cdt, row_major, n, p, xc, 0, rows, R, oi, ti, oj, tj, 0.0, P, ti, ti * tj),
+      TRY_BLAS(tile_products(s, cdt, row_major, n, p, xc, 0, rows, R, oi, ti, oj, tj, 0.0, P, ti,
+                             ti * tj),
                "batched gemm");
-      TRY_CU(gstat_cu_sum_partials(cdt, P, R, ti, tj, Sij, p, s->stream), "summing partial products");
+      TRY_CU(gstat_cu_sum_partials(cdt, P, R, ti, tj, Sij, p, s->stream),
+             "summing partial products");
       if (rest > 0)
-        TRY_BLAS(tile_products(s, cdt, row_major, n, p, xc, R * rows, rest, 1, oi, ti, oj, tj, 1.0, Sij, p, 0),
+        TRY_BLAS(tile_products(s, cdt, row_major, n, p, xc, R * rows, rest, 1, oi, ti, oj, tj, 1.0,
+                               Sij, p, 0),
                  "gemm");
     }
   return GSTAT_OK;
 }
 
-gstat_status gstat_cu_pca_fit(void *state, gstat_ctx *ctx, const gstat_matrix *X, int center, int scale,
-                              double *mean, double *sd, void *w, void *V) {
+gstat_status gstat_cu_pca_fit(void *state, gstat_ctx *ctx, const gstat_matrix *X, int center,
+                              int scale, double *mean, double *sd, void *w, void *V) {
   gstat_cu_state *s = state;
   cudaSetDevice(s->device);
   s->pca_batch = 0; /* nothing valid for pca_scores until this call succeeds */
@@ -191,7 +206,8 @@ gstat_status gstat_cu_pca_fit(void *state, gstat_ctx *ctx, const gstat_matrix *X
     /* standard deviations from the diagonal of S */
     char *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, es * (size_t)p);
     if (!h) return GSTAT_ENOMEM;
-    TRY_CU(cudaMemcpy2DAsync(h, es, S, es * (size_t)(p + 1), es, (size_t)p, cudaMemcpyDeviceToHost, s->stream),
+    TRY_CU(cudaMemcpy2DAsync(h, es, S, es * (size_t)(p + 1), es, (size_t)p, cudaMemcpyDeviceToHost,
+                             s->stream),
            "diagonal");
     TRY_CU(cudaStreamSynchronize(s->stream), "diagonal");
     for (int64_t j = 0; j < p; j++) {
@@ -201,7 +217,8 @@ gstat_status gstat_cu_pca_fit(void *state, gstat_ctx *ctx, const gstat_matrix *X
     }
     if (scale && !constant) {
       memcpy(h, sb, sizeof(double) * (size_t)p);
-      TRY_CU(cudaMemcpyAsync(dSd, h, sizeof(double) * (size_t)p, cudaMemcpyHostToDevice, s->stream), "deviations");
+      TRY_CU(cudaMemcpyAsync(dSd, h, sizeof(double) * (size_t)p, cudaMemcpyHostToDevice, s->stream),
+             "deviations");
       TRY_CU(gstat_cu_scale_sym(cdt, S, p, dSd, s->stream), "scaling");
       TRY_CU(cudaStreamSynchronize(s->stream), "scaling"); /* h is reused */
     }
@@ -211,11 +228,14 @@ gstat_status gstat_cu_pca_fit(void *state, gstat_ctx *ctx, const gstat_matrix *X
   gstat_matrix wm = {w, (gstat_dtype)cdt, GSTAT_HOST, 0, batch, p, 1, p, 1, p};
   gstat_matrix Vm = {V, (gstat_dtype)cdt, GSTAT_HOST, 0, batch, p, p, p * p, 1, p};
   int64_t *info = calloc((size_t)batch, sizeof *info);
-  if (!info) return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "pca: cannot allocate %lld info entries", (long long)batch);
+  if (!info)
+    return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "pca: cannot allocate %lld info entries",
+                               (long long)batch);
   gstat_status st = gstat_cu_eigh(s, ctx, &A, GSTAT_LOWER, &wm, &Vm, info);
   for (int64_t b = 0; st == GSTAT_OK && b < batch; b++)
     if (info[b] != 0)
-      st = gstat_cu_host->fail(ctx, GSTAT_ENOCONV, "pca: the eigen decomposition of dataset %lld failed on the GPU",
+      st = gstat_cu_host->fail(ctx, GSTAT_ENOCONV,
+                               "pca: the eigen decomposition of dataset %lld failed on the GPU",
                                (long long)b);
   free(info);
   if (st != GSTAT_OK) return st;
@@ -232,10 +252,12 @@ gstat_status gstat_cu_pca_scores(void *state, gstat_ctx *ctx, int64_t b, const d
   gstat_cu_state *s = state;
   cudaSetDevice(s->device);
   if (b < 0 || b >= s->pca_batch || k < 0 || k > s->pca_p)
-    return gstat_cu_host->fail(ctx, GSTAT_EINVAL, "pca: no fitted data on the device for dataset %lld", (long long)b);
+    return gstat_cu_host->fail(ctx, GSTAT_EINVAL,
+                               "pca: no fitted data on the device for dataset %lld", (long long)b);
   int64_t n = s->pca_n, p = s->pca_p;
   int cdt = s->pca_cdt;
-  size_t es = gstat_cu_dtype_bytes(cdt), vbytes = (size_t)(p * k) * es, zbytes = (size_t)(n * k) * es;
+  size_t es = gstat_cu_dtype_bytes(cdt), vbytes = (size_t)(p * k) * es,
+         zbytes = (size_t)(n * k) * es;
   if (k == 0 || n == 0) return GSTAT_OK;
   char *dV = gstat_cu_buffer(s, ctx, CU_PROJ, vbytes + zbytes + 256);
   char *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, vbytes > zbytes ? vbytes : zbytes);
@@ -258,17 +280,18 @@ gstat_status gstat_cu_pca_scores(void *state, gstat_ctx *ctx, int64_t b, const d
   cublasStatus_t bs;
   if (cdt == GSTAT_F64) {
     const double one = 1, zero = 0;
-    bs = cublasDgemm(s->blas, CUBLAS_OP_T, opx, (int)k, (int)n, (int)p, &one, (const double *)dV, (int)p,
-                     (const double *)xc, ldx, &zero, (double *)dZ, (int)k);
+    bs = cublasDgemm(s->blas, CUBLAS_OP_T, opx, (int)k, (int)n, (int)p, &one, (const double *)dV,
+                     (int)p, (const double *)xc, ldx, &zero, (double *)dZ, (int)k);
   } else {
     const float one = 1, zero = 0;
-    bs = cublasSgemm(s->blas, CUBLAS_OP_T, opx, (int)k, (int)n, (int)p, &one, (const float *)dV, (int)p,
-                     (const float *)xc, ldx, &zero, (float *)dZ, (int)k);
+    bs = cublasSgemm(s->blas, CUBLAS_OP_T, opx, (int)k, (int)n, (int)p, &one, (const float *)dV,
+                     (int)p, (const float *)xc, ldx, &zero, (float *)dZ, (int)k);
   }
   TRY_BLAS(bs, "gemm");
   TRY_CU(cudaStreamSynchronize(s->stream), "components"); /* h is reused below */
   TRY_CU(cudaMemcpyAsync(h, dZ, zbytes, cudaMemcpyDeviceToHost, s->stream), "scores");
   TRY_CU(cudaStreamSynchronize(s->stream), "scores");
-  for (int64_t e = 0; e < n * k; e++) scores[e] = cdt == GSTAT_F64 ? ((double *)h)[e] : (double)((float *)h)[e];
+  for (int64_t e = 0; e < n * k; e++)
+    scores[e] = cdt == GSTAT_F64 ? ((double *)h)[e] : (double)((float *)h)[e];
   return GSTAT_OK;
 }
