@@ -132,14 +132,11 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   } else {
     st = r->n >= loop_min_n ? syevd_loop(r, work, dW, dInfo, nb) : syev_batched(r, work, dW, dInfo, nb);
     if (st != GSTAT_OK) return st;
-    if (r->want && (err = gstat_cu_fix_signs(r->cdt, work, r->n, nb, s->stream)) != cudaSuccess)
-      return gstat_cu_fail(r->ctx, "eigh", "sign kernel", err);
   }
-  /* non-converged elements: NaN outputs (the dispatcher may recompute them) */
-  err = gstat_cu_fill_nan_where(r->cdt, dW, r->n, nb, dInfo, s->stream);
-  if (err == cudaSuccess && r->want) err = gstat_cu_fill_nan_where(r->cdt, dV, r->n * r->n, nb, dInfo, s->stream);
-  if (err == cudaSuccess) err = gstat_cu_flag_nonfinite(r->cdt, dW, r->n, nb, dFlags, s->stream);
-  if (err == cudaSuccess && r->want) err = gstat_cu_flag_nonfinite(r->cdt, dV, r->n * r->n, nb, dFlags, s->stream);
+  /* one pass: signs (the Jacobi kernel fixed its own), NaN outputs for
+   * failed elements and flags for non-finite ones (the dispatcher may
+   * recompute them) */
+  err = gstat_cu_finish_eigh(r->cdt, r->want ? dV : NULL, dW, r->n, nb, dInfo, dFlags, !jacobi, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "output check", err);
   if (!w_in_place && (st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb)) != GSTAT_OK) return st;
   if (r->want && !v_in_place && (st = gstat_cu_store(s, r->ctx, "eigh", dV, r->cdt, V, b0, nb)) != GSTAT_OK)

@@ -221,6 +221,71 @@ __global__ void __launch_bounds__(kLinearThreads)
   }
 }
 
+/* The whole post-processing of a solved eigh batch in one pass over the
+ * vectors: a failed element (info != 0) becomes NaN; otherwise each column's
+ * sign is fixed (when `signs`) and any NaN/Inf in the column or its
+ * eigenvalue flags the element (flags[b] |= 2). W lanes per column; with V
+ * NULL (values only) the same on w alone. */
+template <typename T, int W>
+__global__ void __launch_bounds__(kLinearThreads)
+    finish_eigh_kernel(T *__restrict__ V, T *__restrict__ w, int64_t n, int64_t ncols,
+                       const int *__restrict__ info, int *__restrict__ flags, bool signs) {
+  const int lane = threadIdx.x % W;
+  const unsigned mask = W == 32 ? kFullMask : ((1u << W) - 1u) << (threadIdx.x % 32 / W * W);
+  const int64_t groups = (int64_t)gridDim.x * blockDim.x / W;
+  for (int64_t c = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / W; c < ncols; c += groups) {
+    const int64_t b = c / n;
+    T *col = V ? V + c * n : nullptr;
+    if (info[b] != 0) {
+      if (col)
+        for (int64_t i = lane; i < n; i += W) col[i] = quiet_nan<T>();
+      if (lane == 0) {
+        w[c] = quiet_nan<T>();
+        atomicOr(flags + b, 2);
+      }
+      continue;
+    }
+    bool bad = lane == 0 && !finite(w[c]);
+    T best = -1, val = 0;
+    int64_t at = INT64_MAX;
+    for (int64_t i = lane; col && i < n; i += W) {
+      const T x = col[i], m = fabs(x);
+      bad |= !finite(x);
+      if (m > best) {
+        best = m;
+        val = x;
+        at = i;
+      }
+    }
+    for (int o = W / 2; o > 0; o >>= 1) {
+      const T ob = __shfl_xor_sync(mask, best, o), ov = __shfl_xor_sync(mask, val, o);
+      const int64_t oat = __shfl_xor_sync(mask, at, o);
+      if (ob > best || (ob == best && oat < at)) {
+        best = ob;
+        val = ov;
+        at = oat;
+      }
+    }
+    if (__any_sync(mask, bad)) {
+      if (lane == 0) atomicOr(flags + b, 2);
+    } else if (signs && col && val < 0) {
+      for (int64_t i = lane; i < n; i += W) col[i] = -col[i];
+    }
+  }
+}
+
+template <typename T>
+void launch_finish_eigh(void *V, void *w, int64_t n, int64_t ncols, const int *info, int *flags,
+                        bool signs, cudaStream_t stream) {
+  T *v = static_cast<T *>(V), *ww = static_cast<T *>(w);
+  if (n <= 8)
+    finish_eigh_kernel<T, 8><<<linear_blocks(ncols * 8), kLinearThreads, 0, stream>>>(v, ww, n, ncols, info, flags, signs);
+  else if (n <= 16)
+    finish_eigh_kernel<T, 16><<<linear_blocks(ncols * 16), kLinearThreads, 0, stream>>>(v, ww, n, ncols, info, flags, signs);
+  else
+    finish_eigh_kernel<T, 32><<<linear_blocks(ncols * 32), kLinearThreads, 0, stream>>>(v, ww, n, ncols, info, flags, signs);
+}
+
 template <typename T>
 void launch_fix_signs(void *V, int64_t n, int64_t ncols, cudaStream_t stream) {
   T *v = static_cast<T *>(V);
@@ -347,5 +412,19 @@ extern "C" cudaError_t gstat_cu_fix_signs(int dtype, void *V, int64_t n, int64_t
     launch_fix_signs<float>(V, n, batch * n, stream);
   else
     launch_fix_signs<double>(V, n, batch * n, stream);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_finish_eigh(int dtype, void *V, void *w, int64_t n, int64_t batch,
+                                            const int *info, int *flags, int fix_signs,
+                                            cudaStream_t stream) {
+  int64_t total;
+  if (!element_count(batch, n, 1, &total) || !compute_dtype(dtype)) return cudaErrorInvalidValue;
+  if (total == 0) return cudaSuccess;
+  if (!w || !info || !flags) return cudaErrorInvalidValue;
+  if (dtype == kF32)
+    launch_finish_eigh<float>(V, w, n, total, info, flags, fix_signs != 0, stream);
+  else
+    launch_finish_eigh<double>(V, w, n, total, info, flags, fix_signs != 0, stream);
   return cudaGetLastError();
 }
