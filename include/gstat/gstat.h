@@ -6,5 +6,7 @@
 #include "gstat/linalg.h"
 #include "gstat/covariance.h"
 #include "gstat/pca.h"
+#include "gstat/graph.h"
+#include "gstat/spectral.h"
 
 #endif /* GSTAT_GSTAT_H */

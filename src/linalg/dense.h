@@ -16,17 +16,16 @@
 #include "gstat/linalg.h"
 
 /* C (m x n) = alpha op(A) op(B) + beta C, op(A) m x k, op(B) k x n. */
-gstat_status gstat_i_gemm(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, gstat_trans tb,
-                          int64_t m, int64_t n, int64_t k, double alpha, const void *A,
-                          int64_t lda, const void *B, int64_t ldb, double beta, void *C,
-                          int64_t ldc);
+gstat_status gstat_i_gemm(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, gstat_trans tb, int64_t m,
+                          int64_t n, int64_t k, double alpha, const void *A, int64_t lda,
+                          const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
 
 /* C (n x n) = alpha op(A) op(A)^T + beta C with op(A) n x k (trans NO: A is
  * n x k; TRANS: A is k x n, i.e. C = alpha A^T A + beta C). Both triangles of
  * C are written (the result is symmetric). */
-gstat_status gstat_i_syrk(gstat_ctx *ctx, gstat_dtype dt, gstat_trans trans, int64_t n,
-                          int64_t k, double alpha, const void *A, int64_t lda, double beta,
-                          void *C, int64_t ldc);
+gstat_status gstat_i_syrk(gstat_ctx *ctx, gstat_dtype dt, gstat_trans trans, int64_t n, int64_t k,
+                          double alpha, const void *A, int64_t lda, double beta, void *C,
+                          int64_t ldc);
 
 /* Replace the columns of A (m x n, m >= n) by an orthonormal basis of their
  * span (Householder QR, Q formed explicitly). `work` holds at least
@@ -34,8 +33,8 @@ gstat_status gstat_i_syrk(gstat_ctx *ctx, gstat_dtype dt, gstat_trans trans, int
  * it, so repeated calls allocate nothing); 0 from the query means the sizes
  * exceed LAPACK's integer range. */
 int64_t gstat_i_orthonormalize_work(gstat_dtype dt, int64_t m, int64_t n);
-gstat_status gstat_i_orthonormalize(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n,
-                                    void *A, int64_t lda, void *work);
+gstat_status gstat_i_orthonormalize(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n, void *A,
+                                    int64_t lda, void *work);
 
 /* Element b of M (its rows x cols, any dtype and strides) into the dense
  * column-major buffer dst of compute type dt with leading dimension ld. */
@@ -87,5 +86,17 @@ gstat_status gstat_i_gesvd(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n,
  * wrappers above with ctx NULL: 1 when the BLAS must not be called from a
  * parallel region (a pthreads OpenBLAS) or when items is too small. */
 int gstat_i_dense_loop_threads(const gstat_ctx *ctx, int64_t items);
+
+/* Largest n for which gstat_eigh gives the same bits for a matrix alone or
+ * inside a batch (the backend's own kernel, no threaded BLAS); larger
+ * matrices must be passed one per call when results have to match
+ * one-at-a-time calls exactly (src/spectral's batches). */
+int64_t gstat_i_eigh_batch_invariant_max(void);
+
+/* y = alpha op(A) x + beta y, A m x n (lda), op(A) A or A^T. For a single
+ * right-hand side: a GEMM with n = 1 packs all of A first (OpenBLAS 0.3.21). */
+gstat_status gstat_i_gemv(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, int64_t m, int64_t n,
+                          double alpha, const void *A, int64_t lda, const void *x, double beta,
+                          void *y);
 
 #endif /* GSTAT_LINALG_DENSE_H */

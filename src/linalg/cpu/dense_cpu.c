@@ -44,17 +44,16 @@ static void threads_leave(threads_guard g) {
 #endif
 }
 
-gstat_status gstat_i_gemm(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, gstat_trans tb,
-                          int64_t m, int64_t n, int64_t k, double alpha, const void *A,
-                          int64_t lda, const void *B, int64_t ldb, double beta, void *C,
-                          int64_t ldc) {
+gstat_status gstat_i_gemm(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, gstat_trans tb, int64_t m,
+                          int64_t n, int64_t k, double alpha, const void *A, int64_t lda,
+                          const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
   if (!fits_int(m, n, k) || !fits_int(lda, ldb, ldc))
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "gemm: dimensions exceed the BLAS integer range");
   if (m == 0 || n == 0) return GSTAT_OK;
   threads_guard g = threads_enter(ctx);
   if (dt == GSTAT_F64)
-    cblas_dgemm(CblasColMajor, cblas_trans(ta), cblas_trans(tb), (int)m, (int)n, (int)k, alpha,
-                A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+    cblas_dgemm(CblasColMajor, cblas_trans(ta), cblas_trans(tb), (int)m, (int)n, (int)k, alpha, A,
+                (int)lda, B, (int)ldb, beta, C, (int)ldc);
   else
     cblas_sgemm(CblasColMajor, cblas_trans(ta), cblas_trans(tb), (int)m, (int)n, (int)k,
                 (float)alpha, A, (int)lda, B, (int)ldb, (float)beta, C, (int)ldc);
@@ -62,9 +61,9 @@ gstat_status gstat_i_gemm(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, gstat_
   return GSTAT_OK;
 }
 
-gstat_status gstat_i_syrk(gstat_ctx *ctx, gstat_dtype dt, gstat_trans trans, int64_t n,
-                          int64_t k, double alpha, const void *A, int64_t lda, double beta,
-                          void *C, int64_t ldc) {
+gstat_status gstat_i_syrk(gstat_ctx *ctx, gstat_dtype dt, gstat_trans trans, int64_t n, int64_t k,
+                          double alpha, const void *A, int64_t lda, double beta, void *C,
+                          int64_t ldc) {
   if (!fits_int(n, k, lda) || ldc > INT_MAX)
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "syrk: dimensions exceed the BLAS integer range");
   if (n == 0) return GSTAT_OK;
@@ -106,8 +105,8 @@ int64_t gstat_i_orthonormalize_work(gstat_dtype dt, int64_t m, int64_t n) {
   return lwork + n; /* + tau */
 }
 
-gstat_status gstat_i_orthonormalize(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n,
-                                    void *A, int64_t lda, void *work) {
+gstat_status gstat_i_orthonormalize(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n, void *A,
+                                    int64_t lda, void *work) {
   if (!fits_int(m, n, lda))
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "qr: dimensions exceed the LAPACK integer range");
   if (m == 0 || n == 0) return GSTAT_OK;
@@ -118,11 +117,13 @@ gstat_status gstat_i_orthonormalize(gstat_ctx *ctx, gstat_dtype dt, int64_t m, i
   if (dt == GSTAT_F64) {
     double *tau = work, *w = tau + n;
     rc = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, M, N, A, (lapack_int)lda, tau, w, lwork);
-    if (rc == 0) rc = LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, M, N, N, A, (lapack_int)lda, tau, w, lwork);
+    if (rc == 0)
+      rc = LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, M, N, N, A, (lapack_int)lda, tau, w, lwork);
   } else {
     float *tau = work, *w = tau + n;
     rc = LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, M, N, A, (lapack_int)lda, tau, w, lwork);
-    if (rc == 0) rc = LAPACKE_sorgqr_work(LAPACK_COL_MAJOR, M, N, N, A, (lapack_int)lda, tau, w, lwork);
+    if (rc == 0)
+      rc = LAPACKE_sorgqr_work(LAPACK_COL_MAJOR, M, N, N, A, (lapack_int)lda, tau, w, lwork);
   }
   threads_leave(g);
   if (rc != 0) return gstat_i_fail(ctx, GSTAT_EBACKEND, "qr: LAPACK returned %d", (int)rc);
@@ -204,7 +205,8 @@ static gstat_status lapack_fail(gstat_ctx *ctx, gstat_status st, const char *wha
 gstat_status gstat_i_geqp3(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n, void *A,
                            int64_t lda, int64_t *jpvt) {
   if (!fits_int(m, n, lda)) {
-    if (ctx) gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "geqp3: dimensions exceed the LAPACK integer range");
+    if (ctx)
+      gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "geqp3: dimensions exceed the LAPACK integer range");
     return GSTAT_EUNSUPPORTED;
   }
   if (m == 0 || n == 0) {
@@ -219,9 +221,11 @@ gstat_status gstat_i_geqp3(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n,
     threads_guard g = {0};
     if (ctx) g = threads_enter(ctx);
     if (dt == GSTAT_F64)
-      rc = LAPACKE_dgeqp3(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, A, (lapack_int)lda, piv, tau);
+      rc = LAPACKE_dgeqp3(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, A, (lapack_int)lda, piv,
+                          tau);
     else
-      rc = LAPACKE_sgeqp3(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, A, (lapack_int)lda, piv, tau);
+      rc = LAPACKE_sgeqp3(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, A, (lapack_int)lda, piv,
+                          tau);
     if (ctx) threads_leave(g);
     for (int64_t j = 0; rc == 0 && j < n; j++) jpvt[j] = (int64_t)piv[j] - 1;
   }
@@ -231,13 +235,16 @@ gstat_status gstat_i_geqp3(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n,
     if (ctx) gstat_i_fail(ctx, GSTAT_ENOMEM, "geqp3: cannot allocate its work");
     return GSTAT_ENOMEM;
   }
-  return rc == 0 ? GSTAT_OK : lapack_fail(ctx, rc == LAPACK_WORK_MEMORY_ERROR ? GSTAT_ENOMEM : GSTAT_EBACKEND, "geqp3", (int)rc);
+  return rc == 0 ? GSTAT_OK
+                 : lapack_fail(ctx, rc == LAPACK_WORK_MEMORY_ERROR ? GSTAT_ENOMEM : GSTAT_EBACKEND,
+                               "geqp3", (int)rc);
 }
 
 gstat_status gstat_i_gesvd(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n, void *A,
                            int64_t lda, void *s, void *U, int64_t ldu, void *VT, int64_t ldvt) {
   if (!fits_int(m, n, lda) || !fits_int(ldu, ldvt, 1)) {
-    if (ctx) gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "gesvd: dimensions exceed the LAPACK integer range");
+    if (ctx)
+      gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "gesvd: dimensions exceed the LAPACK integer range");
     return GSTAT_EUNSUPPORTED;
   }
   if (m == 0 || n == 0) return GSTAT_OK;
@@ -251,15 +258,18 @@ gstat_status gstat_i_gesvd(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n,
   if (ctx) g = threads_enter(ctx);
   lapack_int rc;
   if (dt == GSTAT_F64)
-    rc = LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'S', 'S', (lapack_int)m, (lapack_int)n, A, (lapack_int)lda,
-                        s, U, (lapack_int)ldu, VT, (lapack_int)ldvt, superb);
+    rc = LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'S', 'S', (lapack_int)m, (lapack_int)n, A,
+                        (lapack_int)lda, s, U, (lapack_int)ldu, VT, (lapack_int)ldvt, superb);
   else
-    rc = LAPACKE_sgesvd(LAPACK_COL_MAJOR, 'S', 'S', (lapack_int)m, (lapack_int)n, A, (lapack_int)lda,
-                        s, U, (lapack_int)ldu, VT, (lapack_int)ldvt, superb);
+    rc = LAPACKE_sgesvd(LAPACK_COL_MAJOR, 'S', 'S', (lapack_int)m, (lapack_int)n, A,
+                        (lapack_int)lda, s, U, (lapack_int)ldu, VT, (lapack_int)ldvt, superb);
   if (ctx) threads_leave(g);
   free(superb);
   if (rc == 0) return GSTAT_OK;
-  return lapack_fail(ctx, rc > 0 ? GSTAT_ENOCONV : rc == LAPACK_WORK_MEMORY_ERROR ? GSTAT_ENOMEM : GSTAT_EBACKEND,
+  return lapack_fail(ctx,
+                     rc > 0                           ? GSTAT_ENOCONV
+                     : rc == LAPACK_WORK_MEMORY_ERROR ? GSTAT_ENOMEM
+                                                      : GSTAT_EBACKEND,
                      "gesvd", (int)rc);
 }
 
@@ -268,4 +278,28 @@ int gstat_i_dense_loop_threads(const gstat_ctx *ctx, int64_t items) {
   int nt = ctx->num_threads;
   if (items < nt) nt = items < 1 ? 1 : (int)items;
   return nt;
+}
+
+/* Must not exceed eigh_small_max_f64 in cpu_ops.c (above it, a batch of one
+ * runs LAPACK with threaded BLAS and a larger batch does not);
+ * tests/test_spectral.c checks batch == single across this size. */
+int64_t gstat_i_eigh_batch_invariant_max(void) {
+  return 128;
+}
+
+gstat_status gstat_i_gemv(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, int64_t m, int64_t n,
+                          double alpha, const void *A, int64_t lda, const void *x, double beta,
+                          void *y) {
+  if (!fits_int(m, n, lda))
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "gemv: dimensions exceed the BLAS integer range");
+  if (m == 0 || n == 0) return GSTAT_OK;
+  threads_guard g = threads_enter(ctx);
+  if (dt == GSTAT_F64)
+    cblas_dgemv(CblasColMajor, cblas_trans(ta), (int)m, (int)n, alpha, A, (int)lda, x, 1, beta, y,
+                1);
+  else
+    cblas_sgemv(CblasColMajor, cblas_trans(ta), (int)m, (int)n, (float)alpha, A, (int)lda, x, 1,
+                (float)beta, y, 1);
+  threads_leave(g);
+  return GSTAT_OK;
 }

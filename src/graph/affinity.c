@@ -1,0 +1,250 @@
+/* Affinity graphs from data: RBF, kNN (connectivity or distance), mutual kNN
+ * and epsilon neighbourhoods, as CSR or dense batches. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/matrix.h"
+#include "graph/graph_internal.h"
+#include "graph/knn.h"
+#include "linalg/dense.h"
+
+void gstat_affinity_options_init(gstat_affinity_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->kind = GSTAT_AFFINITY_RBF;
+  opt->n_neighbors = 10;
+  opt->include_self = 1;
+  opt->weights = GSTAT_KNN_CONNECTIVITY;
+  opt->symmetrize = GSTAT_SYM_MEAN;
+}
+
+static gstat_status check_args(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                               const gstat_affinity_options *o) {
+  if (!X) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: X is NULL", fn);
+  if (!o) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt is NULL", fn);
+  gstat_status st = gstat_i_check_matrix(ctx, fn, "X", X);
+  if (st != GSTAT_OK) return st;
+  if (X->location != GSTAT_HOST)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: X is in device memory (host memory only)",
+                        fn);
+  if (o->kind < GSTAT_AFFINITY_RBF || o->kind > GSTAT_AFFINITY_EPSILON)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.kind=%d is not a gstat_affinity_kind", fn,
+                        (int)o->kind);
+  if (o->weights != GSTAT_KNN_CONNECTIVITY && o->weights != GSTAT_KNN_DISTANCE)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.weights=%d is not a gstat_knn_weights", fn,
+                        (int)o->weights);
+  if (!isfinite(o->gamma))
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.gamma is not finite", fn);
+  int64_t n = X->rows;
+  if (o->kind == GSTAT_AFFINITY_KNN || o->kind == GSTAT_AFFINITY_MUTUAL_KNN) {
+    int64_t most = o->include_self ? n : n - 1;
+    if (o->n_neighbors < 1 || o->n_neighbors > most)
+      return gstat_i_fail(ctx, GSTAT_EINVAL,
+                          "%s: opt.n_neighbors=%lld must be in [1, %lld] for %lld points%s", fn,
+                          (long long)o->n_neighbors, (long long)most, (long long)n,
+                          o->include_self ? " (the point itself included)" : "");
+  }
+  if (o->kind == GSTAT_AFFINITY_KNN &&
+      (o->symmetrize < GSTAT_SYM_MAX || o->symmetrize > GSTAT_SYM_MIN))
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: opt.symmetrize=%d must be MAX, MEAN, SUM or MIN (a kNN graph is "
+                        "directed)",
+                        fn, (int)o->symmetrize);
+  if (o->kind == GSTAT_AFFINITY_EPSILON && !(o->epsilon > 0 && isfinite(o->epsilon)))
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.epsilon=%g must be > 0 and finite", fn,
+                        o->epsilon);
+  int64_t b, i, j;
+  if (n > 0 && X->cols > 0 && gstat_i_find_nonfinite(X, GSTAT_I_TRI_FULL, &b, &i, &j))
+    return gstat_i_fail(ctx, GSTAT_ENOTFINITE, "%s: X[%lld] row %lld column %lld is NaN or Inf", fn,
+                        (long long)b, (long long)i, (long long)j);
+  return GSTAT_OK;
+}
+
+typedef struct build {
+  const gstat_affinity_options *o;
+  int64_t n;
+  double gamma, eps2;
+  int64_t *count;   /* epsilon: per-row counts (pass 0) */
+  int64_t *offsets; /* directed CSR being filled */
+  int64_t *indices;
+  double *weights;
+  double *dense; /* RBF dense: n x n */
+} build;
+
+static double weight_of(const build *bd, double d2) {
+  return bd->o->weights == GSTAT_KNN_DISTANCE ? sqrt(d2) : 1.0;
+}
+
+static void eps_row(void *user, int64_t i, const double *d2) {
+  build *bd = user;
+  int64_t c = 0;
+  for (int64_t j = 0; j < bd->n; j++) {
+    if (j == i || !(d2[j] <= bd->eps2)) continue;
+    if (bd->indices) {
+      bd->indices[bd->offsets[i] + c] = j;
+      bd->weights[bd->offsets[i] + c] = weight_of(bd, d2[j]);
+    }
+    c++;
+  }
+  if (!bd->indices) bd->count[i] = c;
+}
+
+static void rbf_row(void *user, int64_t i, const double *d2) {
+  build *bd = user;
+  double *out = bd->dense ? bd->dense + i * bd->n : bd->weights + i * bd->n;
+  for (int64_t j = 0; j < bd->n; j++) out[j] = exp(-bd->gamma * d2[j]);
+  if (!bd->dense)
+    for (int64_t j = 0; j < bd->n; j++) bd->indices[i * bd->n + j] = j;
+}
+
+/* The directed graph of one dataset (X: n x p double), symmetrized into a
+ * new CSR. `scratch` holds gstat_i_pairwise_scratch(n) doubles. */
+static gstat_status build_csr(gstat_ctx *ctx, const char *fn, const gstat_affinity_options *o,
+                              int64_t n, int64_t p, const double *X, double *scratch,
+                              gstat_csr **out) {
+  gstat_status st = GSTAT_OK;
+  build bd = {o,
+              n,
+              o->gamma > 0 ? o->gamma : 1.0 / (double)(p > 0 ? p : 1),
+              o->epsilon * o->epsilon,
+              NULL,
+              NULL,
+              NULL,
+              NULL,
+              NULL};
+  int64_t per = o->kind == GSTAT_AFFINITY_RBF       ? n
+                : o->kind == GSTAT_AFFINITY_EPSILON ? 0
+                                                    : o->n_neighbors;
+  size_t cells;
+  if (!gstat_i_mul_size((size_t)n, (size_t)per, &cells) || cells > SIZE_MAX / 16)
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: the graph's size overflows", fn);
+  bd.offsets = malloc(sizeof(int64_t) * (size_t)(2 * n + 2));
+  if (!bd.offsets) goto nomem;
+  bd.count = bd.offsets + n + 1;
+  gstat_symmetrize sym = GSTAT_SYM_MEAN; /* RBF: removes GEMM rounding asymmetry */
+  if (o->kind == GSTAT_AFFINITY_EPSILON) {
+    sym = GSTAT_SYM_MAX; /* a pair at the threshold may round differently each way */
+    st = gstat_i_pairwise_rows(ctx, n, p, X, scratch, eps_row, &bd);
+    if (st != GSTAT_OK) goto done;
+    bd.offsets[0] = 0;
+    for (int64_t i = 0; i < n; i++) bd.offsets[i + 1] = bd.offsets[i] + bd.count[i];
+    cells = (size_t)bd.offsets[n];
+  } else {
+    for (int64_t i = 0; i <= n; i++) bd.offsets[i] = i * per;
+  }
+  bd.indices = malloc(sizeof(int64_t) * (cells + 1));
+  bd.weights = malloc(sizeof(double) * (cells + 1));
+  if (!bd.indices || !bd.weights) goto nomem;
+  if (o->kind == GSTAT_AFFINITY_EPSILON) {
+    st = gstat_i_pairwise_rows(ctx, n, p, X, scratch, eps_row, &bd);
+  } else if (o->kind == GSTAT_AFFINITY_RBF) {
+    st = gstat_i_pairwise_rows(ctx, n, p, X, scratch, rbf_row, &bd);
+  } else {
+    st = gstat_i_knn(ctx, n, p, X, scratch, per, o->include_self != 0, bd.indices, bd.weights);
+    for (size_t c = 0; c < cells; c++)
+      bd.weights[c] = o->weights == GSTAT_KNN_DISTANCE ? sqrt(bd.weights[c]) : 1.0;
+    sym = o->kind == GSTAT_AFFINITY_MUTUAL_KNN ? GSTAT_SYM_MIN : o->symmetrize;
+  }
+  if (st != GSTAT_OK) goto done;
+  gstat_i_csr_in in = {n, 0, bd.offsets, bd.indices, bd.weights};
+  *out = gstat_i_csr_symmetrized(&in, sym, GSTAT_LOOPS_KEEP, false);
+  if (!*out) goto nomem;
+  goto done;
+nomem:
+  st = gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate the affinity graph of %lld points", fn,
+                    (long long)n);
+done:
+  free(bd.offsets);
+  free(bd.indices);
+  free(bd.weights);
+  return st;
+}
+
+/* Workspace: X in double (n x p), then the distance scratch, then (dense) n x n. */
+static double *carve(gstat_ctx *ctx, const char *fn, int64_t n, int64_t p, bool dense,
+                     double **scratch, double **square) {
+  size_t a, b = (size_t)gstat_i_pairwise_scratch(n), c = 0, total;
+  if (!gstat_i_mul_size((size_t)n, (size_t)p, &a) ||
+      (dense && !gstat_i_mul_size((size_t)n, (size_t)n, &c)) || !gstat_i_add_size(a, b, &total) ||
+      !gstat_i_add_size(total, c + 1, &total) || total > SIZE_MAX / 8) {
+    gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);
+    return NULL;
+  }
+  double *ws = gstat_i_workspace(ctx, GSTAT_WS_GRAPH, total * 8);
+  if (!ws) {
+    gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn, total * 8);
+    return NULL;
+  }
+  *scratch = ws + a;
+  *square = dense ? ws + a + b : NULL;
+  return ws;
+}
+
+gstat_status gstat_affinity_csr(gstat_ctx *ctx, const gstat_matrix *X,
+                                const gstat_affinity_options *opt, gstat_csr **out) {
+  static const char fn[] = "affinity_csr";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  if (!out) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: out is NULL", fn);
+  *out = NULL;
+  gstat_status st = check_args(ctx, fn, X, opt);
+  if (st != GSTAT_OK) return st;
+  if (X->batch != 1)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: X holds %lld datasets; this function takes one", fn,
+                        (long long)X->batch);
+  int64_t n = X->rows, p = X->cols;
+  double *scratch, *square;
+  double *x = carve(ctx, fn, n, p, false, &scratch, &square);
+  if (!x) return GSTAT_ENOMEM;
+  gstat_i_dense_load(X, 0, GSTAT_F64, x, n > 0 ? n : 1);
+  return build_csr(ctx, fn, opt, n, p, x, scratch, out);
+}
+
+gstat_status gstat_affinity_dense(gstat_ctx *ctx, const gstat_matrix *X,
+                                  const gstat_affinity_options *opt, gstat_matrix *A) {
+  static const char fn[] = "affinity_dense";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  gstat_status st = check_args(ctx, fn, X, opt);
+  if (st != GSTAT_OK) return st;
+  if (!A) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: A is NULL", fn);
+  st = gstat_i_check_matrix(ctx, fn, "A", A);
+  if (st != GSTAT_OK) return st;
+  int64_t batch = X->batch, n = X->rows, p = X->cols;
+  if (A->location != GSTAT_HOST)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: A is in device memory (host memory only)",
+                        fn);
+  if (A->batch != batch || A->rows != n || A->cols != n)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: A is %lld x %lld x %lld, expected %lld x %lld x %lld", fn,
+                        (long long)A->batch, (long long)A->rows, (long long)A->cols,
+                        (long long)batch, (long long)n, (long long)n);
+  st = gstat_i_check_alias(ctx, fn, "A", A, "X", X, false);
+  if (st != GSTAT_OK || batch == 0 || n == 0) return st;
+  double *scratch, *D;
+  double *x = carve(ctx, fn, n, p, true, &scratch, &D);
+  if (!x) return GSTAT_ENOMEM;
+  for (int64_t b = 0; b < batch; b++) {
+    gstat_i_dense_load(X, b, GSTAT_F64, x, n);
+    if (opt->kind == GSTAT_AFFINITY_RBF) {
+      build bd = {opt,  n,    opt->gamma > 0 ? opt->gamma : 1.0 / (double)(p > 0 ? p : 1),
+                  0,    NULL, NULL,
+                  NULL, NULL, D};
+      st = gstat_i_pairwise_rows(ctx, n, p, x, scratch, rbf_row, &bd);
+      if (st != GSTAT_OK) return st;
+      for (int64_t j = 0; j < n; j++) /* exactly symmetric despite GEMM rounding */
+        for (int64_t i = j + 1; i < n; i++)
+          D[i + j * n] = D[j + i * n] = 0.5 * D[i + j * n] + 0.5 * D[j + i * n];
+    } else {
+      gstat_csr *c = NULL;
+      st = build_csr(ctx, fn, opt, n, p, x, scratch, &c);
+      if (st != GSTAT_OK) return st;
+      gstat_i_csr_in in = {n, 0, c->offsets, c->indices, c->weights};
+      gstat_i_csr_to_dense(&in, GSTAT_SYM_CHECK, GSTAT_LOOPS_KEEP, D);
+      gstat_csr_free(c);
+    }
+    gstat_i_dense_store(GSTAT_F64, D, n, A, b);
+  }
+  return GSTAT_OK;
+}

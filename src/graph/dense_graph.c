@@ -1,0 +1,108 @@
+/* Dense symmetric adjacency matrices: reading and symmetrizing an input,
+ * scattering a CSR graph, components, and the Laplacian in place. */
+#include <math.h>
+
+#include "core/matrix.h"
+#include "graph/graph_internal.h"
+
+static double elem(const gstat_matrix *M, int64_t b, int64_t i, int64_t j) {
+  const void *p = gstat_i_elem(M, b, i, j);
+  switch (M->dtype) {
+    case GSTAT_F64: return *(const double *)p;
+    case GSTAT_F32: return (double)*(const float *)p;
+    default: return (double)gstat_bf16_to_f32(*(const uint16_t *)p);
+  }
+}
+
+static gstat_status check_weight(gstat_i_err *err, const char *fn, const char *name, double v,
+                                 int64_t i, int64_t j) {
+  if (!isfinite(v))
+    return gstat_i_err_set(err, GSTAT_ENOTFINITE, "%s: %s entry (%lld, %lld) is NaN or Inf", fn,
+                           name, (long long)i, (long long)j);
+  if (v < 0)
+    return gstat_i_err_set(err, GSTAT_EINVAL,
+                           "%s: %s entry (%lld, %lld)=%g is negative: weights must be >= 0", fn,
+                           name, (long long)i, (long long)j, v);
+  return GSTAT_OK;
+}
+
+gstat_status gstat_i_dense_adjacency(gstat_i_err *err, const char *fn, const char *name,
+                                     const gstat_matrix *M, int64_t b, int64_t n,
+                                     gstat_symmetrize sym, gstat_self_loops loops, double *A) {
+  for (int64_t j = 0; j < n; j++) {
+    double d = elem(M, b, j, j);
+    if (check_weight(err, fn, name, d, j, j) != GSTAT_OK) return err->status;
+    if (A) A[j + j * n] = loops == GSTAT_LOOPS_DROP ? 0.0 : d;
+    for (int64_t i = j + 1; i < n; i++) {
+      double lo = elem(M, b, i, j), up = elem(M, b, j, i);
+      if (check_weight(err, fn, name, lo, i, j) != GSTAT_OK ||
+          check_weight(err, fn, name, up, j, i) != GSTAT_OK)
+        return err->status;
+      if (sym == GSTAT_SYM_CHECK && !gstat_i_sym_close(lo, up, M->dtype))
+        return gstat_i_err_set(err, GSTAT_EINVAL,
+                               "%s: %s is not symmetric: entry (%lld, %lld)=%g but (%lld, %lld)=%g "
+                               "(set symmetrize to MAX, MEAN or SUM)",
+                               fn, name, (long long)i, (long long)j, lo, (long long)j, (long long)i,
+                               up);
+      if (A) A[i + j * n] = A[j + i * n] = gstat_i_sym_combine(sym, lo, up);
+    }
+  }
+  return GSTAT_OK;
+}
+
+void gstat_i_csr_to_dense(const gstat_i_csr_in *g, gstat_symmetrize sym, gstat_self_loops loops,
+                          double *A) {
+  int64_t n = g->n;
+  for (int64_t c = 0; c < n * n; c++) A[c] = 0;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++)
+      A[i + (g->indices[e] - g->base) * n] = g->weights ? g->weights[e] : 1.0;
+  for (int64_t j = 0; j < n; j++) {
+    if (loops == GSTAT_LOOPS_DROP) A[j + j * n] = 0;
+    for (int64_t i = j + 1; i < n; i++)
+      A[i + j * n] = A[j + i * n] = gstat_i_sym_combine(sym, A[i + j * n], A[j + i * n]);
+  }
+}
+
+int64_t gstat_i_dense_components(int64_t n, const double *A, int64_t *labels, int64_t *stack) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; i++) labels[i] = -1;
+  for (int64_t s = 0; s < n; s++) {
+    if (labels[s] >= 0) continue;
+    int64_t top = 0;
+    stack[top++] = s;
+    labels[s] = count;
+    while (top > 0) {
+      const double *col = A + stack[--top] * n;
+      for (int64_t v = 0; v < n; v++)
+        if (labels[v] < 0 && col[v] > 0) {
+          labels[v] = count;
+          stack[top++] = v;
+        }
+    }
+    count++;
+  }
+  return count;
+}
+
+void gstat_i_dense_laplacian(int64_t n, double *A, gstat_laplacian_kind kind, double *d) {
+  for (int64_t j = 0; j < n; j++) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += A[i + j * n];
+    d[j] = s; /* column sum = row sum: A is symmetric */
+  }
+  for (int64_t j = 0; j < n; j++) {
+    double *col = A + j * n;
+    if (kind == GSTAT_LAPLACIAN_UNNORMALIZED) {
+      for (int64_t i = 0; i < n; i++) col[i] = -col[i];
+      col[j] += d[j];
+    } else if (kind == GSTAT_LAPLACIAN_SYMMETRIC) {
+      double sj = gstat_i_inv_sqrt_degree(d[j]);
+      for (int64_t i = 0; i < n; i++) col[i] = -col[i] * gstat_i_inv_sqrt_degree(d[i]) * sj;
+      col[j] += d[j] > 0 ? 1.0 : 0.0;
+    } else { /* random walk: row i scaled by 1 / d_i */
+      for (int64_t i = 0; i < n; i++) col[i] = d[i] > 0 ? -col[i] / d[i] : -col[i];
+      col[j] += d[j] > 0 ? 1.0 : 0.0;
+    }
+  }
+}

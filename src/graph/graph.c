@@ -1,0 +1,392 @@
+/* Graph descriptors, CSR validation, symmetry checks, symmetrization and the
+ * working CSR form (gstat_i_graph) every graph function starts from. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/matrix.h"
+#include "graph/graph_internal.h"
+
+gstat_status gstat_i_err_set(gstat_i_err *err, gstat_status status, const char *fmt, ...) {
+  if (err->status != GSTAT_OK) return status;
+  err->status = status;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+gstat_status gstat_i_err_raise(gstat_ctx *ctx, const gstat_i_err *err) {
+  if (err->status == GSTAT_OK) return GSTAT_OK;
+  return gstat_i_fail(ctx, err->status, "%s", err->msg);
+}
+
+gstat_graph gstat_graph_dense(const gstat_matrix *adjacency) {
+  gstat_graph g;
+  memset(&g, 0, sizeof g);
+  g.format = GSTAT_GRAPH_DENSE;
+  if (adjacency) g.adjacency = *adjacency;
+  return g;
+}
+
+gstat_graph gstat_graph_csr(int64_t n, const int64_t *offsets, const int64_t *indices,
+                            const double *weights) {
+  gstat_graph g;
+  memset(&g, 0, sizeof g);
+  g.format = GSTAT_GRAPH_CSR;
+  g.csr.n = n;
+  g.csr.nnz = offsets && n >= 0 ? offsets[n] : 0;
+  g.csr.offsets = offsets;
+  g.csr.indices = indices;
+  g.csr.weights = weights;
+  return g;
+}
+
+double gstat_i_sym_combine(gstat_symmetrize mode, double a, double b) {
+  switch (mode) {
+    case GSTAT_SYM_MAX: return a > b ? a : b;
+    case GSTAT_SYM_MIN: return a < b ? a : b;
+    case GSTAT_SYM_SUM: return a + b;
+    default: return 0.5 * a + 0.5 * b; /* MEAN, and CHECK (a and b agree) */
+  }
+}
+
+bool gstat_i_sym_close(double a, double b, gstat_dtype dt) {
+  double eps = dt == GSTAT_F64 ? 2.220446049250313e-16 : dt == GSTAT_F32 ? 1.1920929e-7 : 7.8125e-3;
+  return fabs(a - b) <= 4 * eps * fmax(fabs(a), fabs(b));
+}
+
+gstat_status gstat_i_csr_validate(gstat_i_err *err, const char *fn, const char *name,
+                                  const gstat_i_csr_in *g, bool *self_loops) {
+  bool loops = false;
+  for (int64_t i = 0; i < g->n; i++) {
+    int64_t lo = g->offsets[i], hi = g->offsets[i + 1];
+    if (hi < lo)
+      return gstat_i_err_set(err, GSTAT_EINVAL,
+                             "%s: %s.offsets[%lld]=%lld is below offsets[%lld]=%lld (offsets must "
+                             "not decrease)",
+                             fn, name, (long long)(g->base + i + 1), (long long)hi,
+                             (long long)(g->base + i), (long long)lo);
+    for (int64_t e = lo; e < hi; e++) {
+      int64_t j = g->indices[e];
+      if (j < g->base || j >= g->base + g->n)
+        return gstat_i_err_set(err, GSTAT_EINVAL,
+                               "%s: %s.indices[%lld]=%lld (row %lld) is outside the graph's nodes "
+                               "[%lld, %lld)",
+                               fn, name, (long long)e, (long long)j, (long long)(g->base + i),
+                               (long long)g->base, (long long)(g->base + g->n));
+      if (e > lo && j <= g->indices[e - 1])
+        return gstat_i_err_set(
+            err, GSTAT_EINVAL,
+            "%s: row %lld of %s is %s: indices[%lld]=%lld follows %lld (CSR rows must be "
+            "strictly increasing; build from an edge list to sum duplicates)",
+            fn, (long long)(g->base + i), name,
+            j == g->indices[e - 1] ? "a duplicate" : "not sorted", (long long)e, (long long)j,
+            (long long)g->indices[e - 1]);
+      if (j == g->base + i) loops = true;
+      if (g->weights) {
+        double w = g->weights[e];
+        if (!isfinite(w))
+          return gstat_i_err_set(err, GSTAT_ENOTFINITE,
+                                 "%s: %s.weights[%lld] (row %lld, column %lld) is NaN or Inf", fn,
+                                 name, (long long)e, (long long)(g->base + i), (long long)j);
+        if (w < 0)
+          return gstat_i_err_set(err, GSTAT_EINVAL,
+                                 "%s: %s.weights[%lld]=%g (row %lld, column %lld) is negative: "
+                                 "weights must be >= 0",
+                                 fn, name, (long long)e, w, (long long)(g->base + i), (long long)j);
+      }
+    }
+  }
+  if (self_loops) *self_loops = loops;
+  return GSTAT_OK;
+}
+
+/* Entry of column `col` (global) in row i, or -1. Rows are sorted. */
+static int64_t find_entry(const gstat_i_csr_in *g, int64_t i, int64_t col) {
+  int64_t lo = g->offsets[i], hi = g->offsets[i + 1];
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (g->indices[mid] < col)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < g->offsets[i + 1] && g->indices[lo] == col ? lo : -1;
+}
+
+gstat_status gstat_i_csr_check_symmetric(gstat_i_err *err, const char *fn, const char *name,
+                                         const gstat_i_csr_in *g) {
+  for (int64_t i = 0; i < g->n; i++)
+    for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+      int64_t j = g->indices[e] - g->base;
+      if (j <= i) continue; /* each pair once, from its upper entry... */
+      int64_t m = find_entry(g, j, g->base + i);
+      double a = g->weights ? g->weights[e] : 1.0;
+      double b = m < 0 ? 0.0 : g->weights ? g->weights[m] : 1.0;
+      if (gstat_i_sym_close(a, b, GSTAT_F64)) continue;
+      return gstat_i_err_set(err, GSTAT_EINVAL,
+                             "%s: %s is not symmetric: entry (%lld, %lld)=%g but (%lld, %lld)=%g "
+                             "(set symmetrize to MAX, MEAN or SUM)",
+                             fn, name, (long long)(g->base + i), (long long)(g->base + j), a,
+                             (long long)(g->base + j), (long long)(g->base + i), b);
+    }
+  /* ...and lower entries whose upper mirror is missing */
+  for (int64_t i = 0; i < g->n; i++)
+    for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+      int64_t j = g->indices[e] - g->base;
+      if (j >= i) break;
+      double a = g->weights ? g->weights[e] : 1.0;
+      if (a != 0 && find_entry(g, j, g->base + i) < 0)
+        return gstat_i_err_set(err, GSTAT_EINVAL,
+                               "%s: %s is not symmetric: entry (%lld, %lld)=%g but (%lld, %lld)=0 "
+                               "(set symmetrize to MAX, MEAN or SUM)",
+                               fn, name, (long long)(g->base + i), (long long)(g->base + j), a,
+                               (long long)(g->base + j), (long long)(g->base + i));
+    }
+  return GSTAT_OK;
+}
+
+gstat_csr *gstat_i_csr_new(int64_t n, int64_t nnz, bool weights) {
+  size_t count, bytes;
+  if (n < 0 || nnz < 0 || !gstat_i_add_size((size_t)n + 1, (size_t)nnz, &count) ||
+      !gstat_i_add_size(count, weights ? (size_t)nnz : 0, &count) ||
+      !gstat_i_mul_size(count, 8, &bytes) || !gstat_i_add_size(bytes, 64, &bytes))
+    return NULL;
+  gstat_csr *c = malloc(bytes);
+  if (!c) return NULL;
+  int64_t *block = (int64_t *)((char *)c + 64);
+  int64_t *offsets = block, *indices = block + n + 1;
+  c->n = n;
+  c->nnz = nnz;
+  c->offsets = offsets;
+  c->indices = indices;
+  c->weights = weights ? (const double *)(indices + nnz) : NULL;
+  offsets[0] = 0;
+  return c;
+}
+
+void gstat_csr_free(gstat_csr *csr) {
+  free(csr);
+}
+
+gstat_csr *gstat_i_csr_symmetrized(const gstat_i_csr_in *g, gstat_symmetrize sym,
+                                   gstat_self_loops loops, bool keep_zeros) {
+  int64_t n = g->n, first = g->offsets[0], nnz = g->offsets[n] - first;
+  gstat_csr *out = NULL;
+  /* the transpose by a counting sort (its rows come out sorted) */
+  int64_t *toff = calloc((size_t)n + 1, sizeof *toff),
+          *tidx = malloc(sizeof(int64_t) * (size_t)(nnz + 1));
+  double *tval = malloc(sizeof(double) * (size_t)(nnz + 1));
+  if (!toff || !tidx || !tval) goto done;
+  for (int64_t e = first; e < first + nnz; e++) toff[g->indices[e] - g->base + 1]++;
+  for (int64_t i = 0; i < n; i++) toff[i + 1] += toff[i];
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+      int64_t j = g->indices[e] - g->base, p = toff[j]++;
+      tidx[p] = i;
+      tval[p] = g->weights ? g->weights[e] : 1.0;
+    }
+  for (int64_t i = n; i > 0; i--) toff[i] = toff[i - 1];
+  toff[0] = 0;
+  /* merge row i of A with row i of A^T, twice: count, then fill */
+  for (int pass = 0; pass < 2; pass++) {
+    int64_t count = 0;
+    int64_t *oo = pass ? (int64_t *)out->offsets : NULL,
+            *oi = pass ? (int64_t *)out->indices : NULL;
+    double *ow = pass ? (double *)out->weights : NULL;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t a = g->offsets[i], ae = g->offsets[i + 1], t = toff[i], te = toff[i + 1];
+      while (a < ae || t < te) {
+        int64_t ja = a < ae ? g->indices[a] - g->base : INT64_MAX,
+                jt = t < te ? tidx[t] : INT64_MAX;
+        int64_t j = ja < jt ? ja : jt;
+        double va = 0, vt = 0;
+        if (ja == j) va = g->weights ? g->weights[a++] : 1.0;
+        if (jt == j) vt = tval[t++];
+        double w = gstat_i_sym_combine(sym, va, vt);
+        if (j == i && loops == GSTAT_LOOPS_DROP) continue;
+        if (w == 0 && !keep_zeros) continue;
+        if (pass) {
+          oi[count] = j;
+          ow[count] = w;
+        }
+        count++;
+      }
+      if (pass) oo[i + 1] = count;
+    }
+    if (!pass) {
+      out = gstat_i_csr_new(n, count, true);
+      if (!out) goto done;
+    }
+  }
+done:
+  free(toff);
+  free(tidx);
+  free(tval);
+  return out;
+}
+
+gstat_status gstat_i_check_graph(gstat_ctx *ctx, const char *fn, const gstat_graph *G) {
+  if (!G) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: G is NULL", fn);
+  if (G->symmetrize < GSTAT_SYM_CHECK || G->symmetrize > GSTAT_SYM_MIN)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: G.symmetrize=%d is not a gstat_symmetrize", fn,
+                        (int)G->symmetrize);
+  if (G->self_loops != GSTAT_LOOPS_DROP && G->self_loops != GSTAT_LOOPS_KEEP)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: G.self_loops=%d is not a gstat_self_loops", fn,
+                        (int)G->self_loops);
+  if (G->format == GSTAT_GRAPH_DENSE) {
+    gstat_status s = gstat_i_check_matrix(ctx, fn, "G.adjacency", &G->adjacency);
+    if (s != GSTAT_OK) return s;
+    if (G->adjacency.location != GSTAT_HOST)
+      return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                          "%s: G.adjacency is in device memory (graphs "
+                          "take host memory)",
+                          fn);
+    if (G->adjacency.rows != G->adjacency.cols)
+      return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: G.adjacency is %lld x %lld, not square", fn,
+                          (long long)G->adjacency.rows, (long long)G->adjacency.cols);
+    return GSTAT_OK;
+  }
+  if (G->format != GSTAT_GRAPH_CSR)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: G.format=%d is not a gstat_graph_format", fn,
+                        (int)G->format);
+  const gstat_csr *c = &G->csr;
+  if (c->n < 0)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: G.csr.n=%lld must be >= 0", fn, (long long)c->n);
+  if (!c->offsets) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: G.csr.offsets is NULL", fn);
+  if (c->offsets[0] != 0)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: G.csr.offsets[0]=%lld must be 0", fn,
+                        (long long)c->offsets[0]);
+  if (c->offsets[c->n] != c->nnz)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: G.csr.offsets[n]=%lld differs from G.csr.nnz=%lld",
+                        fn, (long long)c->offsets[c->n], (long long)c->nnz);
+  if (c->nnz > 0 && !c->indices)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: G.csr.indices is NULL", fn);
+  return GSTAT_OK;
+}
+
+void gstat_i_graph_release(gstat_ctx *ctx, gstat_i_graph *g) {
+  (void)ctx;
+  gstat_csr_free(g->owned);
+  memset(g, 0, sizeof *g);
+}
+
+static void adopt(gstat_i_graph *out, gstat_csr *c) {
+  out->n = c->n;
+  out->nnz = c->nnz;
+  out->offsets = c->offsets;
+  out->indices = c->indices;
+  out->weights = c->weights;
+  out->base = 0;
+  out->owned = c;
+}
+
+/* A dense element as an owned CSR of its positive entries. */
+static gstat_status from_dense(gstat_ctx *ctx, const char *fn, const gstat_graph *G, int64_t b,
+                               gstat_i_graph *out) {
+  gstat_status st = GSTAT_OK;
+  int64_t n = G->adjacency.rows;
+  size_t cells;
+  double *A = NULL;
+  if (!gstat_i_mul_size((size_t)n, (size_t)n, &cells) || cells > SIZE_MAX / sizeof(double) ||
+      !(A = malloc(cells * sizeof(double) + 1))) {
+    st = gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate a %lld x %lld adjacency", fn,
+                      (long long)n, (long long)n);
+    goto done;
+  }
+  gstat_i_err err = {0};
+  char name[48];
+  snprintf(name, sizeof name, "G.adjacency[%lld]", (long long)b);
+  st =
+      gstat_i_dense_adjacency(&err, fn, name, &G->adjacency, b, n, G->symmetrize, G->self_loops, A);
+  if (st != GSTAT_OK) {
+    st = gstat_i_err_raise(ctx, &err);
+    goto done;
+  }
+  int64_t nnz = 0;
+  for (size_t c = 0; c < cells; c++) nnz += A[c] > 0;
+  gstat_csr *c = gstat_i_csr_new(n, nnz, true);
+  if (!c) {
+    st = gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate the graph's CSR form", fn);
+    goto done;
+  }
+  int64_t *off = (int64_t *)c->offsets, *idx = (int64_t *)c->indices, e = 0;
+  double *w = (double *)c->weights;
+  for (int64_t i = 0; i < n; i++) {
+    for (int64_t j = 0; j < n; j++) /* symmetric: row i = column i */
+      if (A[j + i * n] > 0) {
+        idx[e] = j;
+        w[e++] = A[j + i * n];
+      }
+    off[i + 1] = e;
+  }
+  adopt(out, c);
+done:
+  free(A);
+  return st;
+}
+
+gstat_status gstat_i_graph_from(gstat_ctx *ctx, const char *fn, const gstat_graph *G, int64_t b,
+                                gstat_i_graph *out) {
+  memset(out, 0, sizeof *out);
+  if (G->format == GSTAT_GRAPH_DENSE) return from_dense(ctx, fn, G, b, out);
+  gstat_i_csr_in in = {G->csr.n, 0, G->csr.offsets, G->csr.indices, G->csr.weights};
+  gstat_i_err err = {0};
+  bool loops = false;
+  if (gstat_i_csr_validate(&err, fn, "G", &in, &loops) != GSTAT_OK)
+    return gstat_i_err_raise(ctx, &err);
+  gstat_i_err probe = {0};
+  bool symmetric = gstat_i_csr_check_symmetric(&probe, fn, "G", &in) == GSTAT_OK;
+  if (G->symmetrize == GSTAT_SYM_CHECK && !symmetric) return gstat_i_err_raise(ctx, &probe);
+  /* MAX, MEAN, MIN (and CHECK) leave a symmetric graph as it is */
+  bool borrow =
+      symmetric && G->symmetrize != GSTAT_SYM_SUM && !(loops && G->self_loops == GSTAT_LOOPS_DROP);
+  if (borrow) {
+    out->n = in.n;
+    out->nnz = G->csr.nnz;
+    out->offsets = in.offsets;
+    out->indices = in.indices;
+    out->weights = in.weights;
+    return GSTAT_OK;
+  }
+  gstat_csr *c = gstat_i_csr_symmetrized(&in, G->symmetrize, G->self_loops, false);
+  if (!c) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate the symmetrized graph", fn);
+  adopt(out, c);
+  return GSTAT_OK;
+}
+
+void gstat_i_graph_degrees(const gstat_i_graph *g, double *d) {
+  for (int64_t i = 0; i < g->n; i++) {
+    double s = 0;
+    for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++)
+      s += g->weights ? g->weights[e] : 1.0;
+    d[i] = s;
+  }
+}
+
+int64_t gstat_i_graph_components(const gstat_i_graph *g, int64_t *labels, int64_t *stack) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < g->n; i++) labels[i] = -1;
+  for (int64_t s = 0; s < g->n; s++) {
+    if (labels[s] >= 0) continue;
+    int64_t top = 0;
+    stack[top++] = s;
+    labels[s] = count;
+    while (top > 0) {
+      int64_t u = stack[--top];
+      for (int64_t e = g->offsets[u]; e < g->offsets[u + 1]; e++) {
+        int64_t v = g->indices[e] - g->base;
+        if (labels[v] < 0 && (!g->weights || g->weights[e] > 0)) {
+          labels[v] = count;
+          stack[top++] = v;
+        }
+      }
+    }
+    count++;
+  }
+  return count;
+}

@@ -1,0 +1,157 @@
+/* gstat_laplacian (dense, batched) and gstat_laplacian_csr (caller buffers). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/matrix.h"
+#include "graph/graph_internal.h"
+#include "linalg/dense.h"
+
+static gstat_status check_kind(gstat_ctx *ctx, const char *fn, gstat_laplacian_kind kind) {
+  if (kind < GSTAT_LAPLACIAN_UNNORMALIZED || kind > GSTAT_LAPLACIAN_RANDOM_WALK)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: kind=%d is not a gstat_laplacian_kind", fn,
+                        (int)kind);
+  return GSTAT_OK;
+}
+
+static gstat_status check_out(gstat_ctx *ctx, const char *fn, const char *name,
+                              const gstat_matrix *m, int64_t batch, int64_t rows, int64_t cols) {
+  gstat_status st = gstat_i_check_matrix(ctx, fn, name, m);
+  if (st != GSTAT_OK) return st;
+  if (m->location != GSTAT_HOST)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                        "%s: %s is in device memory (graphs take host memory)", fn, name);
+  if (m->batch != batch || m->rows != rows || m->cols != cols)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: %s is %lld x %lld x %lld, expected %lld x %lld x %lld", fn, name,
+                        (long long)m->batch, (long long)m->rows, (long long)m->cols,
+                        (long long)batch, (long long)rows, (long long)cols);
+  return GSTAT_OK;
+}
+
+gstat_status gstat_laplacian(gstat_ctx *ctx, const gstat_graph *G, gstat_laplacian_kind kind,
+                             gstat_matrix *L, gstat_matrix *degrees) {
+  static const char fn[] = "laplacian";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  gstat_status st = gstat_i_check_graph(ctx, fn, G);
+  if (st == GSTAT_OK) st = check_kind(ctx, fn, kind);
+  if (st != GSTAT_OK) return st;
+  if (!L) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: L is NULL", fn);
+  bool dense = G->format == GSTAT_GRAPH_DENSE;
+  int64_t batch = dense ? G->adjacency.batch : 1, n = dense ? G->adjacency.rows : G->csr.n;
+  st = check_out(ctx, fn, "L", L, batch, n, n);
+  if (st == GSTAT_OK && degrees) st = check_out(ctx, fn, "degrees", degrees, batch, n, 1);
+  if (st == GSTAT_OK && dense)
+    st = gstat_i_check_alias(ctx, fn, "L", L, "G.adjacency", &G->adjacency, true);
+  if (st == GSTAT_OK && dense && degrees)
+    st = gstat_i_check_alias(ctx, fn, "degrees", degrees, "G.adjacency", &G->adjacency, false);
+  if (st == GSTAT_OK && degrees)
+    st = gstat_i_check_alias(ctx, fn, "degrees", degrees, "L", L, false);
+  if (st != GSTAT_OK) return st;
+  if (batch == 0 || n == 0) return GSTAT_OK;
+
+  size_t cells;
+  if (!gstat_i_mul_size((size_t)n, (size_t)n, &cells) || cells > SIZE_MAX / 8 - (size_t)n)
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);
+  double *A = gstat_i_workspace(ctx, GSTAT_WS_GRAPH, 8 * (cells + (size_t)n));
+  if (!A)
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %lld x %lld workspace", fn,
+                        (long long)n, (long long)n);
+  double *d = A + cells;
+  if (!dense) {
+    gstat_i_graph g;
+    st = gstat_i_graph_from(ctx, fn, G, 0, &g);
+    if (st != GSTAT_OK) return st;
+    gstat_i_csr_in in = {g.n, g.base, g.offsets, g.indices, g.weights};
+    gstat_i_csr_to_dense(&in, GSTAT_SYM_CHECK, GSTAT_LOOPS_KEEP, A);
+    gstat_i_graph_release(ctx, &g);
+    gstat_i_dense_laplacian(n, A, kind, d);
+    gstat_i_dense_store(GSTAT_F64, A, n, L, 0);
+    if (degrees) gstat_i_dense_store(GSTAT_F64, d, n, degrees, 0);
+    return GSTAT_OK;
+  }
+  gstat_i_err err = {0};
+  char name[48];
+  for (int64_t b = 0; b < batch; b++) { /* validate all before writing (L may alias A) */
+    snprintf(name, sizeof name, "G.adjacency[%lld]", (long long)b);
+    if (gstat_i_dense_adjacency(&err, fn, name, &G->adjacency, b, n, G->symmetrize, G->self_loops,
+                                NULL) != GSTAT_OK)
+      return gstat_i_err_raise(ctx, &err);
+  }
+  for (int64_t b = 0; b < batch; b++) {
+    gstat_i_dense_adjacency(&err, fn, name, &G->adjacency, b, n, G->symmetrize, G->self_loops, A);
+    gstat_i_dense_laplacian(n, A, kind, d);
+    gstat_i_dense_store(GSTAT_F64, A, n, L, b);
+    if (degrees) gstat_i_dense_store(GSTAT_F64, d, n, degrees, b);
+  }
+  return GSTAT_OK;
+}
+
+gstat_status gstat_laplacian_csr(gstat_ctx *ctx, const gstat_graph *G, gstat_laplacian_kind kind,
+                                 int64_t capacity, int64_t *offsets, int64_t *indices,
+                                 double *values, int64_t *nnz, double *degrees) {
+  static const char fn[] = "laplacian_csr";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  gstat_status st = gstat_i_check_graph(ctx, fn, G);
+  if (st == GSTAT_OK) st = check_kind(ctx, fn, kind);
+  if (st != GSTAT_OK) return st;
+  if (!nnz) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: nnz is NULL", fn);
+  if (G->format == GSTAT_GRAPH_DENSE && G->adjacency.batch != 1)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: G.adjacency holds %lld graphs; this function takes one", fn,
+                        (long long)G->adjacency.batch);
+  if (offsets && (!indices || !values))
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is NULL", fn, !indices ? "indices" : "values");
+  gstat_i_graph g;
+  st = gstat_i_graph_from(ctx, fn, G, 0, &g);
+  if (st != GSTAT_OK) return st;
+  int64_t n = g.n, need = n;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t e = g.offsets[i]; e < g.offsets[i + 1]; e++)
+      need += g.indices[e] - g.base != i && (!g.weights || g.weights[e] > 0);
+  *nnz = need;
+  if (!offsets) goto done;
+  if (capacity < need) {
+    st = gstat_i_fail(ctx, GSTAT_EINVAL, "%s: capacity=%lld is below the %lld entries needed", fn,
+                      (long long)capacity, (long long)need);
+    goto done;
+  }
+  double *d = degrees ? degrees : gstat_i_workspace(ctx, GSTAT_WS_GRAPH, 8 * (size_t)(n + 1));
+  if (!d) {
+    st = gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate the degrees", fn);
+    goto done;
+  }
+  gstat_i_graph_degrees(&g, d);
+  int64_t out = 0;
+  offsets[0] = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double di = d[i], si = gstat_i_inv_sqrt_degree(di), loop = 0;
+    bool diag_done = false;
+    for (int64_t e = g.offsets[i]; e <= g.offsets[i + 1]; e++) {
+      int64_t j = e < g.offsets[i + 1] ? g.indices[e] - g.base : n;
+      double w = e < g.offsets[i + 1] ? (g.weights ? g.weights[e] : 1.0) : 0.0;
+      if (j == i) {
+        loop = w;
+        continue;
+      }
+      if (j > i && !diag_done) { /* the diagonal goes in its sorted place */
+        double v = kind == GSTAT_LAPLACIAN_UNNORMALIZED ? di - loop
+                   : kind == GSTAT_LAPLACIAN_SYMMETRIC  ? (di > 0 ? 1.0 : 0.0) - loop * si * si
+                                                        : (di > 0 ? 1.0 - loop / di : 0.0);
+        indices[out] = i;
+        values[out++] = v;
+        diag_done = true;
+      }
+      if (j == n || !(w > 0)) continue;
+      indices[out] = j;
+      values[out++] = kind == GSTAT_LAPLACIAN_UNNORMALIZED ? -w
+                      : kind == GSTAT_LAPLACIAN_SYMMETRIC  ? -w * si * gstat_i_inv_sqrt_degree(d[j])
+                                                           : -w / di;
+    }
+    offsets[i + 1] = out;
+  }
+done:
+  gstat_i_graph_release(ctx, &g);
+  return st;
+}

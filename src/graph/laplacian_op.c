@@ -1,0 +1,191 @@
+/* The Laplacian as an operator on blocks of vectors: a CSR graph is applied
+ * row by row (no Laplacian formed, the caller's arrays borrowed when they
+ * can be); a dense graph keeps its scaled adjacency and is applied by GEMM
+ * (a complete graph's CSR would be bandwidth-bound). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "graph/graph_internal.h"
+#include "graph/laplacian_op.h"
+#include "linalg/dense.h"
+
+struct gstat_laplacian_op {
+  gstat_laplacian_kind kind;
+  int64_t n;
+  gstat_i_graph g; /* CSR graphs: borrowed from the caller or owned */
+  double *dense;   /* DENSE graphs: n x n, s_i a_ij s_j (symmetric), a_ij / d_i (random
+                      walk) or a_ij, column-major; NULL for CSR */
+  double *degrees; /* n */
+  double *scale;   /* n: 1/sqrt(d) (symmetric), 1/d (random walk), unused otherwise */
+};
+
+/* The dense form: validated, symmetrized adjacency, scaled in place. */
+static gstat_status dense_op(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
+                             gstat_laplacian_op *op) {
+  int64_t n = G->adjacency.rows;
+  size_t cells;
+  if (!gstat_i_mul_size((size_t)n, (size_t)n, &cells) || cells > SIZE_MAX / sizeof(double) ||
+      !(op->dense = malloc(cells * sizeof(double) + 1)))
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate a %lld x %lld operator", fn,
+                        (long long)n, (long long)n);
+  gstat_i_err err = {0};
+  if (gstat_i_dense_adjacency(&err, fn, "G.adjacency[0]", &G->adjacency, 0, n, G->symmetrize,
+                              G->self_loops, op->dense) != GSTAT_OK)
+    return gstat_i_err_raise(ctx, &err);
+  return GSTAT_OK;
+}
+
+gstat_status gstat_i_laplacian_op_new(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
+                                      gstat_laplacian_kind kind, gstat_laplacian_op **out) {
+  *out = NULL;
+  gstat_laplacian_op *op = calloc(1, sizeof *op);
+  if (!op) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate the operator", fn);
+  gstat_status st = G->format == GSTAT_GRAPH_DENSE ? dense_op(ctx, fn, G, op)
+                                                   : gstat_i_graph_from(ctx, fn, G, 0, &op->g);
+  if (st != GSTAT_OK) {
+    gstat_laplacian_op_destroy(op);
+    return st;
+  }
+  int64_t n = op->dense ? G->adjacency.rows : op->g.n;
+  op->n = n;
+  op->kind = kind;
+  op->degrees = malloc(sizeof(double) * (size_t)(2 * n + 1));
+  if (!op->degrees) {
+    gstat_laplacian_op_destroy(op);
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate the degrees of %lld nodes", fn,
+                        (long long)n);
+  }
+  op->scale = op->degrees + n;
+  if (op->dense) {
+    for (int64_t j = 0; j < n; j++) {
+      double t = 0;
+      for (int64_t i = 0; i < n; i++) t += op->dense[i + j * n];
+      op->degrees[j] = t; /* column sums = row sums */
+    }
+  } else {
+    gstat_i_graph_degrees(&op->g, op->degrees);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double d = op->degrees[i];
+    op->scale[i] = kind == GSTAT_LAPLACIAN_SYMMETRIC ? gstat_i_inv_sqrt_degree(d)
+                   : d > 0                           ? 1.0 / d
+                                                     : 0.0;
+  }
+  if (op->dense && kind != GSTAT_LAPLACIAN_UNNORMALIZED)
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t i = 0; i < n; i++)
+        op->dense[i + j * n] *=
+            kind == GSTAT_LAPLACIAN_SYMMETRIC ? op->scale[i] * op->scale[j] : op->scale[i];
+  *out = op;
+  return GSTAT_OK;
+}
+
+int64_t gstat_i_laplacian_op_components(const gstat_laplacian_op *op, int64_t *labels,
+                                        int64_t *stack) {
+  /* scaling keeps the signs: positive entries are the edges */
+  if (op->dense) return gstat_i_dense_components(op->n, op->dense, labels, stack);
+  return gstat_i_graph_components(&op->g, labels, stack);
+}
+
+gstat_status gstat_laplacian_op_create(gstat_ctx *ctx, const gstat_graph *G,
+                                       gstat_laplacian_kind kind, gstat_laplacian_op **op) {
+  static const char fn[] = "laplacian_op_create";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  if (!op) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: op is NULL", fn);
+  *op = NULL;
+  gstat_status st = gstat_i_check_graph(ctx, fn, G);
+  if (st != GSTAT_OK) return st;
+  if (kind < GSTAT_LAPLACIAN_UNNORMALIZED || kind > GSTAT_LAPLACIAN_RANDOM_WALK)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: kind=%d is not a gstat_laplacian_kind", fn,
+                        (int)kind);
+  if (G->format == GSTAT_GRAPH_DENSE && G->adjacency.batch != 1)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: G.adjacency holds %lld graphs; this function takes one", fn,
+                        (long long)G->adjacency.batch);
+  return gstat_i_laplacian_op_new(ctx, fn, G, kind, op);
+}
+
+gstat_status gstat_i_laplacian_apply(gstat_ctx *ctx, void *opv, int64_t n, int64_t m,
+                                     const double *X, double *Y) {
+  const gstat_laplacian_op *op = opv;
+  const gstat_i_graph *g = &op->g;
+  const double *d = op->degrees, *s = op->scale;
+  bool sym = op->kind == GSTAT_LAPLACIAN_SYMMETRIC;
+  bool unnorm = op->kind == GSTAT_LAPLACIAN_UNNORMALIZED;
+  (void)n;
+  if (op->dense) { /* Y = diag X - M X */
+    gstat_status st = gstat_i_gemm(ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, op->n, m, op->n,
+                                   -1.0, op->dense, op->n, X, op->n, 0.0, Y, op->n);
+    if (st != GSTAT_OK) return st;
+    for (int64_t c = 0; c < m; c++)
+      for (int64_t i = 0; i < op->n; i++)
+        Y[i + c * op->n] += (unnorm ? d[i] : d[i] > 0 ? 1.0 : 0.0) * X[i + c * op->n];
+    return GSTAT_OK;
+  }
+  enum { COLS = 16 }; /* columns per pass */
+  int64_t nn = g->n, cols = m < COLS ? m : COLS;
+  /* a row-major copy of the block (scaled by D^-1/2 when symmetric) makes
+   * the gathers contiguous */
+  double *xt = gstat_i_workspace(ctx, GSTAT_WS_GRAPH, sizeof(double) * (size_t)(nn * cols + 1));
+  if (!xt)
+    return gstat_i_fail(ctx, GSTAT_ENOMEM,
+                        "laplacian_op_apply: cannot allocate %lld x %lld scratch", (long long)nn,
+                        (long long)cols);
+  /* threads pay off past a few hundred thousand entries; each row is summed
+   * in index order by one thread (results independent of the threads) */
+  bool par = (g->offsets[nn] - g->offsets[0] + nn) * m > 200000;
+  int nt = ctx->num_threads;
+  for (int64_t c0 = 0; c0 < m; c0 += COLS) {
+    int64_t cm = m - c0 < COLS ? m - c0 : COLS;
+#pragma omp parallel for num_threads(nt) schedule(static) if (par)
+    for (int64_t j = 0; j < nn; j++)
+      for (int64_t c = 0; c < cm; c++) xt[j * cm + c] = (sym ? s[j] : 1.0) * X[j + (c0 + c) * nn];
+#pragma omp parallel for num_threads(nt) schedule(static) if (par)
+    for (int64_t i = 0; i < nn; i++) {
+      double acc[COLS] = {0};
+      for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+        double w = g->weights ? g->weights[e] : 1.0;
+        const double *x = xt + (g->indices[e] - g->base) * cm;
+        for (int64_t c = 0; c < cm; c++) acc[c] += w * x[c];
+      }
+      for (int64_t c = 0; c < cm; c++) {
+        double xi = X[i + (c0 + c) * nn];
+        /* symmetric: x_i - s_i sum w s_j x_j; random walk: x_i - (1/d_i) sum w x_j */
+        Y[i + (c0 + c) * nn] = unnorm ? d[i] * xi - acc[c] : (d[i] > 0 ? xi : 0.0) - s[i] * acc[c];
+      }
+    }
+  }
+  return GSTAT_OK;
+}
+
+gstat_status gstat_laplacian_op_apply(gstat_ctx *ctx, const gstat_laplacian_op *op, int64_t m,
+                                      const double *X, double *Y) {
+  static const char fn[] = "laplacian_op_apply";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  if (!op) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: op is NULL", fn);
+  if (m < 0) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: m=%lld must be >= 0", fn, (long long)m);
+  if (m == 0 || op->n == 0) return GSTAT_OK;
+  if (!X || !Y) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is NULL", fn, !X ? "X" : "Y");
+  size_t span = sizeof(double) * (size_t)(op->n * m);
+  if ((const char *)X < (const char *)Y + span && (const char *)Y < (const char *)X + span)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: X and Y overlap", fn);
+  return gstat_i_laplacian_apply(ctx, (void *)op, op->n, m, X, Y);
+}
+
+int64_t gstat_laplacian_op_size(const gstat_laplacian_op *op) {
+  return op ? op->n : 0;
+}
+
+const double *gstat_laplacian_op_degrees(const gstat_laplacian_op *op) {
+  return op ? op->degrees : NULL;
+}
+
+void gstat_laplacian_op_destroy(gstat_laplacian_op *op) {
+  if (!op) return;
+  gstat_i_graph_release(NULL, &op->g);
+  free(op->dense);
+  free(op->degrees);
+  free(op);
+}

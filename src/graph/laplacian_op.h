@@ -1,0 +1,21 @@
+/* The Laplacian operator's internal entry points, for the sparse eigensolver
+ * (their signatures match gstat_i_apply_fn in graph/sparse_eigs.h). */
+#ifndef GSTAT_GRAPH_LAPLACIAN_OP_H
+#define GSTAT_GRAPH_LAPLACIAN_OP_H
+
+#include "core/internal.h"
+#include "gstat/graph.h"
+
+/* gstat_laplacian_op_create without the begin/argument checks (G checked). */
+gstat_status gstat_i_laplacian_op_new(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
+                                      gstat_laplacian_kind kind, gstat_laplacian_op **out);
+
+/* Y (n x m, column-major) = L X; `op` is a gstat_laplacian_op *. */
+gstat_status gstat_i_laplacian_apply(gstat_ctx *ctx, void *op, int64_t n, int64_t m,
+                                     const double *X, double *Y);
+
+/* Connected components of the operator's graph (labels and stack: n each). */
+int64_t gstat_i_laplacian_op_components(const gstat_laplacian_op *op, int64_t *labels,
+                                        int64_t *stack);
+
+#endif /* GSTAT_GRAPH_LAPLACIAN_OP_H */

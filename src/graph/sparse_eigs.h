@@ -1,0 +1,111 @@
+/*
+ * The k smallest eigenpairs of a large sparse symmetric operator (graph
+ * Laplacians of 10^5 - 10^6 nodes), for src/graph and src/spectral.
+ * Internal interface (not installed).
+ *
+ * The operator is given as a function applying it to a block of vectors, so
+ * a Laplacian is never formed when it need not be (gstat_laplacian's
+ * operator form) and the same solver serves the CPU (threaded CSR SpMV) and,
+ * later, the GPU (cuSPARSE through the backend table).
+ *
+ * Method: thick-restart block Lanczos (block Krylov-Schur) with full
+ * reorthogonalization; the reasons and measurements are at the top of
+ * sparse_eigs.c.
+ */
+#ifndef GSTAT_GRAPH_SPARSE_EIGS_H
+#define GSTAT_GRAPH_SPARSE_EIGS_H
+
+#include <stdint.h>
+
+#include "core/internal.h"
+
+/* Y (n x m, column-major, ld n) = Op X (n x m, ld n). Returns GSTAT_OK or a
+ * failure status (with the context message set). The operator must be
+ * symmetric; X and Y never overlap. */
+typedef gstat_status (*gstat_i_apply_fn)(gstat_ctx *ctx, void *op, int64_t n, int64_t m,
+                                         const double *X, double *Y);
+
+typedef enum gstat_i_eigs_method {
+  GSTAT_I_EIGS_AUTO = 0,               /* Chebyshev-Davidson */
+  GSTAT_I_EIGS_CHEBYSHEV_DAVIDSON = 1, /* block Chebyshev-filtered Davidson */
+  GSTAT_I_EIGS_BLOCK_LANCZOS = 2       /* thick-restart block Lanczos (Krylov-Schur) */
+} gstat_i_eigs_method;
+
+typedef struct gstat_i_eigs_options {
+  int64_t k;        /* wanted eigenpairs (smallest algebraic), 1 <= k <= n */
+  double tol;       /* pair i converged when ||Op v - lambda v|| <= tol * max(|lambda|, scale),
+                       scale = `upper` when given, else the largest |Ritz value| seen (an
+                       estimate of ||Op||). 0: the default 1e-8. */
+  int64_t max_iter; /* limit on iterations (block steps, see the report); 0: 10000 */
+  uint64_t seed;    /* random start block: the same seed gives the same result (same
+                       thread count and BLAS) */
+  double upper;     /* an upper bound of the spectrum (e.g. 2 for a normalized Laplacian,
+                       2 max degree otherwise), or 0 if unknown; only sets the scale */
+  int64_t block;    /* block size; 0: min(k, 16). An eigenvalue of multiplicity larger than
+                       the block may be missed (e.g. more graph components than that): the
+                       block is the number of copies one start block can find */
+  int64_t basis;    /* largest basis before a restart; 0: max(4 block, k + 3 block), must be
+                       >= k + 2 block (Davidson) or k + block (Lanczos) */
+  int64_t degree;   /* Chebyshev filter degree (Davidson); 0: 12 */
+  gstat_i_eigs_method method; /* 0: auto */
+} gstat_i_eigs_options;
+
+typedef struct gstat_i_eigs_report {
+  int64_t iterations;       /* block steps: each applies the operator to `block` vectors */
+  int64_t converged;        /* pairs meeting the tolerance (true residuals) */
+  double max_residual;      /* largest residual norm among the k returned */
+  int64_t operator_applies; /* columns the operator was applied to, all included */
+  int64_t restarts;         /* thick restarts */
+  double scale;             /* the spectral scale the tolerance was relative to */
+  int dense;                /* 1 when n was too small for the iteration and the operator
+                               was formed densely and solved by gstat_eigh */
+} gstat_i_eigs_report;
+
+/*
+ * The k smallest eigenvalues (ascending, into w) and orthonormal eigenvectors
+ * (n x k column-major into V; each column's largest-magnitude entry positive,
+ * the library's sign rule) of the symmetric operator, plus the true residual
+ * norms ||Op v - lambda v|| (k entries into resid, may be NULL) and a report
+ * (may be NULL).
+ *
+ * Small problems: when the Krylov basis would not fit comfortably (n <
+ * 2 (basis + block), which covers k close to n and n < 2k + 1), the operator
+ * is applied to the identity and the dense matrix solved with gstat_eigh
+ * (report->dense = 1). That is exact but costs n operator columns and O(n^3);
+ * callers holding an explicit Laplacian of a few thousand nodes should call
+ * gstat_eigh on it directly, which is faster than this iteration there.
+ *
+ * Memory: n (basis + block) doubles for the basis, from the context's
+ * allocator, freed before returning.
+ *
+ * Statuses: GSTAT_OK when all k converged; GSTAT_ENOCONV when not within
+ * max_iter (w, V, resid and the report still hold the best estimates; at
+ * least ceil(k / block) iterations run so that there are k of them);
+ * GSTAT_EINVAL (NULL pointers, k out of range, negative or NaN tol/upper,
+ * bad block/basis); GSTAT_ENOTFINITE (the operator returned NaN or Inf);
+ * GSTAT_ENOMEM; GSTAT_ECANCELED (the context's progress callback, called
+ * as "sparse_eigs" with iterations of max_iter at each restart, asked to
+ * stop; outputs not written); or the operator's own failure status.
+ */
+gstat_status gstat_i_sparse_eigs(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn apply, void *op,
+                                 const gstat_i_eigs_options *opt, double *w, double *V,
+                                 double *resid, gstat_i_eigs_report *report);
+
+/* A CSR matrix (int64 offsets) as an operator: Y = A X, rows in parallel
+ * (OpenMP, the context's threads), each row summed in index order by one
+ * thread (results independent of the thread count). `values` NULL means all
+ * ones. Trusted: offsets ascend from 0 and indices are in [0, n) (the graph
+ * layer validates); empty rows give zeros. */
+typedef struct gstat_i_csr {
+  int64_t n;
+  const int64_t *offsets; /* n + 1 */
+  const int64_t *indices; /* offsets[n] column indices */
+  const double *values;   /* offsets[n] values or NULL */
+} gstat_i_csr;
+
+/* gstat_i_apply_fn for a gstat_i_csr (op points to it); GSTAT_EINVAL when n
+ * differs from csr->n. */
+gstat_status gstat_i_csr_apply(gstat_ctx *ctx, void *csr, int64_t n, int64_t m, const double *X,
+                               double *Y);
+
+#endif /* GSTAT_GRAPH_SPARSE_EIGS_H */

@@ -1,0 +1,121 @@
+/* Spectral internals (never installed): embedding, eigengap, k-means,
+ * cluster-QR, and the dense batch engine behind both public entry points.
+ * Everything per graph is serial and allocation-free (scratch from the
+ * caller), so graphs can run in parallel and give the same bits on any
+ * thread count. */
+#ifndef GSTAT_SPECTRAL_INTERNAL_H
+#define GSTAT_SPECTRAL_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/internal.h"
+#include "gstat/spectral.h"
+
+/* Embedding E (n x dim, row-major) from eigenvectors V (n x ?, column-major,
+ * ld ldv): columns first .. first+dim-1; rows scaled by 1/sqrt(d_i) when
+ * d is not NULL (random-walk eigenvectors; d_i = 0 counts as 1); each column
+ * signed so that its entry of largest magnitude is positive (first on ties);
+ * rows scaled to unit length when normalize_rows (zero rows stay zero). */
+void gstat_i_embedding(int64_t n, const double *V, int64_t ldv, int64_t first, int64_t dim,
+                       const double *d, bool normalize_rows, double *E);
+
+/* k in [1, kmax] maximizing w[k] - w[k-1] (first on ties); w ascending with
+ * at least kmax + 1 entries; kmax < 1 gives 1. */
+int64_t gstat_i_eigengap(const double *w, int64_t kmax);
+
+typedef struct gstat_i_kmeans_opt {
+  int64_t k, n_init, max_iter;
+  double tol;
+  uint64_t seed;
+} gstat_i_kmeans_opt;
+
+/* Doubles of scratch gstat_i_kmeans needs. */
+size_t gstat_i_kmeans_scratch(int64_t n, int64_t dim, int64_t k);
+/* Best of n_init k-means++ / Lloyd runs on the rows of X (n x dim,
+ * row-major): labels (n), inertia, Lloyd iterations of the best run. */
+void gstat_i_kmeans(const double *X, int64_t n, int64_t dim, const gstat_i_kmeans_opt *opt,
+                    int64_t *labels, double *inertia, int64_t *iterations, double *scratch);
+
+/* Doubles of scratch gstat_i_cluster_qr needs. */
+size_t gstat_i_cluster_qr_scratch(int64_t n, int64_t k);
+/* Cluster-QR (Damle, Minden, Ying) on the n x k embedding E (row-major). */
+gstat_status gstat_i_cluster_qr(const double *E, int64_t n, int64_t k, int64_t *labels,
+                                double *scratch);
+
+/* Renumber labels 0, 1, ... by first appearance; map holds k entries. */
+void gstat_i_relabel(int64_t *labels, int64_t n, int64_t k, int64_t *map);
+/* Sum of squared distances of the rows of X to their label's mean;
+ * `scratch` holds k * (dim + 1) doubles. */
+double gstat_i_inertia(const double *X, int64_t n, int64_t dim, const int64_t *labels, int64_t k,
+                       double *scratch);
+
+/* ---- the dense engine ------------------------------------------------------------ */
+
+/* A batch in the engine's terms: graph g has n(g) nodes whose labels go to
+ * labels[node0(g) ...]. */
+typedef struct gstat_i_sc_batch {
+  const gstat_graph_batch *G;
+  int64_t *node0; /* count + 1: first output node of each graph */
+  bool single;    /* one graph of a single-graph call: messages say "G" */
+} gstat_i_sc_batch;
+
+/* Per-graph outputs the engine fills (arrays of count, any may be NULL). */
+typedef struct gstat_i_sc_out {
+  int64_t *labels;     /* node0[count] */
+  int64_t *k;          /* k used */
+  int64_t *components; /* connected components */
+  double *inertia;
+  int64_t *iterations; /* k-means iterations */
+  gstat_status *status;
+  const int64_t *eig_offsets; /* with eigenvalues: count + 1 */
+  double *eigenvalues;
+  double *embedding; /* count must be 1: n x dim row-major, dim reported in *dim */
+  int64_t *dim;
+  bool embed_only; /* stop after the embedding (gstat_spectral_embedding) */
+  bool ran;        /* set by the engine once it started writing outputs */
+} gstat_i_sc_out;
+
+/* Why a graph failed on its own. */
+enum { WHY_OK = 0, WHY_SPLIT, WHY_REJECT, WHY_TOO_MANY, WHY_EIGH, WHY_QR };
+
+/* The per-graph record: k used, components, k-means iterations, failure,
+ * embedding columns, inertia, whether it was processed. */
+typedef struct gstat_i_sc_rec {
+  int64_t k, comps, iters, why, dim, done;
+  double inertia;
+} gstat_i_sc_rec;
+
+/* Doubles of per-thread scratch for a graph of n nodes, at most kmax
+ * clusters and dmax embedding columns. */
+size_t gstat_i_sc_thread_scratch(int64_t n, int64_t kmax, int64_t dmax);
+
+/* From the smallest eigenpairs (V: n x ?, column-major, ld n; w ascending,
+ * gstat_i_sc_eig_count of them) and degrees d to labels: eigengap k when
+ * k = 0, embedding (into emb_out, or scratch), k-means or cluster-QR,
+ * renumbering, inertia. r->comps and r->why come from the caller. */
+void gstat_i_sc_assign(const gstat_spectral_options *o, int64_t n, int64_t k, const double *V,
+                       const double *w, const double *d, gstat_i_sc_rec *r, int64_t *labels,
+                       double *eig_out, double *emb_out, bool embed_only, double *scratch);
+
+/* Status of a failure reason, and its message for graph g (into ctx; g < 0: "G"). */
+gstat_status gstat_i_sc_status(int64_t why);
+gstat_status gstat_i_sc_failure(gstat_ctx *ctx, const char *fn, int64_t g, const gstat_i_sc_rec *r,
+                                int64_t k, int64_t max_clusters);
+
+/* Eigenvalues the engine reports for a graph of n nodes asking for k (0: eigengap). */
+int64_t gstat_i_sc_eig_count(const gstat_spectral_options *o, int64_t n, int64_t k);
+
+/* Validate options (after defaults) that do not depend on a graph. */
+gstat_status gstat_i_sc_check_options(gstat_ctx *ctx, const char *fn,
+                                      const gstat_spectral_options *o);
+
+/* Run the dense engine over the batch (arguments validated by the caller,
+ * except the graphs' contents, which it validates before writing). k per
+ * graph from ks (NULL: o->n_clusters). Returns GSTAT_OK, an argument error
+ * (nothing written), GSTAT_ECANCELED, or the first graph's own failure. */
+gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_batch *B,
+                              const int64_t *ks, const gstat_spectral_options *o,
+                              gstat_i_sc_out *out);
+
+#endif /* GSTAT_SPECTRAL_INTERNAL_H */

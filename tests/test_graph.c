@@ -1,0 +1,560 @@
+/* Graphs: Laplacians against scipy.sparse.csgraph.laplacian (dense, CSR,
+ * operator; every dtype/layout path), Laplacian identities (row sums,
+ * normalized spectra in [0, 2], multiplicity of 0 = components), edge lists
+ * (sorting, duplicates summed, symmetrization modes), components, affinities
+ * against scikit-learn (RBF, kNN) and by brute force (mutual kNN, epsilon),
+ * and the bad-input table. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "graph_ref.h"
+#include "testutil.h"
+
+static gref REF;
+
+static double max_abs_diff(const double *a, const double *b, int64_t n) {
+  double m = 0;
+  for (int64_t i = 0; i < n; i++) m = fmax(m, fabs(a[i] - b[i]));
+  return m;
+}
+
+/* L (row-major) of a dense graph through gstat_laplacian. */
+static void dense_laplacian(gstat_ctx *ctx, const double *a, int64_t n, gstat_symmetrize sym,
+                            gstat_laplacian_kind kind, double *L, double *deg) {
+  gstat_matrix A = gstat_matrix_row_major((void *)a, GSTAT_F64, 1, n, n);
+  gstat_graph G = gstat_graph_dense(&A);
+  G.symmetrize = sym;
+  gstat_matrix Lm = gstat_matrix_row_major(L, GSTAT_F64, 1, n, n);
+  gstat_matrix D = gstat_vector_batch(deg, GSTAT_F64, 1, n);
+  assert_int_equal(gstat_laplacian(ctx, &G, kind, &Lm, deg ? &D : NULL), GSTAT_OK);
+}
+
+static void test_laplacian_vs_scipy(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  const char *names[] = {"small", "blocks", "directed", "dense"};
+  tu_rng rng = tu_rng_new();
+  for (int gi = 0; gi < 4; gi++) {
+    char key[96];
+    snprintf(key, sizeof key, "lap/%s/adjacency", names[gi]);
+    const gref_entry *A = gref_get(&REF, key);
+    assert_non_null(A);
+    int64_t n = A->rows;
+    snprintf(key, sizeof key, "lap/%s/symmetric", names[gi]);
+    gstat_symmetrize sym = gref_get(&REF, key)->v[0] ? GSTAT_SYM_CHECK : GSTAT_SYM_MAX;
+    snprintf(key, sizeof key, "lap/%s/components", names[gi]);
+    int64_t comps = (int64_t)gref_get(&REF, key)->v[0];
+    double *L = malloc(sizeof(double) * (size_t)(n * n)), *deg = malloc(sizeof(double) * (size_t)n);
+    double *Lc = calloc((size_t)(n * n), sizeof(double));
+    tcsr c = tcsr_from_dense(A->v, n);
+    for (int normed = 0; normed < 2; normed++) {
+      snprintf(key, sizeof key, "lap/%s/normed=%d", names[gi], normed);
+      const gref_entry *R = gref_get(&REF, key);
+      gstat_laplacian_kind kind = normed ? GSTAT_LAPLACIAN_SYMMETRIC : GSTAT_LAPLACIAN_UNNORMALIZED;
+      /* dense input */
+      dense_laplacian(ctx, A->v, n, sym, kind, L, deg);
+      assert_true(max_abs_diff(L, R->v, n * n) <= 1e-13);
+      /* CSR input, dense output */
+      gstat_graph G = gstat_graph_csr(n, c.off, c.idx, c.w);
+      G.symmetrize = sym;
+      gstat_matrix Lm = gstat_matrix_col_major(L, GSTAT_F64, 1, n, n); /* symmetric: same */
+      assert_int_equal(gstat_laplacian(ctx, &G, kind, &Lm, NULL), GSTAT_OK);
+      assert_true(max_abs_diff(L, R->v, n * n) <= 1e-13);
+      /* CSR output into caller buffers (query first) */
+      int64_t nnz = -1;
+      assert_int_equal(gstat_laplacian_csr(ctx, &G, kind, 0, NULL, NULL, NULL, &nnz, NULL),
+                       GSTAT_OK);
+      int64_t *off = malloc(sizeof(int64_t) * (size_t)(n + 1)),
+              *idx = malloc(sizeof(int64_t) * (size_t)nnz);
+      double *val = malloc(sizeof(double) * (size_t)nnz);
+      assert_int_equal(gstat_laplacian_csr(ctx, &G, kind, nnz - 1, off, idx, val, &nnz, NULL),
+                       GSTAT_EINVAL);
+      assert_int_equal(gstat_laplacian_csr(ctx, &G, kind, nnz, off, idx, val, &nnz, deg), GSTAT_OK);
+      memset(Lc, 0, sizeof(double) * (size_t)(n * n));
+      for (int64_t i = 0; i < n; i++) {
+        bool diag = false;
+        for (int64_t e = off[i]; e < off[i + 1]; e++) {
+          if (e > off[i]) assert_true(idx[e] > idx[e - 1]);
+          diag |= idx[e] == i;
+          Lc[i * n + idx[e]] = val[e];
+        }
+        assert_true(diag); /* the diagonal is always stored */
+      }
+      assert_true(max_abs_diff(Lc, R->v, n * n) <= 1e-13);
+      free(off);
+      free(idx);
+      free(val);
+      /* the operator (CSR rows, then a dense graph by GEMM): L X for a
+       * random block of 20 columns (two passes of the CSR kernel) */
+      gstat_matrix Ad = gstat_matrix_row_major(A->v, GSTAT_F64, 1, n, n);
+      gstat_graph Gd = gstat_graph_dense(&Ad);
+      Gd.symmetrize = sym;
+      double *X = malloc(sizeof(double) * (size_t)(20 * n)),
+             *Y = malloc(sizeof(double) * (size_t)(20 * n));
+      for (int64_t i = 0; i < 20 * n; i++) X[i] = tu_normal(&rng);
+      for (int form = 0; form < 2; form++) {
+        gstat_laplacian_op *op = NULL;
+        assert_int_equal(gstat_laplacian_op_create(ctx, form ? &Gd : &G, kind, &op), GSTAT_OK);
+        assert_int_equal(gstat_laplacian_op_size(op), n);
+        assert_int_equal(gstat_laplacian_op_apply(ctx, op, 20, X, Y), GSTAT_OK);
+        for (int64_t col = 0; col < 20; col++)
+          for (int64_t i = 0; i < n; i++) {
+            double want = 0;
+            for (int64_t j = 0; j < n; j++) want += R->v[i * n + j] * X[j + col * n];
+            assert_true(fabs(Y[i + col * n] - want) <= 1e-12 * (1 + fabs(want)));
+          }
+        for (int64_t i = 0; !normed && i < n; i++) /* degrees: D - A's diagonal */
+          assert_true(fabs(gstat_laplacian_op_degrees(op)[i] - R->v[i * n + i]) <= 1e-12);
+        gstat_laplacian_op_destroy(op);
+      }
+      free(X);
+      free(Y);
+    }
+    /* random walk: I - D^-1 A, row i of the unnormalized Laplacian over d_i */
+    snprintf(key, sizeof key, "lap/%s/normed=0", names[gi]);
+    const gref_entry *U = gref_get(&REF, key);
+    dense_laplacian(ctx, A->v, n, sym, GSTAT_LAPLACIAN_RANDOM_WALK, L, deg);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double d = U->v[i * n + i], want = d > 0 ? U->v[i * n + j] / d : 0.0;
+        assert_true(fabs(L[i * n + j] - want) <= 1e-14);
+      }
+    /* components against scipy */
+    gstat_matrix Am = gstat_matrix_row_major(A->v, GSTAT_F64, 1, n, n);
+    gstat_graph G = gstat_graph_dense(&Am);
+    int64_t count = -1;
+    assert_int_equal(gstat_graph_components(ctx, &G, &count, NULL), GSTAT_OK);
+    assert_int_equal(count, comps);
+    G = gstat_graph_csr(n, c.off, c.idx, c.w);
+    assert_int_equal(gstat_graph_components(ctx, &G, &count, NULL), GSTAT_OK);
+    assert_int_equal(count, comps);
+    tcsr_free(&c);
+    free(L);
+    free(Lc);
+    free(deg);
+  }
+  gstat_ctx_destroy(ctx);
+}
+
+/* float32 / bfloat16 inputs and outputs, strided batches, in place. */
+static void test_laplacian_dtypes_batches(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  const gref_entry *A = gref_get(&REF, "lap/small/adjacency");
+  const gref_entry *R = gref_get(&REF, "lap/small/normed=1");
+  int64_t n = A->rows;
+  for (int dt = 0; dt < 2; dt++) {
+    gstat_dtype dtype = dt ? GSTAT_BF16 : GSTAT_F32;
+    for (tu_layout lay = 0; lay < TU_LAYOUT_COUNT; lay++) {
+      tu_buf in = tu_buf_new(dtype, 3, n, n, lay), out = tu_buf_new(GSTAT_F32, 3, n, n, lay);
+      for (int64_t b = 0; b < 3; b++)
+        for (int64_t i = 0; i < n; i++)
+          for (int64_t j = 0; j < n; j++) tu_set(&in.m, b, i, j, A->v[i * n + j]);
+      tu_poison(&out);
+      gstat_graph G = gstat_graph_dense(&in.m);
+      assert_int_equal(gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &out.m, NULL), GSTAT_OK);
+      assert_true(tu_all_written(&out));
+      assert_true(tu_outside_untouched(&out));
+      double tol = dt ? 2e-2 : 1e-6; /* bf16 rounds the weights themselves */
+      for (int64_t b = 0; b < 3; b++)
+        for (int64_t i = 0; i < n; i++)
+          for (int64_t j = 0; j < n; j++)
+            assert_true(fabs(tu_get(&out.m, b, i, j) - R->v[i * n + j]) <= tol);
+      tu_buf_free(&in);
+      tu_buf_free(&out);
+    }
+  }
+  /* in place: L written over the adjacency it reads */
+  double *a = malloc(sizeof(double) * (size_t)(n * n));
+  memcpy(a, A->v, sizeof(double) * (size_t)(n * n));
+  gstat_matrix M = gstat_matrix_row_major(a, GSTAT_F64, 1, n, n);
+  gstat_graph G = gstat_graph_dense(&M);
+  assert_int_equal(gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &M, NULL), GSTAT_OK);
+  assert_true(max_abs_diff(a, R->v, n * n) <= 1e-13);
+  free(a);
+  gstat_ctx_destroy(ctx);
+}
+
+/* A random graph: `blocks` groups of nodes with edges only inside, plus
+ * `isolated` nodes at the end. Row-major n x n. */
+static void block_graph(tu_rng *rng, int64_t n, int64_t blocks, int64_t isolated, double p,
+                        double *a) {
+  memset(a, 0, sizeof(double) * (size_t)(n * n));
+  int64_t m = n - isolated;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = i + 1; j < m; j++)
+      if (i * blocks / m == j * blocks / m && (j == i + 1 || tu_uniform(rng) < p))
+        a[i * n + j] = a[j * n + i] = 0.1 + tu_uniform(rng); /* a path keeps blocks connected */
+}
+
+static void test_laplacian_identities(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng rng = tu_rng_new();
+  int64_t n = tu_quick() ? 24 : 60;
+  double *a = malloc(sizeof(double) * (size_t)(n * n)),
+         *L = malloc(sizeof(double) * (size_t)(n * n));
+  double *w = malloc(sizeof(double) * (size_t)n), *deg = malloc(sizeof(double) * (size_t)n);
+  struct {
+    int64_t blocks, isolated;
+  } cases[] = {{1, 0}, {2, 0}, {3, 2}, {1, 1}, {4, 0}};
+  for (int c = 0; c < 5; c++) {
+    block_graph(&rng, n, cases[c].blocks, cases[c].isolated, 0.3, a);
+    int64_t want = cases[c].blocks + cases[c].isolated, count;
+    gstat_matrix Am = gstat_matrix_row_major(a, GSTAT_F64, 1, n, n);
+    gstat_graph G = gstat_graph_dense(&Am);
+    assert_int_equal(gstat_graph_components(ctx, &G, &count, NULL), GSTAT_OK);
+    assert_int_equal(count, want);
+    for (int kind = 0; kind < 3; kind++) {
+      dense_laplacian(ctx, a, n, GSTAT_SYM_CHECK, (gstat_laplacian_kind)kind, L, deg);
+      if (kind != GSTAT_LAPLACIAN_SYMMETRIC) /* rows of D - A and I - D^-1 A sum to 0 */
+        for (int64_t i = 0; i < n; i++) {
+          double s = 0;
+          for (int64_t j = 0; j < n; j++) s += L[i * n + j];
+          assert_true(fabs(s) <= 1e-13 * (1 + deg[i]));
+        }
+      if (kind == GSTAT_LAPLACIAN_RANDOM_WALK) continue; /* not symmetric */
+      gstat_matrix Lm = gstat_matrix_row_major(L, GSTAT_F64, 1, n, n);
+      gstat_matrix W = gstat_vector_batch(w, GSTAT_F64, 1, n);
+      assert_int_equal(gstat_eigh(ctx, &Lm, GSTAT_LOWER, &W, NULL, NULL), GSTAT_OK);
+      int64_t zeros = 0;
+      for (int64_t i = 0; i < n; i++) {
+        zeros += fabs(w[i]) < 1e-10;
+        assert_true(w[i] >= -1e-12);
+        if (kind == GSTAT_LAPLACIAN_SYMMETRIC) assert_true(w[i] <= 2 + 1e-12);
+      }
+      assert_int_equal(zeros, want);
+    }
+  }
+  free(a);
+  free(L);
+  free(w);
+  free(deg);
+  gstat_ctx_destroy(ctx);
+}
+
+static void test_edges_and_symmetrization(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  /* unsorted, a duplicate (1 -> 2 twice: summed), one direction only, a self-loop */
+  int64_t src[] = {2, 1, 0, 1, 3, 2};
+  int64_t dst[] = {0, 2, 1, 2, 3, 1};
+  double w[] = {1.0, 0.5, 2.0, 0.25, 4.0, 3.0};
+  gstat_csr *c = NULL;
+  assert_int_equal(gstat_csr_from_edges(ctx, 4, 6, src, dst, w, GSTAT_SYM_CHECK, &c), GSTAT_EINVAL);
+  assert_null(c);
+  assert_string_equal(gstat_ctx_last_error(ctx),
+                      "csr_from_edges: the edge list is not symmetric: entry (0, 1)=2 but (1, 0)=0 "
+                      "(set symmetrize to MAX, MEAN or SUM)");
+  /* directed weights: (0,1)=2, (1,2)=0.75, (2,0)=1, (2,1)=3, (3,3)=4 */
+  struct {
+    gstat_symmetrize s;
+    double w01, w12, w02;
+  } modes[] = {{GSTAT_SYM_MAX, 2, 3, 1},
+               {GSTAT_SYM_MEAN, 1, 1.875, 0.5},
+               {GSTAT_SYM_SUM, 2, 3.75, 1},
+               {GSTAT_SYM_MIN, 0, 0.75, 0}};
+  for (int m = 0; m < 4; m++) {
+    assert_int_equal(gstat_csr_from_edges(ctx, 4, 6, src, dst, w, modes[m].s, &c), GSTAT_OK);
+    double d[16] = {0};
+    assert_int_equal(c->n, 4);
+    assert_int_equal(c->offsets[4], c->nnz);
+    for (int64_t i = 0; i < 4; i++)
+      for (int64_t e = c->offsets[i]; e < c->offsets[i + 1]; e++) {
+        if (e > c->offsets[i]) assert_true(c->indices[e] > c->indices[e - 1]);
+        d[i * 4 + c->indices[e]] = c->weights[e];
+      }
+    assert_true(d[1] == modes[m].w01 && d[4] == modes[m].w01);
+    assert_true(d[6] == modes[m].w12 && d[9] == modes[m].w12);
+    assert_true(d[2] == modes[m].w02 && d[8] == modes[m].w02);
+    assert_true(d[15] == (modes[m].s == GSTAT_SYM_SUM ? 8.0 : 4.0)); /* the loop is kept */
+    /* the CSR is a graph: loop dropped by default, components */
+    gstat_graph G = gstat_graph_csr(c->n, c->offsets, c->indices, c->weights);
+    int64_t count, lab[4];
+    assert_int_equal(gstat_graph_components(ctx, &G, &count, lab), GSTAT_OK);
+    assert_int_equal(count, modes[m].s == GSTAT_SYM_MIN ? 3 : 2); /* node 3 alone */
+    assert_int_equal(lab[0], 0);
+    assert_int_equal(lab[3], count - 1);
+    double L[16], deg[4];
+    gstat_matrix Lm = gstat_matrix_row_major(L, GSTAT_F64, 1, 4, 4);
+    gstat_matrix D = gstat_vector_batch(deg, GSTAT_F64, 1, 4);
+    assert_int_equal(gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_UNNORMALIZED, &Lm, &D), GSTAT_OK);
+    assert_true(deg[3] == 0 && L[15] == 0);
+    G.self_loops = GSTAT_LOOPS_KEEP; /* the loop counts in the degree, cancels in D - A */
+    assert_int_equal(gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_UNNORMALIZED, &Lm, &D), GSTAT_OK);
+    assert_true(deg[3] == d[15] && L[15] == 0);
+    gstat_csr_free(c);
+    c = NULL;
+  }
+  /* an empty graph and an edge-free one */
+  assert_int_equal(gstat_csr_from_edges(ctx, 0, 0, NULL, NULL, NULL, GSTAT_SYM_MAX, &c), GSTAT_OK);
+  assert_int_equal(c->n, 0);
+  gstat_csr_free(c);
+  assert_int_equal(gstat_csr_from_edges(ctx, 3, 0, NULL, NULL, NULL, GSTAT_SYM_MAX, &c), GSTAT_OK);
+  gstat_graph G = gstat_graph_csr(c->n, c->offsets, c->indices, c->weights);
+  int64_t count;
+  assert_int_equal(gstat_graph_components(ctx, &G, &count, NULL), GSTAT_OK);
+  assert_int_equal(count, 3);
+  gstat_csr_free(c);
+  gstat_ctx_destroy(ctx);
+}
+
+/* CSR (library-owned) to a dense row-major matrix. */
+static double *densify(const gstat_csr *c) {
+  double *d = calloc((size_t)(c->n * c->n), sizeof(double));
+  for (int64_t i = 0; i < c->n; i++)
+    for (int64_t e = c->offsets[i]; e < c->offsets[i + 1]; e++)
+      d[i * c->n + c->indices[e]] = c->weights ? c->weights[e] : 1.0;
+  return d;
+}
+
+static void test_affinities(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  /* RBF against sklearn.metrics.pairwise.rbf_kernel, dense and CSR */
+  const gref_entry *X = gref_get(&REF, "rbf/X"), *R = gref_get(&REF, "rbf/A");
+  int64_t n = X->rows, p = X->cols;
+  gstat_affinity_options o;
+  gstat_affinity_options_init(&o);
+  o.gamma = gref_get(&REF, "rbf/gamma")->v[0];
+  gstat_matrix Xm = gstat_matrix_row_major(X->v, GSTAT_F64, 1, n, p);
+  double *A = malloc(sizeof(double) * (size_t)(n * n));
+  gstat_matrix Am = gstat_matrix_row_major(A, GSTAT_F64, 1, n, n);
+  assert_int_equal(gstat_affinity_dense(ctx, &Xm, &o, &Am), GSTAT_OK);
+  assert_true(max_abs_diff(A, R->v, n * n) <= 1e-13);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < n; j++) assert_true(A[i * n + j] == A[j * n + i]);
+  gstat_csr *c = NULL;
+  assert_int_equal(gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_OK);
+  double *d = densify(c);
+  assert_true(max_abs_diff(d, R->v, n * n) <= 1e-13);
+  free(d);
+  gstat_csr_free(c);
+  free(A);
+
+  /* kNN connectivity, (C + C^T) / 2 with the point itself: scikit-learn's graph */
+  const char *sets[] = {"moons", "blobs"};
+  for (int s = 0; s < 2; s++) {
+    char key[64];
+    snprintf(key, sizeof key, "knn/%s/X", sets[s]);
+    X = gref_get(&REF, key);
+    snprintf(key, sizeof key, "knn/%s/graph", sets[s]);
+    const gref_entry *K = gref_get(&REF, key);
+    n = X->rows;
+    p = X->cols;
+    Xm = gstat_matrix_row_major(X->v, GSTAT_F64, 1, n, p);
+    gstat_affinity_options_init(&o);
+    o.kind = GSTAT_AFFINITY_KNN;
+    assert_int_equal(gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_OK);
+    assert_int_equal(c->nnz, K->rows);
+    for (int64_t e = 0; e < K->rows; e++) {
+      int64_t i = (int64_t)K->v[e * 3], j = (int64_t)K->v[e * 3 + 1];
+      assert_true(e >= c->offsets[i] && e < c->offsets[i + 1]);
+      assert_int_equal(c->indices[e], j);
+      assert_true(c->weights[e] == K->v[e * 3 + 2]);
+    }
+    double *full = densify(c);
+    /* mutual kNN: the pairs in both directions, weight 1 */
+    o.kind = GSTAT_AFFINITY_MUTUAL_KNN;
+    gstat_csr *m = NULL;
+    assert_int_equal(gstat_affinity_csr(ctx, &Xm, &o, &m), GSTAT_OK);
+    double *mu = densify(m);
+    for (int64_t i = 0; i < n * n; i++) assert_true(mu[i] == (full[i] == 1.0 ? 1.0 : 0.0));
+    /* distance weights: the Euclidean distance of each kept pair */
+    o.kind = GSTAT_AFFINITY_KNN;
+    o.weights = GSTAT_KNN_DISTANCE;
+    o.symmetrize = GSTAT_SYM_MAX;
+    o.include_self = 0;
+    o.n_neighbors = 9; /* the 9 others of the graph above */
+    gstat_csr *dc = NULL;
+    assert_int_equal(gstat_affinity_csr(ctx, &Xm, &o, &dc), GSTAT_OK);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t e = dc->offsets[i]; e < dc->offsets[i + 1]; e++) {
+        int64_t j = dc->indices[e];
+        double dist = hypot(X->v[i * p] - X->v[j * p], X->v[i * p + 1] - X->v[j * p + 1]);
+        assert_true(j != i && fabs(dc->weights[e] - dist) <= 1e-12 * (1 + dist));
+        assert_true(full[i * n + j] > 0); /* the same pairs, without the self-loops */
+      }
+    /* epsilon: brute force; dense output equals the CSR */
+    o.kind = GSTAT_AFFINITY_EPSILON;
+    o.weights = GSTAT_KNN_CONNECTIVITY;
+    o.epsilon = 0.3;
+    gstat_csr *ec = NULL;
+    assert_int_equal(gstat_affinity_csr(ctx, &Xm, &o, &ec), GSTAT_OK);
+    double *ed = densify(ec), *edd = malloc(sizeof(double) * (size_t)(n * n));
+    gstat_matrix Em = gstat_matrix_col_major(edd, GSTAT_F64, 1, n, n);
+    assert_int_equal(gstat_affinity_dense(ctx, &Xm, &o, &Em), GSTAT_OK);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double dist = hypot(X->v[i * p] - X->v[j * p], X->v[i * p + 1] - X->v[j * p + 1]);
+        if (i != j && fabs(dist - 0.3) > 1e-9)
+          assert_true(ed[i * n + j] == (dist <= 0.3 ? 1.0 : 0.0));
+        assert_true(edd[i + j * n] == ed[i * n + j]);
+      }
+    free(ed);
+    free(edd);
+    free(full);
+    free(mu);
+    gstat_csr_free(c);
+    gstat_csr_free(m);
+    gstat_csr_free(dc);
+    gstat_csr_free(ec);
+  }
+  gstat_ctx_destroy(ctx);
+}
+
+static void expect_fail(gstat_ctx *ctx, gstat_status got, gstat_status want, const char *msg) {
+  if (got != want || strcmp(gstat_ctx_last_error(ctx), msg) != 0)
+    fprintf(stderr, "got %d \"%s\"\nwant %d \"%s\"\n", (int)got, gstat_ctx_last_error(ctx),
+            (int)want, msg);
+  assert_int_equal(got, want);
+  assert_string_equal(gstat_ctx_last_error(ctx), msg);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  /* a 3-node path 0 - 1 - 2 */
+  int64_t off[] = {0, 1, 3, 4}, idx[] = {1, 0, 2, 1};
+  double w[] = {1, 1, 2, 2};
+  double L[9] = {0};
+  gstat_matrix Lm = gstat_matrix_row_major(L, GSTAT_F64, 1, 3, 3);
+  gstat_graph G = gstat_graph_csr(3, off, idx, w);
+  assert_int_equal(gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_OK);
+
+  int64_t bad_idx[] = {1, 0, 3, 1};
+  G = gstat_graph_csr(3, off, bad_idx, w);
+  memset(L, 0x7f, sizeof L);
+  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+              "laplacian: G.indices[2]=3 (row 1) is outside the graph's nodes [0, 3)");
+  for (int i = 0; i < 9; i++) assert_true(L[i] > 1e300); /* nothing written */
+  int64_t unsorted[] = {1, 2, 0, 1};
+  G = gstat_graph_csr(3, off, unsorted, w);
+  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+              "laplacian: row 1 of G is not sorted: indices[2]=0 follows 2 (CSR rows must be "
+              "strictly increasing; build from an edge list to sum duplicates)");
+  int64_t dup[] = {1, 0, 0, 1};
+  G = gstat_graph_csr(3, off, dup, w);
+  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+              "laplacian: row 1 of G is a duplicate: indices[2]=0 follows 0 (CSR rows must be "
+              "strictly increasing; build from an edge list to sum duplicates)");
+  double neg[] = {1, 1, -2, -2}, nan_w[] = {1, 1, NAN, 2};
+  G = gstat_graph_csr(3, off, idx, neg);
+  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+              "laplacian: G.weights[2]=-2 (row 1, column 2) is negative: weights must be >= 0");
+  G = gstat_graph_csr(3, off, idx, nan_w);
+  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_ENOTFINITE,
+              "laplacian: G.weights[2] (row 1, column 2) is NaN or Inf");
+  double asym[] = {1, 1, 2, 3};
+  G = gstat_graph_csr(3, off, idx, asym);
+  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+              "laplacian: G is not symmetric: entry (1, 2)=2 but (2, 1)=3 (set symmetrize to MAX, "
+              "MEAN or SUM)");
+  G.symmetrize = GSTAT_SYM_MEAN; /* accepted once symmetrized */
+  assert_int_equal(gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_UNNORMALIZED, &Lm, NULL), GSTAT_OK);
+  assert_true(L[5] == -2.5);
+  int64_t bad_off[] = {0, 2, 1, 4}, idx2[] = {1, 2, 0, 1};
+  G = gstat_graph_csr(3, bad_off, idx2, w);
+  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+              "laplacian: G.offsets[2]=1 is below offsets[1]=2 (offsets must not decrease)");
+  G = gstat_graph_csr(3, off, idx, w);
+  G.csr.nnz = 5;
+  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+              "laplacian: G.csr.offsets[n]=4 differs from G.csr.nnz=5");
+  G = gstat_graph_csr(3, off, idx, w);
+  expect_fail(ctx, gstat_laplacian(ctx, &G, (gstat_laplacian_kind)7, &Lm, NULL), GSTAT_EINVAL,
+              "laplacian: kind=7 is not a gstat_laplacian_kind");
+  gstat_matrix L2 = gstat_matrix_row_major(L, GSTAT_F64, 1, 2, 2);
+  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &L2, NULL), GSTAT_EINVAL,
+              "laplacian: L is 1 x 2 x 2, expected 1 x 3 x 3");
+  expect_fail(ctx, gstat_laplacian(ctx, NULL, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+              "laplacian: G is NULL");
+  /* dense: asymmetric, negative, NaN, not square */
+  double a[9] = {0, 1, 0, 1, 0, 2, 0, 2.5, 0};
+  gstat_matrix Am = gstat_matrix_row_major(a, GSTAT_F64, 1, 3, 3);
+  G = gstat_graph_dense(&Am);
+  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+              "laplacian: G.adjacency[0] is not symmetric: entry (2, 1)=2.5 but (1, 2)=2 (set "
+              "symmetrize to MAX, MEAN or SUM)");
+  a[7] = -2;
+  a[5] = -2;
+  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+              "laplacian: G.adjacency[0] entry (2, 1)=-2 is negative: weights must be >= 0");
+  a[7] = a[5] = NAN;
+  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_ENOTFINITE,
+              "laplacian: G.adjacency[0] entry (2, 1) is NaN or Inf");
+  gstat_matrix R = gstat_matrix_row_major(a, GSTAT_F64, 1, 3, 2);
+  G = gstat_graph_dense(&R);
+  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+              "laplacian: G.adjacency is 3 x 2, not square");
+  /* edge lists */
+  gstat_csr *c = NULL;
+  int64_t s[] = {0, 1}, t[] = {1, 5};
+  double ew[] = {1, -1};
+  expect_fail(ctx, gstat_csr_from_edges(ctx, 3, 2, s, t, NULL, GSTAT_SYM_MAX, &c), GSTAT_EINVAL,
+              "csr_from_edges: edge 1 (1 -> 5) has a node outside [0, 3)");
+  t[1] = 2;
+  expect_fail(ctx, gstat_csr_from_edges(ctx, 3, 2, s, t, ew, GSTAT_SYM_MAX, &c), GSTAT_EINVAL,
+              "csr_from_edges: weights[1]=-1 (edge 1 -> 2) is negative: weights must be >= 0");
+  ew[1] = INFINITY;
+  expect_fail(ctx, gstat_csr_from_edges(ctx, 3, 2, s, t, ew, GSTAT_SYM_MAX, &c), GSTAT_ENOTFINITE,
+              "csr_from_edges: weights[1] (edge 1 -> 2) is NaN or Inf");
+  expect_fail(ctx, gstat_csr_from_edges(ctx, -1, 0, s, t, NULL, GSTAT_SYM_MAX, &c), GSTAT_EINVAL,
+              "csr_from_edges: n=-1 must be >= 0");
+  assert_null(c);
+  /* affinities */
+  double x[8] = {0, 0, 1, 0, 0, 1, 1, 1};
+  gstat_matrix Xm = gstat_matrix_row_major(x, GSTAT_F64, 1, 4, 2);
+  gstat_affinity_options o;
+  gstat_affinity_options_init(&o);
+  o.kind = GSTAT_AFFINITY_KNN;
+  o.n_neighbors = 5;
+  expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_EINVAL,
+              "affinity_csr: opt.n_neighbors=5 must be in [1, 4] for 4 points (the point itself "
+              "included)");
+  o.n_neighbors = 0;
+  expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_EINVAL,
+              "affinity_csr: opt.n_neighbors=0 must be in [1, 4] for 4 points (the point itself "
+              "included)");
+  o.n_neighbors = 2;
+  o.symmetrize = GSTAT_SYM_CHECK;
+  expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_EINVAL,
+              "affinity_csr: opt.symmetrize=0 must be MAX, MEAN, SUM or MIN (a kNN graph is "
+              "directed)");
+  o.kind = GSTAT_AFFINITY_EPSILON;
+  expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_EINVAL,
+              "affinity_csr: opt.epsilon=0 must be > 0 and finite");
+  o.kind = GSTAT_AFFINITY_RBF;
+  x[3] = NAN;
+  expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_ENOTFINITE,
+              "affinity_csr: X[0] row 1 column 1 is NaN or Inf");
+  assert_null(c);
+  gstat_ctx_destroy(ctx);
+}
+
+static int setup(void **state) {
+  (void)state;
+  return gref_load(&REF) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  gref_free(&REF);
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_laplacian_vs_scipy),   cmocka_unit_test(test_laplacian_dtypes_batches),
+      cmocka_unit_test(test_laplacian_identities), cmocka_unit_test(test_edges_and_symmetrization),
+      cmocka_unit_test(test_affinities),           cmocka_unit_test(test_bad_input),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
