@@ -158,10 +158,6 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
    * and about as much again for the solver's workspace */
   size_t per = n2 * es * 3 + (size_t)r.n * es + 8 + n2 * gstat_cu_dtype_bytes(A->dtype);
   int64_t chunk = gstat_cu_chunk(s, A->batch, per);
-  /* bf16 data need a float32 working copy (twice their size) plus the
-   * solver's workspace: in quarters of the batch the peak device memory stays
-   * below what the same batch costs in float32, at a few percent of time */
-  if (A->dtype == GSTAT_BF16 && chunk > (A->batch + 3) / 4) chunk = (A->batch + 3) / 4;
   if (r.n > jacobi_max_n && r.n < loop_min_n && chunk > (int64_t)(INT32_MAX / n2)) chunk = (int64_t)(INT32_MAX / n2);
   for (int64_t b0 = 0; b0 < A->batch;) {
     int64_t nb = A->batch - b0 < chunk ? A->batch - b0 : chunk;
