@@ -1,0 +1,168 @@
+/* rgstat: registration, the per-call context, errors and interrupts. */
+#include <stdio.h>
+#include <string.h>
+
+#include <R_ext/Rdynload.h>
+#include <R_ext/Visibility.h>
+
+#include "rgstat.h"
+
+/* Rinterface.h declares it for front ends; it is exported by libR and is
+ * how a C caller raises an interrupt after cleaning up (Rcpp does the same). */
+void Rf_onintr(void);
+
+/* Which backend ran the last gs_ call ("cpu", "cuda", "cuda+cpu", "none"). */
+static char last_backend[32] = "none";
+
+static gstat_backend option_backend(void) {
+  SEXP o = Rf_GetOption1(Rf_install("rgstat.backend"));
+  if (o == R_NilValue) return GSTAT_BACKEND_AUTO;
+  if (!Rf_isString(o) || XLENGTH(o) != 1) Rf_error("option rgstat.backend must be \"auto\", \"cpu\" or \"cuda\"");
+  const char *s = CHAR(STRING_ELT(o, 0));
+  if (strcmp(s, "auto") == 0) return GSTAT_BACKEND_AUTO;
+  if (strcmp(s, "cpu") == 0) return GSTAT_BACKEND_CPU;
+  if (strcmp(s, "cuda") == 0) return GSTAT_BACKEND_CUDA;
+  Rf_error("option rgstat.backend must be \"auto\", \"cpu\" or \"cuda\", not \"%s\"", s);
+  return GSTAT_BACKEND_AUTO; /* not reached */
+}
+
+static int option_threads(void) {
+  SEXP o = Rf_GetOption1(Rf_install("rgstat.threads"));
+  if (o == R_NilValue) return 0;
+  double v = Rf_asReal(o);
+  if (!(v >= 0 && v <= 4096)) Rf_error("option rgstat.threads must be a count >= 0 (0: all cores)");
+  return (int)v;
+}
+
+static void check_interrupt(void *unused) {
+  (void)unused;
+  R_CheckUserInterrupt();
+}
+
+/* Called by gstat between units of work on the calling thread. A pending
+ * interrupt would longjmp out of R_CheckUserInterrupt, past the C library's
+ * cleanup, so it is caught by R_ToplevelExec here and turned into a cancel;
+ * rg_check re-raises it once everything is freed. */
+static int progress_cb(int64_t done, int64_t total, const char *what, void *user) {
+  rg_call *c = user;
+  if (!R_ToplevelExec(check_interrupt, NULL)) {
+    c->interrupted = 1;
+    return 1;
+  }
+  if (c->progress && total > 0) {
+    int pct = (int)(100 * done / total);
+    if (pct != c->last_percent) {
+      int bar = pct / 4;
+      REprintf("\r%s [%.*s%*s] %3d%%", what, bar, "=========================", 25 - bar, "", pct);
+      if (done >= total) REprintf("\n");
+      c->last_percent = pct;
+    }
+  }
+  return 0;
+}
+
+void rg_begin(rg_call *c, const char *fname, int progress) {
+  gstat_ctx_options opt;
+  gstat_ctx_options_init(&opt);
+  c->ctx = NULL;
+  c->fname = fname;
+  c->interrupted = 0;
+  c->progress = progress;
+  c->last_percent = -1;
+  opt.backend = option_backend();
+  opt.num_threads = option_threads();
+  opt.progress = progress_cb;
+  opt.progress_user = c;
+  gstat_status st = gstat_ctx_create(&c->ctx, &opt);
+  if (st != GSTAT_OK) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", c->ctx ? gstat_ctx_last_error(c->ctx) : gstat_status_string(st));
+    gstat_ctx_destroy(c->ctx);
+    c->ctx = NULL;
+    if (st == GSTAT_EUNSUPPORTED)
+      Rf_error("%s: backend \"cuda\" asked for (option rgstat.backend) but no usable CUDA module: %s",
+               fname, msg);
+    Rf_error("%s: cannot create a gstat context: %s", fname, msg);
+  }
+}
+
+void rg_check(rg_call *c, gstat_status st) {
+  snprintf(last_backend, sizeof last_backend, "%s", gstat_ctx_last_backend_name(c->ctx));
+  if (st == GSTAT_OK) return;
+  char msg[2048];
+  snprintf(msg, sizeof msg, "%s", gstat_ctx_last_error(c->ctx));
+  if (!*msg) snprintf(msg, sizeof msg, "%s", gstat_status_string(st));
+  gstat_ctx_destroy(c->ctx);
+  c->ctx = NULL;
+  if (c->progress && c->last_percent >= 0) REprintf("\n");
+  if (c->interrupted && st == GSTAT_ECANCELED) Rf_onintr();
+  Rf_error("%s: %s", c->fname, msg);
+}
+
+void rg_end(rg_call *c) {
+  gstat_ctx_destroy(c->ctx);
+  c->ctx = NULL;
+}
+
+double *rg_real_matrix(SEXP x, const char *what, int64_t *rows, int64_t *cols) {
+  if (TYPEOF(x) != REALSXP) Rf_error("%s must be a double matrix", what);
+  SEXP dim = Rf_getAttrib(x, R_DimSymbol);
+  if (TYPEOF(dim) != INTSXP || XLENGTH(dim) != 2) Rf_error("%s must be a matrix", what);
+  *rows = INTEGER(dim)[0];
+  *cols = INTEGER(dim)[1];
+  return REAL(x);
+}
+
+int rg_int(SEXP x, const char *what) {
+  if (XLENGTH(x) != 1) Rf_error("%s must be a single number", what);
+  int v = Rf_asInteger(x);
+  if (v == NA_INTEGER) Rf_error("%s must not be NA", what);
+  return v;
+}
+
+double rg_double(SEXP x, const char *what) {
+  if (XLENGTH(x) != 1) Rf_error("%s must be a single number", what);
+  return Rf_asReal(x);
+}
+
+gstat_matrix rg_colmajor(double *data, int64_t batch, int64_t rows, int64_t cols) {
+  return gstat_matrix_col_major(data, GSTAT_F64, batch, rows, cols);
+}
+
+SEXP rg_named_list(int n, const char **names) {
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, n));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, n));
+  for (int i = 0; i < n; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+  Rf_setAttrib(out, R_NamesSymbol, nm);
+  UNPROTECT(2);
+  return out;
+}
+
+SEXP rg_backend_info(void) {
+  static const char *names[] = {"last", "cuda_available", "version"};
+  gstat_ctx *ctx = NULL;
+  int cuda = 0;
+  if (gstat_ctx_create(&ctx, NULL) == GSTAT_OK) cuda = gstat_ctx_cuda_available(ctx);
+  gstat_ctx_destroy(ctx);
+  SEXP out = PROTECT(rg_named_list(3, names));
+  SET_VECTOR_ELT(out, 0, Rf_mkString(last_backend));
+  SET_VECTOR_ELT(out, 1, Rf_ScalarLogical(cuda));
+  SET_VECTOR_ELT(out, 2, Rf_mkString(gstat_version_string()));
+  UNPROTECT(1);
+  return out;
+}
+
+/* through void (*)(void), the generic function pointer type, as C allows */
+#define ENTRY(name, n) {#name, (DL_FUNC)(void (*)(void))&name, n}
+static const R_CallMethodDef call_methods[] = {
+    ENTRY(rg_backend_info, 0), ENTRY(rg_eigen, 2),      ENTRY(rg_eigen_batch, 2),
+    ENTRY(rg_chol, 1),         ENTRY(rg_chol_solve, 2), ENTRY(rg_chol2inv, 1),
+    ENTRY(rg_cov, 5),          ENTRY(rg_cov_shrink, 3), ENTRY(rg_mahalanobis, 4),
+    ENTRY(rg_pca, 6),          ENTRY(rg_laplacian, 3),  ENTRY(rg_spectral, 2),
+    ENTRY(rg_spectral_batch, 4), {NULL, NULL, 0}};
+
+void attribute_visible R_init_rgstat(DllInfo *dll) {
+  R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
+  R_useDynamicSymbols(dll, FALSE);
+  R_forceSymbols(dll, TRUE);
+}

@@ -1,0 +1,55 @@
+/* rgstat: shared helpers of the .Call glue (one gstat context per call). */
+#ifndef RGSTAT_H
+#define RGSTAT_H
+
+#include <stdint.h>
+
+#include <R.h>
+#include <Rinternals.h>
+
+#include "gstat/gstat.h"
+
+/* The state of one .Call: its context and what its progress callback saw. */
+typedef struct rg_call {
+  gstat_ctx *ctx;
+  const char *fname; /* R function name, prefixed to error messages */
+  int interrupted;   /* the user pressed Ctrl-C during the C call */
+  int progress;      /* draw a text progress bar */
+  int last_percent;
+} rg_call;
+
+/* Create the context from options(rgstat.backend, rgstat.threads). */
+void rg_begin(rg_call *c, const char *fname, int progress);
+/* On failure: destroy the context, then signal the interrupt or
+ * Rf_error("<fname>: <gstat message>"). Free every non-R resource first.
+ * On success: record which backend ran (the context stays). */
+void rg_check(rg_call *c, gstat_status st);
+/* Destroy the context (after a successful call). */
+void rg_end(rg_call *c);
+
+/* Argument helpers: they Rf_error before any context exists. */
+double *rg_real_matrix(SEXP x, const char *what, int64_t *rows, int64_t *cols);
+int rg_int(SEXP x, const char *what);
+double rg_double(SEXP x, const char *what);
+
+/* The gstat descriptor of an R matrix / 3-d array: column-major, no copy. */
+gstat_matrix rg_colmajor(double *data, int64_t batch, int64_t rows, int64_t cols);
+
+SEXP rg_named_list(int n, const char **names);
+
+/* .Call entry points */
+SEXP rg_backend_info(void);
+SEXP rg_eigen(SEXP x, SEXP only_values);
+SEXP rg_eigen_batch(SEXP xs, SEXP only_values);
+SEXP rg_chol(SEXP x);
+SEXP rg_chol_solve(SEXP r, SEXP b);
+SEXP rg_chol2inv(SEXP r);
+SEXP rg_cov(SEXP x, SEXP missing, SEXP cor, SEXP ddof, SEXP aweights);
+SEXP rg_cov_shrink(SEXP x, SEXP method, SEXP assume_centered);
+SEXP rg_mahalanobis(SEXP x, SEXP center, SEXP cov, SEXP inverted);
+SEXP rg_pca(SEXP x, SEXP center, SEXP scale, SEXP k, SEXP method, SEXP seed);
+SEXP rg_laplacian(SEXP graph, SEXP kind, SEXP symmetrize);
+SEXP rg_spectral(SEXP graph, SEXP opts);
+SEXP rg_spectral_batch(SEXP graphs, SEXP k, SEXP opts, SEXP progress);
+
+#endif

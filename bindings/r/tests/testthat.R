@@ -1,0 +1,3 @@
+library(testthat)
+library(rgstat)
+test_check("rgstat")
