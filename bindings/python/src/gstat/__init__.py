@@ -1,0 +1,85 @@
+"""gstat: batched eigh/Cholesky, covariance analysis, PCA and spectral
+clustering on the CPU and on NVIDIA GPUs, over the gstat C library.
+
+numpy arrays go in and come out (float32, float64, and bfloat16 when
+ml_dtypes is installed); CUDA tensors from torch or CuPy are processed on the
+GPU in place and answered with tensors of the same kind. The GIL is released
+while the C library computes.
+"""
+import contextlib as _contextlib
+
+from . import _core, linalg
+from ._core import BackendError, LinAlgError, UnsupportedError
+from ._covariance import OAS, EmpiricalCovariance, LedoitWolf, corrcoef, cov, mahalanobis
+from ._pca import PCA
+from ._spectral import SpectralClustering, SpectralEmbedding, laplacian, spectral_clustering_batch
+
+__version__ = "0.1.0"
+__c_version__ = _core.c_version
+
+__all__ = [
+    "linalg", "cov", "corrcoef", "mahalanobis", "PCA", "EmpiricalCovariance", "LedoitWolf", "OAS",
+    "SpectralClustering", "SpectralEmbedding", "laplacian", "spectral_clustering_batch",
+    "LinAlgError", "UnsupportedError", "BackendError", "last_backend", "set_backend",
+    "get_backend", "use_backend", "set_num_threads", "get_num_threads", "cuda_available",
+]
+
+try:  # bfloat16 arrays when ml_dtypes is installed
+    import ml_dtypes as _ml_dtypes
+
+    _core.set_bfloat16(_ml_dtypes.bfloat16)
+except ImportError:
+    pass
+
+
+def last_backend():
+    """Backend(s) that did the work of this thread's last gstat call.
+
+    Returns
+    -------
+    str
+        "cpu", "cuda", "cuda+cpu" (GPU with elements recomputed on the CPU) or
+        "none" (nothing computed, e.g. an empty batch or a rejected argument).
+    """
+    return _core.last_backend()
+
+
+def set_backend(backend):
+    """Set the default backend of calls without ``backend=``: 'auto', 'cpu' or 'cuda'.
+
+    'auto' (the default) sends CUDA tensors and large host batches to the GPU
+    when the CUDA module and a device are usable, everything else to the CPU.
+    The setting is process-wide.
+    """
+    _core.set_default_backend(backend)
+
+
+def get_backend():
+    """The default backend ('auto', 'cpu' or 'cuda')."""
+    return _core.get_default_backend()
+
+
+@_contextlib.contextmanager
+def use_backend(backend):
+    """Context manager: ``with gstat.use_backend('cpu'): ...`` (process-wide while inside)."""
+    old = get_backend()
+    set_backend(backend)
+    try:
+        yield
+    finally:
+        set_backend(old)
+
+
+def set_num_threads(n):
+    """CPU threads per call for contexts created from now on (0: OpenMP's default)."""
+    _core.set_num_threads(n)
+
+
+def get_num_threads():
+    """CPU threads per call (0: OpenMP's default)."""
+    return _core.get_num_threads()
+
+
+def cuda_available(device=0):
+    """Whether the CUDA backend module loads and finds `device`."""
+    return _core.cuda_available(device)

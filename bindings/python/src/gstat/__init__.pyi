@@ -1,0 +1,112 @@
+from contextlib import AbstractContextManager
+from typing import Any, Callable, Literal, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from . import linalg as linalg
+
+Backend = Optional[Literal["auto", "cpu", "cuda"]]
+Missing = Literal["everything", "complete", "complete.obs", "pairwise", "pairwise.complete.obs"]
+
+__version__: str
+__c_version__: str
+
+class LinAlgError(np.linalg.LinAlgError):
+    status: str
+
+class UnsupportedError(RuntimeError):
+    status: str
+
+class BackendError(RuntimeError):
+    status: str
+
+def last_backend() -> str: ...
+def set_backend(backend: Backend) -> None: ...
+def get_backend() -> str: ...
+def use_backend(backend: Backend) -> AbstractContextManager[None]: ...
+def set_num_threads(n: int) -> None: ...
+def get_num_threads() -> int: ...
+def cuda_available(device: int = ...) -> bool: ...
+def cov(x: npt.ArrayLike, rowvar: bool = ..., ddof: int = ..., fweights: Optional[npt.ArrayLike] = ...,
+        aweights: Optional[npt.ArrayLike] = ..., missing: Missing = ..., *, dtype: Any = ...,
+        out: Optional[np.ndarray] = ..., backend: Backend = ...) -> np.ndarray: ...
+def corrcoef(x: npt.ArrayLike, rowvar: bool = ..., fweights: Optional[npt.ArrayLike] = ...,
+             aweights: Optional[npt.ArrayLike] = ..., missing: Missing = ..., *, dtype: Any = ...,
+             out: Optional[np.ndarray] = ..., backend: Backend = ...) -> np.ndarray: ...
+def mahalanobis(x: npt.ArrayLike, center: Optional[npt.ArrayLike], cov: npt.ArrayLike, *,
+                inverted: bool = ..., backend: Backend = ...) -> Union[np.ndarray, float]: ...
+def laplacian(adjacency: Any, normed: bool = ..., *, kind: Optional[str] = ...,
+              return_diag: bool = ..., symmetrize: str = ..., self_loops: str = ...,
+              backend: Backend = ...) -> Any: ...
+def spectral_clustering_batch(graphs: Any, n_clusters: Union[int, Sequence[int]], *,
+                              laplacian: str = ..., assign_labels: str = ..., n_init: int = ...,
+                              normalize_rows: bool = ..., random_state: int = ...,
+                              symmetrize: str = ..., errors: Literal["raise", "ignore"] = ...,
+                              progress: Union[bool, Callable[[int, int, str], Any]] = ...,
+                              backend: Backend = ...) -> list[np.ndarray]: ...
+
+class _Estimator:
+    def get_params(self, deep: bool = ...) -> dict[str, Any]: ...
+    def set_params(self, **params: Any) -> Any: ...
+
+class PCA(_Estimator):
+    components_: np.ndarray
+    explained_variance_: np.ndarray
+    explained_variance_ratio_: np.ndarray
+    singular_values_: np.ndarray
+    mean_: np.ndarray
+    noise_variance_: float
+    n_components_: int
+    n_samples_: int
+    n_features_in_: int
+    backend_: str
+    def __init__(self, n_components: Union[int, float, None] = ..., *, copy: bool = ...,
+                 whiten: bool = ..., svd_solver: str = ..., iterated_power: Union[int, str] = ...,
+                 n_oversamples: int = ..., random_state: Any = ..., backend: Backend = ...) -> None: ...
+    def fit(self, X: Any, y: Any = ...) -> "PCA": ...
+    def fit_transform(self, X: Any, y: Any = ...) -> np.ndarray: ...
+    def transform(self, X: npt.ArrayLike) -> np.ndarray: ...
+    def inverse_transform(self, X: npt.ArrayLike) -> np.ndarray: ...
+
+class EmpiricalCovariance(_Estimator):
+    covariance_: np.ndarray
+    location_: np.ndarray
+    precision_: Optional[np.ndarray]
+    n_features_in_: int
+    def __init__(self, *, store_precision: bool = ..., assume_centered: bool = ...,
+                 backend: Backend = ...) -> None: ...
+    def fit(self, X: npt.ArrayLike, y: Any = ...) -> "EmpiricalCovariance": ...
+    def get_precision(self) -> np.ndarray: ...
+    def mahalanobis(self, X: npt.ArrayLike) -> np.ndarray: ...
+
+class LedoitWolf(EmpiricalCovariance):
+    shrinkage_: float
+
+class OAS(EmpiricalCovariance):
+    shrinkage_: float
+
+class SpectralClustering(_Estimator):
+    labels_: np.ndarray
+    affinity_matrix_: Any
+    eigenvalues_: np.ndarray
+    n_features_in_: int
+    def __init__(self, n_clusters: int = ..., *, eigen_solver: Optional[str] = ...,
+                 n_components: Optional[int] = ..., random_state: Any = ..., n_init: int = ...,
+                 gamma: float = ..., affinity: str = ..., n_neighbors: int = ...,
+                 eigen_tol: Union[float, str] = ..., assign_labels: str = ...,
+                 backend: Backend = ...) -> None: ...
+    def fit(self, X: Any, y: Any = ...) -> "SpectralClustering": ...
+    def fit_predict(self, X: Any, y: Any = ...) -> np.ndarray: ...
+
+class SpectralEmbedding(_Estimator):
+    embedding_: np.ndarray
+    affinity_matrix_: Any
+    eigenvalues_: np.ndarray
+    n_features_in_: int
+    def __init__(self, n_components: int = ..., *, affinity: str = ..., gamma: Optional[float] = ...,
+                 random_state: Any = ..., eigen_solver: Optional[str] = ...,
+                 eigen_tol: Union[float, str] = ..., n_neighbors: Optional[int] = ...,
+                 backend: Backend = ...) -> None: ...
+    def fit(self, X: Any, y: Any = ...) -> "SpectralEmbedding": ...
+    def fit_transform(self, X: Any, y: Any = ...) -> np.ndarray: ...

@@ -1,0 +1,227 @@
+"""Covariance, correlation, Mahalanobis distances and the covariance estimators."""
+import warnings
+
+import numpy as np
+
+from . import _core
+from ._sk import BaseEstimator, check_is_fitted, validate
+
+__all__ = ["cov", "corrcoef", "mahalanobis", "EmpiricalCovariance", "LedoitWolf", "OAS"]
+
+_MISSING = {"everything": 0, "complete": 1, "complete.obs": 1, "pairwise": 2,
+            "pairwise.complete.obs": 2}
+
+
+def _missing(m):
+    try:
+        return _MISSING[m]
+    except (KeyError, TypeError):
+        raise ValueError(f"missing must be one of {sorted(_MISSING)}, got {m!r}") from None
+
+
+def _prepare(x, rowvar):
+    x = np.asarray(x)
+    if x.ndim == 0:
+        raise ValueError("x must be at least 1-dimensional")
+    scalar = x.ndim == 1
+    if scalar:  # one variable, observations along the axis (numpy)
+        x = x[:, None]
+    elif rowvar:  # variables in rows: a transposed view, no copy
+        x = np.swapaxes(x, -1, -2)
+    return x, scalar
+
+
+def cov(x, rowvar=False, ddof=1, fweights=None, aweights=None, missing="everything", *,
+        dtype=None, out=None, backend=None):
+    """Covariance matrix of each dataset of a batch.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, p)
+        Observations in rows, variables in columns (``rowvar=False``, the
+        default here, unlike numpy.cov). A 1-D `x` is one variable.
+    rowvar : bool, optional
+        True: variables in rows (numpy's default).
+    ddof : int, optional
+        Divisor ``sum(weights) - ddof`` (1: unbiased, 0: maximum likelihood).
+    fweights, aweights : array_like, shape (n,), optional
+        Integer frequency and non-negative analytic weights, as numpy.cov.
+    missing : {'everything', 'complete', 'pairwise'}, optional
+        NaN handling as R's cov(use=): NaN propagates, rows with a NaN are
+        dropped, or each pair uses the rows where both are present.
+    dtype : dtype, optional
+        Output dtype (float32, float64, bfloat16); default the input's.
+    out : ndarray, shape (..., p, p), optional
+    backend : {'auto', 'cpu', 'cuda'}, optional
+
+    Returns
+    -------
+    ndarray, shape (..., p, p) (0-d for 1-D `x`)
+    """
+    x, scalar = _prepare(x, rowvar)
+    c = _core.cov(x, int(ddof), fweights, aweights, _missing(missing), False, dtype, out, backend,
+                  False)
+    return c[0, 0] if scalar and out is None else c
+
+
+def corrcoef(x, rowvar=False, fweights=None, aweights=None, missing="everything", *,
+             dtype=None, out=None, backend=None):
+    """Correlation matrix of each dataset of a batch (Pearson).
+
+    Parameters are those of :func:`cov`. A constant column gives NaN in its
+    row and column (numpy). Entries are clamped to [-1, 1].
+
+    Returns
+    -------
+    ndarray, shape (..., p, p)
+    """
+    x, scalar = _prepare(x, rowvar)
+    c = _core.cov(x, 1, fweights, aweights, _missing(missing), True, dtype, out, backend, False)
+    return c[0, 0] if scalar and out is None else c
+
+
+def mahalanobis(x, center, cov, *, inverted=False, backend=None):
+    """Squared Mahalanobis distances ``(x - center)^T cov^-1 (x - center)``, as R.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, p) or (p,)
+        Points in rows.
+    center : array_like, shape (..., p), or None
+        None: zero.
+    cov : array_like, shape (..., p, p)
+        Covariance (only its lower triangle is read), factored by Cholesky;
+        with ``inverted=True`` it is already the inverse (precision).
+    inverted : bool, optional
+    backend : {'auto', 'cpu', 'cuda'}, optional
+
+    Returns
+    -------
+    ndarray, shape (..., n) (a float for 1-D `x`), float64
+
+    Raises
+    ------
+    gstat.LinAlgError
+        `cov` is not positive definite.
+    """
+    x = np.asarray(x)
+    single = x.ndim == 1
+    d2 = _core.mahalanobis(x[None, :] if single else x, center, cov, inverted, backend)
+    return float(d2[0]) if single else d2
+
+
+def _precision(c, backend):
+    """Inverse of a covariance: Cholesky solves; pseudo-inverse for a singular one."""
+    from . import linalg
+    p = c.shape[0]
+    try:
+        return linalg.cholesky_solve(linalg.cholesky(c, backend=backend), np.eye(p), backend=backend)
+    except (linalg_error(), ValueError):
+        # Singular (e.g. one sample): scipy.linalg.pinvh's definition from gstat's eigh.
+        w, v = linalg.eigh(c, backend=backend)
+        keep = np.abs(w) > np.abs(w).max(initial=0.0) * p * np.finfo(np.float64).eps
+        return (v[:, keep] / w[keep]) @ v[:, keep].T
+
+
+def linalg_error():
+    return _core.LinAlgError
+
+
+class EmpiricalCovariance(BaseEstimator):
+    """Maximum-likelihood covariance (scikit-learn's EmpiricalCovariance).
+
+    Parameters
+    ----------
+    store_precision : bool, default True
+        Also compute `precision_`.
+    assume_centered : bool, default False
+        Only False is supported (the C library always centres).
+    backend : {'auto', 'cpu', 'cuda'} or None
+
+    Attributes
+    ----------
+    covariance_ : ndarray (p, p)
+    location_ : ndarray (p,)
+    precision_ : ndarray (p, p) or None
+    n_features_in_ : int
+    """
+
+    def __init__(self, *, store_precision=True, assume_centered=False, backend=None):
+        self.store_precision = store_precision
+        self.assume_centered = assume_centered
+        self.backend = backend
+
+    def _set_covariance(self, covariance):
+        self.covariance_ = covariance
+        self.precision_ = _precision(covariance, self.backend) if self.store_precision else None
+
+    def fit(self, X, y=None):
+        """Fit the covariance of `X` (n_samples, n_features). Returns self."""
+        X = validate(self, X, ensure_min_samples=1)
+        if self.assume_centered:
+            raise NotImplementedError("EmpiricalCovariance(assume_centered=True) is not supported "
+                                      "yet: gstat_covariance always centres")
+        if X.shape[0] == 1:
+            warnings.warn("Only one sample available. You may want to reshape your data array")
+        c, m = _core.cov(X, 0, None, None, 0, False, np.float64, None, self.backend, True)
+        self.location_ = m
+        self._set_covariance(c)
+        return self
+
+    def get_precision(self):
+        """The precision matrix (inverse covariance)."""
+        check_is_fitted(self)
+        if self.precision_ is not None:
+            return self.precision_
+        return _precision(self.covariance_, self.backend)
+
+    def mahalanobis(self, X):
+        """Squared Mahalanobis distances of the rows of `X` to `location_`."""
+        check_is_fitted(self)
+        X = validate(self, X, reset=False)
+        return _core.mahalanobis(X, self.location_, self.get_precision(), True, self.backend)
+
+
+class _Shrunk(EmpiricalCovariance):
+    _method = 0
+
+    def __init__(self, *, store_precision=True, assume_centered=False, backend=None):
+        super().__init__(store_precision=store_precision, assume_centered=assume_centered,
+                         backend=backend)
+
+    def fit(self, X, y=None):
+        """Fit the shrunk covariance of `X` (n_samples, n_features). Returns self."""
+        X = validate(self, X, ensure_min_samples=1)
+        c, s = _core.cov_shrink(X, self._method, self.assume_centered, self.backend)
+        # location_: the C call centres internally but does not report the mean
+        self.location_ = (np.zeros(X.shape[1]) if self.assume_centered
+                          else X.mean(axis=0, dtype=np.float64))
+        self.shrinkage_ = float(s[0])
+        self._set_covariance(c)
+        return self
+
+
+class LedoitWolf(_Shrunk):
+    """Ledoit-Wolf shrunk covariance (same shrinkage as scikit-learn's LedoitWolf).
+
+    Parameters
+    ----------
+    store_precision : bool, default True
+    assume_centered : bool, default False
+    backend : {'auto', 'cpu', 'cuda'} or None
+
+    Attributes
+    ----------
+    covariance_, location_, precision_, shrinkage_, n_features_in_
+    """
+
+    _method = 0
+
+
+class OAS(_Shrunk):
+    """Oracle Approximating Shrinkage covariance (scikit-learn >= 1.3's OAS).
+
+    Parameters and attributes as :class:`LedoitWolf`.
+    """
+
+    _method = 1

@@ -1,0 +1,372 @@
+"""Graph Laplacians, spectral embedding and spectral clustering."""
+import numbers
+import warnings
+
+import numpy as np
+
+from . import _core
+from ._sk import BaseEstimator, ClusterMixin, check_is_fitted, seed_from, validate
+
+__all__ = ["laplacian", "SpectralClustering", "SpectralEmbedding", "spectral_clustering_batch"]
+
+_SYM = {"check": 0, "max": 1, "mean": 2, "sum": 3, "min": 4}
+_LOOPS = {"drop": 0, "keep": 1}
+_KIND = {"unnormalized": 0, "symmetric": 1, "random_walk": 2}
+_ASSIGN = {"kmeans": 0, "cluster_qr": 1}
+_SOLVER = {None: 0, "auto": 0, "dense": 1, "sparse": 2, "arpack": 0, "lobpcg": 0, "amg": 0}
+
+
+def _choice(table, value, name):
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        raise ValueError(f"{name} must be one of {sorted(k for k in table if k)}, "
+                         f"got {value!r}") from None
+
+
+def _issparse(a):
+    return hasattr(a, "tocsr") and hasattr(a, "nnz")
+
+
+def _csr(a):
+    """(n, indptr, indices, data) of a canonical CSR (sorted, no duplicates)."""
+    m = a.tocsr(copy=True)
+    m.sum_duplicates()  # also sorts the indices
+    n = m.shape[0]
+    if m.shape[1] != n:
+        raise ValueError(f"adjacency must be square, got {m.shape}")
+    return (n, m.indptr.astype(np.int64), m.indices.astype(np.int64),
+            np.asarray(m.data, dtype=np.float64))
+
+
+def _graph(adjacency):
+    return _csr(adjacency) if _issparse(adjacency) else np.asarray(adjacency)
+
+
+def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetrize="check",
+              self_loops="drop", backend=None):
+    """Graph Laplacian of an undirected graph (scipy.sparse.csgraph.laplacian).
+
+    Parameters
+    ----------
+    adjacency : array_like (..., n, n) or scipy.sparse matrix/array (n, n)
+        Non-negative weights; dense input may be a batch.
+    normed : bool, optional
+        ``I - D^-1/2 A D^-1/2`` instead of ``D - A``.
+    kind : {'unnormalized', 'symmetric', 'random_walk'}, optional
+        Overrides `normed` ('random_walk': ``I - D^-1 A``).
+    return_diag : bool, optional
+        Also return the degrees.
+    symmetrize : {'check', 'max', 'mean', 'sum', 'min'}, optional
+        'check' (default) refuses an asymmetric input.
+    self_loops : {'drop', 'keep'}, optional
+        Whether the diagonal counts in the degrees (scipy drops it).
+    backend : {'auto', 'cpu', 'cuda'}, optional
+
+    Returns
+    -------
+    L : ndarray (float64) for dense input, scipy.sparse CSR (same kind) for sparse input
+    d : ndarray, only with `return_diag`
+    """
+    k = _choice(_KIND, kind, "kind") if kind is not None else (1 if normed else 0)
+    sym, loops = _choice(_SYM, symmetrize, "symmetrize"), _choice(_LOOPS, self_loops, "self_loops")
+    if _issparse(adjacency):
+        import scipy.sparse as sp
+        g = _csr(adjacency)
+        ip, ix, v, d = _core.laplacian(g, k, sym, loops, True, backend)
+        cls = sp.csr_array if isinstance(adjacency, getattr(sp, "sparray", ())) else sp.csr_matrix
+        L = cls((v, ix, ip), shape=(g[0], g[0]))
+    else:
+        L, d = _core.laplacian(np.asarray(adjacency), k, sym, loops, False, backend)
+    return (L, d) if return_diag else L
+
+
+def _spectral_opts(n_clusters, n_components, laplacian_kind, drop_first, normalize_rows, assign,
+                   n_init, max_iter, tol, seed, solver, dense_limit=2048, eig_tol=1e-8,
+                   eig_max_iter=1000, max_clusters=10):
+    return (int(n_clusters), int(max_clusters), int(n_components), int(laplacian_kind),
+            int(drop_first), int(normalize_rows), int(assign), int(n_init), int(max_iter),
+            float(tol), int(seed), int(solver), int(dense_limit), float(eig_tol),
+            int(eig_max_iter))
+
+
+def _eig_tol(t):
+    return 1e-8 if t in ("auto", None) or t == 0 else float(t)
+
+
+class _AffinityMixin:
+    def _affinity(self, X, dense_default):
+        """(graph for the C call, affinity_matrix_) from the data or a precomputed graph."""
+        aff = self.affinity
+        if aff in ("precomputed", "precomputed_nearest_neighbors"):
+            if aff == "precomputed_nearest_neighbors":
+                raise NotImplementedError("affinity='precomputed_nearest_neighbors' is not "
+                                          "supported; pass the graph with affinity='precomputed'")
+            X = validate(self, X, accept_sparse=["csr", "csc", "coo"])
+            return _graph(X), X
+        X = validate(self, X, ensure_min_samples=2)
+        gamma = getattr(self, "gamma", None)
+        gamma = 0.0 if gamma is None else float(gamma)
+        if aff == "rbf":
+            A = _core.affinity(X, 0, gamma, 10, True, 0, 2, 0.0, True, self.backend)
+            return A, A
+        if aff == "nearest_neighbors":
+            k = self.n_neighbors
+            if k is None:
+                k = max(int(X.shape[0] / 10), 1)
+            ip, ix, w = _core.affinity(X, 1, 0.0, int(k), True, 0, 2, 0.0, False, self.backend)
+            g = (X.shape[0], ip, ix, w)
+            try:
+                import scipy.sparse as sp
+                return g, sp.csr_matrix((w, ix, ip), shape=(X.shape[0], X.shape[0]))
+            except ImportError:  # pragma: no cover
+                return g, g
+        raise ValueError(f"affinity must be 'rbf', 'nearest_neighbors' or 'precomputed', got "
+                         f"{aff!r}")
+
+
+class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
+    """Spectral clustering (scikit-learn's SpectralClustering API).
+
+    Parameters
+    ----------
+    n_clusters : int, default 8
+    eigen_solver : {None, 'auto', 'dense', 'sparse'}
+        None/'auto': dense up to 2048 nodes, an iterative sparse solver above
+        (sparse graphs). scikit-learn's 'arpack', 'lobpcg', 'amg' mean 'auto'.
+    n_components : int or None
+        Embedding columns (default n_clusters).
+    random_state : int, RandomState or None
+        Seed of k-means++.
+    n_init : int, default 10
+    gamma : float, default 1.0
+        RBF kernel coefficient.
+    affinity : {'rbf', 'nearest_neighbors', 'precomputed'}
+    n_neighbors : int, default 10
+    eigen_tol : float or 'auto'
+    assign_labels : {'kmeans', 'cluster_qr'}
+    backend : {'auto', 'cpu', 'cuda'} or None
+
+    Attributes
+    ----------
+    labels_ : ndarray of int64 (n_samples,)
+    affinity_matrix_ : ndarray (dense, for 'rbf') or scipy.sparse matrix
+    n_features_in_ : int
+    eigenvalues_ : ndarray
+        The smallest eigenvalues of the Laplacian that were used.
+    """
+
+    def __init__(self, n_clusters=8, *, eigen_solver=None, n_components=None, random_state=None,
+                 n_init=10, gamma=1.0, affinity="rbf", n_neighbors=10, eigen_tol="auto",
+                 assign_labels="kmeans", backend=None):
+        self.n_clusters = n_clusters
+        self.eigen_solver = eigen_solver
+        self.n_components = n_components
+        self.random_state = random_state
+        self.n_init = n_init
+        self.gamma = gamma
+        self.affinity = affinity
+        self.n_neighbors = n_neighbors
+        self.eigen_tol = eigen_tol
+        self.assign_labels = assign_labels
+        self.backend = backend
+
+    def fit(self, X, y=None):
+        """Cluster the rows of `X` (or the graph `X` when affinity='precomputed'). Returns self."""
+        graph, self.affinity_matrix_ = self._affinity(X, True)
+        opts = _spectral_opts(
+            self.n_clusters, self.n_components or 0, 2, False, False,
+            _choice(_ASSIGN, self.assign_labels, "assign_labels"), self.n_init, 300, 1e-4,
+            seed_from(self.random_state), _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
+            eig_tol=_eig_tol(self.eigen_tol))
+        labels, info = _core.spectral_clustering(graph, 2 if _issparse(X) else 0, 0, opts,
+                                                 self.backend)
+        self.labels_ = labels
+        self.eigenvalues_ = info["eigenvalues"]
+        self.graph_components_ = info["graph_components"]
+        self.inertia_ = info["inertia"]
+        return self
+
+    def fit_predict(self, X, y=None):
+        """Fit and return `labels_`."""
+        return self.fit(X).labels_
+
+
+class SpectralEmbedding(_AffinityMixin, BaseEstimator):
+    """Spectral embedding / Laplacian eigenmaps (scikit-learn's SpectralEmbedding API).
+
+    The embedding is that of scikit-learn: eigenvectors of the normalized
+    Laplacian scaled by ``D^-1/2``, the first (constant) one dropped, each
+    signed so its entry of largest magnitude is positive.
+
+    Parameters
+    ----------
+    n_components : int, default 2
+    affinity : {'nearest_neighbors', 'rbf', 'precomputed'}
+    gamma : float or None
+        RBF coefficient (None: 1 / n_features).
+    random_state : int, RandomState or None
+    eigen_solver : {None, 'auto', 'dense', 'sparse'}
+    eigen_tol : float or 'auto'
+    n_neighbors : int or None
+        None: max(n_samples / 10, 1).
+    backend : {'auto', 'cpu', 'cuda'} or None
+
+    Attributes
+    ----------
+    embedding_ : ndarray (n_samples, n_components)
+    affinity_matrix_ : ndarray or scipy.sparse matrix
+    eigenvalues_ : ndarray (n_components + 1,)
+    n_features_in_ : int
+    """
+
+    def __init__(self, n_components=2, *, affinity="nearest_neighbors", gamma=None,
+                 random_state=None, eigen_solver=None, eigen_tol="auto", n_neighbors=None,
+                 backend=None):
+        self.n_components = n_components
+        self.affinity = affinity
+        self.gamma = gamma
+        self.random_state = random_state
+        self.eigen_solver = eigen_solver
+        self.eigen_tol = eigen_tol
+        self.n_neighbors = n_neighbors
+        self.backend = backend
+
+    def fit(self, X, y=None):
+        """Compute the embedding of `X`. Returns self."""
+        graph, self.affinity_matrix_ = self._affinity(X, False)
+        sym = 2 if _issparse(X) else 0
+        k = int(self.n_components)
+        n = graph[0] if isinstance(graph, tuple) else graph.shape[-1]
+        comps = int(_core.graph_components(graph, sym, 0, self.backend)[0][0])
+        dim = k
+        if comps > 1:
+            # scikit-learn warns and embeds anyway; the C call wants at least
+            # one column per component, so ask for more and keep the first k.
+            warnings.warn("Graph is not fully connected, spectral embedding may not work as "
+                          "expected.", UserWarning)
+            dim = min(max(k, comps), n - 1)
+        opts = _spectral_opts(1, dim, 2, True, False, 0, 1, 300, 1e-4,
+                              seed_from(self.random_state),
+                              _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
+                              eig_tol=_eig_tol(self.eigen_tol))
+        emb, ev = _core.spectral_embedding(graph, sym, 0, opts, self.backend)
+        self.embedding_, self.eigenvalues_ = emb[:, :k], ev[:k + 1]
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit and return `embedding_`."""
+        return self.fit(X).embedding_
+
+
+def _progress_callback(progress, total):
+    """(callback, closer) for the C progress reports."""
+    if callable(progress):
+        return progress, None
+    if not progress:
+        return None, None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None, None
+    bar = tqdm(total=total, desc="spectral_clustering_batch", unit="graph")
+
+    def update(done, total_, what):
+        bar.update(int(done) - bar.n)
+
+    return update, bar.close
+
+
+def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", assign_labels="kmeans",
+                              n_init=10, normalize_rows=False, random_state=0,
+                              symmetrize="check", errors="raise", progress=False, backend=None):
+    """Spectral clustering of many graphs of any sizes in one call.
+
+    Each graph is labelled exactly as :class:`SpectralClustering` with
+    ``affinity='precomputed'`` and the same options would label it; graphs
+    of equal size share batched eigen decompositions and the per-graph work
+    runs in parallel.
+
+    Parameters
+    ----------
+    graphs : sequence of array_like (n_i, n_i) or scipy.sparse matrices, or an
+        ndarray (count, n, n)
+        Adjacency matrices (ragged sizes allowed).
+    n_clusters : int or sequence of int
+        Clusters per graph (0: chosen by the eigengap).
+    laplacian : {'random_walk', 'symmetric', 'unnormalized'}
+    assign_labels : {'kmeans', 'cluster_qr'}
+    n_init : int
+    normalize_rows : bool
+        Ng-Jordan-Weiss row normalization of the embedding.
+    random_state : int
+        Seed of k-means++ (the same for every graph).
+    symmetrize : {'check', 'max', 'mean', 'sum', 'min'}
+    errors : {'raise', 'ignore'}
+        'ignore': a graph that fails on its own (e.g. more components than
+        clusters) gets labels -1 instead of raising.
+    progress : bool or callable
+        True: a tqdm progress bar (when tqdm is installed); a callable is
+        called as ``progress(done, total, what)``. Ctrl-C cancels between
+        chunks of graphs.
+    backend : {'auto', 'cpu', 'cuda'}, optional
+
+    Returns
+    -------
+    list of ndarray of int64
+        The labels of each graph.
+    """
+    if errors not in ("raise", "ignore"):
+        raise ValueError(f"errors must be 'raise' or 'ignore', got {errors!r}")
+    sym = _choice(_SYM, symmetrize, "symmetrize")
+    if isinstance(graphs, np.ndarray) and graphs.ndim == 3:
+        kind, a, b, count = 1, graphs, None, graphs.shape[0]
+        sizes = [graphs.shape[1]] * count
+    else:
+        graphs = list(graphs)
+        count = len(graphs)
+        if any(_issparse(g) for g in graphs):
+            import scipy.sparse as sp
+            parts = [_csr(g if _issparse(g) else sp.csr_matrix(np.asarray(g))) for g in graphs]
+            sizes = [p[0] for p in parts]
+            node_off = np.zeros(count + 1, dtype=np.int64)
+            node_off[1:] = np.cumsum(sizes)
+            nnz = [len(p[2]) for p in parts]
+            indptr = np.zeros(int(node_off[-1]) + 1, dtype=np.int64)
+            edge_off = np.concatenate(([0], np.cumsum(nnz))).astype(np.int64)
+            for g, p in enumerate(parts):  # block-diagonal concatenation (global indices)
+                indptr[node_off[g] + 1:node_off[g + 1] + 1] = p[1][1:] + edge_off[g]
+            indices = np.concatenate([p[2] + node_off[g] for g, p in enumerate(parts)] or [[]])
+            data = np.concatenate([p[3] for p in parts] or [[]])
+            kind, a, b = 0, node_off, (indptr, indices.astype(np.int64), data.astype(np.float64))
+        else:
+            arrs = [np.asarray(g) for g in graphs]
+            sizes = [g.shape[0] for g in arrs]
+            for g in arrs:
+                if g.ndim != 2 or g.shape[0] != g.shape[1]:
+                    raise ValueError(f"each graph must be a square matrix, got shape {g.shape}")
+            nmax = max(sizes, default=0)
+            dt = np.result_type(np.float32, *[g.dtype for g in arrs]) if arrs else np.float64
+            if dt not in (np.float32, np.float64):
+                dt = np.float64
+            a = np.zeros((count, nmax, nmax), dtype=dt)  # padded; the padding is never read
+            for g, m in enumerate(arrs):
+                a[g, :m.shape[0], :m.shape[0]] = m
+            kind, b = 1, np.asarray(sizes, dtype=np.int64)
+    if isinstance(n_clusters, numbers.Integral):
+        k_all, kv = int(n_clusters), None
+    else:
+        kv = np.asarray(n_clusters, dtype=np.int64)
+        k_all = 0
+    opts = _spectral_opts(k_all, 0, _choice(_KIND, laplacian, "laplacian"), False, normalize_rows,
+                          _choice(_ASSIGN, assign_labels, "assign_labels"), n_init, 300, 1e-4,
+                          seed_from(random_state), 1)
+    cb, close = _progress_callback(progress, count)
+    try:
+        labels, info = _core.spectral_clustering_batch(kind, a, b, None, sym, 0, kv, opts, cb,
+                                                       errors == "raise", backend)
+    finally:
+        if close:
+            close()
+    bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    return [labels[bounds[g]:bounds[g + 1]] for g in range(count)]

@@ -1,0 +1,99 @@
+import numpy as np
+import pytest
+import scipy.spatial.distance
+import sklearn.covariance as skcov
+
+import gstat
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-12), (np.float32, 1e-5)])
+def test_cov_matches_numpy(rng, dtype, tol):
+    x = (rng.standard_normal((50, 4)) * [1, 10, 0.1, 3] + 100).astype(dtype)
+    ref = np.cov(x.astype(np.float64), rowvar=False)
+    np.testing.assert_allclose(gstat.cov(x), ref, rtol=tol * 10, atol=tol)
+    np.testing.assert_allclose(gstat.cov(x.T, rowvar=True), ref, rtol=tol * 10, atol=tol)
+    np.testing.assert_allclose(gstat.cov(np.asfortranarray(x)), ref, rtol=tol * 10, atol=tol)
+    np.testing.assert_allclose(gstat.cov(x, ddof=0), np.cov(x.astype(np.float64), rowvar=False, ddof=0),
+                               rtol=tol * 10, atol=tol)
+    np.testing.assert_allclose(gstat.corrcoef(x), np.corrcoef(x.astype(np.float64), rowvar=False),
+                               rtol=tol * 10, atol=tol)
+    assert gstat.cov(x).dtype == dtype
+    assert gstat.cov(x, dtype=np.float64).dtype == np.float64
+
+
+def test_cov_weights(rng):
+    x = rng.standard_normal((30, 3))
+    fw = rng.integers(0, 4, 30)
+    aw = rng.random(30)
+    for kw in ({"fweights": fw}, {"aweights": aw}, {"fweights": fw, "aweights": aw}):
+        for ddof in (0, 1, 2):
+            np.testing.assert_allclose(gstat.cov(x, ddof=ddof, **kw),
+                                       np.cov(x, rowvar=False, ddof=ddof, **kw), rtol=1e-11,
+                                       atol=1e-13)
+
+
+def test_cov_one_variable_and_batch(rng):
+    v = rng.standard_normal(20)
+    c = gstat.cov(v)
+    assert np.ndim(c) == 0
+    np.testing.assert_allclose(c, np.cov(v))
+    xb = rng.standard_normal((3, 2, 40, 5))
+    cb = gstat.cov(xb)
+    assert cb.shape == (3, 2, 5, 5)
+    np.testing.assert_allclose(cb[2, 1], np.cov(xb[2, 1], rowvar=False), rtol=1e-12)
+    out = np.empty((3, 2, 5, 5))
+    assert gstat.cov(xb, out=out) is out
+
+
+def test_cov_missing_values(rng):
+    x = rng.standard_normal((40, 4))
+    x[3, 1] = x[10, 2] = x[11, 0] = np.nan
+    c = gstat.cov(x)  # NaN propagates
+    assert np.isnan(c[1, 1]) and not np.isnan(c[3, 3])
+    complete = x[~np.isnan(x).any(axis=1)]
+    np.testing.assert_allclose(gstat.cov(x, missing="complete"), np.cov(complete, rowvar=False),
+                               rtol=1e-12)
+    pw = gstat.cov(x, missing="pairwise")
+    for i in range(4):
+        for j in range(4):
+            ok = ~np.isnan(x[:, i]) & ~np.isnan(x[:, j])
+            ref = np.cov(x[ok][:, [i, j]], rowvar=False)[0, 1]
+            np.testing.assert_allclose(pw[i, j], ref, rtol=1e-12)
+    np.testing.assert_allclose(gstat.corrcoef(x, missing="complete"),
+                               np.corrcoef(complete, rowvar=False), rtol=1e-12)
+
+
+def test_mahalanobis_matches_scipy(rng):
+    x = rng.standard_normal((25, 3))
+    s = np.cov(x, rowvar=False)
+    c = x.mean(axis=0)
+    vi = np.linalg.inv(s)
+    ref = np.array([scipy.spatial.distance.mahalanobis(r, c, vi) ** 2 for r in x])
+    np.testing.assert_allclose(gstat.mahalanobis(x, c, s), ref, rtol=1e-10)
+    np.testing.assert_allclose(gstat.mahalanobis(x, c, vi, inverted=True), ref, rtol=1e-10)
+    assert isinstance(gstat.mahalanobis(x[0], c, s), float)
+
+
+@pytest.mark.parametrize("ours, theirs", [
+    (gstat.LedoitWolf, skcov.LedoitWolf), (gstat.OAS, skcov.OAS),
+    (gstat.EmpiricalCovariance, skcov.EmpiricalCovariance)])
+@pytest.mark.parametrize("shape", [(60, 5), (10, 30)])
+def test_estimators_match_sklearn(rng, ours, theirs, shape):
+    x = rng.standard_normal(shape) @ rng.standard_normal((shape[1], shape[1])) + 3
+    a, b = ours().fit(x), theirs().fit(x)
+    np.testing.assert_allclose(a.covariance_, b.covariance_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a.location_, b.location_, rtol=1e-12)
+    if hasattr(b, "shrinkage_"):
+        np.testing.assert_allclose(a.shrinkage_, b.shrinkage_, rtol=1e-9)
+    if shape[0] > shape[1]:
+        np.testing.assert_allclose(a.precision_, b.precision_, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(a.mahalanobis(x[:7]), b.mahalanobis(x[:7]), rtol=1e-7)
+    assert a.n_features_in_ == shape[1]
+
+
+def test_shrinkage_assume_centered(rng):
+    x = rng.standard_normal((40, 6))
+    for ours, theirs in ((gstat.LedoitWolf, skcov.LedoitWolf), (gstat.OAS, skcov.OAS)):
+        a, b = ours(assume_centered=True).fit(x), theirs(assume_centered=True).fit(x)
+        np.testing.assert_allclose(a.covariance_, b.covariance_, rtol=1e-9)
+        np.testing.assert_allclose(a.location_, b.location_)

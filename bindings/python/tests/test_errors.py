@@ -1,0 +1,126 @@
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import gstat
+from conftest import sym
+
+
+def test_not_positive_definite_is_linalgerror(rng):
+    s = sym(rng, (4, 6, 6), spd=True)
+    s[2] = -s[2]
+    with pytest.raises(gstat.LinAlgError, match="batch element 2 is not positive definite") as e:
+        gstat.linalg.cholesky(s)
+    assert isinstance(e.value, np.linalg.LinAlgError)
+    assert e.value.status == "GSTAT_ENOTPD"
+
+
+def test_message_names_element_across_chunks(rng):
+    # 3000 64x64 matrices are cut into chunks (for Ctrl-C); the message still
+    # names the element of the whole batch.
+    s = np.tile(np.eye(64), (3000, 1, 1))
+    s[2500, 3, 3] = -1.0
+    with pytest.raises(gstat.LinAlgError, match="batch element 2500 "):
+        gstat.linalg.cholesky(s)
+
+
+def test_singular_triangular(rng):
+    t = np.triu(rng.standard_normal((5, 5)))
+    t[2, 2] = 0.0
+    with pytest.raises(gstat.LinAlgError, match="diagonal") as e:
+        gstat.linalg.solve_triangular(t, np.ones(5))
+    assert e.value.status == "GSTAT_ESINGULAR"
+
+
+def test_nonfinite_is_valueerror(rng):
+    a = sym(rng, (3, 4, 4))
+    a[1, 2, 1] = np.nan
+    with pytest.raises(ValueError, match="batch element 1 of A has a non-finite value"):
+        gstat.linalg.eigh(a)
+
+
+@pytest.mark.parametrize("call, exc, msg", [
+    (lambda: gstat.linalg.eigh(np.ones((3, 4))), ValueError, "square"),
+    (lambda: gstat.linalg.eigh(np.ones(3)), ValueError, "2-dimensional"),
+    (lambda: gstat.linalg.eigh(np.ones((2, 2), complex)), TypeError, "not supported"),
+    (lambda: gstat.linalg.eigh(np.array([["a"]])), TypeError, "not supported"),
+    (lambda: gstat.linalg.eigh(np.eye(2), UPLO="X"), ValueError, "UPLO"),
+    (lambda: gstat.linalg.eigh(np.eye(2), backend="gpu"), ValueError, "backend"),
+    (lambda: gstat.linalg.eigh(np.eye(2), out=(np.empty(3), np.empty((2, 2)))), ValueError, "shape"),
+    (lambda: gstat.linalg.eigh(np.eye(2), out=(np.empty(2, int), np.empty((2, 2)))), TypeError, "dtype"),
+    (lambda: gstat.linalg.eigh(np.eye(2), out=([0, 0], np.empty((2, 2)))), TypeError, "ndarray"),
+    (lambda: gstat.linalg.cholesky(np.eye(3), out=np.eye(3)[::-1]), ValueError, "strides"),
+    (lambda: gstat.linalg.cholesky_solve(np.eye(3), np.ones((4, 1))), ValueError, "B"),
+    (lambda: gstat.linalg.solve_triangular(np.eye(2), np.ones(2), trans=5), ValueError, "trans"),
+    (lambda: gstat.cov(np.ones((4, 2)), missing="drop"), ValueError, "missing"),
+    (lambda: gstat.cov(np.ones((4, 2)), fweights=[1, -1, 1, 1]), ValueError, "fweights"),
+    (lambda: gstat.cov(np.ones((4, 2)), fweights=[1, 1]), ValueError, "length 4"),
+    (lambda: gstat.cov(np.ones((4, 2)), ddof=-1), ValueError, "ddof"),
+    (lambda: gstat.mahalanobis(np.ones((3, 2)), None, -np.eye(2)), gstat.LinAlgError, "positive definite"),
+    (lambda: gstat.PCA(n_components=7).fit(np.ones((5, 3))), ValueError, "n_components"),
+    (lambda: gstat.PCA(svd_solver="magic").fit(np.ones((5, 3))), ValueError, "svd_solver"),
+    (lambda: gstat.laplacian(-np.eye(3) + 1 - 2 * np.eye(3)[0]), ValueError, "negative"),
+    (lambda: gstat.laplacian(np.triu(np.ones((3, 3)))), ValueError, "symmetric"),
+])
+def test_bad_arguments(call, exc, msg):
+    with pytest.raises(exc, match=msg):
+        call()
+
+
+def test_overlapping_output_refused(rng):
+    a = sym(rng, (4, 4))
+    buf = np.zeros(40)
+    with pytest.raises(ValueError, match="overlap|share"):
+        gstat.linalg.eigh(a, out=(buf[:4], buf[2:18].reshape(4, 4)))
+
+
+def test_read_only_out():
+    out = np.empty((2, 2))
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="writeable"):
+        gstat.linalg.cholesky(np.eye(2), out=out)
+
+
+def test_nothing_written_on_argument_error(rng):
+    a = sym(rng, (3, 4, 4))
+    a[0, 0, 0] = np.inf
+    w = np.full((3, 4), 7.0)
+    with pytest.raises(ValueError):
+        gstat.linalg.eigvalsh(a, out=w)
+    assert (w == 7.0).all()
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach the main thread only")
+def test_ctrl_c_interrupts_long_batch(rng):
+    gstat.linalg.eigvalsh(sym(rng, (64, 256, 256), np.float32))  # warm-up
+    a = sym(rng, (1024, 256, 256), np.float32)  # 16 chunks, seconds of work
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        gstat.linalg.eigh(a)
+    elapsed = time.perf_counter() - t0
+    timer.join()
+    t1 = time.perf_counter()
+    gstat.linalg.eigvalsh(a[:64])
+    per_chunk = time.perf_counter() - t1
+    # stopped within about a chunk of the signal, long before 16 chunks
+    assert elapsed < 0.3 + 4 * per_chunk + 0.5, (elapsed, per_chunk)
+
+
+def test_progress_callback_can_cancel():
+    g = [np.ones((8, 8)) - np.eye(8) for _ in range(50)]
+
+    class Stop(Exception):
+        pass
+
+    def cb(done, total, what):
+        raise Stop(what)
+
+    with pytest.raises(Stop, match="spectral_batch"):
+        gstat.spectral_clustering_batch(g, 2, progress=cb)

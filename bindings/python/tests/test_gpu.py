@@ -1,0 +1,99 @@
+"""CUDA tensors (torch, CuPy) in and out. Skipped, visibly, without a GPU."""
+import numpy as np
+import pytest
+
+import gstat
+
+torch = None
+try:
+    import torch  # noqa: F811
+except ImportError:
+    pass
+cupy = None
+try:
+    import cupy  # noqa: F811
+
+    cupy.cuda.runtime.getDeviceCount()
+except Exception:
+    cupy = None
+
+needs_gpu = pytest.mark.skipif(not gstat.cuda_available(), reason="no CUDA backend/GPU here")
+needs_torch = pytest.mark.skipif(torch is None or not torch.cuda.is_available(),
+                                 reason="torch with CUDA not installed")
+needs_cupy = pytest.mark.skipif(cupy is None, reason="CuPy with a GPU not installed")
+
+
+def spd_np(b, n, dtype):
+    x = np.random.default_rng(0).standard_normal((b, n, n))
+    return (x @ x.transpose(0, 2, 1) + n * np.eye(n)).astype(dtype)
+
+
+@needs_gpu
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [8, 32, 64, 200])
+def test_torch_eigh_cholesky(dtype, n):
+    tdt = getattr(torch, dtype)
+    a = torch.from_numpy(spd_np(64, n, dtype)).to("cuda")
+    w, v = gstat.linalg.eigh(a)
+    assert isinstance(w, torch.Tensor) and w.device == a.device and w.dtype == tdt
+    assert gstat.last_backend() == "cuda"
+    wr = torch.linalg.eigvalsh(a)
+    tol = 1e-3 if dtype == "float32" else 1e-9
+    assert torch.allclose(w, wr, rtol=tol, atol=tol * n)
+    rec = v @ torch.diag_embed(w) @ v.transpose(-1, -2)
+    assert torch.allclose(rec, a, rtol=tol * 10, atol=tol * n * 10)
+    L = gstat.linalg.cholesky(a)
+    assert torch.allclose(L, torch.linalg.cholesky(a), rtol=tol * 10, atol=tol * 10)
+    b = torch.randn(64, n, 3, device="cuda", dtype=tdt)
+    x = gstat.linalg.cholesky_solve(L, b)
+    assert torch.allclose(x, torch.cholesky_solve(b, L), rtol=tol * 100, atol=tol * 100)
+
+
+@needs_gpu
+@needs_torch
+def test_torch_zero_copy_out_and_views():
+    a = torch.from_numpy(spd_np(16, 32, "float32")).to("cuda")
+    w = torch.empty(16, 32, device="cuda")
+    v = torch.empty(16, 32, 32, device="cuda")
+    rw, rv = gstat.linalg.eigh(a, out=(w, v))
+    assert rw.data_ptr() == w.data_ptr() and rv.data_ptr() == v.data_ptr()
+    wt, _ = gstat.linalg.eigh(a.transpose(-1, -2))  # strided view, no copy
+    assert torch.allclose(wt, w)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):  # runs on the caller's current stream
+        w2 = gstat.linalg.eigvalsh(a)
+    s.synchronize()
+    assert torch.allclose(w2, w)
+
+
+@needs_gpu
+@needs_torch
+def test_torch_bfloat16_and_pca():
+    a = torch.from_numpy(spd_np(8, 16, "float32")).to("cuda")
+    w = gstat.linalg.eigvalsh(a.to(torch.bfloat16))
+    assert w.dtype == torch.bfloat16 and w.is_cuda
+    x = torch.randn(5000, 20, device="cuda")
+    p = gstat.PCA(3).fit(x)
+    q = gstat.PCA(3).fit(x.cpu().numpy())
+    np.testing.assert_allclose(p.explained_variance_, q.explained_variance_, rtol=1e-3)
+
+
+@needs_gpu
+@needs_cupy
+def test_cupy_eigh_cholesky():
+    a = cupy.asarray(spd_np(32, 24, "float64"))
+    w, v = gstat.linalg.eigh(a)
+    assert isinstance(w, cupy.ndarray) and w.device == a.device
+    cupy.testing.assert_allclose(w, cupy.linalg.eigvalsh(a), rtol=1e-9, atol=1e-9)
+    L = gstat.linalg.cholesky(a)
+    cupy.testing.assert_allclose(L, cupy.linalg.cholesky(a), rtol=1e-9, atol=1e-9)
+    assert gstat.last_backend() == "cuda"
+
+
+@needs_gpu
+def test_host_auto_large_batch_may_use_gpu():
+    a = spd_np(1024, 64, "float32")
+    w, _ = gstat.linalg.eigh(a, backend="cuda")
+    assert gstat.last_backend() in ("cuda", "cuda+cpu")
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a), rtol=1e-3, atol=1e-2)

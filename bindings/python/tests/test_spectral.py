@@ -1,0 +1,88 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.csgraph as csgraph
+from sklearn.cluster import SpectralClustering as SkSC
+from sklearn.datasets import make_blobs
+from sklearn.manifold import SpectralEmbedding as SkSE
+from sklearn.metrics import adjusted_rand_score
+
+import gstat
+
+
+def random_graph(rng, n, p=0.3):
+    a = np.triu(rng.random((n, n)) * (rng.random((n, n)) < p), 1)
+    return a + a.T
+
+
+@pytest.mark.parametrize("normed", [False, True])
+def test_laplacian_matches_scipy(rng, normed):
+    a = random_graph(rng, 12)
+    np.testing.assert_allclose(gstat.laplacian(a, normed=normed), csgraph.laplacian(a, normed=normed),
+                               atol=1e-14)
+    s = sp.csr_matrix(a)
+    L = gstat.laplacian(s, normed=normed)
+    assert sp.issparse(L)
+    np.testing.assert_allclose(L.toarray(), csgraph.laplacian(a, normed=normed), atol=1e-14)
+    L, d = gstat.laplacian(sp.csr_array(a), return_diag=True)
+    assert isinstance(L, sp.csr_array)
+    np.testing.assert_allclose(d, a.sum(axis=1))
+    # batch of dense graphs
+    ab = np.stack([random_graph(rng, 7) for _ in range(3)])
+    Lb = gstat.laplacian(ab, normed=normed)
+    np.testing.assert_allclose(Lb[1], csgraph.laplacian(ab[1], normed=normed), atol=1e-14)
+
+
+def test_spectral_clustering_matches_sklearn():
+    x, y = make_blobs(300, centers=4, cluster_std=0.8, random_state=3)
+    for affinity in ("rbf", "nearest_neighbors"):
+        ours = gstat.SpectralClustering(4, affinity=affinity, gamma=0.5, random_state=0).fit(x)
+        ref = SkSC(4, affinity=affinity, gamma=0.5, random_state=0).fit(x)
+        assert adjusted_rand_score(ours.labels_, y) > 0.95, affinity
+        assert adjusted_rand_score(ours.labels_, ref.labels_) > 0.95, affinity
+    assert ours.labels_.dtype == np.int64
+    np.testing.assert_allclose(ours.affinity_matrix_.toarray(), ref.affinity_matrix_.toarray())
+    rbf = gstat.SpectralClustering(4, gamma=0.5, random_state=0).fit(x)
+    np.testing.assert_allclose(rbf.affinity_matrix_,
+                               SkSC(4, gamma=0.5).fit(x).affinity_matrix_, atol=1e-12)
+    lab = gstat.SpectralClustering(4, affinity="precomputed", random_state=0,
+                                   assign_labels="cluster_qr").fit_predict(rbf.affinity_matrix_)
+    assert adjusted_rand_score(lab, y) > 0.95
+
+
+def test_spectral_embedding_matches_sklearn():
+    x, _ = make_blobs(200, centers=3, random_state=1)
+    ours = gstat.SpectralEmbedding(2, random_state=0).fit_transform(x)
+    ref = SkSE(2, random_state=0, eigen_solver="arpack").fit_transform(x)
+    for j in range(2):
+        c = np.corrcoef(ours[:, j], ref[:, j])[0, 1]
+        assert abs(c) > 0.99, (j, c)
+
+
+def test_batch_matches_one_at_a_time(rng):
+    graphs = [random_graph(rng, n, 0.5) + 0.01 * (1 - np.eye(n)) for n in (10, 23, 10, 17, 5)]
+    labels = gstat.spectral_clustering_batch(graphs, 2, random_state=0)
+    for g, lab in zip(graphs, labels):
+        one = gstat.SpectralClustering(2, affinity="precomputed", random_state=0).fit(g).labels_
+        np.testing.assert_array_equal(lab, one)
+    sparse = gstat.spectral_clustering_batch([sp.csr_matrix(g) for g in graphs], [2, 3, 2, 2, 2],
+                                             random_state=0)
+    np.testing.assert_array_equal(sparse[0], labels[0])
+    assert [len(s) for s in sparse] == [10, 23, 10, 17, 5]
+    stacked = gstat.spectral_clustering_batch(np.stack(graphs[::2][:2]), 2, random_state=0)
+    np.testing.assert_array_equal(stacked[1], labels[2])
+
+
+def test_batch_progress_and_errors(rng):
+    graphs = [random_graph(rng, 12, 0.6) + 0.01 * (1 - np.eye(12)) for _ in range(40)]
+    seen = []
+    gstat.spectral_clustering_batch(graphs, 2, progress=lambda d, t, w: seen.append((d, t)))
+    assert seen[0][0] == 0 and seen[-1] == (40, 40)
+    pytest.importorskip("tqdm")
+    gstat.spectral_clustering_batch(graphs, 2, progress=True)
+    # three components but two clusters: that graph fails on its own
+    bad = np.kron(np.eye(3), np.ones((4, 4)))
+    with pytest.raises(ValueError, match="graph 1"):
+        gstat.spectral_clustering_batch([graphs[0], bad], 2)
+    labs = gstat.spectral_clustering_batch([graphs[0], bad], 2, errors="ignore")
+    assert (labs[1] == -1).all() and (labs[0] >= 0).all()
