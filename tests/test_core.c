@@ -185,11 +185,49 @@ static void test_openblas_kernels_not_generic(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+static int64_t progress_calls;
+static int stop_at_second(int64_t done, int64_t total, const char *what, void *user) {
+  (void)user;
+  assert_true(done > 0 && done <= total);
+  assert_true(strcmp(what, "eigh") == 0 || strcmp(what, "cholesky") == 0);
+  return ++progress_calls >= 2;
+}
+
+/* The CPU batch loop reports progress between slices and can be cancelled. */
+static void test_linalg_progress_cancel(void **state) {
+  (void)state;
+  gstat_ctx_options opt;
+  gstat_ctx_options_init(&opt);
+  opt.backend = GSTAT_BACKEND_CPU;
+  opt.progress = stop_at_second;
+  gstat_ctx *ctx;
+  assert_int_equal(gstat_ctx_create(&ctx, &opt), GSTAT_OK);
+  enum { NB = 200, N = 6 };
+  double *a = calloc(NB * N * N, sizeof(double)), *w = calloc(NB * N, sizeof(double));
+  assert_non_null(a);
+  assert_non_null(w);
+  for (int b = 0; b < NB; b++)
+    for (int i = 0; i < N; i++) a[b * N * N + i * N + i] = 1 + i;
+  gstat_matrix A = gstat_matrix_col_major(a, GSTAT_F64, NB, N, N);
+  gstat_matrix W = gstat_vector_batch(w, GSTAT_F64, NB, N);
+  progress_calls = 0;
+  assert_int_equal(gstat_eigh(ctx, &A, GSTAT_LOWER, &W, NULL, NULL), GSTAT_ECANCELED);
+  assert_int_equal(progress_calls, 2);
+  assert_true(strncmp(gstat_ctx_last_error(ctx), "eigh: cancelled by the progress callback at ", 44) == 0);
+  progress_calls = -100; /* no stop: the whole batch, reported in slices */
+  assert_int_equal(gstat_cholesky(ctx, &A, GSTAT_LOWER, &A, NULL), GSTAT_OK);
+  assert_true(progress_calls > -100);
+  free(a);
+  free(w);
+  gstat_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_strings),  cmocka_unit_test(test_bf16_rounding),
       cmocka_unit_test(test_descriptor_helpers), cmocka_unit_test(test_workspace_reuse),
       cmocka_unit_test(test_out_of_memory), cmocka_unit_test(test_openblas_kernels_not_generic),
+      cmocka_unit_test(test_linalg_progress_cancel),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,10 @@
  * - Workspace is cached in the context: repeating a call of the same shape
  *   allocates nothing after the first call.
  * - batch = 0 or n = 0 succeeds without touching memory.
+ * - With a progress callback in the context options, the CPU backend runs a
+ *   batch in slices and reports after each ("eigh", done/total items); a
+ *   callback that asks to stop ends the call with GSTAT_ECANCELED (outputs
+ *   and info then partially written).
  */
 #ifndef GSTAT_LINALG_H
 #define GSTAT_LINALG_H

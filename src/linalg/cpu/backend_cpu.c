@@ -37,24 +37,38 @@ static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *j
   char *ws = gstat_i_workspace(ctx, GSTAT_WS_CPU, total);
   if (!ws)
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn, total);
-#ifdef _OPENMP
-  if (nt > 1) {
-    int64_t chunk = items / ((int64_t)nt * 8);
-    if (chunk < 1) chunk = 1;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, chunk)
-    for (int64_t it = 0; it < items; it++)
-      run_item(job, it, groups, lanes, ws + job->per_thread * (size_t)omp_get_thread_num(), info);
-    return GSTAT_OK;
+  /* With a progress callback the items run in slices, reported (and
+   * cancellable) between slices from this thread; without one, in one go. */
+  int64_t slice = items;
+  if (ctx->opt.progress && items > 1) {
+    slice = (items + 15) / 16;
+    if (slice < 4 * (int64_t)nt) slice = 4 * (int64_t)nt;
   }
-  /* One matrix at a time: BLAS may use the context's threads (an OpenMP
-   * OpenBLAS reads the calling thread's setting, which we restore after). */
-  int saved = omp_get_max_threads();
-  omp_set_num_threads(ctx->num_threads);
-  for (int64_t it = 0; it < items; it++) run_item(job, it, groups, lanes, ws, info);
-  omp_set_num_threads(saved);
+  for (int64_t lo = 0; lo < items; lo += slice) {
+    int64_t hi = items - lo < slice ? items : lo + slice;
+#ifdef _OPENMP
+    if (nt > 1) {
+      int64_t chunk = (hi - lo) / ((int64_t)nt * 8);
+      if (chunk < 1) chunk = 1;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, chunk)
+      for (int64_t it = lo; it < hi; it++)
+        run_item(job, it, groups, lanes, ws + job->per_thread * (size_t)omp_get_thread_num(), info);
+    } else {
+      /* One matrix at a time: BLAS may use the context's threads (an OpenMP
+       * OpenBLAS reads the calling thread's setting, which we restore after). */
+      int saved = omp_get_max_threads();
+      omp_set_num_threads(ctx->num_threads);
+      for (int64_t it = lo; it < hi; it++) run_item(job, it, groups, lanes, ws, info);
+      omp_set_num_threads(saved);
+    }
 #else
-  for (int64_t it = 0; it < items; it++) run_item(job, it, groups, lanes, ws, info);
+    for (int64_t it = lo; it < hi; it++) run_item(job, it, groups, lanes, ws, info);
 #endif
+    if (slice < items) {
+      gstat_status st = gstat_i_progress(ctx, fn, hi, items);
+      if (st != GSTAT_OK) return st;
+    }
+  }
   return GSTAT_OK;
 }
 
