@@ -24,7 +24,9 @@ gstat_status gstat_i_pca_randomized(gstat_ctx *ctx, gstat_dtype ct, int64_t n, i
                                     double *sigma, double *comp) {
   gstat_status status = GSTAT_OK;
   size_t esz = gstat_dtype_size(ct);
-  size_t y_size = (size_t)(n * l) * esz, z_size = (size_t)(p * l) * esz;
+  /* sections rounded to 64 bytes: the float sketches precede double arrays */
+  size_t y_size = ((size_t)(n * l) * esz + 63) / 64 * 64,
+         z_size = ((size_t)(p * l) * esz + 63) / 64 * 64;
   size_t zd_size = (size_t)(p * l) * sizeof(double), g_size = (size_t)(l * l) * sizeof(double);
   int64_t qr_n = gstat_i_orthonormalize_work(ct, n, l),
           qr_p = gstat_i_orthonormalize_work(ct, p, l);
