@@ -107,7 +107,7 @@ gstat_status gstat_i_fail(gstat_ctx *ctx, gstat_status status, const char *fmt, 
 }
 
 gstat_status gstat_i_progress(gstat_ctx *ctx, const char *what, int64_t done, int64_t total) {
-  if (!ctx->opt.progress) return GSTAT_OK;
+  if (!ctx->opt.progress || ctx->progress_muted > 0) return GSTAT_OK;
   if (ctx->opt.progress(done, total, what, ctx->opt.progress_user) == 0) return GSTAT_OK;
   return gstat_i_fail(ctx, GSTAT_ECANCELED, "%s: cancelled by the progress callback at %lld of %lld",
                       what, (long long)done, (long long)total);

@@ -41,6 +41,7 @@ struct gstat_ctx {
   gstat_i_buffer ws[GSTAT_WS_COUNT];
   gstat_i_backend_state cuda;
   unsigned last_backends;
+  int progress_muted; /* > 0 inside a nested call: the outer call reports */
   char last_error[512];
 };
 

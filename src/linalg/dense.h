@@ -59,6 +59,12 @@ gstat_status gstat_i_trsm(gstat_ctx *ctx, gstat_dtype dt, bool right, gstat_uplo
                           gstat_trans trans, gstat_diag diag, int64_t m, int64_t n, double alpha,
                           const void *T, int64_t ldt, void *B, int64_t ldb);
 
+/* gstat_eigh for a statistics routine's own sub-problem: the same call, but
+ * the context's progress callback hears only the outer routine (no nested
+ * "eigh" reports to confuse a progress bar). */
+gstat_status gstat_i_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, gstat_matrix *w,
+                          gstat_matrix *V, int64_t *info);
+
 /* ---- PCA steps for data in device memory ----
  * Dispatched to the backend that owns X's memory (the CUDA module), as
  * gstat_i_backend_ops.pca_fit / pca_scores describe them (see backend.h);

@@ -8,6 +8,7 @@
 
 #include "core/matrix.h"
 #include "linalg/backend.h"
+#include "linalg/dense.h"
 
 /* ---- argument checks shared by the entry points ---- */
 
@@ -391,4 +392,12 @@ gstat_status gstat_triangular_solve(gstat_ctx *ctx, const gstat_matrix *T, gstat
   TRY(execute(ctx, &o, inf));
   return report(ctx, fn, inf, T->batch, GSTAT_ESINGULAR,
                 "has a singular triangle (zero diagonal entry");
+}
+
+gstat_status gstat_i_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, gstat_matrix *w,
+                          gstat_matrix *V, int64_t *info) {
+  ctx->progress_muted++;
+  gstat_status st = gstat_eigh(ctx, A, uplo, w, V, info);
+  ctx->progress_muted--;
+  return st;
 }

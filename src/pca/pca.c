@@ -183,7 +183,7 @@ static gstat_status decompose(gstat_ctx *ctx, fit *f, bool build) {
     }
   gstat_matrix A = gstat_matrix_col_major(f->S, f->ct, f->batch, f->m, f->m);
   gstat_matrix w = gstat_vector_batch(f->w, f->ct, f->batch, f->m);
-  return gstat_eigh(ctx, &A, GSTAT_LOWER, &w, &A, NULL);
+  return gstat_i_eigh(ctx, &A, GSTAT_LOWER, &w, &A, NULL);
 }
 
 /* k from the options and, for a variance fraction, the spectra: the

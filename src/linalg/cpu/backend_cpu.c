@@ -40,7 +40,7 @@ static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *j
   /* With a progress callback the items run in slices, reported (and
    * cancellable) between slices from this thread; without one, in one go. */
   int64_t slice = items;
-  if (ctx->opt.progress && items > 1) {
+  if (ctx->opt.progress && ctx->progress_muted == 0 && items > 1) {
     slice = (items + 15) / 16;
     if (slice < 4 * (int64_t)nt) slice = 4 * (int64_t)nt;
   }
