@@ -11,7 +11,9 @@
  *    D - A for UNNORMALIZED; graphs of at most dense_limit nodes by the
  *    core's batched gstat_eigh, larger ones by an iterative solver
  *    (thick-restart block Lanczos) on the Laplacian operator (a large dense
- *    graph is first copied to CSR);
+ *    graph is first copied to CSR); a dense float32 or bfloat16 adjacency is
+ *    decomposed in float32 (faster; eigenvalues and embedding then carry
+ *    float32 precision, e.g. the first eigenvalue is 0 to about 1e-7);
  * 3. the embedding: eigenvectors drop_first .. drop_first + n_components - 1
  *    as columns, each with the sign rule of gstat_eigh (its entry of largest
  *    magnitude positive), rows optionally scaled to unit length

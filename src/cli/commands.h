@@ -12,5 +12,7 @@
 
 int pca_main(int argc, char **argv);
 void pca_help(FILE *f);
+int spectral_main(int argc, char **argv);
+void spectral_help(FILE *f);
 
 #endif /* GSTAT_CLI_COMMANDS_H */

@@ -19,6 +19,8 @@ static void help(FILE *f) {
       "\n"
       "Commands:\n"
       "  pca       principal component analysis of a CSV/TSV table\n"
+      "  spectral  spectral clustering of a graph (edge list), of points (CSV/TSV)\n"
+      "            or of a batch of many graphs\n"
       "  help      show the help of a command ('gstat help pca')\n"
       "\n"
       "Options:\n"
@@ -30,7 +32,8 @@ static void help(FILE *f) {
       "\n"
       "Examples:\n"
       "  gstat pca data.csv\n"
-      "  gstat pca -k 2 --scale --scores scores.csv --plot pca.svg data.csv\n",
+      "  gstat pca -k 2 --scale --scores scores.csv --plot pca.svg data.csv\n"
+      "  gstat spectral -k 2 data/karate.edges\n",
       f);
 }
 
@@ -59,9 +62,11 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) return print_and_flush(help);
   if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) return print_and_flush(version);
   if (!strcmp(cmd, "pca")) return pca_main(argc - 1, argv + 1);
+  if (!strcmp(cmd, "spectral")) return spectral_main(argc - 1, argv + 1);
   if (!strcmp(cmd, "help")) {
     if (argc == 2) return print_and_flush(help);
     if (!strcmp(argv[2], "pca")) return print_and_flush(pca_help);
+    if (!strcmp(argv[2], "spectral")) return print_and_flush(spectral_help);
     return usage_error("no command '%s'", argv[2]);
   }
   if (cmd[0] == '-') return usage_error("unknown option '%s'", cmd);

@@ -286,3 +286,18 @@ int out_scores_end(out_scores *w) {
   if (w->fmt == OUT_JSON) fputs(w->rows ? "\n  ]\n}\n" : "]\n}\n", w->f);
   return finish(w->f);
 }
+
+/* ---- shared by other commands' writers ------------------------------------------- */
+
+void out_csv_num(FILE *f, double v) {
+  csv_num(f, v);
+}
+void out_json_num(FILE *f, double v) {
+  json_num(f, v);
+}
+void out_csv_str(FILE *f, const char *s) {
+  csv_str(f, s);
+}
+void out_json_str(FILE *f, const char *s) {
+  json_str(f, s);
+}

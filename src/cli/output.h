@@ -54,4 +54,11 @@ int out_scores_end(out_scores *w);
 /* Shortest "%.Ng" form of v that reads back exactly ("NA"-free: caller handles NaN). */
 void out_format_double(char *buf, size_t cap, double v);
 
+/* Single values, as the writers above spell them (NaN: NA / null; strings
+ * quoted when needed / JSON-escaped, given valid UTF-8). */
+void out_csv_num(FILE *f, double v);
+void out_json_num(FILE *f, double v);
+void out_csv_str(FILE *f, const char *s);
+void out_json_str(FILE *f, const char *s);
+
 #endif /* GSTAT_CLI_OUTPUT_H */
