@@ -4,6 +4,9 @@
 
 #include "commands.h"
 #include "gstat/core.h"
+#ifdef GSTAT_CLI_MPI
+#include "pca_mpi.h"
+#endif
 
 #ifndef GSTAT_CLI_VERSION
 #define GSTAT_CLI_VERSION "unknown"
@@ -61,7 +64,17 @@ int main(int argc, char **argv) {
   const char *cmd = argv[1];
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) return print_and_flush(help);
   if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) return print_and_flush(version);
-  if (!strcmp(cmd, "pca")) return pca_main(argc - 1, argv + 1);
+  if (!strcmp(cmd, "pca")) {
+    for (int i = 2; i < argc; i++) { /* --distributed: the MPI path (mpirun -np N gstat pca ...) */
+      if (strcmp(argv[i], "--distributed")) continue;
+#ifdef GSTAT_CLI_MPI
+      return pca_mpi_main(argc - 1, argv + 1);
+#else
+      return usage_error("%s: this gstat was built without MPI", "--distributed");
+#endif
+    }
+    return pca_main(argc - 1, argv + 1);
+  }
   if (!strcmp(cmd, "spectral")) return spectral_main(argc - 1, argv + 1);
   if (!strcmp(cmd, "help")) {
     if (argc == 2) return print_and_flush(help);

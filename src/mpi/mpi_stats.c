@@ -1,0 +1,145 @@
+/*
+ * Distributed covariance, correlation and PCA of row-partitioned data: each
+ * rank accumulates its rows, the accumulators merge (mpi_reduce.c), and the
+ * receiving rank(s) finish with the single-process functions.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "mpi_internal.h"
+
+/* Element (i, j) of a host matrix of batch 1, as a double. */
+static double element(const gstat_matrix *X, int64_t i, int64_t j) {
+  int64_t o = i * X->row_stride + j * X->col_stride;
+  switch (X->dtype) {
+    case GSTAT_F64: return ((const double *)X->data)[o];
+    case GSTAT_F32: return ((const float *)X->data)[o];
+    default: return gstat_bf16_to_f32(((const uint16_t *)X->data)[o]);
+  }
+}
+
+/* Checks every function here shares: local X of batch 1 in host memory. */
+static gstat_status check_local(gstat_mpi *m, gstat_ctx *ctx, const gstat_matrix *X, int root,
+                                const char *fn) {
+  if (!ctx) return gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: ctx is NULL", fn);
+  if (!X) return gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: X is NULL", fn);
+  if (!gstat_mpi_i_root_ok(m, root))
+    return gstat_mpi_i_fail(m, GSTAT_EINVAL,
+                            "%s: root=%d is not a rank of %d or GSTAT_MPI_ALL_RANKS", fn, root,
+                            m->size);
+  if (X->batch != 1 || X->rows < 0 || X->cols < 0)
+    return gstat_mpi_i_fail(m, GSTAT_EINVAL,
+                            "%s: X is %lld x %lld x %lld; a 1 x n x p batch is needed", fn,
+                            (long long)X->batch, (long long)X->rows, (long long)X->cols);
+  if (X->location != GSTAT_HOST)
+    return gstat_mpi_i_fail(m, GSTAT_EUNSUPPORTED, "%s: X must be in host memory", fn);
+  if (X->dtype != GSTAT_F64 && X->dtype != GSTAT_F32 && X->dtype != GSTAT_BF16)
+    return gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: X.dtype=%d is not a gstat_dtype", fn,
+                            (int)X->dtype);
+  if (X->rows > 0 && X->cols > 0 && !X->data)
+    return gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: X.data is NULL", fn);
+  return GSTAT_OK;
+}
+
+/* Create the local accumulator and add this rank's rows. */
+static gstat_status accumulate(gstat_mpi *m, gstat_ctx *ctx, const gstat_matrix *X,
+                               gstat_missing missing, const double *weights, gstat_cov_accum **acc,
+                               const char *fn) {
+  gstat_status st = gstat_cov_accum_create(ctx, X->cols, missing, acc);
+  if (st == GSTAT_OK && X->rows > 0) st = gstat_cov_accum_add(ctx, *acc, X, weights);
+  if (st != GSTAT_OK) gstat_mpi_i_lib_fail(m, ctx, st, fn);
+  return st;
+}
+
+gstat_status gstat_mpi_covariance(gstat_mpi *m, gstat_ctx *ctx, const gstat_matrix *X,
+                                  const gstat_cov_options *opt, int root, gstat_matrix *C,
+                                  gstat_matrix *mean) {
+  static const char fn[] = "mpi_covariance";
+  if (!m) return GSTAT_EINVAL;
+  m->msg[0] = '\0';
+  gstat_cov_accum *acc = NULL;
+  gstat_cov_options o;
+  gstat_cov_options_init(&o);
+  if (opt) o = *opt;
+  gstat_status st = check_local(m, ctx, X, root, fn);
+  if (st != GSTAT_OK) {
+  } else if (o.aweights || o.missing == GSTAT_MISSING_PAIRWISE) {
+    st = gstat_mpi_i_fail(m, GSTAT_EUNSUPPORTED,
+                          "%s: %s cannot be merged across ranks (the accumulator takes "
+                          "frequency weights and the EVERYTHING or COMPLETE modes)",
+                          fn, o.aweights ? "aweights" : "missing=PAIRWISE");
+  } else if (o.missing != GSTAT_MISSING_EVERYTHING && o.missing != GSTAT_MISSING_COMPLETE) {
+    st = gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: opt.missing=%d is not a gstat_missing", fn,
+                          (int)o.missing);
+  } else if (o.ddof < 0) {
+    st = gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: opt.ddof=%lld must be >= 0", fn, (long long)o.ddof);
+  } else if (gstat_mpi_i_receives(m, root) && !C) {
+    st = gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: C is NULL on a receiving rank", fn);
+  }
+  st = gstat_mpi_i_agree(m, st);
+  if (st != GSTAT_OK) return st;
+  if ((st = gstat_mpi_i_same_p(m, X->cols, fn)) != GSTAT_OK || X->cols == 0) return st;
+  st = gstat_mpi_i_agree(m, accumulate(m, ctx, X, o.missing, o.fweights, &acc, fn));
+  if (st == GSTAT_OK) st = gstat_mpi_i_reduce(m, ctx, acc, root);
+  if (st == GSTAT_OK) {
+    if (gstat_mpi_i_receives(m, root)) {
+      st = gstat_cov_accum_covariance(ctx, acc, o.ddof, o.correlation, C, mean);
+      if (st != GSTAT_OK) gstat_mpi_i_lib_fail(m, ctx, st, fn);
+    }
+    st = gstat_mpi_i_agree(m, st);
+  }
+  gstat_cov_accum_destroy(acc);
+  return st;
+}
+
+gstat_status gstat_mpi_pca(gstat_mpi *m, gstat_ctx *ctx, const gstat_matrix *X,
+                           const gstat_pca_options *opt, int root, gstat_pca_result **res) {
+  static const char fn[] = "mpi_pca";
+  if (!m) return GSTAT_EINVAL;
+  m->msg[0] = '\0';
+  gstat_cov_accum *acc = NULL;
+  gstat_pca_options o;
+  gstat_pca_options_init(&o);
+  if (opt) o = *opt;
+  o.compute_scores = 0; /* each rank projects its own rows (gstat_pca_transform) */
+  gstat_status st = check_local(m, ctx, X, root, fn);
+  if (st != GSTAT_OK) {
+  } else if (o.method != GSTAT_PCA_AUTO && o.method != GSTAT_PCA_COVARIANCE_EIGH) {
+    st = gstat_mpi_i_fail(m, GSTAT_EINVAL,
+                          "%s: opt.method=%d; distributed PCA is covariance-eigh (AUTO or "
+                          "COVARIANCE_EIGH)",
+                          fn, (int)o.method);
+  } else if (gstat_mpi_i_receives(m, root) && !res) {
+    st = gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: res is NULL on a receiving rank", fn);
+  } else {
+    /* gstat_pca refuses NaN/Inf whatever the context says; so do we */
+    for (int64_t i = 0; i < X->rows && st == GSTAT_OK; i++) {
+      for (int64_t j = 0; j < X->cols; j++) {
+        double v = element(X, i, j);
+        if (!isfinite(v)) {
+          st = gstat_mpi_i_fail(m, GSTAT_ENOTFINITE,
+                                "%s: X[%lld, %lld] = %g (this rank's row %lld) is not finite", fn,
+                                (long long)i, (long long)j, v, (long long)i);
+          break;
+        }
+      }
+    }
+  }
+  st = gstat_mpi_i_agree(m, st);
+  if (st != GSTAT_OK) return st;
+  if ((st = gstat_mpi_i_same_p(m, X->cols, fn)) != GSTAT_OK) return st;
+  if (X->cols == 0) {
+    return gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: X has no columns (p = 0)", fn);
+  }
+  st = gstat_mpi_i_agree(m, accumulate(m, ctx, X, GSTAT_MISSING_EVERYTHING, NULL, &acc, fn));
+  if (st == GSTAT_OK) st = gstat_mpi_i_reduce(m, ctx, acc, root);
+  if (st == GSTAT_OK) {
+    if (gstat_mpi_i_receives(m, root)) {
+      st = gstat_pca_from_accum(ctx, acc, &o, res);
+      if (st != GSTAT_OK) gstat_mpi_i_lib_fail(m, ctx, st, fn);
+    }
+    st = gstat_mpi_i_agree(m, st);
+  }
+  gstat_cov_accum_destroy(acc);
+  return st;
+}
