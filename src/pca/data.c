@@ -3,6 +3,22 @@
 
 #include "pca/data.h"
 
+/* sum of (c[i] - shift) in double, vectorized (the order of a mean's terms
+ * does not matter at this precision; the second pass corrects the first) */
+static double shifted_sum_f64(const double *c, int64_t n, double shift) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; i++) s += c[i] - shift;
+  return s;
+}
+
+static double shifted_sum_f32(const float *c, int64_t n, double shift) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; i++) s += (double)c[i] - shift;
+  return s;
+}
+
 #define DEFINE_DATA_OPS(T, SFX)                                                               \
   static void col_means_##SFX(int64_t n, int64_t p, const T *x, const double *w, double wsum, \
                               double *mean) {                                                 \
@@ -15,9 +31,9 @@
         for (int64_t i = 0; i < n; i++) r += w[i] * ((double)c[i] - m);                       \
         mean[j] = m + r / wsum;                                                               \
       } else {                                                                                \
-        for (int64_t i = 0; i < n; i++) s += (double)c[i];                                    \
+        s = shifted_sum_##SFX(c, n, 0.0);                                                     \
         double m = s / (double)n;                                                             \
-        for (int64_t i = 0; i < n; i++) r += (double)c[i] - m;                                \
+        r = shifted_sum_##SFX(c, n, m);                                                       \
         mean[j] = m + r / (double)n;                                                          \
       }                                                                                       \
     }                                                                                         \

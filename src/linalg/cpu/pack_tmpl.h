@@ -52,6 +52,24 @@ void CAT(gstat_i_pack_lower, SFX)(const gstat_matrix *A, int64_t b, gstat_uplo u
 
 void CAT(gstat_i_pack_full, SFX)(const gstat_matrix *M, int64_t b, T *dst, int64_t ld) {
   int64_t o = b * M->batch_stride;
+  int64_t rows = M->rows, cols = M->cols, rs = M->row_stride, cs = M->col_stride;
+  if (M->dtype == NATIVE && (rows <= 1 || rs == 1)) { /* column-major already: copy columns */
+    const T *src = (const T *)M->data + o;
+    for (int64_t j = 0; j < cols; j++)
+      for (int64_t i = 0; i < rows; i++) dst[i + j * ld] = src[i + j * cs];
+    return;
+  }
+  if (M->dtype == NATIVE && cs == 1) { /* row-major (numpy, data matrices): 8 x 8 tiles */
+    const T *src = (const T *)M->data + o;
+    int64_t rb = rows / 8 * 8, cb = cols / 8 * 8;
+    for (int64_t ib = 0; ib < rb; ib += 8)
+      for (int64_t jb = 0; jb < cb; jb += 8)
+        for (int64_t j = 0; j < 8; j++)
+          for (int64_t i = 0; i < 8; i++) dst[ib + i + (jb + j) * ld] = src[(ib + i) * rs + jb + j];
+    for (int64_t i = 0; i < rows; i++) /* the right and bottom edges */
+      for (int64_t j = i < rb ? cb : 0; j < cols; j++) dst[i + j * ld] = src[i * rs + j];
+    return;
+  }
   for (int64_t j = 0; j < M->cols; j++)
     for (int64_t i = 0; i < M->rows; i++)
       dst[i + j * ld] = CAT(load, SFX)(M->data, M->dtype, o + i * M->row_stride + j * M->col_stride);
