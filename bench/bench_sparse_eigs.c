@@ -2,28 +2,33 @@
  * The sparse eigensolver (src/graph/sparse_eigs.c) on the symmetric
  * normalized Laplacian of a kNN graph:
  *
- *   bench_sparse_eigs [--n N] [--dim D] [--clusters C] [--knn K] [--nev E]
- *                     [--tol T] [--block B] [--basis M] [--seed S] [--reps R]
+ *   bench_sparse_eigs [--n N] [--dim D] [--clusters C] [--spread S] [--knn K]
+ *                     [--nev E] [--tol T] [--block B] [--basis M] [--degree P]
+ *                     [--method 0|1|2] [--seed X] [--reps R]
  *                     [--graph FILE] [--vectors FILE]
  *
  *   N points (default 100000) in D dimensions (default 3): uniform in the unit
  *   cube, or C Gaussian blobs (C > 0, unit variance, centers uniform in a
- *   cube of side --spread, default 10); the K nearest neighbours (default 10,
- *   exact, by a cell grid) give a connectivity matrix A that is symmetrized as
+ *   cube of side S, default 10). The K nearest neighbours (default 10, exact,
+ *   by a cell grid) give a connectivity matrix A, symmetrized as
  *   scikit-learn's SpectralClustering does, (A + A^T) / 2; then
- *   L = I - D^-1/2 A D^-1/2 in CSR. The E (default 8) smallest eigenpairs of L
- *   are timed, best of R (default 1) runs, with the tolerance T (default 1e-8,
- *   relative to the spectral scale 2).
+ *   L = I - D^-1/2 A D^-1/2 in CSR. The E (default 8) smallest eigenpairs of
+ *   L are timed, best of R (default 1) runs, with the tolerance T (default
+ *   1e-8, relative to the spectral scale 2). B, M, P, method: the solver's
+ *   options (0 = its defaults; method 1 Chebyshev-Davidson, 2 block Lanczos).
  *   --graph FILE    write the symmetric adjacency for bench/sparse_eigs_vs_sklearn.py:
  *                   int64 n, int64 nnz, int64 offsets[n+1], int64 indices[nnz],
  *                   float64 values[nnz]
  *   --vectors FILE  write float64 eigenvalues[E] then the n x E eigenvectors
  *                   (column-major)
  *
- * Output: one key=value line (times in ms).
+ * Output: one line of key=value (times in ms; cpu_ms is the process CPU time,
+ * steadier than the wall clock on a shared machine; spmm_block_ms is one
+ * product with E columns, spmv_xE_ms E products with one column).
  */
 #define _POSIX_C_SOURCE 199309L
 #include <math.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +40,15 @@ static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+/* CPU time of the process (all threads), less sensitive to a busy machine
+ * than the wall clock */
+static double cpu_ms(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+         (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-3;
 }
 
 static uint64_t splitmix(uint64_t *s) {
@@ -251,7 +265,8 @@ static csr normalized_laplacian(const csr *a) {
 /* Connected components (for the report: the multiplicity of eigenvalue 0). */
 static int64_t components(const csr *a) {
   int64_t n = a->n, count = 0;
-  int64_t *label = xmalloc(sizeof(int64_t) * (size_t)n), *stack = xmalloc(sizeof(int64_t) * (size_t)n);
+  int64_t *label = xmalloc(sizeof(int64_t) * (size_t)n),
+          *stack = xmalloc(sizeof(int64_t) * (size_t)n);
   for (int64_t i = 0; i < n; i++) label[i] = -1;
   for (int64_t i = 0; i < n; i++) {
     if (label[i] >= 0) continue;
@@ -300,21 +315,36 @@ int main(int argc, char **argv) {
       fprintf(stderr, "missing value after %s\n", o);
       return 2;
     }
-    if (!strcmp(o, "--n")) n = atoll(v);
-    else if (!strcmp(o, "--dim")) d = atoi(v);
-    else if (!strcmp(o, "--clusters")) clusters = atoi(v);
-    else if (!strcmp(o, "--knn")) knn = atoi(v);
-    else if (!strcmp(o, "--nev")) nev = atoll(v);
-    else if (!strcmp(o, "--tol")) tol = atof(v);
-    else if (!strcmp(o, "--block")) block = atoll(v);
-    else if (!strcmp(o, "--basis")) basis = atoll(v);
-    else if (!strcmp(o, "--spread")) spread = atof(v);
-    else if (!strcmp(o, "--degree")) degree = atoll(v);
-    else if (!strcmp(o, "--method")) method = atoi(v);
-    else if (!strcmp(o, "--seed")) seed = (uint64_t)atoll(v);
-    else if (!strcmp(o, "--reps")) reps = atoll(v);
-    else if (!strcmp(o, "--graph")) graph_out = v;
-    else if (!strcmp(o, "--vectors")) vec_out = v;
+    if (!strcmp(o, "--n"))
+      n = atoll(v);
+    else if (!strcmp(o, "--dim"))
+      d = atoi(v);
+    else if (!strcmp(o, "--clusters"))
+      clusters = atoi(v);
+    else if (!strcmp(o, "--knn"))
+      knn = atoi(v);
+    else if (!strcmp(o, "--nev"))
+      nev = atoll(v);
+    else if (!strcmp(o, "--tol"))
+      tol = atof(v);
+    else if (!strcmp(o, "--block"))
+      block = atoll(v);
+    else if (!strcmp(o, "--basis"))
+      basis = atoll(v);
+    else if (!strcmp(o, "--spread"))
+      spread = atof(v);
+    else if (!strcmp(o, "--degree"))
+      degree = atoll(v);
+    else if (!strcmp(o, "--method"))
+      method = atoi(v);
+    else if (!strcmp(o, "--seed"))
+      seed = (uint64_t)atoll(v);
+    else if (!strcmp(o, "--reps"))
+      reps = atoll(v);
+    else if (!strcmp(o, "--graph"))
+      graph_out = v;
+    else if (!strcmp(o, "--vectors"))
+      vec_out = v;
     else {
       fprintf(stderr, "unknown option %s\n", o);
       return 2;
@@ -348,20 +378,27 @@ int main(int argc, char **argv) {
   gstat_ctx *ctx = NULL;
   if (gstat_ctx_create(&ctx, NULL) != GSTAT_OK) return 1;
   gstat_i_csr op = {l.n, l.off, l.idx, l.val};
-  gstat_i_eigs_options opt = {.k = nev, .tol = tol, .seed = seed, .upper = 2, .block = block,
-                              .basis = basis, .degree = degree,
+  gstat_i_eigs_options opt = {.k = nev,
+                              .tol = tol,
+                              .seed = seed,
+                              .upper = 2,
+                              .block = block,
+                              .basis = basis,
+                              .degree = degree,
                               .method = (gstat_i_eigs_method)method};
   double *w = xmalloc(sizeof(double) * (size_t)nev);
   double *V = xmalloc(sizeof(double) * (size_t)(n * nev));
   double *res = xmalloc(sizeof(double) * (size_t)nev);
   gstat_i_eigs_report rep;
   gstat_status st = GSTAT_OK;
-  double best = INFINITY;
+  double best = INFINITY, best_cpu = INFINITY;
   for (int64_t r = 0; r < reps; r++) {
-    double t1 = now_ms();
+    double t1 = now_ms(), c1 = cpu_ms();
     st = gstat_i_sparse_eigs(ctx, n, gstat_i_csr_apply, &op, &opt, w, V, res, &rep);
     best = fmin(best, now_ms() - t1);
+    best_cpu = fmin(best_cpu, cpu_ms() - c1);
   }
+  if (st != GSTAT_OK) fprintf(stderr, "%s\n", gstat_ctx_last_error(ctx));
   /* the product alone, for the cost model: one block of nev columns, and
    * one column nev times */
   double *Y = xmalloc(sizeof(double) * (size_t)(n * nev));
@@ -373,13 +410,20 @@ int main(int argc, char **argv) {
     for (int64_t c = 0; c < nev; c++) gstat_i_csr_apply(ctx, &op, n, 1, V + c * n, Y + c * n);
   double spmv = (now_ms() - t2) / 10;
   free(Y);
-  printf("n=%lld dim=%d clusters=%d components=%lld knn=%d nnz_L=%lld nev=%lld tol=%g threads=%d knn_ms=%.0f "
-         "graph_ms=%.0f status=%s solve_ms=%.1f iterations=%lld applies=%lld restarts=%lld "
-         "converged=%lld max_residual=%.3g dense=%d spmm_block_ms=%.2f spmv_x%lld_ms=%.2f",
-         (long long)n, d, clusters, (long long)ncomp, knn, (long long)l.nnz, (long long)nev, tol, ctx->num_threads,
-         t_knn, t_graph, gstat_status_string(st), best, (long long)rep.iterations,
-         (long long)rep.operator_applies, (long long)rep.restarts, (long long)rep.converged,
-         rep.max_residual, rep.dense, spmm, (long long)nev, spmv);
+  printf(
+      "n=%lld dim=%d clusters=%d components=%lld knn=%d nnz_L=%lld nev=%lld tol=%g threads=%d "
+      "knn_ms=%.0f "
+      "graph_ms=%.0f status=%s solve_ms=%.1f cpu_ms=%.0f iterations=%lld applies=%lld "
+      "restarts=%lld "
+      "converged=%lld max_residual=%.3g dense=%d spmm_block_ms=%.2f spmv_x%lld_ms=%.2f",
+      (long long)n, d, clusters, (long long)ncomp, knn, (long long)l.nnz, (long long)nev, tol,
+      ctx->num_threads, t_knn, t_graph,
+      st == GSTAT_OK        ? "OK"
+      : st == GSTAT_ENOCONV ? "ENOCONV"
+                            : "ERROR",
+      best, best_cpu, (long long)rep.iterations, (long long)rep.operator_applies,
+      (long long)rep.restarts, (long long)rep.converged, rep.max_residual, rep.dense, spmm,
+      (long long)nev, spmv);
   printf(" eigenvalues=");
   for (int64_t i = 0; i < nev; i++) printf("%s%.9g", i ? "," : "", w[i]);
   printf("\n");

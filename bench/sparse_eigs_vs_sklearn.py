@@ -19,8 +19,14 @@ D^1/2 times it spans the same space as gstat's eigenvectors; "sin" is the sine
 of the largest principal angle between the two 8-dimensional spaces, and the
 eigenvalues are the Rayleigh quotients of the orthonormalized sklearn vectors.
 
+Both sides use the threads OpenMP gives them (ARPACK and SuperLU run on one);
+OMP_NUM_THREADS=1 in the environment compares one core with one core, which
+is also the steadier measurement on a machine other jobs share (an OpenMP
+barrier waits for a thread the scheduler has preempted).
+
 usage: bench/sparse_eigs_vs_sklearn.py [--build build] [--n 100000] [--dim 3]
-       [--clusters 0] [--tol 1e-8] [--reps 1] [--skip-sklearn]
+       [--clusters 0] [--tol 1e-8] [--reps 1] [--nev 8] [--extra "--spread 12"]
+       [--skip-sklearn]
 """
 import argparse
 import os
@@ -71,9 +77,9 @@ def main():
     w_g, V_g = raw[:k], raw[k:].reshape(k, a.n).T
     print(f"graph: n={a.n} dim={a.dim} clusters={a.clusters} edges={A.nnz // 2} "
           f"(sklearn {sklearn.__version__}, scipy {scipy.__version__}, numpy {np.__version__})")
-    print(f"gstat: {kv['solve_ms']} ms, {kv['iterations']} iterations, {kv['applies']} operator "
-          f"columns, {kv['restarts']} restarts, status {kv['status']}, max residual "
-          f"{kv['max_residual']} (tol {a.tol} x 2)")
+    print(f"gstat: {kv['solve_ms']} ms ({kv['cpu_ms']} ms CPU, {kv['threads']} threads), "
+          f"{kv['iterations']} iterations, {kv['applies']} operator columns, {kv['restarts']} "
+          f"restarts, status {kv['status']}, max residual {kv['max_residual']} (tol {a.tol} x 2)")
     print("gstat eigenvalues:  ", " ".join(f"{x:.6g}" for x in w_g))
     if a.skip_sklearn:
         return

@@ -3,9 +3,8 @@
  * column-major. Rows are split into chunks of about equal nonzero count
  * (degree-skewed graphs would unbalance a plain row split) and each row is
  * summed by one thread in index order, so the result does not depend on the
- * thread count. Columns go in groups of up to 8 so the row's indices and
- * values are read once per group instead of once per column: the matrix, not
- * the vectors, is most of the memory traffic.
+ * thread count. Columns go in groups of up to 8 so that a row's indices and
+ * values are read once per group instead of once per column.
  */
 
 #include "graph/sparse_eigs.h"
@@ -73,12 +72,12 @@ static int64_t row_of_work(const int64_t *off, int64_t n, int64_t t) {
   return lo;
 }
 
-/* Columns go in groups of up to GROUP. A group of several columns is first
- * packed row by row into `panel` (n x GROUP): the gathers X[idx] then touch
- * one cache line per nonzero instead of one per column, which on a graph
- * without locality in its numbering is the difference between a block product
- * slower and 3x faster than single products. Without a panel (allocation
- * failed) the columns are read where they are. */
+/* A group of several columns is first packed row by row into `panel`
+ * (n x GROUP): the gathers X[idx] then touch one cache line per nonzero
+ * instead of one per column. Measured on a kNN graph of 10^5 nodes numbered
+ * without locality, 8 columns: read in place 1.5x the time of 8 single
+ * products, packed 0.75x. Without a panel (allocation failed) the columns are
+ * read where they are. */
 gstat_status gstat_i_csr_apply(gstat_ctx *ctx, void *csr, int64_t n, int64_t m, const double *X,
                                double *Y) {
   const gstat_i_csr *A = csr;

@@ -1,41 +1,66 @@
 /*
- * The k smallest eigenpairs of a sparse symmetric operator: thick-restart
- * block Lanczos (the symmetric block Krylov-Schur method of Stewart 2001;
- * Wu and Simon 2000 for the thick restart) with full reorthogonalization.
+ * The k smallest eigenpairs of a large sparse symmetric operator, by one of
+ * two methods built from the same parts (block orthogonalization, Rayleigh-
+ * Ritz through gstat_eigh, thick restart, true-residual checks):
  *
- * Why this method (measurements: bench/bench_sparse_eigs.c, see the table
- * below):
- * - Graph Laplacians have their wanted eigenvalues packed near 0 (a kNN graph
- *   of 10^5 points: lambda_2..lambda_9 ~ 1e-3 on a spectrum reaching ~1.5),
- *   and we have only products with the operator (no factorization, no
- *   preconditioner). Krylov methods are optimal in the number of products for
- *   that; shifting to (upper I - L) changes nothing for Lanczos, whose Krylov
- *   space is shift invariant, so we work on L itself.
- * - Blocks, not single vectors: the k smallest include exact multiplicities
- *   (0 once per connected component; ring and grid graphs have double
- *   eigenvalues). A single-vector Krylov space holds only one vector of an
- *   eigenspace and would silently return a wrong (larger) eigenvalue with a
- *   small residual; a start block of size b finds up to b copies. Blocks also
- *   make the sparse product read the matrix once per b vectors and turn the
- *   reorthogonalization into GEMMs.
- * - Block Lanczos rather than block LOBPCG: same block products, but the
- *   basis here grows to several blocks between restarts, so more of the Krylov
- *   space's acceleration is kept; LOBPCG's three-block space restarts every
- *   step. See the measured comparison below.
+ * - block Chebyshev-Davidson (default; after Zhou and Saad 2007, Zhou 2010):
+ *   the basis grows by the b smallest unconverged Ritz vectors passed
+ *   through a Chebyshev polynomial of degree d (16) that damps
+ *   [cut, upper], cut = the largest Ritz value a restart keeps. One
+ *   orthogonalization and one Rayleigh-Ritz per d + 1 block products.
+ * - thick-restart block Lanczos (block Krylov-Schur: Stewart 2001; Wu and
+ *   Simon 2000), the default for a block of one.
  *
- * The method. Basis Q (orthonormal), projected matrix H = Q^T A Q (dense,
- * small), and the relation A Q_j = Q_j H_j + F E with F the next block. A
- * step applies A to F, orthogonalizes against the whole basis (block
- * classical Gram-Schmidt twice, each pass followed by a Cholesky QR, i.e.
- * CholQR2; rank loss or a bad Cholesky falls back to column-wise Gram-Schmidt
- * that replaces deflated columns by random ones, so an exhausted Krylov space
- * of a small component continues correctly). Rayleigh-Ritz through gstat_eigh
- * on H after every step; residual estimates ||E s_i|| cost nothing. When the
- * basis is full, keep the p smallest Ritz vectors (thick restart: H becomes
- * diagonal plus a coupling row block). When the estimates meet the tolerance,
- * the true residuals are computed with one more block product; they decide.
- * Deterministic: the start block comes from the seed, our reductions have a
- * fixed order, and the CSR product sums every row in one thread.
+ * Orthogonalization: block classical Gram-Schmidt, a Cholesky QR after each
+ * pass (Lanczos: the first pass against the last two blocks only, then one
+ * full pass, another when it removed much). A failing Cholesky or a column
+ * that is roundoff goes to column-wise Gram-Schmidt, which replaces deflated
+ * columns by random ones, so an exhausted Krylov space (a complete graph, a
+ * small component) goes on correctly. Convergence seen in cheap estimates
+ * (Lanczos: ||E s_i||; Davidson: the residuals the filter's first product
+ * gives) is confirmed by true residuals before returning.
+ *
+ * Why. A graph Laplacian's wanted eigenvalues are packed against 0
+ * (normalized, kNN graph of 10^5 points: lambda_2..8 = 7e-4..2e-3 in 3-D,
+ * 4e-5..2e-4 in 2-D, on a spectrum reaching ~1.5), and we have products with
+ * the operator only: no factorization (scikit-learn's ARPACK call is
+ * shift-invert around -1e-5, i.e. a sparse LU of L) and no preconditioner.
+ * That leaves polynomial (Krylov) methods, whose cost is set by the relative
+ * gaps; shifting to upper I - L changes nothing for them (the Krylov space is
+ * shift invariant), so we work on L.
+ * 1. A block, by default of k: 0 repeats once per connected component, rings
+ *    and square grids have pairs, and a start block of b vectors holds at
+ *    most b copies of an eigenvalue; a single vector silently returns larger
+ *    eigenvalues with small residuals.
+ * 2. A block of k needs about k times a single vector's products (the
+ *    polynomial degree needed is the same), and here a block product is not
+ *    much cheaper per column (random gathers: 9.4 ms for 8 columns against
+ *    12.8 ms for 8 single products, n = 10^5). What is left to gain is the
+ *    orthogonalization, which block Lanczos pays every block step against a
+ *    basis of ~100 vectors and Davidson once per d + 1 products: measured
+ *    2-2.5x less time for Davidson at about the same number of products.
+ * 3. LOBPCG without a preconditioner searches span(X, L X, previous X), the
+ *    space Davidson has at degree 1: 5-10x the time of degree 16 below.
+ * 4. A block of one (Lanczos) is the fastest where the caller knows there is
+ *    no repeated eigenvalue, e.g. a connected kNN graph of data.
+ *
+ * Measured (bench/bench_sparse_eigs.c, one thread of this 2-core machine, CPU
+ * seconds / operator columns, k = 8, tol 1e-8 x 2; normalized Laplacian of a
+ * kNN graph, k = 10, n = 10^5):
+ *
+ *   graph              Davidson   Davidson   Davidson    block Lanczos  Lanczos    sklearn
+ *                      d=16       d=10       d=1         b=8            b=1        arpack
+ *   3-D uniform        4.9/2736   4.9/2832   42/13280    11.5/2288      3.0/687    430
+ *   3-D 8 blobs        4.5/2600   4.5/2568   33/10592    8.8/1784       2.2/494    see below
+ *   2-D uniform        9.8/6000   12.4/7584                             15.9/3474  8.2
+ *
+ * scikit-learn 1.9 spectral_embedding(eigen_solver="arpack") on the same
+ * graphs (bench/sparse_eigs_vs_sklearn.py): its sparse LU fills in heavily in
+ * 3-D and little in 2-D, where the shift-invert spectrum (1 / (lambda +
+ * 1e-5)) converges in a few steps while the gaps of L itself are ~1e-5.
+ *
+ * Deterministic for a seed: the start block comes from it, our reductions
+ * have a fixed order, and the CSR product sums each row in one thread.
  */
 #include <float.h>
 #include <math.h>
@@ -46,19 +71,19 @@
 #include "gstat/linalg.h"
 #include "linalg/dense.h"
 
-#define TRY(expr)                                                                               \
-  do {                                                                                          \
-    status = (expr);                                                                            \
-    if (status != GSTAT_OK) goto done;                                                          \
+#define TRY(expr)                      \
+  do {                                 \
+    status = (expr);                   \
+    if (status != GSTAT_OK) goto done; \
   } while (0)
 
-#define DEFAULT_BASIS(k, b) (4 * (b) > (k) + 3 * (b) ? 4 * (b) : (k) + 3 * (b))
 enum {
   DEFAULT_MAX_ITER = 10000,
-  DEFAULT_DEGREE = 12,
+  DEFAULT_DEGREE = 16,
   MAX_DEFAULT_BLOCK = 16,
   MAX_BLOCK = 256,
-  RESTART_CHUNK = 2048 /* rows per GEMM when the restart rotates the basis in place */
+  SERIAL_BELOW_N = 4096, /* run single-threaded below this size */
+  RESTART_CHUNK = 2048   /* rows per GEMM when the restart rotates the basis in place */
 };
 static const double DEFAULT_TOL = 1e-8;
 /* A column that keeps less than this fraction of its norm through the
@@ -77,24 +102,24 @@ typedef struct solver {
   int scale_fixed;
   gstat_i_rng rng;
   int64_t j; /* basis columns; the next block F sits at columns j..j+b */
-  double *Q;  /* n x (m + b) */
-  double *H;  /* ldh x ldh, ldh = m + b; rows j..j+b, columns 0..j: E */
+  double *Q; /* n x (m + b) */
+  double *H; /* ldh x ldh, ldh = m + b; rows j..j+b, columns 0..j: E */
   int64_t ldh;
-  double *S;     /* j x j Ritz coefficients (ld j) */
-  double *theta; /* j Ritz values, ascending */
-  double *ES;    /* b x j: E S, its column norms are the residual estimates */
-  double *est;   /* j residual estimates */
-  double *C, *Cacc;   /* (m + b) x b projection coefficients (ld m + b) */
+  double *S;             /* j x j Ritz coefficients (ld j) */
+  double *theta;         /* j Ritz values, ascending */
+  double *ES;            /* b x j: E S, its column norms are the residual estimates */
+  double *est;           /* j residual estimates */
+  double *C, *Cacc;      /* (m + b) x b projection coefficients (ld m + b) */
   double *G, *Racc, *Rt; /* b x b */
-  double *T;     /* RESTART_CHUNK x m */
-  double *coef;  /* m + b */
-  double *norm0; /* b: column norms of the block before any projection */
-  double *F;     /* n x 3b: the filter's three blocks (Chebyshev-Davidson), scratch */
-  int coupled;   /* Krylov-Schur: H carries the coupling E of the next block */
-  int fresh;     /* Krylov-Schur: restarted, A F couples to every kept vector */
-  int64_t degree; /* Chebyshev filter degree */
-  double upper;  /* top of the damped interval (a bound of the spectrum) */
-  int64_t applies, iters, restarts;
+  double *T;             /* RESTART_CHUNK x m */
+  double *coef;          /* m + b */
+  double *norm0;         /* b: column norms of the block before any projection */
+  double *F;             /* n x 3b: the filter's three blocks (Chebyshev-Davidson), scratch */
+  int coupled;           /* Krylov-Schur: H carries the coupling E of the next block */
+  int fresh;             /* Krylov-Schur: restarted, A F couples to every kept vector */
+  int64_t degree;        /* Chebyshev filter degree */
+  double upper;          /* top of the damped interval (a bound of the spectrum) */
+  int64_t applies, iters, restarts, deflated;
 } solver;
 
 static gstat_status apply_block(solver *s, const double *X, int64_t cols, double *Y) {
@@ -153,11 +178,10 @@ static void chain(solver *s, const double *R) {
 }
 
 /* Cholesky QR of Y (n x b) in place, given G = Y^T Y in s->G: Y = Z R, R
- * into the upper triangle of s->G. The Gram matrix is scaled to unit diagonal first, so that columns of
- * very different norms (a partly converged block) are fine; *ok = 0 (Y
- * untouched) when a column is nearly dependent on the ones before it (the
- * scaled Cholesky's pivot, the sine of that angle, is below
- * CHOLQR_MIN_SINE) or kept less than DEFLATE of norm0 (NULL: no such test). */
+ * into the upper triangle of s->G. The Gram matrix is scaled to unit diagonal first, so that
+ * columns of very different norms (a partly converged block) are fine; *ok = 0 (Y untouched) when a
+ * column is nearly dependent on the ones before it (the scaled Cholesky's pivot, the sine of that
+ * angle, is below CHOLQR_MIN_SINE) or kept less than DEFLATE of norm0 (NULL: no such test). */
 static gstat_status cholqr(solver *s, double *Y, const double *norm0, int *ok) {
   gstat_status status = GSTAT_OK;
   int64_t b = s->b, info = 0;
@@ -221,11 +245,14 @@ static gstat_status gram_schmidt(solver *s, int64_t nq, double *Y, const double 
       continue;
     }
     /* deflated: a random direction orthogonal to everything so far */
+    s->deflated++;
     for (int attempt = 0;; attempt++) {
-      if (attempt == 3 || nb >= n)
-        return gstat_i_fail(s->ctx, GSTAT_EBACKEND,
-                            "sparse_eigs: cannot extend the basis (%lld columns, n=%lld)",
-                            (long long)nb, (long long)n);
+      if (attempt == 3 || nb >= n) {
+        status = gstat_i_fail(s->ctx, GSTAT_EBACKEND,
+                              "sparse_eigs: cannot extend the basis (%lld columns, n=%lld)",
+                              (long long)nb, (long long)n);
+        goto done;
+      }
       for (int64_t i = 0; i < n; i++) v[i] = gstat_i_rng_normal(&s->rng);
       double r0 = sqrt(dot(s, v, v));
       for (int pass = 0; pass < 2; pass++) TRY(project(s, 0, nb, v, 1, s->coef, nb));
@@ -349,7 +376,7 @@ static gstat_status rayleigh_ritz(solver *s) {
   for (int64_t c = 0; c < j; c++) memcpy(s->S + c * j, s->H + c * ld, sizeof(double) * (size_t)j);
   gstat_matrix Sm = gstat_matrix_col_major(s->S, GSTAT_F64, 1, j, j);
   gstat_matrix wm = gstat_vector_batch(s->theta, GSTAT_F64, 1, j);
-  TRY(gstat_eigh(s->ctx, &Sm, GSTAT_LOWER, &wm, &Sm, NULL));
+  TRY(gstat_i_eigh(s->ctx, &Sm, GSTAT_LOWER, &wm, &Sm, NULL));
   if (!s->coupled) goto done;
   TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, b, j, j, 1.0, s->H + j, ld,
                    s->S, j, 0.0, s->ES, b));
@@ -429,8 +456,8 @@ static gstat_status true_residuals(solver *s, int64_t cnt, double *res, double *
     residual_norms(s, Y, s->Q + c0 * n, s->theta + c0, cols, res + c0);
     for (int64_t c = 0; c < cols; c++)
       if (!isfinite(res[c0 + c])) {
-        status = gstat_i_fail(s->ctx, GSTAT_ENOTFINITE,
-                              "sparse_eigs: the operator returned NaN or Inf");
+        status =
+            gstat_i_fail(s->ctx, GSTAT_ENOTFINITE, "sparse_eigs: the operator returned NaN or Inf");
         goto done;
       }
   }
@@ -472,7 +499,7 @@ static gstat_status solve_dense(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn appl
   double scale = opt->upper;
   gstat_matrix Am = gstat_matrix_col_major(A, GSTAT_F64, 1, n, n);
   gstat_matrix wm = gstat_vector_batch(lam, GSTAT_F64, 1, n);
-  TRY(gstat_eigh(ctx, &Am, GSTAT_LOWER, &wm, &Am, NULL));
+  TRY(gstat_i_eigh(ctx, &Am, GSTAT_LOWER, &wm, &Am, NULL));
   if (!(scale > 0)) scale = fmax(fabs(lam[0]), fabs(lam[n - 1]));
   TRY(apply(ctx, op, n, k, A, Y));
   rep->operator_applies += k;
@@ -535,12 +562,15 @@ static gstat_status krylov_schur(solver *s, int64_t max_iter, double *res, int64
       status = not_finite(s);
       goto done;
     }
+    int last = s->iters >= max_iter && s->j >= k;
+    /* Rayleigh-Ritz costs ~9 j^3 flops against the step's ~4 n j b: on small
+     * problems look at convergence only when the basis is full */
+    if (!last && s->j + b <= m && 2 * s->j * s->j > s->n * b) continue;
     TRY(rayleigh_ritz(s));
     if (s->j < k) continue;
     int64_t est_conv = 0;
     for (int64_t i = 0; i < k; i++)
       if (s->est[i] <= strict * threshold(s, s->theta[i])) est_conv++;
-    int last = s->iters >= max_iter;
     if (est_conv < k && !last) continue;
     /* the Ritz vectors to the front, then the true residuals decide */
     TRY(restart(s, s->p < s->j ? s->p : s->j));
@@ -556,8 +586,8 @@ done:
 }
 
 /* In place over n x cols: Z = alpha (Z - c Y) - beta X (X NULL: no term). */
-static void cheb_combine(const solver *s, int64_t cols, double *Z, const double *Y,
-                         const double *X, double c, double alpha, double beta) {
+static void cheb_combine(const solver *s, int64_t cols, double *Z, const double *Y, const double *X,
+                         double c, double alpha, double beta) {
   int64_t len = s->n * cols;
   int nt = s->ctx->num_threads > 1 && len >= 65536 ? s->ctx->num_threads : 1;
   if (X) {
@@ -639,7 +669,7 @@ static gstat_status estimate_upper(solver *s, double *upper) {
   }
   gstat_matrix Tm = gstat_matrix_col_major(T, GSTAT_F64, 1, t, t);
   gstat_matrix lm = gstat_vector_batch(lam, GSTAT_F64, 1, t);
-  TRY(gstat_eigh(s->ctx, &Tm, GSTAT_LOWER, &lm, NULL, NULL));
+  TRY(gstat_i_eigh(s->ctx, &Tm, GSTAT_LOWER, &lm, NULL, NULL));
   *upper = lam[t - 1] + beta[t - 1];
   *upper += 0.01 * fmax(fabs(*upper), lam[t - 1] - lam[0]);
 done:
@@ -663,7 +693,7 @@ static gstat_status cheb_davidson(solver *s, int64_t max_iter, double *res, int6
   }
   for (;;) {
     TRY(rayleigh_ritz(s));
-    int last = s->iters >= max_iter;
+    int last = s->iters >= max_iter && s->j >= k; /* k Ritz pairs to return */
     if (nc >= k || last) {
       /* the Ritz vectors to the front, then the true residuals decide */
       TRY(restart(s, s->p < s->j ? s->p : s->j));
@@ -679,12 +709,13 @@ static gstat_status cheb_davidson(solver *s, int64_t max_iter, double *res, int6
       TRY(gstat_i_progress(s->ctx, "sparse_eigs", s->iters, max_iter));
     }
     /* filter the b smallest Ritz vectors not yet converged; damp everything
-     * above the largest Ritz value (>= lambda_j by interlacing, so the wanted
-     * end is amplified once the basis holds more than k vectors) */
+     * above the largest Ritz value a restart would keep (>= lambda_p by
+     * interlacing, so the wanted end and the guard vectors are amplified;
+     * measured: 20 % fewer products than damping above the largest one) */
     int64_t j = s->j;
     TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, n, b, j, 1.0, s->Q, n,
                      s->S + nc * j, j, 0.0, s->F, n));
-    double a0 = s->theta[0], a = s->theta[j - 1], up = s->upper;
+    double a0 = s->theta[0], a = s->theta[(s->p < j ? s->p : j) - 1], up = s->upper;
     if (!(a < up)) a = 0.5 * (a0 + up);
     if (a0 > a) a0 = a;
     TRY(cheb_filter(s, a0, a, up, s->theta + nc, rx, s->Q + j * n));
@@ -708,43 +739,13 @@ done:
   return status;
 }
 
-gstat_status gstat_i_sparse_eigs(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn apply, void *op,
-                                 const gstat_i_eigs_options *opt, double *w, double *V,
-                                 double *resid, gstat_i_eigs_report *report) {
+/* The iteration (validated arguments, n >= 2 (m + b)). */
+static gstat_status solve_iterative(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn apply, void *op,
+                                    const gstat_i_eigs_options *opt, int davidson, int64_t b,
+                                    int64_t m, double tol, int64_t max_iter, double *w, double *V,
+                                    double *resid, gstat_i_eigs_report *rep) {
   gstat_status status = GSTAT_OK;
-  gstat_i_eigs_report rep_local, *rep = report ? report : &rep_local;
-  memset(rep, 0, sizeof *rep);
-  if (!ctx) return GSTAT_EINVAL;
-  if (!apply || !opt || !w || !V)
-    return gstat_i_fail(ctx, GSTAT_EINVAL, "sparse_eigs: apply, options, w and V must not be NULL");
   int64_t k = opt->k;
-  if (n < 1 || k < 1 || k > n)
-    return gstat_i_fail(ctx, GSTAT_EINVAL, "sparse_eigs: k=%lld must be in [1, n=%lld]",
-                        (long long)k, (long long)n);
-  if (!(opt->tol >= 0) || !(opt->upper >= 0) || !isfinite(opt->tol) || !isfinite(opt->upper))
-    return gstat_i_fail(ctx, GSTAT_EINVAL, "sparse_eigs: tol=%g and upper=%g must be finite and >= 0",
-                        opt->tol, opt->upper);
-  if (opt->max_iter < 0 || opt->block < 0 || opt->basis < 0 || opt->degree < 0 ||
-      opt->block > MAX_BLOCK ||
-      (opt->method != GSTAT_I_EIGS_AUTO && opt->method != GSTAT_I_EIGS_CHEBYSHEV_DAVIDSON &&
-       opt->method != GSTAT_I_EIGS_BLOCK_LANCZOS))
-    return gstat_i_fail(ctx, GSTAT_EINVAL,
-                        "sparse_eigs: max_iter, block (<= %d), basis and degree must be >= 0 and "
-                        "the method known",
-                        MAX_BLOCK);
-  int davidson = opt->method != GSTAT_I_EIGS_BLOCK_LANCZOS;
-  int64_t b = opt->block ? opt->block : (k < MAX_DEFAULT_BLOCK ? k : MAX_DEFAULT_BLOCK);
-  int64_t m = opt->basis ? opt->basis : DEFAULT_BASIS(k, b);
-  /* Davidson keeps >= k + b at a restart (the block filtered next lies
-   * inside) and adds a block; Krylov-Schur keeps >= k */
-  int64_t m_min = davidson ? k + 2 * b : k + b;
-  if (m < m_min)
-    return gstat_i_fail(ctx, GSTAT_EINVAL, "sparse_eigs: basis=%lld must be >= %lld",
-                        (long long)m, (long long)m_min);
-  double tol = opt->tol > 0 ? opt->tol : DEFAULT_TOL;
-  int64_t max_iter = opt->max_iter ? opt->max_iter : DEFAULT_MAX_ITER;
-  if (n < 2 * (m + b)) return solve_dense(ctx, n, apply, op, opt, tol, w, V, resid, rep);
-
   solver s;
   memset(&s, 0, sizeof s);
   s.ctx = ctx;
@@ -771,8 +772,8 @@ gstat_status gstat_i_sparse_eigs(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn app
   size_t small = ld * ld + (size_t)(m * m) + 3 * (size_t)m + (size_t)(b * m) + 2 * ld * (size_t)b +
                  3 * (size_t)(b * b) + chunk * (size_t)m + ld + (size_t)b;
   /* the basis, plus three blocks of scratch (filter, residual checks) */
-  if (!gstat_i_mul_size((size_t)n, ld + 3 * (size_t)b, &qn) || !gstat_i_add_size(qn, small, &bytes) ||
-      !gstat_i_mul_size(bytes, sizeof(double), &bytes))
+  if (!gstat_i_mul_size((size_t)n, ld + 3 * (size_t)b, &qn) ||
+      !gstat_i_add_size(qn, small, &bytes) || !gstat_i_mul_size(bytes, sizeof(double), &bytes))
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "sparse_eigs: n=%lld x basis %lld overflows",
                         (long long)n, (long long)(m + 4 * b));
   double *mem = gstat_i_alloc(ctx, bytes);
@@ -825,7 +826,66 @@ done:
   rep->iterations = s.iters;
   rep->operator_applies += s.applies;
   rep->restarts = s.restarts;
+  rep->deflated = s.deflated;
   rep->scale = s.scale;
   gstat_i_free(ctx, mem, bytes);
+  return status;
+}
+
+gstat_status gstat_i_sparse_eigs(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn apply, void *op,
+                                 const gstat_i_eigs_options *opt, double *w, double *V,
+                                 double *resid, gstat_i_eigs_report *report) {
+  gstat_status status = GSTAT_OK;
+  gstat_i_eigs_report rep_local, *rep = report ? report : &rep_local;
+  memset(rep, 0, sizeof *rep);
+  if (!ctx) return GSTAT_EINVAL;
+  if (!apply || !opt || !w || !V)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "sparse_eigs: apply, options, w and V must not be NULL");
+  int64_t k = opt->k;
+  if (n < 1 || k < 1 || k > n)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "sparse_eigs: k=%lld must be in [1, n=%lld]",
+                        (long long)k, (long long)n);
+  if (!(opt->tol >= 0) || !(opt->upper >= 0) || !isfinite(opt->tol) || !isfinite(opt->upper))
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "sparse_eigs: tol=%g and upper=%g must be finite and >= 0", opt->tol,
+                        opt->upper);
+  if (opt->max_iter < 0 || opt->block < 0 || opt->basis < 0 || opt->degree < 0 ||
+      opt->block > MAX_BLOCK ||
+      (opt->method != GSTAT_I_EIGS_AUTO && opt->method != GSTAT_I_EIGS_CHEBYSHEV_DAVIDSON &&
+       opt->method != GSTAT_I_EIGS_BLOCK_LANCZOS))
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "sparse_eigs: max_iter, block (<= %d), basis and degree must be >= 0 and "
+                        "the method known",
+                        MAX_BLOCK);
+  int64_t b = opt->block ? opt->block : (k < MAX_DEFAULT_BLOCK ? k : MAX_DEFAULT_BLOCK);
+  /* a block of one converges the wanted pairs one after another under a
+   * filter; Lanczos suits it (see the measurements at the top) */
+  int davidson =
+      opt->method == GSTAT_I_EIGS_CHEBYSHEV_DAVIDSON || (opt->method == GSTAT_I_EIGS_AUTO && b > 1);
+  int64_t m = opt->basis;
+  if (m == 0 && davidson) m = 6 * b > k + 3 * b ? 6 * b : k + 3 * b;
+  if (m == 0 && !davidson) {
+    m = 4 * k > k + 12 * b ? 4 * k : k + 12 * b;
+    int64_t cap = k + 4 * b > 128 ? k + 4 * b : 128; /* memory: n (m + 4b) doubles */
+    m = m < cap ? m : cap;
+  }
+  /* Davidson keeps >= k + b at a restart (the block filtered next lies
+   * inside) and adds a block; Krylov-Schur keeps >= k */
+  int64_t m_min = davidson ? k + 2 * b : k + b;
+  if (m < m_min)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "sparse_eigs: basis=%lld must be >= %lld", (long long)m,
+                        (long long)m_min);
+  double tol = opt->tol > 0 ? opt->tol : DEFAULT_TOL;
+  int64_t max_iter = opt->max_iter ? opt->max_iter : DEFAULT_MAX_ITER;
+  /* threads cost more than they give on small problems (and slow the
+   * valgrind runs to a crawl with spinning workers) */
+  int threads = ctx->num_threads;
+  if (n < SERIAL_BELOW_N) ctx->num_threads = 1;
+  if (n < 2 * (m + b))
+    status = solve_dense(ctx, n, apply, op, opt, tol, w, V, resid, rep);
+  else
+    status =
+        solve_iterative(ctx, n, apply, op, opt, davidson, b, m, tol, max_iter, w, V, resid, rep);
+  ctx->num_threads = threads;
   return status;
 }

@@ -8,9 +8,9 @@
  * operator form) and the same solver serves the CPU (threaded CSR SpMV) and,
  * later, the GPU (cuSPARSE through the backend table).
  *
- * Method: thick-restart block Lanczos (block Krylov-Schur) with full
- * reorthogonalization; the reasons and measurements are at the top of
- * sparse_eigs.c.
+ * Methods: block Chebyshev-filtered Davidson (default) and thick-restart
+ * block Lanczos (Krylov-Schur, default for a block of 1); the reasons and
+ * measurements are at the top of sparse_eigs.c.
  */
 #ifndef GSTAT_GRAPH_SPARSE_EIGS_H
 #define GSTAT_GRAPH_SPARSE_EIGS_H
@@ -26,36 +26,53 @@ typedef gstat_status (*gstat_i_apply_fn)(gstat_ctx *ctx, void *op, int64_t n, in
                                          const double *X, double *Y);
 
 typedef enum gstat_i_eigs_method {
-  GSTAT_I_EIGS_AUTO = 0,               /* Chebyshev-Davidson */
+  GSTAT_I_EIGS_AUTO = 0,               /* Chebyshev-Davidson, or Lanczos for a block of 1 */
   GSTAT_I_EIGS_CHEBYSHEV_DAVIDSON = 1, /* block Chebyshev-filtered Davidson */
   GSTAT_I_EIGS_BLOCK_LANCZOS = 2       /* thick-restart block Lanczos (Krylov-Schur) */
 } gstat_i_eigs_method;
 
+/* Zero-initialize, then set k (and usually tol, seed, upper): every other
+ * zero means the default. */
 typedef struct gstat_i_eigs_options {
   int64_t k;        /* wanted eigenpairs (smallest algebraic), 1 <= k <= n */
   double tol;       /* pair i converged when ||Op v - lambda v|| <= tol * max(|lambda|, scale),
-                       scale = `upper` when given, else the largest |Ritz value| seen (an
-                       estimate of ||Op||). 0: the default 1e-8. */
-  int64_t max_iter; /* limit on iterations (block steps, see the report); 0: 10000 */
-  uint64_t seed;    /* random start block: the same seed gives the same result (same
-                       thread count and BLAS) */
-  double upper;     /* an upper bound of the spectrum (e.g. 2 for a normalized Laplacian,
-                       2 max degree otherwise), or 0 if unknown; only sets the scale */
-  int64_t block;    /* block size; 0: min(k, 16). An eigenvalue of multiplicity larger than
-                       the block may be missed (e.g. more graph components than that): the
-                       block is the number of copies one start block can find */
-  int64_t basis;    /* largest basis before a restart; 0: max(4 block, k + 3 block), must be
-                       >= k + 2 block (Davidson) or k + block (Lanczos) */
-  int64_t degree;   /* Chebyshev filter degree (Davidson); 0: 12 */
+                       scale = `upper` when given, else an estimate of ||Op|| (a few
+                       Lanczos steps; Lanczos method: the largest |Ritz value| seen).
+                       0: the default 1e-8. The eigenvector error is about
+                       tol * scale / (gap to the next eigenvalue). Below ~1e-14
+                       roundoff may not allow it: ENOCONV after max_iter */
+  int64_t max_iter; /* limit on iterations (see the report); 0: 10000 */
+  uint64_t seed;    /* random start block: the same seed gives bitwise the same result
+                       (for the same thread count and BLAS) */
+  double upper;     /* an upper bound of the spectrum (2 for a normalized Laplacian,
+                       2 max degree for D - A), or 0 if unknown. Davidson damps
+                       [cut, upper] with a polynomial, so it must truly bound the
+                       spectrum; it also sets the tolerance's scale (Lanczos uses it
+                       for nothing else) */
+  int64_t block;    /* block size; 0: min(k, 16). A start block of b vectors finds at most
+                       b copies of a repeated eigenvalue: with a smaller block the others
+                       are silently missed (returned pairs are true eigenpairs, but not
+                       the smallest). Graph callers: eigenvalue 0 repeats once per
+                       connected component, rings and square grids have pairs. A block
+                       of 1 (Lanczos) is 1.6-2x faster on 3-D kNN graphs (slower on
+                       2-D ones) where the graph is known to be connected and without
+                       symmetry */
+  int64_t basis;    /* largest basis before a restart; 0: Davidson max(6 block, k + 3
+                       block), Lanczos max(4k, k + 12 block) but at most max(k + 4 block,
+                       128). At least k + 2 block (Davidson) or k + block (Lanczos) */
+  int64_t degree;   /* Chebyshev filter degree (Davidson); 0: 16 */
   gstat_i_eigs_method method; /* 0: auto */
 } gstat_i_eigs_options;
 
 typedef struct gstat_i_eigs_report {
-  int64_t iterations;       /* block steps: each applies the operator to `block` vectors */
+  int64_t iterations;       /* Lanczos: block steps (`block` operator columns each);
+                               Davidson: filter steps (degree + 1 block products each) */
   int64_t converged;        /* pairs meeting the tolerance (true residuals) */
   double max_residual;      /* largest residual norm among the k returned */
   int64_t operator_applies; /* columns the operator was applied to, all included */
   int64_t restarts;         /* thick restarts */
+  int64_t deflated;         /* basis columns lost to rank deficiency (an exhausted Krylov
+                               space) and replaced by random ones */
   double scale;             /* the spectral scale the tolerance was relative to */
   int dense;                /* 1 when n was too small for the iteration and the operator
                                was formed densely and solved by gstat_eigh */
@@ -75,8 +92,10 @@ typedef struct gstat_i_eigs_report {
  * callers holding an explicit Laplacian of a few thousand nodes should call
  * gstat_eigh on it directly, which is faster than this iteration there.
  *
- * Memory: n (basis + block) doubles for the basis, from the context's
- * allocator, freed before returning.
+ * Memory: n (basis + 4 block) doubles (Davidson with k = 8: 80 n), from the
+ * context's allocator, freed before returning; the CSR product adds n
+ * min(block, 8) for a packed panel per call. Threads: the context's, but one
+ * below 4096 nodes (the operator is called with that context too).
  *
  * Statuses: GSTAT_OK when all k converged; GSTAT_ENOCONV when not within
  * max_iter (w, V, resid and the report still hold the best estimates; at
