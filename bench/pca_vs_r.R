@@ -58,7 +58,8 @@ best_ms <- function(expr_fn, reps) {
 
 run_gstat <- function(path, n, p, methods, tmp) {
   out <- system2(exe, c("--reps", opt$reps, "--methods", paste(methods, collapse = ","),
-                        "--in", path, "--ev-out", tmp, n, p, k), stdout = TRUE)
+                        "--in", path, "--ev-out", tmp, format(c(n, p, k), scientific = FALSE, trim = TRUE)),
+                 stdout = TRUE) # 100000, not "1e+05"
   status <- attr(out, "status")
   if (!is.null(status) && status != 0) stop("bench_pca failed with status ", status)
   res <- list()
