@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_args.h"
 #include "commands.h"
 
 /* In pieces: C11 compilers need only take string literals of 4095 characters. */
@@ -104,34 +105,8 @@ void pca_help(FILE *f) {
   for (size_t i = 0; i < sizeof HELP / sizeof HELP[0]; i++) fputs(HELP[i], f);
 }
 
-static int usage(const char *fmt, ...) {
-  va_list ap;
-  fputs("gstat pca: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputs("\nTry 'gstat pca --help' for more information.\n", stderr);
-  return CLI_EXIT_USAGE;
-}
-
-static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (*s == '\0' || *end != '\0' || errno || v < lo || v > hi) return -1;
-  *out = v;
-  return 0;
-}
-
-static int parse_u64(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  if (*s < '0' || *s > '9') return -1; /* strtoull would accept "-1" */
-  unsigned long long v = strtoull(s, &end, 10);
-  if (*end != '\0' || errno) return -1;
-  *out = v;
-  return 0;
-}
+/* usage errors name this subcommand */
+#define usage(...) cli_usage("pca", __VA_ARGS__)
 
 static int parse_size(const char *s, int64_t *out) {
   char *end;
@@ -214,38 +189,7 @@ static const opt_spec OPTS[] = {
 #define N_OPTS (sizeof OPTS / sizeof OPTS[0])
 
 static int set_delimiter(pca_args *a, const char *v) {
-  static const struct {
-    const char *name;
-    char c;
-  } named[] = {{"tab", '\t'}, {"\\t", '\t'}, {"comma", ','}, {"semicolon", ';'}, {"space", ' '}};
-  for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
-    if (strcmp(v, named[i].name) == 0) {
-      a->delimiter = named[i].c;
-      return 0;
-    }
-  }
-  /* one printable ASCII character that cannot be part of a number or a quote */
-  if (strlen(v) != 1 || v[0] < 0x20 || v[0] > 0x7E || strchr("\"0123456789.+-eE", v[0])) {
-    return usage(
-        "--delimiter: '%s' is not a usable delimiter (one character such as ',' or ';', "
-        "or tab, comma, semicolon, space)",
-        v);
-  }
-  a->delimiter = v[0];
-  return 0;
-}
-
-static int pick(const char *opt, const char *v, const char *const *names, int n, int *out) {
-  for (int i = 0; i < n; i++) {
-    if (strcmp(v, names[i]) == 0) {
-      *out = i;
-      return 0;
-    }
-  }
-  fprintf(stderr, "gstat pca: %s: '%s' is not one of", opt, v);
-  for (int i = 0; i < n; i++) fprintf(stderr, " %s%s", names[i], i + 1 < n ? "," : "");
-  fputs("\nTry 'gstat pca --help' for more information.\n", stderr);
-  return CLI_EXIT_USAGE;
+  return cli_delimiter("pca", v, &a->delimiter);
 }
 
 static int apply(pca_args *a, const opt_spec *o, const char *v, const char *shown) {
@@ -260,11 +204,11 @@ static int apply(pca_args *a, const opt_spec *o, const char *v, const char *show
     case O_HEADER: a->header = CSV_HEADER_YES; break;
     case O_NO_HEADER: a->header = CSV_HEADER_NO; break;
     case O_MISSING:
-      if (pick(shown, v, missing, 2, &idx)) return CLI_EXIT_USAGE;
+      if (cli_pick("pca", shown, v, missing, 2, &idx)) return CLI_EXIT_USAGE;
       a->missing_error = idx == 1;
       break;
     case O_K:
-      if (parse_i64(v, 1, INT64_MAX, &a->k)) {
+      if (cli_parse_i64(v, 1, INT64_MAX, &a->k)) {
         return usage("%s: '%s' is not a positive whole number", shown, v);
       }
       break;
@@ -283,23 +227,23 @@ static int apply(pca_args *a, const opt_spec *o, const char *v, const char *show
     case O_NO_SCALE: a->scale = 0; break;
     case O_WHITEN: a->whiten = 1; break;
     case O_METHOD:
-      if (pick(shown, v, methods, 4, &idx)) return CLI_EXIT_USAGE;
+      if (cli_pick("pca", shown, v, methods, 4, &idx)) return CLI_EXIT_USAGE;
       a->method = idx == 0   ? GSTAT_PCA_AUTO
                   : idx == 1 ? GSTAT_PCA_COVARIANCE_EIGH
                   : idx == 2 ? GSTAT_PCA_GRAM_EIGH
                              : GSTAT_PCA_RANDOMIZED;
       break;
     case O_SEED:
-      if (parse_u64(v, &a->seed)) return usage("%s: '%s' is not a whole number >= 0", shown, v);
+      if (cli_parse_u64(v, &a->seed)) return usage("%s: '%s' is not a whole number >= 0", shown, v);
       break;
     case O_BACKEND:
-      if (pick(shown, v, backends, 3, &idx)) return CLI_EXIT_USAGE;
+      if (cli_pick("pca", shown, v, backends, 3, &idx)) return CLI_EXIT_USAGE;
       a->backend = idx == 0   ? GSTAT_BACKEND_AUTO
                    : idx == 1 ? GSTAT_BACKEND_CPU
                               : GSTAT_BACKEND_CUDA;
       break;
     case O_THREADS:
-      if (parse_i64(v, 0, 4096, &i64)) {
+      if (cli_parse_i64(v, 0, 4096, &i64)) {
         return usage("%s: '%s' is not a thread count from 0 to 4096", shown, v);
       }
       a->threads = (int)i64;
@@ -310,7 +254,7 @@ static int apply(pca_args *a, const opt_spec *o, const char *v, const char *show
       }
       break;
     case O_CHUNK_ROWS:
-      if (parse_i64(v, 1, INT64_C(1) << 40, &a->chunk_rows)) {
+      if (cli_parse_i64(v, 1, INT64_C(1) << 40, &a->chunk_rows)) {
         return usage("%s: '%s' is not a positive whole number", shown, v);
       }
       break;
@@ -318,7 +262,7 @@ static int apply(pca_args *a, const opt_spec *o, const char *v, const char *show
     case O_COMPONENTS: {
       /* -k/--n-components is the count: a bare number here is almost surely that mistake */
       int64_t dummy;
-      if (parse_i64(v, 0, INT64_MAX, &dummy) == 0) {
+      if (cli_parse_i64(v, 0, INT64_MAX, &dummy) == 0) {
         return usage(
             "--components takes an output FILE; for the number of components use "
             "-k %s (write ./%s for a file of that name)",
@@ -329,7 +273,7 @@ static int apply(pca_args *a, const opt_spec *o, const char *v, const char *show
     }
     case O_SCORES: a->scores = v; break;
     case O_FORMAT:
-      if (pick(shown, v, formats, 2, &idx)) return CLI_EXIT_USAGE;
+      if (cli_pick("pca", shown, v, formats, 2, &idx)) return CLI_EXIT_USAGE;
       a->format = idx == 0 ? OUT_CSV : OUT_JSON;
       break;
     case O_PLOT: a->plot = v; break;
@@ -337,10 +281,6 @@ static int apply(pca_args *a, const opt_spec *o, const char *v, const char *show
     case O_HELP: a->help = 1; break;
   }
   return 0;
-}
-
-static int is_stdout(const char *path) {
-  return path && strcmp(path, "-") == 0;
 }
 
 int pca_parse_args(int argc, char **argv, pca_args *a) {
@@ -399,11 +339,11 @@ int pca_parse_args(int argc, char **argv, pca_args *a) {
   if (a->method == GSTAT_PCA_RANDOMIZED && a->k == 0) {
     return usage("--method randomized needs -k (the number of components)");
   }
-  if (is_stdout(a->components) + is_stdout(a->scores) + is_stdout(a->plot) > 1) {
+  if (cli_is_stdout(a->components) + cli_is_stdout(a->scores) + cli_is_stdout(a->plot) > 1) {
     return usage("only one of --components, --scores and --plot can write to standard output");
   }
-  if (is_stdout(a->output) &&
-      (is_stdout(a->components) || is_stdout(a->scores) || is_stdout(a->plot))) {
+  if (cli_is_stdout(a->output) &&
+      (cli_is_stdout(a->components) || cli_is_stdout(a->scores) || cli_is_stdout(a->plot))) {
     return usage("-o - and another output both write to standard output");
   }
   return 0;

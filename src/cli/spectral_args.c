@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_args.h"
 #include "commands.h"
 
 /* In pieces: C11 compilers need only take string literals of 4095 characters. */
@@ -100,43 +101,8 @@ void spectral_help(FILE *f) {
   for (size_t i = 0; i < sizeof HELP / sizeof HELP[0]; i++) fputs(HELP[i], f);
 }
 
-static int usage(const char *fmt, ...) {
-  va_list ap;
-  fputs("gstat spectral: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputs("\nTry 'gstat spectral --help' for more information.\n", stderr);
-  return CLI_EXIT_USAGE;
-}
-
-static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (*s == '\0' || *end != '\0' || errno || v < lo || v > hi) return -1;
-  *out = v;
-  return 0;
-}
-
-static int parse_u64(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  if (*s < '0' || *s > '9') return -1; /* strtoull would accept "-1" */
-  unsigned long long v = strtoull(s, &end, 10);
-  if (*end != '\0' || errno) return -1;
-  *out = v;
-  return 0;
-}
-
-static int parse_pos(const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (*s == '\0' || *end != '\0' || errno || !(v > 0) || !isfinite(v)) return -1;
-  *out = v;
-  return 0;
-}
+/* usage errors name this subcommand */
+#define usage(...) cli_usage("spectral", __VA_ARGS__)
 
 enum opt_id {
   O_POINTS,
@@ -208,37 +174,8 @@ static const opt_spec OPTS[] = {
 };
 #define N_OPTS (sizeof OPTS / sizeof OPTS[0])
 
-static int pick(const char *opt, const char *v, const char *const *names, int n, int *out) {
-  for (int i = 0; i < n; i++) {
-    if (strcmp(v, names[i]) == 0) {
-      *out = i;
-      return 0;
-    }
-  }
-  fprintf(stderr, "gstat spectral: %s: '%s' is not one of", opt, v);
-  for (int i = 0; i < n; i++) fprintf(stderr, " %s%s", names[i], i + 1 < n ? "," : "");
-  fputs("\nTry 'gstat spectral --help' for more information.\n", stderr);
-  return CLI_EXIT_USAGE;
-}
-
 static int set_delimiter(spectral_args *a, const char *v) {
-  static const struct {
-    const char *name;
-    char c;
-  } named[] = {{"tab", '\t'}, {"\\t", '\t'}, {"comma", ','}, {"semicolon", ';'}, {"space", ' '}};
-  for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
-    if (strcmp(v, named[i].name) == 0) {
-      a->delimiter = named[i].c;
-      return 0;
-    }
-  }
-  if (strlen(v) != 1 || v[0] < 0x20 || v[0] > 0x7E || strchr("\"0123456789.+-eE", v[0]))
-    return usage(
-        "--delimiter: '%s' is not a usable delimiter (one character such as ',' or ';', "
-        "or tab, comma, semicolon, space)",
-        v);
-  a->delimiter = v[0];
-  return 0;
+  return cli_delimiter("spectral", v, &a->delimiter);
 }
 
 static int apply(spectral_args *a, const opt_spec *o, const char *v, const char *shown) {
@@ -261,73 +198,73 @@ static int apply(spectral_args *a, const opt_spec *o, const char *v, const char 
       a->kind = IN_BATCH;
       break;
     case O_NODE_IDS:
-      if (pick(shown, v, ids, 2, &idx)) return CLI_EXIT_USAGE;
+      if (cli_pick("spectral", shown, v, ids, 2, &idx)) return CLI_EXIT_USAGE;
       a->ids = idx == 0 ? EDGE_IDS_INT : EDGE_IDS_LABEL;
       break;
     case O_NODES:
-      if (parse_i64(v, 1, EDGE_MAX_ID + 1, &a->nodes))
+      if (cli_parse_i64(v, 1, EDGE_MAX_ID + 1, &a->nodes))
         return usage("%s: '%s' is not a node count from 1 to %lld", shown, v,
                      (long long)EDGE_MAX_ID + 1);
       break;
     case O_HEADER: a->header = 1; break;
     case O_DELIM: return set_delimiter(a, v);
     case O_SYM:
-      if (pick(shown, v, syms, 4, &idx)) return CLI_EXIT_USAGE;
+      if (cli_pick("spectral", shown, v, syms, 4, &idx)) return CLI_EXIT_USAGE;
       a->symmetrize = idx; /* the order of gstat_symmetrize */
       break;
     case O_AFFINITY:
-      if (pick(shown, v, affs, 4, &idx)) return CLI_EXIT_USAGE;
+      if (cli_pick("spectral", shown, v, affs, 4, &idx)) return CLI_EXIT_USAGE;
       a->affinity = (gstat_affinity_kind)idx;
       break;
     case O_GAMMA:
-      if (parse_pos(v, &a->gamma)) return usage("%s: '%s' is not a number > 0", shown, v);
+      if (cli_parse_positive(v, &a->gamma)) return usage("%s: '%s' is not a number > 0", shown, v);
       a->gamma_set = 1;
       break;
     case O_NEIGHBORS:
-      if (parse_i64(v, 1, INT64_C(1) << 31, &a->neighbors))
+      if (cli_parse_i64(v, 1, INT64_C(1) << 31, &a->neighbors))
         return usage("%s: '%s' is not a positive whole number", shown, v);
       a->neighbors_set = 1;
       break;
     case O_EPS:
-      if (parse_pos(v, &a->eps)) return usage("%s: '%s' is not a number > 0", shown, v);
+      if (cli_parse_positive(v, &a->eps)) return usage("%s: '%s' is not a number > 0", shown, v);
       a->eps_set = 1;
       break;
     case O_K:
-      if (parse_i64(v, 1, INT64_MAX, &a->k))
+      if (cli_parse_i64(v, 1, INT64_MAX, &a->k))
         return usage("%s: '%s' is not a positive whole number", shown, v);
       break;
     case O_EIGENGAP: a->eigengap = 1; break;
     case O_MAX_CLUSTERS:
-      if (parse_i64(v, 1, INT64_C(1) << 31, &a->max_clusters))
+      if (cli_parse_i64(v, 1, INT64_C(1) << 31, &a->max_clusters))
         return usage("%s: '%s' is not a positive whole number", shown, v);
       break;
     case O_LAPLACIAN:
-      if (pick(shown, v, laps, 3, &idx)) return CLI_EXIT_USAGE;
+      if (cli_pick("spectral", shown, v, laps, 3, &idx)) return CLI_EXIT_USAGE;
       a->laplacian = idx == 0   ? GSTAT_LAPLACIAN_UNNORMALIZED
                      : idx == 1 ? GSTAT_LAPLACIAN_SYMMETRIC
                                 : GSTAT_LAPLACIAN_RANDOM_WALK;
       break;
     case O_ASSIGN:
-      if (pick(shown, v, assigns, 2, &idx)) return CLI_EXIT_USAGE;
+      if (cli_pick("spectral", shown, v, assigns, 2, &idx)) return CLI_EXIT_USAGE;
       a->assign = idx == 0 ? GSTAT_ASSIGN_KMEANS : GSTAT_ASSIGN_CLUSTER_QR;
       break;
     case O_N_INIT:
-      if (parse_i64(v, 1, 100000, &a->n_init))
+      if (cli_parse_i64(v, 1, 100000, &a->n_init))
         return usage("%s: '%s' is not a whole number from 1 to 100000", shown, v);
       break;
     case O_SEED:
-      if (parse_u64(v, &a->seed)) return usage("%s: '%s' is not a whole number >= 0", shown, v);
+      if (cli_parse_u64(v, &a->seed)) return usage("%s: '%s' is not a whole number >= 0", shown, v);
       break;
     case O_NORMALIZE: a->normalize_rows = 1; break;
     case O_DROP_FIRST: a->drop_first = 1; break;
     case O_BACKEND:
-      if (pick(shown, v, backends, 3, &idx)) return CLI_EXIT_USAGE;
+      if (cli_pick("spectral", shown, v, backends, 3, &idx)) return CLI_EXIT_USAGE;
       a->backend = idx == 0   ? GSTAT_BACKEND_AUTO
                    : idx == 1 ? GSTAT_BACKEND_CPU
                               : GSTAT_BACKEND_CUDA;
       break;
     case O_THREADS:
-      if (parse_i64(v, 0, 4096, &i64))
+      if (cli_parse_i64(v, 0, 4096, &i64))
         return usage("%s: '%s' is not a thread count from 0 to 4096", shown, v);
       a->threads = (int)i64;
       break;
@@ -335,17 +272,13 @@ static int apply(spectral_args *a, const opt_spec *o, const char *v, const char 
     case O_EMBEDDING: a->embedding = v; break;
     case O_EIGENVALUES: a->eigenvalues = v; break;
     case O_FORMAT:
-      if (pick(shown, v, formats, 2, &idx)) return CLI_EXIT_USAGE;
+      if (cli_pick("spectral", shown, v, formats, 2, &idx)) return CLI_EXIT_USAGE;
       a->format = idx == 0 ? OUT_CSV : OUT_JSON;
       break;
     case O_VERBOSE: a->verbose = 1; break;
     case O_HELP: a->help = 1; break;
   }
   return 0;
-}
-
-static int is_stdout(const char *path) {
-  return path && strcmp(path, "-") == 0;
 }
 
 /* Checks of option combinations after everything is parsed. */
@@ -378,9 +311,9 @@ static int check(spectral_args *a) {
   }
   if (a->kind == IN_BATCH && a->embedding)
     return usage("--embedding is for a single graph, not --batch");
-  if (is_stdout(a->embedding) + is_stdout(a->eigenvalues) > 1 ||
-      ((is_stdout(a->embedding) || is_stdout(a->eigenvalues)) &&
-       (!a->output || is_stdout(a->output))))
+  if (cli_is_stdout(a->embedding) + cli_is_stdout(a->eigenvalues) > 1 ||
+      ((cli_is_stdout(a->embedding) || cli_is_stdout(a->eigenvalues)) &&
+       (!a->output || cli_is_stdout(a->output))))
     return usage("only one output can go to standard output (the labels unless -o names a file)");
   return 0;
 }
