@@ -24,6 +24,16 @@ int cli_usage(const char *cmd, const char *fmt, ...) {
   return CLI_EXIT_USAGE;
 }
 
+int cli_fail(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "gstat %s: ", cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  return CLI_EXIT_FAILURE;
+}
+
 int cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
   char *end;
   errno = 0;

@@ -8,6 +8,10 @@
 /* A usage error of subcommand `cmd` (printf-style message). */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A run-time failure of subcommand `cmd` (bad data, I/O): prints
+ * "gstat CMD: message" and returns CLI_EXIT_FAILURE. */
+int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Whole-string numbers: 0 on success, -1 when s is not one (no message). */
 int cli_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
 int cli_parse_u64(const char *s, uint64_t *out);

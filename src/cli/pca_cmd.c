@@ -13,7 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_args.h"
 #include "commands.h"
+#include "out_files.h"
 #include "csv_reader.h"
 #include "gstat/core.h"
 #include "gstat/covariance.h"
@@ -25,7 +27,6 @@
 
 #define PLOT_POINTS 5000
 #define CHUNK_BYTES ((int64_t)4 << 20)
-#define MAX_OUTPUTS 4
 
 typedef struct job {
   const pca_args *a;
@@ -57,22 +58,13 @@ typedef struct job {
   int64_t n_pts, pts_cap, stride, kept_seen;
   /* per-column range of the fitted rows: names a constant column for --scale */
   double *col_min, *col_max;
-  /* output files created, removed again on failure */
-  const char *created[MAX_OUTPUTS];
-  int n_created;
+  cli_outputs out; /* output files created, removed again on failure */
   progress pr;
   char label[96];
 } job;
 
-static int fail(const char *fmt, ...) {
-  va_list ap;
-  fputs("gstat pca: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  return CLI_EXIT_FAILURE;
-}
+/* failures name this subcommand */
+#define fail(...) cli_fail("pca", __VA_ARGS__)
 
 /* The library's message names the function; `what` is only needed without one. */
 static int lib_fail(job *j, const char *what, gstat_status st) {
@@ -97,41 +89,6 @@ static const char *method_name(gstat_pca_method m) {
 }
 
 /* ---- output files ---------------------------------------------------------------------- */
-
-static int same_file_as_input(const job *j, const char *path) {
-  struct stat st;
-  return !j->is_stdin && stat(path, &st) == 0 && st.st_dev == j->st.st_dev &&
-         st.st_ino == j->st.st_ino;
-}
-
-static FILE *open_output(job *j, const char *path, const char *what) {
-  if (strcmp(path, "-") == 0) return stdout;
-  struct stat st;
-  /* only a file this run creates may be removed after a failure: never an
-   * existing file, let alone a device such as /dev/full */
-  int is_new = stat(path, &st) != 0 && errno == ENOENT;
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    fail("cannot write the %s to %s: %s", what, path, strerror(errno));
-    return NULL;
-  }
-  if (is_new && j->n_created < MAX_OUTPUTS) j->created[j->n_created++] = path;
-  return f;
-}
-
-static int close_output(FILE *f, const char *path, const char *what, int wrote_ok) {
-  int bad = !wrote_ok || ferror(f);
-  int err = errno;
-  if (f == stdout)
-    bad |= fflush(f) != 0;
-  else
-    bad |= fclose(f) != 0;
-  if (bad) {
-    return fail("cannot write the %s to %s: %s", what, strcmp(path, "-") ? path : "stdout",
-                strerror(err ? err : errno));
-  }
-  return 0;
-}
 
 /* ---- pass 1: read the rows ------------------------------------------------------------ */
 
@@ -420,7 +377,7 @@ static int write_scores_and_sample(job *j) {
   if (j->res->n_components == 0) return 0;
   if (a->plot && alloc_plot_sample(j)) return CLI_EXIT_FAILURE;
   if (a->scores) {
-    f = open_output(j, a->scores, "scores");
+    f = cli_open_output(&j->out, a->scores, "scores");
     if (!f) return CLI_EXIT_FAILURE;
     rc = out_scores_begin(&w, f, a->format == OUT_JSON ? OUT_JSON : OUT_CSV, j->res->n_components);
   }
@@ -441,14 +398,14 @@ static int write_scores_and_sample(job *j) {
   }
   if (f) {
     if (rc == 0) rc = out_scores_end(&w);
-    return close_output(f, a->scores, "scores", rc == 0);
+    return cli_close_output(&j->out, f, a->scores, "scores", rc == 0);
   }
   return 0;
 }
 
 static int write_plot(job *j) {
   const pca_args *a = j->a;
-  FILE *f = open_output(j, a->plot, "plot");
+  FILE *f = cli_open_output(&j->out, a->plot, "plot");
   if (!f) return CLI_EXIT_FAILURE;
   int64_t k = j->res->n_components;
   svg_pca_plot d = {j->name,
@@ -466,7 +423,7 @@ static int write_plot(job *j) {
             "PC1 scores instead of a PC1/PC2 scatter\n",
             (long long)k);
   }
-  return close_output(f, a->plot, "plot", svg_write_pca_plot(f, &d) == 0);
+  return cli_close_output(&j->out, f, a->plot, "plot", svg_write_pca_plot(f, &d) == 0);
 }
 
 static int write_results(job *j) {
@@ -474,10 +431,10 @@ static int write_results(job *j) {
   const char *const *names = csv_column_names(j->rd);
   int rc;
   if (a->components) {
-    FILE *f = open_output(j, a->components, "components");
+    FILE *f = cli_open_output(&j->out, a->components, "components");
     if (!f) return CLI_EXIT_FAILURE;
     rc = out_write_components(f, a->format == OUT_JSON ? OUT_JSON : OUT_CSV, j->res, names);
-    if (close_output(f, a->components, "components", rc == 0)) return CLI_EXIT_FAILURE;
+    if (cli_close_output(&j->out, f, a->components, "components", rc == 0)) return CLI_EXIT_FAILURE;
   }
   if ((a->scores || a->plot) && (rc = write_scores_and_sample(j))) return rc;
   if (a->plot && write_plot(j)) return CLI_EXIT_FAILURE;
@@ -492,10 +449,10 @@ static int write_results(job *j) {
                      j->rows_read, j->rows_dropped, method_name(j->res->method),
                      j->backend,   j->streamed,     a->center,
                      a->scale,     a->whiten};
-    FILE *f = open_output(j, sum, "summary");
+    FILE *f = cli_open_output(&j->out, sum, "summary");
     if (!f) return CLI_EXIT_FAILURE;
     rc = out_write_summary(f, a->format, &s);
-    if (close_output(f, sum, "summary", rc == 0)) return CLI_EXIT_FAILURE;
+    if (cli_close_output(&j->out, f, sum, "summary", rc == 0)) return CLI_EXIT_FAILURE;
   }
   return 0;
 }
@@ -536,7 +493,7 @@ static int open_input(job *j) {
     }
     const char *outs[4] = {a->output, a->components, a->scores, a->plot};
     for (int i = 0; i < 4; i++) {
-      if (outs[i] && strcmp(outs[i], "-") && same_file_as_input(j, outs[i])) {
+      if (outs[i] && strcmp(outs[i], "-") && cli_same_file(j->is_stdin ? NULL : &j->st, outs[i])) {
         fprintf(stderr, "gstat pca: %s would overwrite the input file\n", outs[i]);
         return CLI_EXIT_USAGE;
       }
@@ -577,7 +534,7 @@ static int create_context(job *j) {
 
 static void job_free(job *j, int failed) {
   if (failed) {
-    for (int i = 0; i < j->n_created; i++) remove(j->created[i]); /* no half-written files */
+    cli_remove_created(&j->out); /* no half-written files */
   }
   csv_close(j->rd);
   if (j->in && j->in != stdin) fclose(j->in);
@@ -600,6 +557,7 @@ int pca_main(int argc, char **argv) {
   pca_args a;
   job j;
   memset(&j, 0, sizeof j);
+  j.out.cmd = "pca";
   int rc = pca_parse_args(argc, argv, &a);
   if (rc) return rc;
   if (a.help) {

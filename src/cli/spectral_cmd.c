@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cli_args.h"
 #include "commands.h"
+#include "out_files.h"
 #include "csv_reader.h"
 #include "edge_reader.h"
 #include "gstat/core.h"
@@ -22,7 +24,6 @@
 #include "output.h"
 #include "spectral_args.h"
 
-#define MAX_OUTPUTS 3
 /* RBF builds a dense n x n matrix: refuse what cannot sensibly fit. */
 #define RBF_MAX_BYTES ((double)((int64_t)4 << 30))
 
@@ -48,19 +49,11 @@ typedef struct job {
   int64_t *labels;
   gstat_spectral_result *res;
   gstat_spectral_batch_result *bres;
-  const char *created[MAX_OUTPUTS];
-  int n_created;
+  cli_outputs out;
 } job;
 
-static int fail(const char *fmt, ...) {
-  va_list ap;
-  fputs("gstat spectral: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  return CLI_EXIT_FAILURE;
-}
+/* failures name this subcommand */
+#define fail(...) cli_fail("spectral", __VA_ARGS__)
 
 static double seconds(void) {
   struct timespec ts;
@@ -99,38 +92,6 @@ static int lib_fail(job *j, const char *what, gstat_status st) {
 }
 
 /* ---- output files (removed again after a failure) ------------------------------------ */
-
-static int same_file_as_input(const job *j, const char *path) {
-  struct stat st;
-  return !j->is_stdin && stat(path, &st) == 0 && st.st_dev == j->st.st_dev &&
-         st.st_ino == j->st.st_ino;
-}
-
-static FILE *open_output(job *j, const char *path, const char *what) {
-  if (strcmp(path, "-") == 0) return stdout;
-  struct stat st;
-  int is_new = stat(path, &st) != 0 && errno == ENOENT;
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    fail("cannot write the %s to %s: %s", what, path, strerror(errno));
-    return NULL;
-  }
-  if (is_new && j->n_created < MAX_OUTPUTS) j->created[j->n_created++] = path;
-  return f;
-}
-
-static int close_output(FILE *f, const char *path, const char *what, int wrote_ok) {
-  int bad = !wrote_ok || ferror(f);
-  int err = errno;
-  if (f == stdout)
-    bad |= fflush(f) != 0;
-  else
-    bad |= fclose(f) != 0;
-  if (bad)
-    return fail("cannot write the %s to %s: %s", what, strcmp(path, "-") ? path : "stdout",
-                strerror(err ? err : errno));
-  return 0;
-}
 
 /* ---- inputs ------------------------------------------------------------------------------ */
 
@@ -477,9 +438,9 @@ static int write_eigenvalues(job *j, FILE *f) {
 }
 
 static int write_one(job *j, const char *path, const char *what, int (*fn)(job *, FILE *)) {
-  FILE *f = open_output(j, path, what);
+  FILE *f = cli_open_output(&j->out, path, what);
   if (!f) return CLI_EXIT_FAILURE;
-  return close_output(f, path, what, fn(j, f) == 0);
+  return cli_close_output(&j->out, f, path, what, fn(j, f) == 0);
 }
 
 static int write_results(job *j) {
@@ -507,7 +468,7 @@ static int open_input(job *j) {
     return fail("cannot open %s: %s", a->input, strerror(errno));
   const char *outs[3] = {a->output, a->embedding, a->eigenvalues};
   for (int i = 0; i < 3; i++) {
-    if (outs[i] && strcmp(outs[i], "-") && same_file_as_input(j, outs[i])) {
+    if (outs[i] && strcmp(outs[i], "-") && cli_same_file(j->is_stdin ? NULL : &j->st, outs[i])) {
       fprintf(stderr, "gstat spectral: %s would overwrite the input file\n", outs[i]);
       return CLI_EXIT_USAGE;
     }
@@ -572,8 +533,7 @@ static void report(const job *j, double t_read, double t_fit) {
 }
 
 static void job_free(job *j, int failed) {
-  if (failed)
-    for (int i = 0; i < j->n_created; i++) remove(j->created[i]); /* no half-written files */
+  if (failed) cli_remove_created(&j->out); /* no half-written files */
   if (j->in && j->in != stdin) fclose(j->in);
   for (int64_t g = 0; j->csr && g < (j->a->kind == IN_POINTS ? 1 : j->es.count); g++)
     gstat_csr_free(j->csr[g]);
@@ -592,6 +552,7 @@ int spectral_main(int argc, char **argv) {
   spectral_args a;
   job j;
   memset(&j, 0, sizeof j);
+  j.out.cmd = "spectral";
   int rc = spectral_parse_args(argc, argv, &a);
   if (rc) return rc;
   if (a.help) {
