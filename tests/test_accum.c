@@ -563,31 +563,17 @@ static void test_unchecked_inf(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
-typedef struct {
-  int allocs, frees;
-} counter;
 
-static void *count_alloc(size_t size, size_t align, void *user) {
-  ((counter *)user)->allocs++;
-  return aligned_alloc(align, (size + align - 1) / align * align);
-}
 
-static void count_free(void *p, size_t size, void *user) {
-  (void)size;
-  ((counter *)user)->frees++;
-  free(p);
-}
 
 /* Adding chunks of one size, merging and reading out allocate nothing from
  * the context after the first round (the accumulator itself uses malloc). */
 static void test_workspace_reuse(void **state) {
   (void)state;
-  counter cnt = {0, 0};
+  tu_alloc_counter cnt = {0};
   gstat_ctx_options co;
   gstat_ctx_options_init(&co);
-  co.allocator.alloc = count_alloc;
-  co.allocator.free = count_free;
-  co.allocator.user = &cnt;
+  co.allocator = tu_counting_allocator(&cnt);
   gstat_ctx *ctx;
   assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
   tu_rng rng = tu_rng_new();
@@ -596,7 +582,7 @@ static void test_workspace_reuse(void **state) {
   gstat_cov_accum *a, *b;
   assert_int_equal(gstat_cov_accum_create(ctx, 5, GSTAT_MISSING_COMPLETE, &a), GSTAT_OK);
   assert_int_equal(gstat_cov_accum_create(ctx, 5, GSTAT_MISSING_COMPLETE, &b), GSTAT_OK);
-  int before = 0;
+  int64_t before = 0;
   for (int rep = 0; rep < 8; rep++) {
     gstat_matrix X = rows_of(v, 5, rep * 8, rep * 8 + 8);
     assert_int_equal(gstat_cov_accum_add(ctx, rep % 2 ? a : b, &X, NULL), GSTAT_OK);

@@ -1051,33 +1051,15 @@ static void test_bad_input(void **state) {
 
 /* ---- workspace reuse: a loop of same-shape calls allocates nothing ---- */
 
-typedef struct {
-  int allocs, frees;
-  size_t live;
-} counter;
 
-static void *count_alloc(size_t size, size_t align, void *user) {
-  counter *c = user;
-  c->allocs++;
-  c->live += size;
-  return aligned_alloc(align, (size + align - 1) / align * align);
-}
 
-static void count_free(void *p, size_t size, void *user) {
-  counter *c = user;
-  c->frees++;
-  c->live -= size;
-  free(p);
-}
 
 static void test_workspace_reuse(void **state) {
   (void)state;
-  counter cnt = {0, 0, 0};
+  tu_alloc_counter cnt = {0};
   gstat_ctx_options co;
   gstat_ctx_options_init(&co);
-  co.allocator.alloc = count_alloc;
-  co.allocator.free = count_free;
-  co.allocator.user = &cnt;
+  co.allocator = tu_counting_allocator(&cnt);
   gstat_ctx *ctx;
   assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
   tu_rng rng = tu_rng_new();
@@ -1097,7 +1079,7 @@ static void test_workspace_reuse(void **state) {
   X0.rows = 7; /* rows without the NaN, for the shrinkage and the distances */
   gstat_matrix C0 = C, D0 = gstat_vector_batch(d, GSTAT_F64, 1, 7), S0 = S;
   C0.batch = S0.batch = 1;
-  int before = 0;
+  int64_t before = 0;
   for (int rep = 0; rep < 4; rep++) {
     for (int mode = 0; mode < 3; mode++) {
       gstat_cov_options o;

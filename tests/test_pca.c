@@ -410,26 +410,14 @@ static void test_randomized(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
-static int64_t allocations;
-static void *count_alloc(size_t size, size_t align, void *user) {
-  (void)user;
-  allocations++;
-  return aligned_alloc(align, (size + align - 1) / align * align);
-}
-static void count_free(void *ptr, size_t size, void *user) {
-  (void)size;
-  (void)user;
-  free(ptr);
-}
-
 /* A loop of same-shape fits reusing the result allocates nothing. */
 static void test_reuse_allocates_nothing(void **state) {
   (void)state;
   gstat_ctx_options co;
   gstat_ctx_options_init(&co);
   co.backend = GSTAT_BACKEND_CPU;
-  co.allocator.alloc = count_alloc;
-  co.allocator.free = count_free;
+  tu_alloc_counter cnt = {0};
+  co.allocator = tu_counting_allocator(&cnt);
   gstat_ctx *ctx;
   assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
   tu_rng rng = tu_rng_new();
@@ -445,12 +433,12 @@ static void test_reuse_allocates_nothing(void **state) {
     gstat_pca_result *first = res;
     double *block = res->components;
     assert_int_equal(gstat_pca_transform(ctx, res, &X, &Z), GSTAT_OK);
-    int64_t before = allocations;
+    int64_t before = cnt.allocs;
     for (int rep = 0; rep < 3; rep++) {
       assert_int_equal(gstat_pca(ctx, &X, &o, &res), GSTAT_OK);
       assert_int_equal(gstat_pca_transform(ctx, res, &X, &Z), GSTAT_OK);
     }
-    assert_int_equal(allocations, before);
+    assert_int_equal(cnt.allocs, before);
     assert_ptr_equal(res, first);
     assert_ptr_equal(res->components, block);
     gstat_pca_result_free(res);

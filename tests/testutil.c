@@ -43,7 +43,9 @@ static uint64_t next(tu_rng *r) {
   return z ^ (z >> 31);
 }
 
-double tu_uniform(tu_rng *r) { return (double)(next(r) >> 11) * 0x1.0p-53; }
+double tu_uniform(tu_rng *r) {
+  return (double)(next(r) >> 11) * 0x1.0p-53;
+}
 
 double tu_normal(tu_rng *r) {
   double u = tu_uniform(r), v = tu_uniform(r);
@@ -53,8 +55,8 @@ double tu_normal(tu_rng *r) {
 /* ---- matrix families ---- */
 
 const char *tu_family_name(tu_family f) {
-  static const char *names[] = {"zero", "identity", "even", "geometric", "clustered", "random",
-                                "near-overflow", "near-underflow"};
+  static const char *names[] = {"zero",      "identity", "even",          "geometric",
+                                "clustered", "random",   "near-overflow", "near-underflow"};
   return f < TU_FAMILY_COUNT ? names[f] : "?";
 }
 
@@ -88,33 +90,34 @@ void tu_symmetric(tu_rng *r, tu_family f, int64_t n, double ulp, bool f32, doubl
   double *d = malloc(sizeof(double) * (size_t)(n + 1));
   double sign;
   switch (f) {
-  case TU_ZERO: break;
-  case TU_IDENTITY:
-    for (int64_t i = 0; i < n; i++) a[i + i * n] = 1;
-    break;
-  case TU_EVEN:
-  case TU_GEOMETRIC:
-  case TU_CLUSTERED:
-    for (int64_t i = 0; i < n; i++) {
-      double t = n > 1 ? (double)i / (double)(n - 1) : 0;
-      sign = tu_uniform(r) < 0.5 ? -1 : 1;
-      if (f == TU_EVEN) d[i] = sign * (1 - t * (1 - ulp));
-      if (f == TU_GEOMETRIC) d[i] = sign * pow(ulp, t);
-      if (f == TU_CLUSTERED) d[i] = sign * (i == 0 ? 1 : ulp);
+    case TU_ZERO: break;
+    case TU_IDENTITY:
+      for (int64_t i = 0; i < n; i++) a[i + i * n] = 1;
+      break;
+    case TU_EVEN:
+    case TU_GEOMETRIC:
+    case TU_CLUSTERED:
+      for (int64_t i = 0; i < n; i++) {
+        double t = n > 1 ? (double)i / (double)(n - 1) : 0;
+        sign = tu_uniform(r) < 0.5 ? -1 : 1;
+        if (f == TU_EVEN) d[i] = sign * (1 - t * (1 - ulp));
+        if (f == TU_GEOMETRIC) d[i] = sign * pow(ulp, t);
+        if (f == TU_CLUSTERED) d[i] = sign * (i == 0 ? 1 : ulp);
+      }
+      rotate(r, n, d, a);
+      break;
+    case TU_RANDOM:
+    case TU_NEAR_OVERFLOW:
+    case TU_NEAR_UNDERFLOW: {
+      double scale = 1;
+      if (f == TU_NEAR_OVERFLOW) scale = 0.5 * sqrt(f32 ? (double)FLT_MAX : DBL_MAX);
+      if (f == TU_NEAR_UNDERFLOW) scale = 2 * sqrt(f32 ? (double)FLT_MIN : DBL_MIN);
+      for (int64_t j = 0; j < n; j++)
+        for (int64_t i = j; i < n; i++)
+          a[i + j * n] = a[j + i * n] = scale * (2 * tu_uniform(r) - 1);
+      break;
     }
-    rotate(r, n, d, a);
-    break;
-  case TU_RANDOM:
-  case TU_NEAR_OVERFLOW:
-  case TU_NEAR_UNDERFLOW: {
-    double scale = 1;
-    if (f == TU_NEAR_OVERFLOW) scale = 0.5 * sqrt(f32 ? (double)FLT_MAX : DBL_MAX);
-    if (f == TU_NEAR_UNDERFLOW) scale = 2 * sqrt(f32 ? (double)FLT_MIN : DBL_MIN);
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t i = j; i < n; i++) a[i + j * n] = a[j + i * n] = scale * (2 * tu_uniform(r) - 1);
-    break;
-  }
-  default: break;
+    default: break;
   }
   free(d);
 }
@@ -142,21 +145,21 @@ tu_buf tu_buf_new(gstat_dtype dtype, int64_t batch, int64_t rows, int64_t cols, 
   m->rows = rows;
   m->cols = cols;
   switch (layout) {
-  case TU_ROW_MAJOR:
-    m->row_stride = cols;
-    m->col_stride = 1;
-    m->batch_stride = rows * cols;
-    break;
-  case TU_COL_MAJOR:
-    m->row_stride = 1;
-    m->col_stride = rows;
-    m->batch_stride = rows * cols;
-    break;
-  default: /* gaps everywhere, no unit stride */
-    m->row_stride = 2;
-    m->col_stride = 2 * rows + 1;
-    m->batch_stride = m->col_stride * cols + 5;
-    break;
+    case TU_ROW_MAJOR:
+      m->row_stride = cols;
+      m->col_stride = 1;
+      m->batch_stride = rows * cols;
+      break;
+    case TU_COL_MAJOR:
+      m->row_stride = 1;
+      m->col_stride = rows;
+      m->batch_stride = rows * cols;
+      break;
+    default: /* gaps everywhere, no unit stride */
+      m->row_stride = 2;
+      m->col_stride = 2 * rows + 1;
+      m->batch_stride = m->col_stride * cols + 5;
+      break;
   }
   size_t es = gstat_dtype_size(dtype);
   size_t span = (size_t)(batch * m->batch_stride + 8) * es;
@@ -169,7 +172,8 @@ tu_buf tu_buf_new(gstat_dtype dtype, int64_t batch, int64_t rows, int64_t cols, 
   for (int64_t k = 0; k < batch; k++)
     for (int64_t i = 0; i < rows; i++)
       for (int64_t j = 0; j < cols; j++) {
-        size_t at = b.offset + (size_t)(k * m->batch_stride + i * m->row_stride + j * m->col_stride) * es;
+        size_t at =
+            b.offset + (size_t)(k * m->batch_stride + i * m->row_stride + j * m->col_stride) * es;
         memset(b.mask + at, 1, es);
       }
   return b;
@@ -189,9 +193,9 @@ static void *at(const gstat_matrix *m, int64_t b, int64_t i, int64_t j) {
 double tu_get(const gstat_matrix *m, int64_t b, int64_t i, int64_t j) {
   void *p = at(m, b, i, j);
   switch (m->dtype) {
-  case GSTAT_F32: return *(float *)p;
-  case GSTAT_F64: return *(double *)p;
-  case GSTAT_BF16: return gstat_bf16_to_f32(*(uint16_t *)p);
+    case GSTAT_F32: return *(float *)p;
+    case GSTAT_F64: return *(double *)p;
+    case GSTAT_BF16: return gstat_bf16_to_f32(*(uint16_t *)p);
   }
   return NAN;
 }
@@ -199,17 +203,17 @@ double tu_get(const gstat_matrix *m, int64_t b, int64_t i, int64_t j) {
 void tu_set(gstat_matrix *m, int64_t b, int64_t i, int64_t j, double v) {
   void *p = at(m, b, i, j);
   switch (m->dtype) {
-  case GSTAT_F32: *(float *)p = (float)v; break;
-  case GSTAT_F64: *(double *)p = v; break;
-  case GSTAT_BF16: *(uint16_t *)p = gstat_f32_to_bf16((float)v); break;
+    case GSTAT_F32: *(float *)p = (float)v; break;
+    case GSTAT_F64: *(double *)p = v; break;
+    case GSTAT_BF16: *(uint16_t *)p = gstat_f32_to_bf16((float)v); break;
   }
 }
 
 double tu_round(gstat_dtype dtype, double v) {
   switch (dtype) {
-  case GSTAT_F32: return (float)v;
-  case GSTAT_BF16: return gstat_bf16_to_f32(gstat_f32_to_bf16((float)v));
-  default: return v;
+    case GSTAT_F32: return (float)v;
+    case GSTAT_BF16: return gstat_bf16_to_f32(gstat_f32_to_bf16((float)v));
+    default: return v;
   }
 }
 
@@ -338,4 +342,24 @@ gstat_ctx *tu_ctx(gstat_backend backend) {
   opt.backend = backend;
   gstat_ctx *ctx = NULL;
   return gstat_ctx_create(&ctx, &opt) == GSTAT_OK ? ctx : NULL;
+}
+
+static void *counting_alloc(size_t size, size_t align, void *user) {
+  tu_alloc_counter *c = user;
+  if (align < 16 || (align & (align - 1)) != 0) c->bad_alignment++;
+  c->allocs++;
+  c->live += size;
+  return aligned_alloc(align, (size + align - 1) / align * align);
+}
+
+static void counting_free(void *p, size_t size, void *user) {
+  tu_alloc_counter *c = user;
+  c->frees++;
+  c->live -= size;
+  free(p);
+}
+
+gstat_allocator tu_counting_allocator(tu_alloc_counter *c) {
+  gstat_allocator a = {counting_alloc, counting_free, c};
+  return a;
 }

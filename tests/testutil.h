@@ -10,8 +10,10 @@
 #include "gstat/gstat.h"
 
 /* ---- random numbers (splitmix64; the suite seed is printed at start) ---- */
-typedef struct { uint64_t s; } tu_rng;
-tu_rng tu_rng_new(void); /* fresh stream from the suite seed and a counter */
+typedef struct {
+  uint64_t s;
+} tu_rng;
+tu_rng tu_rng_new(void);      /* fresh stream from the suite seed and a counter */
 double tu_uniform(tu_rng *r); /* [0, 1) */
 double tu_normal(tu_rng *r);
 
@@ -82,6 +84,14 @@ void tu_read(const gstat_matrix *m, int64_t b, double *out);
 /* A new context with the given backend and otherwise default options
  * (asserts success through the caller's test framework: returns NULL on failure). */
 gstat_ctx *tu_ctx(gstat_backend backend);
+
+/* ---- allocator hooks that count: opt.allocator = tu_counting_allocator(&c) ---- */
+typedef struct {
+  int64_t allocs, frees;
+  size_t live;       /* bytes allocated and not yet freed */
+  int bad_alignment; /* calls whose alignment was not a power of two >= 16 */
+} tu_alloc_counter;
+gstat_allocator tu_counting_allocator(tu_alloc_counter *c);
 
 /* Whether the quick mode (valgrind) is on: GSTAT_TEST_QUICK=1. */
 bool tu_quick(void);
