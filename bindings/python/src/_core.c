@@ -24,6 +24,8 @@
 
 #include <gstat/gstat.h>
 
+#include "convert.h"
+
 /* ---- DLPack ABI (the protocol's public C structs, v0.8 layout) ------------- */
 
 typedef struct {
@@ -937,14 +939,6 @@ done:
 
 /* ---- PCA ---------------------------------------------------------------------------------- */
 
-static PyObject *copy_f64(const double *src, int nd, npy_intp *dims) {
-  PyObject *a = PyArray_SimpleNew(nd, dims, NPY_FLOAT64);
-  if (!a) return NULL;
-  size_t n = (size_t)PyArray_SIZE((PyArrayObject *)a);
-  if (n && src) memcpy(PyArray_DATA((PyArrayObject *)a), src, n * sizeof(double));
-  return a;
-}
-
 /* pca_fit(X (n, p) or (b, n, p), n_components, variance_fraction, whiten, method,
  * oversamples, power_iterations, seed, compute_scores, backend, stream)
  * -> dict of float64 arrays (leading batch dimension kept) and counts. */
@@ -976,21 +970,7 @@ static PyObject *py_pca_fit(PyObject *self, PyObject *const *args, Py_ssize_t na
     raise_status(st, p);
     goto done;
   }
-  npy_intp b = (npy_intp)res->batch, k = (npy_intp)res->n_components,
-           pp = (npy_intp)res->n_features, n = (npy_intp)res->n_samples;
-  npy_intp d_kp[3] = {b, k, pp}, d_k[2] = {b, k}, d_p[2] = {b, pp}, d_b[1] = {b},
-           d_nk[3] = {b, n, k};
-  ret = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:L,s:L,s:L,s:i}", "components",
-                      copy_f64(res->components, 3, d_kp), "explained_variance",
-                      copy_f64(res->explained_variance, 2, d_k), "explained_variance_ratio",
-                      copy_f64(res->explained_variance_ratio, 2, d_k), "singular_values",
-                      copy_f64(res->singular_values, 2, d_k), "mean", copy_f64(res->mean, 2, d_p),
-                      "scale", copy_f64(res->scale, 2, d_p), "noise_variance",
-                      copy_f64(res->noise_variance, 1, d_b), "total_variance",
-                      copy_f64(res->total_variance, 1, d_b), "scores",
-                      res->scores ? copy_f64(res->scores, 3, d_nk) : (Py_INCREF(Py_None), Py_None),
-                      "n_components", (long long)k, "n_samples", (long long)n, "n_features",
-                      (long long)pp, "method", (int)res->method);
+  ret = pca_result_dict(res);
 done:
   gstat_pca_result_free(res);
   ctx_release(p);
@@ -1069,6 +1049,178 @@ done:
   return ret;
 }
 
+/* ---- mergeable accumulator ---------------------------------------------------------------- */
+/* In Python an accumulator is its exported state (a float64 array): picklable
+ * for Dask, sendable over MPI, and merged anywhere by the C library. Each call
+ * rebuilds the C accumulator from the state and exports the new state. */
+
+/* A C accumulator of p variables holding `state` (None: empty). */
+static gstat_cov_accum *accum_open(pooled *p, int64_t dim, int missing, PyObject *state) {
+  gstat_cov_accum *acc = NULL;
+  gstat_status st = gstat_cov_accum_create(p->ctx, dim, (gstat_missing)missing, &acc);
+  if (st != GSTAT_OK) return (gstat_cov_accum *)raise_status(st, p);
+  if (state == Py_None) return acc;
+  PyArrayObject *s = (PyArrayObject *)PyArray_FROM_OTF(state, NPY_FLOAT64, NPY_ARRAY_IN_ARRAY);
+  if (!s) goto fail;
+  if (PyArray_NDIM(s) != 1 || PyArray_SIZE(s) != (npy_intp)gstat_cov_accum_state_size(dim)) {
+    PyErr_Format(PyExc_ValueError, "accumulator state must be a 1-D array of %zu values for p=%lld",
+                 gstat_cov_accum_state_size(dim), (long long)dim);
+    Py_DECREF(s);
+    goto fail;
+  }
+  st = gstat_cov_accum_merge_state(p->ctx, acc, PyArray_DATA(s));
+  Py_DECREF(s);
+  if (st == GSTAT_OK) return acc;
+  raise_status(st, p);
+fail:
+  gstat_cov_accum_destroy(acc);
+  return NULL;
+}
+
+static PyObject *accum_state(const gstat_cov_accum *acc) {
+  npy_intp n = (npy_intp)gstat_cov_accum_state_size(gstat_cov_accum_dim(acc));
+  PyObject *a = PyArray_SimpleNew(1, &n, NPY_FLOAT64);
+  if (a) gstat_cov_accum_export(acc, PyArray_DATA((PyArrayObject *)a));
+  return a;
+}
+
+/* Arguments every accumulator call starts with: (p, missing, state, ...). */
+static pooled *accum_begin(PyObject *const *args, PyObject *backend_obj, gstat_cov_accum **acc) {
+  int64_t dim = to_i64(args[0]);
+  int missing = (int)to_i64(args[1]), backend;
+  if (PyErr_Occurred() || parse_backend(backend_obj, &backend) < 0) return NULL;
+  pooled *p = ctx_acquire(backend, 0);
+  if (p && !(*acc = accum_open(p, dim, missing, args[2]))) {
+    ctx_release(p);
+    return NULL;
+  }
+  return p;
+}
+
+/* accum_add(p, missing, state, X (n, p), fweights, backend) -> new state */
+static PyObject *py_accum_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (check_nargs(nargs, 6, "accum_add") < 0) return NULL;
+  gstat_cov_accum *acc = NULL;
+  pooled *p = accum_begin(args, args[5], &acc);
+  if (!p) return NULL;
+  PyObject *ret = NULL;
+  PyArrayObject *fw = NULL;
+  marg X;
+  if (host_in(args[3], 0, "x", &X) < 0) goto done;
+  if (X.ndim != 2) {
+    PyErr_Format(PyExc_ValueError, "x must be 2-dimensional (n_samples, n_features), got %d-D",
+                 X.ndim);
+    goto done;
+  }
+  if (f64_vector(args[4], "fweights", X.m.rows, &fw) < 0) goto done;
+  gstat_status st;
+  Py_BEGIN_ALLOW_THREADS st = gstat_cov_accum_add(p->ctx, acc, &X.m, fw ? PyArray_DATA(fw) : NULL);
+  Py_END_ALLOW_THREADS if (st != GSTAT_OK) raise_status(st, p);
+  else ret = accum_state(acc);
+done:
+  marg_clear(&X);
+  Py_XDECREF(fw);
+  gstat_cov_accum_destroy(acc);
+  ctx_release(p);
+  return ret;
+}
+
+/* accum_merge(p, missing, state, other_state) -> new state */
+static PyObject *py_accum_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (check_nargs(nargs, 4, "accum_merge") < 0) return NULL;
+  gstat_cov_accum *acc = NULL, *other = NULL;
+  pooled *p = accum_begin(args, Py_None, &acc);
+  if (!p) return NULL;
+  PyObject *ret = NULL;
+  if ((other = accum_open(p, gstat_cov_accum_dim(acc), (int)to_i64(args[1]), args[3]))) {
+    gstat_status st = gstat_cov_accum_merge(p->ctx, acc, other);
+    ret = st == GSTAT_OK ? accum_state(acc) : raise_status(st, p);
+  }
+  gstat_cov_accum_destroy(other);
+  gstat_cov_accum_destroy(acc);
+  ctx_release(p);
+  return ret;
+}
+
+/* accum_info(p, missing, state) -> (rows, rows_skipped, weight) */
+static PyObject *py_accum_info(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (check_nargs(nargs, 3, "accum_info") < 0) return NULL;
+  gstat_cov_accum *acc = NULL;
+  pooled *p = accum_begin(args, Py_None, &acc);
+  if (!p) return NULL;
+  PyObject *ret =
+      Py_BuildValue("(LLd)", (long long)gstat_cov_accum_rows(acc),
+                    (long long)gstat_cov_accum_rows_skipped(acc), gstat_cov_accum_weight(acc));
+  gstat_cov_accum_destroy(acc);
+  ctx_release(p);
+  return ret;
+}
+
+/* accum_covariance(p, missing, state, ddof, correlation) -> (C (p, p), mean (p,)) float64 */
+static PyObject *py_accum_covariance(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (check_nargs(nargs, 5, "accum_covariance") < 0) return NULL;
+  int64_t ddof = to_i64(args[3]);
+  int corr = PyObject_IsTrue(args[4]);
+  if (PyErr_Occurred()) return NULL;
+  gstat_cov_accum *acc = NULL;
+  pooled *p = accum_begin(args, Py_None, &acc);
+  if (!p) return NULL;
+  PyObject *ret = NULL;
+  npy_intp dim = (npy_intp)gstat_cov_accum_dim(acc), d2[2] = {dim, dim};
+  PyObject *C = PyArray_SimpleNew(2, d2, NPY_FLOAT64), *M = PyArray_SimpleNew(1, &dim, NPY_FLOAT64);
+  if (C && M) {
+    gstat_matrix cm =
+        gstat_matrix_row_major(PyArray_DATA((PyArrayObject *)C), GSTAT_F64, 1, dim, dim);
+    gstat_matrix mm =
+        gstat_matrix_row_major(PyArray_DATA((PyArrayObject *)M), GSTAT_F64, 1, dim, 1);
+    gstat_status st = gstat_cov_accum_covariance(p->ctx, acc, ddof, corr, &cm, &mm);
+    ret = st == GSTAT_OK ? PyTuple_Pack(2, C, M) : raise_status(st, p);
+  }
+  Py_XDECREF(C);
+  Py_XDECREF(M);
+  gstat_cov_accum_destroy(acc);
+  ctx_release(p);
+  return ret;
+}
+
+/* accum_pca(p, missing, state, n_components, fraction, whiten, backend) -> dict as pca_fit */
+static PyObject *py_accum_pca(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (check_nargs(nargs, 7, "accum_pca") < 0) return NULL;
+  gstat_pca_options opt;
+  gstat_pca_options_init(&opt);
+  opt.method = GSTAT_PCA_COVARIANCE_EIGH;
+  opt.n_components = to_i64(args[3]);
+  opt.variance_fraction = PyFloat_AsDouble(args[4]);
+  opt.whiten = PyObject_IsTrue(args[5]);
+  if (PyErr_Occurred()) return NULL;
+  gstat_cov_accum *acc = NULL;
+  pooled *p = accum_begin(args, args[6], &acc);
+  if (!p) return NULL;
+  gstat_pca_result *res = NULL;
+  gstat_status st;
+  Py_BEGIN_ALLOW_THREADS st = gstat_pca_from_accum(p->ctx, acc, &opt, &res);
+  Py_END_ALLOW_THREADS PyObject *ret = st == GSTAT_OK ? pca_result_dict(res) : raise_status(st, p);
+  gstat_pca_result_free(res);
+  gstat_cov_accum_destroy(acc);
+  ctx_release(p);
+  return ret;
+}
+
+/* raise_status(status, message): raise the exception the C status maps to (for gstat._mpi). */
+static PyObject *py_raise_status(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (check_nargs(nargs, 2, "raise_status") < 0) return NULL;
+  int st = (int)to_i64(args[0]);
+  const char *msg = PyUnicode_AsUTF8(args[1]);
+  if (PyErr_Occurred()) return NULL;
+  return raise_message((gstat_status)st, msg);
+}
+
 /* ---- graphs ------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -1115,12 +1267,6 @@ static int graph_in(PyObject *obj, int symmetrize, int loops, graph_arg *g) {
   g->g.symmetrize = (gstat_symmetrize)symmetrize;
   g->g.self_loops = (gstat_self_loops)loops;
   return 0;
-}
-
-static PyObject *np_from_i64(const int64_t *src, npy_intp n) {
-  PyObject *a = PyArray_SimpleNew(1, &n, NPY_INT64);
-  if (a && n) memcpy(PyArray_DATA((PyArrayObject *)a), src, (size_t)n * sizeof(int64_t));
-  return a;
 }
 
 /* laplacian(graph, kind, symmetrize, loops, sparse, backend)
@@ -1259,33 +1405,6 @@ done:
 
 /* opts: (n_clusters, max_clusters, n_components, laplacian, drop_first, normalize_rows,
  *        assign, n_init, max_iter, tol, seed, solver, dense_limit, eig_tol, eig_max_iter) */
-static int spectral_opts(PyObject *o, gstat_spectral_options *opt) {
-  gstat_spectral_options_init(opt);
-  long long k, mk, nc, ni, mi, dl, emi;
-  int lap, df, nr, as, sv;
-  unsigned long long seed;
-  double tol, etol;
-  if (!PyArg_ParseTuple(o, "LLLiiiiLLdKiLdL", &k, &mk, &nc, &lap, &df, &nr, &as, &ni, &mi, &tol,
-                        &seed, &sv, &dl, &etol, &emi))
-    return -1;
-  opt->n_clusters = k;
-  opt->max_clusters = mk;
-  opt->n_components = nc;
-  opt->laplacian = (gstat_laplacian_kind)lap;
-  opt->drop_first = df;
-  opt->normalize_rows = nr;
-  opt->assign = (gstat_assign_labels)as;
-  opt->n_init = ni;
-  opt->max_iter = mi;
-  opt->tol = tol;
-  opt->seed = seed;
-  opt->solver = (gstat_eigen_solver)sv;
-  opt->dense_limit = dl;
-  opt->eig_tol = etol;
-  opt->eig_max_iter = emi;
-  return 0;
-}
-
 static int64_t graph_nodes(const graph_arg *g) {
   return g->g.format == GSTAT_GRAPH_CSR ? g->g.csr.n : g->dense.m.rows;
 }
@@ -1616,6 +1735,14 @@ static PyMethodDef methods[] = {
          "stream)"),
     FAST("pca_transform", py_pca_transform,
          "pca_transform(inverse, X, components, mean, ev, whiten, dtype, backend)"),
+    FAST("accum_add", py_accum_add, "accum_add(p, missing, state, x, fweights, backend)"),
+    FAST("accum_merge", py_accum_merge, "accum_merge(p, missing, state, other_state)"),
+    FAST("accum_info", py_accum_info, "accum_info(p, missing, state)"),
+    FAST("accum_covariance", py_accum_covariance,
+         "accum_covariance(p, missing, state, ddof, correlation)"),
+    FAST("accum_pca", py_accum_pca,
+         "accum_pca(p, missing, state, n_components, fraction, whiten, backend)"),
+    FAST("raise_status", py_raise_status, "raise_status(status, message)"),
     FAST("laplacian", py_laplacian, "laplacian(graph, kind, symmetrize, loops, sparse, backend)"),
     FAST("affinity", py_affinity,
          "affinity(X, kind, gamma, k, include_self, weights, sym, eps, dense, backend)"),

@@ -10,6 +10,7 @@ import contextlib as _contextlib
 
 from . import _core, linalg
 from ._core import BackendError, LinAlgError, UnsupportedError
+from ._accumulator import CovarianceAccumulator
 from ._covariance import OAS, EmpiricalCovariance, LedoitWolf, corrcoef, cov, mahalanobis
 from ._pca import PCA
 from ._spectral import SpectralClustering, SpectralEmbedding, laplacian, spectral_clustering_batch
@@ -18,7 +19,7 @@ __version__ = "0.1.0"
 __c_version__ = _core.c_version
 
 __all__ = [
-    "linalg", "cov", "corrcoef", "mahalanobis", "PCA", "EmpiricalCovariance", "LedoitWolf", "OAS",
+    "linalg", "cov", "CovarianceAccumulator", "corrcoef", "mahalanobis", "PCA", "EmpiricalCovariance", "LedoitWolf", "OAS",
     "SpectralClustering", "SpectralEmbedding", "laplacian", "spectral_clustering_batch",
     "LinAlgError", "UnsupportedError", "BackendError", "last_backend", "set_backend",
     "get_backend", "use_backend", "set_num_threads", "get_num_threads", "cuda_available",

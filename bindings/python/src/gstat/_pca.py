@@ -107,7 +107,13 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         k, frac, method, power = self._options(n, p)
         r = _core.pca_fit(X, k, frac, self.whiten, method, int(self.n_oversamples), power,
                           seed_from(self.random_state), scores, self.backend, stream)
+        self._set_fitted(r, dtype)
+        return r["scores"][0].astype(dtype, copy=False) if scores else None
+
+    def _set_fitted(self, r, dtype):
+        """Fitted attributes from the C library's result dict (batch 1)."""
         self.backend_ = _core.last_backend()
+        self.n_features_in_ = int(r["n_features"])
         self.components_ = r["components"][0].astype(dtype, copy=False)
         self.explained_variance_ = r["explained_variance"][0].astype(dtype, copy=False)
         self.explained_variance_ratio_ = r["explained_variance_ratio"][0].astype(dtype, copy=False)
@@ -117,7 +123,7 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.n_components_ = int(r["n_components"])
         self.n_samples_ = int(r["n_samples"])
         self.method_ = _METHOD_NAMES.get(r["method"], "auto")
-        return r["scores"][0].astype(dtype, copy=False) if scores else None
+        return self
 
     def fit(self, X, y=None):
         """Fit the model with `X` (n_samples, n_features). Returns self."""

@@ -318,6 +318,32 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
     """
     if errors not in ("raise", "ignore"):
         raise ValueError(f"errors must be 'raise' or 'ignore', got {errors!r}")
+    kind, a, b, sym, kv, opts, sizes = _batch_request(graphs, n_clusters, laplacian, assign_labels,
+                                                      n_init, normalize_rows, random_state,
+                                                      symmetrize)
+    count = len(sizes)
+    cb, close = _progress_callback(progress, count)
+    try:
+        labels, info = _core.spectral_clustering_batch(kind, a, b, None, sym, 0, kv, opts, cb,
+                                                       errors == "raise", backend)
+    finally:
+        if close:
+            close()
+    return _split_labels(labels, sizes)
+
+
+def _split_labels(labels, sizes):
+    bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    return [labels[bounds[g]:bounds[g + 1]] for g in range(len(sizes))]
+
+
+def _batch_request(graphs, n_clusters, laplacian, assign_labels, n_init, normalize_rows,
+                   random_state, symmetrize):
+    """The C call's arguments for a batch: (kind, a, b, sym, k per graph or None, options, sizes).
+
+    kind 0: CSR (a node offsets, b (indptr, indices, data)); kind 1: dense
+    (a padded (count, n, n), b the sizes).
+    """
     sym = _choice(_SYM, symmetrize, "symmetrize")
     if isinstance(graphs, np.ndarray) and graphs.ndim == 3:
         kind, a, b, count = 1, graphs, None, graphs.shape[0]
@@ -361,12 +387,4 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
     opts = _spectral_opts(k_all, 0, _choice(_KIND, laplacian, "laplacian"), False, normalize_rows,
                           _choice(_ASSIGN, assign_labels, "assign_labels"), n_init, 300, 1e-4,
                           seed_from(random_state), 1)
-    cb, close = _progress_callback(progress, count)
-    try:
-        labels, info = _core.spectral_clustering_batch(kind, a, b, None, sym, 0, kv, opts, cb,
-                                                       errors == "raise", backend)
-    finally:
-        if close:
-            close()
-    bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    return [labels[bounds[g]:bounds[g + 1]] for g in range(count)]
+    return kind, a, b, sym, kv, opts, sizes
