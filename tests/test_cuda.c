@@ -310,6 +310,69 @@ static void test_pca_device_data(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
+/* Rows in CUDA memory added to an accumulator (mean and co-moment on the
+ * GPU, merged on the host) give the host accumulator's covariance; chunks
+ * from the host and the device mix; weights, COMPLETE and NaN are refused. */
+static void test_accum_device_rows(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng rng = tu_rng_new();
+  const int64_t n = 3000, p = 40;
+  const gstat_dtype dts[] = {GSTAT_F64, GSTAT_F32};
+  for (int d = 0; d < 2; d++)
+    for (int layout = 0; layout < TU_LAYOUT_COUNT; layout++) {
+      tu_buf X = tu_buf_new(dts[d], 1, n, p, (tu_layout)layout);
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < p; j++)
+          tu_set(&X.m, 0, i, j, 1e3 + tu_normal(&rng) * (1.0 + 0.1 * (double)j));
+      void *dptr;
+      gstat_matrix D = to_device(&X, &dptr);
+      gstat_cov_accum *ag = NULL, *ac = NULL;
+      assert_int_equal(gstat_cov_accum_create(gpu, p, GSTAT_MISSING_EVERYTHING, &ag), GSTAT_OK);
+      assert_int_equal(gstat_cov_accum_create(cpu, p, GSTAT_MISSING_EVERYTHING, &ac), GSTAT_OK);
+      gstat_matrix first = D, rest = X.m; /* 1000 device rows, then 2000 host rows */
+      first.rows = 1000;
+      rest.rows = n - 1000;
+      rest.data = (char *)X.m.data + (size_t)(1000 * X.m.row_stride) * gstat_dtype_size(dts[d]);
+      assert_int_equal(gstat_cov_accum_add(gpu, ag, &first, NULL), GSTAT_OK);
+      assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
+      assert_int_equal(gstat_cov_accum_add(gpu, ag, &rest, NULL), GSTAT_OK);
+      assert_int_equal(gstat_cov_accum_add(cpu, ac, &X.m, NULL), GSTAT_OK);
+      assert_int_equal(gstat_cov_accum_rows(ag), n);
+      double *cg = malloc(sizeof(double) * (size_t)(p * p + p)), *cc = malloc(sizeof(double) * (size_t)(p * p + p));
+      gstat_matrix Cg = gstat_matrix_row_major(cg, GSTAT_F64, 1, p, p), Mg = gstat_matrix_row_major(cg + p * p, GSTAT_F64, 1, p, 1);
+      gstat_matrix Cc = gstat_matrix_row_major(cc, GSTAT_F64, 1, p, p), Mc = gstat_matrix_row_major(cc + p * p, GSTAT_F64, 1, p, 1);
+      assert_int_equal(gstat_cov_accum_covariance(gpu, ag, 1, 0, &Cg, &Mg), GSTAT_OK);
+      assert_int_equal(gstat_cov_accum_covariance(cpu, ac, 1, 0, &Cc, &Mc), GSTAT_OK);
+      double tol = dts[d] == GSTAT_F64 ? 1e-11 : 2e-4; /* f32: the device sums in float */
+      for (int64_t i = 0; i < p * p; i++) assert_true(fabs(cg[i] - cc[i]) <= tol * (1 + fabs(cc[i])));
+      for (int64_t j = 0; j < p; j++) assert_true(fabs(cg[p * p + j] - cc[p * p + j]) <= 1e-12 * 1e3 + tol);
+      double w[3] = {1, 1, 1};
+      gstat_matrix three = D;
+      three.rows = 3;
+      assert_int_equal(gstat_cov_accum_add(gpu, ag, &three, w), GSTAT_EUNSUPPORTED);
+      if (d == 0 && layout == TU_ROW_MAJOR) {
+        gstat_cov_accum *complete = NULL;
+        assert_int_equal(gstat_cov_accum_create(gpu, p, GSTAT_MISSING_COMPLETE, &complete), GSTAT_OK);
+        assert_int_equal(gstat_cov_accum_add(gpu, complete, &three, NULL), GSTAT_EUNSUPPORTED);
+        gstat_cov_accum_destroy(complete);
+        double nan = NAN;
+        assert_int_equal(cudaMemcpy((double *)dptr + 2 * X.m.row_stride + 7, &nan, sizeof nan, cudaMemcpyHostToDevice), cudaSuccess);
+        assert_int_equal(gstat_cov_accum_add(gpu, ag, &three, NULL), GSTAT_ENOTFINITE);
+        assert_string_equal(gstat_ctx_last_error(gpu), "cov_accum_add: X (CUDA memory) has a NaN or Inf in column 7");
+        assert_int_equal(gstat_cov_accum_rows(ag), n); /* unchanged */
+      }
+      free(cg);
+      free(cc);
+      gstat_cov_accum_destroy(ag);
+      gstat_cov_accum_destroy(ac);
+      cudaFree(dptr);
+      tu_buf_free(&X);
+    }
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
 int main(void) {
   gstat_ctx *probe;
   if (gstat_ctx_create(&probe, NULL) != GSTAT_OK) return 1;
@@ -326,6 +389,7 @@ int main(void) {
       cmocka_unit_test(test_cholesky_and_solves),
       cmocka_unit_test(test_fallback_paths),
       cmocka_unit_test(test_pca_device_data),
+      cmocka_unit_test(test_accum_device_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

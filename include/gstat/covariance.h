@@ -170,10 +170,17 @@ GSTAT_API void gstat_cov_accum_reset(gstat_cov_accum *acc);
  * Add a chunk of rows: X is 1 x rows x p, any dtype and strides (rows may
  * be 0 or 1); weights is NULL or `rows` finite non-negative frequency
  * weights (non-integer values are accepted; the divisor is always
- * weight - ddof). On failure the accumulator is unchanged.
+ * weight - ddof). Host rows are processed in blocks (float64 workspace of
+ * about 16 Mi values, not a copy of the chunk). Rows in CUDA memory
+ * (location GSTAT_CUDA, the context's device) are reduced on the GPU (mean
+ * and co-moment in X's compute type: float32 for F32/BF16 data) and merged
+ * here; they take no weights and only missing = EVERYTHING, and a NaN or Inf
+ * there is GSTAT_ENOTFINITE while the context checks finiteness. On a
+ * failed argument check the accumulator is unchanged.
  * Statuses: GSTAT_OK; GSTAT_EINVAL (shape, weights); GSTAT_ENOTFINITE (Inf
  * while the context checks finiteness); GSTAT_ENOMEM; GSTAT_EUNSUPPORTED
- * (device memory, rows > INT32_MAX).
+ * (device rows with weights or COMPLETE, or without a usable CUDA backend);
+ * GSTAT_EBACKEND (a CUDA failure).
  */
 GSTAT_API gstat_status gstat_cov_accum_add(gstat_ctx *ctx, gstat_cov_accum *acc,
                                            const gstat_matrix *X, const double *weights);

@@ -79,8 +79,10 @@ GSTAT_API gstat_status gstat_mpi_cov_accum_reduce(gstat_mpi *m, gstat_ctx *ctx,
 
 /*
  * Covariance (or correlation) of row-partitioned data: rank r holds X_r,
- * 1 x n_r x p (n_r may be 0; any dtype and strides, host memory); the result
- * is that of the rows of all ranks stacked in rank order.
+ * 1 x n_r x p (n_r may be 0; any dtype and strides; host memory, or CUDA
+ * memory of the rank's context device: then the rank's mean and co-moment
+ * are computed on its GPU, see gstat_cov_accum_add); the result is that of
+ * the rows of all ranks stacked in rank order.
  *
  * opt   NULL for defaults. Supported: ddof, fweights (n_r entries, this
  *       rank's rows), missing EVERYTHING or COMPLETE, correlation. aweights
@@ -97,7 +99,9 @@ GSTAT_API gstat_status gstat_mpi_covariance(gstat_mpi *m, gstat_ctx *ctx, const 
                                             gstat_matrix *mean);
 
 /*
- * PCA of row-partitioned data (rank r holds X_r, 1 x n_r x p, n_r >= 0):
+ * PCA of row-partitioned data (rank r holds X_r, 1 x n_r x p, n_r >= 0, in
+ * host memory or in CUDA memory of its context's device, as
+ * gstat_mpi_covariance: one rank per GPU):
  * local accumulation, one merge, one eigen decomposition per receiving rank
  * (gstat_pca_from_accum: covariance-eigh, so opt->method must be AUTO or
  * COVARIANCE_EIGH). NaN/Inf in any X_r is GSTAT_ENOTFINITE, as gstat_pca.

@@ -23,7 +23,7 @@
 #include "core/internal.h"
 #include "gstat/linalg.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 2
+#define GSTAT_I_BACKEND_API_VERSION 3
 
 typedef struct gstat_i_backend_ops {
   int api_version;
@@ -62,13 +62,20 @@ typedef struct gstat_i_backend_ops {
    * rule applied) into V (host, batch x p x p column-major), both in the
    * compute type of X's dtype. The centered data stay on the device for
    * pca_scores until the next call on this state. */
-  gstat_status (*pca_fit)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int center,
-                          int scale, double *mean, double *sd, void *w, void *V);
+  gstat_status (*pca_fit)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int center, int scale,
+                          double *mean, double *sd, void *w, void *V);
   /* Scores of element b of the last pca_fit: scores (host, n x k doubles,
    * row-major) = centered data times the components (host, k x p doubles,
    * row-major), each column of the data divided by scale[j] (NULL: 1). */
   gstat_status (*pca_scores)(void *state, gstat_ctx *ctx, int64_t b, const double *components,
                              const double *scale, int64_t k, double *scores);
+  /* Column means (host, p doubles) and co-moment M = sum_i (x_i - mean)(x_i -
+   * mean)^T (host, p x p doubles, both triangles) of the rows of X (1 x n x p
+   * in this backend's memory, n >= 1, any strides and dtype), computed in X's
+   * compute type; NaN/Inf propagate. For the mergeable accumulator (multi-GPU
+   * runs). Optional; uses pca_fit's buffers (pca_scores is invalid after it). */
+  gstat_status (*comoment)(void *state, gstat_ctx *ctx, const gstat_matrix *X, double *mean,
+                           double *M);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

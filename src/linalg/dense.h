@@ -67,12 +67,14 @@ gstat_status gstat_i_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo
 
 /* ---- PCA steps for data in device memory ----
  * Dispatched to the backend that owns X's memory (the CUDA module), as
- * gstat_i_backend_ops.pca_fit / pca_scores describe them (see backend.h);
+ * gstat_i_backend_ops.pca_fit / pca_scores / comoment describe them (see backend.h);
  * GSTAT_EUNSUPPORTED with a message when no backend serves them. */
 gstat_status gstat_i_device_pca_fit(gstat_ctx *ctx, const gstat_matrix *X, int center, int scale,
                                     double *mean, double *sd, void *w, void *V);
 gstat_status gstat_i_device_pca_scores(gstat_ctx *ctx, int64_t b, const double *components,
                                        const double *scale, int64_t k, double *scores);
+gstat_status gstat_i_device_comoment(gstat_ctx *ctx, const gstat_matrix *X, double *mean,
+                                     double *M);
 
 /* Column-pivoted QR (LAPACK geqp3) of A (m x n, lda), overwritten by the
  * factorization; jpvt (n entries) receives the 0-based column order (the

@@ -21,6 +21,18 @@ gstat_status gstat_i_device_pca_fit(gstat_ctx *ctx, const gstat_matrix *X, int c
   return st;
 }
 
+gstat_status gstat_i_device_comoment(gstat_ctx *ctx, const gstat_matrix *X, double *mean,
+                                     double *M) {
+  gstat_i_backend be;
+  gstat_status st = gstat_i_cuda_backend(ctx, &be);
+  if (st != GSTAT_OK) return st;
+  if (!be.ops->comoment)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "the CUDA backend has no co-moment support");
+  st = be.ops->comoment(be.state, ctx, X, mean, M);
+  ctx->last_backends |= be.ops->ran_flag;
+  return st;
+}
+
 gstat_status gstat_i_device_pca_scores(gstat_ctx *ctx, int64_t b, const double *components,
                                        const double *scale, int64_t k, double *scores) {
   gstat_i_backend be;

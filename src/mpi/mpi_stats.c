@@ -4,6 +4,7 @@
  * receiving rank(s) finish with the single-process functions.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mpi_internal.h"
@@ -31,8 +32,6 @@ static gstat_status check_local(gstat_mpi *m, gstat_ctx *ctx, const gstat_matrix
     return gstat_mpi_i_fail(m, GSTAT_EINVAL,
                             "%s: X is %lld x %lld x %lld; a 1 x n x p batch is needed", fn,
                             (long long)X->batch, (long long)X->rows, (long long)X->cols);
-  if (X->location != GSTAT_HOST)
-    return gstat_mpi_i_fail(m, GSTAT_EUNSUPPORTED, "%s: X must be in host memory", fn);
   if (X->dtype != GSTAT_F64 && X->dtype != GSTAT_F32 && X->dtype != GSTAT_BF16)
     return gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: X.dtype=%d is not a gstat_dtype", fn,
                             (int)X->dtype);
@@ -92,6 +91,41 @@ gstat_status gstat_mpi_covariance(gstat_mpi *m, gstat_ctx *ctx, const gstat_matr
   return st;
 }
 
+/* gstat_pca refuses NaN/Inf whatever the context says; so does the
+ * distributed PCA. A NaN or Inf leaves a non-finite mean in the local
+ * accumulator, so the rows are scanned (to name the entry) only then. */
+static gstat_status check_finite_rows(gstat_mpi *m, gstat_ctx *ctx, const gstat_matrix *X,
+                                      const gstat_cov_accum *acc, const char *fn) {
+  int64_t p = X->cols;
+  if (X->rows == 0 || p == 0) return GSTAT_OK;
+  double *buf = malloc(sizeof(double) * (size_t)(p * p + p));
+  if (!buf)
+    return gstat_mpi_i_fail(m, GSTAT_ENOMEM, "%s: cannot allocate %lld doubles", fn,
+                            (long long)(p * p + p));
+  gstat_matrix C = gstat_matrix_row_major(buf, GSTAT_F64, 1, p, p);
+  gstat_matrix mean = gstat_matrix_row_major(buf + p * p, GSTAT_F64, 1, p, 1);
+  gstat_status st = gstat_cov_accum_covariance(ctx, acc, 0, 0, &C, &mean);
+  int64_t bad = -1;
+  for (int64_t j = 0; st == GSTAT_OK && j < p && bad < 0; j++)
+    if (!isfinite(buf[p * p + j])) bad = j;
+  free(buf);
+  if (st != GSTAT_OK) return gstat_mpi_i_lib_fail(m, ctx, st, fn);
+  if (bad < 0) return GSTAT_OK;
+  if (X->location != GSTAT_HOST)
+    return gstat_mpi_i_fail(m, GSTAT_ENOTFINITE,
+                            "%s: X (CUDA memory) has a NaN or Inf in column %lld", fn,
+                            (long long)bad);
+  for (int64_t i = 0; i < X->rows; i++) {
+    double v = element(X, i, bad);
+    if (!isfinite(v))
+      return gstat_mpi_i_fail(m, GSTAT_ENOTFINITE,
+                              "%s: X[%lld, %lld] = %g (this rank's row %lld) is not finite", fn,
+                              (long long)i, (long long)bad, v, (long long)i);
+  }
+  return gstat_mpi_i_fail(m, GSTAT_ENOTFINITE, "%s: X has a non-finite value in column %lld", fn,
+                          (long long)bad);
+}
+
 gstat_status gstat_mpi_pca(gstat_mpi *m, gstat_ctx *ctx, const gstat_matrix *X,
                            const gstat_pca_options *opt, int root, gstat_pca_result **res) {
   static const char fn[] = "mpi_pca";
@@ -111,19 +145,6 @@ gstat_status gstat_mpi_pca(gstat_mpi *m, gstat_ctx *ctx, const gstat_matrix *X,
                           fn, (int)o.method);
   } else if (gstat_mpi_i_receives(m, root) && !res) {
     st = gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: res is NULL on a receiving rank", fn);
-  } else {
-    /* gstat_pca refuses NaN/Inf whatever the context says; so do we */
-    for (int64_t i = 0; i < X->rows && st == GSTAT_OK; i++) {
-      for (int64_t j = 0; j < X->cols; j++) {
-        double v = element(X, i, j);
-        if (!isfinite(v)) {
-          st = gstat_mpi_i_fail(m, GSTAT_ENOTFINITE,
-                                "%s: X[%lld, %lld] = %g (this rank's row %lld) is not finite", fn,
-                                (long long)i, (long long)j, v, (long long)i);
-          break;
-        }
-      }
-    }
   }
   st = gstat_mpi_i_agree(m, st);
   if (st != GSTAT_OK) return st;
@@ -131,7 +152,9 @@ gstat_status gstat_mpi_pca(gstat_mpi *m, gstat_ctx *ctx, const gstat_matrix *X,
   if (X->cols == 0) {
     return gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: X has no columns (p = 0)", fn);
   }
-  st = gstat_mpi_i_agree(m, accumulate(m, ctx, X, GSTAT_MISSING_EVERYTHING, NULL, &acc, fn));
+  st = accumulate(m, ctx, X, GSTAT_MISSING_EVERYTHING, NULL, &acc, fn);
+  if (st == GSTAT_OK) st = check_finite_rows(m, ctx, X, acc, fn);
+  st = gstat_mpi_i_agree(m, st);
   if (st == GSTAT_OK) st = gstat_mpi_i_reduce(m, ctx, acc, root);
   if (st == GSTAT_OK) {
     if (gstat_mpi_i_receives(m, root)) {

@@ -157,43 +157,11 @@ static void merge_into(gstat_cov_accum *acc, int64_t rows, int64_t skipped, doub
   acc->weight = w;
 }
 
-gstat_status gstat_cov_accum_add(gstat_ctx *ctx, gstat_cov_accum *acc, const gstat_matrix *X,
-                                 const double *weights) {
-  static const char fn[] = "cov_accum_add";
+/* Add host rows X (1 x n x p, 1 <= n, one row block of gstat_cov_accum_add) to acc. */
+static gstat_status add_host_rows(gstat_ctx *ctx, gstat_cov_accum *acc, const gstat_matrix *X,
+                                  const double *weights, const char *fn) {
   gstat_status st = GSTAT_OK;
-  if (!ctx) return GSTAT_EINVAL;
-  gstat_i_begin(ctx);
-  if (!acc) {
-    st = gstat_i_fail(ctx, GSTAT_EINVAL, "%s: acc is NULL", fn);
-    goto done;
-  }
-  TRY(gstat_i_check_matrix(ctx, fn, "X", X));
   int64_t n = X->rows, p = acc->p;
-  if (X->batch != 1 || X->cols != p) {
-    st = gstat_i_fail(ctx, GSTAT_EINVAL,
-                      "%s: X is %" PRId64 " x %" PRId64 " x %" PRId64
-                      ", expected 1 x rows x %" PRId64,
-                      fn, X->batch, X->rows, X->cols, p);
-    goto done;
-  }
-  if (X->location != GSTAT_HOST) {
-    st = gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: X in CUDA device memory is not supported", fn);
-    goto done;
-  }
-  TRY(gstat_i_check_weights(ctx, fn, "weights", weights, n, false));
-  if (n > INT32_MAX) {
-    st = gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
-                      "%s: a chunk of %" PRId64 " rows is beyond the BLAS integer range", fn, n);
-    goto done;
-  }
-  if (n == 0) goto done;
-  int64_t bi, ri, ci;
-  if (ctx->opt.check_finite && gstat_i_find_inf(X, &bi, &ri, &ci)) {
-    st = gstat_i_fail(ctx, GSTAT_ENOTFINITE,
-                      "%s: X has an infinite value at (%" PRId64 ", %" PRId64 ")", fn, ri, ci);
-    goto done;
-  }
-
   gstat_i_ws_plan pl = {0, true};
   size_t o_x = gstat_i_ws_take(&pl, n * p, sizeof(double));
   size_t o_w = gstat_i_ws_take(&pl, n, sizeof(double));
@@ -275,6 +243,91 @@ gstat_status gstat_cov_accum_add(gstat_ctx *ctx, gstat_cov_accum *acc, const gst
     }
   merge_into(acc, m, n - m, wsum, acc->shift, mean, mb, delta);
   ctx->last_backends |= GSTAT_RAN_CPU;
+done:
+  return st;
+}
+
+/* Add rows in CUDA memory: mean and co-moment on the device (the backend's
+ * comoment), merged here. Unweighted, missing = EVERYTHING only. */
+static gstat_status add_device_rows(gstat_ctx *ctx, gstat_cov_accum *acc, const gstat_matrix *X,
+                                    const double *weights, const char *fn) {
+  gstat_status st = GSTAT_OK;
+  int64_t n = X->rows, p = acc->p;
+  if (weights || acc->missing != GSTAT_MISSING_EVERYTHING)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                        "%s: rows in CUDA memory take neither weights nor missing = COMPLETE", fn);
+  if (n == 0) return GSTAT_OK;
+  gstat_i_ws_plan pl = {0, true};
+  size_t o_m = gstat_i_ws_take(&pl, p * p, sizeof(double));
+  size_t o_mean = gstat_i_ws_take(&pl, p, sizeof(double));
+  size_t o_shift = gstat_i_ws_take(&pl, p, sizeof(double));
+  size_t o_d = gstat_i_ws_take(&pl, p, sizeof(double));
+  char *ws = workspace(ctx, fn, &pl);
+  if (!ws) return GSTAT_ENOMEM;
+  double *mb = (double *)(ws + o_m), *mean = (double *)(ws + o_mean);
+  double *shift = (double *)(ws + o_shift), *delta = (double *)(ws + o_d);
+  TRY(gstat_i_device_comoment(ctx, X, mean, mb));
+  /* the chunk's mean is its shift; a column with NaN/Inf is poisoned, as on the host */
+  for (int64_t j = 0; j < p; j++) {
+    if (isfinite(mean[j])) {
+      shift[j] = mean[j];
+      mean[j] = 0.0;
+      continue;
+    }
+    if (ctx->opt.check_finite)
+      return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
+                          "%s: X (CUDA memory) has a NaN or Inf in column %" PRId64, fn, j);
+    shift[j] = 0.0;
+    mean[j] = NAN;
+    for (int64_t k = 0; k < p; k++) mb[j + k * p] = mb[k + j * p] = NAN;
+  }
+  merge_into(acc, n, 0, (double)n, shift, mean, mb, delta);
+done:
+  return st;
+}
+
+gstat_status gstat_cov_accum_add(gstat_ctx *ctx, gstat_cov_accum *acc, const gstat_matrix *X,
+                                 const double *weights) {
+  static const char fn[] = "cov_accum_add";
+  gstat_status st = GSTAT_OK;
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  if (!acc) {
+    st = gstat_i_fail(ctx, GSTAT_EINVAL, "%s: acc is NULL", fn);
+    goto done;
+  }
+  TRY(gstat_i_check_matrix(ctx, fn, "X", X));
+  int64_t n = X->rows, p = acc->p;
+  if (X->batch != 1 || X->cols != p) {
+    st = gstat_i_fail(ctx, GSTAT_EINVAL,
+                      "%s: X is %" PRId64 " x %" PRId64 " x %" PRId64
+                      ", expected 1 x rows x %" PRId64,
+                      fn, X->batch, X->rows, X->cols, p);
+    goto done;
+  }
+  TRY(gstat_i_check_weights(ctx, fn, "weights", weights, n, false));
+  if (n == 0) goto done;
+  int64_t bi, ri, ci;
+  if (X->location == GSTAT_HOST && ctx->opt.check_finite && gstat_i_find_inf(X, &bi, &ri, &ci)) {
+    st = gstat_i_fail(ctx, GSTAT_ENOTFINITE,
+                      "%s: X has an infinite value at (%" PRId64 ", %" PRId64 ")", fn, ri, ci);
+    goto done;
+  }
+
+  if (X->location != GSTAT_HOST) {
+    st = add_device_rows(ctx, acc, X, weights, fn);
+    goto done;
+  }
+  /* Row blocks of ~16 Mi values: the float64 workspace stays small (not a
+   * copy of the whole chunk) and each block's merge costs only O(p^2). */
+  int64_t block = ((int64_t)1 << 24) / p;
+  if (block < 1024) block = 1024;
+  for (int64_t r0 = 0; r0 < n && st == GSTAT_OK; r0 += block) {
+    gstat_matrix part = *X;
+    part.rows = n - r0 < block ? n - r0 : block;
+    part.data = (char *)X->data + (size_t)(r0 * X->row_stride) * gstat_dtype_size(X->dtype);
+    st = add_host_rows(ctx, acc, &part, weights ? weights + r0 : NULL, fn);
+  }
 done:
   return st;
 }

@@ -294,6 +294,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .copy = copy_matrix,
     .pca_fit = gstat_cu_pca_fit,
     .pca_scores = gstat_cu_pca_scores,
+    .comoment = gstat_cu_comoment,
 };
 
 static const gstat_i_module module = {

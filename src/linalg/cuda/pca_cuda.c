@@ -247,6 +247,46 @@ gstat_status gstat_cu_pca_fit(void *state, gstat_ctx *ctx, const gstat_matrix *X
   return GSTAT_OK;
 }
 
+gstat_status gstat_cu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, double *mean,
+                               double *M) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  s->pca_batch = 0; /* the buffers below are pca_fit's */
+  int cdt = gstat_cu_compute_dtype(X->dtype);
+  size_t es = gstat_cu_dtype_bytes(cdt);
+  int64_t n = X->rows, p = X->cols;
+  if (n > INT32_MAX || p > INT32_MAX)
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "comoment: n or p exceeds cuBLAS's int range");
+  char *xc = gstat_cu_buffer(s, ctx, CU_DATA, (size_t)(n * p) * es);
+  char *S = gstat_cu_buffer(s, ctx, CU_COV, (size_t)(p * p) * es);
+  double *dSums = gstat_cu_buffer(s, ctx, CU_SUMS, 3 * sizeof(double) * (size_t)p);
+  if (!xc || !S || !dSums) return GSTAT_ENOMEM;
+  int row_major = 0;
+  const char *src = dense_element(X, cdt, 0, &row_major);
+  if (!src) {
+    TRY(gstat_cu_load(s, ctx, "comoment", X, 0, 1, cdt, xc));
+    src = xc;
+    row_major = 0;
+  }
+  bool nonfinite = false; /* NaN/Inf propagate: the caller decides */
+  TRY(column_means(s, ctx, cdt, src, n, p, row_major, dSums, dSums + p, mean, &nonfinite));
+  TRY_CU(gstat_cu_center(cdt, src, xc, n, p, row_major, dSums + p, s->stream), "centering");
+  TRY(comoment(s, ctx, cdt, row_major, n, p, xc, S));
+  char *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, (size_t)(p * p) * es);
+  if (!h) return GSTAT_ENOMEM;
+  TRY_CU(cudaMemcpyAsync(h, S, (size_t)(p * p) * es, cudaMemcpyDeviceToHost, s->stream),
+         "co-moment");
+  TRY_CU(cudaStreamSynchronize(s->stream), "co-moment");
+  for (int64_t j = 0; j < p; j++) /* the lower triangle (column-major) is the valid one */
+    for (int64_t i = j; i < p; i++) {
+      size_t o = (size_t)(i + j * p);
+      double v = cdt == GSTAT_F64 ? ((double *)h)[o] : (double)((float *)h)[o];
+      M[i + j * p] = M[j + i * p] = v;
+    }
+  return GSTAT_OK;
+}
+
 gstat_status gstat_cu_pca_scores(void *state, gstat_ctx *ctx, int64_t b, const double *components,
                                  const double *scale, int64_t k, double *scores) {
   gstat_cu_state *s = state;
