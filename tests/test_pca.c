@@ -535,6 +535,80 @@ static void test_bad_input(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* A fit without scores takes the one-pass path (means and co-moment over row
+ * blocks, threaded, no centred copy); it equals the fit with scores (the
+ * copying path) for every layout and dtype, with and without centring and
+ * scaling, over several blocks and threads; a NaN there is named as before. */
+static void test_one_pass_fit(void **state) {
+  (void)state;
+  gstat_ctx_options co;
+  gstat_ctx_options_init(&co);
+  co.num_threads = 3; /* more threads than cores here: thread ranges merge in order */
+  gstat_ctx *ctx;
+  assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
+  tu_rng rng = tu_rng_new();
+  const int64_t n = 9000, p = 30, k = 4; /* 2184-row blocks: 5 blocks over 3 threads */
+  const gstat_dtype dts[] = {GSTAT_F64, GSTAT_F32, GSTAT_BF16};
+  for (int d = 0; d < 3; d++)
+    for (int layout = 0; layout < TU_LAYOUT_COUNT; layout++) {
+      tu_buf X = tu_buf_new(dts[d], 2, n, p, (tu_layout)layout);
+      for (int64_t b = 0; b < 2; b++)
+        for (int64_t i = 0; i < n; i++)
+          for (int64_t j = 0; j < p; j++)
+            tu_set(&X.m, b, i, j,
+                   j == 7 ? 2.5 /* constant */
+                          : 1e3 * (double)(b + 1) + tu_normal(&rng) * (1 + 0.3 * (double)j) +
+                                (j > 0 ? 0.5 * tu_get(&X.m, b, i, j - 1) : 0));
+      for (int variant = 0; variant < 3; variant++) {
+        gstat_pca_options o = options(GSTAT_PCA_COVARIANCE_EIGH, k);
+        o.center = variant != 1;
+        o.scale = 0;
+        gstat_pca_result *fast = NULL, *ref = NULL;
+        o.compute_scores = 0;
+        assert_int_equal(gstat_pca(ctx, &X.m, &o, &fast), GSTAT_OK);
+        o.compute_scores = 1;
+        assert_int_equal(gstat_pca(ctx, &X.m, &o, &ref), GSTAT_OK);
+        assert_null(fast->scores);
+        double tol = dts[d] == GSTAT_F64 ? 1e-10 : 2e-4;
+        for (int64_t i = 0; i < 2 * k; i++) {
+          assert_true(fabs(fast->explained_variance[i] - ref->explained_variance[i]) <=
+                      tol * ref->explained_variance[(i / k) * k]);
+          assert_true(fabs(fast->explained_variance_ratio[i] - ref->explained_variance_ratio[i]) <=
+                      tol);
+        }
+        /* uncentred float data: the mean direction holds ~1e6 times the rest's
+         * variance, and float eigh error of that size (~6) swamps the gaps of
+         * the others in both paths: only the first component is compared */
+        bool lossy = dts[d] != GSTAT_F64 && !o.center;
+        for (int64_t i = 0; i < 2 * k * p; i++)
+          if (!lossy || i % (k * p) < p)
+            assert_true(fabs(fast->components[i] - ref->components[i]) <= tol * 10);
+        assert_true(lossy || fabs(fast->noise_variance[0] - ref->noise_variance[0]) <=
+                                 tol * (1 + ref->noise_variance[0]));
+        gstat_pca_result_free(fast);
+        gstat_pca_result_free(ref);
+        if (variant == 2) { /* scaling: the constant column 7 is named */
+          o.scale = 1;
+          o.compute_scores = 0;
+          gstat_pca_result *r = NULL;
+          expect_fail(ctx, gstat_pca(ctx, &X.m, &o, &r), GSTAT_EINVAL,
+                      "pca: column 7 of dataset 0 is constant: it cannot be scaled to unit "
+                      "variance");
+        }
+      }
+      if (d == 0) { /* a NaN in the second dataset's last block */
+        tu_set(&X.m, 1, n - 3, 11, NAN);
+        gstat_pca_options o = options(GSTAT_PCA_COVARIANCE_EIGH, k);
+        o.compute_scores = 0;
+        gstat_pca_result *r = NULL;
+        expect_fail(ctx, gstat_pca(ctx, &X.m, &o, &r), GSTAT_ENOTFINITE,
+                    "pca: X[1] row 8997 column 11 is NaN or Inf (PCA takes no missing values)");
+      }
+      tu_buf_free(&X);
+    }
+  gstat_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_methods_against_svd),
@@ -548,6 +622,7 @@ int main(void) {
       cmocka_unit_test(test_reuse_allocates_nothing),
       cmocka_unit_test(test_progress_and_cancel),
       cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_one_pass_fit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

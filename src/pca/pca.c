@@ -14,6 +14,7 @@
 #include "gstat/linalg.h"
 #include "linalg/dense.h"
 #include "pca/accum.h"
+#include "pca/comoment.h"
 #include "pca/data.h"
 #include "pca/pca_internal.h"
 
@@ -401,6 +402,65 @@ static gstat_status fit_on_device(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
   return finish_exact(ctx, f, res);
 }
 
+/* The exact covariance-eigh fit from co-moments (f->S) and means (f->mean)
+ * of every dataset, each of `weight` rows: moments about 0 when not
+ * centering, the columns' deviations when scaling, then the eigen
+ * decompositions and the result. */
+static gstat_status fit_from_moments(gstat_ctx *ctx, fit *f, double weight,
+                                     gstat_pca_result **res) {
+  int64_t p = f->p;
+  for (int64_t b = 0; b < f->batch; b++) {
+    char *S = S_of(f, b);
+    double *mean = f->mean + b * p, *scale = f->scale + b * p;
+    if (!f->opt.center) {
+      for (int64_t j = 0; j < p; j++)
+        for (int64_t i = 0; i < p; i++)
+          set(f, S, i + j * p, get(f, S, i + j * p) + weight * mean[i] * mean[j]);
+      for (int64_t j = 0; j < p; j++) mean[j] = 0;
+    }
+    for (int64_t j = 0; j < p; j++) {
+      scale[j] = 1;
+      if (!f->opt.scale) continue;
+      scale[j] = f->dof > 0 ? sqrt(get(f, S, j + j * p) / f->dof) : 0;
+      if (!(scale[j] > 0))
+        return gstat_i_fail(ctx, GSTAT_EINVAL,
+                            f->n < 2
+                                ? "%s: scaling needs at least 2 rows (dataset %lld, column %lld)"
+                                : "%s: column %lld of dataset %lld is constant: it cannot be "
+                                  "scaled to unit variance",
+                            f->fn, (long long)(f->n < 2 ? b : j), (long long)(f->n < 2 ? j : b));
+    }
+    if (f->opt.scale)
+      for (int64_t j = 0; j < p; j++)
+        for (int64_t i = 0; i < p; i++)
+          set(f, S, i + j * p, get(f, S, i + j * p) / (scale[i] * scale[j]));
+  }
+  TRY(decompose(ctx, f, false));
+  return finish_exact(ctx, f, res);
+}
+
+/* COVARIANCE_EIGH without scores on host data: means and co-moments in one
+ * threaded pass over X (comoment.c), no centred copy of the data. A NaN or
+ * Inf shows up in the means; only then is X scanned to name it. */
+static gstat_status fit_one_pass(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
+                                 gstat_pca_result **res) {
+  TRY(carve(ctx, f, false));
+  for (int64_t b = 0; b < f->batch; b++) {
+    double *mean = f->mean + b * f->p;
+    TRY(gstat_i_comoment(ctx, X, b, f->ct, mean, S_of(f, b), f->p));
+    bool finite = true;
+    for (int64_t j = 0; j < f->p; j++) finite &= isfinite(mean[j]) != 0;
+    for (int64_t j = 0; j < f->p; j++) finite &= isfinite(get(f, S_of(f, b), j + j * f->p)) != 0;
+    int64_t b0, i0, j0;
+    if (!finite && gstat_i_find_nonfinite(X, GSTAT_I_TRI_FULL, &b0, &i0, &j0))
+      return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
+                          "pca: X[%lld] row %lld column %lld is NaN or Inf (PCA takes no missing "
+                          "values)",
+                          (long long)b0, (long long)i0, (long long)j0);
+  }
+  return fit_from_moments(ctx, f, (double)f->n, res);
+}
+
 gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_options *opt,
                        gstat_pca_result **res) {
   if (!ctx) return GSTAT_EINVAL;
@@ -417,12 +477,6 @@ gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_op
   if (X->rows < 1 || X->cols < 1)
     return gstat_i_fail(ctx, GSTAT_EINVAL, "pca: X is %lld x %lld; PCA needs n >= 1 and p >= 1",
                         (long long)X->rows, (long long)X->cols);
-  int64_t b0, i0, j0;
-  if (X->location == GSTAT_HOST && gstat_i_find_nonfinite(X, GSTAT_I_TRI_FULL, &b0, &i0, &j0))
-    return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
-                        "pca: X[%lld] row %lld column %lld is NaN or Inf (PCA takes no missing "
-                        "values)",
-                        (long long)b0, (long long)i0, (long long)j0);
   f.batch = X->batch;
   f.n = X->rows;
   f.p = X->cols;
@@ -439,6 +493,14 @@ gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_op
   f.kmax = f.opt.variance_fraction > 0 ? f.r : k;
   if (f.batch == 0) return gstat_i_pca_result_prepare(ctx, f.fn, res, 0, f.n, f.p, k, false);
   if (X->location != GSTAT_HOST) return fit_on_device(ctx, &f, X, res);
+  if (f.method == GSTAT_PCA_COVARIANCE_EIGH && !f.opt.compute_scores)
+    return fit_one_pass(ctx, &f, X, res);
+  int64_t b0, i0, j0;
+  if (gstat_i_find_nonfinite(X, GSTAT_I_TRI_FULL, &b0, &i0, &j0))
+    return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
+                        "pca: X[%lld] row %lld column %lld is NaN or Inf (PCA takes no missing "
+                        "values)",
+                        (long long)b0, (long long)i0, (long long)j0);
   TRY(carve(ctx, &f, true));
   TRY(prepare_data(ctx, &f, X));
   if (f.method == GSTAT_PCA_RANDOMIZED) return fit_randomized(ctx, &f, k, res);
@@ -485,26 +547,7 @@ gstat_status gstat_pca_from_accum(gstat_ctx *ctx, const gstat_cov_accum *acc,
                           "GSTAT_MISSING_EVERYTHING mode?)",
                           f.fn);
   TRY(carve(ctx, &f, false));
-  double *S = (double *)f.S;
-  for (int64_t j = 0; j < f.p; j++)
-    for (int64_t i = 0; i < f.p; i++) {
-      double v = M[i + j * f.p];
-      if (!f.opt.center) v += acc->weight * mean[i] * mean[j]; /* moments about 0 */
-      S[i + j * f.p] = v;
-    }
-  for (int64_t j = 0; j < f.p; j++) {
-    f.mean[j] = f.opt.center ? mean[j] : 0;
-    f.scale[j] = 1;
-    if (!f.opt.scale) continue;
-    f.scale[j] = f.dof > 0 ? sqrt(S[j + j * f.p] / f.dof) : 0;
-    if (!(f.scale[j] > 0))
-      return gstat_i_fail(ctx, GSTAT_EINVAL,
-                          "%s: column %lld is constant: it cannot be scaled to unit variance", f.fn,
-                          (long long)j);
-  }
-  if (f.opt.scale)
-    for (int64_t j = 0; j < f.p; j++)
-      for (int64_t i = 0; i < f.p; i++) S[i + j * f.p] /= f.scale[i] * f.scale[j];
-  TRY(decompose(ctx, &f, false));
-  return finish_exact(ctx, &f, res);
+  memcpy(f.S, M, sizeof(double) * (size_t)(f.p * f.p));
+  memcpy(f.mean, mean, sizeof(double) * (size_t)f.p);
+  return fit_from_moments(ctx, &f, acc->weight, res);
 }

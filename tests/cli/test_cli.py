@@ -615,7 +615,8 @@ def test_memory():
           (base, streamed, in_memory))
     check(streamed < base + 6 * 1024, "streaming RSS grew with the input: %d KiB vs %d KiB" %
           (streamed, base))
-    check(in_memory > base + 12 * 1024, "the in-memory run should hold the data (%d KiB): the "
+    # the in-memory run holds the parsed values (PCA itself makes no copy of them)
+    check(in_memory > base + 4 * 1024, "the in-memory run should hold the data (%d KiB): the "
           "measurement is broken" % in_memory)
 
 

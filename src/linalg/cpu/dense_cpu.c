@@ -28,6 +28,7 @@ typedef struct threads_guard {
 static threads_guard threads_enter(const gstat_ctx *ctx) {
   threads_guard g = {0};
 #ifdef _OPENMP
+  if (!ctx) return g; /* NULL: leave the thread setting as it is */
   g.saved = omp_get_max_threads();
   omp_set_num_threads(ctx->num_threads);
 #else
@@ -38,7 +39,7 @@ static threads_guard threads_enter(const gstat_ctx *ctx) {
 
 static void threads_leave(threads_guard g) {
 #ifdef _OPENMP
-  omp_set_num_threads(g.saved);
+  if (g.saved > 0) omp_set_num_threads(g.saved);
 #else
   (void)g;
 #endif
