@@ -15,6 +15,7 @@
 #include "linalg/dense.h"
 #include "pca/accum.h"
 #include "pca/comoment.h"
+#include "pca/project.h"
 #include "pca/data.h"
 #include "pca/pca_internal.h"
 
@@ -51,6 +52,7 @@ typedef struct fit {
   char *Z;                   /* n x kmax scores in the compute type */
   double *mean, *scale;      /* batch x p */
   bool on_device;            /* X is in device memory: the backend keeps the centered data */
+  const gstat_matrix *src;   /* host X of a one-pass fit: scores projected from it */
 } fit;
 
 static double get(const fit *f, const char *base, int64_t i) {
@@ -298,6 +300,9 @@ static gstat_status fill_scores(gstat_ctx *ctx, const fit *f, gstat_pca_result *
   double *out = res->scores + b * n * k;
   if (f->on_device) {
     TRY(gstat_i_device_pca_scores(ctx, b, comp, f->opt.scale ? f->scale + b * p : NULL, k, out));
+  } else if (f->src) {
+    TRY(gstat_i_pca_project(ctx, f->src, b, f->ct, f->mean + b * p,
+                            f->opt.scale ? f->scale + b * p : NULL, comp, k, out));
   } else {
     const void *V = comp; /* k x p row-major is p x k column-major */
     if (f->ct != GSTAT_F64) {
@@ -321,7 +326,7 @@ static gstat_status fill_scores(gstat_ctx *ctx, const fit *f, gstat_pca_result *
 /* Everything after the eigen decompositions, for the exact methods. */
 static gstat_status finish_exact(gstat_ctx *ctx, fit *f, gstat_pca_result **res) {
   int64_t k = choose_k(f);
-  bool scores = (f->data || f->on_device) && f->opt.compute_scores;
+  bool scores = (f->data || f->on_device || f->src) && f->opt.compute_scores;
   TRY(gstat_i_pca_result_prepare(ctx, f->fn, res, f->batch, f->n, f->p, k, scores));
   gstat_pca_result *r = *res;
   r->method = f->method;
@@ -439,9 +444,10 @@ static gstat_status fit_from_moments(gstat_ctx *ctx, fit *f, double weight,
   return finish_exact(ctx, f, res);
 }
 
-/* COVARIANCE_EIGH without scores on host data: means and co-moments in one
- * threaded pass over X (comoment.c), no centred copy of the data. A NaN or
- * Inf shows up in the means; only then is X scanned to name it. */
+/* COVARIANCE_EIGH on host data: means and co-moments in one threaded pass
+ * over X (comoment.c), no centred copy of the data; scores, when asked, by a
+ * second blocked pass (project.c). A NaN or Inf shows up in the means; only
+ * then is X scanned to name it. */
 static gstat_status fit_one_pass(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
                                  gstat_pca_result **res) {
   TRY(carve(ctx, f, false));
@@ -458,6 +464,7 @@ static gstat_status fit_one_pass(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
                           "values)",
                           (long long)b0, (long long)i0, (long long)j0);
   }
+  f->src = X;
   return fit_from_moments(ctx, f, (double)f->n, res);
 }
 
@@ -493,8 +500,7 @@ gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_op
   f.kmax = f.opt.variance_fraction > 0 ? f.r : k;
   if (f.batch == 0) return gstat_i_pca_result_prepare(ctx, f.fn, res, 0, f.n, f.p, k, false);
   if (X->location != GSTAT_HOST) return fit_on_device(ctx, &f, X, res);
-  if (f.method == GSTAT_PCA_COVARIANCE_EIGH && !f.opt.compute_scores)
-    return fit_one_pass(ctx, &f, X, res);
+  if (f.method == GSTAT_PCA_COVARIANCE_EIGH) return fit_one_pass(ctx, &f, X, res);
   int64_t b0, i0, j0;
   if (gstat_i_find_nonfinite(X, GSTAT_I_TRI_FULL, &b0, &i0, &j0))
     return gstat_i_fail(ctx, GSTAT_ENOTFINITE,

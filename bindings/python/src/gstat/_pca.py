@@ -100,7 +100,7 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             dtype = np.float64 if "64" in str(X.dtype) else np.float32
             stream = _stream(X, dev)
         else:
-            X = validate(self, X, ensure_min_samples=1)
+            X = validate(self, X, ensure_min_samples=1, c_checks_finite=True)
             n, p = X.shape
             dtype = X.dtype
             stream = None
@@ -137,7 +137,7 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Project `X` on the principal axes (whitened when `whiten`)."""
         check_is_fitted(self)
-        X = validate(self, X, reset=False)
+        X = validate(self, X, reset=False, c_checks_finite=True)
         return _core.pca_transform(False, X, self.components_, self.mean_,
                                    self.explained_variance_, self.whiten, None, self.backend)
 

@@ -86,9 +86,26 @@ except ImportError:  # pragma: no cover - exercised only without scikit-learn
         return X
 
 
-def validate(est, X, reset=True, **kw):
-    """Validated 2-D float32/float64 input (scikit-learn's rules when installed)."""
+def _finite_keyword():
+    if not HAVE_SKLEARN:
+        return None
+    params = inspect.signature(check_array).parameters
+    return next((k for k in ("ensure_all_finite", "force_all_finite") if k in params), None)
+
+
+_FINITE_KW = _finite_keyword()
+
+
+def validate(est, X, reset=True, c_checks_finite=False, **kw):
+    """Validated 2-D float32/float64 input (scikit-learn's rules when installed).
+
+    c_checks_finite: the C call that follows refuses NaN/Inf itself (with a
+    ValueError naming the entry), so scikit-learn's extra pass over the data
+    is skipped.
+    """
     kw.setdefault("dtype", [np.float64, np.float32])
+    if c_checks_finite and _FINITE_KW:
+        kw[_FINITE_KW] = False
     return _validate_data(est, X, reset=reset, **kw)
 
 
