@@ -91,8 +91,9 @@ static void test_laplacian_vs_scipy(void **state) {
       free(off);
       free(idx);
       free(val);
-      /* the operator (CSR rows, then a dense graph by GEMM): L X for a
-       * random block of 20 columns (two passes of the CSR kernel) */
+      /* the operator (CSR rows, then a dense graph streamed in blocks of 8):
+       * L X for a random block of 20 columns (two passes of the CSR kernel,
+       * three of the dense one, the last partial) */
       gstat_matrix Ad = gstat_matrix_row_major(A->v, GSTAT_F64, 1, n, n);
       gstat_graph Gd = gstat_graph_dense(&Ad);
       Gd.symmetrize = sym;
@@ -112,6 +113,20 @@ static void test_laplacian_vs_scipy(void **state) {
           }
         for (int64_t i = 0; !normed && i < n; i++) /* degrees: D - A's diagonal */
           assert_true(fabs(gstat_laplacian_op_degrees(op)[i] - R->v[i * n + i]) <= 1e-12);
+        gstat_laplacian_op_destroy(op);
+        if (normed) continue;
+        /* random walk: row i of D - A over d_i (0 for an isolated node) */
+        assert_int_equal(
+            gstat_laplacian_op_create(ctx, form ? &Gd : &G, GSTAT_LAPLACIAN_RANDOM_WALK, &op),
+            GSTAT_OK);
+        assert_int_equal(gstat_laplacian_op_apply(ctx, op, 20, X, Y), GSTAT_OK);
+        for (int64_t col = 0; col < 20; col++)
+          for (int64_t i = 0; i < n; i++) {
+            double want = 0, di = R->v[i * n + i];
+            for (int64_t j = 0; j < n; j++) want += R->v[i * n + j] * X[j + col * n];
+            want = di > 0 ? want / di : 0.0;
+            assert_true(fabs(Y[i + col * n] - want) <= 1e-12 * (1 + fabs(want)));
+          }
         gstat_laplacian_op_destroy(op);
       }
       free(X);

@@ -1,7 +1,11 @@
 /* The Laplacian as an operator on blocks of vectors: a CSR graph is applied
  * row by row (no Laplacian formed, the caller's arrays borrowed when they
- * can be); a dense graph keeps its scaled adjacency and is applied by GEMM
- * (a complete graph's CSR would be bandwidth-bound). */
+ * can be); a dense graph keeps its (symmetric) adjacency, scaled on both
+ * sides for the symmetric kind, and is streamed once per block of up to 8
+ * vectors (column i of a symmetric matrix is row i: a dot product per row
+ * with the block in cache; a GEMM would copy the whole matrix into its
+ * packing buffers at every product). */
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,8 +17,8 @@ struct gstat_laplacian_op {
   gstat_laplacian_kind kind;
   int64_t n;
   gstat_i_graph g; /* CSR graphs: borrowed from the caller or owned */
-  double *dense;   /* DENSE graphs: n x n, s_i a_ij s_j (symmetric), a_ij / d_i (random
-                      walk) or a_ij, column-major; NULL for CSR */
+  double *dense;   /* DENSE graphs: n x n, s_i a_ij s_j (symmetric kind) or a_ij, column-major
+                      and symmetric; NULL for CSR */
   double *degrees; /* n */
   double *scale;   /* n: 1/sqrt(d) (symmetric), 1/d (random walk), unused otherwise */
 };
@@ -71,11 +75,9 @@ gstat_status gstat_i_laplacian_op_new(gstat_ctx *ctx, const char *fn, const gsta
                    : d > 0                           ? 1.0 / d
                                                      : 0.0;
   }
-  if (op->dense && kind != GSTAT_LAPLACIAN_UNNORMALIZED)
+  if (op->dense && kind == GSTAT_LAPLACIAN_SYMMETRIC)
     for (int64_t j = 0; j < n; j++)
-      for (int64_t i = 0; i < n; i++)
-        op->dense[i + j * n] *=
-            kind == GSTAT_LAPLACIAN_SYMMETRIC ? op->scale[i] * op->scale[j] : op->scale[i];
+      for (int64_t i = 0; i < n; i++) op->dense[i + j * n] *= op->scale[i] * op->scale[j];
   *out = op;
   return GSTAT_OK;
 }
@@ -106,6 +108,62 @@ gstat_status gstat_laplacian_op_create(gstat_ctx *ctx, const gstat_graph *G,
   return gstat_i_laplacian_op_new(ctx, fn, G, kind, op);
 }
 
+/* Z (n x 8, row-major) = M Xt for the symmetric column-major M and Xt
+ * (n x 8, row-major, in cache): row i of Z is column i of M against Xt. Rows
+ * go in groups of R, so each row of Xt loaded feeds R accumulators. */
+#define R 6
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void sym_rows8(
+    int64_t n, const double *restrict M, const double *restrict xt, double *restrict zt, int nt) {
+  int64_t groups = (n + R - 1) / R;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t g = 0; g < groups; g++) {
+    int64_t i0 = g * R, rows = n - i0 < R ? n - i0 : R;
+    const double *col[R];
+    for (int r = 0; r < R; r++) col[r] = M + (i0 + (r < rows ? r : 0)) * n;
+    double acc[R][8] = {{0}};
+    for (int64_t j = 0; j < n; j++) {
+      const double *x = xt + j * 8;
+      for (int r = 0; r < R; r++) {
+        double a = col[r][j];
+#pragma omp simd
+        for (int c = 0; c < 8; c++) acc[r][c] += a * x[c];
+      }
+    }
+    for (int r = 0; r < rows; r++)
+      for (int c = 0; c < 8; c++) zt[(i0 + r) * 8 + c] = acc[r][c];
+  }
+}
+#undef R
+
+/* Y = diag X - M X for a dense graph (see the struct): blocks of 8 columns. */
+static gstat_status dense_apply(gstat_ctx *ctx, const gstat_laplacian_op *op, int64_t m,
+                                const double *X, double *Y) {
+  int64_t n = op->n;
+  const double *d = op->degrees, *s = op->scale;
+  double *xt = gstat_i_workspace(ctx, GSTAT_WS_GRAPH, sizeof(double) * (size_t)(16 * n + 1));
+  if (!xt)
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "laplacian_op_apply: cannot allocate %lld x 16 scratch",
+                        (long long)n);
+  double *zt = xt + 8 * n;
+  int nt = n * n >= 200000 ? ctx->num_threads : 1;
+  for (int64_t c0 = 0; c0 < m; c0 += 8) {
+    int64_t cm = m - c0 < 8 ? m - c0 : 8;
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t c = 0; c < 8; c++) xt[j * 8 + c] = c < cm ? X[j + (c0 + c) * n] : 0.0;
+    sym_rows8(n, op->dense, xt, zt, nt);
+    for (int64_t c = 0; c < cm; c++)
+      for (int64_t i = 0; i < n; i++) {
+        double xi = X[i + (c0 + c) * n], z = zt[i * 8 + c];
+        /* unnormalized: d x - A x; symmetric: x - (S A S) x; random walk: x - S A x */
+        Y[i + (c0 + c) * n] = op->kind == GSTAT_LAPLACIAN_UNNORMALIZED ? d[i] * xi - z
+                              : op->kind == GSTAT_LAPLACIAN_SYMMETRIC
+                                  ? (d[i] > 0 ? xi : 0.0) - z
+                                  : (d[i] > 0 ? xi : 0.0) - s[i] * z;
+      }
+  }
+  return GSTAT_OK;
+}
+
 gstat_status gstat_i_laplacian_apply(gstat_ctx *ctx, void *opv, int64_t n, int64_t m,
                                      const double *X, double *Y) {
   const gstat_laplacian_op *op = opv;
@@ -114,15 +172,7 @@ gstat_status gstat_i_laplacian_apply(gstat_ctx *ctx, void *opv, int64_t n, int64
   bool sym = op->kind == GSTAT_LAPLACIAN_SYMMETRIC;
   bool unnorm = op->kind == GSTAT_LAPLACIAN_UNNORMALIZED;
   (void)n;
-  if (op->dense) { /* Y = diag X - M X */
-    gstat_status st = gstat_i_gemm(ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, op->n, m, op->n,
-                                   -1.0, op->dense, op->n, X, op->n, 0.0, Y, op->n);
-    if (st != GSTAT_OK) return st;
-    for (int64_t c = 0; c < m; c++)
-      for (int64_t i = 0; i < op->n; i++)
-        Y[i + c * op->n] += (unnorm ? d[i] : d[i] > 0 ? 1.0 : 0.0) * X[i + c * op->n];
-    return GSTAT_OK;
-  }
+  if (op->dense) return dense_apply(ctx, op, m, X, Y);
   enum { COLS = 16 }; /* columns per pass */
   int64_t nn = g->n, cols = m < COLS ? m : COLS;
   /* a row-major copy of the block (scaled by D^-1/2 when symmetric) makes
