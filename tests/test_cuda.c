@@ -335,7 +335,7 @@ static void test_accum_device_rows(void **state) {
       rest.rows = n - 1000;
       rest.data = (char *)X.m.data + (size_t)(1000 * X.m.row_stride) * gstat_dtype_size(dts[d]);
       assert_int_equal(gstat_cov_accum_add(gpu, ag, &first, NULL), GSTAT_OK);
-      assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
+      assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA); /* reduced there, merged here */
       assert_int_equal(gstat_cov_accum_add(gpu, ag, &rest, NULL), GSTAT_OK);
       assert_int_equal(gstat_cov_accum_add(cpu, ac, &X.m, NULL), GSTAT_OK);
       assert_int_equal(gstat_cov_accum_rows(ag), n);
