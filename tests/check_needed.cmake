@@ -1,4 +1,8 @@
-# ctest script: fail when the library's NEEDED entries name a CUDA library.
+# ctest script: fail when the library's NEEDED entries match FORBID (default:
+# a CUDA library).
+if(NOT FORBID)
+  set(FORBID "cuda|cusolver|cublas|nvidia")
+endif()
 execute_process(COMMAND readelf -d ${LIB} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "readelf -d ${LIB} failed")
@@ -6,7 +10,7 @@ endif()
 string(REGEX MATCHALL "NEEDED[^\n]*" needed "${dyn}")
 message(STATUS "${LIB}:\n${needed}")
 foreach(line ${needed})
-  if(line MATCHES "cuda|cusolver|cublas|nvidia")
-    message(FATAL_ERROR "libgstat needs a CUDA library: ${line}")
+  if(line MATCHES "${FORBID}")
+    message(FATAL_ERROR "${LIB} needs a library matching ${FORBID}: ${line}")
   endif()
 endforeach()

@@ -370,6 +370,78 @@ static void test_from_accumulator(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* A caller's eigensolver for gstat_pca_from_accum_eigh: gstat_eigh on its own
+ * context, with every eigenvector negated (signs must not matter), or a
+ * failure when asked. */
+typedef struct {
+  gstat_ctx *ctx;
+  int calls;
+  gstat_status fail;
+} eigh_cb_state;
+
+static gstat_status eigh_cb(gstat_ctx *ctx, int64_t p, double *S, double *w, void *user) {
+  (void)ctx;
+  eigh_cb_state *s = user;
+  s->calls++;
+  if (s->fail != GSTAT_OK) return s->fail;
+  gstat_matrix A = gstat_matrix_col_major(S, GSTAT_F64, 1, p, p);
+  gstat_matrix W = gstat_vector_batch(w, GSTAT_F64, 1, p);
+  gstat_status st = gstat_eigh(s->ctx, &A, GSTAT_LOWER, &W, &A, NULL);
+  for (int64_t i = 0; i < p * p; i++) S[i] = -S[i];
+  return st;
+}
+
+/* gstat_pca_from_accum_eigh with a caller's solver gives gstat_pca_from_accum's
+ * result; the callback's failure is the call's status; argument errors come
+ * before the callback. */
+static void test_from_accumulator_callback(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  eigh_cb_state cb = {.ctx = tu_ctx(GSTAT_BACKEND_CPU)};
+  tu_rng rng = tu_rng_new();
+  const int64_t n = 90, p = 9;
+  double x[90 * 9];
+  make_data(&rng, n, p, x);
+  gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F64, 1, n, p);
+  gstat_cov_accum *acc = NULL;
+  assert_int_equal(gstat_cov_accum_create(ctx, p, GSTAT_MISSING_EVERYTHING, &acc), GSTAT_OK);
+  assert_int_equal(gstat_cov_accum_add(ctx, acc, &X, NULL), GSTAT_OK);
+  for (int variant = 0; variant < 3; variant++) {
+    gstat_pca_options o = options(GSTAT_PCA_AUTO, variant == 0 ? 3 : 0);
+    o.scale = variant == 1;
+    if (variant == 2) o.variance_fraction = 0.8, o.center = 0;
+    gstat_pca_result *a = NULL, *b = NULL;
+    assert_int_equal(gstat_pca_from_accum(ctx, acc, &o, &a), GSTAT_OK);
+    assert_int_equal(gstat_pca_from_accum_eigh(ctx, acc, &o, eigh_cb, &cb, &b), GSTAT_OK);
+    assert_int_equal(a->n_components, b->n_components);
+    int64_t k = a->n_components;
+    for (int64_t i = 0; i < k; i++) {
+      assert_true(rel(b->explained_variance[i], a->explained_variance[i]) < 1e-12);
+      assert_true(rel(b->explained_variance_ratio[i], a->explained_variance_ratio[i]) < 1e-12);
+      assert_true(rel(b->singular_values[i], a->singular_values[i]) < 1e-12);
+      for (int64_t j = 0; j < p; j++)
+        assert_true(fabs(b->components[i * p + j] - a->components[i * p + j]) < 1e-10);
+    }
+    assert_true(rel(b->noise_variance[0], a->noise_variance[0]) < 1e-12);
+    gstat_pca_result_free(a);
+    gstat_pca_result_free(b);
+  }
+  assert_int_equal(cb.calls, 3);
+  gstat_pca_options o = options(GSTAT_PCA_AUTO, 2);
+  gstat_pca_result *res = NULL;
+  cb.fail = GSTAT_ENOCONV;
+  assert_int_equal(gstat_pca_from_accum_eigh(ctx, acc, &o, eigh_cb, &cb, &res), GSTAT_ENOCONV);
+  assert_non_null(strstr(gstat_ctx_last_error(ctx), "callback"));
+  assert_int_equal(cb.calls, 4);
+  o.method = GSTAT_PCA_GRAM_EIGH;
+  assert_int_equal(gstat_pca_from_accum_eigh(ctx, acc, &o, eigh_cb, &cb, &res), GSTAT_EINVAL);
+  assert_int_equal(cb.calls, 4);
+  gstat_pca_result_free(res);
+  gstat_cov_accum_destroy(acc);
+  gstat_ctx_destroy(cb.ctx);
+  gstat_ctx_destroy(ctx);
+}
+
 /* The randomized method: the same seed gives the same answer, and with power
  * iterations it finds the top components of a low-rank-plus-noise matrix. */
 static void test_randomized(void **state) {
@@ -637,6 +709,7 @@ int main(void) {
       cmocka_unit_test(test_variance_fraction),
       cmocka_unit_test(test_rank_deficient_and_tiny),
       cmocka_unit_test(test_from_accumulator),
+      cmocka_unit_test(test_from_accumulator_callback),
       cmocka_unit_test(test_randomized),
       cmocka_unit_test(test_reuse_allocates_nothing),
       cmocka_unit_test(test_progress_and_cancel),

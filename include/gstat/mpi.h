@@ -30,6 +30,7 @@
 
 #include "gstat/core.h"
 #include "gstat/covariance.h"
+#include "gstat/linalg.h"
 #include "gstat/pca.h"
 #include "gstat/spectral.h"
 
@@ -101,21 +102,116 @@ GSTAT_API gstat_status gstat_mpi_covariance(gstat_mpi *m, gstat_ctx *ctx, const 
 /*
  * PCA of row-partitioned data (rank r holds X_r, 1 x n_r x p, n_r >= 0, in
  * host memory or in CUDA memory of its context's device, as
- * gstat_mpi_covariance: one rank per GPU):
- * local accumulation, one merge, one eigen decomposition per receiving rank
- * (gstat_pca_from_accum: covariance-eigh, so opt->method must be AUTO or
- * COVARIANCE_EIGH). NaN/Inf in any X_r is GSTAT_ENOTFINITE, as gstat_pca.
- * Scores are not computed: each rank projects its own rows with
- * gstat_pca_transform(ctx, res, X_r, ...) on the broadcast result.
+ * gstat_mpi_covariance: one rank per GPU): local accumulation, one merge,
+ * then the eigen decomposition of the merged p x p co-moment
+ * (covariance-eigh, so opt->method must be AUTO or COVARIANCE_EIGH) by the
+ * handle's eigensolver (gstat_mpi_set_eigensolver): LOCAL, each receiving
+ * rank runs gstat_pca_from_accum; SCALAPACK, all ranks run pdsyevd on the
+ * block-cyclic matrix and the receiving rank(s) build the result from its
+ * eigenpairs with the same code (gstat_pca_from_accum_eigh), so both give
+ * the same result to rounding (components, variances, ratios, singular
+ * values, mean, scale, noise variance, k by count or by variance fraction).
+ * opt must then be the same on every rank. NaN/Inf in any X_r is
+ * GSTAT_ENOTFINITE, as gstat_pca. Scores are not computed: each rank
+ * projects its own rows with gstat_pca_transform(ctx, res, X_r, ...) on the
+ * broadcast result.
  *
  * res   in/out on the receiving rank(s) as gstat_pca (*res NULL allocates);
  *       ignored elsewhere (may be NULL). Free with gstat_pca_result_free.
  * Statuses: those of gstat_pca_from_accum, GSTAT_EINVAL when p differs
- * between ranks or there are no rows at all, GSTAT_EBACKEND.
+ * between ranks or there are no rows at all or the ranks' eigensolver
+ * settings differ, GSTAT_EUNSUPPORTED (SCALAPACK asked for and not built;
+ * p too large for ScaLAPACK's 32-bit counts on this many ranks),
+ * GSTAT_ENOCONV (pdsyevd did not converge), GSTAT_EBACKEND.
  */
 GSTAT_API gstat_status gstat_mpi_pca(gstat_mpi *m, gstat_ctx *ctx, const gstat_matrix *X,
                                      const gstat_pca_options *opt, int root,
                                      gstat_pca_result **res);
+
+/*
+ * ---- the distributed eigensolver ----
+ *
+ * For covariance matrices too large for one rank's eigensolver, the eigen
+ * step can run on all ranks with ScaLAPACK's pdsyevd (divide and conquer on a
+ * block-cyclic matrix, blocks of 64, over a near-square grid of all ranks of
+ * the handle's private communicator). Built when CMake finds ScaLAPACK
+ * (-DGSTAT_WITH_SCALAPACK, ON by default; Debian: libscalapack-openmpi-dev).
+ * It computes in float64 and returns the library's conventions: eigenvalues
+ * ascending, each eigenvector's entry of largest magnitude positive (the
+ * first one on ties). Threads: pdsyevd's BLAS runs with the process's
+ * OpenMP / OpenBLAS setting, not the context's num_threads; run one rank per
+ * core with OMP_NUM_THREADS=1 and OPENBLAS_NUM_THREADS=1 (threaded BLAS made
+ * pdsyevd 4x slower in our measurements, and OPENBLAS_NUM_THREADS alone did
+ * not keep Debian's OpenMP OpenBLAS from spinning up teams). BLACS keeps
+ * process-wide state: handles of one process must not run the ScaLAPACK
+ * path from several threads at once.
+ */
+typedef enum gstat_mpi_eigensolver {
+  GSTAT_MPI_EIGEN_AUTO = 0,     /* SCALAPACK when built, size > 1 and p >= auto_min_p; else LOCAL */
+  GSTAT_MPI_EIGEN_LOCAL = 1,    /* gstat_eigh on one rank (the receiving one, or rank 0) */
+  GSTAT_MPI_EIGEN_SCALAPACK = 2 /* pdsyevd over all ranks */
+} gstat_mpi_eigensolver;
+
+/* AUTO's default crossover order. On a 2-core machine pdsyevd on 2 ranks
+ * (one BLAS thread each) broke even with gstat_eigh on one rank near
+ * p = 2000 and was 1.17x faster at 3000 (ARCHITECTURE.md, "The ScaLAPACK
+ * eigensolver"); other machines and networks move this: measure with
+ * bench/bench_mpi_eigh and pass auto_min_p. */
+#define GSTAT_MPI_SCALAPACK_MIN_P 3000
+
+/* Whether this gstat_mpi was built with ScaLAPACK (1) or not (0). */
+GSTAT_API int gstat_mpi_has_scalapack(void);
+
+/*
+ * Choose the eigensolver of gstat_mpi_eigh and gstat_mpi_pca. Not
+ * collective, but every rank must make the same choice (the collective calls
+ * check it: GSTAT_EINVAL on every rank when the ranks would pick different
+ * solvers).
+ * e           AUTO (the default), LOCAL or SCALAPACK.
+ * auto_min_p  AUTO picks SCALAPACK for p >= auto_min_p (with more than one
+ *             rank, when built); <= 0 means GSTAT_MPI_SCALAPACK_MIN_P.
+ * Statuses: GSTAT_OK; GSTAT_EINVAL (m NULL, e not a gstat_mpi_eigensolver:
+ * nothing changed); GSTAT_EUNSUPPORTED (SCALAPACK without ScaLAPACK in this
+ * build: the choice is kept anyway, so the later collective calls fail the
+ * same way instead of quietly running the local solver). The message is in
+ * gstat_mpi_last_error on this rank.
+ */
+GSTAT_API gstat_status gstat_mpi_set_eigensolver(gstat_mpi *m, gstat_mpi_eigensolver e,
+                                                 int64_t auto_min_p);
+
+/*
+ * Eigenvalues and eigenvectors of one symmetric p x p matrix, by the
+ * handle's eigensolver: LOCAL runs gstat_eigh on the receiving rank (rank 0
+ * for GSTAT_MPI_ALL_RANKS, then broadcast: every rank holds the same bits);
+ * SCALAPACK distributes A block-cyclically from the rank(s) holding it, runs
+ * pdsyevd on all ranks and gathers the results. Both compute in float64 and
+ * agree to rounding.
+ *
+ * ctx   this rank's context (LOCAL runs gstat_eigh with it); the agreed
+ *       message of a failure is in gstat_mpi_last_error.
+ * A     1 x p x p, GSTAT_F64, host memory, any strides; only the `uplo`
+ *       triangle is read. Given on root (root >= 0; other ranks may pass
+ *       NULL and p comes from root), or on every rank for
+ *       GSTAT_MPI_ALL_RANKS (the same matrix: each rank sends nothing and
+ *       takes its share from its own copy). NaN/Inf in the read triangle is
+ *       GSTAT_ENOTFINITE.
+ * w     1 x p x 1 GSTAT_F64 eigenvalues, ascending, on the receiving
+ *       rank(s) (NULL elsewhere).
+ * V     NULL for eigenvalues only, or 1 x p x p GSTAT_F64 on the receiving
+ *       rank(s): column j is the unit eigenvector of w[j], its entry of
+ *       largest magnitude positive. V may be A itself (the same view); other
+ *       overlaps of the arguments are not detected. With
+ *       GSTAT_MPI_ALL_RANKS, V is given on every rank or on none.
+ * The caller owns A, w and V. p = 0 succeeds without touching memory.
+ * Statuses (the same on every rank): GSTAT_OK; GSTAT_EINVAL (NULLs, bad
+ * root or uplo, shapes, strides, the order of A or the eigensolver choice
+ * differs between ranks); GSTAT_ENOTFINITE; GSTAT_EUNSUPPORTED (not
+ * GSTAT_F64 or not host memory, SCALAPACK not built, p too large for
+ * ScaLAPACK's 32-bit counts on this many ranks); GSTAT_ENOMEM;
+ * GSTAT_ENOCONV (no convergence); GSTAT_EBACKEND (MPI or ScaLAPACK error).
+ */
+GSTAT_API gstat_status gstat_mpi_eigh(gstat_mpi *m, gstat_ctx *ctx, const gstat_matrix *A,
+                                      gstat_uplo uplo, int root, gstat_matrix *w, gstat_matrix *V);
 
 /*
  * Batch spectral clustering with the graphs spread over the ranks.

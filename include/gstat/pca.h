@@ -120,6 +120,35 @@ GSTAT_API gstat_status gstat_pca_from_accum(gstat_ctx *ctx, const gstat_cov_accu
                                             const gstat_pca_options *opt, gstat_pca_result **res);
 
 /*
+ * A symmetric eigensolver that gstat_pca_from_accum_eigh calls instead of
+ * gstat_eigh (gstat_mpi's distributed one, for instance).
+ *
+ * On entry S holds the p x p matrix to decompose (float64, column-major,
+ * leading dimension p, both triangles filled); on return S must hold the
+ * unit eigenvectors (column j belongs to w[j]) and w the p eigenvalues in
+ * ascending order. Eigenvector signs do not matter: components get the
+ * library's sign rule afterwards. S and w belong to ctx's workspace, so the
+ * callback must not run PCA or covariance functions on ctx. Return GSTAT_OK,
+ * or the status the PCA call should fail with. `user` is passed through.
+ */
+typedef gstat_status (*gstat_pca_eigh_fn)(gstat_ctx *ctx, int64_t p, double *S, double *w,
+                                          void *user);
+
+/*
+ * gstat_pca_from_accum with the eigen decomposition done by `eigh` (NULL:
+ * gstat_eigh, i.e. exactly gstat_pca_from_accum). Everything else (the
+ * matrix handed to the solver, scaling, k, variances, signs) is the same
+ * code, so two solvers that agree on the eigenpairs give the same result.
+ * `eigh` is called at most once, and only after every argument check passed.
+ * Statuses: those of gstat_pca_from_accum; a failure of the callback is
+ * returned as is (the context's message then says the callback failed).
+ */
+GSTAT_API gstat_status gstat_pca_from_accum_eigh(gstat_ctx *ctx, const gstat_cov_accum *acc,
+                                                 const gstat_pca_options *opt,
+                                                 gstat_pca_eigh_fn eigh, void *user,
+                                                 gstat_pca_result **res);
+
+/*
  * Project data on a fitted PCA: scores = ((X - mean) / scale) components^T,
  * divided by sqrt(explained_variance) when the PCA was whitened.
  *

@@ -25,12 +25,16 @@ gstat_status gstat_mpi_create(MPI_Comm comm, gstat_mpi **out) {
   MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(m->comm, &m->rank);
   MPI_Comm_size(m->comm, &m->size);
+  m->eigensolver = GSTAT_MPI_EIGEN_AUTO;
+  m->auto_min_p = GSTAT_MPI_SCALAPACK_MIN_P;
+  m->blacs_sys = m->blacs_ctxt = -1;
   *out = m;
   return GSTAT_OK;
 }
 
 void gstat_mpi_destroy(gstat_mpi *m) {
   if (!m) return;
+  gstat_mpi_i_eigh_release(m);
   MPI_Comm_free(&m->comm);
   free(m);
 }

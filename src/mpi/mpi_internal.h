@@ -12,6 +12,10 @@ struct gstat_mpi {
   MPI_Comm comm; /* private duplicate: our point-to-point tags cannot meet the caller's */
   int rank, size;
   char msg[GSTAT_MPI_MSG];
+  gstat_mpi_eigensolver eigensolver; /* gstat_mpi_set_eigensolver; AUTO by default */
+  int64_t auto_min_p;                /* AUTO's crossover */
+  int blacs_sys, blacs_ctxt;         /* ScaLAPACK grid, made at first use (-1: none) */
+  int nprow, npcol;
 };
 
 /* Record a local failure message in m->msg (printf-style); returns st. */
@@ -53,5 +57,25 @@ gstat_status gstat_mpi_i_same_p(gstat_mpi *m, int64_t p, const char *fn);
 /* Collective merge of the ranks' accumulators (arguments already agreed valid,
  * same p everywhere): see gstat_mpi_cov_accum_reduce. */
 gstat_status gstat_mpi_i_reduce(gstat_mpi *m, gstat_ctx *ctx, gstat_cov_accum *acc, int root);
+
+/* Collective: the eigensolver the handle's setting picks for order p
+ * (GSTAT_MPI_EIGEN_LOCAL or GSTAT_MPI_EIGEN_SCALAPACK), agreed between the
+ * ranks: GSTAT_EINVAL when their settings pick differently, GSTAT_EUNSUPPORTED
+ * when SCALAPACK is asked for and not built. */
+gstat_status gstat_mpi_i_pick_eigensolver(gstat_mpi *m, int64_t p, const char *fn,
+                                          gstat_mpi_eigensolver *out);
+
+/* Collective ScaLAPACK eigen decomposition of a p x p symmetric float64
+ * matrix (arguments already agreed valid, p >= 1, A finite): A is read on
+ * root (every rank for GSTAT_MPI_ALL_RANKS; its `uplo` triangle), w and, when
+ * `vectors` (the same on every rank), V are written on the receiving
+ * rank(s), with the library's eigenvector signs. V may be A itself. Returns
+ * the agreed status. */
+gstat_status gstat_mpi_i_scalapack_eigh(gstat_mpi *m, int64_t p, const gstat_matrix *A,
+                                        gstat_uplo uplo, int root, gstat_matrix *w, gstat_matrix *V,
+                                        int vectors, const char *fn);
+
+/* Collective (in gstat_mpi_destroy): free the cached ScaLAPACK grid. */
+void gstat_mpi_i_eigh_release(gstat_mpi *m);
 
 #endif /* GSTAT_MPI_INTERNAL_H */

@@ -126,6 +126,57 @@ static gstat_status check_finite_rows(gstat_mpi *m, gstat_ctx *ctx, const gstat_
                           (long long)bad);
 }
 
+/* The ScaLAPACK eigen step of gstat_mpi_pca, as gstat_pca_from_accum_eigh's
+ * callback on the receiving rank(s). The other ranks wait in the same
+ * agreement; a receiving rank that fails before its callback joins it after
+ * gstat_pca_from_accum_eigh returns, so nobody waits in pdsyevd for it. */
+typedef struct {
+  gstat_mpi *m;
+  int root;
+  int called;
+  gstat_status st; /* agreed status of the distributed step */
+} scalapack_step;
+
+static gstat_status scalapack_callback(gstat_ctx *ctx, int64_t p, double *S, double *w,
+                                       void *user) {
+  (void)ctx;
+  scalapack_step *j = user;
+  j->called = 1;
+  j->st = gstat_mpi_i_agree(j->m, GSTAT_OK);
+  if (j->st == GSTAT_OK) {
+    gstat_matrix A = gstat_matrix_col_major(S, GSTAT_F64, 1, p, p);
+    gstat_matrix W = gstat_vector_batch(w, GSTAT_F64, 1, p);
+    j->st = gstat_mpi_i_scalapack_eigh(j->m, p, &A, GSTAT_LOWER, j->root, &W, &A, 1, "mpi_pca");
+  }
+  return j->st;
+}
+
+/* gstat_mpi_pca's last step with the ScaLAPACK eigensolver (acc merged on the
+ * receiving ranks). Returns the status of every rank. */
+static gstat_status pca_scalapack(gstat_mpi *m, gstat_ctx *ctx, gstat_cov_accum *acc,
+                                  const gstat_pca_options *o, int root, gstat_pca_result **res,
+                                  const char *fn) {
+  scalapack_step j = {.m = m, .root = root};
+  gstat_status phase, after = GSTAT_OK;
+  if (gstat_mpi_i_receives(m, root)) {
+    gstat_status st = gstat_pca_from_accum_eigh(ctx, acc, o, scalapack_callback, &j, res);
+    if (!j.called) {
+      if (st == GSTAT_OK) st = GSTAT_EBACKEND; /* cannot happen: p >= 1 */
+      gstat_mpi_i_lib_fail(m, ctx, st, fn);
+      phase = gstat_mpi_i_agree(m, st);
+    } else {
+      phase = j.st; /* agreed, message in m->msg */
+      if (phase == GSTAT_OK && st != GSTAT_OK) after = gstat_mpi_i_lib_fail(m, ctx, st, fn);
+    }
+  } else {
+    phase = gstat_mpi_i_agree(m, GSTAT_OK);
+    if (phase == GSTAT_OK)
+      phase = gstat_mpi_i_scalapack_eigh(m, gstat_cov_accum_dim(acc), NULL, GSTAT_LOWER, root, NULL,
+                                         NULL, 1, fn);
+  }
+  return phase != GSTAT_OK ? phase : gstat_mpi_i_agree(m, after);
+}
+
 gstat_status gstat_mpi_pca(gstat_mpi *m, gstat_ctx *ctx, const gstat_matrix *X,
                            const gstat_pca_options *opt, int root, gstat_pca_result **res) {
   static const char fn[] = "mpi_pca";
@@ -152,11 +203,15 @@ gstat_status gstat_mpi_pca(gstat_mpi *m, gstat_ctx *ctx, const gstat_matrix *X,
   if (X->cols == 0) {
     return gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: X has no columns (p = 0)", fn);
   }
+  gstat_mpi_eigensolver solver;
+  if ((st = gstat_mpi_i_pick_eigensolver(m, X->cols, fn, &solver)) != GSTAT_OK) return st;
   st = accumulate(m, ctx, X, GSTAT_MISSING_EVERYTHING, NULL, &acc, fn);
   if (st == GSTAT_OK) st = check_finite_rows(m, ctx, X, acc, fn);
   st = gstat_mpi_i_agree(m, st);
   if (st == GSTAT_OK) st = gstat_mpi_i_reduce(m, ctx, acc, root);
-  if (st == GSTAT_OK) {
+  if (st == GSTAT_OK && solver == GSTAT_MPI_EIGEN_SCALAPACK) {
+    st = pca_scalapack(m, ctx, acc, &o, root, res, fn);
+  } else if (st == GSTAT_OK) {
     if (gstat_mpi_i_receives(m, root)) {
       st = gstat_pca_from_accum(ctx, acc, &o, res);
       if (st != GSTAT_OK) gstat_mpi_i_lib_fail(m, ctx, st, fn);

@@ -53,6 +53,8 @@ typedef struct fit {
   double *mean, *scale;      /* batch x p */
   bool on_device;            /* X is in device memory: the backend keeps the centered data */
   const gstat_matrix *src;   /* host X of a one-pass fit: scores projected from it */
+  gstat_pca_eigh_fn eigh;    /* caller's eigensolver (batch 1, F64), or NULL: gstat_eigh */
+  void *eigh_user;
 } fit;
 
 static double get(const fit *f, const char *base, int64_t i) {
@@ -184,6 +186,13 @@ static gstat_status decompose(gstat_ctx *ctx, fit *f, bool build) {
         TRY(gstat_i_syrk(ctx, f->ct, GSTAT_NO_TRANS, f->n, f->p, 1.0, data_of(f, b), f->n, 0.0,
                          S_of(f, b), f->m));
     }
+  if (f->eigh) {
+    gstat_status st = f->eigh(ctx, f->m, (double *)f->S, (double *)f->w, f->eigh_user);
+    if (st != GSTAT_OK)
+      return gstat_i_fail(ctx, st, "%s: the eigensolver callback failed (%s)", f->fn,
+                          gstat_status_string(st));
+    return GSTAT_OK;
+  }
   gstat_matrix A = gstat_matrix_col_major(f->S, f->ct, f->batch, f->m, f->m);
   gstat_matrix w = gstat_vector_batch(f->w, f->ct, f->batch, f->m);
   return gstat_i_eigh(ctx, &A, GSTAT_LOWER, &w, &A, NULL);
@@ -516,9 +525,15 @@ gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_op
 
 gstat_status gstat_pca_from_accum(gstat_ctx *ctx, const gstat_cov_accum *acc,
                                   const gstat_pca_options *opt, gstat_pca_result **res) {
+  return gstat_pca_from_accum_eigh(ctx, acc, opt, NULL, NULL, res);
+}
+
+gstat_status gstat_pca_from_accum_eigh(gstat_ctx *ctx, const gstat_cov_accum *acc,
+                                       const gstat_pca_options *opt, gstat_pca_eigh_fn eigh,
+                                       void *user, gstat_pca_result **res) {
   if (!ctx) return GSTAT_EINVAL;
   gstat_i_begin(ctx);
-  fit f = {.fn = "pca_from_accum"};
+  fit f = {.fn = "pca_from_accum", .eigh = eigh, .eigh_user = user};
   if (opt)
     f.opt = *opt;
   else
