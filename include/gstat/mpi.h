@@ -152,12 +152,13 @@ typedef enum gstat_mpi_eigensolver {
   GSTAT_MPI_EIGEN_SCALAPACK = 2 /* pdsyevd over all ranks */
 } gstat_mpi_eigensolver;
 
-/* AUTO's default crossover order. On a 2-core machine pdsyevd on 2 ranks
- * (one BLAS thread each) broke even with gstat_eigh on one rank near
- * p = 2000 and was 1.17x faster at 3000 (ARCHITECTURE.md, "The ScaLAPACK
- * eigensolver"); other machines and networks move this: measure with
- * bench/bench_mpi_eigh and pass auto_min_p. */
-#define GSTAT_MPI_SCALAPACK_MIN_P 3000
+/* AUTO's default crossover order. On one 32-core node gstat_eigh with 16
+ * threads beat pdsyevd on 16 ranks at every order measured (0.60x-0.73x the
+ * time for p = 2000-6000, ARCHITECTURE.md, "The ScaLAPACK eigensolver"), so
+ * AUTO keeps the local solver below p = 20000, where one node's memory and
+ * time run out; clusters move this: measure with bench/bench_mpi_eigh and
+ * pass auto_min_p. */
+#define GSTAT_MPI_SCALAPACK_MIN_P 20000
 
 /* Whether this gstat_mpi was built with ScaLAPACK (1) or not (0). */
 GSTAT_API int gstat_mpi_has_scalapack(void);
