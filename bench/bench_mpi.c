@@ -16,7 +16,9 @@
  * calls (default 3); a call's time is the slowest rank's (barrier before).
  * Rank 0 prints one line:
  *   op=<op> mode=<strong|weak> ranks=<n> size=<...> location=<host|gpu> threads=<T>
- *   best_ms=<best> first_ms=<untimed call>
+ *   best_ms=<best> first_ms=<untimed call> [ev_vs_cpu=<d>]
+ * where d (--gpu) is the largest relative difference of the explained
+ * variances from the same distributed PCA run on the CPU backend.
  */
 #define _POSIX_C_SOURCE 199309L
 #include <gstat/gstat.h>
@@ -142,12 +144,37 @@ static void bench_pca(int rank, int size, int64_t N, int64_t P, const opts *o) {
   c.opt.n_components = 10;
   double first, best;
   timed(run_pca, &c, o->reps, &first, &best);
+  /* --gpu: the same rows through the CPU backend from host memory; the
+   * largest relative difference of the 10 explained variances */
+  double diff = 0;
+  if (o->gpu) {
+    gstat_pca_result *rg = NULL, *rc = NULL;
+    gstat_ctx *cpu;
+    gstat_ctx_options cc;
+    gstat_ctx_options_init(&cc);
+    cc.backend = GSTAT_BACKEND_CPU;
+    gstat_matrix Xh = gstat_matrix_row_major(x, c.X.dtype, 1, n, P);
+    if ((st = gstat_ctx_create(&cpu, &cc)) != GSTAT_OK) die("gstat_ctx_create", NULL, st);
+    if ((st = gstat_mpi_pca(c.m, c.ctx, &c.X, &c.opt, GSTAT_MPI_ALL_RANKS, &rg)) != GSTAT_OK)
+      die("gstat_mpi_pca (gpu)", c.m, st);
+    if ((st = gstat_mpi_pca(c.m, cpu, &Xh, &c.opt, GSTAT_MPI_ALL_RANKS, &rc)) != GSTAT_OK)
+      die("gstat_mpi_pca (cpu)", c.m, st);
+    for (int64_t i = 0; i < rc->n_components; i++) {
+      double d = fabs(rg->explained_variance[i] - rc->explained_variance[i]) /
+                 rc->explained_variance[i];
+      if (d > diff) diff = d;
+    }
+    gstat_pca_result_free(rg);
+    gstat_pca_result_free(rc);
+    gstat_ctx_destroy(cpu);
+  }
   if (rank == 0)
     printf(
         "op=pca mode=%s ranks=%d size=%lldx%lld dtype=%s location=%s threads=%d best_ms=%.1f "
-        "first_ms=%.1f\n",
+        "first_ms=%.1f%s%.1e\n",
         o->weak ? "weak" : "strong", size, (long long)total, (long long)P, o->f32 ? "f32" : "f64",
-        o->gpu ? "gpu" : "host", o->threads, best, first);
+        o->gpu ? "gpu" : "host", o->threads, best, first, o->gpu ? " ev_vs_cpu=" : "",
+        o->gpu ? diff : 0.0);
   gstat_mpi_destroy(c.m);
   gstat_ctx_destroy(c.ctx);
 #ifdef GSTAT_BENCH_CUDA
