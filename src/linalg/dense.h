@@ -26,6 +26,10 @@ gstat_status gstat_i_gemm(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, gstat_
 gstat_status gstat_i_syrk(gstat_ctx *ctx, gstat_dtype dt, gstat_trans trans, int64_t n, int64_t k,
                           double alpha, const void *A, int64_t lda, double beta, void *C,
                           int64_t ldc);
+/* The same, the lower triangle only (the strict upper one is left as it was). */
+gstat_status gstat_i_syrk_lower(gstat_ctx *ctx, gstat_dtype dt, gstat_trans trans, int64_t n,
+                                int64_t k, double alpha, const void *A, int64_t lda, double beta,
+                                void *C, int64_t ldc);
 
 /* Replace the columns of A (m x n, m >= n) by an orthonormal basis of their
  * span (Householder QR, Q formed explicitly). `work` holds at least

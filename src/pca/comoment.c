@@ -114,7 +114,10 @@ gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
   int64_t n = X->rows, p = X->cols;
   size_t es = gstat_dtype_size(ct);
   int64_t block = BLOCK_VALUES / p;
-  if (block < 64) block = 64;
+  /* syrk needs a long enough k, and each block's merge and co-moment cost
+   * O(p^2) memory traffic: at least 256 rows, and p / 2 for wide data */
+  if (block < 256) block = 256;
+  if (block < p / 2) block = p / 2;
   if (block > n) block = n;
   int64_t blocks = (n + block - 1) / block;
   int nt = gstat_i_cpu_batch_threads(ctx, blocks);
@@ -165,7 +168,7 @@ gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
           center_rows_f64((const double *)src, X->row_stride, rows, p, x, sum, same, mb, dd);
         else
           center_rows_f32((const float *)src, X->row_stride, rows, p, x, sum, same, mb, dd);
-        gstat_i_syrk(bctx, ct, GSTAT_NO_TRANS, p, rows, 1.0, x, p, 0.0, Sb, p);
+        gstat_i_syrk_lower(bctx, ct, GSTAT_NO_TRANS, p, rows, 1.0, x, p, 0.0, Sb, p);
         merge_block(p, &r, (double)rows, mb, Sb, ct, dd, delta);
       } else { /* other layouts and dtypes: packed column-major, then centred */
         gstat_matrix part = Xb;
@@ -175,7 +178,7 @@ gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
         gstat_i_col_means(ct, rows, p, x, NULL, 0, mb);
         gstat_i_exact_constant_means(ct, rows, p, x, mb);
         gstat_i_center_scale(ct, rows, p, x, mb, NULL);
-        gstat_i_syrk(bctx, ct, GSTAT_TRANS, p, rows, 1.0, x, rows, 0.0, Sb, p);
+        gstat_i_syrk_lower(bctx, ct, GSTAT_TRANS, p, rows, 1.0, x, rows, 0.0, Sb, p);
         merge_block(p, &r, (double)rows, mb, Sb, ct, NULL, delta);
       }
     }

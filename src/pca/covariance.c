@@ -1,7 +1,7 @@
 /*
  * Covariance and correlation matrices of a batch of datasets.
  *
- * Unweighted data without NaN: one threaded pass (comoment.c). Otherwise,
+ * Tall unweighted data without NaN: one threaded pass (comoment.c). Otherwise,
  * per dataset: load it into a dense column-major buffer, drop incomplete rows
  * (COMPLETE), take column means by a corrected two-pass sum, center, scale the
  * rows by sqrt(weight) and form C = Xc^T Xc with syrk, then divide by the
@@ -245,7 +245,7 @@ static gstat_status one_dataset(gstat_ctx *ctx, cov_job *j) {
   return GSTAT_OK;
 }
 
-/* Unweighted data: means and co-moment in one threaded pass over X
+/* Tall unweighted data: means and co-moment in one threaded pass over X
  * (comoment.c), with no copy of it. Data without NaN give the same answer in
  * every missing mode; with a NaN or Inf (the means show it) only EVERYTHING
  * without finiteness checks is served here, else *served stays false and
@@ -257,7 +257,9 @@ static gstat_status one_pass(gstat_ctx *ctx, const char *fn, const gstat_matrix 
   int64_t n = X->rows, p = X->cols;
   /* a batch whose later element holds an Inf must fail before anything is
    * written: with finiteness checks, batches take the general path */
-  if (weighted(opt) || n < 1 || (X->batch > 1 && ctx->opt.check_finite)) return GSTAT_OK;
+  if (weighted(opt) || n < 1 || (X->batch > 1 && ctx->opt.check_finite) ||
+      !gstat_i_comoment_pays(n, p))
+    return GSTAT_OK;
   gstat_dtype ct = gstat_i_compute_dtype(X->dtype);
   gstat_i_ws_plan pl = {0, true};
   size_t o_c = gstat_i_ws_take(&pl, p * p, sizeof(double));

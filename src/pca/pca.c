@@ -453,7 +453,7 @@ static gstat_status fit_from_moments(gstat_ctx *ctx, fit *f, double weight,
   return finish_exact(ctx, f, res);
 }
 
-/* COVARIANCE_EIGH on host data: means and co-moments in one threaded pass
+/* COVARIANCE_EIGH on tall host data: means and co-moments in one threaded pass
  * over X (comoment.c), no centred copy of the data; scores, when asked, by a
  * second blocked pass (project.c). A NaN or Inf shows up in the means; only
  * then is X scanned to name it. */
@@ -509,7 +509,8 @@ gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_op
   f.kmax = f.opt.variance_fraction > 0 ? f.r : k;
   if (f.batch == 0) return gstat_i_pca_result_prepare(ctx, f.fn, res, 0, f.n, f.p, k, false);
   if (X->location != GSTAT_HOST) return fit_on_device(ctx, &f, X, res);
-  if (f.method == GSTAT_PCA_COVARIANCE_EIGH) return fit_one_pass(ctx, &f, X, res);
+  if (f.method == GSTAT_PCA_COVARIANCE_EIGH && gstat_i_comoment_pays(f.n, f.p))
+    return fit_one_pass(ctx, &f, X, res);
   int64_t b0, i0, j0;
   if (gstat_i_find_nonfinite(X, GSTAT_I_TRI_FULL, &b0, &i0, &j0))
     return gstat_i_fail(ctx, GSTAT_ENOTFINITE,

@@ -62,27 +62,37 @@ gstat_status gstat_i_gemm(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, gstat_
   return GSTAT_OK;
 }
 
-gstat_status gstat_i_syrk(gstat_ctx *ctx, gstat_dtype dt, gstat_trans trans, int64_t n, int64_t k,
-                          double alpha, const void *A, int64_t lda, double beta, void *C,
-                          int64_t ldc) {
+gstat_status gstat_i_syrk_lower(gstat_ctx *ctx, gstat_dtype dt, gstat_trans trans, int64_t n,
+                                int64_t k, double alpha, const void *A, int64_t lda, double beta,
+                                void *C, int64_t ldc) {
   if (!fits_int(n, k, lda) || ldc > INT_MAX)
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "syrk: dimensions exceed the BLAS integer range");
   if (n == 0) return GSTAT_OK;
   threads_guard g = threads_enter(ctx);
+  if (dt == GSTAT_F64)
+    cblas_dsyrk(CblasColMajor, CblasLower, cblas_trans(trans), (int)n, (int)k, alpha, A, (int)lda,
+                beta, C, (int)ldc);
+  else
+    cblas_ssyrk(CblasColMajor, CblasLower, cblas_trans(trans), (int)n, (int)k, (float)alpha, A,
+                (int)lda, (float)beta, C, (int)ldc);
+  threads_leave(g);
+  return GSTAT_OK;
+}
+
+gstat_status gstat_i_syrk(gstat_ctx *ctx, gstat_dtype dt, gstat_trans trans, int64_t n, int64_t k,
+                          double alpha, const void *A, int64_t lda, double beta, void *C,
+                          int64_t ldc) {
+  gstat_status st = gstat_i_syrk_lower(ctx, dt, trans, n, k, alpha, A, lda, beta, C, ldc);
+  if (st != GSTAT_OK || n == 0) return st;
   if (dt == GSTAT_F64) {
     double *c = C;
-    cblas_dsyrk(CblasColMajor, CblasLower, cblas_trans(trans), (int)n, (int)k, alpha, A, (int)lda,
-                beta, c, (int)ldc);
     for (int64_t j = 1; j < n; j++)
       for (int64_t i = 0; i < j; i++) c[i + j * ldc] = c[j + i * ldc];
   } else {
     float *c = C;
-    cblas_ssyrk(CblasColMajor, CblasLower, cblas_trans(trans), (int)n, (int)k, (float)alpha, A,
-                (int)lda, (float)beta, c, (int)ldc);
     for (int64_t j = 1; j < n; j++)
       for (int64_t i = 0; i < j; i++) c[i + j * ldc] = c[j + i * ldc];
   }
-  threads_leave(g);
   return GSTAT_OK;
 }
 
