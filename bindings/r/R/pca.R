@@ -38,7 +38,11 @@ gs_prcomp <- function(x, center = TRUE, scale. = FALSE, rank. = NULL, tol = NULL
   }
   rot <- r$rotation[, j, drop = FALSE]
   dimnames(rot) <- list(colnames(x), paste0("PC", j))
-  scores <- r$x[, j, drop = FALSE]
+  # all columns kept (rank. = NULL): take the n x k scores without a copy
+  # (dropped from r first, so dimnames<- can set them in place)
+  scores <- r$x
+  r$x <- NULL
+  if (ncol(scores) != k) scores <- scores[, j, drop = FALSE]
   dimnames(scores) <- list(rownames(x), paste0("PC", j))
   if (flags) {
     cen <- if (isTRUE(center)) setNames(r$center, colnames(x)) else FALSE

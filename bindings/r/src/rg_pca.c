@@ -39,9 +39,15 @@ SEXP rg_pca(SEXP x, SEXP center, SEXP scale, SEXP k, SEXP method, SEXP seed) {
   if (kk > 0) memcpy(REAL(rot), res->components, (size_t)(p * kk) * sizeof(double));
   SEXP scores = Rf_allocMatrix(REALSXP, (int)n, (int)kk);
   SET_VECTOR_ELT(out, 2, scores);
+  /* row-major n x k into R's column-major, in 32 x 32 tiles (a plain loop
+   * strides through one side at every element: slow for wide scores) */
   double *sc = REAL(scores);
-  for (int64_t r = 0; r < n; r++)
-    for (int64_t i = 0; i < kk; i++) sc[r + i * n] = res->scores[r * kk + i];
+  for (int64_t r0 = 0; r0 < n; r0 += 32)
+    for (int64_t i0 = 0; i0 < kk; i0 += 32) {
+      int64_t r1 = r0 + 32 < n ? r0 + 32 : n, i1 = i0 + 32 < kk ? i0 + 32 : kk;
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t r = r0; r < r1; r++) sc[r + i * n] = res->scores[r * kk + i];
+    }
   SEXP mean = Rf_allocVector(REALSXP, p);
   SET_VECTOR_ELT(out, 3, mean);
   memcpy(REAL(mean), res->mean, (size_t)p * sizeof(double));
