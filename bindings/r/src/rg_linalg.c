@@ -1,6 +1,7 @@
 /* .Call glue for eigen, Cholesky and Cholesky solves. Inputs are R's
  * column-major doubles described in place; R reads the lower triangle for
  * eigen() and the upper one for chol(), and so does this glue. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "rgstat.h"
@@ -100,21 +101,25 @@ SEXP rg_eigen_batch(SEXP xs, SEXP only_values) {
   rg_begin(&c, "gs_eigen_batch", 0);
   rg_check(&c, gstat_eigh(c.ctx, &A, GSTAT_LOWER, &w, vals_only ? NULL : &V, NULL));
   rg_end(&c);
-  for (int64_t b = 0; b < batch; b++)
-    reverse_order(n, REAL(values) + b * n, vals_only ? NULL : REAL(vectors) + b * n * n);
   SEXP out;
-  if (TYPEOF(xs) == VECSXP) { /* a list in, a list of "eigen" objects out */
+  bool list = TYPEOF(xs) == VECSXP;
+  for (int64_t b = 0; !list && b < batch; b++)
+    reverse_order(n, REAL(values) + b * n, vals_only ? NULL : REAL(vectors) + b * n * n);
+  if (list) { /* a list in, a list of "eigen" objects out (reversed while copied) */
     out = PROTECT(Rf_allocVector(VECSXP, batch));
     nprot++;
     SEXP cls = PROTECT(Rf_mkString("eigen"));
     nprot++;
     for (int64_t b = 0; b < batch; b++) {
       SEXP v = PROTECT(Rf_allocVector(REALSXP, n));
-      memcpy(REAL(v), REAL(values) + b * n, (size_t)n * sizeof(double));
+      const double *wb = REAL(values) + b * n;
+      for (int64_t i = 0; i < n; i++) REAL(v)[i] = wb[n - 1 - i];
       SEXP m = R_NilValue;
       if (!vals_only) {
         m = PROTECT(Rf_allocMatrix(REALSXP, (int)n, (int)n));
-        memcpy(REAL(m), REAL(vectors) + b * n * n, (size_t)(n * n) * sizeof(double));
+        const double *vb = REAL(vectors) + b * n * n;
+        for (int64_t i = 0; i < n; i++)
+          memcpy(REAL(m) + i * n, vb + (n - 1 - i) * n, (size_t)n * sizeof(double));
       }
       SEXP e = eigen_result(v, m);
       Rf_setAttrib(e, R_ClassSymbol, cls);
