@@ -585,7 +585,7 @@ static void shrink_case(gstat_ctx *ctx, gstat_shrinkage method, gstat_dtype dt, 
   tu_buf C = tu_buf_new(GSTAT_F64, nb, p, p, (tu_layout)((l + 2) % TU_LAYOUT_COUNT));
   double sh[8];
   for (int64_t b = 0; b < nb; b++) put_data(&X, b, v + b * n * p);
-  gstat_status st = gstat_cov_shrink(ctx, &X.m, method, centered, &C.m, sh);
+  gstat_status st = gstat_cov_shrink(ctx, &X.m, method, centered, &C.m, NULL, sh);
   if (st != GSTAT_OK) fprintf(stderr, "%s\n", gstat_ctx_last_error(ctx));
   assert_int_equal(st, GSTAT_OK);
   assert_true(tu_all_written(&C) && tu_outside_untouched(&C));
@@ -672,14 +672,65 @@ static void test_shrinkage_sklearn_values(void **state) {
   double c[16], s;
   gstat_matrix C = gstat_matrix_row_major(c, GSTAT_F64, 1, p, p);
   for (int centered = 0; centered < 2; centered++) {
-    assert_int_equal(gstat_cov_shrink(ctx, &X, GSTAT_SHRINK_LEDOIT_WOLF, centered, &C, &s),
+    /* the location subtracted, as a 1 x p row: the column means, or 0 */
+    double loc[4], want[4] = {0, 0, 0, 0};
+    gstat_matrix L = gstat_matrix_row_major(loc, GSTAT_F64, 1, 1, p);
+    for (int64_t j = 0; !centered && j < p; j++) {
+      for (int64_t i = 0; i < n; i++) want[j] += x[i * p + j];
+      want[j] /= (double)n;
+    }
+    assert_int_equal(gstat_cov_shrink(ctx, &X, GSTAT_SHRINK_LEDOIT_WOLF, centered, &C, &L, &s),
+                     GSTAT_OK);
+    for (int64_t j = 0; j < p; j++)
+      assert_true(fabs(loc[j] - want[j]) <= 1e-13 * (1 + fabs(want[j])));
+    gstat_matrix bad = gstat_matrix_row_major(loc, GSTAT_F64, 1, 2, 2);
+    assert_int_equal(gstat_cov_shrink(ctx, &X, GSTAT_SHRINK_OAS, centered, &C, &bad, &s),
+                     GSTAT_EINVAL);
+    assert_int_equal(gstat_cov_shrink(ctx, &X, GSTAT_SHRINK_LEDOIT_WOLF, centered, &C, NULL, &s),
                      GSTAT_OK);
     assert_true(fabs(s - lw_s[centered]) <= 1e-13);
     expect_matrix("sklearn LedoitWolf", p, c, lw_c[centered], 1e-13, false);
-    assert_int_equal(gstat_cov_shrink(ctx, &X, GSTAT_SHRINK_OAS, centered, &C, &s), GSTAT_OK);
+    assert_int_equal(gstat_cov_shrink(ctx, &X, GSTAT_SHRINK_OAS, centered, &C, NULL, &s), GSTAT_OK);
     assert_true(fabs(s - oas_s[centered]) <= 1e-13);
     expect_matrix("sklearn OAS", p, c, oas_c[centered], 1e-13, false);
   }
+  gstat_ctx_destroy(ctx);
+}
+
+/* assume_centered: moments about 0 (X^T X / (n - ddof)), means reported as 0,
+ * NaN columns still NaN; not with PAIRWISE. */
+static void test_assume_centered(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  enum { N = 50, P = 3 };
+  double x[N * P], c[P * P], m[P];
+  tu_rng rng = tu_rng_new();
+  for (int i = 0; i < N * P; i++) x[i] = 2.0 + tu_normal(&rng);
+  gstat_matrix X = gstat_matrix_row_major(x, GSTAT_F64, 1, N, P);
+  gstat_matrix C = gstat_matrix_row_major(c, GSTAT_F64, 1, P, P);
+  gstat_matrix M = gstat_matrix_row_major(m, GSTAT_F64, 1, P, 1);
+  gstat_cov_options o;
+  gstat_cov_options_init(&o);
+  o.assume_centered = 1;
+  for (int ddof = 0; ddof < 2; ddof++) {
+    o.ddof = ddof;
+    assert_int_equal(gstat_covariance(ctx, &X, &o, &C, &M), GSTAT_OK);
+    for (int a = 0; a < P; a++) {
+      assert_true(m[a] == 0.0);
+      for (int b = 0; b < P; b++) {
+        long double want = 0;
+        for (int i = 0; i < N; i++) want += (long double)x[i * P + a] * x[i * P + b];
+        want /= (long double)(N - ddof);
+        assert_true(fabsl(c[a * P + b] - want) <= 1e-13L * fabsl(want));
+      }
+    }
+  }
+  x[7 * P + 1] = NAN; /* EVERYTHING: column 1's row and column are NaN */
+  o.ddof = 1;
+  assert_int_equal(gstat_covariance(ctx, &X, &o, &C, &M), GSTAT_OK);
+  assert_true(isnan(c[1 * P + 0]) && isnan(c[2 * P + 1]) && !isnan(c[0]) && !isnan(c[2 * P + 2]));
+  o.missing = GSTAT_MISSING_PAIRWISE;
+  assert_int_equal(gstat_covariance(ctx, &X, &o, &C, &M), GSTAT_EUNSUPPORTED);
   gstat_ctx_destroy(ctx);
 }
 
@@ -917,7 +968,7 @@ static gstat_status cov(fixture *fx) {
   return gstat_covariance(fx->ctx, &fx->x, &fx->o, &fx->c, &fx->m);
 }
 static gstat_status shr(fixture *fx) {
-  return gstat_cov_shrink(fx->ctx, &fx->x, GSTAT_SHRINK_OAS, 0, &fx->c, fx->sh);
+  return gstat_cov_shrink(fx->ctx, &fx->x, GSTAT_SHRINK_OAS, 0, &fx->c, NULL, fx->sh);
 }
 static gstat_status mah(fixture *fx) {
   return gstat_mahalanobis(fx->ctx, &fx->x, &fx->cn, &fx->s, 0, &fx->d);
@@ -950,10 +1001,10 @@ CASE(cov_c_overlaps_x, fx->c.data = fx->x.data; return cov(fx))
 CASE(cov_mean_overlaps_c, fx->m.data = fx->c.data; return cov(fx))
 CASE(cov_device, fx->x.location = GSTAT_CUDA; return cov(fx))
 CASE(shr_null_c,
-     return gstat_cov_shrink(fx->ctx, &fx->x, GSTAT_SHRINK_LEDOIT_WOLF, 0, NULL, fx->sh))
+     return gstat_cov_shrink(fx->ctx, &fx->x, GSTAT_SHRINK_LEDOIT_WOLF, 0, NULL, NULL, fx->sh))
 CASE(shr_c_shape, fx->c.rows = 2; return shr(fx))
 CASE(shr_bad_method,
-     return gstat_cov_shrink(fx->ctx, &fx->x, (gstat_shrinkage)5, 0, &fx->c, fx->sh))
+     return gstat_cov_shrink(fx->ctx, &fx->x, (gstat_shrinkage)5, 0, &fx->c, NULL, fx->sh))
 CASE(shr_nan, tu_set(&fx->x, 0, 1, 2, NAN); return shr(fx))
 CASE(shr_no_rows, fx->x.rows = 0; return shr(fx))
 CASE(shr_c_overlaps_x, fx->c.data = (double *)fx->x.data + 3; return shr(fx))
@@ -1051,9 +1102,6 @@ static void test_bad_input(void **state) {
 
 /* ---- workspace reuse: a loop of same-shape calls allocates nothing ---- */
 
-
-
-
 static void test_workspace_reuse(void **state) {
   (void)state;
   tu_alloc_counter cnt = {0};
@@ -1088,7 +1136,8 @@ static void test_workspace_reuse(void **state) {
       o.fweights = fw;
       assert_int_equal(gstat_covariance(ctx, &X, &o, &C, &M), GSTAT_OK);
     }
-    assert_int_equal(gstat_cov_shrink(ctx, &X0, GSTAT_SHRINK_LEDOIT_WOLF, 0, &C0, sh), GSTAT_OK);
+    assert_int_equal(gstat_cov_shrink(ctx, &X0, GSTAT_SHRINK_LEDOIT_WOLF, 0, &C0, NULL, sh),
+                     GSTAT_OK);
     assert_int_equal(gstat_mahalanobis(ctx, &X0, NULL, &S0, 0, &D0), GSTAT_OK);
     assert_int_equal(gstat_mahalanobis(ctx, &X0, NULL, &S0, 1, &D0), GSTAT_OK);
     if (rep == 0) before = cnt.allocs;
@@ -1110,6 +1159,7 @@ int main(void) {
       cmocka_unit_test(test_shrinkage),          cmocka_unit_test(test_shrinkage_sklearn_values),
       cmocka_unit_test(test_mahalanobis),        cmocka_unit_test(test_mahalanobis_not_pd),
       cmocka_unit_test(test_bad_input),          cmocka_unit_test(test_workspace_reuse),
+      cmocka_unit_test(test_assume_centered),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -941,7 +941,7 @@ static void test_shrinkage_vs_sklearn(void **state) {
           tu_poison(&C);
           double s = NAN;
           gstat_status st = gstat_cov_shrink(
-              ctx, &X.m, m ? GSTAT_SHRINK_OAS : GSTAT_SHRINK_LEDOIT_WOLF, centered, &C.m, &s);
+              ctx, &X.m, m ? GSTAT_SHRINK_OAS : GSTAT_SHRINK_LEDOIT_WOLF, centered, &C.m, NULL, &s);
           if (st != GSTAT_OK)
             fprintf(stderr, "  gstat_cov_shrink: %s\n", gstat_ctx_last_error(ctx));
           assert_int_equal(st, GSTAT_OK);

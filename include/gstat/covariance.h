@@ -50,9 +50,13 @@ typedef struct gstat_cov_options {
   const double *aweights;
   gstat_missing missing; /* default GSTAT_MISSING_EVERYTHING */
   int correlation;       /* nonzero: the correlation matrix instead (unit diagonal) */
+  /* nonzero: moments about 0, the data taken as already centred (scikit-learn's
+   * assume_centered): no mean is subtracted and the reported means are 0.
+   * Not with missing = PAIRWISE (GSTAT_EUNSUPPORTED). */
+  int assume_centered;
 } gstat_cov_options;
 
-/* Defaults: ddof 1, no weights, missing EVERYTHING, covariance. */
+/* Defaults: ddof 1, no weights, missing EVERYTHING, covariance, centred. */
 GSTAT_API void gstat_cov_options_init(gstat_cov_options *opt);
 
 /*
@@ -103,13 +107,16 @@ typedef enum gstat_shrinkage {
  *                 Inf: GSTAT_ENOTFINITE whatever the context's finiteness option).
  * assume_centered nonzero: do not subtract the column means (as sklearn).
  * C               batch x p x p output.
+ * mean            optional batch x p x 1 (or batch x 1 x p) output: the column
+ *                 means subtracted (scikit-learn's location_; 0 when
+ *                 assume_centered), any dtype. NULL: not reported.
  * shrinkage       optional array of `batch` doubles receiving s.
  * Statuses: GSTAT_OK; GSTAT_EINVAL (shapes, overlap, n = 0, unknown method);
  * GSTAT_ENOTFINITE; GSTAT_ENOMEM; GSTAT_EUNSUPPORTED (device memory).
  */
 GSTAT_API gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X,
                                         gstat_shrinkage method, int assume_centered,
-                                        gstat_matrix *C, double *shrinkage);
+                                        gstat_matrix *C, gstat_matrix *mean, double *shrinkage);
 
 /*
  * Squared Mahalanobis distances (x - center)^T S^-1 (x - center) of every row

@@ -28,6 +28,7 @@ void gstat_cov_options_init(gstat_cov_options *opt) {
   opt->aweights = NULL;
   opt->missing = GSTAT_MISSING_EVERYTHING;
   opt->correlation = 0;
+  opt->assume_centered = 0;
 }
 
 /* Everything one dataset's computation needs; buffers live in the
@@ -130,9 +131,17 @@ static gstat_status dense_path(gstat_ctx *ctx, cov_job *j, int64_t m, const unsi
     fill_nan(j->c, p * p);
     return GSTAT_OK;
   }
-  gstat_i_col_means(j->ct, m, p, j->x, wtd ? j->w : NULL, wsum, j->mean);
-  gstat_i_exact_constant_means(j->ct, m, p, j->x, j->mean);
-  gstat_i_center_scale(j->ct, m, p, j->x, j->mean, NULL);
+  if (opt->assume_centered) { /* moments about 0; a NaN still marks its column */
+    for (int64_t c = 0; c < p; c++) {
+      j->mean[c] = 0.0;
+      for (int64_t r = 0; r < m; r++)
+        if (isnan(get(j->ct, j->x, r + c * m))) j->mean[c] = NAN;
+    }
+  } else {
+    gstat_i_col_means(j->ct, m, p, j->x, wtd ? j->w : NULL, wsum, j->mean);
+    gstat_i_exact_constant_means(j->ct, m, p, j->x, j->mean);
+    gstat_i_center_scale(j->ct, m, p, j->x, j->mean, NULL);
+  }
   if (wtd) {
     for (int64_t r = 0; r < m; r++) j->w[r] = sqrt(j->w[r]); /* zero weight: a zero row */
     gstat_i_scale_rows(j->ct, m, p, j->x, j->w);
@@ -257,7 +266,7 @@ static gstat_status one_pass(gstat_ctx *ctx, const char *fn, const gstat_matrix 
   int64_t n = X->rows, p = X->cols;
   /* a batch whose later element holds an Inf must fail before anything is
    * written: with finiteness checks, batches take the general path */
-  if (weighted(opt) || n < 1 || (X->batch > 1 && ctx->opt.check_finite) ||
+  if (weighted(opt) || n < 1 || opt->assume_centered || (X->batch > 1 && ctx->opt.check_finite) ||
       !gstat_i_comoment_pays(n, p))
     return GSTAT_OK;
   gstat_dtype ct = gstat_i_compute_dtype(X->dtype);
@@ -350,6 +359,11 @@ gstat_status gstat_covariance(gstat_ctx *ctx, const gstat_matrix *X, const gstat
       opt->missing != GSTAT_MISSING_PAIRWISE) {
     st = gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.missing=%d is not a gstat_missing", fn,
                       (int)opt->missing);
+    goto done;
+  }
+  if (opt->assume_centered && opt->missing == GSTAT_MISSING_PAIRWISE) {
+    st = gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                      "%s: opt.assume_centered with missing=PAIRWISE is not supported", fn);
     goto done;
   }
   TRY(gstat_i_check_weights(ctx, fn, "fweights", opt->fweights, n, true));

@@ -10,6 +10,7 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "core/matrix.h"
@@ -74,7 +75,8 @@ static double choose_shrinkage(gstat_shrinkage method, gstat_dtype ct, int64_t n
 }
 
 gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrinkage method,
-                              int assume_centered, gstat_matrix *C, double *shrinkage) {
+                              int assume_centered, gstat_matrix *C, gstat_matrix *mean_out,
+                              double *shrinkage) {
   static const char fn[] = "cov_shrink";
   gstat_status st = GSTAT_OK;
   if (!ctx) return GSTAT_EINVAL;
@@ -94,6 +96,26 @@ gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrin
                       " x %" PRId64 " x %" PRId64,
                       fn, C->batch, C->rows, C->cols, batch, p, p);
     goto done;
+  }
+  if (mean_out) {
+    st = gstat_i_check_matrix(ctx, fn, "mean", mean_out);
+    if (st != GSTAT_OK) goto done;
+    bool col = mean_out->rows == p && mean_out->cols == 1,
+         row = mean_out->rows == 1 && mean_out->cols == p;
+    if (mean_out->batch != batch || !(col || row)) {
+      st = gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: mean is %" PRId64 " x %" PRId64 " x %" PRId64 ", expected %" PRId64
+                        " x %" PRId64 " x 1",
+                        fn, mean_out->batch, mean_out->rows, mean_out->cols, batch, p);
+      goto done;
+    }
+    if (mean_out->location != GSTAT_HOST) {
+      st = gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: mean is in CUDA device memory", fn);
+      goto done;
+    }
+    st = gstat_i_check_alias(ctx, fn, "mean", mean_out, "X", X, false);
+    if (st == GSTAT_OK) st = gstat_i_check_alias(ctx, fn, "mean", mean_out, "C", C, false);
+    if (st != GSTAT_OK) goto done;
   }
   if (method != GSTAT_SHRINK_LEDOIT_WOLF && method != GSTAT_SHRINK_OAS) {
     st = gstat_i_fail(ctx, GSTAT_EINVAL, "%s: method=%d is not a gstat_shrinkage", fn, (int)method);
@@ -153,6 +175,18 @@ gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrin
       gstat_i_col_means(ct, n, p, x, NULL, (double)n, mean);
       gstat_i_exact_constant_means(ct, n, p, x, mean);
       gstat_i_center_scale(ct, n, p, x, mean, NULL);
+    } else {
+      memset(mean, 0, sizeof(double) * (size_t)p);
+    }
+    if (mean_out) { /* p x 1 or 1 x p: the same p values along the one long side */
+      gstat_matrix mo = *mean_out;
+      if (mo.rows == 1) { /* view 1 x p as p x 1 */
+        mo.rows = p;
+        mo.cols = 1;
+        mo.row_stride = mean_out->col_stride;
+        mo.col_stride = mean_out->row_stride;
+      }
+      gstat_i_dense_store(GSTAT_F64, mean, p, &mo, b);
     }
     st = gstat_i_syrk(ctx, ct, GSTAT_TRANS, p, n, 1.0 / (double)n, x, n, 0.0, s, p);
     if (st != GSTAT_OK) goto done;

@@ -802,13 +802,14 @@ static int f64_vector(PyObject *o, const char *name, int64_t n, PyArrayObject **
   return 0;
 }
 
-/* cov(x, ddof, fweights, aweights, missing, correlation, dtype, out, backend, want_mean)
+/* cov(x, ddof, fweights, aweights, missing, correlation, dtype, out, backend, want_mean,
+ *     assume_centered)
  * x is (..., n, p) observations in rows. Returns C (..., p, p), or (C, mean (..., p))
  * with want_mean. */
 static PyObject *py_cov(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs(nargs, 10, "cov") < 0) return NULL;
-  int want_mean = PyObject_IsTrue(args[9]);
+  if (check_nargs(nargs, 11, "cov") < 0) return NULL;
+  int want_mean = PyObject_IsTrue(args[9]), assume_centered = PyObject_IsTrue(args[10]);
   int64_t ddof = to_i64(args[1]);
   int missing = (int)to_i64(args[4]);
   int corr = PyObject_IsTrue(args[5]);
@@ -840,6 +841,7 @@ static PyObject *py_cov(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
   opt.aweights = aw ? PyArray_DATA(aw) : NULL;
   opt.missing = (gstat_missing)missing;
   opt.correlation = corr;
+  opt.assume_centered = assume_centered;
   gstat_status st;
   Py_BEGIN_ALLOW_THREADS st = gstat_covariance(p->ctx, &X.m, &opt, &C.m, want_mean ? &M.m : NULL);
   Py_END_ALLOW_THREADS if (st != GSTAT_OK) {
@@ -862,8 +864,8 @@ done:
   return ret;
 }
 
-/* cov_shrink(x, method, assume_centered, backend) -> (C (..., p, p) float64 or x's
- * dtype, shrinkage (batch,) float64) */
+/* cov_shrink(x, method, assume_centered, backend) -> (C (..., p, p) float64,
+ * shrinkage (batch,) float64, mean (..., p) float64: the location subtracted) */
 static PyObject *py_cov_shrink(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
   if (check_nargs(nargs, 4, "cov_shrink") < 0) return NULL;
@@ -871,8 +873,9 @@ static PyObject *py_cov_shrink(PyObject *self, PyObject *const *args, Py_ssize_t
   int centered = PyObject_IsTrue(args[2]);
   int backend;
   if (PyErr_Occurred() || parse_backend(args[3], &backend) < 0) return NULL;
-  marg X, C;
+  marg X, C, M;
   memset(&C, 0, sizeof C);
+  memset(&M, 0, sizeof M);
   PyObject *ret = NULL, *s = NULL;
   pooled *p = NULL;
   if (host_in(args[0], 0, "X", &X) < 0) return NULL;
@@ -880,23 +883,25 @@ static PyObject *py_cov_shrink(PyObject *self, PyObject *const *args, Py_ssize_t
   memcpy(shape, X.shape, sizeof(npy_intp) * (size_t)X.ndim);
   shape[X.ndim - 2] = X.shape[X.ndim - 1];
   if (host_out(Py_None, 0, "C", X.ndim, shape, NPY_FLOAT64, &C) < 0) goto done;
+  if (host_out(Py_None, 1, "mean", X.ndim - 1, shape, NPY_FLOAT64, &M) < 0) goto done;
   npy_intp nb = (npy_intp)X.m.batch;
   if (!(s = PyArray_SimpleNew(1, &nb, NPY_FLOAT64))) goto done;
   if (!(p = ctx_acquire(backend, 0))) goto done;
   gstat_status st;
   double *sh = PyArray_DATA((PyArrayObject *)s);
   Py_BEGIN_ALLOW_THREADS st =
-      gstat_cov_shrink(p->ctx, &X.m, (gstat_shrinkage)method, centered, &C.m, sh);
+      gstat_cov_shrink(p->ctx, &X.m, (gstat_shrinkage)method, centered, &C.m, &M.m, sh);
   Py_END_ALLOW_THREADS if (st != GSTAT_OK) {
     raise_status(st, p);
     goto done;
   }
-  ret = PyTuple_Pack(2, C.owner, s);
+  ret = PyTuple_Pack(3, C.owner, s, M.owner);
 done:
   ctx_release(p);
   Py_XDECREF(s);
   marg_clear(&X);
   marg_clear(&C);
+  marg_clear(&M);
   return ret;
 }
 
@@ -1727,7 +1732,8 @@ static PyMethodDef methods[] = {
     FAST("cholesky", py_cholesky, "cholesky(a, upper, out, backend, stream)"),
     FAST("solve", py_solve, "solve(kind, t, b, upper, trans, unit, out, backend, stream)"),
     FAST("cov", py_cov,
-         "cov(x, ddof, fweights, aweights, missing, correlation, dtype, out, backend)"),
+         "cov(x, ddof, fweights, aweights, missing, correlation, dtype, out, backend, want_mean, "
+         "assume_centered)"),
     FAST("cov_shrink", py_cov_shrink, "cov_shrink(X, method, assume_centered, backend)"),
     FAST("mahalanobis", py_mahalanobis, "mahalanobis(x, center, cov, inverted, backend)"),
     FAST("pca_fit", py_pca_fit,

@@ -91,9 +91,10 @@ def test_estimators_match_sklearn(rng, ours, theirs, shape):
     assert a.n_features_in_ == shape[1]
 
 
-def test_shrinkage_assume_centered(rng):
-    x = rng.standard_normal((40, 6))
-    for ours, theirs in ((gstat.LedoitWolf, skcov.LedoitWolf), (gstat.OAS, skcov.OAS)):
+def test_assume_centered(rng):
+    x = rng.standard_normal((40, 6)) + 0.5  # not centred: the option matters
+    for ours, theirs in ((gstat.LedoitWolf, skcov.LedoitWolf), (gstat.OAS, skcov.OAS),
+                         (gstat.EmpiricalCovariance, skcov.EmpiricalCovariance)):
         a, b = ours(assume_centered=True).fit(x), theirs(assume_centered=True).fit(x)
         np.testing.assert_allclose(a.covariance_, b.covariance_, rtol=1e-9)
         np.testing.assert_allclose(a.location_, b.location_)

@@ -44,7 +44,7 @@ SEXP rg_cov_shrink(SEXP x, SEXP method, SEXP assume_centered) {
   rg_call c;
   rg_begin(&c, "gs_cov_shrink", 0);
   rg_check(&c, gstat_cov_shrink(c.ctx, &X, (gstat_shrinkage)rg_int(method, "method"),
-                                Rf_asLogical(assume_centered) == TRUE, &C, REAL(s)));
+                                Rf_asLogical(assume_centered) == TRUE, &C, NULL, REAL(s)));
   rg_end(&c);
   UNPROTECT(1);
   return out;

@@ -60,7 +60,7 @@ def cov(x, rowvar=False, ddof=1, fweights=None, aweights=None, missing="everythi
     """
     x, scalar = _prepare(x, rowvar)
     c = _core.cov(x, int(ddof), fweights, aweights, _missing(missing), False, dtype, out, backend,
-                  False)
+                  False, False)
     return c[0, 0] if scalar and out is None else c
 
 
@@ -76,7 +76,8 @@ def corrcoef(x, rowvar=False, fweights=None, aweights=None, missing="everything"
     ndarray, shape (..., p, p)
     """
     x, scalar = _prepare(x, rowvar)
-    c = _core.cov(x, 1, fweights, aweights, _missing(missing), True, dtype, out, backend, False)
+    c = _core.cov(x, 1, fweights, aweights, _missing(missing), True, dtype, out, backend, False,
+                  False)
     return c[0, 0] if scalar and out is None else c
 
 
@@ -158,12 +159,10 @@ class EmpiricalCovariance(BaseEstimator):
     def fit(self, X, y=None):
         """Fit the covariance of `X` (n_samples, n_features). Returns self."""
         X = validate(self, X, ensure_min_samples=1)
-        if self.assume_centered:
-            raise NotImplementedError("EmpiricalCovariance(assume_centered=True) is not supported "
-                                      "yet: gstat_covariance always centres")
         if X.shape[0] == 1:
             warnings.warn("Only one sample available. You may want to reshape your data array")
-        c, m = _core.cov(X, 0, None, None, 0, False, np.float64, None, self.backend, True)
+        c, m = _core.cov(X, 0, None, None, 0, False, np.float64, None, self.backend, True,
+                         bool(self.assume_centered))
         self.location_ = m
         self._set_covariance(c)
         return self
@@ -192,10 +191,8 @@ class _Shrunk(EmpiricalCovariance):
     def fit(self, X, y=None):
         """Fit the shrunk covariance of `X` (n_samples, n_features). Returns self."""
         X = validate(self, X, ensure_min_samples=1)
-        c, s = _core.cov_shrink(X, self._method, self.assume_centered, self.backend)
-        # location_: the C call centres internally but does not report the mean
-        self.location_ = (np.zeros(X.shape[1]) if self.assume_centered
-                          else X.mean(axis=0, dtype=np.float64))
+        c, s, self.location_ = _core.cov_shrink(X, self._method, self.assume_centered,
+                                                self.backend)
         self.shrinkage_ = float(s[0])
         self._set_covariance(c)
         return self
