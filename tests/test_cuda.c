@@ -35,7 +35,8 @@ static gstat_matrix to_device(const tu_buf *h, void **dptr) {
 }
 
 static void from_device(tu_buf *h, void *dptr) {
-  assert_int_equal(cudaMemcpy(h->m.data, dptr, h->raw_bytes - 128, cudaMemcpyDeviceToHost), cudaSuccess);
+  assert_int_equal(cudaMemcpy(h->m.data, dptr, h->raw_bytes - 128, cudaMemcpyDeviceToHost),
+                   cudaSuccess);
 }
 
 /* eigh on the GPU (host or device data) against ratios and the CPU. */
@@ -45,14 +46,16 @@ static bool sign_is_clear(const gstat_matrix *V, int64_t b, int64_t j) {
   double m1 = 0, m2 = 0;
   for (int64_t k = 0; k < V->rows; k++) {
     double m = fabs(tu_get(V, b, k, j));
-    if (m > m1) m2 = m1, m1 = m;
-    else if (m > m2) m2 = m;
+    if (m > m1)
+      m2 = m1, m1 = m;
+    else if (m > m2)
+      m2 = m;
   }
   return m1 - m2 > 1e-3 * m1;
 }
 
-static void eigh_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_family fam, int64_t n, int64_t nb,
-                      tu_layout layout, gstat_uplo uplo, bool device) {
+static void eigh_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_family fam, int64_t n,
+                      int64_t nb, tu_layout layout, gstat_uplo uplo, bool device) {
   double ulp = dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
   tu_rng rng = tu_rng_new();
   tu_buf A = tu_buf_new(dt, nb, n, n, layout), W = tu_buf_new(dt, nb, n, 1, TU_COL_MAJOR);
@@ -82,19 +85,21 @@ static void eigh_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_family 
   assert_int_equal(gstat_eigh(cpu, &A.m, uplo, &Wc.m, &Vc.m, NULL), GSTAT_OK);
   assert_true(tu_all_written(&W) && tu_all_written(&V));
   assert_true(tu_outside_untouched(&W) && tu_outside_untouched(&V));
-  double *w = malloc(sizeof(double) * (size_t)(n + 1)), *v = malloc(sizeof(double) * (size_t)(n * n + 1));
+  double *w = malloc(sizeof(double) * (size_t)(n + 1)),
+         *v = malloc(sizeof(double) * (size_t)(n * n + 1));
   for (int64_t b = 0; b < nb; b++) {
     tu_read(&W.m, b, w);
     tu_read(&V.m, b, v);
     double res = tu_eig_residual(n, a + b * n * n, w, v, ulp), orth = tu_orthogonality(n, v, ulp);
     if (!(res <= max_ratio && orth <= max_ratio))
-      fprintf(stderr, "cuda %s n=%lld b=%lld residual %.3g orthogonality %.3g\n", tu_family_name(fam),
-              (long long)n, (long long)b, res, orth);
+      fprintf(stderr, "cuda %s n=%lld b=%lld residual %.3g orthogonality %.3g\n",
+              tu_family_name(fam), (long long)n, (long long)b, res, orth);
     assert_true(res <= max_ratio && orth <= max_ratio);
     double scale = 0;
     for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(w[i]));
     for (int64_t i = 0; i < n; i++) {
-      assert_true(fabs(w[i] - tu_get(&Wc.m, b, i, 0)) <= max_ratio * (double)n * ulp * fmax(scale, DBL_MIN));
+      assert_true(fabs(w[i] - tu_get(&Wc.m, b, i, 0)) <=
+                  max_ratio * (double)n * ulp * fmax(scale, DBL_MIN));
       /* well separated eigenvalue: the same vector with the same sign */
       double gap = INFINITY;
       if (i > 0) gap = fmin(gap, w[i] - w[i - 1]);
@@ -125,8 +130,8 @@ static void test_eigh_families(void **state) {
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++, k++)
       for (int dt = 0; dt < 2; dt++) {
         if (sizes[s] == 2048 && f != TU_RANDOM) continue;
-        eigh_case(gpu, cpu, dt ? GSTAT_F64 : GSTAT_F32, (tu_family)f, sizes[s], sizes[s] <= 64 ? 7 : 2,
-                  (tu_layout)(k % 3), (gstat_uplo)(k % 2), k % 2 == 0);
+        eigh_case(gpu, cpu, dt ? GSTAT_F64 : GSTAT_F32, (tu_family)f, sizes[s],
+                  sizes[s] <= 64 ? 7 : 2, (tu_layout)(k % 3), (gstat_uplo)(k % 2), k % 2 == 0);
       }
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);
@@ -149,7 +154,8 @@ static void test_no_device_allocations_after_first(void **state) {
   for (int s = 0; s < 2; s++) {
     int64_t n = ns[s], nb = 50;
     tu_rng rng = tu_rng_new();
-    tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR), W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR);
+    tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
+           W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR);
     tu_buf V = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR);
     double *a = malloc(sizeof(double) * (size_t)(n * n));
     for (int64_t b = 0; b < nb; b++) {
@@ -183,9 +189,12 @@ static void test_cholesky_and_solves(void **state) {
       gstat_dtype dt = u ? GSTAT_F64 : GSTAT_F32;
       double ulp = u ? DBL_EPSILON : FLT_EPSILON;
       tu_rng rng = tu_rng_new();
-      tu_buf A = tu_buf_new(dt, nb, n, n, (tu_layout)(s % 3)), F = tu_buf_new(dt, nb, n, n, TU_ROW_MAJOR);
-      tu_buf B = tu_buf_new(dt, nb, n, nrhs, TU_COL_MAJOR), X = tu_buf_new(dt, nb, n, nrhs, TU_STRIDED);
-      double *a = malloc(sizeof(double) * (size_t)(nb * n * n)), *bb = malloc(sizeof(double) * (size_t)(nb * n * nrhs));
+      tu_buf A = tu_buf_new(dt, nb, n, n, (tu_layout)(s % 3)),
+             F = tu_buf_new(dt, nb, n, n, TU_ROW_MAJOR);
+      tu_buf B = tu_buf_new(dt, nb, n, nrhs, TU_COL_MAJOR),
+             X = tu_buf_new(dt, nb, n, nrhs, TU_STRIDED);
+      double *a = malloc(sizeof(double) * (size_t)(nb * n * n)),
+             *bb = malloc(sizeof(double) * (size_t)(nb * n * nrhs));
       for (int64_t b = 0; b < nb; b++) {
         tu_spd(&rng, n, 100, a + b * n * n);
         tu_store_matrix(&A, b, a + b * n * n);
@@ -197,7 +206,8 @@ static void test_cholesky_and_solves(void **state) {
       assert_int_equal(gstat_cholesky_solve(gpu, &F.m, (gstat_uplo)u, &B.m, &X.m, NULL), GSTAT_OK);
       assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
       assert_true(tu_outside_untouched(&X) && tu_all_written(&X));
-      double *l = malloc(sizeof(double) * (size_t)(n * n)), *x = malloc(sizeof(double) * (size_t)(n * nrhs));
+      double *l = malloc(sizeof(double) * (size_t)(n * n)),
+             *x = malloc(sizeof(double) * (size_t)(n * nrhs));
       for (int64_t b = 0; b < nb; b++) {
         for (int64_t j = 0; j < n; j++)
           for (int64_t i = 0; i < n; i++) {
@@ -207,7 +217,8 @@ static void test_cholesky_and_solves(void **state) {
           }
         assert_true(tu_chol_residual(n, a + b * n * n, l, ulp) <= max_ratio);
         tu_read(&X.m, b, x);
-        assert_true(tu_solve_residual(n, nrhs, a + b * n * n, false, x, bb + b * n * nrhs, ulp) <= max_ratio);
+        assert_true(tu_solve_residual(n, nrhs, a + b * n * n, false, x, bb + b * n * nrhs, ulp) <=
+                    max_ratio);
       }
       free(l);
       free(x);
@@ -259,7 +270,9 @@ static void test_pca_device_data(void **state) {
       for (int64_t b = 0; b < nb; b++)
         for (int64_t i = 0; i < n; i++)
           for (int64_t j = 0; j < p; j++)
-            tu_set(&X.m, b, i, j, 100.0 + tu_normal(&rng) * (1.0 + (double)j) + (j > 0 ? 0.5 * tu_get(&X.m, b, i, j - 1) : 0));
+            tu_set(&X.m, b, i, j,
+                   100.0 + tu_normal(&rng) * (1.0 + (double)j) +
+                       (j > 0 ? 0.5 * tu_get(&X.m, b, i, j - 1) : 0));
       void *dptr;
       gstat_matrix D = to_device(&X, &dptr);
       for (int variant = 0; variant < 3; variant++) {
@@ -274,32 +287,62 @@ static void test_pca_device_data(void **state) {
         assert_int_equal(gstat_pca(cpu, &X.m, &o, &rc), GSTAT_OK);
         double tol = dts[d] == GSTAT_F64 ? 1e-10 : 1e-4;
         for (int64_t b = 0; b < nb; b++) {
-          for (int64_t j = 0; j < p; j++) assert_true(fabs(rg->mean[b * p + j] - rc->mean[b * p + j]) <= tol * 100);
+          for (int64_t j = 0; j < p; j++)
+            assert_true(fabs(rg->mean[b * p + j] - rc->mean[b * p + j]) <= tol * 100);
           for (int64_t i = 0; i < 5; i++) {
             double ev = rc->explained_variance[b * 5 + i];
-            assert_true(fabs(rg->explained_variance[b * 5 + i] - ev) <= tol * rc->explained_variance[b * 5]);
+            assert_true(fabs(rg->explained_variance[b * 5 + i] - ev) <=
+                        tol * rc->explained_variance[b * 5]);
             for (int64_t j = 0; j < p; j++)
-              assert_true(fabs(rg->components[(b * 5 + i) * p + j] - rc->components[(b * 5 + i) * p + j]) <= tol * 100);
+              assert_true(fabs(rg->components[(b * 5 + i) * p + j] -
+                               rc->components[(b * 5 + i) * p + j]) <= tol * 100);
             for (int64_t r = 0; r < n; r += 37) {
               double sc = rc->scores[(b * n + r) * 5 + i];
-              assert_true(fabs(rg->scores[(b * n + r) * 5 + i] - sc) <= tol * 100 * (1 + sqrt(rc->explained_variance[b * 5])));
+              assert_true(fabs(rg->scores[(b * n + r) * 5 + i] - sc) <=
+                          tol * 100 * (1 + sqrt(rc->explained_variance[b * 5])));
             }
           }
         }
+        /* the transform of device data on the GPU (host and device outputs)
+         * against the CPU's transform of the same data */
+        size_t nz = (size_t)(nb * n * 5);
+        double *zg = malloc(sizeof(double) * nz), *zc = malloc(sizeof(double) * nz);
+        gstat_matrix Zg = gstat_matrix_row_major(zg, GSTAT_F64, nb, n, 5);
+        gstat_matrix Zc = gstat_matrix_row_major(zc, GSTAT_F64, nb, n, 5);
+        assert_int_equal(gstat_pca_transform(gpu, rg, &D, &Zg), GSTAT_OK);
+        assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
+        assert_int_equal(gstat_pca_transform(cpu, rc, &X.m, &Zc), GSTAT_OK);
+        double zt = tol * 100 * (1 + sqrt(rc->explained_variance[0]));
+        for (size_t e = 0; e < nz; e++) assert_true(fabs(zg[e] - zc[e]) <= zt);
+        double *dz;
+        assert_int_equal(cudaMalloc((void **)&dz, sizeof(double) * nz), cudaSuccess);
+        gstat_matrix Zd = Zg;
+        Zd.data = dz;
+        Zd.location = GSTAT_CUDA;
+        memset(zg, 0, sizeof(double) * nz);
+        assert_int_equal(gstat_pca_transform(gpu, rg, &D, &Zd), GSTAT_OK);
+        assert_int_equal(cudaMemcpy(zg, dz, sizeof(double) * nz, cudaMemcpyDeviceToHost),
+                         cudaSuccess);
+        for (size_t e = 0; e < nz; e++) assert_true(fabs(zg[e] - zc[e]) <= zt);
+        cudaFree(dz);
+        free(zg);
+        free(zc);
         gstat_pca_result_free(rg);
         gstat_pca_result_free(rc);
       }
       if (d == 1 && layout == TU_ROW_MAJOR) { /* a NaN is found, with and without centering */
         float nan = NAN;
         size_t at = (size_t)(1 * X.m.batch_stride + 5 * X.m.row_stride + 3 * X.m.col_stride);
-        assert_int_equal(cudaMemcpy((float *)dptr + at, &nan, sizeof nan, cudaMemcpyHostToDevice), cudaSuccess);
+        assert_int_equal(cudaMemcpy((float *)dptr + at, &nan, sizeof nan, cudaMemcpyHostToDevice),
+                         cudaSuccess);
         for (int c = 0; c < 2; c++) {
           gstat_pca_options o;
           gstat_pca_options_init(&o);
           o.center = c;
           gstat_pca_result *r = NULL;
           assert_int_equal(gstat_pca(gpu, &D, &o, &r), GSTAT_ENOTFINITE);
-          assert_string_equal(gstat_ctx_last_error(gpu), "pca: batch element 1 of X has a non-finite value at (5, 3)");
+          assert_string_equal(gstat_ctx_last_error(gpu),
+                              "pca: batch element 1 of X has a non-finite value at (5, 3)");
           gstat_pca_result_free(r);
         }
       }
@@ -339,27 +382,36 @@ static void test_accum_device_rows(void **state) {
       assert_int_equal(gstat_cov_accum_add(gpu, ag, &rest, NULL), GSTAT_OK);
       assert_int_equal(gstat_cov_accum_add(cpu, ac, &X.m, NULL), GSTAT_OK);
       assert_int_equal(gstat_cov_accum_rows(ag), n);
-      double *cg = malloc(sizeof(double) * (size_t)(p * p + p)), *cc = malloc(sizeof(double) * (size_t)(p * p + p));
-      gstat_matrix Cg = gstat_matrix_row_major(cg, GSTAT_F64, 1, p, p), Mg = gstat_matrix_row_major(cg + p * p, GSTAT_F64, 1, p, 1);
-      gstat_matrix Cc = gstat_matrix_row_major(cc, GSTAT_F64, 1, p, p), Mc = gstat_matrix_row_major(cc + p * p, GSTAT_F64, 1, p, 1);
+      double *cg = malloc(sizeof(double) * (size_t)(p * p + p)),
+             *cc = malloc(sizeof(double) * (size_t)(p * p + p));
+      gstat_matrix Cg = gstat_matrix_row_major(cg, GSTAT_F64, 1, p, p),
+                   Mg = gstat_matrix_row_major(cg + p * p, GSTAT_F64, 1, p, 1);
+      gstat_matrix Cc = gstat_matrix_row_major(cc, GSTAT_F64, 1, p, p),
+                   Mc = gstat_matrix_row_major(cc + p * p, GSTAT_F64, 1, p, 1);
       assert_int_equal(gstat_cov_accum_covariance(gpu, ag, 1, 0, &Cg, &Mg), GSTAT_OK);
       assert_int_equal(gstat_cov_accum_covariance(cpu, ac, 1, 0, &Cc, &Mc), GSTAT_OK);
       double tol = dts[d] == GSTAT_F64 ? 1e-11 : 2e-4; /* f32: the device sums in float */
-      for (int64_t i = 0; i < p * p; i++) assert_true(fabs(cg[i] - cc[i]) <= tol * (1 + fabs(cc[i])));
-      for (int64_t j = 0; j < p; j++) assert_true(fabs(cg[p * p + j] - cc[p * p + j]) <= 1e-12 * 1e3 + tol);
+      for (int64_t i = 0; i < p * p; i++)
+        assert_true(fabs(cg[i] - cc[i]) <= tol * (1 + fabs(cc[i])));
+      for (int64_t j = 0; j < p; j++)
+        assert_true(fabs(cg[p * p + j] - cc[p * p + j]) <= 1e-12 * 1e3 + tol);
       double w[3] = {1, 1, 1};
       gstat_matrix three = D;
       three.rows = 3;
       assert_int_equal(gstat_cov_accum_add(gpu, ag, &three, w), GSTAT_EUNSUPPORTED);
       if (d == 0 && layout == TU_ROW_MAJOR) {
         gstat_cov_accum *complete = NULL;
-        assert_int_equal(gstat_cov_accum_create(gpu, p, GSTAT_MISSING_COMPLETE, &complete), GSTAT_OK);
+        assert_int_equal(gstat_cov_accum_create(gpu, p, GSTAT_MISSING_COMPLETE, &complete),
+                         GSTAT_OK);
         assert_int_equal(gstat_cov_accum_add(gpu, complete, &three, NULL), GSTAT_EUNSUPPORTED);
         gstat_cov_accum_destroy(complete);
         double nan = NAN;
-        assert_int_equal(cudaMemcpy((double *)dptr + 2 * X.m.row_stride + 7, &nan, sizeof nan, cudaMemcpyHostToDevice), cudaSuccess);
+        assert_int_equal(cudaMemcpy((double *)dptr + 2 * X.m.row_stride + 7, &nan, sizeof nan,
+                                    cudaMemcpyHostToDevice),
+                         cudaSuccess);
         assert_int_equal(gstat_cov_accum_add(gpu, ag, &three, NULL), GSTAT_ENOTFINITE);
-        assert_string_equal(gstat_ctx_last_error(gpu), "cov_accum_add: X (CUDA memory) has a NaN or Inf in column 7");
+        assert_string_equal(gstat_ctx_last_error(gpu),
+                            "cov_accum_add: X (CUDA memory) has a NaN or Inf in column 7");
         assert_int_equal(gstat_cov_accum_rows(ag), n); /* unchanged */
       }
       free(cg);

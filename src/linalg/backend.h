@@ -76,6 +76,16 @@ typedef struct gstat_i_backend_ops {
    * runs). Optional; uses pca_fit's buffers (pca_scores is invalid after it). */
   gstat_status (*comoment)(void *state, gstat_ctx *ctx, const gstat_matrix *X, double *mean,
                            double *M);
+  /* Scores on fitted components of data in this backend's memory: element b
+   * of Y (batch x m x k; this backend's memory or the host; any dtype and
+   * strides) = ((X_b - mean_b) / scale_b) comp_b^T, each column i divided by
+   * sqrt(ev_b[i]) when ev is not NULL (whitening; 0 where ev <= 0). X is
+   * batch x m x p here; mean, scale (NULL: 1) batch x p, comp batch x k x p
+   * row-major, ev batch x k: host doubles. Optional; uses pca_fit's buffers
+   * (pca_scores is invalid after it). */
+  gstat_status (*pca_project)(void *state, gstat_ctx *ctx, const gstat_matrix *X,
+                              const double *mean, const double *scale, const double *comp,
+                              const double *ev, int64_t k, gstat_matrix *Y);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

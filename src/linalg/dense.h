@@ -71,12 +71,16 @@ gstat_status gstat_i_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo
 
 /* ---- PCA steps for data in device memory ----
  * Dispatched to the backend that owns X's memory (the CUDA module), as
- * gstat_i_backend_ops.pca_fit / pca_scores / comoment describe them (see backend.h);
+ * gstat_i_backend_ops.pca_fit / pca_scores / comoment / pca_project describe them
+ * (see backend.h);
  * GSTAT_EUNSUPPORTED with a message when no backend serves them. */
 gstat_status gstat_i_device_pca_fit(gstat_ctx *ctx, const gstat_matrix *X, int center, int scale,
                                     double *mean, double *sd, void *w, void *V);
 gstat_status gstat_i_device_pca_scores(gstat_ctx *ctx, int64_t b, const double *components,
                                        const double *scale, int64_t k, double *scores);
+gstat_status gstat_i_device_pca_project(gstat_ctx *ctx, const gstat_matrix *X, const double *mean,
+                                        const double *scale, const double *comp, const double *ev,
+                                        int64_t k, gstat_matrix *Y);
 gstat_status gstat_i_device_comoment(gstat_ctx *ctx, const gstat_matrix *X, double *mean,
                                      double *M);
 

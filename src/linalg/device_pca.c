@@ -33,6 +33,20 @@ gstat_status gstat_i_device_comoment(gstat_ctx *ctx, const gstat_matrix *X, doub
   return st;
 }
 
+gstat_status gstat_i_device_pca_project(gstat_ctx *ctx, const gstat_matrix *X, const double *mean,
+                                        const double *scale, const double *comp, const double *ev,
+                                        int64_t k, gstat_matrix *Y) {
+  gstat_i_backend be;
+  gstat_status st = gstat_i_cuda_backend(ctx, &be);
+  if (st != GSTAT_OK) return st;
+  if (!be.ops->pca_project)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                        "pca_transform: the CUDA backend has no projection support");
+  st = be.ops->pca_project(be.state, ctx, X, mean, scale, comp, ev, k, Y);
+  ctx->last_backends |= be.ops->ran_flag;
+  return st;
+}
+
 gstat_status gstat_i_device_pca_scores(gstat_ctx *ctx, int64_t b, const double *components,
                                        const double *scale, int64_t k, double *scores) {
   gstat_i_backend be;

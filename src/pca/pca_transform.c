@@ -1,10 +1,12 @@
 /* Projection on a fitted PCA and its inverse. */
 #include <math.h>
+#include <stdbool.h>
 
 #include "core/matrix.h"
 #include "linalg/dense.h"
 #include "pca/data.h"
 #include "pca/pca_internal.h"
+#include "pca/project.h"
 
 #define TRY(expr)                  \
   do {                             \
@@ -15,14 +17,21 @@
 /* Shared checks: res, the input and output descriptors and their shapes. */
 static gstat_status check_args(gstat_ctx *ctx, const char *fn, const gstat_pca_result *res,
                                const char *in_name, const gstat_matrix *in, int64_t in_cols,
-                               const char *out_name, const gstat_matrix *out, int64_t out_cols) {
+                               const char *out_name, const gstat_matrix *out, int64_t out_cols,
+                               bool device_ok) {
   if (!res) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: res is NULL", fn);
   if (!in) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is NULL", fn, in_name);
   if (!out) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is NULL", fn, out_name);
   TRY(gstat_i_check_matrix(ctx, fn, in_name, in));
   TRY(gstat_i_check_matrix(ctx, fn, out_name, out));
-  if (in->location != GSTAT_HOST || out->location != GSTAT_HOST)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: device memory is not supported yet", fn);
+  if ((in->location != GSTAT_HOST || out->location != GSTAT_HOST) &&
+      !(device_ok && in->location == GSTAT_CUDA &&
+        (out->location == GSTAT_HOST || out->device == in->device)))
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                        in->location == GSTAT_HOST || !device_ok
+                            ? "%s: device memory is supported for the input of pca_transform only"
+                            : "%s: the output is on another device than the input",
+                        fn);
   if (in->batch != res->batch || in->cols != in_cols)
     return gstat_i_fail(ctx, GSTAT_EINVAL,
                         "%s: %s is %lld x %lld x %lld; the PCA needs batch %lld "
@@ -36,7 +45,7 @@ static gstat_status check_args(gstat_ctx *ctx, const char *fn, const gstat_pca_r
                         (long long)in->batch, (long long)in->rows, (long long)out_cols);
   TRY(gstat_i_check_alias(ctx, fn, out_name, out, in_name, in, false));
   int64_t b, i, j;
-  if (gstat_i_find_nonfinite(in, GSTAT_I_TRI_FULL, &b, &i, &j))
+  if (in->location == GSTAT_HOST && gstat_i_find_nonfinite(in, GSTAT_I_TRI_FULL, &b, &i, &j))
     return gstat_i_fail(ctx, GSTAT_ENOTFINITE, "%s: %s[%lld] row %lld column %lld is NaN or Inf",
                         fn, in_name, (long long)b, (long long)i, (long long)j);
   return GSTAT_OK;
@@ -93,19 +102,36 @@ gstat_status gstat_pca_transform(gstat_ctx *ctx, const gstat_pca_result *res, co
   if (!ctx) return GSTAT_EINVAL;
   gstat_i_begin(ctx);
   TRY(check_args(ctx, fn, res, "X", X, res ? res->n_features : 0, "scores", scores,
-                 res ? res->n_components : 0));
+                 res ? res->n_components : 0, true));
   int64_t m = X->rows, p = res->n_features, k = res->n_components;
   if (m == 0 || k == 0) return GSTAT_OK;
+  if (X->location == GSTAT_CUDA) /* centred and projected on the GPU (NaN/Inf: refused
+                                     there while the context checks finiteness) */
+    return gstat_i_device_pca_project(ctx, X, res->mean, res->scale, res->components,
+                                      res->whiten ? res->explained_variance : NULL, k, scores);
+  /* host: blocked centre + GEMM over X (project.c, no copy of X) into m x k
+   * row-major doubles, then whitening and the store */
+  size_t bytes;
+  if (!gstat_i_mul_size((size_t)(m * k), sizeof(double), &bytes))
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);
+  double *Z = gstat_i_workspace(ctx, GSTAT_WS_PCA, bytes);
+  if (!Z) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate workspace", fn);
   gstat_dtype ct = gstat_i_compute_dtype(X->dtype);
-  char *A = NULL, *Z = NULL, *V = NULL;
-  TRY(workspace(ctx, fn, ct, m, p, k, p, k, &A, &Z, &V));
   for (int64_t b = 0; b < X->batch; b++) {
-    gstat_i_dense_load(X, b, ct, A, m);
-    gstat_i_center_scale(ct, m, p, A, res->mean + b * p, res->scale + b * p);
-    load_components(res, b, ct, V);
-    TRY(gstat_i_gemm(ctx, ct, GSTAT_NO_TRANS, GSTAT_NO_TRANS, m, k, p, 1.0, A, m, V, p, 0.0, Z, m));
-    if (res->whiten) whiten_columns(res, b, ct, m, Z, 0);
-    gstat_i_dense_store(ct, Z, m, scores, b);
+    TRY(gstat_i_pca_project(ctx, X, b, ct, res->mean + b * p, res->scale + b * p,
+                            res->components + b * k * p, k, Z));
+    if (res->whiten)
+      for (int64_t i = 0; i < k; i++) {
+        double ev = res->explained_variance[b * k + i], f = ev > 0 ? 1.0 / sqrt(ev) : 0.0;
+        for (int64_t r = 0; r < m; r++) Z[r * k + i] *= f;
+      }
+    /* row-major m x k is column-major k x m: store through scores' transposed view */
+    gstat_matrix T = *scores;
+    T.rows = scores->cols;
+    T.cols = scores->rows;
+    T.row_stride = scores->col_stride;
+    T.col_stride = scores->row_stride;
+    gstat_i_dense_store(GSTAT_F64, Z, k, &T, b);
   }
   return GSTAT_OK;
 }
@@ -116,7 +142,7 @@ gstat_status gstat_pca_inverse_transform(gstat_ctx *ctx, const gstat_pca_result 
   if (!ctx) return GSTAT_EINVAL;
   gstat_i_begin(ctx);
   TRY(check_args(ctx, fn, res, "scores", scores, res ? res->n_components : 0, "X", X,
-                 res ? res->n_features : 0));
+                 res ? res->n_features : 0, false));
   int64_t m = scores->rows, p = res->n_features, k = res->n_components;
   if (m == 0) return GSTAT_OK;
   gstat_dtype ct = gstat_i_compute_dtype(scores->dtype);

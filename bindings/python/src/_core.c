@@ -1013,14 +1013,16 @@ static int pca_view(PyObject *const *arr, int whiten, gstat_pca_result *r, PyArr
   return 0;
 }
 
-/* pca_transform(inverse, X, components, mean, explained_variance, whiten, dtype, backend) */
+/* pca_transform(inverse, X, components, mean, explained_variance, whiten, dtype, backend,
+ * out, stream): stream None: numpy in and out; else X is a CUDA tensor and `out` the
+ * tensor (m, k) the scores go into (returned). */
 static PyObject *py_pca_transform(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs(nargs, 8, "pca_transform") < 0) return NULL;
+  if (check_nargs(nargs, 10, "pca_transform") < 0) return NULL;
   int inverse = PyObject_IsTrue(args[0]);
   int whiten = PyObject_IsTrue(args[5]);
-  int backend;
-  if (PyErr_Occurred() || parse_backend(args[7], &backend) < 0) return NULL;
+  long long stream = args[9] == Py_None ? -1 : to_i64(args[9]);
+  if (PyErr_Occurred()) return NULL;
   PyArrayObject *hold[4] = {NULL, NULL, NULL, NULL};
   gstat_pca_result r;
   marg X, Y;
@@ -1030,13 +1032,14 @@ static PyObject *py_pca_transform(PyObject *self, PyObject *const *args, Py_ssiz
   pooled *p = NULL;
   gstat_dtype odt;
   if (pca_view(args + 2, whiten, &r, hold) < 0) goto done;
-  if (host_in(args[1], 0, "X", &X) < 0) goto done;
+  if (lin_in(args[1], 0, "X", stream, &X) < 0) goto done;
   if (parse_dtype_arg(args[6], X.m.dtype, &odt) < 0) goto done;
   npy_intp shape[NPY_MAXDIMS];
   memcpy(shape, X.shape, sizeof(npy_intp) * (size_t)X.ndim);
   shape[X.ndim - 1] = (npy_intp)(inverse ? r.n_features : r.n_components);
-  if (host_out(Py_None, 0, "out", X.ndim, shape, typenum_of(odt), &Y) < 0) goto done;
-  if (!(p = ctx_acquire(backend, 0))) goto done;
+  if (lin_out(stream >= 0 ? args[8] : Py_None, 0, "out", stream, X.ndim, shape, odt, &Y) < 0)
+    goto done;
+  if (!(p = lin_ctx(args[7], &X, stream))) goto done;
   gstat_status st;
   Py_BEGIN_ALLOW_THREADS st = inverse ? gstat_pca_inverse_transform(p->ctx, &r, &X.m, &Y.m)
                                       : gstat_pca_transform(p->ctx, &r, &X.m, &Y.m);
@@ -1044,8 +1047,13 @@ static PyObject *py_pca_transform(PyObject *self, PyObject *const *args, Py_ssiz
     raise_status(st, p);
     goto done;
   }
-  ret = Y.owner;
-  Y.owner = NULL;
+  if (stream >= 0) { /* a device tensor: the caller's out, now written */
+    Py_INCREF(args[8]);
+    ret = args[8];
+  } else {
+    ret = Y.owner;
+    Y.owner = NULL;
+  }
 done:
   ctx_release(p);
   for (int i = 0; i < 4; i++) Py_XDECREF(hold[i]);
@@ -1740,7 +1748,7 @@ static PyMethodDef methods[] = {
          "pca_fit(X, k, fraction, whiten, method, oversamples, power, seed, scores, backend, "
          "stream)"),
     FAST("pca_transform", py_pca_transform,
-         "pca_transform(inverse, X, components, mean, ev, whiten, dtype, backend)"),
+         "pca_transform(inverse, X, components, mean, ev, whiten, dtype, backend, out, stream)"),
     FAST("accum_add", py_accum_add, "accum_add(p, missing, state, x, fweights, backend)"),
     FAST("accum_merge", py_accum_merge, "accum_merge(p, missing, state, other_state)"),
     FAST("accum_info", py_accum_info, "accum_info(p, missing, state)"),

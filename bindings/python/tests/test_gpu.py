@@ -80,6 +80,26 @@ def test_torch_bfloat16_and_pca():
 
 
 @needs_gpu
+@needs_torch
+@pytest.mark.parametrize("whiten", [False, True])
+@pytest.mark.parametrize("dtype", [torch and torch.float32, torch and torch.float64])
+def test_torch_pca_transform_on_device(whiten, dtype):
+    x = torch.randn(3000, 12, device="cuda", dtype=dtype) * torch.arange(1, 13, device="cuda") + 5
+    model = gstat.PCA(4, whiten=whiten).fit(x.cpu().numpy())
+    z = model.transform(x)  # projected on the GPU, a CUDA tensor back
+    assert z.is_cuda and z.dtype == dtype and tuple(z.shape) == (3000, 4)
+    ref = model.transform(x.cpu().numpy())
+    tol = 1e-10 if dtype == torch.float64 else 1e-4
+    np.testing.assert_allclose(z.cpu().numpy(), ref, rtol=tol, atol=tol * 10)
+    bad = x.clone()
+    bad[7, 3] = float("nan")
+    with pytest.raises(ValueError, match="non-finite"):
+        model.transform(bad)
+    with pytest.raises(ValueError, match="features"):
+        model.transform(x[:, :5])
+
+
+@needs_gpu
 @needs_cupy
 def test_cupy_eigh_cholesky():
     a = cupy.asarray(spd_np(32, 24, "float64"))

@@ -116,6 +116,9 @@ gstat_status gstat_cu_triangular_solve(void *state, gstat_ctx *ctx, const gstat_
 
 gstat_status gstat_cu_pca_fit(void *state, gstat_ctx *ctx, const gstat_matrix *X, int center,
                              int scale, double *mean, double *sd, void *w, void *V);
+gstat_status gstat_cu_pca_project(void *state, gstat_ctx *ctx, const gstat_matrix *X,
+                                  const double *mean, const double *scale, const double *comp,
+                                  const double *ev, int64_t k, gstat_matrix *Y);
 gstat_status gstat_cu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, double *mean,
                                double *M);
 gstat_status gstat_cu_pca_scores(void *state, gstat_ctx *ctx, int64_t b, const double *components,

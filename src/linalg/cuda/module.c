@@ -295,6 +295,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .pca_fit = gstat_cu_pca_fit,
     .pca_scores = gstat_cu_pca_scores,
     .comoment = gstat_cu_comoment,
+    .pca_project = gstat_cu_pca_project,
 };
 
 static const gstat_i_module module = {

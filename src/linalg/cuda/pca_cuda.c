@@ -287,6 +287,73 @@ gstat_status gstat_cu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *
   return GSTAT_OK;
 }
 
+gstat_status gstat_cu_pca_project(void *state, gstat_ctx *ctx, const gstat_matrix *X,
+                                  const double *mean, const double *scale, const double *comp,
+                                  const double *ev, int64_t k, gstat_matrix *Y) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  s->pca_batch = 0; /* the buffers below are pca_fit's */
+  int cdt = gstat_cu_compute_dtype(X->dtype);
+  size_t es = gstat_cu_dtype_bytes(cdt);
+  int64_t m = X->rows, p = X->cols;
+  if (m > INT32_MAX || p > INT32_MAX || k > INT32_MAX)
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "pca_transform: sizes exceed cuBLAS's int range");
+  if (m == 0 || k == 0) return GSTAT_OK;
+  TRY(gstat_cu_check_finite(s, ctx, "pca_transform", "X", X, 0));
+  size_t vbytes = (size_t)(p * k) * es, zbytes = (size_t)(m * k) * es;
+  char *xc = gstat_cu_buffer(s, ctx, CU_DATA, (size_t)(m * p) * es);
+  char *dV = gstat_cu_buffer(s, ctx, CU_PROJ, vbytes + zbytes + 256);
+  double *dMean = gstat_cu_buffer(s, ctx, CU_SUMS, 3 * sizeof(double) * (size_t)p);
+  size_t hbytes = vbytes > sizeof(double) * (size_t)p ? vbytes : sizeof(double) * (size_t)p;
+  char *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, hbytes);
+  if (!xc || !dV || !dMean || !h) return GSTAT_ENOMEM;
+  char *dZ = dV + (vbytes + 255) / 256 * 256;
+  for (int64_t b = 0; b < X->batch; b++) {
+    int rm = 0;
+    const char *src = dense_element(X, cdt, b, &rm);
+    if (!src) {
+      TRY(gstat_cu_load(s, ctx, "pca_transform", X, b, 1, cdt, xc));
+      src = xc;
+      rm = 0;
+    }
+    memcpy(h, mean + b * p, sizeof(double) * (size_t)p);
+    TRY_CU(cudaMemcpyAsync(dMean, h, sizeof(double) * (size_t)p, cudaMemcpyHostToDevice, s->stream),
+           "means");
+    TRY_CU(cudaStreamSynchronize(s->stream), "means"); /* h is reused */
+    TRY_CU(gstat_cu_center(cdt, src, xc, m, p, rm, dMean, s->stream), "centering");
+    /* V (p x k, column-major) = comp^T, / scale per feature, / sqrt(ev) per component */
+    for (int64_t i = 0; i < k; i++) {
+      double e = ev ? ev[b * k + i] : 1.0, f = e > 0 ? 1.0 / sqrt(e) : 0.0;
+      for (int64_t j = 0; j < p; j++) {
+        double v = comp[(b * k + i) * p + j] / (scale ? scale[b * p + j] : 1.0) * f;
+        if (cdt == GSTAT_F64)
+          ((double *)h)[j + i * p] = v;
+        else
+          ((float *)h)[j + i * p] = (float)v;
+      }
+    }
+    TRY_CU(cudaMemcpyAsync(dV, h, vbytes, cudaMemcpyHostToDevice, s->stream), "components");
+    /* Z (m x k, column-major) = Xc V; row-major Xc is the column-major p x m matrix */
+    cublasOperation_t opx = rm ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int ldx = (int)(rm ? p : m);
+    cublasStatus_t bs;
+    if (cdt == GSTAT_F64) {
+      const double one = 1, zero = 0;
+      bs = cublasDgemm(s->blas, opx, CUBLAS_OP_N, (int)m, (int)k, (int)p, &one, (const double *)xc,
+                       ldx, (const double *)dV, (int)p, &zero, (double *)dZ, (int)m);
+    } else {
+      const float one = 1, zero = 0;
+      bs = cublasSgemm(s->blas, opx, CUBLAS_OP_N, (int)m, (int)k, (int)p, &one, (const float *)xc,
+                       ldx, (const float *)dV, (int)p, &zero, (float *)dZ, (int)m);
+    }
+    TRY_BLAS(bs, "gemm");
+    TRY(gstat_cu_store(s, ctx, "pca_transform", dZ, cdt, Y, b, 1));
+    TRY_CU(cudaStreamSynchronize(s->stream), "scores"); /* h and the buffers are reused */
+  }
+  return GSTAT_OK;
+}
+
 gstat_status gstat_cu_pca_scores(void *state, gstat_ctx *ctx, int64_t b, const double *components,
                                  const double *scale, int64_t k, double *scores) {
   gstat_cu_state *s = state;

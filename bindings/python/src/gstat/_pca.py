@@ -4,7 +4,7 @@ import numbers
 import numpy as np
 
 from . import _core
-from ._device import cuda_device as _cuda_device, stream as _stream
+from ._device import cuda_device as _cuda_device, empty_like as _empty_like, stream as _stream
 from ._sk import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, check_array,
                   check_is_fitted, seed_from, validate)
 
@@ -135,18 +135,33 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return self._fit(X, True)
 
     def transform(self, X):
-        """Project `X` on the principal axes (whitened when `whiten`)."""
+        """Project `X` on the principal axes (whitened when `whiten`).
+
+        A CUDA tensor (torch, CuPy) is projected on its GPU and answered with
+        a tensor of the same kind on the same device.
+        """
         check_is_fitted(self)
+        dev = _cuda_device(X)
+        if dev is not None:
+            if len(X.shape) != 2 or int(X.shape[1]) != self.n_features_in_:
+                raise ValueError(f"X has shape {tuple(X.shape)}, but {type(self).__name__} is "
+                                 f"expecting {self.n_features_in_} features as input")
+            out = _empty_like(X, (int(X.shape[0]), self.n_components_), dev)
+            return _core.pca_transform(False, X, self.components_, self.mean_,
+                                       self.explained_variance_, self.whiten, None, self.backend,
+                                       out, _stream(X, dev))
         X = validate(self, X, reset=False, c_checks_finite=True)
         return _core.pca_transform(False, X, self.components_, self.mean_,
-                                   self.explained_variance_, self.whiten, None, self.backend)
+                                   self.explained_variance_, self.whiten, None, self.backend, None,
+                                   None)
 
     def inverse_transform(self, X):
         """Map scores (n_samples, n_components_) back to the feature space."""
         check_is_fitted(self)
         X = check_array(X, dtype=[np.float64, np.float32])
         return _core.pca_transform(True, X, self.components_, self.mean_,
-                                   self.explained_variance_, self.whiten, None, self.backend)
+                                   self.explained_variance_, self.whiten, None, self.backend, None,
+                                   None)
 
     @property
     def _n_features_out(self):
