@@ -23,7 +23,7 @@
 #include "core/internal.h"
 #include "gstat/linalg.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 3
+#define GSTAT_I_BACKEND_API_VERSION 4
 
 typedef struct gstat_i_backend_ops {
   int api_version;
