@@ -146,6 +146,18 @@ static gstat_status carve(gstat_ctx *ctx, fit *f, bool with_data) {
   return GSTAT_OK;
 }
 
+/* Column j of dataset b cannot be scaled to unit variance. */
+static gstat_status constant_column(gstat_ctx *ctx, const fit *f, int64_t b, int64_t j) {
+  if (f->n < 2)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: scaling needs at least 2 rows (dataset %lld, column %lld)", f->fn,
+                        (long long)b, (long long)j);
+  return gstat_i_fail(ctx, GSTAT_EINVAL,
+                      "%s: column %lld of dataset %lld is constant: it cannot be scaled to unit "
+                      "variance",
+                      f->fn, (long long)j, (long long)b);
+}
+
 /* Load, center and scale every dataset into f->data. */
 static gstat_status prepare_data(gstat_ctx *ctx, fit *f, const gstat_matrix *X) {
   for (int64_t b = 0; b < f->batch; b++) {
@@ -160,13 +172,7 @@ static gstat_status prepare_data(gstat_ctx *ctx, fit *f, const gstat_matrix *X) 
     if (f->opt.scale) {
       gstat_i_col_sd(f->ct, f->n, f->p, d, scale);
       for (int64_t j = 0; j < f->p; j++)
-        if (!(scale[j] > 0))
-          return gstat_i_fail(ctx, GSTAT_EINVAL,
-                              f->n < 2
-                                  ? "%s: scaling needs at least 2 rows (dataset %lld, column %lld)"
-                                  : "%s: column %lld of dataset %lld is constant: it cannot be "
-                                    "scaled to unit variance",
-                              f->fn, (long long)(f->n < 2 ? b : j), (long long)(f->n < 2 ? j : b));
+        if (!(scale[j] > 0)) return constant_column(ctx, f, b, j);
       gstat_i_center_scale(f->ct, f->n, f->p, d, NULL, scale);
     } else {
       for (int64_t j = 0; j < f->p; j++) scale[j] = 1;
@@ -436,13 +442,7 @@ static gstat_status fit_from_moments(gstat_ctx *ctx, fit *f, double weight,
       scale[j] = 1;
       if (!f->opt.scale) continue;
       scale[j] = f->dof > 0 ? sqrt(get(f, S, j + j * p) / f->dof) : 0;
-      if (!(scale[j] > 0))
-        return gstat_i_fail(ctx, GSTAT_EINVAL,
-                            f->n < 2
-                                ? "%s: scaling needs at least 2 rows (dataset %lld, column %lld)"
-                                : "%s: column %lld of dataset %lld is constant: it cannot be "
-                                  "scaled to unit variance",
-                            f->fn, (long long)(f->n < 2 ? b : j), (long long)(f->n < 2 ? j : b));
+      if (!(scale[j] > 0)) return constant_column(ctx, f, b, j);
     }
     if (f->opt.scale)
       for (int64_t j = 0; j < p; j++)
