@@ -1249,10 +1249,6 @@ static void graph_clear(graph_arg *g) {
   Py_CLEAR(g->data);
 }
 
-static PyArrayObject *contig(PyObject *o, int typenum) {
-  return (PyArrayObject *)PyArray_FROM_OTF(o, typenum, NPY_ARRAY_IN_ARRAY);
-}
-
 /* graph: an ndarray (dense (..., n, n)) or a tuple (n, indptr, indices, data or None). */
 static int graph_in(PyObject *obj, int symmetrize, int loops, graph_arg *g) {
   memset(g, 0, sizeof *g);
@@ -1555,54 +1551,32 @@ static PyObject *py_spectral_batch(PyObject *self, PyObject *const *args, Py_ssi
   memset(&gb, 0, sizeof gb);
   gb.symmetrize = (gstat_symmetrize)sym;
   gb.self_loops = (gstat_self_loops)loops;
-  PyArrayObject *a0 = NULL, *a1 = NULL, *a2 = NULL, *a3 = NULL, *kc = NULL;
+  PyArrayObject *h[5] = {NULL, NULL, NULL, NULL, NULL}; /* arrays held during the call */
   marg A;
   memset(&A, 0, sizeof A);
   PyObject *ret = NULL, *labels = NULL;
   pooled *p = NULL;
   gstat_spectral_batch_result *res = NULL;
   int64_t total = 0;
+  const int64_t *kv = NULL;
   if (kind == 0) {
-    PyObject *ip, *ix, *dv;
-    if (!PyArg_ParseTuple(args[2], "OOO", &ip, &ix, &dv)) goto done;
-    if (!(a0 = contig(args[1], NPY_INT64)) || !(a1 = contig(ip, NPY_INT64)) ||
-        !(a2 = contig(ix, NPY_INT64)))
-      goto done;
-    if (dv != Py_None && !(a3 = contig(dv, NPY_FLOAT64))) goto done;
-    gb.format = GSTAT_GRAPH_CSR;
-    gb.count = PyArray_SIZE(a0) - 1;
-    gb.node_offsets = PyArray_DATA(a0);
-    gb.offsets = PyArray_DATA(a1);
-    gb.indices = PyArray_DATA(a2);
-    gb.weights = a3 ? PyArray_DATA(a3) : NULL;
-    total = gb.count >= 0 ? gb.node_offsets[gb.count] : 0;
-    if (gb.count < 0 || PyArray_SIZE(a1) != total + 1) {
-      PyErr_SetString(PyExc_ValueError, "inconsistent CSR batch arrays");
-      goto done;
-    }
+    if ((total = csr_batch(args[1], args[2], &gb, h)) < 0) goto done;
   } else {
     if (host_in(args[1], 0, "graphs", &A) < 0) goto done;
-    if (args[2] != Py_None && !(a0 = contig(args[2], NPY_INT64))) goto done;
+    if (args[2] != Py_None && !(h[0] = contig(args[2], NPY_INT64))) goto done;
     gb.format = GSTAT_GRAPH_DENSE;
     gb.count = A.m.batch;
     gb.adjacency = A.m;
-    gb.sizes = a0 ? PyArray_DATA(a0) : NULL;
+    gb.sizes = h[0] ? PyArray_DATA(h[0]) : NULL;
     for (int64_t g = 0; g < gb.count; g++) total += gb.sizes ? gb.sizes[g] : A.m.rows;
   }
-  if (args[6] != Py_None) {
-    if (!(kc = contig(args[6], NPY_INT64))) goto done;
-    if (PyArray_SIZE(kc) != gb.count) {
-      PyErr_SetString(PyExc_ValueError, "n_clusters must give one value per graph");
-      goto done;
-    }
-  }
+  if (k_per_graph(args[6], gb.count, &h[4], &kv) < 0) goto done;
   npy_intp nt = (npy_intp)total;
   if (!(labels = PyArray_SimpleNew(1, &nt, NPY_INT64))) goto done;
   if (!(p = ctx_acquire(backend, 0))) goto done;
   p->callback = args[8] == Py_None ? NULL : args[8];
   gstat_status st;
   int64_t *lab = PyArray_DATA((PyArrayObject *)labels);
-  const int64_t *kv = kc ? PyArray_DATA(kc) : NULL;
   Py_BEGIN_ALLOW_THREADS st = gstat_spectral_clustering_batch(p->ctx, &gb, kv, &opt, lab, &res);
   Py_END_ALLOW_THREADS if (st != GSTAT_OK && (raise_errors || !res)) {
     raise_status(st, p);
@@ -1625,11 +1599,7 @@ static PyObject *py_spectral_batch(PyObject *self, PyObject *const *args, Py_ssi
 done:
   gstat_spectral_batch_result_free(res);
   ctx_release(p);
-  Py_XDECREF(a0);
-  Py_XDECREF(a1);
-  Py_XDECREF(a2);
-  Py_XDECREF(a3);
-  Py_XDECREF(kc);
+  for (int i = 0; i < 5; i++) Py_XDECREF(h[i]);
   marg_clear(&A);
   Py_XDECREF(labels);
   return ret;

@@ -83,11 +83,6 @@ static int check_nargs(Py_ssize_t nargs, Py_ssize_t want, const char *fn) {
   return -1;
 }
 
-/* A C-contiguous array of the given type (new reference), or NULL with an exception. */
-static PyArrayObject *contig(PyObject *o, int typenum) {
-  return (PyArrayObject *)PyArray_FROM_OTF(o, typenum, NPY_ARRAY_IN_ARRAY);
-}
-
 /* The local rows X (n_r, p), float32 or float64 C-contiguous, as a descriptor. */
 static gstat_matrix rows_of(PyArrayObject *x) {
   gstat_dtype dt = PyArray_TYPE(x) == NPY_FLOAT32 ? GSTAT_F32 : GSTAT_F64;
@@ -233,23 +228,9 @@ static PyObject *py_spectral_batch(PyObject *self, PyObject *const *args, Py_ssi
   PyArrayObject *h[5] = {NULL, NULL, NULL, NULL, NULL}; /* arrays held during the call */
   PyObject *ret = NULL, *labels = NULL, *status = NULL, *kused = NULL;
   int64_t total = 0;
+  const int64_t *kv = NULL;
   if (kind == 0) {
-    PyObject *ip, *ix, *dv;
-    if (!PyArg_ParseTuple(args[5], "OOO", &ip, &ix, &dv)) goto done;
-    if (!(h[0] = contig(args[4], NPY_INT64)) || !(h[1] = contig(ip, NPY_INT64)) ||
-        !(h[2] = contig(ix, NPY_INT64)) || !(h[3] = contig(dv, NPY_FLOAT64)))
-      goto done;
-    gb.format = GSTAT_GRAPH_CSR;
-    gb.count = PyArray_SIZE(h[0]) - 1;
-    gb.node_offsets = PyArray_DATA(h[0]);
-    gb.offsets = PyArray_DATA(h[1]);
-    gb.indices = PyArray_DATA(h[2]);
-    gb.weights = PyArray_DATA(h[3]);
-    total = gb.count >= 0 ? gb.node_offsets[gb.count] : 0;
-    if (gb.count < 0 || PyArray_SIZE(h[1]) != total + 1) {
-      PyErr_SetString(PyExc_ValueError, "inconsistent CSR batch arrays");
-      goto done;
-    }
+    if ((total = csr_batch(args[4], args[5], &gb, h)) < 0) goto done;
   } else {
     if (!(h[0] = contig(args[4], NPY_FLOAT64))) goto done;
     if (PyArray_NDIM(h[0]) != 3) {
@@ -264,13 +245,7 @@ static PyObject *py_spectral_batch(PyObject *self, PyObject *const *args, Py_ssi
     gb.sizes = h[1] ? PyArray_DATA(h[1]) : NULL;
     for (int64_t g = 0; g < gb.count; g++) total += gb.sizes ? gb.sizes[g] : d[1];
   }
-  if (args[7] != Py_None) {
-    if (!(h[4] = contig(args[7], NPY_INT64))) goto done;
-    if (PyArray_SIZE(h[4]) != gb.count) {
-      PyErr_SetString(PyExc_ValueError, "n_clusters must give one value per graph");
-      goto done;
-    }
-  }
+  if (k_per_graph(args[7], gb.count, &h[4], &kv) < 0) goto done;
   npy_intp nt = (npy_intp)total, ng = (npy_intp)gb.count;
   if (receives && (!(labels = PyArray_SimpleNew(1, &nt, NPY_INT64)) ||
                    !(status = PyArray_ZEROS(1, &ng, NPY_INT32, 0)) ||
@@ -279,7 +254,6 @@ static PyObject *py_spectral_batch(PyObject *self, PyObject *const *args, Py_ssi
   call c;
   if (call_begin(args[0], args[9], args[10], args[11], &c) < 0) goto done;
   gstat_status st;
-  const int64_t *kv = h[4] ? PyArray_DATA(h[4]) : NULL;
   int64_t *lab = receives ? PyArray_DATA((PyArrayObject *)labels) : NULL;
   gstat_status *gs = receives ? PyArray_DATA((PyArrayObject *)status) : NULL;
   int64_t *ku = receives ? PyArray_DATA((PyArrayObject *)kused) : NULL;

@@ -45,6 +45,52 @@ static inline PyObject *pca_result_dict(const gstat_pca_result *res) {
                        (long long)pp, "method", (int)res->method);
 }
 
+/* A C-contiguous array of the given type (new reference), or NULL with an exception. */
+static inline PyArrayObject *contig(PyObject *o, int typenum) {
+  return (PyArrayObject *)PyArray_FROM_OTF(o, typenum, NPY_ARRAY_IN_ARRAY);
+}
+
+/* The CSR part of a batch request (gstat/_spectral.py's _batch_request): a
+ * node offsets, b (indptr, indices, data or None), into gb; the arrays are
+ * held in hold[0..3] (the caller releases them). Returns the total node
+ * count, or -1 with an exception. */
+static inline int64_t csr_batch(PyObject *a, PyObject *b, gstat_graph_batch *gb,
+                                PyArrayObject **hold) {
+  PyObject *ip, *ix, *dv;
+  if (!PyArg_ParseTuple(b, "OOO", &ip, &ix, &dv)) return -1;
+  if (!(hold[0] = contig(a, NPY_INT64)) || !(hold[1] = contig(ip, NPY_INT64)) ||
+      !(hold[2] = contig(ix, NPY_INT64)))
+    return -1;
+  if (dv != Py_None && !(hold[3] = contig(dv, NPY_FLOAT64))) return -1;
+  gb->format = GSTAT_GRAPH_CSR;
+  gb->count = PyArray_SIZE(hold[0]) - 1;
+  gb->node_offsets = PyArray_DATA(hold[0]);
+  gb->offsets = PyArray_DATA(hold[1]);
+  gb->indices = PyArray_DATA(hold[2]);
+  gb->weights = hold[3] ? PyArray_DATA(hold[3]) : NULL;
+  int64_t total = gb->count >= 0 ? gb->node_offsets[gb->count] : 0;
+  if (gb->count < 0 || PyArray_SIZE(hold[1]) != total + 1) {
+    PyErr_SetString(PyExc_ValueError, "inconsistent CSR batch arrays");
+    return -1;
+  }
+  return total;
+}
+
+/* The per-graph cluster counts of a batch request (None: NULL in *kv), held
+ * in *hold. Returns 0, or -1 with an exception. */
+static inline int k_per_graph(PyObject *k, int64_t count, PyArrayObject **hold,
+                              const int64_t **kv) {
+  *kv = NULL;
+  if (k == Py_None) return 0;
+  if (!(*hold = contig(k, NPY_INT64))) return -1;
+  if (PyArray_SIZE(*hold) != count) {
+    PyErr_SetString(PyExc_ValueError, "n_clusters must give one value per graph");
+    return -1;
+  }
+  *kv = PyArray_DATA(*hold);
+  return 0;
+}
+
 /* The spectral options tuple built by gstat/_spectral.py (_options). */
 static inline int spectral_opts(PyObject *o, gstat_spectral_options *opt) {
   gstat_spectral_options_init(opt);
