@@ -63,6 +63,10 @@ gstat_status gstat_i_trsm(gstat_ctx *ctx, gstat_dtype dt, bool right, gstat_uplo
                           gstat_trans trans, gstat_diag diag, int64_t m, int64_t n, double alpha,
                           const void *T, int64_t ldt, void *B, int64_t ldb);
 
+/* Whether gstat_eigh would run the host matrix A on the CPU backend (the
+ * context's backend choice and AUTO's size rule, as the dispatch decides). */
+bool gstat_i_eigh_runs_on_cpu(gstat_ctx *ctx, const gstat_matrix *A);
+
 /* gstat_eigh for a statistics routine's own sub-problem: the same call, but
  * the context's progress callback hears only the outer routine (no nested
  * "eigh" reports to confuse a progress bar). */

@@ -171,18 +171,25 @@ static bool on_device(const op *o) {
   return o->A->location == GSTAT_CUDA;
 }
 
-/* Choose: device data needs the CUDA backend; host data goes to the GPU under
- * AUTO when one is usable and the work is large, or when CUDA was asked for. */
+/* Device data needs the CUDA backend; host data goes to the GPU under AUTO
+ * when one is usable and the work is large, or when CUDA was asked for. */
+static bool wants_gpu(gstat_ctx *ctx, const gstat_matrix *A) {
+  if (A->location == GSTAT_CUDA || ctx->opt.backend == GSTAT_BACKEND_CUDA) return true;
+  if (ctx->opt.backend != GSTAT_BACKEND_AUTO) return false;
+  double n = (double)A->rows;
+  /* quietly the CPU when no GPU is usable */
+  return (double)A->batch * n * n * n >= auto_gpu_min_work && gstat_ctx_cuda_available(ctx);
+}
+
+bool gstat_i_eigh_runs_on_cpu(gstat_ctx *ctx, const gstat_matrix *A) {
+  return !wants_gpu(ctx, A);
+}
+
+/* Choose the backend of an operation (wants_gpu). */
 static gstat_status choose(gstat_ctx *ctx, const op *o, gstat_i_backend *be) {
   be->ops = &gstat_i_cpu_backend_ops;
   be->state = NULL;
-  bool want_gpu = on_device(o) || ctx->opt.backend == GSTAT_BACKEND_CUDA;
-  if (!want_gpu && ctx->opt.backend == GSTAT_BACKEND_AUTO) {
-    double n = (double)o->A->rows;
-    want_gpu = (double)o->A->batch * n * n * n >= auto_gpu_min_work;
-    if (want_gpu && !gstat_ctx_cuda_available(ctx)) return GSTAT_OK; /* quietly the CPU */
-  }
-  if (!want_gpu) return GSTAT_OK;
+  if (!wants_gpu(ctx, o->A)) return GSTAT_OK;
   gstat_status st = gstat_i_cuda_backend(ctx, be);
   if (st != GSTAT_OK && on_device(o)) {
     char why[sizeof ctx->last_error];

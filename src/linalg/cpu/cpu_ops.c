@@ -4,17 +4,22 @@
  * (AVX-512), see bench/README.md: below them our own small-matrix kernels
  * beat OpenBLAS/LAPACK, whose per-call overhead dominates there. */
 #include <lapacke.h>
+#include <math.h>
+#include <string.h>
 
 #include "linalg/backend.h"
 #include "linalg/cpu/chol_lanes.h"
 #include "linalg/cpu/chol_small.h"
 #include "linalg/cpu/cpu_job.h"
 #include "linalg/cpu/eigh_lapack.h"
+#include "linalg/cpu/eigh_lowest.h"
 #include "linalg/cpu/eigh_small.h"
 #include "linalg/cpu/pack.h"
 
-static const int64_t eigh_small_max_f32 = 128; /* f32 128x256: 183 ms LAPACK recipe vs 241 ms own kernel; 256x128: 69 vs 100 the other way */
-static const int64_t eigh_small_max_f64 = 128; /* f64 128x256: 295 ms LAPACK recipe vs 468 ms own kernel */
+static const int64_t eigh_small_max_f32 = 128; /* f32 128x256: 183 ms LAPACK recipe vs 241 ms own
+                                                  kernel; 256x128: 69 vs 100 the other way */
+static const int64_t eigh_small_max_f64 =
+    128; /* f64 128x256: 295 ms LAPACK recipe vs 468 ms own kernel */
 static const int64_t chol_small_max_f32 = 96;
 static const int64_t chol_small_max_f64 = 96;
 /* Matrices interleaved over SIMD lanes (chol_lanes.c) up to this order, when
@@ -47,3 +52,12 @@ static const int64_t chol_lanes_max_f64 = 48;
 #undef LP
 #undef NATIVE
 #undef LANES
+
+int64_t gstat_i_eigh_lowest_max_n(void) {
+  return eigh_small_max_f64 < eigh_small_max_f32 ? eigh_small_max_f64 : eigh_small_max_f32;
+}
+
+size_t gstat_i_eigh_lowest_workspace(int64_t n, int64_t m, size_t elem_size) {
+  size_t o[6];
+  return elem_size == sizeof(float) ? lowest_offsets_f32(n, m, o) : lowest_offsets_f64(n, m, o);
+}

@@ -4,10 +4,11 @@
 #define CAT(a, b) CAT_(a, b)
 #define FN(name) CAT(name, SFX)
 
-/* Fix each eigenvector's sign: largest-magnitude entry positive, the first
- * one on ties (DESIGN.md), so every backend returns the same vectors. */
-static void FN(normalize_signs)(T *v, int64_t n, int64_t ld) {
-  for (int64_t j = 0; j < n; j++) {
+/* Fix the sign of each of the `cols` eigenvectors (length n): largest-magnitude
+ * entry positive, the first one on ties (DESIGN.md), so every backend returns
+ * the same vectors. */
+static void FN(normalize_signs)(T *v, int64_t n, int64_t cols, int64_t ld) {
+  for (int64_t j = 0; j < cols; j++) {
     T *c = v + j * ld;
     T best = 0; /* the largest magnitude (a vectorized reduction), then its first index */
 #pragma omp simd reduction(max : best)
@@ -38,8 +39,9 @@ static int64_t FN(eigh_one)(const gstat_i_cpu_job *job, int64_t b, char *ws) {
   int want = job->out != NULL;
   FN(gstat_i_pack_lower)(job->A, b, job->uplo, a, n);
   int info = job->small ? FN(gstat_i_eigh_small)(n, a, n, w, want, kw)
-                        : FN(gstat_i_eigh_lapack)(n, a, n, w, want, (T *)kw,
-                                                  (int *)(kw + gstat_i_align64(sizeof(T) * (size_t)job->lwork)));
+                        : FN(gstat_i_eigh_lapack)(
+                              n, a, n, w, want, (T *)kw,
+                              (int *)(kw + gstat_i_align64(sizeof(T) * (size_t)job->lwork)));
   if (info != 0) {
     gstat_i_fill_nan(job->w, b);
     if (want) gstat_i_fill_nan(job->out, b);
@@ -47,7 +49,7 @@ static int64_t FN(eigh_one)(const gstat_i_cpu_job *job, int64_t b, char *ws) {
   }
   FN(gstat_i_unpack_full)(w, n, job->w, b);
   if (want) {
-    FN(normalize_signs)(a, n, n);
+    FN(normalize_signs)(a, n, n, n);
     FN(gstat_i_unpack_full)(a, n, job->out, b);
   }
   return 0;
@@ -64,11 +66,13 @@ bool FN(gstat_i_cpu_eigh_setup)(gstat_i_cpu_job *job) {
     gstat_i_eigh_lapack_ws q = gstat_i_eigh_lapack_workspace(n, want, sizeof(T));
     job->lwork = q.work_elems;
     job->liwork = q.iwork_elems;
-    kernel = gstat_i_align64(sizeof(T) * (size_t)q.work_elems) + sizeof(int) * (size_t)q.iwork_elems;
+    kernel =
+        gstat_i_align64(sizeof(T) * (size_t)q.work_elems) + sizeof(int) * (size_t)q.iwork_elems;
   }
   size_t mat;
   if (!gstat_i_mul_size((size_t)n * sizeof(T), (size_t)n, &mat)) return false;
-  job->per_thread = gstat_i_align64(mat) + gstat_i_align64(sizeof(T) * (size_t)n) + gstat_i_align64(kernel);
+  job->per_thread =
+      gstat_i_align64(mat) + gstat_i_align64(sizeof(T) * (size_t)n) + gstat_i_align64(kernel);
   job->one = FN(eigh_one);
   return true;
 }
@@ -79,7 +83,9 @@ static int64_t FN(chol_one)(const gstat_i_cpu_job *job, int64_t b, char *ws) {
   int64_t n = job->n;
   T *a = (T *)ws;
   FN(gstat_i_pack_lower)(job->A, b, job->uplo, a, n);
-  int info = job->small ? FN(gstat_i_chol_small)(n, a, n) : (int)LP(potrf_work)(LAPACK_COL_MAJOR, 'L', (lapack_int)n, a, (lapack_int)n);
+  int info = job->small
+                 ? FN(gstat_i_chol_small)(n, a, n)
+                 : (int)LP(potrf_work)(LAPACK_COL_MAJOR, 'L', (lapack_int)n, a, (lapack_int)n);
   if (info != 0) {
     gstat_i_fill_nan(job->out, b);
     return info;
@@ -167,7 +173,8 @@ static int64_t FN(cholsolve_one)(const gstat_i_cpu_job *job, int64_t b, char *ws
     return zero;
   }
   FN(gstat_i_pack_full)(job->B, b, x, n);
-  LP(potrs_work)(LAPACK_COL_MAJOR, 'L', (lapack_int)n, (lapack_int)nrhs, l, (lapack_int)n, x, (lapack_int)n);
+  LP(potrs_work)
+  (LAPACK_COL_MAJOR, 'L', (lapack_int)n, (lapack_int)nrhs, l, (lapack_int)n, x, (lapack_int)n);
   FN(gstat_i_unpack_full)(x, n, job->out, b);
   return 0;
 }
@@ -192,8 +199,9 @@ static int64_t FN(trsolve_one)(const gstat_i_cpu_job *job, int64_t b, char *ws) 
   /* An upper T was packed as its transpose, so the operation flips. */
   int flip = (job->trans == GSTAT_TRANS) != (job->uplo == GSTAT_UPPER);
   FN(gstat_i_pack_full)(job->B, b, x, n);
-  LP(trtrs_work)(LAPACK_COL_MAJOR, 'L', flip ? 'T' : 'N', job->diag == GSTAT_UNIT ? 'U' : 'N',
-                 (lapack_int)n, (lapack_int)nrhs, t, (lapack_int)n, x, (lapack_int)n);
+  LP(trtrs_work)
+  (LAPACK_COL_MAJOR, 'L', flip ? 'T' : 'N', job->diag == GSTAT_UNIT ? 'U' : 'N', (lapack_int)n,
+   (lapack_int)nrhs, t, (lapack_int)n, x, (lapack_int)n);
   FN(gstat_i_unpack_full)(x, n, job->out, b);
   return 0;
 }
@@ -202,6 +210,8 @@ bool FN(gstat_i_cpu_trsolve_setup)(gstat_i_cpu_job *job) {
   job->one = FN(trsolve_one);
   return FN(solve_workspace)(job);
 }
+
+#include "linalg/cpu/eigh_lowest_tmpl.h"
 
 #undef FN
 #undef CAT

@@ -518,6 +518,46 @@ EIGH_INLINE void FN(sort)(int64_t n, T *restrict d, int64_t *restrict perm)
     }
 }
 
+/* Copy a's lower triangle into A (ld, mirrored: the reduction works on full columns) and scale
+ * it by 2^se (exact) so that max|A| lies in [1,2): no overflow or harmful underflow anywhere
+ * below, and thresholds can be absolute. Returns 0, or -1 for a NaN or Inf in the input. */
+EIGH_INLINE int FN(prepare)(int64_t n, const T *restrict a, int64_t lda, T *restrict A, int64_t ld,
+                            int *se_out)
+{
+    for (int64_t j = 0; j < n; j++) {
+        T *restrict col = A + j * ld;
+        for (int64_t i = 0; i < j; i++)
+            col[i] = A[j + i * ld];
+        memcpy(col + j, a + j + j * lda, (size_t)(n - j) * sizeof(T));
+        memset(col + n, 0, (size_t)(ld - n) * sizeof(T));
+    }
+    T mx[VL] = {0};
+    for (int64_t i = 0; i < n * ld; i += VL)
+        for (int l = 0; l < VL; l++) {
+            const T x = T_FABS(A[i + l]);
+            mx[l] = x > mx[l] || x != x ? x : mx[l]; /* NaN sticks */
+        }
+    T anrm = 0;
+    for (int l = 0; l < VL; l++)
+        anrm = mx[l] > anrm || mx[l] != mx[l] ? mx[l] : anrm;
+    if (!(anrm <= T_MAX))
+        return -1;
+    int se = 0;
+    if (anrm > 0) {
+        int ex;
+        (void)T_FREXP(anrm, &ex);
+        se = 1 - ex;
+    }
+    if (se != 0) { /* two factors keep each in range */
+        const T s1 = T_LDEXP(1, se / 2), s2 = T_LDEXP(1, se - se / 2);
+        for (int64_t i = 0; i < n * ld; i += VL)
+            for (int l = 0; l < VL; l++)
+                A[i + l] = A[i + l] * s1 * s2;
+    }
+    *se_out = se;
+    return 0;
+}
+
 static EIGH_DRIVER int FN(eigh)(int64_t n, T *restrict a, int64_t lda, T *restrict w,
                                 int want_vectors, void *work)
 {
@@ -535,27 +575,8 @@ static EIGH_DRIVER int FN(eigh)(int64_t n, T *restrict a, int64_t lda, T *restri
     T *restrict p = tau + ld;
     int64_t *restrict perm = (int64_t *)(void *)(p + ld);
 
-    /* Copy the lower triangle and mirror it: the reduction works on full columns. */
-    for (int64_t j = 0; j < n; j++) {
-        T *restrict col = A + j * ld;
-        for (int64_t i = 0; i < j; i++)
-            col[i] = A[j + i * ld];
-        memcpy(col + j, a + j + j * lda, (size_t)(n - j) * sizeof(T));
-        memset(col + n, 0, (size_t)(ld - n) * sizeof(T));
-    }
-
-    /* Scale by a power of two (exact) so that max|a| lies in [1,2): no overflow or harmful
-     * underflow anywhere below, and thresholds can be absolute. Two factors keep each in range. */
-    T mx[VL] = {0};
-    for (int64_t i = 0; i < n * ld; i += VL)
-        for (int l = 0; l < VL; l++) {
-            const T x = T_FABS(A[i + l]);
-            mx[l] = x > mx[l] || x != x ? x : mx[l]; /* NaN sticks */
-        }
-    T anrm = 0;
-    for (int l = 0; l < VL; l++)
-        anrm = mx[l] > anrm || mx[l] != mx[l] ? mx[l] : anrm;
-    if (!(anrm <= T_MAX)) { /* NaN or Inf in the input: report, rather than iterate on NaN */
+    int se;
+    if (FN(prepare)(n, a, lda, A, ld, &se) != 0) { /* report, rather than iterate on NaN */
         for (int64_t i = 0; i < n; i++)
             w[i] = NAN;
         if (want_vectors)
@@ -563,18 +584,6 @@ static EIGH_DRIVER int FN(eigh)(int64_t n, T *restrict a, int64_t lda, T *restri
                 for (int64_t i = 0; i < n; i++)
                     a[i + j * lda] = NAN;
         return (int)(n - 1);
-    }
-    int se = 0;
-    if (anrm > 0) {
-        int ex;
-        (void)T_FREXP(anrm, &ex);
-        se = 1 - ex;
-    }
-    if (se != 0) {
-        const T s1 = T_LDEXP(1, se / 2), s2 = T_LDEXP(1, se - se / 2);
-        for (int64_t i = 0; i < n * ld; i += VL)
-            for (int l = 0; l < VL; l++)
-                A[i + l] = A[i + l] * s1 * s2;
     }
 
     FN(sytrd)(n, A, ld, d, e, tau, p);
@@ -589,6 +598,52 @@ static EIGH_DRIVER int FN(eigh)(int64_t n, T *restrict a, int64_t lda, T *restri
         for (int64_t j = 0; j < n; j++)
             memcpy(a + j * lda, A + perm[j] * ld, (size_t)n * sizeof(T));
     return info;
+}
+
+static EIGH_DRIVER int FN(tridiag)(int64_t n, const T *restrict a, int64_t lda, T *restrict d,
+                                   T *restrict e, int *se, void *work)
+{
+    const int64_t ld = eigh_ld(n, sizeof(T));
+    T *restrict A = work;
+    T *restrict tau = A + n * ld, *restrict p = tau + ld;
+    if (FN(prepare)(n, a, lda, A, ld, se) != 0)
+        return -1;
+    FN(sytrd)(n, A, ld, d, e, tau, p);
+    return 0;
+}
+
+/* Z <- Q Z with Q = H_0 ... H_{n-3}: H_k = I - tau_k v_k v_k^T applied last to first. */
+static EIGH_DRIVER void FN(apply_q)(int64_t n, const void *work, int64_t m, T *restrict Z,
+                                    int64_t ldz)
+{
+    const int64_t ld = eigh_ld(n, sizeof(T));
+    const T *restrict A = work;
+    const T *restrict tau = A + n * ld;
+    for (int64_t k = n - 3; k >= 0; k--) {
+        const T t = tau[k];
+        const T *restrict v = A + k * ld;
+        if (t == 0)
+            continue;
+        for (int64_t c = 0; c < m; c++) {
+            T *restrict z = Z + c * ldz;
+            T s = 0;
+            for (int64_t i = k + 1; i < n; i++)
+                s += v[i] * z[i];
+            s *= t;
+            for (int64_t i = k + 1; i < n; i++)
+                z[i] -= s * v[i];
+        }
+    }
+}
+
+int FN(gstat_i_tridiag_small)(int64_t n, const T *a, int64_t lda, T *d, T *e, int *se, void *work)
+{
+    return FN(tridiag)(n, a, lda, d, e, se, work);
+}
+
+void FN(gstat_i_tridiag_small_apply_q)(int64_t n, const void *work, int64_t m, T *Z, int64_t ldz)
+{
+    FN(apply_q)(n, work, m, Z, ldz);
 }
 
 int FN(gstat_i_eigh_small)(int64_t n, T *a, int64_t lda, T *w, int want_vectors, void *work)

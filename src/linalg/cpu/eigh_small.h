@@ -25,4 +25,22 @@ int gstat_i_eigh_small_f32(int64_t n, float *a, int64_t lda, float *w, int want_
 int gstat_i_eigh_small_f64(int64_t n, double *a, int64_t lda, double *w, int want_vectors,
                            void *work);
 
+/* The first half of the above, for solvers of a few eigenpairs (eigh_lowest.c): a's lower
+ * triangle (n >= 2), scaled by 2^se into max|.| in [1,2), reduced to the tridiagonal (d, e)
+ * (d[0..n-1], e[0..n-2]) by Householder reflectors kept in work (at least
+ * gstat_i_eigh_small_workspace(n, 1, sizeof(T)) bytes, 64-byte aligned; left for the back
+ * transform). The eigenvalues of (d, e) are 2^se times a's. Returns 0, or -1 (nothing done)
+ * for a NaN or Inf in a's lower triangle. */
+int gstat_i_tridiag_small_f32(int64_t n, const float *a, int64_t lda, float *d, float *e, int *se,
+                              void *work);
+int gstat_i_tridiag_small_f64(int64_t n, const double *a, int64_t lda, double *d, double *e,
+                              int *se, void *work);
+
+/* Z <- Q Z for the m columns of Z (n x m, ld ldz): eigenvectors of (d, e) into a's, with the
+ * reflectors that gstat_i_tridiag_small_* left in work. */
+void gstat_i_tridiag_small_apply_q_f32(int64_t n, const void *work, int64_t m, float *Z,
+                                       int64_t ldz);
+void gstat_i_tridiag_small_apply_q_f64(int64_t n, const void *work, int64_t m, double *Z,
+                                       int64_t ldz);
+
 #endif
