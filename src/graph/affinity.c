@@ -69,7 +69,8 @@ typedef struct build {
   int64_t *offsets; /* directed CSR being filled */
   int64_t *indices;
   double *weights;
-  double *dense; /* RBF dense: n x n */
+  double *dense; /* RBF dense: n x n, column stride ld */
+  int64_t ld;
 } build;
 
 static double weight_of(const build *bd, double d2) {
@@ -90,12 +91,34 @@ static void eps_row(void *user, int64_t i, const double *d2) {
   if (!bd->indices) bd->count[i] = c;
 }
 
+/* RBF weights of row i. Dense: only entries j <= i (column i's upper part,
+ * half the exps); mirror_upper copies them down, so the matrix is exactly
+ * symmetric whatever the GEMM's rounding of the distances. */
 static void rbf_row(void *user, int64_t i, const double *d2) {
   build *bd = user;
-  double *out = bd->dense ? bd->dense + i * bd->n : bd->weights + i * bd->n;
+  if (bd->dense) {
+    double *out = bd->dense + i * bd->ld;
+    for (int64_t j = 0; j <= i; j++) out[j] = exp(-bd->gamma * d2[j]);
+    return;
+  }
+  double *out = bd->weights + i * bd->n;
   for (int64_t j = 0; j < bd->n; j++) out[j] = exp(-bd->gamma * d2[j]);
-  if (!bd->dense)
-    for (int64_t j = 0; j < bd->n; j++) bd->indices[i * bd->n + j] = j;
+  for (int64_t j = 0; j < bd->n; j++) bd->indices[i * bd->n + j] = j;
+}
+
+/* D (n x n, column-major, ld) <- its upper triangle mirrored into the lower,
+ * in 64 x 64 tiles (no strided sweep), column tiles over nt threads. */
+static void mirror_upper(double *D, int64_t n, int64_t ld, int nt) {
+  const int64_t T = 64, tiles = (n + T - 1) / T;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
+  for (int64_t t = 0; t < tiles; t++) {
+    int64_t j0 = t * T, j1 = j0 + T < n ? j0 + T : n;
+    for (int64_t i0 = j0; i0 < n; i0 += T) {
+      int64_t i1 = i0 + T < n ? i0 + T : n;
+      for (int64_t j = j0; j < j1; j++)
+        for (int64_t i = i0 > j + 1 ? i0 : j + 1; i < i1; i++) D[i + j * ld] = D[j + i * ld];
+    }
+  }
 }
 
 /* The directed graph of one dataset (X: n x p double), symmetrized into a
@@ -104,15 +127,10 @@ static gstat_status build_csr(gstat_ctx *ctx, const char *fn, const gstat_affini
                               int64_t n, int64_t p, const double *X, double *scratch,
                               gstat_csr **out) {
   gstat_status st = GSTAT_OK;
-  build bd = {o,
-              n,
-              o->gamma > 0 ? o->gamma : 1.0 / (double)(p > 0 ? p : 1),
-              o->epsilon * o->epsilon,
-              NULL,
-              NULL,
-              NULL,
-              NULL,
-              NULL};
+  build bd = {.o = o,
+              .n = n,
+              .gamma = o->gamma > 0 ? o->gamma : 1.0 / (double)(p > 0 ? p : 1),
+              .eps2 = o->epsilon * o->epsilon};
   int64_t per = o->kind == GSTAT_AFFINITY_RBF       ? n
                 : o->kind == GSTAT_AFFINITY_EPSILON ? 0
                                                     : o->n_neighbors;
@@ -222,20 +240,27 @@ gstat_status gstat_affinity_dense(gstat_ctx *ctx, const gstat_matrix *X,
                         (long long)batch, (long long)n, (long long)n);
   st = gstat_i_check_alias(ctx, fn, "A", A, "X", X, false);
   if (st != GSTAT_OK || batch == 0 || n == 0) return st;
+  /* double A with unit stride one way (either way: A is symmetric) takes the
+   * RBF weights directly, with no n x n workspace and no copy */
+  bool direct = A->dtype == GSTAT_F64 && (A->row_stride == 1 || A->col_stride == 1);
+  int64_t ald = A->row_stride == 1 ? A->col_stride : A->row_stride;
   double *scratch, *D;
-  double *x = carve(ctx, fn, n, p, true, &scratch, &D);
+  double *x = carve(ctx, fn, n, p, !(direct && opt->kind == GSTAT_AFFINITY_RBF), &scratch, &D);
   if (!x) return GSTAT_ENOMEM;
   for (int64_t b = 0; b < batch; b++) {
     gstat_i_dense_load(X, b, GSTAT_F64, x, n);
     if (opt->kind == GSTAT_AFFINITY_RBF) {
-      build bd = {opt,  n,    opt->gamma > 0 ? opt->gamma : 1.0 / (double)(p > 0 ? p : 1),
-                  0,    NULL, NULL,
-                  NULL, NULL, D};
+      double *out = direct ? (double *)gstat_i_elem(A, b, 0, 0) : D;
+      int64_t ld = direct ? ald : n;
+      build bd = {.o = opt,
+                  .n = n,
+                  .gamma = opt->gamma > 0 ? opt->gamma : 1.0 / (double)(p > 0 ? p : 1),
+                  .dense = out,
+                  .ld = ld};
       st = gstat_i_pairwise_rows(ctx, n, p, x, scratch, rbf_row, &bd);
       if (st != GSTAT_OK) return st;
-      for (int64_t j = 0; j < n; j++) /* exactly symmetric despite GEMM rounding */
-        for (int64_t i = j + 1; i < n; i++)
-          D[i + j * n] = D[j + i * n] = 0.5 * D[i + j * n] + 0.5 * D[j + i * n];
+      mirror_upper(out, n, ld, gstat_i_dense_loop_threads(ctx, n / 64 + 1));
+      if (direct) continue;
     } else {
       gstat_csr *c = NULL;
       st = build_csr(ctx, fn, opt, n, p, x, scratch, &c);

@@ -2,6 +2,7 @@
  * scattering a CSR graph, components, and the Laplacian in place. */
 #include <float.h>
 #include <math.h>
+#include <stdbool.h>
 
 #include "core/matrix.h"
 #include "graph/graph_internal.h"
@@ -65,38 +66,66 @@ static inline double combine(gstat_symmetrize mode, double a, double b) {
 /* The same for f64/f32 without a per-entry dtype switch or call: this read is
  * a sixth of a batch of small graphs. Any entry that is not a finite weight
  * >= 0, or an asymmetric pair, sends the graph to adjacency_any for the
- * message, so both give the same results and errors. */
-#define ADJ_FAST(TYPE, EPS)                                                               \
-  do {                                                                                    \
-    const TYPE *p = (const TYPE *)gstat_i_elem(M, b, 0, 0);                               \
-    const int64_t rs = M->row_stride, cs = M->col_stride;                                 \
-    const double tol = 4 * (EPS);                                                         \
-    for (int64_t j = 0; j < n; j++) {                                                     \
-      const double d = (double)p[j * rs + j * cs];                                        \
-      if (!(d >= 0 && d <= DBL_MAX)) goto slow;                                           \
-      if (A) A[j + j * n] = loops == GSTAT_LOOPS_DROP ? 0.0 : d;                          \
-      for (int64_t i = j + 1; i < n; i++) {                                               \
-        const double lo = (double)p[i * rs + j * cs], up = (double)p[j * rs + i * cs];    \
-        if (!(lo >= 0 && lo <= DBL_MAX && up >= 0 && up <= DBL_MAX)) goto slow;           \
-        if (sym == GSTAT_SYM_CHECK && lo != up && !(fabs(lo - up) <= tol * fmax(lo, up))) \
-          goto slow;                                                                      \
-        if (A) A[i + j * n] = A[j + i * n] = combine(sym, lo, up);                        \
-      }                                                                                   \
-    }                                                                                     \
-  } while (0)
+ * message, so both give the same results and errors. Entry (i, j) meets
+ * (j, i) in 64 x 64 tiles, so that neither the transposed read nor the
+ * mirrored write strides through memory (a 3000-node graph: 2.7x faster);
+ * one call does the column tile starting at j0 and returns false on a bad
+ * entry. */
+#define ADJ_TILE 64
+#define DEFINE_ADJ_TILES(TYPE, SFX, EPS)                                                         \
+  static bool adj_tiles_##SFX(const gstat_matrix *M, int64_t b, int64_t n, gstat_symmetrize sym, \
+                              gstat_self_loops loops, double *A, int64_t j0) {                   \
+    const TYPE *p = (const TYPE *)gstat_i_elem(M, b, 0, 0);                                      \
+    const int64_t rs = M->row_stride, cs = M->col_stride;                                        \
+    const double tol = 4 * (EPS);                                                                \
+    const int64_t j1 = j0 + ADJ_TILE < n ? j0 + ADJ_TILE : n;                                    \
+    for (int64_t j = j0; j < j1; j++) {                                                          \
+      const double d = (double)p[j * rs + j * cs];                                               \
+      if (!(d >= 0 && d <= DBL_MAX)) return false;                                               \
+      if (A) A[j + j * n] = loops == GSTAT_LOOPS_DROP ? 0.0 : d;                                 \
+    }                                                                                            \
+    for (int64_t i0 = j0; i0 < n; i0 += ADJ_TILE) {                                              \
+      const int64_t i1 = i0 + ADJ_TILE < n ? i0 + ADJ_TILE : n;                                  \
+      for (int64_t j = j0; j < j1; j++)                                                          \
+        for (int64_t i = i0 > j + 1 ? i0 : j + 1; i < i1; i++) {                                 \
+          const double lo = (double)p[i * rs + j * cs], up = (double)p[j * rs + i * cs];         \
+          if (!(lo >= 0 && lo <= DBL_MAX && up >= 0 && up <= DBL_MAX)) return false;             \
+          if (sym == GSTAT_SYM_CHECK && lo != up && !(fabs(lo - up) <= tol * fmax(lo, up)))      \
+            return false;                                                                        \
+          if (A) A[i + j * n] = A[j + i * n] = combine(sym, lo, up);                             \
+        }                                                                                        \
+    }                                                                                            \
+    return true;                                                                                 \
+  }
+
+DEFINE_ADJ_TILES(double, f64, 2.220446049250313e-16)
+DEFINE_ADJ_TILES(float, f32, 1.1920929e-7)
+
+static bool adj_tiles(const gstat_matrix *M, int64_t b, int64_t n, gstat_symmetrize sym,
+                      gstat_self_loops loops, double *A, int64_t j0) {
+  return M->dtype == GSTAT_F64 ? adj_tiles_f64(M, b, n, sym, loops, A, j0)
+                               : adj_tiles_f32(M, b, n, sym, loops, A, j0);
+}
 
 gstat_status gstat_i_dense_adjacency(gstat_i_err *err, const char *fn, const char *name,
                                      const gstat_matrix *M, int64_t b, int64_t n,
                                      gstat_symmetrize sym, gstat_self_loops loops, double *A) {
-  if (M->dtype == GSTAT_F64)
-    ADJ_FAST(double, 2.220446049250313e-16);
-  else if (M->dtype == GSTAT_F32)
-    ADJ_FAST(float, 1.1920929e-7);
-  else
-    goto slow;
-  return GSTAT_OK;
-slow:
-  return adjacency_any(err, fn, name, M, b, n, sym, loops, A);
+  bool ok = M->dtype == GSTAT_F64 || M->dtype == GSTAT_F32;
+  for (int64_t j0 = 0; ok && j0 < n; j0 += ADJ_TILE) ok = adj_tiles(M, b, n, sym, loops, A, j0);
+  return ok ? GSTAT_OK : adjacency_any(err, fn, name, M, b, n, sym, loops, A);
+}
+
+gstat_status gstat_i_dense_adjacency_threads(gstat_i_err *err, const char *fn, const char *name,
+                                             const gstat_matrix *M, int64_t b, int64_t n,
+                                             gstat_symmetrize sym, gstat_self_loops loops, int nt,
+                                             double *A) {
+  int bad = !(M->dtype == GSTAT_F64 || M->dtype == GSTAT_F32);
+  int64_t tiles = (n + ADJ_TILE - 1) / ADJ_TILE;
+  if (!bad) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(| : bad) if (nt > 1)
+    for (int64_t t = 0; t < tiles; t++) bad |= !adj_tiles(M, b, n, sym, loops, A, t * ADJ_TILE);
+  }
+  return bad ? adjacency_any(err, fn, name, M, b, n, sym, loops, A) : GSTAT_OK;
 }
 
 void gstat_i_csr_to_dense(const gstat_i_csr_in *g, gstat_symmetrize sym, gstat_self_loops loops,

@@ -94,6 +94,12 @@ gstat_status gstat_i_check_graph(gstat_ctx *ctx, const char *fn, const gstat_gra
 gstat_status gstat_i_dense_adjacency(gstat_i_err *err, const char *fn, const char *name,
                                      const gstat_matrix *M, int64_t b, int64_t n,
                                      gstat_symmetrize sym, gstat_self_loops loops, double *A);
+/* The same on nt threads (column tiles in parallel), for one large graph
+ * outside any parallel region. */
+gstat_status gstat_i_dense_adjacency_threads(gstat_i_err *err, const char *fn, const char *name,
+                                             const gstat_matrix *M, int64_t b, int64_t n,
+                                             gstat_symmetrize sym, gstat_self_loops loops, int nt,
+                                             double *A);
 
 /* The same from a validated CSR input (directed entries scattered, then
  * symmetrized; CHECK inputs must have passed gstat_i_csr_check_symmetric). */

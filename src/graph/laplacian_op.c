@@ -23,6 +23,12 @@ struct gstat_laplacian_op {
   double *scale;   /* n: 1/sqrt(d) (symmetric), 1/d (random walk), unused otherwise */
 };
 
+/* Threads for the O(n^2) set-up passes of a dense operator (the caller runs
+ * outside any parallel region); 1 for small graphs. */
+static int op_threads(gstat_ctx *ctx, int64_t n) {
+  return n >= 256 ? gstat_i_dense_loop_threads(ctx, n) : 1;
+}
+
 /* The dense form: validated, symmetrized adjacency, scaled in place. */
 static gstat_status dense_op(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
                              gstat_laplacian_op *op) {
@@ -33,8 +39,9 @@ static gstat_status dense_op(gstat_ctx *ctx, const char *fn, const gstat_graph *
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate a %lld x %lld operator", fn,
                         (long long)n, (long long)n);
   gstat_i_err err = {0};
-  if (gstat_i_dense_adjacency(&err, fn, "G.adjacency[0]", &G->adjacency, 0, n, G->symmetrize,
-                              G->self_loops, op->dense) != GSTAT_OK)
+  if (gstat_i_dense_adjacency_threads(&err, fn, "G.adjacency[0]", &G->adjacency, 0, n,
+                                      G->symmetrize, G->self_loops, op_threads(ctx, n),
+                                      op->dense) != GSTAT_OK)
     return gstat_i_err_raise(ctx, &err);
   return GSTAT_OK;
 }
@@ -60,7 +67,9 @@ gstat_status gstat_i_laplacian_op_new(gstat_ctx *ctx, const char *fn, const gsta
                         (long long)n);
   }
   op->scale = op->degrees + n;
+  int nt = op_threads(ctx, n);
   if (op->dense) {
+#pragma omp parallel for num_threads(nt) if (nt > 1)
     for (int64_t j = 0; j < n; j++) {
       double t = 0;
       for (int64_t i = 0; i < n; i++) t += op->dense[i + j * n];
@@ -75,9 +84,11 @@ gstat_status gstat_i_laplacian_op_new(gstat_ctx *ctx, const char *fn, const gsta
                    : d > 0                           ? 1.0 / d
                                                      : 0.0;
   }
-  if (op->dense && kind == GSTAT_LAPLACIAN_SYMMETRIC)
+  if (op->dense && kind == GSTAT_LAPLACIAN_SYMMETRIC) {
+#pragma omp parallel for num_threads(nt) if (nt > 1)
     for (int64_t j = 0; j < n; j++)
       for (int64_t i = 0; i < n; i++) op->dense[i + j * n] *= op->scale[i] * op->scale[j];
+  }
   *out = op;
   return GSTAT_OK;
 }
