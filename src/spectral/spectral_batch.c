@@ -30,16 +30,11 @@ static int by_size(const void *a, const void *b) {
 }
 
 static int64_t dim_of(const gstat_spectral_options *o, int64_t k) {
-  return o->n_components > 0 ? o->n_components : k;
+  return gstat_i_sc_dim(o, k);
 }
 
 int64_t gstat_i_sc_eig_count(const gstat_spectral_options *o, int64_t n, int64_t k) {
-  if (n == 0) return 0;
-  int64_t m = k > 0 ? dim_of(o, k) + (o->drop_first != 0)
-                    : (o->max_clusters + 1 > o->n_components + (o->drop_first != 0)
-                           ? o->max_clusters + 1
-                           : o->n_components + (o->drop_first != 0));
-  return m < n ? m : n;
+  return gstat_i_sc_eig_count_impl(o, n, k);
 }
 
 /* A graph's view for the per-graph steps. */
@@ -177,44 +172,18 @@ static gstat_status lowest_pairs(gstat_ctx *ctx, const sc *s, const sizeidx *ord
 void gstat_i_sc_assign(const gstat_spectral_options *o, int64_t n, int64_t k, const double *V,
                        const double *w, const double *d, gstat_i_sc_rec *r, int64_t *labels,
                        double *eig_out, double *emb_out, bool embed_only, double *scratch) {
-  int64_t drop = o->drop_first != 0;
-  int64_t neig = gstat_i_sc_eig_count(o, n, k);
-  r->done = 1;
-  if (eig_out) memcpy(eig_out, w, sizeof(double) * (size_t)neig);
-  if (r->why != WHY_OK) return;
-  if (k == 0) {
-    int64_t kmax = o->max_clusters < n - drop ? o->max_clusters : n - drop;
-    if (kmax > neig - 1) kmax = neig - 1;
-    k = gstat_i_eigengap(w, kmax);
-    if (k < r->comps) { /* never fewer clusters than components */
-      if (r->comps > kmax) {
-        r->why = WHY_TOO_MANY;
-        return;
-      }
-      k = r->comps;
-    }
+  /* scratch (gstat_i_sc_thread_scratch): 2 n, the embedding at its widest
+   * (unless emb_out), then work */
+  int64_t kb = k > 0 ? k : (o->max_clusters < n ? o->max_clusters : n);
+  double *E = emb_out ? emb_out : scratch + 2 * n, *work = scratch + 2 * n + n * dim_of(o, kb);
+  if (!gstat_i_sc_assign_impl(o, n, k, V, w, d, r, labels, eig_out, E, embed_only, work)) return;
+  /* cluster-QR: host only (LAPACK) */
+  if (gstat_i_cluster_qr(E, n, r->k, labels, work) != GSTAT_OK) {
+    r->why = WHY_QR;
+    return;
   }
-  r->k = k;
-  int64_t dim = dim_of(o, k);
-  r->dim = dim;
-  double *E = emb_out ? emb_out : scratch + 2 * n, *work = scratch + 2 * n + n * dim;
-  gstat_i_embedding(n, V, n, drop, dim, o->laplacian == GSTAT_LAPLACIAN_RANDOM_WALK ? d : NULL,
-                    o->normalize_rows != 0, E);
-  if (embed_only) return;
-  if (k == n) { /* every node its own cluster */
-    for (int64_t i = 0; i < n; i++) labels[i] = i;
-  } else if (o->assign == GSTAT_ASSIGN_CLUSTER_QR) {
-    if (gstat_i_cluster_qr(E, n, k, labels, work) != GSTAT_OK) {
-      r->why = WHY_QR;
-      return;
-    }
-  } else {
-    gstat_i_kmeans_opt ko = {k, o->n_init, o->max_iter, o->tol, o->seed};
-    double inertia;
-    gstat_i_kmeans(E, n, dim, &ko, labels, &inertia, &r->iters, work);
-  }
-  gstat_i_relabel(labels, n, k, (int64_t *)work);
-  r->inertia = gstat_i_inertia(E, n, dim, labels, k, work);
+  gstat_i_relabel(labels, n, r->k, (int64_t *)work);
+  r->inertia = gstat_i_inertia(E, n, r->dim, labels, r->k, work);
 }
 
 gstat_status gstat_i_sc_failure(gstat_ctx *ctx, const char *fn, int64_t g, const gstat_i_sc_rec *r,

@@ -11,6 +11,7 @@
 
 #include "core/internal.h"
 #include "gstat/spectral.h"
+#include "spectral/assign_impl.h" /* gstat_i_kmeans_opt */
 
 /* Embedding E (n x dim, row-major) from eigenvectors V (n x ?, column-major,
  * ld ldv): columns first .. first+dim-1; rows scaled by 1/sqrt(d_i) when
@@ -23,12 +24,6 @@ void gstat_i_embedding(int64_t n, const double *V, int64_t ldv, int64_t first, i
 /* k in [1, kmax] maximizing w[k] - w[k-1] (first on ties); w ascending with
  * at least kmax + 1 entries; kmax < 1 gives 1. */
 int64_t gstat_i_eigengap(const double *w, int64_t kmax);
-
-typedef struct gstat_i_kmeans_opt {
-  int64_t k, n_init, max_iter;
-  double tol;
-  uint64_t seed;
-} gstat_i_kmeans_opt;
 
 /* Doubles of scratch gstat_i_kmeans needs. */
 size_t gstat_i_kmeans_scratch(int64_t n, int64_t dim, int64_t k);
@@ -75,16 +70,6 @@ typedef struct gstat_i_sc_out {
   bool embed_only; /* stop after the embedding (gstat_spectral_embedding) */
   bool ran;        /* set by the engine once it started writing outputs */
 } gstat_i_sc_out;
-
-/* Why a graph failed on its own. */
-enum { WHY_OK = 0, WHY_SPLIT, WHY_REJECT, WHY_TOO_MANY, WHY_EIGH, WHY_QR };
-
-/* The per-graph record: k used, components, k-means iterations, failure,
- * embedding columns, inertia, whether it was processed. */
-typedef struct gstat_i_sc_rec {
-  int64_t k, comps, iters, why, dim, done;
-  double inertia;
-} gstat_i_sc_rec;
 
 /* Doubles of per-thread scratch for a graph of n nodes, at most kmax
  * clusters and dmax embedding columns. */
