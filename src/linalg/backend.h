@@ -22,8 +22,25 @@
 
 #include "core/internal.h"
 #include "gstat/linalg.h"
+#include "gstat/spectral.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 4
+#define GSTAT_I_BACKEND_API_VERSION 5
+
+/* Batch spectral clustering of dense graphs in a backend's memory: what
+ * src/spectral/spectral_device.c asks of spectral_dense. Host arrays. */
+typedef struct gstat_i_sc_device_req {
+  const gstat_matrix *A;      /* count x N x N adjacencies (this backend's memory) */
+  const int64_t *sizes;       /* count: nodes of graph g (<= N) */
+  const int64_t *k;           /* count: clusters of graph g (0: by the eigengap) */
+  const int64_t *node0;       /* count + 1: graph g's labels at labels[node0[g] ...] */
+  const int64_t *eig0;        /* count + 1: its eigenvalues at eigenvalues[eig0[g] ...] */
+  gstat_spectral_options opt; /* validated, defaults applied */
+  int symmetrize, self_loops; /* gstat_symmetrize, gstat_self_loops */
+  int64_t *labels;            /* out: node0[count]; -1 for a graph that failed */
+  double *eigenvalues;        /* out: eig0[count], or NULL */
+  int64_t *k_used, *comps, *iters, *why; /* out: count each (why: WHY_* of assign_impl.h) */
+  double *inertia;                       /* out: count */
+} gstat_i_sc_device_req;
 
 typedef struct gstat_i_backend_ops {
   int api_version;
@@ -86,6 +103,15 @@ typedef struct gstat_i_backend_ops {
   gstat_status (*pca_project)(void *state, gstat_ctx *ctx, const gstat_matrix *X,
                               const double *mean, const double *scale, const double *comp,
                               const double *ev, int64_t k, gstat_matrix *Y);
+  /* Batch spectral clustering of the dense graphs of r->A (the whole engine
+   * on the device: Laplacians, components, batched eigh, embeddings, k-means;
+   * results as the CPU engine's, src/spectral). GSTAT_OK when every graph was
+   * attempted (each graph's own failure in r->why); GSTAT_EUNSUPPORTED when
+   * the request needs the host engine (invalid weights, whose message it
+   * writes; cluster-QR; too many nodes; an eigh element to recompute), or a
+   * whole-call failure: the caller then runs the host engine on a copy.
+   * Optional. */
+  gstat_status (*spectral_dense)(void *state, gstat_ctx *ctx, const gstat_i_sc_device_req *r);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

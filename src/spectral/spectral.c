@@ -292,8 +292,6 @@ static gstat_status check_batch(gstat_ctx *ctx, const char *fn, const gstat_grap
   const gstat_matrix *M = &Gs->adjacency;
   gstat_status st = gstat_i_check_matrix(ctx, fn, "Gs.adjacency", M);
   if (st != GSTAT_OK) return st;
-  if (M->location != GSTAT_HOST)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: Gs.adjacency is in device memory", fn);
   if (M->rows != M->cols)
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: Gs.adjacency is %lld x %lld, not square", fn,
                         (long long)M->rows, (long long)M->cols);
@@ -390,7 +388,11 @@ gstat_status gstat_spectral_clustering_batch(gstat_ctx *ctx, const gstat_graph_b
                         NULL,
                         false,
                         false};
-  st = gstat_i_sc_dense(ctx, fn, &B, n_clusters, &o, &out);
+  /* dense graphs in CUDA device memory: the GPU engine (or the host one on a copy) */
+  if (Gs->format == GSTAT_GRAPH_DENSE && Gs->adjacency.location == GSTAT_CUDA)
+    st = gstat_i_sc_device(ctx, fn, &B, n_clusters, &o, &out);
+  else
+    st = gstat_i_sc_dense(ctx, fn, &B, n_clusters, &o, &out);
   /* handed over once the graphs ran, whatever their own statuses */
   if (!out.ran) {
     free(r);

@@ -223,6 +223,14 @@ gstat_status gstat_i_sc_status(int64_t why) {
                            : GSTAT_EINVAL;
 }
 
+gstat_status gstat_i_sc_check_ks(gstat_ctx *ctx, const char *fn, const gstat_i_sc_batch *B,
+                                 const int64_t *ks, const gstat_spectral_options *o) {
+  sc s = {B->G, o, B->node0, ks, B->single};
+  gstat_status st = GSTAT_OK;
+  for (int64_t g = 0; st == GSTAT_OK && g < B->G->count; g++) st = check_k(ctx, fn, &s, g);
+  return st;
+}
+
 gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_batch *B,
                               const int64_t *ks, const gstat_spectral_options *o,
                               gstat_i_sc_out *out) {
@@ -232,9 +240,8 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
    * for small graphs; the input holds no more precision than that anyway */
   const bool f32 = B->G->format == GSTAT_GRAPH_DENSE &&
                    (B->G->adjacency.dtype == GSTAT_F32 || B->G->adjacency.dtype == GSTAT_BF16);
-  gstat_status st = GSTAT_OK;
-  for (int64_t g = 0; g < count; g++)
-    if ((st = check_k(ctx, fn, &s, g)) != GSTAT_OK) return st;
+  gstat_status st = gstat_i_sc_check_ks(ctx, fn, B, ks, o);
+  if (st != GSTAT_OK) return st;
 
   /* bookkeeping: records, size order, per-graph validity */
   size_t book;

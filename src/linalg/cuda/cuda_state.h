@@ -37,6 +37,7 @@ typedef enum {
   CU_SUMS,     /* PCA: column sums, means and deviations (double) */
   CU_PROJ,     /* PCA: components and scores */
   CU_PART,     /* PCA: partial co-moments of row blocks */
+  CU_SC,       /* batch spectral clustering: one chunk's Laplacians, results, scratch */
   CU_NBUF
 } gstat_cu_role;
 
@@ -55,6 +56,7 @@ typedef struct gstat_cu_state {
   gstat_cu_buf host_work; /* cuSOLVER's host workspace */
   gstat_cu_buf host_info; /* info copied back */
   gstat_cu_buf host_pca;  /* pinned: PCA components and scores */
+  gstat_cu_buf host_sc;   /* pinned: batch spectral clustering's per-graph results */
   /* what pca_fit left in CU_DATA for pca_scores */
   int64_t pca_batch, pca_n, pca_p;
   int pca_cdt, pca_row_major;
@@ -121,6 +123,7 @@ gstat_status gstat_cu_pca_project(void *state, gstat_ctx *ctx, const gstat_matri
                                   const double *ev, int64_t k, gstat_matrix *Y);
 gstat_status gstat_cu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, double *mean,
                                double *M);
+gstat_status gstat_cu_spectral_dense(void *state, gstat_ctx *ctx, const gstat_i_sc_device_req *r);
 gstat_status gstat_cu_pca_scores(void *state, gstat_ctx *ctx, int64_t b, const double *components,
                                 const double *scale, int64_t k, double *scores);
 

@@ -206,6 +206,7 @@ static void destroy(void *state) {
   if (s->host_work.ptr) cudaFreeHost(s->host_work.ptr);
   if (s->host_info.ptr) cudaFreeHost(s->host_info.ptr);
   if (s->host_pca.ptr) cudaFreeHost(s->host_pca.ptr);
+  if (s->host_sc.ptr) cudaFreeHost(s->host_sc.ptr);
   if (s->params) cusolverDnDestroyParams(s->params);
   if (s->solver) cusolverDnDestroy(s->solver);
   for (int k = 0; k < GSTAT_CU_STREAMS; k++) {
@@ -296,6 +297,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .pca_scores = gstat_cu_pca_scores,
     .comoment = gstat_cu_comoment,
     .pca_project = gstat_cu_pca_project,
+    .spectral_dense = gstat_cu_spectral_dense,
 };
 
 static const gstat_i_module module = {

@@ -21,6 +21,8 @@
 
 #include <cuda_runtime.h>
 
+#include "gstat/spectral.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -108,6 +110,37 @@ cudaError_t gstat_cu_sum_partials(int dtype, const void *P, int64_t R, int64_t r
 /* S(i, j) /= sd[i] sd[j] for a dense column-major p x p S. */
 cudaError_t gstat_cu_scale_sym(int dtype, void *S, int64_t p, const double *sd,
                                cudaStream_t stream);
+
+/* ---- batch spectral clustering of dense graphs (spectral_kernels.cu) ---- */
+
+#define GSTAT_CU_SC_MAX_N 1024 /* nodes per graph (the components' labels in shared memory) */
+
+/* One block per graph g of the strided batch A (a_dtype 1 or 2; graph g's
+ * first sizes[g] <= N nodes): validation (sets *bad = 1 for a NaN/Inf or
+ * negative weight, or asymmetry beyond CHECK's tolerance), symmetrization
+ * (sym: gstat_symmetrize; drop_loops: zero diagonal), degrees deg (N per
+ * graph, double), connected components comps, and the Laplacian of `kind`
+ * (gstat_laplacian_kind; SYMMETRIC for RANDOM_WALK too) into L (dense
+ * column-major N x N per graph, l_dtype), padded past sizes[g] with a
+ * decoupled diagonal above the spectrum. */
+cudaError_t gstat_cu_sc_laplacian(const void *A, int a_dtype, int64_t count, int64_t N,
+                                  int64_t bs, int64_t rs, int64_t cs, const int64_t *sizes,
+                                  int sym, int drop_loops, int kind, void *L, int l_dtype,
+                                  double *deg, int64_t *comps, int *bad, cudaStream_t stream);
+
+/* One thread per graph: from the eigenpairs (V dense column-major N x N, W N
+ * per graph, dtype 1 or 2, ascending) the CPU engine's assignment
+ * (src/spectral/assign_impl.h, options *o read on the host) into labels (N
+ * per graph; -1 for a failed graph), eig (mmax per graph), out (k used,
+ * k-means iterations, failure reason per graph) and inertia. meta (device):
+ * sizes, k (0: eigengap) and eigh info, count each; comps from
+ * gstat_cu_sc_laplacian. scratch: `per` doubles per graph, at least
+ * 2 N mmax + 2 mmax^2 + 6 N + 2 mmax + 8. */
+cudaError_t gstat_cu_sc_assign(const gstat_spectral_options *o, int64_t count, int64_t N,
+                               int dtype, const void *V, const void *W, const double *deg,
+                               const int64_t *meta, const int64_t *comps, int64_t mmax,
+                               double *scratch, int64_t per, int64_t *labels, double *eig,
+                               int64_t *out, double *inertia, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
