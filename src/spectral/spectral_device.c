@@ -14,7 +14,7 @@
 #include "linalg/backend.h"
 #include "spectral/spectral_internal.h"
 
-/* The host engine on a host copy of the adjacencies. */
+/* The host engine, on the CPU, on a host copy of the adjacencies. */
 static gstat_status on_host_copy(gstat_ctx *ctx, const char *fn, const gstat_i_backend *be,
                                  const gstat_i_sc_batch *B, const int64_t *ks,
                                  const gstat_spectral_options *o, gstat_i_sc_out *out) {
@@ -29,7 +29,11 @@ static gstat_status on_host_copy(gstat_ctx *ctx, const char *fn, const gstat_i_b
     gstat_graph_batch G = *B->G;
     G.adjacency = H;
     gstat_i_sc_batch HB = {&G, B->node0, B->single};
+    /* the CPU throughout (its eigh too): the GPU could not, or failed */
+    gstat_backend was = ctx->opt.backend;
+    ctx->opt.backend = GSTAT_BACKEND_CPU;
     st = gstat_i_sc_dense(ctx, fn, &HB, ks, o, out);
+    ctx->opt.backend = was;
   }
   free(host);
   return st;
