@@ -202,6 +202,14 @@ GSTAT_API void gstat_spectral_batch_result_free(gstat_spectral_batch_result *res
  * graphs) between chunks of graphs, and cancelling it stops the call with
  * GSTAT_ECANCELED (labels of unfinished graphs are -1).
  *
+ * A DENSE batch in CUDA device memory (Gs->adjacency.location ==
+ * GSTAT_CUDA, float32 or float64, at most 1024 nodes) is clustered on the GPU
+ * (the CUDA module; the per-graph steps are the CPU engine's own code, so
+ * labels agree with a host run up to the rounding of the eigenvectors);
+ * labels and res are host memory as always. Cluster-QR, larger graphs,
+ * invalid weights (for their message) and GPU failures run the host engine
+ * on the CPU on a copy. Without a usable CUDA module it is GSTAT_EUNSUPPORTED.
+ *
  * n_clusters  optional, count entries: k of each graph (0: its eigengap);
  *             NULL: opt->n_clusters for all.
  * labels      node_offsets[count] (CSR) or sum of sizes (DENSE) entries:

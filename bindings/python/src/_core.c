@@ -1536,7 +1536,9 @@ done:
 /* spectral_clustering_batch(kind, a, b, c, symmetrize, loops, n_clusters, opts, progress,
  *                           raise_errors, backend)
  * kind 0 CSR: a = node_offsets, b = (indptr, indices, data or None), c unused;
- * kind 1 DENSE: a = padded (count, nmax, nmax) array, b = sizes or None.
+ * kind 1 DENSE: a = padded (count, nmax, nmax) array, b = sizes or None, c None;
+ *   or a = a CUDA tensor (count, n, n) (DLPack), b None, c = its stream: the
+ *   GPU engine, labels still on the host.
  * -> (labels (total,), info dict of per-graph arrays) */
 static PyObject *py_spectral_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
@@ -1562,7 +1564,14 @@ static PyObject *py_spectral_batch(PyObject *self, PyObject *const *args, Py_ssi
   if (kind == 0) {
     if ((total = csr_batch(args[1], args[2], &gb, h)) < 0) goto done;
   } else {
-    if (host_in(args[1], 0, "graphs", &A) < 0) goto done;
+    long long stream = args[3] == Py_None ? -1 : to_i64(args[3]);
+    if (PyErr_Occurred() || lin_in(args[1], 0, "graphs", stream, &A) < 0) goto done;
+    if (A.ndim != 3) {
+      PyErr_Format(PyExc_ValueError, "graphs: a (count, n, n) batch is needed, got %d dimensions",
+                   A.ndim);
+      goto done;
+    }
+    if (stream >= 0 && !(p = lin_ctx(args[10], &A, stream))) goto done;
     if (args[2] != Py_None && !(h[0] = contig(args[2], NPY_INT64))) goto done;
     gb.format = GSTAT_GRAPH_DENSE;
     gb.count = A.m.batch;
@@ -1573,7 +1582,7 @@ static PyObject *py_spectral_batch(PyObject *self, PyObject *const *args, Py_ssi
   if (k_per_graph(args[6], gb.count, &h[4], &kv) < 0) goto done;
   npy_intp nt = (npy_intp)total;
   if (!(labels = PyArray_SimpleNew(1, &nt, NPY_INT64))) goto done;
-  if (!(p = ctx_acquire(backend, 0))) goto done;
+  if (!p && !(p = ctx_acquire(backend, 0))) goto done;
   p->callback = args[8] == Py_None ? NULL : args[8];
   gstat_status st;
   int64_t *lab = PyArray_DATA((PyArrayObject *)labels);

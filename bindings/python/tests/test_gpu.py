@@ -117,3 +117,36 @@ def test_host_auto_large_batch_may_use_gpu():
     w, _ = gstat.linalg.eigh(a, backend="cuda")
     assert gstat.last_backend() in ("cuda", "cuda+cpu")
     np.testing.assert_allclose(w, np.linalg.eigvalsh(a), rtol=1e-3, atol=1e-2)
+
+
+def sbm_graphs(count, n, seed):
+    """count two-block SBM adjacencies (count, n, n) and their block labels."""
+    rng = np.random.default_rng(seed)
+    block = np.arange(n) >= n // 2
+    P = np.where(block[:, None] == block[None, :], 0.4, 0.05)
+    A = np.zeros((count, n, n))
+    for g in range(count):
+        U = np.triu(rng.random((n, n)) < P, 1).astype(np.float64)
+        A[g] = U + U.T
+    return A
+
+
+@needs_gpu
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_torch_spectral_batch_on_gpu(dtype):
+    """A CUDA tensor batch runs the GPU engine: the labels of the host engine
+    (up to eigenvector rounding on a borderline node), as numpy arrays; a NaN
+    weight raises the host engine's error."""
+    A = sbm_graphs(200, 48, 3).astype(dtype)
+    t = torch.tensor(A, device="cuda")
+    got = gstat.spectral_clustering_batch(t, 2)
+    want = gstat.spectral_clustering_batch(A, 2, backend="cpu")
+    assert len(got) == 200 and all(isinstance(g, np.ndarray) for g in got)
+    same = sum(np.array_equal(g, w) for g, w in zip(got, want))
+    assert same >= 196, f"{200 - same} graphs labelled differently"
+    t[7, 3, 9] = float("nan")
+    with pytest.raises(ValueError, match="graph 7"):
+        gstat.spectral_clustering_batch(t, 2)
+    with pytest.raises(TypeError):
+        gstat.spectral_clustering_batch(torch.zeros((2, 4, 4), dtype=torch.int32, device="cuda"), 2)

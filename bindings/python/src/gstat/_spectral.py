@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 
-from . import _core
+from . import _core, _device
 from ._sk import BaseEstimator, ClusterMixin, check_is_fitted, seed_from, validate
 
 __all__ = ["laplacian", "SpectralClustering", "SpectralEmbedding", "spectral_clustering_batch"]
@@ -289,9 +289,12 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
 
     Parameters
     ----------
-    graphs : sequence of array_like (n_i, n_i) or scipy.sparse matrices, or an
-        ndarray (count, n, n)
-        Adjacency matrices (ragged sizes allowed).
+    graphs : sequence of array_like (n_i, n_i) or scipy.sparse matrices, an
+        ndarray (count, n, n), or a CUDA tensor (count, n, n) (torch, CuPy)
+        Adjacency matrices (ragged sizes allowed). A CUDA tensor of float32
+        or float64 is clustered on its GPU (Laplacians, eigen
+        decompositions, embeddings and k-means all on the device, no copy
+        of the graphs); the labels still come back as numpy arrays.
     n_clusters : int or sequence of int
         Clusters per graph (0: chosen by the eigengap).
     laplacian : {'random_walk', 'symmetric', 'unnormalized'}
@@ -324,7 +327,9 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
     count = len(sizes)
     cb, close = _progress_callback(progress, count)
     try:
-        labels, info = _core.spectral_clustering_batch(kind, a, b, None, sym, 0, kv, opts, cb,
+        dev = _device.cuda_device(a)
+        stream = None if dev is None else _device.stream(a, dev)
+        labels, info = _core.spectral_clustering_batch(kind, a, b, stream, sym, 0, kv, opts, cb,
                                                        errors == "raise", backend)
     finally:
         if close:
@@ -345,7 +350,13 @@ def _batch_request(graphs, n_clusters, laplacian, assign_labels, n_init, normali
     (a padded (count, n, n), b the sizes).
     """
     sym = _choice(_SYM, symmetrize, "symmetrize")
-    if isinstance(graphs, np.ndarray) and graphs.ndim == 3:
+    if _device.cuda_device(graphs) is not None:  # a (count, n, n) CUDA tensor: the GPU engine
+        shape = tuple(int(s) for s in graphs.shape)
+        if len(shape) != 3 or shape[1] != shape[2]:
+            raise ValueError(f"a device batch of graphs must be (count, n, n), got {shape}")
+        kind, a, b, count = 1, graphs, None, shape[0]
+        sizes = [shape[1]] * count
+    elif isinstance(graphs, np.ndarray) and graphs.ndim == 3:
         kind, a, b, count = 1, graphs, None, graphs.shape[0]
         sizes = [graphs.shape[1]] * count
     else:

@@ -26,7 +26,7 @@ Example (``mpirun -np 4 python script.py``)::
 """
 import numpy as np
 
-from . import _core
+from . import _core, _device
 from ._accumulator import _MISSING, CovarianceAccumulator
 from ._pca import PCA
 from ._spectral import _batch_request, _split_labels
@@ -175,6 +175,9 @@ def spectral_clustering_batch(comm, graphs, n_clusters, *, laplacian="random_wal
     """
     if errors not in ("raise", "ignore"):
         raise ValueError(f"errors must be 'raise' or 'ignore', got {errors!r}")
+    if _device.cuda_device(graphs) is not None:
+        raise TypeError("gstat.mpi.spectral_clustering_batch takes host graphs (numpy, "
+                        "scipy.sparse); a CUDA tensor batch goes to gstat.spectral_clustering_batch")
     f, r, recv, be, dev, th = _setup(comm, root, backend, device)
     kind, a, b, sym, kv, opts, sizes = _batch_request(graphs, n_clusters, laplacian, assign_labels,
                                                       n_init, normalize_rows, random_state,
