@@ -426,55 +426,6 @@ static void test_accum_device_rows(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
-/* Device memory of one eigh of a device batch (64 x 256) in a fresh context:
- * the caller's arrays plus what the module keeps afterwards (its buffers are
- * kept for reuse, so that is its peak). bf16 stays below float32. */
-static size_t eigh_device_bytes(gstat_dtype dt) {
-  const int64_t b = 64, n = 256;
-  size_t es = dt == GSTAT_BF16 ? 2 : 4, mat = (size_t)(b * n * n) * es;
-  void *A, *V, *w;
-  assert_int_equal(cudaMalloc(&A, mat), cudaSuccess);
-  assert_int_equal(cudaMalloc(&V, mat), cudaSuccess);
-  assert_int_equal(cudaMalloc(&w, (size_t)(b * n) * es), cudaSuccess);
-  tu_rng rng = tu_rng_new();
-  double *a = malloc(sizeof(double) * (size_t)(n * n));
-  tu_buf h = tu_buf_new(dt, b, n, n, TU_COL_MAJOR);
-  for (int64_t e = 0; e < b; e++) {
-    tu_symmetric(&rng, TU_RANDOM, n, FLT_EPSILON, true, a);
-    tu_store_matrix(&h, e, a);
-  }
-  for (int64_t e = 0; e < b; e++)
-    assert_int_equal(cudaMemcpy((char *)A + (size_t)(e * n * n) * es,
-                                (char *)h.m.data + (size_t)(e * h.m.batch_stride) * es,
-                                (size_t)(n * n) * es, cudaMemcpyHostToDevice),
-                     cudaSuccess);
-  gstat_matrix Am = gstat_matrix_col_major(A, dt, b, n, n),
-               Vm = gstat_matrix_col_major(V, dt, b, n, n);
-  gstat_matrix wm = gstat_vector_batch(w, dt, b, n);
-  Am.location = Vm.location = wm.location = GSTAT_CUDA;
-  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
-  size_t free0, free1, total;
-  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-  assert_int_equal(cudaMemGetInfo(&free0, &total), cudaSuccess);
-  assert_int_equal(gstat_eigh(gpu, &Am, GSTAT_LOWER, &wm, &Vm, NULL), GSTAT_OK);
-  assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-  assert_int_equal(cudaMemGetInfo(&free1, &total), cudaSuccess);
-  size_t used = (free0 > free1 ? free0 - free1 : 0) + 2 * mat + (size_t)(b * n) * es;
-  gstat_ctx_destroy(gpu);
-  cudaFree(A), cudaFree(V), cudaFree(w);
-  tu_buf_free(&h);
-  free(a);
-  return used;
-}
-
-static void test_bf16_peak_memory(void **state) {
-  (void)state;
-  size_t f32 = eigh_device_bytes(GSTAT_F32), bf16 = eigh_device_bytes(GSTAT_BF16);
-  print_message("eigh 64 x 256 on device: float32 %.1f MiB, bfloat16 %.1f MiB\n",
-                (double)f32 / 1048576, (double)bf16 / 1048576);
-  assert_true(bf16 < f32);
-}
-
 /* ---- batch spectral clustering of graphs in device memory ---- */
 
 /* count SBM-like graphs of up to N nodes (dense, column-major, dtype dt):
@@ -635,7 +586,6 @@ int main(void) {
       cmocka_unit_test(test_pca_device_data),
       cmocka_unit_test(test_accum_device_rows),
       cmocka_unit_test(test_spectral_device_batch),
-      cmocka_unit_test(test_bf16_peak_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -158,15 +158,6 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
    * and about as much again for the solver's workspace */
   size_t per = n2 * es * 3 + (size_t)r.n * es + 8 + n2 * gstat_cu_dtype_bytes(A->dtype);
   int64_t chunk = gstat_cu_chunk(s, A->batch, per);
-  /* bfloat16 is chosen for memory: its float32 working set (a copy of each
-   * element, the solver's workspace) is held to about the bf16 batch's own
-   * size by solving it in chunks, where the float32 path sizes its workspace
-   * for the whole batch (64 x 512: 310 MiB of buffers). */
-  if (A->dtype == GSTAT_BF16) {
-    int64_t cap = (int64_t)((size_t)A->batch * n2 * 2 / per);
-    if (cap < 1) cap = 1;
-    if (chunk > cap) chunk = cap;
-  }
   if (r.n > jacobi_max_n && r.n < loop_min_n && chunk > (int64_t)(INT32_MAX / n2)) chunk = (int64_t)(INT32_MAX / n2);
   for (int64_t b0 = 0; b0 < A->batch;) {
     int64_t nb = A->batch - b0 < chunk ? A->batch - b0 : chunk;
