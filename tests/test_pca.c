@@ -719,6 +719,56 @@ static void test_one_pass_fit(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* k components of a large co-moment or Gram matrix (m >= 256, 8 k <= m) take
+ * the top-k eigensolver (all eigenvalues, k vectors): the same variances,
+ * ratios, components and noise variance as the full eigh that k = m / 4 runs. */
+static void test_top_k_eigensolver(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng rng = tu_rng_new();
+  const int64_t shapes[][2] = {{700, 300}, {270, 600}};
+  for (int dt = 0; dt < 2; dt++)
+    for (int s = 0; s < 2; s++) {
+      int64_t n = shapes[s][0], p = shapes[s][1], k = 5, m = n < p ? n : p;
+      gstat_dtype t = dt ? GSTAT_F32 : GSTAT_F64;
+      tu_buf X = tu_buf_new(t, 1, n, p, TU_ROW_MAJOR);
+      for (int64_t i = 0; i < n; i++) { /* a decaying spectrum: clear gaps at the top */
+        double f[8];
+        for (int c = 0; c < 8; c++) f[c] = tu_normal(&rng) * pow(0.6, c) * 10;
+        for (int64_t j = 0; j < p; j++)
+          tu_set(&X.m, 0, i, j,
+                 f[j % 8] * (1 + 0.01 * (double)(j / 8)) + 0.05 * tu_normal(&rng) + 3);
+      }
+      gstat_pca_method meth = n > p ? GSTAT_PCA_COVARIANCE_EIGH : GSTAT_PCA_GRAM_EIGH;
+      gstat_pca_options o = options(meth, k), of = options(meth, m / 4);
+      o.compute_scores = of.compute_scores = 0;
+      gstat_pca_result *top = NULL, *full = NULL;
+      assert_int_equal(gstat_pca(ctx, &X.m, &o, &top), GSTAT_OK);
+      assert_int_equal(gstat_pca(ctx, &X.m, &of, &full), GSTAT_OK);
+      double tol = dt ? 2e-4 : 1e-10, ev0 = full->explained_variance[0], sum = 0;
+      for (int64_t i = 0; i < k; i++) {
+        assert_true(fabs(top->explained_variance[i] - full->explained_variance[i]) <= tol * ev0);
+        assert_true(fabs(top->explained_variance_ratio[i] - full->explained_variance_ratio[i]) <=
+                    tol);
+        for (int64_t j = 0; j < p; j++)
+          assert_true(fabs(top->components[i * p + j] - full->components[i * p + j]) <=
+                      (dt ? 1e-3 : 1e-8));
+        sum += top->explained_variance[i];
+      }
+      assert_true(fabs(top->total_variance[0] - full->total_variance[0]) <=
+                  tol * full->total_variance[0]);
+      /* the noise variance: the rest of the total over the discarded directions */
+      double rest = full->total_variance[0] - sum;
+      assert_true(top->noise_variance[0] > 0);
+      assert_true(fabs(top->noise_variance[0] * (double)(m - k) - rest) <=
+                  (dt ? 1e-3 : 1e-9) * full->total_variance[0] + 2 * top->noise_variance[0]);
+      gstat_pca_result_free(top);
+      gstat_pca_result_free(full);
+      tu_buf_free(&X);
+    }
+  gstat_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_methods_against_svd), cmocka_unit_test(test_low_precision),
@@ -727,7 +777,7 @@ int main(void) {
       cmocka_unit_test(test_from_accumulator),    cmocka_unit_test(test_from_accumulator_callback),
       cmocka_unit_test(test_randomized),          cmocka_unit_test(test_reuse_allocates_nothing),
       cmocka_unit_test(test_progress_and_cancel), cmocka_unit_test(test_bad_input),
-      cmocka_unit_test(test_one_pass_fit),
+      cmocka_unit_test(test_one_pass_fit),        cmocka_unit_test(test_top_k_eigensolver),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

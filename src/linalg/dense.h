@@ -63,6 +63,15 @@ gstat_status gstat_i_trsm(gstat_ctx *ctx, gstat_dtype dt, bool right, gstat_uplo
                           gstat_trans trans, gstat_diag diag, int64_t m, int64_t n, double alpha,
                           const void *T, int64_t ldt, void *B, int64_t ldb);
 
+/* On the CPU: every eigenvalue of the symmetric n x n A (lower triangle read,
+ * column-major, ld lda) into w (n, ascending), and the eigenvectors of the k
+ * largest into A's last k columns (ascending, the sign rule applied; the rest
+ * of A is overwritten). For k << n a fraction of a full eigh's cost (no
+ * divide-and-conquer, k back-transformed vectors). Statuses: GSTAT_OK,
+ * GSTAT_ENOCONV, GSTAT_ENOMEM, GSTAT_EBACKEND, GSTAT_EUNSUPPORTED. */
+gstat_status gstat_i_eigh_top(gstat_ctx *ctx, gstat_dtype dt, int64_t n, void *A, int64_t lda,
+                              int64_t k, void *w);
+
 /* Whether gstat_eigh would run the host matrix A on the CPU backend (the
  * context's backend choice and AUTO's size rule, as the dispatch decides). */
 bool gstat_i_eigh_runs_on_cpu(gstat_ctx *ctx, const gstat_matrix *A);

@@ -61,3 +61,11 @@ size_t gstat_i_eigh_lowest_workspace(int64_t n, int64_t m, size_t elem_size) {
   size_t o[6];
   return elem_size == sizeof(float) ? lowest_offsets_f32(n, m, o) : lowest_offsets_f64(n, m, o);
 }
+
+void gstat_i_eig_signs_f32(float *v, int64_t n, int64_t cols, int64_t ld) {
+  normalize_signs_f32(v, n, cols, ld);
+}
+
+void gstat_i_eig_signs_f64(double *v, int64_t n, int64_t cols, int64_t ld) {
+  normalize_signs_f64(v, n, cols, ld);
+}

@@ -30,4 +30,9 @@ size_t gstat_i_eigh_lowest_workspace(int64_t n, int64_t m, size_t elem_size);
 int gstat_i_eigh_lowest_f32(int64_t n, float *a, int64_t lda, int64_t m, float *w, void *work);
 int gstat_i_eigh_lowest_f64(int64_t n, double *a, int64_t lda, int64_t m, double *w, void *work);
 
+/* The eigenvector sign rule of every eigh (DESIGN.md: largest-magnitude entry
+ * positive, the first on ties) on `cols` columns of length n, ld apart. */
+void gstat_i_eig_signs_f32(float *v, int64_t n, int64_t cols, int64_t ld);
+void gstat_i_eig_signs_f64(double *v, int64_t n, int64_t cols, int64_t ld);
+
 #endif /* GSTAT_LINALG_CPU_EIGH_LOWEST_H */
