@@ -208,7 +208,7 @@ gstat_status gstat_i_trsm(gstat_ctx *ctx, gstat_dtype dt, bool right, gstat_uplo
 #include <string.h>
 
 #include "linalg/cpu/blas_threads.h"
-#include "linalg/cpu/eigh_lowest.h" /* the sign rule */
+#include "linalg/cpu/eigh_lowest.h" /* tridiagonal selection, the sign rule */
 
 static gstat_status lapack_fail(gstat_ctx *ctx, gstat_status st, const char *what, int rc) {
   if (ctx) gstat_i_fail(ctx, st, "%s: LAPACK returned %d", what, rc);
@@ -256,43 +256,33 @@ gstat_status gstat_i_geqp3(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n,
 /* ---- the k largest eigenpairs with every eigenvalue (for src/pca) ---- */
 
 /* LAPACK: Householder reduction (sytrd, blocked), all eigenvalues of the
- * tridiagonal (sterf), bisection and inverse iteration for the k largest
- * (stebz + stein), their back transform (ormtr); then the sign rule. */
-#define DEFINE_EIGH_TOP(T, P, SIGNS)                                                            \
-  static lapack_int eigh_top_##P(lapack_int n, T *A, lapack_int lda, lapack_int k, T *w,        \
-                                 char *mem) {                                                   \
-    T *d = (T *)mem, *e = d + n, *tau = e + n, *de = tau + n, *wk = de + 2 * n, *Z = wk + n;    \
-    lapack_int *ib = (lapack_int *)(Z + (size_t)n * (size_t)k), *is = ib + n, *fail = is + n;   \
-    lapack_int rc = LAPACKE_##P##sytrd(LAPACK_COL_MAJOR, 'L', n, A, lda, d, e, tau), m = 0, ns; \
-    if (rc != 0) return rc;                                                                     \
-    memcpy(w, d, sizeof(T) * (size_t)n);                                                        \
-    memcpy(de, e, sizeof(T) * (size_t)(n - 1));                                                 \
-    if ((rc = LAPACKE_##P##sterf(n, w, de)) != 0) return rc;                                    \
-    memset(wk, 0, sizeof(T) * (size_t)n); /* LAPACKE checks all n of stein's w for NaN */       \
-    rc = LAPACKE_##P##stebz('I', 'B', n, 0, 0, n - k + 1, n, 0, d, e, &m, &ns, wk, ib, is);     \
-    if (rc == 0 && m != k) rc = n + 1;                                                          \
-    if (rc == 0) rc = LAPACKE_##P##stein(LAPACK_COL_MAJOR, n, d, e, m, wk, ib, is, Z, n, fail); \
-    if (rc == 0)                                                                                \
-      rc = LAPACKE_##P##ormtr(LAPACK_COL_MAJOR, 'L', 'L', 'N', n, k, A, lda, tau, Z, n);        \
-    if (rc != 0) return rc;                                                                     \
-    /* ascending (stebz orders by split block): column c of A's last k gets the c-th */         \
-    for (lapack_int c = 0; c < k; c++) {                                                        \
-      lapack_int best = c;                                                                      \
-      for (lapack_int j = c + 1; j < k; j++)                                                    \
-        if (wk[j] < wk[best]) best = j;                                                         \
-      T t = wk[c];                                                                              \
-      wk[c] = wk[best], wk[best] = t;                                                           \
-      T *dst = A + (size_t)(n - k + c) * (size_t)lda;                                           \
-      memcpy(dst, Z + (size_t)best * (size_t)n, sizeof(T) * (size_t)n);                         \
-      if (best != c)                                                                            \
-        memcpy(Z + (size_t)best * (size_t)n, Z + (size_t)c * (size_t)n, sizeof(T) * (size_t)n); \
-    }                                                                                           \
-    SIGNS(A + (size_t)(n - k) * (size_t)lda, n, k, lda);                                        \
-    return 0;                                                                                   \
+ * tridiagonal (sterf), the k largest pairs of it (gstat_i_tridiag_select:
+ * bisection + inverse iteration), their back transform (ormtr); then the sign
+ * rule. mem: 9 n + n k entries of T, then 5 n + k ints. */
+#define DEFINE_EIGH_TOP(T, P, SFX)                                                        \
+  static lapack_int eigh_top_##P(lapack_int n, T *A, lapack_int lda, lapack_int k, T *w,  \
+                                 char *mem) {                                             \
+    T *d = (T *)mem, *e = d + n, *tau = e + n, *de = tau + n, *wk = de + n, *lw = wk + n; \
+    T *Z = lw + 5 * n;                                                                    \
+    lapack_int rc = LAPACKE_##P##sytrd(LAPACK_COL_MAJOR, 'L', n, A, lda, d, e, tau);      \
+    if (rc != 0) return rc;                                                               \
+    memcpy(w, d, sizeof(T) * (size_t)n);                                                  \
+    memcpy(de, e, sizeof(T) * (size_t)(n - 1));                                           \
+    if ((rc = LAPACKE_##P##sterf(n, w, de)) != 0) return rc;                              \
+    rc = gstat_i_tridiag_select_##SFX(n, d, e, n - k + 1, n, wk, Z, lw,                   \
+                                      (int *)(void *)(Z + (size_t)n * (size_t)k));        \
+    if (rc == 0)                                                                          \
+      rc = LAPACKE_##P##ormtr(LAPACK_COL_MAJOR, 'L', 'L', 'N', n, k, A, lda, tau, Z, n);  \
+    if (rc != 0) return rc;                                                               \
+    for (lapack_int c = 0; c < k; c++) /* ascending into A's last k columns */            \
+      memcpy(A + (size_t)(n - k + c) * (size_t)lda, Z + (size_t)c * (size_t)n,            \
+             sizeof(T) * (size_t)n);                                                      \
+    gstat_i_eig_signs_##SFX(A + (size_t)(n - k) * (size_t)lda, n, k, lda);                \
+    return 0;                                                                             \
   }
 
-DEFINE_EIGH_TOP(double, d, gstat_i_eig_signs_f64)
-DEFINE_EIGH_TOP(float, s, gstat_i_eig_signs_f32)
+DEFINE_EIGH_TOP(double, d, f64)
+DEFINE_EIGH_TOP(float, s, f32)
 
 gstat_status gstat_i_eigh_top(gstat_ctx *ctx, gstat_dtype dt, int64_t n, void *A, int64_t lda,
                               int64_t k, void *w) {
@@ -300,7 +290,7 @@ gstat_status gstat_i_eigh_top(gstat_ctx *ctx, gstat_dtype dt, int64_t n, void *A
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "eigh_top: order %lld, %lld pairs: unsupported",
                         (long long)n, (long long)k);
   size_t es = dt == GSTAT_F64 ? sizeof(double) : sizeof(float);
-  size_t bytes = es * (size_t)(6 * n + n * k) + sizeof(lapack_int) * (size_t)(3 * n + k) + 64;
+  size_t bytes = es * (size_t)(9 * n + n * k) + sizeof(int) * (size_t)(5 * n + k) + 64;
   char *mem = malloc(bytes);
   if (!mem) return gstat_i_fail(ctx, GSTAT_ENOMEM, "eigh_top: cannot allocate %zu bytes", bytes);
   threads_guard g = threads_enter(ctx);

@@ -30,6 +30,18 @@ size_t gstat_i_eigh_lowest_workspace(int64_t n, int64_t m, size_t elem_size);
 int gstat_i_eigh_lowest_f32(int64_t n, float *a, int64_t lda, int64_t m, float *w, void *work);
 int gstat_i_eigh_lowest_f64(int64_t n, double *a, int64_t lda, int64_t m, double *w, void *work);
 
+/*
+ * Eigenpairs il..iu (1-based, ascending order) of the symmetric tridiagonal
+ * (d[0..n-1], e[0..n-2]) by LAPACK's bisection and inverse iteration: values
+ * ascending into w (room for n), unit vectors into the columns of Z (n x
+ * (iu - il + 1), ld n). work: 5 n entries, iwork: 5 n + iu - il + 1 ints.
+ * Returns 0, LAPACK's info, or n + 1 when bisection found another count.
+ */
+int gstat_i_tridiag_select_f32(int64_t n, const float *d, const float *e, int64_t il, int64_t iu,
+                               float *w, float *Z, float *work, int *iwork);
+int gstat_i_tridiag_select_f64(int64_t n, const double *d, const double *e, int64_t il, int64_t iu,
+                               double *w, double *Z, double *work, int *iwork);
+
 /* The eigenvector sign rule of every eigh (DESIGN.md: largest-magnitude entry
  * positive, the first on ties) on `cols` columns of length n, ld apart. */
 void gstat_i_eig_signs_f32(float *v, int64_t n, int64_t cols, int64_t ld);

@@ -1,9 +1,39 @@
 /* The m smallest eigenpairs (see eigh_lowest.h): part of cpu_ops_tmpl.h (T,
  * SFX, LP and FN as there; it uses normalize_signs). */
 
+/* Eigenpairs il..iu (1-based, ascending order) of the tridiagonal (d, e):
+ * bisection for the values, inverse iteration for the vectors (LAPACK stebz +
+ * stein, without LAPACKE's input scans), sorted ascending across split blocks
+ * (stebz groups them by block) into w (n entries of room) and the columns of
+ * Z (n x (iu - il + 1), ld n). work: 5 n; iwork: 5 n + iu - il + 1. Returns
+ * LAPACK's info, or n + 1 when bisection found another count. */
+int FN(gstat_i_tridiag_select)(int64_t n, const T *d, const T *e, int64_t il, int64_t iu, T *w,
+                               T *Z, T *work, int *iwork) {
+  lapack_int m = (lapack_int)(iu - il + 1), found = 0, nsplit = 0;
+  lapack_int *iblock = iwork, *isplit = iblock + n, *iw = isplit + n, *ifail = iw + 3 * n;
+  lapack_int info = LP(stebz_work)('I', 'B', (lapack_int)n, 0, 0, (lapack_int)il, (lapack_int)iu, 0,
+                                   d, e, &found, &nsplit, w, iblock, isplit, work, iw);
+  if (info == 0 && found != m) info = (lapack_int)n + 1;
+  if (info == 0)
+    info = LP(stein_work)(LAPACK_COL_MAJOR, (lapack_int)n, d, e, m, w, iblock, isplit, Z,
+                          (lapack_int)n, work, iw, ifail);
+  for (lapack_int j = 0; info == 0 && j < m; j++) { /* a selection sort: m is small */
+    lapack_int best = j;
+    for (lapack_int i = j + 1; i < m; i++)
+      if (w[i] < w[best]) best = i;
+    if (best == j) continue;
+    T t = w[j];
+    w[j] = w[best], w[best] = t;
+    for (int64_t i = 0; i < n; i++) {
+      t = Z[i + j * n];
+      Z[i + j * n] = Z[i + best * n], Z[i + best * n] = t;
+    }
+  }
+  return (int)info;
+}
+
 /* Scratch, in order: reduction (eigh_small), d, e, w, the stebz/stein work
- * (5 n), Z (n x m), then the integers: iblock, isplit (n each), iwork (3 n),
- * ifail (m). */
+ * (5 n), Z (n x m), then the integers of gstat_i_tridiag_select (5 n + m). */
 static size_t FN(lowest_offsets)(int64_t n, int64_t m, size_t *o) {
   size_t at = gstat_i_align64(gstat_i_eigh_small_workspace(n, 1, sizeof(T)));
   const int64_t counts[] = {n, n, n, 5 * n, n * m};
@@ -26,37 +56,21 @@ int FN(gstat_i_eigh_lowest)(int64_t n, T *a, int64_t lda, int64_t m, T *w, void 
   char *ws = work;
   T *d = (T *)(ws + o[0]), *e = (T *)(ws + o[1]), *wall = (T *)(ws + o[2]);
   T *lw = (T *)(ws + o[3]), *Z = (T *)(ws + o[4]);
-  lapack_int *iblock = (lapack_int *)(ws + o[5]), *isplit = iblock + n, *iw = isplit + n;
-  lapack_int *ifail = iw + 3 * n, found = 0, nsplit = 0;
   int se = 0;
-  lapack_int info = FN(gstat_i_tridiag_small)(n, a, lda, d, e, &se, work) != 0 ? (lapack_int)n : 0;
-  /* bisection for the m smallest, ordered by split-off block as stein wants */
+  int info = FN(gstat_i_tridiag_small)(n, a, lda, d, e, &se, work) != 0 ? (int)n : 0;
   if (info == 0)
-    info = LP(stebz_work)('I', 'B', (lapack_int)n, 0, 0, 1, (lapack_int)m, 0, d, e, &found, &nsplit,
-                          wall, iblock, isplit, lw, iw);
-  if (info == 0 && found != m) info = (lapack_int)n;
-  if (info == 0)
-    info = LP(stein_work)(LAPACK_COL_MAJOR, (lapack_int)n, d, e, found, wall, iblock, isplit, Z,
-                          (lapack_int)n, lw, iw, ifail);
+    info = FN(gstat_i_tridiag_select)(n, d, e, 1, m, wall, Z, lw, (int *)(void *)(ws + o[5]));
   if (info != 0) {
     for (int64_t j = 0; j < m; j++) {
       w[j] = NAN;
       for (int64_t i = 0; i < n; i++) a[i + j * lda] = NAN;
     }
-    return info > 0 ? (int)info : (int)n;
+    return info > 0 ? info : (int)n;
   }
   FN(gstat_i_tridiag_small_apply_q)(n, work, m, Z, n);
-  /* ascending across blocks (a selection sort: m is small), back to a's scale */
-  for (int64_t j = 0; j < m; j++) {
-    int64_t best = j;
-    for (int64_t i = j + 1; i < m; i++)
-      if (wall[i] < wall[best]) best = i;
-    w[j] = (T)ldexp((double)wall[best], -se);
-    memcpy(a + j * lda, Z + best * n, sizeof(T) * (size_t)n);
-    if (best != j) { /* j's pair moves into best's place */
-      wall[best] = wall[j];
-      memcpy(Z + best * n, Z + j * n, sizeof(T) * (size_t)n);
-    }
+  for (int64_t j = 0; j < m; j++) { /* back to a's scale */
+    w[j] = (T)ldexp((double)wall[j], -se);
+    memcpy(a + j * lda, Z + j * n, sizeof(T) * (size_t)n);
   }
   FN(normalize_signs)(a, n, m, lda);
   return 0;
