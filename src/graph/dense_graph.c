@@ -53,16 +53,6 @@ static gstat_status adjacency_any(gstat_i_err *err, const char *fn, const char *
   return GSTAT_OK;
 }
 
-/* gstat_i_sym_combine, inlined into the loops below. */
-static inline double combine(gstat_symmetrize mode, double a, double b) {
-  switch (mode) {
-    case GSTAT_SYM_MAX: return a > b ? a : b;
-    case GSTAT_SYM_MIN: return a < b ? a : b;
-    case GSTAT_SYM_SUM: return a + b;
-    default: return 0.5 * a + 0.5 * b;
-  }
-}
-
 /* The same for f64/f32 without a per-entry dtype switch or call: this read is
  * a sixth of a batch of small graphs. Any entry that is not a finite weight
  * >= 0, or an asymmetric pair, sends the graph to adjacency_any for the
@@ -77,7 +67,6 @@ static inline double combine(gstat_symmetrize mode, double a, double b) {
                               gstat_self_loops loops, double *A, int64_t j0) {                   \
     const TYPE *p = (const TYPE *)gstat_i_elem(M, b, 0, 0);                                      \
     const int64_t rs = M->row_stride, cs = M->col_stride;                                        \
-    const double tol = 4 * (EPS);                                                                \
     const int64_t j1 = j0 + ADJ_TILE < n ? j0 + ADJ_TILE : n;                                    \
     for (int64_t j = j0; j < j1; j++) {                                                          \
       const double d = (double)p[j * rs + j * cs];                                               \
@@ -90,9 +79,8 @@ static inline double combine(gstat_symmetrize mode, double a, double b) {
         for (int64_t i = i0 > j + 1 ? i0 : j + 1; i < i1; i++) {                                 \
           const double lo = (double)p[i * rs + j * cs], up = (double)p[j * rs + i * cs];         \
           if (!(lo >= 0 && lo <= DBL_MAX && up >= 0 && up <= DBL_MAX)) return false;             \
-          if (sym == GSTAT_SYM_CHECK && lo != up && !(fabs(lo - up) <= tol * fmax(lo, up)))      \
-            return false;                                                                        \
-          if (A) A[i + j * n] = A[j + i * n] = combine(sym, lo, up);                             \
+          if (sym == GSTAT_SYM_CHECK && !gstat_i_sym_agree(lo, up, EPS)) return false;           \
+          if (A) A[i + j * n] = A[j + i * n] = gstat_i_sym_pair(sym, lo, up);                    \
         }                                                                                        \
     }                                                                                            \
     return true;                                                                                 \

@@ -46,17 +46,12 @@ gstat_graph gstat_graph_csr(int64_t n, const int64_t *offsets, const int64_t *in
 }
 
 double gstat_i_sym_combine(gstat_symmetrize mode, double a, double b) {
-  switch (mode) {
-    case GSTAT_SYM_MAX: return a > b ? a : b;
-    case GSTAT_SYM_MIN: return a < b ? a : b;
-    case GSTAT_SYM_SUM: return a + b;
-    default: return 0.5 * a + 0.5 * b; /* MEAN, and CHECK (a and b agree) */
-  }
+  return gstat_i_sym_pair(mode, a, b);
 }
 
 bool gstat_i_sym_close(double a, double b, gstat_dtype dt) {
   double eps = dt == GSTAT_F64 ? 2.220446049250313e-16 : dt == GSTAT_F32 ? 1.1920929e-7 : 7.8125e-3;
-  return fabs(a - b) <= 4 * eps * fmax(fabs(a), fabs(b));
+  return gstat_i_sym_agree(a, b, eps);
 }
 
 gstat_status gstat_i_csr_validate(gstat_i_err *err, const char *fn, const char *name,

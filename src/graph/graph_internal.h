@@ -15,6 +15,7 @@
 #ifndef GSTAT_GRAPH_INTERNAL_H
 #define GSTAT_GRAPH_INTERNAL_H
 
+#include "graph/weights_impl.h" /* gstat_i_sym_pair, gstat_i_sym_agree, gstat_i_inv_sqrt_degree */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -113,11 +114,6 @@ int64_t gstat_i_dense_components(int64_t n, const double *A, int64_t *labels, in
  * place; d receives the degrees. RANDOM_WALK gives the non-symmetric
  * I - D^-1 A. */
 void gstat_i_dense_laplacian(int64_t n, double *A, gstat_laplacian_kind kind, double *d);
-
-/* 1 / sqrt(d), or 1 for d = 0 (scipy's isolated-node convention). */
-static inline double gstat_i_inv_sqrt_degree(double d) {
-  return d > 0 ? 1.0 / __builtin_sqrt(d) : 1.0;
-}
 
 /* Library-owned CSR (gstat_csr_free frees it): one block after the header. */
 gstat_csr *gstat_i_csr_new(int64_t n, int64_t nnz, bool weights);

@@ -19,6 +19,7 @@
 
 #include "core/hostdevice.h"
 #include "core/rng_impl.h"
+#include "graph/weights_impl.h"
 #include "gstat/spectral.h"
 
 typedef struct gstat_i_kmeans_opt {
@@ -242,7 +243,7 @@ GSTAT_HD static inline void gstat_i_embedding_impl(int64_t n, const double *V, i
     int64_t arg = 0;
     double big = -1;
     for (int64_t i = 0; i < n; i++) {
-      double x = d ? v[i] * (d[i] > 0 ? 1.0 / sqrt(d[i]) : 1.0) : v[i];
+      double x = d ? v[i] * gstat_i_inv_sqrt_degree(d[i]) : v[i];
       E[i * dim + c] = x;
       if (fabs(x) > big) {
         big = fabs(x);

@@ -4,6 +4,7 @@
  * runs (src/spectral/assign_impl.h). Compiled without FMA contraction, as the
  * CPU build, so degrees, Laplacians and k-means decisions round the same. */
 #include "common.cuh"
+#include "graph/weights_impl.h"
 #include "spectral/assign_impl.h"
 
 namespace gstat_cu {
@@ -11,26 +12,19 @@ namespace {
 
 constexpr int kLapThreads = 256;
 
-/* Symmetrized weight of the pair (as src/graph/dense_graph.c's combine). */
-__device__ __forceinline__ double combine(int mode, double a, double b) {
-  switch (mode) {
-    case GSTAT_SYM_MAX: return a > b ? a : b;
-    case GSTAT_SYM_MIN: return a < b ? a : b;
-    case GSTAT_SYM_SUM: return a + b;
-    default: return 0.5 * a + 0.5 * b; /* MEAN, and CHECK (a and b agree) */
-  }
-}
-
 template <typename TI>
 struct adjacency {
   const TI *a;
   int64_t rs, cs;
   int sym, drop_loops;
-  __device__ double lo(int64_t i, int64_t j) const { return (double)a[i * rs + j * cs]; }
+  __device__ double lo(int64_t i, int64_t j) const {
+    return (double)a[i * rs + j * cs];
+  }
   /* symmetrized entry (i, j), 0 on the diagonal under DROP */
   __device__ double at(int64_t i, int64_t j) const {
     if (i == j) return drop_loops ? 0.0 : lo(i, i);
-    return i > j ? combine(sym, lo(i, j), lo(j, i)) : combine(sym, lo(j, i), lo(i, j));
+    return i > j ? gstat_i_sym_pair(sym, lo(i, j), lo(j, i))
+                 : gstat_i_sym_pair(sym, lo(j, i), lo(i, j));
   }
 };
 
@@ -58,8 +52,7 @@ __global__ void __launch_bounds__(kLapThreads)
     for (int64_t i = 0; i < n; i++) {
       double lo = adj.lo(i, j), up = adj.lo(j, i);
       if (!(lo >= 0 && lo <= DBL_MAX && up >= 0 && up <= DBL_MAX)) badness = 1;
-      if (sym == GSTAT_SYM_CHECK && lo != up && !(fabs(lo - up) <= 4 * eps * fmax(lo, up)))
-        badness = 1;
+      if (sym == GSTAT_SYM_CHECK && !gstat_i_sym_agree(lo, up, eps)) badness = 1;
       s += adj.at(i, j);
     }
     d[j] = s;
@@ -107,7 +100,7 @@ __global__ void __launch_bounds__(kLapThreads)
           v = -a;
           if (i == j) v += dj;
         } else {
-          double sj = dj > 0 ? 1.0 / sqrt(dj) : 1.0, si = d[i] > 0 ? 1.0 / sqrt(d[i]) : 1.0;
+          double sj = gstat_i_inv_sqrt_degree(dj), si = gstat_i_inv_sqrt_degree(d[i]);
           v = -a * si * sj;
           if (i == j) v += dj > 0 ? 1.0 : 0.0;
         }
@@ -163,20 +156,19 @@ __global__ void assign_kernel(gstat_spectral_options o, int64_t count, int64_t N
 using namespace gstat_cu;
 
 extern "C" cudaError_t gstat_cu_sc_laplacian(const void *A, int a_dtype, int64_t count, int64_t N,
-                                            int64_t bs, int64_t rs, int64_t cs,
-                                            const int64_t *sizes, int sym, int drop_loops,
-                                            int kind, void *L, int l_dtype, double *deg,
-                                            int64_t *comps, int *bad, cudaStream_t stream) {
+                                             int64_t bs, int64_t rs, int64_t cs,
+                                             const int64_t *sizes, int sym, int drop_loops,
+                                             int kind, void *L, int l_dtype, double *deg,
+                                             int64_t *comps, int *bad, cudaStream_t stream) {
   if (count < 0 || N < 0 || N > GSTAT_CU_SC_MAX_N || (a_dtype != kF32 && a_dtype != kF64) ||
       (l_dtype != kF32 && l_dtype != kF64))
     return cudaErrorInvalidValue;
   if (count == 0 || N == 0) return cudaSuccess;
   size_t smem = sizeof(int) * (size_t)N;
   dim3 grid((unsigned)count);
-#define LAUNCH(TI, TL, EPS)                                                               \
-  laplacian_kernel<TI, TL><<<grid, kLapThreads, smem, stream>>>(                         \
-      (const TI *)A, N, bs, rs, cs, sizes, sym, drop_loops, kind, EPS, (TL *)L, deg, comps, \
-      bad)
+#define LAUNCH(TI, TL, EPS)                                      \
+  laplacian_kernel<TI, TL><<<grid, kLapThreads, smem, stream>>>( \
+      (const TI *)A, N, bs, rs, cs, sizes, sym, drop_loops, kind, EPS, (TL *)L, deg, comps, bad)
   if (a_dtype == kF64 && l_dtype == kF64)
     LAUNCH(double, double, 2.220446049250313e-16);
   else if (a_dtype == kF64)
@@ -189,12 +181,12 @@ extern "C" cudaError_t gstat_cu_sc_laplacian(const void *A, int a_dtype, int64_t
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t gstat_cu_sc_assign(const gstat_spectral_options *o, int64_t count,
-                                         int64_t N, int dtype, const void *V, const void *W,
-                                         const double *deg, const int64_t *meta,
-                                         const int64_t *comps, int64_t mmax, double *scratch,
-                                         int64_t per, int64_t *labels, double *eig, int64_t *out,
-                                         double *inertia, cudaStream_t stream) {
+extern "C" cudaError_t gstat_cu_sc_assign(const gstat_spectral_options *o, int64_t count, int64_t N,
+                                          int dtype, const void *V, const void *W,
+                                          const double *deg, const int64_t *meta,
+                                          const int64_t *comps, int64_t mmax, double *scratch,
+                                          int64_t per, int64_t *labels, double *eig, int64_t *out,
+                                          double *inertia, cudaStream_t stream) {
   if (!o || count < 0 || N < 0 || (dtype != kF32 && dtype != kF64)) return cudaErrorInvalidValue;
   if (count == 0) return cudaSuccess;
   const int threads = 64;

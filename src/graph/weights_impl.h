@@ -1,0 +1,34 @@
+/* Edge-weight rules shared by the graph code and the CUDA module's spectral
+ * kernels, inline for host and device (GSTAT_HD): symmetrization of a pair,
+ * CHECK's symmetry tolerance, and the degree scaling. */
+#ifndef GSTAT_GRAPH_WEIGHTS_IMPL_H
+#define GSTAT_GRAPH_WEIGHTS_IMPL_H
+
+#include <math.h>
+#include <stdbool.h>
+
+#include "core/hostdevice.h"
+#include "gstat/graph.h"
+
+/* The symmetrized weight of a pair (a, b) under `mode` (gstat_symmetrize). */
+GSTAT_HD static inline double gstat_i_sym_pair(int mode, double a, double b) {
+  switch (mode) {
+    case GSTAT_SYM_MAX: return a > b ? a : b;
+    case GSTAT_SYM_MIN: return a < b ? a : b;
+    case GSTAT_SYM_SUM: return a + b;
+    default: return 0.5 * a + 0.5 * b; /* MEAN, and CHECK (a and b agree) */
+  }
+}
+
+/* Whether a and b agree to CHECK's tolerance for data of unit roundoff eps
+ * (4 eps relative to the larger magnitude). */
+GSTAT_HD static inline bool gstat_i_sym_agree(double a, double b, double eps) {
+  return a == b || fabs(a - b) <= 4 * eps * fmax(fabs(a), fabs(b));
+}
+
+/* 1 / sqrt(d), or 1 for d = 0 (scipy's isolated-node convention). */
+GSTAT_HD static inline double gstat_i_inv_sqrt_degree(double d) {
+  return d > 0 ? 1.0 / sqrt(d) : 1.0;
+}
+
+#endif /* GSTAT_GRAPH_WEIGHTS_IMPL_H */
