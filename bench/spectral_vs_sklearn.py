@@ -30,10 +30,13 @@ import tempfile
 import time
 
 import numpy as np
+
 import sklearn
 from sklearn.cluster import SpectralClustering
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
+
+from sbm import sbm_batch  # bench/sbm.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -60,23 +63,6 @@ def part_rbf(a, exe, tmp, rows):
     s_ms = best * 1e3
     rows.append(("SpectralClustering rbf, n=3000 (8-d blobs, k=4)", s_ms, g_ms, ">= 5x",
                  adjusted_rand_score(truth, sc.labels_), adjusted_rand_score(truth, g_lab), ""))
-
-
-def sbm_batch(count, n, pin, pout, seed):
-    rng = np.random.default_rng(seed)
-    half = n // 2
-    block = np.arange(n) >= half
-    same = block[:, None] == block[None, :]
-    P = np.where(same, pin, pout)
-    A = np.empty((count, n, n))
-    truth = np.empty((count, n), dtype=np.int64)
-    for g in range(count):
-        perm = rng.permutation(n)  # nodes in random order: nothing to learn from the ids
-        U = np.triu(rng.random((n, n)) < P, 1).astype(np.float64)
-        U = U + U.T
-        A[g] = U[np.ix_(perm, perm)]
-        truth[g] = block[perm]
-    return A, truth
 
 
 def part_batch(a, exe, tmp, rows):

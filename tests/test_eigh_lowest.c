@@ -57,16 +57,6 @@ static void *alloc64(size_t bytes) {
   return p;
 }
 
-static double norm1(int64_t n, const double *a) {
-  double best = 0;
-  for (int64_t j = 0; j < n; j++) {
-    double s = 0;
-    for (int64_t i = 0; i < n; i++) s += fabs(a[i + j * n]);
-    if (s > best) best = s;
-  }
-  return best;
-}
-
 /* Solve the m smallest pairs of a (double, n x n) in the precision asked, and
  * check them against the full small eigh of the same matrix. */
 static void check(const double *a, int64_t n, int64_t m, bool f32, const char *what) {
@@ -101,7 +91,7 @@ static void check(const double *a, int64_t n, int64_t m, bool f32, const char *w
     assert_int_equal(gstat_i_eigh_lowest_f64(n, v, n, m, w, work), 0);
     assert_int_equal(gstat_i_eigh_small_f64(n, full, n, wf, 1, fwork), 0);
   }
-  double an = norm1(n, as), scale = an > 0 ? an : 1;
+  double an = tu_norm1(n, n, as), scale = an > 0 ? an : 1;
   for (int64_t j = 0; j < m; j++) {
     /* eigenvalues: the full solver's, ascending */
     if (fabs(w[j] - wf[j]) > 4 * (double)n * ulp * scale)

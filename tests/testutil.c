@@ -264,7 +264,7 @@ bool tu_all_written(const tu_buf *b) {
 
 /* ---- ratios ---- */
 
-static double norm1(int64_t rows, int64_t cols, const double *a) {
+double tu_norm1(int64_t rows, int64_t cols, const double *a) {
   double best = 0;
   for (int64_t j = 0; j < cols; j++) {
     double s = 0;
@@ -290,7 +290,7 @@ double tu_eig_residual(int64_t n, const double *a, const double *w, const double
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)n, -1.0, vw, (int)n, v,
               (int)n, 1.0, r, (int)n);
   /* scale before the norm so that near-overflow inputs stay finite */
-  double anorm = norm1(n, n, a), res = norm1(n, n, r);
+  double anorm = tu_norm1(n, n, a), res = tu_norm1(n, n, r);
   free(vw);
   free(r);
   return ratio(res, fmax(anorm, DBL_MIN) * (double)n * ulp);
@@ -303,7 +303,7 @@ double tu_orthogonality(int64_t n, const double *v, double ulp) {
     for (int64_t i = 0; i < n; i++) r[i + j * n] = i == j;
   cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)n, -1.0, v, (int)n, v,
               (int)n, 1.0, r, (int)n);
-  double res = norm1(n, n, r);
+  double res = tu_norm1(n, n, r);
   free(r);
   return ratio(res, (double)n * ulp);
 }
@@ -314,7 +314,7 @@ double tu_chol_residual(int64_t n, const double *a, const double *l, double ulp)
   memcpy(r, a, sizeof(double) * (size_t)(n * n));
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)n, -1.0, l, (int)n, l,
               (int)n, 1.0, r, (int)n);
-  double res = norm1(n, n, r), anorm = norm1(n, n, a);
+  double res = tu_norm1(n, n, r), anorm = tu_norm1(n, n, a);
   free(r);
   return ratio(res, anorm * (double)n * ulp);
 }
@@ -326,7 +326,7 @@ double tu_solve_residual(int64_t n, int64_t nrhs, const double *m, bool trans, c
   memcpy(r, b, sizeof(double) * (size_t)(n * nrhs));
   cblas_dgemm(CblasColMajor, trans ? CblasTrans : CblasNoTrans, CblasNoTrans, (int)n, (int)nrhs,
               (int)n, -1.0, m, (int)n, x, (int)n, 1.0, r, (int)n);
-  double res = norm1(n, nrhs, r), den = norm1(n, n, m) * norm1(n, nrhs, x);
+  double res = tu_norm1(n, nrhs, r), den = tu_norm1(n, n, m) * tu_norm1(n, nrhs, x);
   free(r);
   return ratio(res, den * (double)n * ulp);
 }

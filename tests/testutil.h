@@ -68,6 +68,8 @@ bool tu_all_written(const tu_buf *b);
 bool tu_untouched(const tu_buf *b);
 
 /* ---- LAPACK ratios (1-norm), inputs double column-major ---- */
+/* The 1-norm (largest column sum of magnitudes) of a rows x cols matrix. */
+double tu_norm1(int64_t rows, int64_t cols, const double *a);
 /* ||A - V diag(w) V^T|| / (||A|| n ulp) */
 double tu_eig_residual(int64_t n, const double *a, const double *w, const double *v, double ulp);
 /* ||I - V^T V|| / (n ulp) */
