@@ -258,7 +258,7 @@ gstat_status gstat_i_geqp3(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n,
 /* LAPACK: Householder reduction (sytrd, blocked), all eigenvalues of the
  * tridiagonal (sterf), the k largest pairs of it (gstat_i_tridiag_select:
  * bisection + inverse iteration), their back transform (ormtr); then the sign
- * rule. mem: 9 n + n k entries of T, then 5 n + k ints. */
+ * rule. mem: 10 n + n k entries of T, then 5 n + k ints. */
 #define DEFINE_EIGH_TOP(T, P, SFX)                                                        \
   static lapack_int eigh_top_##P(lapack_int n, T *A, lapack_int lda, lapack_int k, T *w,  \
                                  char *mem) {                                             \
@@ -290,7 +290,7 @@ gstat_status gstat_i_eigh_top(gstat_ctx *ctx, gstat_dtype dt, int64_t n, void *A
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "eigh_top: order %lld, %lld pairs: unsupported",
                         (long long)n, (long long)k);
   size_t es = dt == GSTAT_F64 ? sizeof(double) : sizeof(float);
-  size_t bytes = es * (size_t)(9 * n + n * k) + sizeof(int) * (size_t)(5 * n + k) + 64;
+  size_t bytes = es * (size_t)(10 * n + n * k) + sizeof(int) * (size_t)(5 * n + k) + 64;
   char *mem = malloc(bytes);
   if (!mem) return gstat_i_fail(ctx, GSTAT_ENOMEM, "eigh_top: cannot allocate %zu bytes", bytes);
   threads_guard g = threads_enter(ctx);
