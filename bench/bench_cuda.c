@@ -1,12 +1,15 @@
 /*
  * GPU timings in one run, data already on the device (fp32/fp64):
- *   bench_cuda eigh|cholesky|eigh_bf16 DTYPE BATCH N REPS
+ *   bench_cuda eigh|cholesky f32|f64|bf16 BATCH N REPS [INPUT_FILE]
  * prints key=value pairs: gstat_ms and the raw cuSOLVER anchors
  * (syevBatched_ms = cusolverDnXsyevBatched, syevjBatched_ms for n <= 32,
  * syevd_loop_ms = cusolverDnXsyevd per matrix on one stream,
  * potrfBatched_ms), each the median of REPS timed with CUDA events after a
  * warm-up; the anchors include the device copy of A they need (they
  * overwrite it), as gstat's time includes its own. "nan" = not run/failed.
+ * INPUT_FILE, when given, receives the input batch (raw, dense, in the
+ * dtype), so that other libraries can be timed on the very same matrices:
+ * the divide-and-conquer solvers' time depends on the spectrum.
  */
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
@@ -148,7 +151,7 @@ static void need(bench *b, size_t dev, size_t host) {
 
 int main(int argc, char **argv) {
   if (argc < 6) {
-    fprintf(stderr, "usage: %s eigh|cholesky f32|f64|bf16 BATCH N REPS\n", argv[0]);
+    fprintf(stderr, "usage: %s eigh|cholesky f32|f64|bf16 BATCH N REPS [INPUT_FILE]\n", argv[0]);
     return 2;
   }
   bench b;
@@ -174,6 +177,14 @@ int main(int argc, char **argv) {
         else if (b.bf16) ((unsigned short *)h)[o1] = ((unsigned short *)h)[o2] = gstat_f32_to_bf16((float)x);
         else ((float *)h)[o1] = ((float *)h)[o2] = (float)x;
       }
+  /* the same matrices for the anchors timed elsewhere (torch, CuPy) */
+  if (argc > 6) {
+    FILE *f = fopen(argv[6], "wb");
+    if (!f || fwrite(h, b.es, na, f) != na || fclose(f) != 0) {
+      fprintf(stderr, "cannot write %s\n", argv[6]);
+      return 1;
+    }
+  }
   CK(cudaMalloc(&b.a0, na * b.es));
   CK(cudaMalloc(&b.a, na * b.es));
   CK(cudaMalloc(&b.v, na * b.es));
@@ -193,6 +204,8 @@ int main(int argc, char **argv) {
   printf("gstat_ms=%.4f ", time_it(run_gstat, &b, reps));
   CK(cudaMemGetInfo(&free1, &total));
   printf("gstat_device_MiB=%.1f ", (double)(free0 - free1) / 1048576.0);
+  /* the caller's A, w and V (gstat's footprint adds to these) */
+  printf("caller_MiB=%.1f ", (double)((2 * na + (size_t)(b.batch * b.n)) * b.es) / 1048576.0);
   if (b.bf16) {
     printf("\n");
     return 0;

@@ -3,7 +3,10 @@
 cuSOLVER on the same GPU in the same run (data already on the device).
 
 bench_cuda (C) times gstat and the cuSOLVER anchors with CUDA events; torch
-and CuPy are timed here the same way (median of REPS after a warm-up).
+and CuPy are timed here the same way (median of REPS after a warm-up), on
+the very matrices bench_cuda generated (it writes them to a file): the
+divide-and-conquer solvers' time depends on the spectrum, so different
+random matrices would not give a fair ratio.
 Prints one table; the ratio is the best other time over gstat's (>= 1: gstat
 is at least as fast as the best of them).
 
@@ -14,6 +17,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 
 CASES = [  # (op, dtype, batch, n)
     ("eigh", "f32", 1024, 32), ("eigh", "f32", 512, 64), ("eigh", "f32", 256, 128),
@@ -46,23 +50,18 @@ def time_cuda(fn, reps):
     return times[len(times) // 2]
 
 
-def sym(batch, n, dtype, lib):
-    x = lib.random.standard_normal((batch, n, n)) if lib.__name__ == "cupy" else None
-    if x is None:
-        import torch
-        x = torch.randn(batch, n, n, device="cuda", dtype=dtype)
-        return (x + x.transpose(1, 2)) / 2 + n * torch.eye(n, device="cuda", dtype=dtype)
-    x = x.astype(dtype)
-    return (x + x.transpose(0, 2, 1)) / 2 + n * lib.eye(n, dtype=dtype)
+def load_input(path, dtype, batch, n):
+    """bench_cuda's input batch (symmetric, so the storage order does not matter)."""
+    import numpy
+    return numpy.fromfile(path, dtype={"f32": numpy.float32, "f64": numpy.float64}[dtype]).reshape(batch, n, n)
 
 
-def torch_ms(op, dtype, batch, n, reps):
+def torch_ms(op, dtype, batch, n, reps, path):
     try:
         import torch
         if dtype == "bf16":
             return math.nan  # torch has no bf16 eigh
-        t = {"f32": torch.float32, "f64": torch.float64}[dtype]
-        a = sym(batch, n, t, torch)
+        a = torch.from_numpy(load_input(path, dtype, batch, n)).cuda()
         fn = (lambda: torch.linalg.eigh(a)) if op == "eigh" else (lambda: torch.linalg.cholesky(a))
         ms = time_cuda(fn, reps)
         del a
@@ -73,12 +72,12 @@ def torch_ms(op, dtype, batch, n, reps):
         return math.nan
 
 
-def cupy_ms(op, dtype, batch, n, reps):
+def cupy_ms(op, dtype, batch, n, reps, path):
     try:
         import cupy
         if dtype == "bf16" or op != "eigh":
             return math.nan
-        a = sym(batch, n, {"f32": "float32", "f64": "float64"}[dtype], cupy)
+        a = cupy.asarray(load_input(path, dtype, batch, n))
         ms = time_cuda(lambda: cupy.linalg.eigh(a), reps)
         del a
         cupy.get_default_memory_pool().free_all_blocks()
@@ -96,29 +95,36 @@ def main():
     args = ap.parse_args()
     exe = os.path.join(args.build, "bench", "bench_cuda")
     rows = []
+    tmp = tempfile.TemporaryDirectory()
+    path = os.path.join(tmp.name, "input.bin")
     for op, dtype, batch, n in CASES:
         if args.quick and (batch, n) not in QUICK:
             continue
         reps = args.reps if batch * n * n * n < 2e11 else 3
-        res = subprocess.run([exe, op, dtype, str(batch), str(n), str(reps)], capture_output=True, text=True)
+        if os.path.exists(path):
+            os.remove(path)  # never time the others on a previous case's matrices
+        res = subprocess.run([exe, op, dtype, str(batch), str(n), str(reps), path], capture_output=True, text=True)
         if res.returncode != 0:
             print(f"# bench_cuda {op} {dtype} {batch}x{n} failed: {res.stderr.strip()[:200]}", file=sys.stderr)
             f = {}
         else:
             f = {k: float(v) for k, v in (kv.split("=") for kv in res.stdout.split())}
         g = f.get("gstat_ms", math.nan)
-        others = {"torch": torch_ms(op, dtype, batch, n, reps), "cupy": cupy_ms(op, dtype, batch, n, reps),
+        others = {"torch": torch_ms(op, dtype, batch, n, reps, path), "cupy": cupy_ms(op, dtype, batch, n, reps, path),
                   "syevBatched": f.get("syevBatched_ms", math.nan), "syevjBatched": f.get("syevjBatched_ms", math.nan),
                   "syevd_loop": f.get("syevd_loop_ms", math.nan), "potrfBatched": f.get("potrfBatched_ms", math.nan)}
         finite = [v for v in others.values() if not math.isnan(v)]
         best = min(finite) if finite else math.nan
+        mib = f.get("gstat_device_MiB", math.nan)
         rows.append((op, dtype, f"{batch}x{n}", g, others, best, best / g if g == g and best == best else math.nan,
-                     f.get("gstat_device_MiB", math.nan)))
+                     mib, mib + f.get("caller_MiB", math.nan)))
+    # MiB: device memory gstat allocated (workspace, working copies); +caller:
+    # with the caller's own A, w and V, i.e. the whole footprint of the call
     print(f"\n{'op':8} {'dt':4} {'batch x n':>10} {'gstat':>9} {'torch':>9} {'cupy':>9} {'syevBat':>9} "
-          f"{'syevjBat':>9} {'syevdLoop':>9} {'potrfBat':>9} {'best/gs':>8} {'MiB':>7}")
-    for op, dt, shape, g, o, best, ratio, mib in rows:
+          f"{'syevjBat':>9} {'syevdLoop':>9} {'potrfBat':>9} {'best/gs':>8} {'MiB':>7} {'+caller':>8}")
+    for op, dt, shape, g, o, best, ratio, mib, total in rows:
         cells = " ".join(f"{o[k]:9.3f}" for k in ("torch", "cupy", "syevBatched", "syevjBatched", "syevd_loop", "potrfBatched"))
-        print(f"{op:8} {dt:4} {shape:>10} {g:9.3f} {cells} {ratio:8.2f} {mib:7.1f}")
+        print(f"{op:8} {dt:4} {shape:>10} {g:9.3f} {cells} {ratio:8.2f} {mib:7.1f} {total:8.1f}")
     return 0
 
 
