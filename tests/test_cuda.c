@@ -138,6 +138,75 @@ static void test_eigh_families(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
+/* bf16 data in device memory: n <= 32 runs the Jacobi kernel on bf16
+ * directly, larger n a float32 copy half the batch at a time. Both agree
+ * with the CPU's bf16 results (float32 computation rounded to bf16) to a
+ * bf16 rounding, and satisfy the eigen equations to bf16 accuracy. */
+static void test_eigh_bf16_device(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  const double bf16_ulp = 1.0 / 128; /* bf16 epsilon, 2^-7 */
+  const int64_t ns[] = {5, 32, 64};
+  for (int s = 0; s < 3; s++)
+    for (int u = 0; u < 2; u++) {
+      const int64_t n = ns[s], nb = 9;
+      tu_rng rng = tu_rng_new();
+      tu_buf A = tu_buf_new(GSTAT_BF16, nb, n, n, TU_COL_MAJOR),
+             W = tu_buf_new(GSTAT_BF16, nb, n, 1, TU_COL_MAJOR),
+             V = tu_buf_new(GSTAT_BF16, nb, n, n, TU_COL_MAJOR),
+             Wc = tu_buf_new(GSTAT_BF16, nb, n, 1, TU_COL_MAJOR),
+             Vc = tu_buf_new(GSTAT_BF16, nb, n, n, TU_COL_MAJOR);
+      double *a = malloc(sizeof(double) * (size_t)(nb * n * n));
+      for (int64_t b = 0; b < nb; b++) {
+        tu_symmetric(&rng, TU_RANDOM, n, FLT_EPSILON, true, a + b * n * n);
+        tu_store_matrix(&A, b, a + b * n * n);
+      }
+      void *da, *dw, *dv;
+      gstat_matrix dA = to_device(&A, &da), dW = to_device(&W, &dw), dV = to_device(&V, &dv);
+      assert_int_equal(gstat_eigh(gpu, &dA, (gstat_uplo)u, &dW, &dV, NULL), GSTAT_OK);
+      assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
+      from_device(&W, dw);
+      from_device(&V, dv);
+      cudaFree(da);
+      cudaFree(dw);
+      cudaFree(dv);
+      assert_int_equal(gstat_eigh(cpu, &A.m, (gstat_uplo)u, &Wc.m, &Vc.m, NULL), GSTAT_OK);
+      assert_true(tu_all_written(&W) && tu_all_written(&V));
+      assert_true(tu_outside_untouched(&W) && tu_outside_untouched(&V));
+      double *w = malloc(sizeof(double) * (size_t)n), *v = malloc(sizeof(double) * (size_t)(n * n));
+      for (int64_t b = 0; b < nb; b++) {
+        tu_read(&W.m, b, w);
+        tu_read(&V.m, b, v);
+        /* bf16 outputs: ratios in units of the bf16 rounding */
+        assert_true(tu_eig_residual(n, a + b * n * n, w, v, bf16_ulp) <= max_ratio);
+        assert_true(tu_orthogonality(n, v, bf16_ulp) <= max_ratio);
+        double scale = 0;
+        for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(w[i]));
+        for (int64_t i = 0; i < n; i++) {
+          assert_true(fabs(w[i] - tu_get(&Wc.m, b, i, 0)) <= 2 * bf16_ulp * scale);
+          double gap = INFINITY;
+          if (i > 0) gap = fmin(gap, w[i] - w[i - 1]);
+          if (i + 1 < n) gap = fmin(gap, w[i + 1] - w[i]);
+          if (gap > 0.05 * scale) {
+            double dot = 0;
+            for (int64_t k = 0; k < n; k++) dot += v[k + i * n] * tu_get(&Vc.m, b, k, i);
+            assert_true(sign_is_clear(&Vc.m, b, i) ? dot > 0.98 : fabs(dot) > 0.98);
+          }
+        }
+      }
+      free(w);
+      free(v);
+      free(a);
+      tu_buf_free(&A);
+      tu_buf_free(&W);
+      tu_buf_free(&V);
+      tu_buf_free(&Wc);
+      tu_buf_free(&Vc);
+    }
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
 /* 100000 x 16 fp32, data on the device: works (torch 2.11 fails here). */
 static void test_large_batch_small_n(void **state) {
   (void)state;
@@ -229,6 +298,56 @@ static void test_cholesky_and_solves(void **state) {
       tu_buf_free(&F);
       tu_buf_free(&B);
       tu_buf_free(&X);
+    }
+  gstat_ctx_destroy(gpu);
+}
+
+/* A batch with elements that are not positive definite, data in device
+ * memory, at n = 64 (our register kernel) and 65 (potrfBatched): the status
+ * and info name them, their factors are NaN, the others are right. */
+static void test_cholesky_not_pd_device(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  const int64_t ns[] = {64, 65};
+  for (int s = 0; s < 2; s++)
+    for (int u = 0; u < 2; u++) {
+      const int64_t n = ns[s], nb = 6;
+      gstat_dtype dt = u ? GSTAT_F64 : GSTAT_F32;
+      tu_rng rng = tu_rng_new();
+      tu_buf A = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR), F = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR);
+      double *a = malloc(sizeof(double) * (size_t)(nb * n * n)),
+             *l = malloc(sizeof(double) * (size_t)(n * n));
+      int64_t want[6] = {0}, info[6];
+      for (int64_t b = 0; b < nb; b++) {
+        double *ab = a + b * n * n;
+        tu_spd(&rng, n, 100, ab);
+        if (b % 3 == 1) { /* leading minor of order k not positive definite */
+          want[b] = 1 + (b * 17) % n;
+          ab[(want[b] - 1) * (n + 1)] = -1;
+        }
+        tu_store_matrix(&A, b, ab);
+      }
+      void *da, *df;
+      gstat_matrix dA = to_device(&A, &da), dF = to_device(&F, &df);
+      assert_int_equal(gstat_cholesky(gpu, &dA, GSTAT_LOWER, &dF, info), GSTAT_ENOTPD);
+      from_device(&F, df);
+      cudaFree(da);
+      cudaFree(df);
+      for (int64_t b = 0; b < nb; b++) {
+        assert_int_equal(info[b], want[b]);
+        for (int64_t j = 0; j < n; j++)
+          for (int64_t i = 0; i < n; i++) l[i + j * n] = tu_get(&F.m, b, i, j);
+        if (want[b]) {
+          for (int64_t e = 0; e < n * n; e++) assert_true(isnan(l[e]));
+        } else {
+          assert_true(tu_chol_residual(n, a + b * n * n, l, u ? DBL_EPSILON : FLT_EPSILON) <=
+                      max_ratio);
+        }
+      }
+      free(a);
+      free(l);
+      tu_buf_free(&A);
+      tu_buf_free(&F);
     }
   gstat_ctx_destroy(gpu);
 }
@@ -579,9 +698,11 @@ int main(void) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_eigh_families),
+      cmocka_unit_test(test_eigh_bf16_device),
       cmocka_unit_test(test_large_batch_small_n),
       cmocka_unit_test(test_no_device_allocations_after_first),
       cmocka_unit_test(test_cholesky_and_solves),
+      cmocka_unit_test(test_cholesky_not_pd_device),
       cmocka_unit_test(test_fallback_paths),
       cmocka_unit_test(test_pca_device_data),
       cmocka_unit_test(test_accum_device_rows),

@@ -2,7 +2,8 @@
  * Cholesky and the triangular / Cholesky solves on the GPU. Every factor is
  * handled as a lower triangle: an upper input is loaded through its
  * transposed view (U = L^T), so one code path serves both.
- *   factor: n <= 64 our one-block-per-matrix kernel, else potrfBatched
+ *   factor: n <= 64 our register kernel (kernels/cholesky_small.cu), else
+ *           potrfBatched and one pass that zeroes the upper triangles
  *   solves: cublas trsmBatched (twice for Cholesky)
  */
 #include <string.h>
@@ -11,9 +12,9 @@
 #include "linalg/cuda/kernels/kernels.h"
 #include "linalg/cuda/util_kernels.h"
 
-/* own kernel up to here: 1024x32 fp32 0.014 ms vs potrfBatched 0.044 ms, but
- * at 512x64 potrfBatched wins (0.081 ms vs 0.128 ms), H200 */
-static const int64_t small_chol_max_n = 32;
+/* own kernel up to here: 1024x32 fp32 0.014 ms vs potrfBatched 0.044 ms
+ * (H200); 512x64 see bench/README.md */
+static const int64_t small_chol_max_n = 64;
 
 /* The `uplo` triangle of T as a lower triangle: T itself or its transpose. */
 static gstat_matrix as_lower(const gstat_matrix *T, gstat_uplo uplo) {
@@ -64,13 +65,12 @@ static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const gstat_ma
                               : cusolverDnSpotrfBatched(s->solver, CUBLAS_FILL_MODE_LOWER, (int)n, (float **)ptrs,
                                                         (int)n, dInfo, (int)nb);
     if (cs != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(ctx, "cholesky", "potrfBatched", cs);
-    err = gstat_cu_zero_upper(cdt, dA, n, nb, s->stream);
+    err = gstat_cu_finish_cholesky(cdt, dA, n, nb, dInfo, s->stream);
   }
-  if (err == cudaSuccess) err = gstat_cu_fill_nan_where(cdt, dA, n * n, nb, dInfo, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, "cholesky", "factor kernel", err);
   gstat_matrix out = as_lower(F, uplo);
   if (!in_place && (st = gstat_cu_store(s, ctx, "cholesky", dA, cdt, &out, b0, nb)) != GSTAT_OK) return st;
-  return gstat_cu_collect_info(s, ctx, "cholesky", dInfo, NULL, nb, info + b0);
+  return gstat_cu_collect_info(s, ctx, "cholesky", dInfo, false, nb, info + b0);
 }
 
 gstat_status gstat_cu_cholesky(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
@@ -124,7 +124,7 @@ static gstat_status solve_chunk(gstat_cu_state *s, gstat_ctx *ctx, const char *f
       return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "%s: trsmBatched failed (cublasStatus %d)", fn, (int)bs);
   }
   if ((st = gstat_cu_store(s, ctx, fn, dB, cdt, X, b0, nb)) != GSTAT_OK) return st;
-  return gstat_cu_collect_info(s, ctx, fn, dInfo, NULL, nb, info + b0);
+  return gstat_cu_collect_info(s, ctx, fn, dInfo, false, nb, info + b0);
 }
 
 static gstat_status solve(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *T, gstat_uplo uplo,

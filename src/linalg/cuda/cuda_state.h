@@ -128,9 +128,10 @@ gstat_status gstat_cu_pca_scores(void *state, gstat_ctx *ctx, int64_t b, const d
                                 const double *scale, int64_t k, double *scores);
 
 /* Copy per-element device info (int) of a chunk into info (int64); elements
- * with a negative info (solver error) or a non-zero flag (NaN/Inf output,
- * d_flags may be NULL) become GSTAT_I_INFO_RETRY. Synchronizes the stream. */
+ * with a negative info (solver error) or a non-zero flag (NaN/Inf output;
+ * with_flags: nb flags follow the nb infos at d_info + nb) become
+ * GSTAT_I_INFO_RETRY. One copy back; synchronizes the stream. */
 gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
-                                   const int *d_info, const int *d_flags, int64_t nb, int64_t *info);
+                                   const int *d_info, bool with_flags, int64_t nb, int64_t *info);
 
 #endif /* GSTAT_LINALG_CUDA_STATE_H */

@@ -2,6 +2,7 @@
  * eigh on the GPU, dispatched by matrix order (one table, measured on the
  * H200; bench/README.md has the numbers):
  *   n <= 32          our Jacobi kernel (kernels/), one launch for the batch
+ *                    (bf16 device data read and written as bf16 by it)
  *   32 < n < 2048    cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX
  *   n >= 2048        cusolverDnXsyevd per matrix, spread over side streams
  * Any batch size runs: the batch is cut into chunks that fit device memory,
@@ -91,6 +92,28 @@ static gstat_matrix as_col_major(const gstat_matrix *A, cublasFillMode_t *fill) 
   return t;
 }
 
+/* bf16 device data all the way, n <= 32 (A, w and V dense column-major
+ * bf16, V not A): the Jacobi kernel reads and writes bf16 itself, so no
+ * float32 copy exists and the call needs less memory than float32's. */
+static gstat_status jacobi_bf16(const eigh_run *r, const char *a, char *w, char *v, int64_t b0, int64_t nb,
+                                int64_t *info) {
+  gstat_cu_state *s = r->s;
+  int *dInfo = gstat_cu_buffer(s, r->ctx, CU_INFO, 2 * sizeof(int) * (size_t)nb);
+  if (!dInfo) return GSTAT_ENOMEM;
+  int *dFlags = dInfo + nb;
+  int64_t n = r->n;
+  cudaError_t err = cudaMemsetAsync(dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
+  if (err == cudaSuccess)
+    err = gstat_cu_eigh_jacobi(GSTAT_BF16, a, r->fill == CUBLAS_FILL_MODE_UPPER, n, nb, w, v, dInfo, s->stream);
+  /* flag NaN/Inf outputs, then NaN for the unconverged (the CPU redoes both) */
+  if (err == cudaSuccess) err = gstat_cu_flag_nonfinite(GSTAT_BF16, w, n, nb, dFlags, s->stream);
+  if (err == cudaSuccess && v) err = gstat_cu_flag_nonfinite(GSTAT_BF16, v, n * n, nb, dFlags, s->stream);
+  if (err == cudaSuccess) err = gstat_cu_fill_nan_where(GSTAT_BF16, w, n, nb, dInfo, s->stream);
+  if (err == cudaSuccess && v) err = gstat_cu_fill_nan_where(GSTAT_BF16, v, n * n, nb, dInfo, s->stream);
+  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel (bfloat16)", err);
+  return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, true, nb, info + b0);
+}
+
 /* One chunk [b0, b0 + nb): load, solve, check, store, collect info. Dense
  * device arguments of the compute dtype are used in place: no copies but
  * the one the solver needs (it overwrites its input with the vectors). */
@@ -102,6 +125,11 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   gstat_cu_state *s = r->s;
   size_t es = gstat_cu_dtype_bytes(r->cdt), mat = (size_t)(r->n * r->n) * es * (size_t)nb;
   bool jacobi = r->n <= jacobi_max_n;
+  if (jacobi && A0->dtype == GSTAT_BF16) {
+    char *a16 = gstat_cu_dense(&A, GSTAT_BF16, b0), *w16 = gstat_cu_dense(w, GSTAT_BF16, b0);
+    char *v16 = r->want ? gstat_cu_dense(V, GSTAT_BF16, b0) : NULL;
+    if (a16 && w16 && (!r->want || (v16 && v16 != a16))) return jacobi_bf16(r, a16, w16, v16, b0, nb, info);
+  }
   char *src = gstat_cu_dense(&A, r->cdt, b0), *dV = r->want ? gstat_cu_dense(V, r->cdt, b0) : NULL, *dW = gstat_cu_dense(w, r->cdt, b0);
   bool v_in_place = dV != NULL, w_in_place = dW != NULL;
   if (jacobi && src && src == dV) src = NULL; /* the kernel does not work in place */
@@ -141,7 +169,7 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   if (!w_in_place && (st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb)) != GSTAT_OK) return st;
   if (r->want && !v_in_place && (st = gstat_cu_store(s, r->ctx, "eigh", dV, r->cdt, V, b0, nb)) != GSTAT_OK)
     return st;
-  return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, dFlags, nb, info + b0);
+  return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, true, nb, info + b0);
 }
 
 gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
@@ -158,7 +186,13 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
    * and about as much again for the solver's workspace */
   size_t per = n2 * es * 3 + (size_t)r.n * es + 8 + n2 * gstat_cu_dtype_bytes(A->dtype);
   int64_t chunk = gstat_cu_chunk(s, A->batch, per);
-  if (r.n > jacobi_max_n && r.n < loop_min_n && chunk > (int64_t)(INT32_MAX / n2)) chunk = (int64_t)(INT32_MAX / n2);
+  bool batched = r.n > jacobi_max_n && r.n < loop_min_n;
+  if (batched && chunk > (int64_t)(INT32_MAX / n2)) chunk = (int64_t)(INT32_MAX / n2);
+  /* bf16 is chosen to save memory, but its float32 working copy plus the
+   * batched solver's workspace (about 5x the matrices) for the whole batch
+   * is more than the float32 path needs (it solves in the caller's V): half
+   * the batch at a time keeps bf16's peak lower (bench/README.md) */
+  if (batched && A->dtype == GSTAT_BF16 && A->batch > 1 && chunk > (A->batch + 1) / 2) chunk = (A->batch + 1) / 2;
   for (int64_t b0 = 0; b0 < A->batch;) {
     int64_t nb = A->batch - b0 < chunk ? A->batch - b0 : chunk;
     gstat_status st = eigh_chunk(&r, A, w, V, b0, nb, info);

@@ -159,17 +159,17 @@ gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char
 }
 
 gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
-                                   const int *d_info, const int *d_flags, int64_t nb, int64_t *info) {
+                                   const int *d_info, bool with_flags, int64_t nb, int64_t *info) {
   int *h = gstat_cu_host_buffer(s, ctx, &s->host_info, 2 * sizeof(int) * (size_t)nb);
   if (!h) return GSTAT_ENOMEM;
-  cudaError_t err = cudaMemcpyAsync(h, d_info, sizeof(int) * (size_t)nb, cudaMemcpyDeviceToHost, s->stream);
-  if (err == cudaSuccess && d_flags)
-    err = cudaMemcpyAsync(h + nb, d_flags, sizeof(int) * (size_t)nb, cudaMemcpyDeviceToHost, s->stream);
+  /* one copy for both arrays: each copy back costs a round trip */
+  size_t bytes = sizeof(int) * (size_t)nb * (with_flags ? 2 : 1);
+  cudaError_t err = cudaMemcpyAsync(h, d_info, bytes, cudaMemcpyDeviceToHost, s->stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "reading info", err);
   gstat_cu_fault fault = gstat_cu_fault_now();
   for (int64_t b = 0; b < nb; b++) {
-    bool nonfinite = (d_flags && h[nb + b] != 0) || (fault == FAULT_NONFINITE && b % 3 == 2);
+    bool nonfinite = (with_flags && h[nb + b] != 0) || (fault == FAULT_NONFINITE && b % 3 == 2);
     bool solver_error = h[b] < 0 || (fault == FAULT_SOLVER && b % 3 == 1);
     /* the CPU recomputes these; a plain info > 0 is the GPU's verdict, also
      * rechecked on the CPU by the dispatcher */

@@ -1,13 +1,25 @@
 // Small device kernels of the CUDA backend's Cholesky and solve paths.
+#include <climits>
+#include <cmath>
+
 #include "linalg/cuda/util_kernels.h"
 
 namespace {
 
+/* Block (x, y) handles column x of elements y, y + gridDim.y, ...: threads
+ * walk the rows, so every store is coalesced and no index is divided. A
+ * failed element (info != 0) becomes NaN, a factored one gets its strict
+ * upper triangle zeroed; the lower one is never read. */
 template <typename T>
-__global__ void zero_upper(T *a, int64_t n, int64_t total) {
-  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < total; k += (int64_t)gridDim.x * blockDim.x) {
-    int64_t within = k % (n * n), i = within % n, j = within / n;
-    if (i < j) a[k] = T(0);
+__global__ void finish_cholesky(T *a, int64_t n, int64_t batch, const int *info) {
+  const int64_t j = blockIdx.x;
+  for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
+    T *col = a + (b * n + j) * n;
+    if (info[b] != 0) {
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) col[i] = T(NAN);
+    } else {
+      for (int64_t i = threadIdx.x; i < j; i += blockDim.x) col[i] = T(0);
+    }
   }
 }
 
@@ -33,11 +45,14 @@ unsigned blocks_for(int64_t work) {
 
 }  // namespace
 
-extern "C" cudaError_t gstat_cu_zero_upper(int dtype, void *a, int64_t n, int64_t batch, cudaStream_t stream) {
-  int64_t total = n * n * batch;
-  if (total == 0) return cudaSuccess;
-  if (dtype == 2) zero_upper<<<blocks_for(total), 256, 0, stream>>>(static_cast<double *>(a), n, total);
-  else zero_upper<<<blocks_for(total), 256, 0, stream>>>(static_cast<float *>(a), n, total);
+extern "C" cudaError_t gstat_cu_finish_cholesky(int dtype, void *a, int64_t n, int64_t batch, const int *info,
+                                                cudaStream_t stream) {
+  if (n == 0 || batch == 0) return cudaSuccess;
+  if (n > INT32_MAX) return cudaErrorInvalidValue;
+  dim3 grid((unsigned)n, (unsigned)(batch < 65535 ? batch : 65535));
+  unsigned threads = n >= 256 ? 256 : n >= 128 ? 128 : n >= 64 ? 64 : 32;
+  if (dtype == 2) finish_cholesky<<<grid, threads, 0, stream>>>(static_cast<double *>(a), n, batch, info);
+  else finish_cholesky<<<grid, threads, 0, stream>>>(static_cast<float *>(a), n, batch, info);
   return cudaGetLastError();
 }
 

@@ -9,8 +9,11 @@
 extern "C" {
 #endif
 
-/* Zero the strict upper triangle of a dense column-major batch (dtype 1/2). */
-cudaError_t gstat_cu_zero_upper(int dtype, void *a, int64_t n, int64_t batch, cudaStream_t stream);
+/* After a batched factorization of the lower triangles of a dense column-major
+ * batch (dtype 1/2): element b becomes all NaN when info[b] != 0, else its
+ * strict upper triangle is zeroed. One pass over the upper triangles. */
+cudaError_t gstat_cu_finish_cholesky(int dtype, void *a, int64_t n, int64_t batch, const int *info,
+                                     cudaStream_t stream);
 
 /* info[b] = 1-based index of the first zero on the diagonal of element b, 0 if none. */
 cudaError_t gstat_cu_diag_info(int dtype, const void *a, int64_t n, int64_t batch, int *info,

@@ -208,9 +208,9 @@ template <typename T> __device__ __forceinline__ bool before(T x, int i, T y, in
 /* Eigenvector L is column L of V, whose entries the lanes hold (lane i has
  * V[i, index_at(j, t)] in v[j]): transpose it through shared memory, fix its
  * sign, put it at column `rank`, store coalesced (Vb == NULL: store nothing). */
-template <typename T, int N>
+template <typename S, typename T, int N>
 __device__ __forceinline__ void store_vectors(const T (&v)[N], int t, T (&st)[N][N + 1], int n,
-                                              int L, int rank, T *__restrict__ Vb) {
+                                              int L, int rank, S *__restrict__ Vb) {
 #pragma unroll
   for (int j = 0; j < N; ++j) st[Ring<N>::index_at(j, t)][L] = v[j];
   __syncwarp();
@@ -231,7 +231,7 @@ __device__ __forceinline__ void store_vectors(const T (&v)[N], int t, T (&st)[N]
     for (int i = 0; i < N; ++i) st[rank][i] = sign * col[i];
   __syncwarp();
   if (Vb && L < n)
-    for (int j = 0; j < n; ++j) Vb[L + (int64_t)j * n] = st[j][L];
+    for (int j = 0; j < n; ++j) put(Vb + L + (int64_t)j * n, st[j][L]);
 }
 
 template <typename T, int N> struct WarpSmem {
@@ -239,10 +239,12 @@ template <typename T, int N> struct WarpSmem {
   Rot<T> rot[2][32 / N][N / 2]; /* per pair, double-buffered by step parity */
 };
 
-template <typename T, int N, bool WANT_V>
+/* S: the storage type of A, W and V (bf16 is read and written as such, the
+ * work is in float); T: the compute type. */
+template <typename S, typename T, int N, bool WANT_V>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
-    eigh_jacobi_kernel(const T *__restrict__ A, int uplo, int n, int64_t batch,
-                       T *__restrict__ W, T *__restrict__ V, int *__restrict__ info) {
+    eigh_jacobi_kernel(const S *__restrict__ A, int uplo, int n, int64_t batch,
+                       S *__restrict__ W, S *__restrict__ V, int *__restrict__ info) {
   constexpr int G = 32 / N;
   __shared__ WarpSmem<T, N> smem[kWarpsPerBlock];
 
@@ -259,7 +261,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
   /* Load: coalesced column reads into shared memory, then lane L takes column
    * L, mirroring the uplo triangle (the other one is never used). */
   if (live && L < n)
-    for (int j = 0; j < n; ++j) st[j][L] = A[b * nn + L + (int64_t)j * n];
+    for (int j = 0; j < n; ++j) st[j][L] = widen(A[b * nn + L + (int64_t)j * n]);
   __syncwarp();
   T a[N];
 #pragma unroll
@@ -370,43 +372,43 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
     const T other = __shfl_sync(kFullMask, lambda, gbase + j);
     rank += j < n && before(other, j, lambda, L);
   }
-  if (live && L < n) W[b * n + rank] = lambda;
+  if (live && L < n) put(W + b * n + rank, lambda);
   if (live && L == 0) info[b] = converged ? 0 : 1;
-  if constexpr (WANT_V) store_vectors<T, N>(v, t, st, n, L, rank, live ? V + b * nn : nullptr);
+  if constexpr (WANT_V) store_vectors<S, T, N>(v, t, st, n, L, rank, live ? V + b * nn : nullptr);
 }
 
-template <typename T, int N>
+template <typename S, typename T, int N>
 void launch_jacobi(const void *A, int uplo, int n, int64_t batch, void *W, void *V, int *info,
                    cudaStream_t stream) {
   constexpr int64_t per_block = kWarpsPerBlock * (32 / N);
   constexpr int64_t max_blocks = INT32_MAX;
-  const T *a = static_cast<const T *>(A);
-  T *w = static_cast<T *>(W), *v = static_cast<T *>(V);
+  const S *a = static_cast<const S *>(A);
+  S *w = static_cast<S *>(W), *v = static_cast<S *>(V);
   /* chunks keep the grid within its limit for any batch */
   for (int64_t b = 0; b < batch; b += max_blocks * per_block) {
     const int64_t count = batch - b < max_blocks * per_block ? batch - b : max_blocks * per_block;
     const unsigned blocks = (unsigned)((count + per_block - 1) / per_block);
     const int64_t nn = (int64_t)n * n;
     if (v)
-      eigh_jacobi_kernel<T, N, true><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(
+      eigh_jacobi_kernel<S, T, N, true><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(
           a + b * nn, uplo, n, count, w + b * n, v + b * nn, info + b);
     else
-      eigh_jacobi_kernel<T, N, false><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(
+      eigh_jacobi_kernel<S, T, N, false><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(
           a + b * nn, uplo, n, count, w + b * n, nullptr, info + b);
   }
 }
 
-template <typename T>
+template <typename S, typename T>
 void launch_jacobi_n(const void *A, int uplo, int n, int64_t batch, void *W, void *V, int *info,
                      cudaStream_t stream) {
   if (n <= 4)
-    launch_jacobi<T, 4>(A, uplo, n, batch, W, V, info, stream);
+    launch_jacobi<S, T, 4>(A, uplo, n, batch, W, V, info, stream);
   else if (n <= 8)
-    launch_jacobi<T, 8>(A, uplo, n, batch, W, V, info, stream);
+    launch_jacobi<S, T, 8>(A, uplo, n, batch, W, V, info, stream);
   else if (n <= 16)
-    launch_jacobi<T, 16>(A, uplo, n, batch, W, V, info, stream);
+    launch_jacobi<S, T, 16>(A, uplo, n, batch, W, V, info, stream);
   else
-    launch_jacobi<T, 32>(A, uplo, n, batch, W, V, info, stream);
+    launch_jacobi<S, T, 32>(A, uplo, n, batch, W, V, info, stream);
 }
 
 } /* namespace */
@@ -416,14 +418,16 @@ extern "C" cudaError_t gstat_cu_eigh_jacobi(int dtype, const void *A, int uplo, 
                                             int64_t batch, void *W, void *V, int *info,
                                             cudaStream_t stream) {
   using namespace gstat_cu;
-  if (!compute_dtype(dtype) || (uplo != 0 && uplo != 1) || n < 0 || n > GSTAT_CU_JACOBI_MAX_N ||
+  if (!valid_dtype(dtype) || (uplo != 0 && uplo != 1) || n < 0 || n > GSTAT_CU_JACOBI_MAX_N ||
       batch < 0)
     return cudaErrorInvalidValue;
   if (n == 0 || batch == 0) return cudaSuccess;
   if (!A || !W || !info) return cudaErrorInvalidValue;
   if (dtype == kF32)
-    launch_jacobi_n<float>(A, uplo, (int)n, batch, W, V, info, stream);
+    launch_jacobi_n<float, float>(A, uplo, (int)n, batch, W, V, info, stream);
+  else if (dtype == kF64)
+    launch_jacobi_n<double, double>(A, uplo, (int)n, batch, W, V, info, stream);
   else
-    launch_jacobi_n<double>(A, uplo, (int)n, batch, W, V, info, stream);
+    launch_jacobi_n<bf16, float>(A, uplo, (int)n, batch, W, V, info, stream);
   return cudaGetLastError();
 }

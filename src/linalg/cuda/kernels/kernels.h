@@ -42,7 +42,8 @@ cudaError_t gstat_cu_scatter(const void *src, int src_dtype, int64_t batch, int6
                              int64_t cols, void *dst, int dst_dtype, int64_t bs, int64_t rs,
                              int64_t cs, cudaStream_t stream);
 
-/* Symmetric eigensolver for n <= 32 (cyclic Jacobi). dtype 1 or 2; A, V dense
+/* Symmetric eigensolver for n <= 32 (cyclic Jacobi). dtype 1, 2 or 3 (bf16
+ * A, W and V, computed in float, stored rounded to nearest even); A, V dense
  * column-major batches (stride n*n), W dense (stride n). Only the uplo
  * triangle (0 lower, 1 upper) of A is read. W ascends; column j of V is the
  * unit eigenvector of W[j], its largest-magnitude entry positive (first on
@@ -72,7 +73,7 @@ cudaError_t gstat_cu_flag_nonfinite(int dtype, const void *X, int64_t per_elem, 
 /* In-place Cholesky A = L L^T of a dense column-major batch (dtype 1 or 2),
  * n <= 64: reads and writes the lower triangle, zeroes the strict upper one.
  * info[b] = 0, or the order of the first leading minor that is not positive
- * definite (then element b holds garbage: fill it with gstat_cu_fill_nan_where). */
+ * definite (then all of element b is written as NaN). */
 cudaError_t gstat_cu_cholesky_small(int dtype, void *A, int64_t n, int64_t batch, int *info,
                                     cudaStream_t stream);
 

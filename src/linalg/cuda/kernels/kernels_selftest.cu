@@ -672,13 +672,56 @@ void test_flag_and_fill() {
   record("fill_nan_where (3 dtypes)", bad_fill == 0, fmt("%d dtypes bad", bad_fill));
 }
 
+/* bf16 storage: the same float computation as dtype 1 on the widened input,
+ * so every output must be the float result rounded to nearest even, bit for
+ * bit. */
+void test_jacobi_bf16() {
+  int bad = 0, compared = 0;
+  for (int n : {1, 5, 16, 17, 32})
+    for (int uplo = 0; uplo <= 1; ++uplo) {
+      const int batch = 37;
+      std::vector<uint16_t> a16((size_t)batch * n * n);
+      std::vector<float> a32(a16.size());
+      for (int b = 0; b < batch; ++b)
+        for (int j = 0; j < n; ++j)
+          for (int i = j; i < n; ++i) {
+            const uint16_t h = h_f32_to_bf16((float)uniform(-4, 4));
+            for (size_t e : {(size_t)b * n * n + i + (size_t)j * n, (size_t)b * n * n + j + (size_t)i * n}) {
+              a16[e] = h;
+              const uint32_t u = (uint32_t)h << 16;
+              std::memcpy(&a32[e], &u, 4);
+            }
+          }
+      Dev d16(a16.size() * 2), d32(a32.size() * 4), w16((size_t)batch * n * 2), w32((size_t)batch * n * 4),
+          v16(a16.size() * 2), v32(a32.size() * 4), i16(batch * sizeof(int)), i32(batch * sizeof(int));
+      d16.put(a16.data());
+      d32.put(a32.data());
+      CK(gstat_cu_eigh_jacobi(3, d16.p, uplo, n, batch, w16.p, v16.p, i16.as<int>(), 0));
+      CK(gstat_cu_eigh_jacobi(1, d32.p, uplo, n, batch, w32.p, v32.p, i32.as<int>(), 0));
+      std::vector<uint16_t> W16((size_t)batch * n), V16(a16.size());
+      std::vector<float> W32(W16.size()), V32(a32.size());
+      std::vector<int> I16(batch), I32(batch);
+      w16.get(W16.data());
+      v16.get(V16.data());
+      w32.get(W32.data());
+      v32.get(V32.data());
+      i16.get(I16.data());
+      i32.get(I32.data());
+      for (size_t e = 0; e < W16.size(); ++e) bad += W16[e] != h_f32_to_bf16(W32[e]);
+      for (size_t e = 0; e < V16.size(); ++e) bad += V16[e] != h_f32_to_bf16(V32[e]);
+      for (int b = 0; b < batch; ++b) bad += I16[b] != I32[b];
+      compared += (int)(W16.size() + V16.size());
+    }
+  record("jacobi bf16 storage", bad == 0, fmt("%d outputs vs float rounded: %d differ", compared, bad));
+}
+
 /* ---- Cholesky ------------------------------------------------------------------------------------ */
 
 template <typename T> void test_cholesky(int dt) {
   const ld ulp = sizeof(T) == 4 ? FLT_EPSILON : DBL_EPSILON;
   const int ns[] = {1, 2, 3, 4, 5, 8, 13, 16, 17, 31, 32, 33, 47, 64};
   double worst = 0;
-  int bad_info = 0, bad_upper = 0, bad_resid = 0, bad_ref = 0, checked = 0;
+  int bad_info = 0, bad_upper = 0, bad_resid = 0, bad_ref = 0, bad_nan = 0, checked = 0;
   std::string worst_case;
   for (int n : ns) {
     const int batch = n <= 8 ? 101 : 19;
@@ -713,8 +756,13 @@ template <typename T> void test_cholesky(int dt) {
         ++bad_info;
         continue;
       }
-      if (want_info[b]) continue;
       const T *a = &A[(size_t)b * n * n], *l = &L[(size_t)b * n * n];
+      if (want_info[b]) { /* a failed element is all NaN */
+        bool all_nan = true;
+        for (int e = 0; e < n * n; ++e) all_nan &= std::isnan(l[e]);
+        bad_nan += !all_nan;
+        continue;
+      }
       ++checked;
       bool upper_ok = true;
       for (int j = 0; j < n; ++j)
@@ -754,10 +802,10 @@ template <typename T> void test_cholesky(int dt) {
       bad_ref += !(maxdiff <= 60 * n * ulp * maxl); /* A is well conditioned (diagonal shift n) */
     }
   }
-  record(fmt("cholesky_small %s", dname(dt)), bad_info + bad_upper + bad_resid + bad_ref == 0,
+  record(fmt("cholesky_small %s", dname(dt)), bad_info + bad_upper + bad_resid + bad_ref + bad_nan == 0,
          fmt("%d factored (+ not-PD cases), max resid %.2f (%s); bad: info %d upper %d resid %d "
-             "vs-host %d",
-             checked, worst, worst_case.c_str(), bad_info, bad_upper, bad_resid, bad_ref));
+             "vs-host %d not-NaN %d",
+             checked, worst, worst_case.c_str(), bad_info, bad_upper, bad_resid, bad_ref, bad_nan));
 }
 
 template <typename T> void time_cholesky(int dt, int n, int batch, double target_ms) {
@@ -801,7 +849,7 @@ template <typename T> void time_cholesky(int dt, int n, int batch, double target
 void test_bad_arguments() {
   int bad = 0;
   bad += gstat_cu_eigh_jacobi(1, nullptr, 0, 33, 1, nullptr, nullptr, nullptr, 0) != cudaErrorInvalidValue;
-  bad += gstat_cu_eigh_jacobi(3, nullptr, 0, 4, 1, nullptr, nullptr, nullptr, 0) != cudaErrorInvalidValue;
+  bad += gstat_cu_eigh_jacobi(4, nullptr, 0, 4, 1, nullptr, nullptr, nullptr, 0) != cudaErrorInvalidValue;
   bad += gstat_cu_eigh_jacobi(1, nullptr, 0, 4, 0, nullptr, nullptr, nullptr, 0) != cudaSuccess;
   bad += gstat_cu_cholesky_small(2, nullptr, 65, 1, nullptr, 0) != cudaErrorInvalidValue;
   bad += gstat_cu_gather(nullptr, 1, 1, 2, 2, 4, 1, 2, nullptr, 3, 0) != cudaErrorInvalidValue;
@@ -831,12 +879,15 @@ int main() {
   test_cholesky<double>(2);
   test_jacobi<float>(1);
   test_jacobi<double>(2);
+  test_jacobi_bf16();
   time_jacobi<float>(1, 32, 1024, 0.16);
   time_jacobi<double>(2, 32, 1024, 0);
   time_jacobi<float>(1, 16, 100000, 0);
   time_jacobi<double>(2, 16, 100000, 0);
   time_cholesky<float>(1, 32, 1024, 0.040);
   time_cholesky<double>(2, 32, 1024, 0);
+  time_cholesky<float>(1, 64, 512, 0.076); /* potrfBatched: 0.076-0.081 ms */
+  time_cholesky<double>(2, 64, 512, 0);
   CK(cudaDeviceSynchronize());
 
   int failed = 0;
