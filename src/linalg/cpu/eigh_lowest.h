@@ -4,7 +4,8 @@
  * our Householder reduction (eigh_small.c), LAPACK's bisection (stebz) and
  * inverse iteration (stein, reorthogonalized within clusters), and our back
  * transform of the m vectors, in place of a full decomposition whose implicit
- * QL/QR sweep and n x n rotations dominate. */
+ * QL/QR sweep and n x n rotations dominate. From m > n / 2 on, the full small
+ * eigh. */
 #ifndef GSTAT_LINALG_CPU_EIGH_LOWEST_H
 #define GSTAT_LINALG_CPU_EIGH_LOWEST_H
 
