@@ -1,0 +1,199 @@
+/*
+ * What limits cusolverDnXsyevBatched at mid n (the routine gstat's 32 < n <
+ * 2048 path calls)? One table for a batch of n x n float32 matrices in
+ * device memory, median of REPS with CUDA events, each run including the
+ * copy of the input the solver overwrites:
+ *   one call       the whole batch in one call on one stream
+ *   split S        the batch cut into S parts, one call each on S streams
+ *                  (own handles and workspaces), joined with events
+ *   graph          the one call captured into a CUDA graph and replayed
+ *                  (nan when cuSOLVER cannot be captured)
+ * If the time hardly changes with the batch, the routine is bound by its
+ * sequence of small steps: splitting can only help if steps from different
+ * streams overlap, a graph only if launch overhead is a large part.
+ *
+ *   probe_syev_batched N REPS BATCH...
+ */
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CK(x)                                                                     \
+  do {                                                                            \
+    cudaError_t e_ = (x);                                                         \
+    if (e_ != cudaSuccess) {                                                      \
+      fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      exit(1);                                                                    \
+    }                                                                             \
+  } while (0)
+
+enum { MAX_SPLIT = 4 };
+
+typedef struct {
+  int64_t n, batch;
+  float *a0, *a, *w;
+  int *info;
+  cudaStream_t main, side[MAX_SPLIT];
+  cudaEvent_t fork, join[MAX_SPLIT];
+  cusolverDnHandle_t h[MAX_SPLIT];
+  cusolverDnParams_t p;
+  void *work[MAX_SPLIT], *hwork[MAX_SPLIT];
+  size_t dev_bytes[MAX_SPLIT], host_bytes[MAX_SPLIT];
+} probe;
+
+static int cmp(const void *x, const void *y) {
+  float a = *(const float *)x, b = *(const float *)y;
+  return (a > b) - (a < b);
+}
+
+/* Solve matrices [b0, b0 + nb) with handle k (on its stream). */
+static int solve(probe *q, int k, int64_t b0, int64_t nb) {
+  size_t off = (size_t)(b0 * q->n * q->n);
+  return cusolverDnXsyevBatched(q->h[k], q->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, q->n,
+                                CUDA_R_32F, q->a + off, q->n, CUDA_R_32F, q->w + b0 * q->n, CUDA_R_32F,
+                                q->work[k], q->dev_bytes[k], q->hwork[k], q->host_bytes[k], q->info + b0,
+                                nb) != CUSOLVER_STATUS_SUCCESS;
+}
+
+static void reserve(probe *q, int k, int64_t nb) {
+  size_t dev = 0, host = 0;
+  if (cusolverDnXsyevBatched_bufferSize(q->h[k], q->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, q->n,
+                                        CUDA_R_32F, q->a, q->n, CUDA_R_32F, q->w, CUDA_R_32F, &dev, &host,
+                                        nb) != CUSOLVER_STATUS_SUCCESS) {
+    fprintf(stderr, "bufferSize failed\n");
+    exit(1);
+  }
+  if (dev > q->dev_bytes[k]) {
+    cudaFree(q->work[k]);
+    CK(cudaMalloc(&q->work[k], dev));
+    CK(cudaMemset(q->work[k], 0, dev));
+    q->dev_bytes[k] = dev;
+  }
+  if (host > q->host_bytes[k]) {
+    free(q->hwork[k]);
+    q->hwork[k] = malloc(host);
+    q->host_bytes[k] = host;
+  }
+}
+
+/* One timed run: copy, then the batch in `parts` calls over as many streams. */
+static int run_split(probe *q, int parts) {
+  size_t bytes = sizeof(float) * (size_t)(q->batch * q->n * q->n);
+  CK(cudaMemcpyAsync(q->a, q->a0, bytes, cudaMemcpyDeviceToDevice, q->main));
+  CK(cudaEventRecord(q->fork, q->main));
+  int64_t per = (q->batch + parts - 1) / parts;
+  for (int k = 0; k < parts; k++) {
+    int64_t b0 = k * per, nb = q->batch - b0 < per ? q->batch - b0 : per;
+    if (nb <= 0) break;
+    CK(cudaStreamWaitEvent(q->side[k], q->fork, 0));
+    if (solve(q, k, b0, nb)) return 1;
+    CK(cudaEventRecord(q->join[k], q->side[k]));
+    CK(cudaStreamWaitEvent(q->main, q->join[k], 0));
+  }
+  return 0;
+}
+
+static float median_ms(probe *q, int parts, cudaGraphExec_t graph, int reps) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  float *t = malloc(sizeof(float) * (size_t)(reps + 1));
+  for (int r = 0; r <= reps; r++) { /* the first is a warm-up */
+    CK(cudaEventRecord(e0, q->main));
+    if (graph) {
+      CK(cudaGraphLaunch(graph, q->main));
+    } else if (run_split(q, parts)) {
+      free(t);
+      return NAN;
+    }
+    CK(cudaEventRecord(e1, q->main));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaEventElapsedTime(&t[r], e0, e1));
+  }
+  qsort(t + 1, (size_t)reps, sizeof(float), cmp);
+  float med = t[1 + reps / 2];
+  free(t);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return med;
+}
+
+/* The one-call run captured into a graph; NULL when capture fails. */
+static cudaGraphExec_t capture(probe *q) {
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t exec = NULL;
+  if (cudaStreamBeginCapture(q->side[0], cudaStreamCaptureModeRelaxed) != cudaSuccess) return NULL;
+  size_t bytes = sizeof(float) * (size_t)(q->batch * q->n * q->n);
+  int bad = cudaMemcpyAsync(q->a, q->a0, bytes, cudaMemcpyDeviceToDevice, q->side[0]) != cudaSuccess;
+  bad |= solve(q, 0, 0, q->batch);
+  bad |= cudaStreamEndCapture(q->side[0], &g) != cudaSuccess;
+  if (!bad && g) bad = cudaGraphInstantiate(&exec, g, 0) != cudaSuccess;
+  if (g) cudaGraphDestroy(g);
+  cudaGetLastError();
+  return bad ? NULL : exec;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: %s N REPS BATCH...\n", argv[0]);
+    return 2;
+  }
+  const int64_t n = atoll(argv[1]);
+  const int reps = atoi(argv[2]);
+  printf("XsyevBatched float32, n = %lld, median of %d (ms)\n", (long long)n, reps);
+  printf("%8s %10s %10s %10s %10s\n", "batch", "one call", "split 2", "split 4", "graph");
+  for (int c = 3; c < argc; c++) {
+    probe q = {0};
+    q.n = n;
+    q.batch = atoll(argv[c]);
+    size_t na = (size_t)(q.batch * n * n);
+    float *h = malloc(sizeof(float) * na);
+    unsigned long long s = 7;
+    for (int64_t k = 0; k < q.batch; k++) /* bench_cuda's matrices */
+      for (int64_t j = 0; j < n; j++)
+        for (int64_t i = j; i < n; i++) {
+          s = s * 6364136223846793005ull + 1442695040888963407ull;
+          float x = (float)((double)(s >> 11) * 0x1.0p-53 - 0.5 + (i == j ? (double)n : 0));
+          h[k * n * n + i + j * n] = h[k * n * n + j + i * n] = x;
+        }
+    CK(cudaMalloc((void **)&q.a0, sizeof(float) * na));
+    CK(cudaMalloc((void **)&q.a, sizeof(float) * na));
+    CK(cudaMalloc((void **)&q.w, sizeof(float) * (size_t)(q.batch * n)));
+    CK(cudaMalloc((void **)&q.info, sizeof(int) * (size_t)q.batch));
+    CK(cudaMemcpy(q.a0, h, sizeof(float) * na, cudaMemcpyHostToDevice));
+    free(h);
+    CK(cudaStreamCreateWithFlags(&q.main, cudaStreamNonBlocking));
+    CK(cudaEventCreateWithFlags(&q.fork, cudaEventDisableTiming));
+    cusolverDnCreateParams(&q.p);
+    for (int k = 0; k < MAX_SPLIT; k++) {
+      CK(cudaStreamCreateWithFlags(&q.side[k], cudaStreamNonBlocking));
+      CK(cudaEventCreateWithFlags(&q.join[k], cudaEventDisableTiming));
+      cusolverDnCreate(&q.h[k]);
+      cusolverDnSetStream(q.h[k], q.side[k]);
+      reserve(&q, k, q.batch);
+    }
+    float one = median_ms(&q, 1, NULL, reps), two = median_ms(&q, 2, NULL, reps);
+    float four = median_ms(&q, 4, NULL, reps);
+    cudaGraphExec_t g = capture(&q);
+    float graph = g ? median_ms(&q, 1, g, reps) : NAN;
+    printf("%8lld %10.3f %10.3f %10.3f %10.3f\n", (long long)q.batch, one, two, four, graph);
+    if (g) cudaGraphExecDestroy(g);
+    for (int k = 0; k < MAX_SPLIT; k++) {
+      cusolverDnDestroy(q.h[k]);
+      cudaStreamDestroy(q.side[k]);
+      cudaEventDestroy(q.join[k]);
+      cudaFree(q.work[k]);
+      free(q.hwork[k]);
+    }
+    cusolverDnDestroyParams(q.p);
+    cudaEventDestroy(q.fork);
+    cudaStreamDestroy(q.main);
+    cudaFree(q.a0);
+    cudaFree(q.a);
+    cudaFree(q.w);
+    cudaFree(q.info);
+  }
+  return 0;
+}
