@@ -43,6 +43,20 @@ typedef enum {
 
 typedef enum { FAULT_NONE, FAULT_OOM, FAULT_SOLVER, FAULT_NONFINITE } gstat_cu_fault;
 
+/* A cuSOLVER call captured into a CUDA graph, with everything it captured
+ * (shape, buffers, sizes) as its key (eigh_cuda.c). */
+typedef struct {
+  cudaGraphExec_t exec; /* NULL: not captured, or the capture was refused */
+  bool used;
+  int64_t n, nb;
+  int cdt, jobz, fill;
+  const void *a, *w, *info, *work, *hwork;
+  size_t dev_bytes, host_bytes;
+  unsigned long long stamp; /* last use, for replacing the older entry */
+} gstat_cu_graph;
+
+enum { GSTAT_CU_GRAPHS = 2 };
+
 typedef struct gstat_cu_state {
   int device;
   cudaStream_t own, stream; /* stream: the caller's or `own` */
@@ -60,6 +74,12 @@ typedef struct gstat_cu_state {
   /* what pca_fit left in CU_DATA for pca_scores */
   int64_t pca_batch, pca_n, pca_p;
   int pca_cdt, pca_row_major;
+  /* the batched eigensolver's graphs, captured on their own stream with their
+   * own handle (no other call can touch what a graph holds) */
+  cudaStream_t capture;
+  cusolverDnHandle_t capture_solver;
+  gstat_cu_graph graphs[GSTAT_CU_GRAPHS];
+  unsigned long long graph_clock;
   int64_t device_allocations;
   size_t free_bytes_cap; /* chunking budget, from cudaMemGetInfo at creation */
 } gstat_cu_state;

@@ -3,7 +3,8 @@
  * H200; bench/README.md has the numbers):
  *   n <= 32          our Jacobi kernel (kernels/), one launch for the batch
  *                    (bf16 device data read and written as bf16 by it)
- *   32 < n < 2048    cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX
+ *   32 < n < 2048    cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX,
+ *                    replayed from a CUDA graph where cuSOLVER allows capture
  *   n >= 2048        cusolverDnXsyevd per matrix, spread over side streams
  * Any batch size runs: the batch is cut into chunks that fit device memory,
  * halved again when an allocation fails.
@@ -29,6 +30,54 @@ typedef struct {
   cusolverEigMode_t jobz;
 } eigh_run;
 
+static cusolverStatus_t call_syev_batched(const eigh_run *r, cusolverDnHandle_t h, void *dA, void *dW,
+                                          int *dInfo, int64_t nb, void *dwork, size_t dev_bytes, void *hwork,
+                                          size_t host_bytes) {
+  cudaDataType t = cuda_type(r->cdt);
+  return cusolverDnXsyevBatched(h, r->s->params, r->jobz, r->fill, r->n, t, dA, r->n, t, dW, t, dwork, dev_bytes,
+                                hwork, host_bytes, dInfo, nb);
+}
+
+/* The batched solver replayed from a CUDA graph: at mid n it is bound by
+ * launching its many small kernels one after another (64x512 float: 28 ms
+ * as one call whatever the batch from 8 to 64, 24.4 ms replayed; 512x64
+ * 1.18 -> 1.14 ms; bench/probe_syev_batched, H200). A graph is captured once
+ * per key (shape and the context's own buffers, which the solve therefore
+ * uses) and replayed after; when cuSOLVER refuses capture (n = 1024 does)
+ * the key remembers it and the call runs directly. */
+static gstat_cu_graph *graph_for(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb, void *dwork,
+                                 size_t dev_bytes, void *hwork, size_t host_bytes) {
+  gstat_cu_state *s = r->s;
+  gstat_cu_graph key = {NULL, true, r->n, nb, r->cdt, (int)r->jobz, (int)r->fill, dA, dW, dInfo, dwork, hwork,
+                        dev_bytes, host_bytes, ++s->graph_clock};
+  gstat_cu_graph *old = &s->graphs[0];
+  for (int g = 0; g < GSTAT_CU_GRAPHS; g++) {
+    gstat_cu_graph *c = &s->graphs[g];
+    if (c->used && c->n == key.n && c->nb == key.nb && c->cdt == key.cdt && c->jobz == key.jobz &&
+        c->fill == key.fill && c->a == key.a && c->w == key.w && c->info == key.info && c->work == key.work &&
+        c->hwork == key.hwork && c->dev_bytes == key.dev_bytes && c->host_bytes == key.host_bytes) {
+      c->stamp = key.stamp;
+      return c;
+    }
+    if (!c->used || c->stamp < old->stamp) old = c;
+  }
+  if (old->exec) cudaGraphExecDestroy(old->exec);
+  *old = key;
+  /* captured on the context's capture stream (never the caller's): nothing runs now */
+  cudaStream_t cs = s->capture;
+  cudaGraph_t graph = NULL;
+  if (cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed) == cudaSuccess) {
+    cusolverStatus_t st =
+        call_syev_batched(r, s->capture_solver, dA, dW, dInfo, nb, dwork, dev_bytes, hwork, host_bytes);
+    if (cudaStreamEndCapture(cs, &graph) == cudaSuccess && graph && st == CUSOLVER_STATUS_SUCCESS &&
+        cudaGraphInstantiate(&old->exec, graph, 0) != cudaSuccess)
+      old->exec = NULL;
+    if (graph) cudaGraphDestroy(graph);
+  }
+  cudaGetLastError(); /* a refused capture leaves no error behind */
+  return old;
+}
+
 /* Workspace query + call of the batched solver on `nb` matrices in dA. */
 static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb) {
   size_t dev_bytes = 0, host_bytes = 0;
@@ -44,8 +93,12 @@ static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dIn
    * them fresh garbage (clearing it on every call costs a pass over it) */
   cudaError_t err = r->s->device_allocations != before ? cudaMemsetAsync(dwork, 0, dev_bytes, r->s->stream) : cudaSuccess;
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "clearing the workspace", err);
-  st = cusolverDnXsyevBatched(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA, r->n, t, dW, t, dwork,
-                              dev_bytes, hwork, host_bytes, dInfo, nb);
+  gstat_cu_graph *g = graph_for(r, dA, dW, dInfo, nb, dwork, dev_bytes, hwork, host_bytes);
+  if (g->exec) {
+    err = cudaGraphLaunch(g->exec, r->s->stream);
+    return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "XsyevBatched graph", err);
+  }
+  st = call_syev_batched(r, r->s->solver, dA, dW, dInfo, nb, dwork, dev_bytes, hwork, host_bytes);
   return st == CUSOLVER_STATUS_SUCCESS ? GSTAT_OK : gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched", st);
 }
 
@@ -130,7 +183,12 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     char *v16 = r->want ? gstat_cu_dense(V, GSTAT_BF16, b0) : NULL;
     if (a16 && w16 && (!r->want || (v16 && v16 != a16))) return jacobi_bf16(r, a16, w16, v16, b0, nb, info);
   }
-  char *src = gstat_cu_dense(&A, r->cdt, b0), *dV = r->want ? gstat_cu_dense(V, r->cdt, b0) : NULL, *dW = gstat_cu_dense(w, r->cdt, b0);
+  /* the batched solver runs in the context's buffers (its graph is keyed by
+   * them), so only the other paths use the caller's V and w in place */
+  bool own_buffers = !jacobi && r->n < loop_min_n;
+  char *src = gstat_cu_dense(&A, r->cdt, b0);
+  char *dV = r->want && !own_buffers ? gstat_cu_dense(V, r->cdt, b0) : NULL;
+  char *dW = own_buffers ? NULL : gstat_cu_dense(w, r->cdt, b0);
   bool v_in_place = dV != NULL, w_in_place = dW != NULL;
   if (jacobi && src && src == dV) src = NULL; /* the kernel does not work in place */
   cudaError_t err = cudaSuccess;

@@ -201,6 +201,8 @@ static void destroy(void *state) {
   gstat_cu_state *s = state;
   if (!s) return;
   cudaSetDevice(s->device);
+  for (int g = 0; g < GSTAT_CU_GRAPHS; g++)
+    if (s->graphs[g].exec) cudaGraphExecDestroy(s->graphs[g].exec);
   for (int r = 0; r < CU_NBUF; r++)
     if (s->dev[r].ptr) cudaFree(s->dev[r].ptr);
   if (s->host_work.ptr) cudaFreeHost(s->host_work.ptr);
@@ -215,6 +217,8 @@ static void destroy(void *state) {
   }
   for (int k = 0; k <= GSTAT_CU_STREAMS; k++)
     if (s->ev[k]) cudaEventDestroy(s->ev[k]);
+  if (s->capture_solver) cusolverDnDestroy(s->capture_solver);
+  if (s->capture) cudaStreamDestroy(s->capture);
   if (s->blas) cublasDestroy(s->blas);
   if (s->own) cudaStreamDestroy(s->own);
   free(s);
@@ -269,6 +273,13 @@ static gstat_status create(gstat_ctx *ctx, int device, void **out) {
     }
     cusolverDnSetStream(s->side_solver[k], s->side[k]);
   }
+  if (cudaStreamCreateWithFlags(&s->capture, cudaStreamNonBlocking) != cudaSuccess ||
+      cusolverDnCreate(&s->capture_solver) != CUSOLVER_STATUS_SUCCESS) {
+    cudaGetLastError();
+    st = gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "cuda: cannot create the capture stream and handle");
+    goto done;
+  }
+  cusolverDnSetStream(s->capture_solver, s->capture);
   set_stream(s, NULL);
   size_t free_b = 0, total_b = 0;
   cudaMemGetInfo(&free_b, &total_b);
