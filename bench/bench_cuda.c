@@ -19,13 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(x)                                                                 \
-  do {                                                                        \
-    cudaError_t e_ = (x);                                                     \
-    if (e_ != cudaSuccess) {                                                  \
+#define CK(x)                                                                    \
+  do {                                                                           \
+    cudaError_t e_ = (x);                                                        \
+    if (e_ != cudaSuccess) {                                                     \
       fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      exit(1);                                                                \
-    }                                                                         \
+      exit(1);                                                                   \
+    }                                                                            \
   } while (0)
 
 typedef int (*run_fn)(void *arg);
@@ -90,25 +90,29 @@ static int run_gstat(void *arg) {
   return st != GSTAT_OK;
 }
 
-static size_t bytes_a(const bench *b) { return (size_t)(b->batch * b->n * b->n) * b->es; }
+static size_t bytes_a(const bench *b) {
+  return (size_t)(b->batch * b->n * b->n) * b->es;
+}
 
 static int run_syev_batched(void *arg) {
   bench *b = arg;
   cudaDataType t = b->f64 ? CUDA_R_64F : CUDA_R_32F;
   CK(cudaMemcpyAsync(b->a, b->a0, bytes_a(b), cudaMemcpyDeviceToDevice, 0));
-  return cusolverDnXsyevBatched(b->h, b->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, b->n, t, b->a, b->n,
-                                t, b->w, t, b->work, b->work_bytes, b->host_work, b->host_bytes, b->info,
-                                b->batch) != CUSOLVER_STATUS_SUCCESS;
+  return cusolverDnXsyevBatched(b->h, b->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, b->n,
+                                t, b->a, b->n, t, b->w, t, b->work, b->work_bytes, b->host_work,
+                                b->host_bytes, b->info, b->batch) != CUSOLVER_STATUS_SUCCESS;
 }
 
 static int run_syevj_batched(void *arg) {
   bench *b = arg;
   CK(cudaMemcpyAsync(b->a, b->a0, bytes_a(b), cudaMemcpyDeviceToDevice, 0));
   cusolverStatus_t st =
-      b->f64 ? cusolverDnDsyevjBatched(b->h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, (int)b->n, b->a,
-                                       (int)b->n, b->w, b->work, (int)(b->work_bytes / 8), b->info, b->j, (int)b->batch)
-             : cusolverDnSsyevjBatched(b->h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, (int)b->n, b->a,
-                                       (int)b->n, b->w, b->work, (int)(b->work_bytes / 4), b->info, b->j, (int)b->batch);
+      b->f64 ? cusolverDnDsyevjBatched(b->h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
+                                       (int)b->n, b->a, (int)b->n, b->w, b->work,
+                                       (int)(b->work_bytes / 8), b->info, b->j, (int)b->batch)
+             : cusolverDnSsyevjBatched(b->h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
+                                       (int)b->n, b->a, (int)b->n, b->w, b->work,
+                                       (int)(b->work_bytes / 4), b->info, b->j, (int)b->batch);
   return st != CUSOLVER_STATUS_SUCCESS;
 }
 
@@ -119,8 +123,8 @@ static int run_syevd_loop(void *arg) {
   for (int64_t k = 0; k < b->batch; k++)
     if (cusolverDnXsyevd(b->h, b->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, b->n, t,
                          (char *)b->a + (size_t)(k * b->n * b->n) * b->es, b->n, t,
-                         (char *)b->w + (size_t)(k * b->n) * b->es, t, b->work, b->work_bytes, b->host_work,
-                         b->host_bytes, b->info) != CUSOLVER_STATUS_SUCCESS)
+                         (char *)b->w + (size_t)(k * b->n) * b->es, t, b->work, b->work_bytes,
+                         b->host_work, b->host_bytes, b->info) != CUSOLVER_STATUS_SUCCESS)
       return 1;
   return 0;
 }
@@ -128,10 +132,11 @@ static int run_syevd_loop(void *arg) {
 static int run_potrf_batched(void *arg) {
   bench *b = arg;
   CK(cudaMemcpyAsync(b->a, b->a0, bytes_a(b), cudaMemcpyDeviceToDevice, 0));
-  cusolverStatus_t st = b->f64 ? cusolverDnDpotrfBatched(b->h, CUBLAS_FILL_MODE_LOWER, (int)b->n, (double **)b->ptrs,
-                                                         (int)b->n, b->info, (int)b->batch)
-                               : cusolverDnSpotrfBatched(b->h, CUBLAS_FILL_MODE_LOWER, (int)b->n, (float **)b->ptrs,
-                                                         (int)b->n, b->info, (int)b->batch);
+  cusolverStatus_t st =
+      b->f64 ? cusolverDnDpotrfBatched(b->h, CUBLAS_FILL_MODE_LOWER, (int)b->n, (double **)b->ptrs,
+                                       (int)b->n, b->info, (int)b->batch)
+             : cusolverDnSpotrfBatched(b->h, CUBLAS_FILL_MODE_LOWER, (int)b->n, (float **)b->ptrs,
+                                       (int)b->n, b->info, (int)b->batch);
   return st != CUSOLVER_STATUS_SUCCESS;
 }
 
@@ -172,10 +177,14 @@ int main(int argc, char **argv) {
       for (int64_t i = j; i < b.n; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         double x = (double)(s >> 11) * 0x1.0p-53 - 0.5 + (i == j ? (double)b.n : 0);
-        size_t o1 = (size_t)(k * b.n * b.n + i + j * b.n), o2 = (size_t)(k * b.n * b.n + j + i * b.n);
-        if (b.f64) ((double *)h)[o1] = ((double *)h)[o2] = x;
-        else if (b.bf16) ((unsigned short *)h)[o1] = ((unsigned short *)h)[o2] = gstat_f32_to_bf16((float)x);
-        else ((float *)h)[o1] = ((float *)h)[o2] = (float)x;
+        size_t o1 = (size_t)(k * b.n * b.n + i + j * b.n),
+               o2 = (size_t)(k * b.n * b.n + j + i * b.n);
+        if (b.f64)
+          ((double *)h)[o1] = ((double *)h)[o2] = x;
+        else if (b.bf16)
+          ((unsigned short *)h)[o1] = ((unsigned short *)h)[o2] = gstat_f32_to_bf16((float)x);
+        else
+          ((float *)h)[o1] = ((float *)h)[o2] = (float)x;
       }
   /* the same matrices for the anchors timed elsewhere (torch, CuPy) */
   if (argc > 6) {
@@ -224,8 +233,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (b.n * b.n * b.batch <= 2147483647LL &&
-      cusolverDnXsyevBatched_bufferSize(b.h, b.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, b.n, t, b.a, b.n,
-                                        t, b.w, t, &dev, &host, b.batch) == CUSOLVER_STATUS_SUCCESS) {
+      cusolverDnXsyevBatched_bufferSize(b.h, b.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
+                                        b.n, t, b.a, b.n, t, b.w, t, &dev, &host,
+                                        b.batch) == CUSOLVER_STATUS_SUCCESS) {
     need(&b, dev, host);
     printf("syevBatched_ms=%.4f ", time_it(run_syev_batched, &b, reps));
   } else {
@@ -234,16 +244,20 @@ int main(int argc, char **argv) {
   if (b.n <= 32) {
     int lwork = 0;
     cusolverDnCreateSyevjInfo(&b.j);
-    if (b.f64) cusolverDnDsyevjBatched_bufferSize(b.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, (int)b.n, b.a, (int)b.n, b.w, &lwork, b.j, (int)b.batch);
-    else cusolverDnSsyevjBatched_bufferSize(b.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, (int)b.n, b.a, (int)b.n, b.w, &lwork, b.j, (int)b.batch);
+    if (b.f64)
+      cusolverDnDsyevjBatched_bufferSize(b.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
+                                         (int)b.n, b.a, (int)b.n, b.w, &lwork, b.j, (int)b.batch);
+    else
+      cusolverDnSsyevjBatched_bufferSize(b.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
+                                         (int)b.n, b.a, (int)b.n, b.w, &lwork, b.j, (int)b.batch);
     need(&b, (size_t)lwork * b.es, 0);
     printf("syevjBatched_ms=%.4f ", time_it(run_syevj_batched, &b, reps));
   } else {
     printf("syevjBatched_ms=nan ");
   }
   if (b.batch <= 64 &&
-      cusolverDnXsyevd_bufferSize(b.h, b.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, b.n, t, b.a, b.n, t,
-                                  b.w, t, &dev, &host) == CUSOLVER_STATUS_SUCCESS) {
+      cusolverDnXsyevd_bufferSize(b.h, b.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, b.n,
+                                  t, b.a, b.n, t, b.w, t, &dev, &host) == CUSOLVER_STATUS_SUCCESS) {
     need(&b, dev, host);
     printf("syevd_loop_ms=%.4f\n", time_it(run_syevd_loop, &b, reps < 3 ? reps : 3));
   } else {

@@ -21,17 +21,22 @@ static double now_ms(void) {
 }
 
 static int parse_dtype(const char *s, gstat_dtype *dt) {
-  if (!strcmp(s, "f32")) *dt = GSTAT_F32;
-  else if (!strcmp(s, "f64")) *dt = GSTAT_F64;
-  else if (!strcmp(s, "bf16")) *dt = GSTAT_BF16;
-  else return 0;
+  if (!strcmp(s, "f32"))
+    *dt = GSTAT_F32;
+  else if (!strcmp(s, "f64"))
+    *dt = GSTAT_F64;
+  else if (!strcmp(s, "bf16"))
+    *dt = GSTAT_BF16;
+  else
+    return 0;
   return 1;
 }
 
 int main(int argc, char **argv) {
   gstat_dtype dt;
   if (argc < 6 || !parse_dtype(argv[2], &dt)) {
-    fprintf(stderr, "usage: %s eigh|eigvals|cholesky f32|f64|bf16 BATCH N REPS [IN [OUT]]\n", argv[0]);
+    fprintf(stderr, "usage: %s eigh|eigvals|cholesky f32|f64|bf16 BATCH N REPS [IN [OUT]]\n",
+            argv[0]);
     return 2;
   }
   const char *op = argv[1];
@@ -58,9 +63,12 @@ int main(int argc, char **argv) {
           double x = (double)(s >> 11) * 0x1.0p-53 - 0.5 + (i == j ? (double)n : 0);
           for (int t = 0; t < 2; t++) {
             size_t off = (size_t)(b * A.batch_stride + (t ? i : j) * n + (t ? j : i));
-            if (dt == GSTAT_F32) ((float *)a)[off] = (float)x;
-            else if (dt == GSTAT_F64) ((double *)a)[off] = x;
-            else ((unsigned short *)a)[off] = gstat_f32_to_bf16((float)x);
+            if (dt == GSTAT_F32)
+              ((float *)a)[off] = (float)x;
+            else if (dt == GSTAT_F64)
+              ((double *)a)[off] = x;
+            else
+              ((unsigned short *)a)[off] = gstat_f32_to_bf16((float)x);
           }
         }
   }
@@ -73,16 +81,21 @@ int main(int argc, char **argv) {
   for (int r = 0; r <= reps; r++) {
     double t0 = now_ms();
     gstat_status st;
-    if (!strcmp(op, "eigh")) st = gstat_eigh(ctx, &A, GSTAT_LOWER, &W, &V, NULL);
-    else if (!strcmp(op, "eigvals")) st = gstat_eigh(ctx, &A, GSTAT_LOWER, &W, NULL, NULL);
-    else st = gstat_cholesky(ctx, &A, GSTAT_LOWER, &V, NULL);
+    if (!strcmp(op, "eigh"))
+      st = gstat_eigh(ctx, &A, GSTAT_LOWER, &W, &V, NULL);
+    else if (!strcmp(op, "eigvals"))
+      st = gstat_eigh(ctx, &A, GSTAT_LOWER, &W, NULL, NULL);
+    else
+      st = gstat_cholesky(ctx, &A, GSTAT_LOWER, &V, NULL);
     double t = now_ms() - t0;
     if (st != GSTAT_OK) {
       fprintf(stderr, "%s\n", gstat_ctx_last_error(ctx));
       return 1;
     }
-    if (r == 0) first = t;
-    else if (t < best) best = t;
+    if (r == 0)
+      first = t;
+    else if (t < best)
+      best = t;
   }
   if (argc > 7) {
     FILE *f = fopen(argv[7], "wb");

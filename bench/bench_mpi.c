@@ -160,8 +160,8 @@ static void bench_pca(int rank, int size, int64_t N, int64_t P, const opts *o) {
     if ((st = gstat_mpi_pca(c.m, cpu, &Xh, &c.opt, GSTAT_MPI_ALL_RANKS, &rc)) != GSTAT_OK)
       die("gstat_mpi_pca (cpu)", c.m, st);
     for (int64_t i = 0; i < rc->n_components; i++) {
-      double d = fabs(rg->explained_variance[i] - rc->explained_variance[i]) /
-                 rc->explained_variance[i];
+      double d =
+          fabs(rg->explained_variance[i] - rc->explained_variance[i]) / rc->explained_variance[i];
       if (d > diff) diff = d;
     }
     gstat_pca_result_free(rg);

@@ -20,13 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CK(x)                                                                     \
-  do {                                                                            \
-    cudaError_t e_ = (x);                                                         \
-    if (e_ != cudaSuccess) {                                                      \
+#define CK(x)                                                                    \
+  do {                                                                           \
+    cudaError_t e_ = (x);                                                        \
+    if (e_ != cudaSuccess) {                                                     \
       fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      exit(1);                                                                    \
-    }                                                                             \
+      exit(1);                                                                   \
+    }                                                                            \
   } while (0)
 
 enum { MAX_SPLIT = 4 };
@@ -51,17 +51,17 @@ static int cmp(const void *x, const void *y) {
 /* Solve matrices [b0, b0 + nb) with handle k (on its stream). */
 static int solve(probe *q, int k, int64_t b0, int64_t nb) {
   size_t off = (size_t)(b0 * q->n * q->n);
-  return cusolverDnXsyevBatched(q->h[k], q->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, q->n,
-                                CUDA_R_32F, q->a + off, q->n, CUDA_R_32F, q->w + b0 * q->n, CUDA_R_32F,
-                                q->work[k], q->dev_bytes[k], q->hwork[k], q->host_bytes[k], q->info + b0,
-                                nb) != CUSOLVER_STATUS_SUCCESS;
+  return cusolverDnXsyevBatched(q->h[k], q->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
+                                q->n, CUDA_R_32F, q->a + off, q->n, CUDA_R_32F, q->w + b0 * q->n,
+                                CUDA_R_32F, q->work[k], q->dev_bytes[k], q->hwork[k],
+                                q->host_bytes[k], q->info + b0, nb) != CUSOLVER_STATUS_SUCCESS;
 }
 
 static void reserve(probe *q, int k, int64_t nb) {
   size_t dev = 0, host = 0;
-  if (cusolverDnXsyevBatched_bufferSize(q->h[k], q->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, q->n,
-                                        CUDA_R_32F, q->a, q->n, CUDA_R_32F, q->w, CUDA_R_32F, &dev, &host,
-                                        nb) != CUSOLVER_STATUS_SUCCESS) {
+  if (cusolverDnXsyevBatched_bufferSize(
+          q->h[k], q->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, q->n, CUDA_R_32F, q->a,
+          q->n, CUDA_R_32F, q->w, CUDA_R_32F, &dev, &host, nb) != CUSOLVER_STATUS_SUCCESS) {
     fprintf(stderr, "bufferSize failed\n");
     exit(1);
   }
@@ -126,7 +126,8 @@ static cudaGraphExec_t capture(probe *q) {
   cudaGraphExec_t exec = NULL;
   if (cudaStreamBeginCapture(q->side[0], cudaStreamCaptureModeRelaxed) != cudaSuccess) return NULL;
   size_t bytes = sizeof(float) * (size_t)(q->batch * q->n * q->n);
-  int bad = cudaMemcpyAsync(q->a, q->a0, bytes, cudaMemcpyDeviceToDevice, q->side[0]) != cudaSuccess;
+  int bad =
+      cudaMemcpyAsync(q->a, q->a0, bytes, cudaMemcpyDeviceToDevice, q->side[0]) != cudaSuccess;
   bad |= solve(q, 0, 0, q->batch);
   bad |= cudaStreamEndCapture(q->side[0], &g) != cudaSuccess;
   if (!bad && g) bad = cudaGraphInstantiate(&exec, g, 0) != cudaSuccess;

@@ -565,9 +565,6 @@ static void test_unchecked_inf(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
-
-
-
 /* Adding chunks of one size, merging and reading out allocate nothing from
  * the context after the first round (the accumulator itself uses malloc). */
 static void test_workspace_reuse(void **state) {

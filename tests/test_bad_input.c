@@ -55,16 +55,25 @@ static void fixture_free(fixture *fx) {
   tu_buf_free(&fx->X);
 }
 
-static gstat_status eigh(fixture *fx) { return gstat_eigh(fx->ctx, &fx->a, GSTAT_LOWER, &fx->w, &fx->v, fx->info); }
-static gstat_status chol(fixture *fx) { return gstat_cholesky(fx->ctx, &fx->a, GSTAT_LOWER, &fx->f, fx->info); }
-static gstat_status csolve(fixture *fx) { return gstat_cholesky_solve(fx->ctx, &fx->a, GSTAT_LOWER, &fx->b, &fx->x, fx->info); }
+static gstat_status eigh(fixture *fx) {
+  return gstat_eigh(fx->ctx, &fx->a, GSTAT_LOWER, &fx->w, &fx->v, fx->info);
+}
+static gstat_status chol(fixture *fx) {
+  return gstat_cholesky(fx->ctx, &fx->a, GSTAT_LOWER, &fx->f, fx->info);
+}
+static gstat_status csolve(fixture *fx) {
+  return gstat_cholesky_solve(fx->ctx, &fx->a, GSTAT_LOWER, &fx->b, &fx->x, fx->info);
+}
 static gstat_status tsolve(fixture *fx) {
-  return gstat_triangular_solve(fx->ctx, &fx->a, GSTAT_LOWER, GSTAT_NO_TRANS, GSTAT_NON_UNIT, &fx->b, &fx->x, fx->info);
+  return gstat_triangular_solve(fx->ctx, &fx->a, GSTAT_LOWER, GSTAT_NO_TRANS, GSTAT_NON_UNIT,
+                                &fx->b, &fx->x, fx->info);
 }
 
 /* Each case bends the fixture and makes one call. */
-#define CASE(name, ...)                                                                            \
-  static gstat_status name(fixture *fx) { __VA_ARGS__; }
+#define CASE(name, ...)                   \
+  static gstat_status name(fixture *fx) { \
+    __VA_ARGS__;                          \
+  }
 
 CASE(eigh_null_ctx, return gstat_eigh(NULL, &fx->a, GSTAT_LOWER, &fx->w, &fx->v, fx->info))
 CASE(eigh_null_a, return gstat_eigh(fx->ctx, NULL, GSTAT_LOWER, &fx->w, &fx->v, fx->info))
@@ -84,8 +93,8 @@ CASE(eigh_w_overlaps_a, fx->w.data = fx->a.data; return eigh(fx))
 CASE(eigh_v_overlaps_a, fx->v.data = (double *)fx->a.data + 1; return eigh(fx))
 CASE(eigh_v_overlaps_w, fx->v.data = fx->w.data; return eigh(fx))
 CASE(eigh_span_overflow, fx->a.batch_stride = INT64_MAX / 2; return eigh(fx))
-CASE(eigh_order_overflow, fx->a.rows = fx->a.cols = (int64_t)1 << 40; fx->a.row_stride = (int64_t)1 << 40;
-     fx->a.batch_stride = 1; fx->a.batch = 1; return eigh(fx))
+CASE(eigh_order_overflow, fx->a.rows = fx->a.cols = (int64_t)1 << 40;
+     fx->a.row_stride = (int64_t)1 << 40; fx->a.batch_stride = 1; fx->a.batch = 1; return eigh(fx))
 CASE(eigh_order_too_large, fx->a.rows = fx->a.cols = (int64_t)INT32_MAX + 1; fx->a.batch = 0;
      fx->w.batch = 0; fx->v.batch = 0; return eigh(fx))
 CASE(eigh_bad_dtype, fx->a.dtype = (gstat_dtype)99; return eigh(fx))
@@ -103,12 +112,15 @@ CASE(chol_f_overlaps_a, fx->f.data = (double *)fx->a.data + 2; return chol(fx))
 CASE(chol_bad_uplo, return gstat_cholesky(fx->ctx, &fx->a, (gstat_uplo)-1, &fx->f, fx->info))
 CASE(chol_nan, tu_set(&fx->a, 0, 1, 0, NAN); return chol(fx))
 CASE(csolve_b_rows, fx->b.rows = 2; return csolve(fx))
-CASE(csolve_null_x, return gstat_cholesky_solve(fx->ctx, &fx->a, GSTAT_LOWER, &fx->b, NULL, fx->info))
+CASE(csolve_null_x,
+     return gstat_cholesky_solve(fx->ctx, &fx->a, GSTAT_LOWER, &fx->b, NULL, fx->info))
 CASE(csolve_x_shape, fx->x.cols = 1; return csolve(fx))
 CASE(csolve_x_overlaps_f, fx->x.data = fx->a.data; return csolve(fx))
 CASE(csolve_nan_b, tu_set(&fx->b, 1, 0, 1, NAN); return csolve(fx))
-CASE(tsolve_bad_trans, return gstat_triangular_solve(fx->ctx, &fx->a, GSTAT_LOWER, (gstat_trans)5, GSTAT_NON_UNIT, &fx->b, &fx->x, fx->info))
-CASE(tsolve_bad_diag, return gstat_triangular_solve(fx->ctx, &fx->a, GSTAT_LOWER, GSTAT_NO_TRANS, (gstat_diag)9, &fx->b, &fx->x, fx->info))
+CASE(tsolve_bad_trans, return gstat_triangular_solve(fx->ctx, &fx->a, GSTAT_LOWER, (gstat_trans)5,
+                                                     GSTAT_NON_UNIT, &fx->b, &fx->x, fx->info))
+CASE(tsolve_bad_diag, return gstat_triangular_solve(fx->ctx, &fx->a, GSTAT_LOWER, GSTAT_NO_TRANS,
+                                                    (gstat_diag)9, &fx->b, &fx->x, fx->info))
 CASE(tsolve_b_batch, fx->b.batch = 3; return tsolve(fx))
 
 typedef struct {
@@ -126,9 +138,11 @@ static const bad_case cases[] = {
     {"negative rows", eigh_negative_rows, GSTAT_EINVAL, "eigh: A.rows=-1 must be >= 0"},
     {"negative batch", eigh_negative_batch, GSTAT_EINVAL, "eigh: A.batch=-2 must be >= 0"},
     {"zero stride", eigh_zero_col_stride, GSTAT_EINVAL, "eigh: A.col_stride=0 must be >= 1"},
-    {"negative stride", eigh_negative_row_stride, GSTAT_EINVAL, "eigh: V.row_stride=-3 must be >= 1"},
+    {"negative stride", eigh_negative_row_stride, GSTAT_EINVAL,
+     "eigh: V.row_stride=-3 must be >= 1"},
     {"overlapping strides", eigh_overlapping_strides, GSTAT_EINVAL, "eigh: A strides overlap"},
-    {"overlapping batch", eigh_overlapping_batch, GSTAT_EINVAL, "eigh: A strides overlap: batch_stride=4"},
+    {"overlapping batch", eigh_overlapping_batch, GSTAT_EINVAL,
+     "eigh: A strides overlap: batch_stride=4"},
     {"not square", eigh_not_square, GSTAT_EINVAL, "eigh: A must be square, got 3 x 2"},
     {"w shape", eigh_w_shape, GSTAT_EINVAL, "eigh: w is 2 x 2 x 1, expected 2 x 3 x 1"},
     {"w batch", eigh_w_batch, GSTAT_EINVAL, "eigh: w is 1 x 3 x 1, expected 2 x 3 x 1"},
@@ -136,30 +150,44 @@ static const bad_case cases[] = {
     {"w overlaps A", eigh_w_overlaps_a, GSTAT_EINVAL, "eigh: w overlaps A"},
     {"V overlaps A", eigh_v_overlaps_a, GSTAT_EINVAL, "eigh: V overlaps A (only an identical view"},
     {"V overlaps w", eigh_v_overlaps_w, GSTAT_EINVAL, "eigh: V overlaps w"},
-    {"span overflow", eigh_span_overflow, GSTAT_ENOMEM, "eigh: A spans more bytes than fit in memory"},
-    {"order overflow", eigh_order_overflow, GSTAT_ENOMEM, "eigh: A spans more bytes than fit in memory"},
-    {"order > INT32_MAX", eigh_order_too_large, GSTAT_EUNSUPPORTED, "eigh: A has order 2147483648 > INT32_MAX"},
+    {"span overflow", eigh_span_overflow, GSTAT_ENOMEM,
+     "eigh: A spans more bytes than fit in memory"},
+    {"order overflow", eigh_order_overflow, GSTAT_ENOMEM,
+     "eigh: A spans more bytes than fit in memory"},
+    {"order > INT32_MAX", eigh_order_too_large, GSTAT_EUNSUPPORTED,
+     "eigh: A has order 2147483648 > INT32_MAX"},
     {"unknown dtype", eigh_bad_dtype, GSTAT_EINVAL, "eigh: A.dtype=99 is not a gstat_dtype"},
-    {"unknown location", eigh_bad_location, GSTAT_EINVAL, "eigh: w.location=5 is not a gstat_location"},
-    {"unknown uplo", eigh_bad_uplo, GSTAT_EINVAL, "eigh: uplo=7 is neither GSTAT_LOWER nor GSTAT_UPPER"},
+    {"unknown location", eigh_bad_location, GSTAT_EINVAL,
+     "eigh: w.location=5 is not a gstat_location"},
+    {"unknown uplo", eigh_bad_uplo, GSTAT_EINVAL,
+     "eigh: uplo=7 is neither GSTAT_LOWER nor GSTAT_UPPER"},
     {"mixed memories", eigh_mixed_memory, GSTAT_EINVAL, "eigh: A and w are in different memories"},
     {"device memory, no CUDA", eigh_device_memory, GSTAT_EUNSUPPORTED,
-     "eigh: the arguments are in CUDA device memory, but no CUDA backend: cannot load the CUDA module /nonexistent/libgstat_cuda.so.0"},
-    {"NaN in read triangle", eigh_nan, GSTAT_ENOTFINITE, "eigh: batch element 1 of A has a non-finite value at (2, 1)"},
-    {"Inf in upper", eigh_inf_upper, GSTAT_ENOTFINITE, "eigh: batch element 0 of A has a non-finite value at (0, 2)"},
+     "eigh: the arguments are in CUDA device memory, but no CUDA backend: cannot load the CUDA "
+     "module /nonexistent/libgstat_cuda.so.0"},
+    {"NaN in read triangle", eigh_nan, GSTAT_ENOTFINITE,
+     "eigh: batch element 1 of A has a non-finite value at (2, 1)"},
+    {"Inf in upper", eigh_inf_upper, GSTAT_ENOTFINITE,
+     "eigh: batch element 0 of A has a non-finite value at (0, 2)"},
     {"cholesky NULL F", chol_null_f, GSTAT_EINVAL, "cholesky: F is NULL"},
-    {"cholesky F shape", chol_f_shape, GSTAT_EINVAL, "cholesky: F is 1 x 3 x 3, expected 2 x 3 x 3"},
+    {"cholesky F shape", chol_f_shape, GSTAT_EINVAL,
+     "cholesky: F is 1 x 3 x 3, expected 2 x 3 x 3"},
     {"cholesky F overlaps A", chol_f_overlaps_a, GSTAT_EINVAL, "cholesky: F overlaps A"},
     {"cholesky uplo", chol_bad_uplo, GSTAT_EINVAL, "cholesky: uplo=-1 is neither"},
-    {"cholesky NaN", chol_nan, GSTAT_ENOTFINITE, "cholesky: batch element 0 of A has a non-finite value at (1, 0)"},
-    {"solve B rows", csolve_b_rows, GSTAT_EINVAL, "cholesky_solve: B is 2 x 2 x 2, expected 2 x 3 x nrhs"},
+    {"cholesky NaN", chol_nan, GSTAT_ENOTFINITE,
+     "cholesky: batch element 0 of A has a non-finite value at (1, 0)"},
+    {"solve B rows", csolve_b_rows, GSTAT_EINVAL,
+     "cholesky_solve: B is 2 x 2 x 2, expected 2 x 3 x nrhs"},
     {"solve NULL X", csolve_null_x, GSTAT_EINVAL, "cholesky_solve: X is NULL"},
-    {"solve X shape", csolve_x_shape, GSTAT_EINVAL, "cholesky_solve: X is 2 x 3 x 1, expected 2 x 3 x 2"},
+    {"solve X shape", csolve_x_shape, GSTAT_EINVAL,
+     "cholesky_solve: X is 2 x 3 x 1, expected 2 x 3 x 2"},
     {"solve X overlaps F", csolve_x_overlaps_f, GSTAT_EINVAL, "cholesky_solve: X overlaps F"},
-    {"solve NaN in B", csolve_nan_b, GSTAT_ENOTFINITE, "cholesky_solve: batch element 1 of B has a non-finite value at (0, 1)"},
+    {"solve NaN in B", csolve_nan_b, GSTAT_ENOTFINITE,
+     "cholesky_solve: batch element 1 of B has a non-finite value at (0, 1)"},
     {"trsolve trans", tsolve_bad_trans, GSTAT_EINVAL, "triangular_solve: trans=5 is neither"},
     {"trsolve diag", tsolve_bad_diag, GSTAT_EINVAL, "triangular_solve: diag=9 is neither"},
-    {"trsolve B batch", tsolve_b_batch, GSTAT_EINVAL, "triangular_solve: B is 3 x 3 x 2, expected 2 x 3 x nrhs"},
+    {"trsolve B batch", tsolve_b_batch, GSTAT_EINVAL,
+     "triangular_solve: B is 3 x 3 x 2, expected 2 x 3 x nrhs"},
 };
 
 static void test_bad_input_table(void **state) {
@@ -177,7 +205,8 @@ static void test_bad_input_table(void **state) {
     assert_non_null(strstr(msg, cases[k].message));
     assert_true(strlen(msg) > 0 || cases[k].message[0] == '\0');
     /* nothing written: outputs still poison, info untouched */
-    assert_true(tu_untouched(&fx.W) && tu_untouched(&fx.V) && tu_untouched(&fx.F) && tu_untouched(&fx.X));
+    assert_true(tu_untouched(&fx.W) && tu_untouched(&fx.V) && tu_untouched(&fx.F) &&
+                tu_untouched(&fx.X));
     assert_true(fx.info[0] == -77 && fx.info[1] == -77);
     assert_int_equal(gstat_ctx_last_backends(fx.ctx), 0);
     free(a_before);

@@ -18,7 +18,9 @@ static const int64_t sizes[] = {0, 1, 2, 3, 5, 20, 32, 33, 64, 128, 500};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 static const double max_ratio = 60;
 
-static double ulp_of(gstat_dtype dt) { return dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON; }
+static double ulp_of(gstat_dtype dt) {
+  return dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
+}
 
 /* The factor as a lower triangle L (A = L L^T) from F as stored with uplo;
  * the opposite strict triangle of F must have been written as zero. */
@@ -48,7 +50,8 @@ static void chol_case(gstat_ctx *ctx, gstat_dtype dtype, int64_t n, int64_t nb, 
     for (int64_t j = 0; j < n; j++) /* unread triangle: NaN must be ignored */
       for (int64_t i = 0; i < j; i++)
         tu_set(&A.m, b, uplo == GSTAT_LOWER ? i : j, uplo == GSTAT_LOWER ? j : i, NAN);
-    for (int64_t k = 0; k < n * nrhs; k++) bb[b * n * nrhs + k] = tu_round(dtype, 2 * tu_uniform(&rng) - 1);
+    for (int64_t k = 0; k < n * nrhs; k++)
+      bb[b * n * nrhs + k] = tu_round(dtype, 2 * tu_uniform(&rng) - 1);
     for (int64_t j = 0; j < nrhs; j++)
       for (int64_t i = 0; i < n; i++) tu_set(&B.m, b, i, j, bb[b * n * nrhs + i + j * n]);
   }
@@ -198,8 +201,10 @@ static void test_not_positive_definite_in_lane_groups(void **state) {
           assert_int_equal(info[b], failed ? minor[j] : 0);
           for (int64_t e = 0; e < n * n; e++) {
             double v = dt == 0 ? f[b * n * n + e] : (double)((float *)f)[b * n * n + e];
-            if (failed) assert_true(isnan(v));
-            else assert_false(isnan(v));
+            if (failed)
+              assert_true(isnan(v));
+            else
+              assert_false(isnan(v));
           }
           if (failed) j++;
         }
@@ -212,7 +217,8 @@ static void test_not_positive_definite_in_lane_groups(void **state) {
               l[i + j * n] = j > i ? 0 : dt == 0 ? f[at] : (double)((float *)f)[at];
             }
           /* a is symmetric, so its row-major storage is its column-major one */
-          assert_true(tu_chol_residual(n, a + b * n * n, l, dt == 0 ? DBL_EPSILON : FLT_EPSILON) <= max_ratio);
+          assert_true(tu_chol_residual(n, a + b * n * n, l, dt == 0 ? DBL_EPSILON : FLT_EPSILON) <=
+                      max_ratio);
         }
       }
   free(a);
@@ -239,20 +245,24 @@ static void test_triangular_solve(void **state) {
           tu_buf T = tu_buf_new(dt, nb, n, n, (tu_layout)(k % 3));
           tu_buf B = tu_buf_new(dt, nb, n, nrhs, TU_ROW_MAJOR);
           tu_buf X = tu_buf_new(dt, nb, n, nrhs, (tu_layout)((k + 1) % 3));
-          double *m = malloc(sizeof(double) * (size_t)(n * n)), *x = malloc(sizeof(double) * (size_t)(n * nrhs));
+          double *m = malloc(sizeof(double) * (size_t)(n * n)),
+                 *x = malloc(sizeof(double) * (size_t)(n * nrhs));
           double *bb = malloc(sizeof(double) * (size_t)(nb * n * nrhs));
           for (int64_t b = 0; b < nb; b++) {
             for (int64_t j = 0; j < n; j++)
               for (int64_t i = 0; i < n; i++) {
                 bool in = u == GSTAT_LOWER ? i >= j : i <= j;
-                double v = i == j ? (d ? 1 : tu_round(dt, 2 + tu_uniform(&rng))) : tu_round(dt, (2 * tu_uniform(&rng) - 1) / (double)n);
+                double v = i == j ? (d ? 1 : tu_round(dt, 2 + tu_uniform(&rng)))
+                                  : tu_round(dt, (2 * tu_uniform(&rng) - 1) / (double)n);
                 tu_set(&T.m, b, i, j, in ? (i == j && d ? NAN : v) : NAN); /* unread parts: NaN */
               }
-            for (int64_t q = 0; q < n * nrhs; q++) bb[b * n * nrhs + q] = tu_round(dt, tu_normal(&rng));
+            for (int64_t q = 0; q < n * nrhs; q++)
+              bb[b * n * nrhs + q] = tu_round(dt, tu_normal(&rng));
             for (int64_t j = 0; j < nrhs; j++)
               for (int64_t i = 0; i < n; i++) tu_set(&B.m, b, i, j, bb[b * n * nrhs + i + j * n]);
           }
-          gstat_status st = gstat_triangular_solve(ctx, &T.m, (gstat_uplo)u, (gstat_trans)t, (gstat_diag)d, &B.m, &X.m, NULL);
+          gstat_status st = gstat_triangular_solve(ctx, &T.m, (gstat_uplo)u, (gstat_trans)t,
+                                                   (gstat_diag)d, &B.m, &X.m, NULL);
           if (st) fprintf(stderr, "%s\n", gstat_ctx_last_error(ctx));
           assert_int_equal(st, GSTAT_OK);
           assert_true(tu_all_written(&X) && tu_outside_untouched(&X));
@@ -264,7 +274,8 @@ static void test_triangular_solve(void **state) {
               }
             tu_read(&X.m, b, x);
             double r = tu_solve_residual(n, nrhs, m, t == GSTAT_TRANS, x, bb + b * n * nrhs, ulp);
-            if (!(r <= max_ratio)) fprintf(stderr, "trsolve n=%lld u%d t%d d%d ratio %.3g\n", (long long)n, u, t, d, r);
+            if (!(r <= max_ratio))
+              fprintf(stderr, "trsolve n=%lld u%d t%d d%d ratio %.3g\n", (long long)n, u, t, d, r);
             assert_true(r <= max_ratio);
           }
           free(m);
@@ -287,23 +298,28 @@ static void test_solve_in_place_and_singular(void **state) {
   gstat_matrix L = gstat_matrix_col_major(l, GSTAT_F64, 2, 2, 2);
   gstat_matrix B = gstat_matrix_col_major(b, GSTAT_F64, 2, 2, 1);
   int64_t info[2];
-  assert_int_equal(gstat_triangular_solve(ctx, &L, GSTAT_LOWER, GSTAT_NO_TRANS, GSTAT_NON_UNIT, &B, &B, info),
-                   GSTAT_ESINGULAR);
+  assert_int_equal(
+      gstat_triangular_solve(ctx, &L, GSTAT_LOWER, GSTAT_NO_TRANS, GSTAT_NON_UNIT, &B, &B, info),
+      GSTAT_ESINGULAR);
   assert_int_equal(info[0], 0);
   assert_int_equal(info[1], 2);
   assert_true(b[0] == 1 && b[1] == 1.25); /* [2 0; 1 4] x = [2; 6] */
   assert_true(isnan(b[2]) && isnan(b[3]));
-  assert_string_equal(gstat_ctx_last_error(ctx),
-                      "triangular_solve: batch element 1 has a singular triangle (zero diagonal entry 2)");
+  assert_string_equal(
+      gstat_ctx_last_error(ctx),
+      "triangular_solve: batch element 1 has a singular triangle (zero diagonal entry 2)");
   gstat_ctx_destroy(ctx);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cholesky_f32),          cmocka_unit_test(test_cholesky_f64),
-      cmocka_unit_test(test_cholesky_batches),      cmocka_unit_test(test_not_positive_definite),
+      cmocka_unit_test(test_cholesky_f32),
+      cmocka_unit_test(test_cholesky_f64),
+      cmocka_unit_test(test_cholesky_batches),
+      cmocka_unit_test(test_not_positive_definite),
       cmocka_unit_test(test_not_positive_definite_in_lane_groups),
-      cmocka_unit_test(test_triangular_solve),      cmocka_unit_test(test_solve_in_place_and_singular),
+      cmocka_unit_test(test_triangular_solve),
+      cmocka_unit_test(test_solve_in_place_and_singular),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

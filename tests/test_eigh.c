@@ -17,14 +17,17 @@ static const int64_t sizes[] = {0, 1, 2, 3, 5, 20, 32, 33, 64, 128, 500};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 static const double max_ratio = 60;
 
-static double ulp_of(gstat_dtype dt) { return dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON; }
+static double ulp_of(gstat_dtype dt) {
+  return dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
+}
 
 /* Fill the triangle that is not read with NaN: it must be ignored. */
 static void poison_unread(tu_buf *a, int64_t b, gstat_uplo uplo) {
   int64_t n = a->m.rows;
   for (int64_t j = 0; j < n; j++)
     for (int64_t i = 0; i < n; i++)
-      if ((uplo == GSTAT_LOWER && i < j) || (uplo == GSTAT_UPPER && i > j)) tu_set(&a->m, b, i, j, NAN);
+      if ((uplo == GSTAT_LOWER && i < j) || (uplo == GSTAT_UPPER && i > j))
+        tu_set(&a->m, b, i, j, NAN);
 }
 
 /* Largest-magnitude entry of each column positive (first on ties). */
@@ -72,7 +75,8 @@ static void run_case(gstat_ctx *ctx, const eig_case *c) {
   assert_true(tu_all_written(&W) && tu_all_written(&V) && tu_all_written(&W2));
   assert_true(tu_outside_untouched(&W) && tu_outside_untouched(&V) && tu_outside_untouched(&W2));
 
-  double *w = malloc(sizeof(double) * (size_t)(n + 1)), *w2 = malloc(sizeof(double) * (size_t)(n + 1));
+  double *w = malloc(sizeof(double) * (size_t)(n + 1)),
+         *w2 = malloc(sizeof(double) * (size_t)(n + 1));
   double *v = malloc(sizeof(double) * (size_t)(n * n + 1));
   double anorm_ulp_n;
   for (int64_t b = 0; b < nb; b++) {
@@ -115,8 +119,13 @@ static void families_and_sizes(gstat_dtype dtype) {
   for (int f = 0; f < TU_FAMILY_COUNT; f++)
     for (size_t s = 0; s < NSIZES; s++, k++) {
       if (tu_quick() && sizes[s] > 128) continue;
-      eig_case c = {dtype, (tu_family)f, sizes[s], sizes[s] <= 64 ? 3 : 1,
-                    k % 2 ? GSTAT_UPPER : GSTAT_LOWER, (tu_layout)(k % 3), (tu_layout)((k / 3) % 3)};
+      eig_case c = {dtype,
+                    (tu_family)f,
+                    sizes[s],
+                    sizes[s] <= 64 ? 3 : 1,
+                    k % 2 ? GSTAT_UPPER : GSTAT_LOWER,
+                    (tu_layout)(k % 3),
+                    (tu_layout)((k / 3) % 3)};
       run_case(ctx, &c);
     }
   gstat_ctx_destroy(ctx);
@@ -144,8 +153,13 @@ static void test_batches_and_layouts(void **state) {
         for (int u = 0; u < 2; u++) {
           int64_t nb = batches[i];
           if (nb == 1000 && (lin != lout || tu_quick())) nb = 40;
-          eig_case c = {lin == 2 ? GSTAT_F64 : GSTAT_F32, TU_RANDOM, 20, nb, (gstat_uplo)u,
-                        (tu_layout)lin, (tu_layout)lout};
+          eig_case c = {lin == 2 ? GSTAT_F64 : GSTAT_F32,
+                        TU_RANDOM,
+                        20,
+                        nb,
+                        (gstat_uplo)u,
+                        (tu_layout)lin,
+                        (tu_layout)lout};
           run_case(ctx, &c);
         }
   gstat_ctx_destroy(ctx);
@@ -266,9 +280,9 @@ static void test_known_diagonal(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_known_diagonal),   cmocka_unit_test(test_families_f32),
-      cmocka_unit_test(test_families_f64),     cmocka_unit_test(test_batches_and_layouts),
-      cmocka_unit_test(test_in_place),         cmocka_unit_test(test_bf16),
+      cmocka_unit_test(test_known_diagonal), cmocka_unit_test(test_families_f32),
+      cmocka_unit_test(test_families_f64),   cmocka_unit_test(test_batches_and_layouts),
+      cmocka_unit_test(test_in_place),       cmocka_unit_test(test_bf16),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,8 +34,10 @@ static void run_and_compare(gstat_ctx *ctx, int64_t nb, int64_t n, const char *e
   double *v2 = malloc(sizeof(double) * nn);
   for (int64_t b = 0; b < nb; b++) tu_spd(&rng, n, 10, a + b * n * n);
   gstat_matrix A = gstat_matrix_col_major(a, GSTAT_F64, nb, n, n);
-  gstat_matrix W = gstat_vector_batch(w, GSTAT_F64, nb, n), V = gstat_matrix_col_major(v, GSTAT_F64, nb, n, n);
-  gstat_matrix W2 = gstat_vector_batch(w2, GSTAT_F64, nb, n), V2 = gstat_matrix_col_major(v2, GSTAT_F64, nb, n, n);
+  gstat_matrix W = gstat_vector_batch(w, GSTAT_F64, nb, n),
+               V = gstat_matrix_col_major(v, GSTAT_F64, nb, n, n);
+  gstat_matrix W2 = gstat_vector_batch(w2, GSTAT_F64, nb, n),
+               V2 = gstat_matrix_col_major(v2, GSTAT_F64, nb, n, n);
   int64_t *info = malloc(sizeof(int64_t) * (size_t)nb);
   gstat_status st = gstat_eigh(ctx, &A, GSTAT_LOWER, &W, &V, info);
   if (st) fprintf(stderr, "%s\n", gstat_ctx_last_error(ctx));

@@ -18,13 +18,15 @@ enum { THREADS = 8, ROUNDS = 3, NCASES = 3 };
 typedef struct {
   int64_t batch, n;
   gstat_dtype dtype;
-  double *a;              /* input, batch x n x n */
+  double *a; /* input, batch x n x n */
   double *w_ref, *v_ref, *l_ref;
 } work_case;
 
 static work_case cases[NCASES];
 
-static size_t bytes(const work_case *c, int64_t per) { return sizeof(double) * (size_t)(c->batch * per); }
+static size_t bytes(const work_case *c, int64_t per) {
+  return sizeof(double) * (size_t)(c->batch * per);
+}
 
 /* eigh + Cholesky of a case into freshly allocated outputs. */
 static int run(gstat_ctx *ctx, const work_case *c, double *w, double *v, double *l) {
@@ -44,7 +46,8 @@ static void *worker(void *arg) {
   for (int r = 0; r < ROUNDS; r++)
     for (int k = 0; k < NCASES; k++) {
       const work_case *c = &cases[k];
-      double *w = malloc(bytes(c, c->n)), *v = malloc(bytes(c, c->n * c->n)), *l = malloc(bytes(c, c->n * c->n));
+      double *w = malloc(bytes(c, c->n)), *v = malloc(bytes(c, c->n * c->n)),
+             *l = malloc(bytes(c, c->n * c->n));
       bad |= run(ctx, c, w, v, l);
       bad |= memcmp(w, c->w_ref, bytes(c, c->n)) != 0;
       bad |= memcmp(v, c->v_ref, bytes(c, c->n * c->n)) != 0;

@@ -90,8 +90,7 @@ GSTAT_API gstat_matrix gstat_matrix_row_major(void *data, gstat_dtype dtype, int
 GSTAT_API gstat_matrix gstat_matrix_col_major(void *data, gstat_dtype dtype, int64_t batch,
                                               int64_t rows, int64_t cols);
 /* batch vectors of length n, contiguous: element (b, i) at data + b*n + i. */
-GSTAT_API gstat_matrix gstat_vector_batch(void *data, gstat_dtype dtype, int64_t batch,
-                                          int64_t n);
+GSTAT_API gstat_matrix gstat_vector_batch(void *data, gstat_dtype dtype, int64_t batch, int64_t n);
 
 /* ---- context ------------------------------------------------------------------ */
 
@@ -125,11 +124,11 @@ typedef struct gstat_allocator {
 typedef int (*gstat_progress_fn)(int64_t done, int64_t total, const char *what, void *user);
 
 typedef struct gstat_ctx_options {
-  gstat_backend backend;     /* default GSTAT_BACKEND_AUTO */
-  int num_threads;           /* CPU threads; 0 = OpenMP's default (OMP_NUM_THREADS or all cores) */
-  int check_finite;          /* nonzero (default): reject NaN/Inf input with GSTAT_ENOTFINITE */
-  gstat_allocator allocator; /* alloc == NULL: the C library's aligned allocation */
-  int cuda_device;           /* CUDA device ordinal the context uses (default 0) */
+  gstat_backend backend;      /* default GSTAT_BACKEND_AUTO */
+  int num_threads;            /* CPU threads; 0 = OpenMP's default (OMP_NUM_THREADS or all cores) */
+  int check_finite;           /* nonzero (default): reject NaN/Inf input with GSTAT_ENOTFINITE */
+  gstat_allocator allocator;  /* alloc == NULL: the C library's aligned allocation */
+  int cuda_device;            /* CUDA device ordinal the context uses (default 0) */
   gstat_progress_fn progress; /* NULL (default): no progress reports */
   void *progress_user;        /* passed to progress */
 } gstat_ctx_options;

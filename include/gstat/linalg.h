@@ -94,9 +94,8 @@ GSTAT_API gstat_status gstat_cholesky(gstat_ctx *ctx, const gstat_matrix *A, gst
  * Statuses: GSTAT_OK; GSTAT_ESINGULAR; GSTAT_EINVAL; GSTAT_ENOTFINITE;
  * GSTAT_ENOMEM; GSTAT_EUNSUPPORTED.
  */
-GSTAT_API gstat_status gstat_cholesky_solve(gstat_ctx *ctx, const gstat_matrix *F,
-                                            gstat_uplo uplo, const gstat_matrix *B,
-                                            gstat_matrix *X, int64_t *info);
+GSTAT_API gstat_status gstat_cholesky_solve(gstat_ctx *ctx, const gstat_matrix *F, gstat_uplo uplo,
+                                            const gstat_matrix *B, gstat_matrix *X, int64_t *info);
 
 /*
  * Solve op(T) X = B for a batch of triangular matrices T.
@@ -109,9 +108,9 @@ GSTAT_API gstat_status gstat_cholesky_solve(gstat_ctx *ctx, const gstat_matrix *
  * Statuses as gstat_cholesky_solve.
  */
 GSTAT_API gstat_status gstat_triangular_solve(gstat_ctx *ctx, const gstat_matrix *T,
-                                              gstat_uplo uplo, gstat_trans trans,
-                                              gstat_diag diag, const gstat_matrix *B,
-                                              gstat_matrix *X, int64_t *info);
+                                              gstat_uplo uplo, gstat_trans trans, gstat_diag diag,
+                                              const gstat_matrix *B, gstat_matrix *X,
+                                              int64_t *info);
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,8 @@ enum { GSTAT_ALIGN = 64 };
 
 void *gstat_i_alloc(gstat_ctx *ctx, size_t size) {
   if (size == 0) size = 1;
-  if (ctx->opt.allocator.alloc) return ctx->opt.allocator.alloc(size, GSTAT_ALIGN, ctx->opt.allocator.user);
+  if (ctx->opt.allocator.alloc)
+    return ctx->opt.allocator.alloc(size, GSTAT_ALIGN, ctx->opt.allocator.user);
   /* aligned_alloc wants a multiple of the alignment */
   size_t rounded;
   if (!gstat_i_add_size(size, GSTAT_ALIGN - 1, &rounded)) return NULL;

@@ -82,14 +82,16 @@ const char *gstat_ctx_last_error(const gstat_ctx *ctx) {
   return ctx ? ctx->last_error : "gstat: context is NULL";
 }
 
-unsigned gstat_ctx_last_backends(const gstat_ctx *ctx) { return ctx ? ctx->last_backends : 0u; }
+unsigned gstat_ctx_last_backends(const gstat_ctx *ctx) {
+  return ctx ? ctx->last_backends : 0u;
+}
 
 const char *gstat_ctx_last_backend_name(const gstat_ctx *ctx) {
   switch (gstat_ctx_last_backends(ctx)) {
-  case GSTAT_RAN_CPU: return "cpu";
-  case GSTAT_RAN_CUDA: return "cuda";
-  case GSTAT_RAN_CPU | GSTAT_RAN_CUDA: return "cuda+cpu";
-  default: return "none";
+    case GSTAT_RAN_CPU: return "cpu";
+    case GSTAT_RAN_CUDA: return "cuda";
+    case GSTAT_RAN_CPU | GSTAT_RAN_CUDA: return "cuda+cpu";
+    default: return "none";
   }
 }
 
@@ -109,6 +111,7 @@ gstat_status gstat_i_fail(gstat_ctx *ctx, gstat_status status, const char *fmt, 
 gstat_status gstat_i_progress(gstat_ctx *ctx, const char *what, int64_t done, int64_t total) {
   if (!ctx->opt.progress || ctx->progress_muted > 0) return GSTAT_OK;
   if (ctx->opt.progress(done, total, what, ctx->opt.progress_user) == 0) return GSTAT_OK;
-  return gstat_i_fail(ctx, GSTAT_ECANCELED, "%s: cancelled by the progress callback at %lld of %lld",
-                      what, (long long)done, (long long)total);
+  return gstat_i_fail(ctx, GSTAT_ECANCELED,
+                      "%s: cancelled by the progress callback at %lld of %lld", what,
+                      (long long)done, (long long)total);
 }

@@ -15,7 +15,9 @@
 #include "core/internal.h"
 #include "linalg/backend.h"
 
-static int check_finite(const gstat_ctx *ctx) { return ctx->opt.check_finite; }
+static int check_finite(const gstat_ctx *ctx) {
+  return ctx->opt.check_finite;
+}
 
 static const gstat_i_host_services host_services = {
     .api_version = GSTAT_I_BACKEND_API_VERSION,
@@ -35,7 +37,8 @@ static void load_module(void) {
   Dl_info self;
   if (env && *env) {
     snprintf(path, sizeof path, "%s", env);
-  } else if (dladdr((const void *)&module, &self) && self.dli_fname && strchr(self.dli_fname, '/')) {
+  } else if (dladdr((const void *)&module, &self) && self.dli_fname &&
+             strchr(self.dli_fname, '/')) {
     /* next to libgstat.so (or the executable, for the static library) */
     snprintf(path, sizeof path, "%s", self.dli_fname);
     *strrchr(path, '/') = '\0';

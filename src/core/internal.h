@@ -30,9 +30,9 @@ typedef struct gstat_i_buffer {
 typedef struct gstat_i_backend_state {
   const struct gstat_i_backend_ops *ops; /* NULL until created */
   void *state;
-  int unavailable;  /* 1 once creation failed: do not retry */
-  char why[256];    /* the reason, for later calls' messages */
-  void *stream;     /* the caller's cudaStream_t, or NULL */
+  int unavailable; /* 1 once creation failed: do not retry */
+  char why[256];   /* the reason, for later calls' messages */
+  void *stream;    /* the caller's cudaStream_t, or NULL */
 } gstat_i_backend_state;
 
 struct gstat_ctx {

@@ -6,9 +6,9 @@
 
 size_t gstat_dtype_size(gstat_dtype dtype) {
   switch (dtype) {
-  case GSTAT_F32: return 4;
-  case GSTAT_F64: return 8;
-  case GSTAT_BF16: return 2;
+    case GSTAT_F32: return 4;
+    case GSTAT_F64: return 8;
+    case GSTAT_BF16: return 2;
   }
   return 0;
 }
@@ -72,7 +72,9 @@ static int64_t last_offset(const gstat_matrix *m) {
   return off;
 }
 
-static bool is_empty(const gstat_matrix *m) { return m->batch == 0 || m->rows == 0 || m->cols == 0; }
+static bool is_empty(const gstat_matrix *m) {
+  return m->batch == 0 || m->rows == 0 || m->cols == 0;
+}
 
 gstat_status gstat_i_check_matrix(gstat_ctx *ctx, const char *fn, const char *name,
                                   const gstat_matrix *m) {
@@ -82,16 +84,16 @@ gstat_status gstat_i_check_matrix(gstat_ctx *ctx, const char *fn, const char *na
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s.dtype=%d is not a gstat_dtype", fn, name,
                         (int)m->dtype);
   if (m->location != GSTAT_HOST && m->location != GSTAT_CUDA)
-    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s.location=%d is not a gstat_location", fn,
-                        name, (int)m->location);
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s.location=%d is not a gstat_location", fn, name,
+                        (int)m->location);
   const char *dim_name[3] = {"batch", "rows", "cols"};
   const char *stride_name[3] = {"batch_stride", "row_stride", "col_stride"};
   int64_t ext[3] = {m->batch, m->rows, m->cols};
   int64_t str[3] = {m->batch_stride, m->row_stride, m->col_stride};
   for (int d = 0; d < 3; d++)
     if (ext[d] < 0)
-      return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s.%s=%lld must be >= 0", fn, name,
-                          dim_name[d], (long long)ext[d]);
+      return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s.%s=%lld must be >= 0", fn, name, dim_name[d],
+                          (long long)ext[d]);
   if (is_empty(m)) return GSTAT_OK;
   if (!m->data) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s.data is NULL", fn, name);
   for (int d = 0; d < 3; d++)
@@ -158,23 +160,24 @@ gstat_status gstat_i_check_alias(gstat_ctx *ctx, const char *fn, const char *out
 /* Index of the first non-finite of `count` values `step` bytes apart, or -1. */
 static int64_t first_nonfinite(const char *p, ptrdiff_t step, int64_t count, gstat_dtype dtype) {
   switch (dtype) {
-  case GSTAT_F32:
-    for (int64_t k = 0; k < count; k++, p += step)
-      if (!isfinite(*(const float *)p)) return k;
-    return -1;
-  case GSTAT_F64:
-    for (int64_t k = 0; k < count; k++, p += step)
-      if (!isfinite(*(const double *)p)) return k;
-    return -1;
-  case GSTAT_BF16:
-    for (int64_t k = 0; k < count; k++, p += step)
-      if ((*(const uint16_t *)p & 0x7f80u) == 0x7f80u) return k;
-    return -1;
+    case GSTAT_F32:
+      for (int64_t k = 0; k < count; k++, p += step)
+        if (!isfinite(*(const float *)p)) return k;
+      return -1;
+    case GSTAT_F64:
+      for (int64_t k = 0; k < count; k++, p += step)
+        if (!isfinite(*(const double *)p)) return k;
+      return -1;
+    case GSTAT_BF16:
+      for (int64_t k = 0; k < count; k++, p += step)
+        if ((*(const uint16_t *)p & 0x7f80u) == 0x7f80u) return k;
+      return -1;
   }
   return -1;
 }
 
-bool gstat_i_find_nonfinite(const gstat_matrix *m, gstat_i_tri tri, int64_t *bo, int64_t *io, int64_t *jo) {
+bool gstat_i_find_nonfinite(const gstat_matrix *m, gstat_i_tri tri, int64_t *bo, int64_t *io,
+                            int64_t *jo) {
   /* Walk in memory order: the outer loop over the dimension with the larger
    * stride. `lo`/`hi` bound the inner index given the outer one. */
   bool rows_outer = m->rows > 1 && m->cols > 1 && m->row_stride > m->col_stride;
@@ -192,11 +195,14 @@ bool gstat_i_find_nonfinite(const gstat_matrix *m, gstat_i_tri tri, int64_t *bo,
       if (tri != GSTAT_I_TRI_FULL) {
         /* inner index k is i when columns are outer (o = j), j when rows are outer (o = i) */
         bool k_ge_o = lower_part != rows_outer; /* lower with columns outer: i >= j */
-        if (k_ge_o) lo = o + (strict ? 1 : 0);
-        else hi = o + (strict ? 0 : 1) < inner_n ? o + (strict ? 0 : 1) : inner_n;
+        if (k_ge_o)
+          lo = o + (strict ? 1 : 0);
+        else
+          hi = o + (strict ? 0 : 1) < inner_n ? o + (strict ? 0 : 1) : inner_n;
       }
       if (lo >= hi) continue;
-      int64_t k = first_nonfinite(base + o * outer_step + lo * inner_step, inner_step, hi - lo, m->dtype);
+      int64_t k =
+          first_nonfinite(base + o * outer_step + lo * inner_step, inner_step, hi - lo, m->dtype);
       if (k >= 0) {
         *bo = b;
         *io = rows_outer ? o : lo + k;

@@ -26,9 +26,8 @@ gstat_status gstat_i_check_alias(gstat_ctx *ctx, const char *fn, const char *out
 
 /* Pointer to element (b, i, j). */
 static inline void *gstat_i_elem(const gstat_matrix *m, int64_t b, int64_t i, int64_t j) {
-  return (char *)m->data +
-         (size_t)(b * m->batch_stride + i * m->row_stride + j * m->col_stride) *
-             gstat_dtype_size(m->dtype);
+  return (char *)m->data + (size_t)(b * m->batch_stride + i * m->row_stride + j * m->col_stride) *
+                               gstat_dtype_size(m->dtype);
 }
 
 /* Which part of a matrix a check reads. */

@@ -55,8 +55,8 @@ SEXP rg_mahalanobis(SEXP x, SEXP center, SEXP cov, SEXP inverted) {
   double *xd = rg_real_matrix(x, "x", &n, &p);
   double *sd = rg_real_matrix(cov, "cov", &cr, &cc);
   if (cr != p || cc != p)
-    Rf_error("gs_mahalanobis: 'cov' is %lld x %lld, 'x' has %lld columns", (long long)cr, (long long)cc,
-             (long long)p);
+    Rf_error("gs_mahalanobis: 'cov' is %lld x %lld, 'x' has %lld columns", (long long)cr,
+             (long long)cc, (long long)p);
   if (center != R_NilValue && (TYPEOF(center) != REALSXP || XLENGTH(center) != p))
     Rf_error("gs_mahalanobis: 'center' must have length ncol(x) = %lld", (long long)p);
   SEXP d2 = PROTECT(Rf_allocVector(REALSXP, n));

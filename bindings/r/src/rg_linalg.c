@@ -69,8 +69,8 @@ SEXP rg_eigen_batch(SEXP xs, SEXP only_values) {
     for (int64_t b = 0; b < batch; b++) {
       double *src = rg_real_matrix(VECTOR_ELT(xs, b), "every element of xs", &r, &cc);
       if (r != n || cc != n)
-        Rf_error("gs_eigen_batch: element %lld is %lld x %lld, expected %lld x %lld", (long long)b + 1,
-                 (long long)r, (long long)cc, (long long)n, (long long)n);
+        Rf_error("gs_eigen_batch: element %lld is %lld x %lld, expected %lld x %lld",
+                 (long long)b + 1, (long long)r, (long long)cc, (long long)n, (long long)n);
       memcpy(a + b * n * n, src, (size_t)(n * n) * sizeof(double));
     }
   } else {
@@ -79,13 +79,15 @@ SEXP rg_eigen_batch(SEXP xs, SEXP only_values) {
       Rf_error("gs_eigen_batch: xs must be a list of matrices or a 3-d array");
     n = INTEGER(dim)[0];
     batch = INTEGER(dim)[2];
-    if (INTEGER(dim)[1] != n) Rf_error("gs_eigen_batch: the array's slices are not square (%lld x %d)",
-                                       (long long)n, INTEGER(dim)[1]);
+    if (INTEGER(dim)[1] != n)
+      Rf_error("gs_eigen_batch: the array's slices are not square (%lld x %d)", (long long)n,
+               INTEGER(dim)[1]);
     a = REAL(xs);
   }
   int vals_only = Rf_asLogical(only_values) == TRUE;
   SEXP values = PROTECT(Rf_allocMatrix(REALSXP, (int)n, (int)batch));
-  SEXP vectors = PROTECT(vals_only ? R_NilValue : Rf_allocVector(REALSXP, (R_xlen_t)(n * n * batch)));
+  SEXP vectors =
+      PROTECT(vals_only ? R_NilValue : Rf_allocVector(REALSXP, (R_xlen_t)(n * n * batch)));
   nprot += 2;
   if (!vals_only) {
     SEXP dim = PROTECT(Rf_allocVector(INTSXP, 3));
@@ -136,7 +138,9 @@ SEXP rg_eigen_batch(SEXP xs, SEXP only_values) {
 SEXP rg_chol(SEXP x) {
   int64_t n, m;
   double *a = rg_real_matrix(x, "x", &n, &m);
-  if (n != m) Rf_error("gs_chol: 'x' must be a square matrix (it is %lld x %lld)", (long long)n, (long long)m);
+  if (n != m)
+    Rf_error("gs_chol: 'x' must be a square matrix (it is %lld x %lld)", (long long)n,
+             (long long)m);
   SEXP f = PROTECT(Rf_allocMatrix(REALSXP, (int)n, (int)n));
   gstat_matrix A = rg_colmajor(a, 1, n, n), F = rg_colmajor(REAL(f), 1, n, n);
   rg_call c;
@@ -150,16 +154,18 @@ SEXP rg_chol(SEXP x) {
 static void factor_shape(SEXP r, const char *fname, int64_t *n) {
   int64_t m;
   rg_real_matrix(r, "the Cholesky factor", n, &m);
-  if (*n != m) Rf_error("%s: the Cholesky factor must be square (it is %lld x %lld)", fname, (long long)*n,
-                        (long long)m);
+  if (*n != m)
+    Rf_error("%s: the Cholesky factor must be square (it is %lld x %lld)", fname, (long long)*n,
+             (long long)m);
 }
 
 SEXP rg_chol_solve(SEXP r, SEXP b) {
   int64_t n, bn, nrhs;
   factor_shape(r, "gs_chol_solve", &n);
   double *bd = rg_real_matrix(b, "b", &bn, &nrhs);
-  if (bn != n) Rf_error("gs_chol_solve: 'b' has %lld rows, the factor is %lld x %lld", (long long)bn,
-                        (long long)n, (long long)n);
+  if (bn != n)
+    Rf_error("gs_chol_solve: 'b' has %lld rows, the factor is %lld x %lld", (long long)bn,
+             (long long)n, (long long)n);
   SEXP x = PROTECT(Rf_allocMatrix(REALSXP, (int)n, (int)nrhs));
   gstat_matrix F = rg_colmajor(REAL(r), 1, n, n), B = rg_colmajor(bd, 1, n, nrhs),
                X = rg_colmajor(REAL(x), 1, n, nrhs);

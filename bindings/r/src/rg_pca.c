@@ -6,7 +6,8 @@
 #include "rgstat.h"
 
 SEXP rg_pca(SEXP x, SEXP center, SEXP scale, SEXP k, SEXP method, SEXP seed) {
-  static const char *names[] = {"sdev", "rotation", "x", "center", "scale", "method", "total_variance"};
+  static const char *names[] = {"sdev",   "rotation",      "x", "center", "scale",
+                                "method", "total_variance"};
   static const char *methods[] = {"auto", "covariance", "gram", "randomized"};
   int64_t n, p;
   double *xd = rg_real_matrix(x, "x", &n, &p);

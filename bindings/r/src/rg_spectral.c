@@ -66,8 +66,9 @@ static gstat_status make_graph(rg_call *c, SEXP spec, int symmetrize, rg_graph *
       }
     } else {
       a = rg_real_matrix(list_elt(spec, "A"), "the adjacency matrix", &n, &m);
-      if (n != m) Rf_error("%s: the adjacency matrix must be square (it is %lld x %lld)", c->fname,
-                           (long long)n, (long long)m);
+      if (n != m)
+        Rf_error("%s: the adjacency matrix must be square (it is %lld x %lld)", c->fname,
+                 (long long)n, (long long)m);
     }
     gstat_matrix A = rg_colmajor(a, 1, n, n); /* the graph copies the descriptor */
     out->g = gstat_graph_dense(&A);
@@ -75,8 +76,8 @@ static gstat_status make_graph(rg_call *c, SEXP spec, int symmetrize, rg_graph *
   } else {
     int64_t n = rg_int(list_elt(spec, "n"), "n");
     SEXP x = list_elt(spec, "x");
-    out->g = gstat_graph_csr(n, int64_of(list_elt(spec, "p"), "p"), int64_of(list_elt(spec, "j"), "j"),
-                             x == R_NilValue ? NULL : REAL(x));
+    out->g = gstat_graph_csr(n, int64_of(list_elt(spec, "p"), "p"),
+                             int64_of(list_elt(spec, "j"), "j"), x == R_NilValue ? NULL : REAL(x));
     out->n = n;
   }
   out->g.symmetrize = (gstat_symmetrize)symmetrize;
@@ -139,8 +140,8 @@ static void spectral_options(SEXP opts, gstat_spectral_options *o) {
 }
 
 SEXP rg_spectral(SEXP graph, SEXP opts) {
-  static const char *names[] = {"cluster", "eigenvalues", "embedding", "k",
-                                "graph_components", "inertia", "used_sparse"};
+  static const char *names[] = {"cluster",          "eigenvalues", "embedding",  "k",
+                                "graph_components", "inertia",     "used_sparse"};
   gstat_spectral_options o;
   spectral_options(opts, &o);
   rg_call c;
@@ -166,7 +167,8 @@ SEXP rg_spectral(SEXP graph, SEXP opts) {
   SET_VECTOR_ELT(out, 0, int_of(labels, n, 1));
   SEXP ev = Rf_allocVector(REALSXP, res->n_eigenvalues);
   SET_VECTOR_ELT(out, 1, ev);
-  if (res->n_eigenvalues > 0) memcpy(REAL(ev), res->eigenvalues, (size_t)res->n_eigenvalues * sizeof(double));
+  if (res->n_eigenvalues > 0)
+    memcpy(REAL(ev), res->eigenvalues, (size_t)res->n_eigenvalues * sizeof(double));
   int64_t nc = res->n_components;
   SEXP emb = Rf_allocMatrix(REALSXP, (int)n, (int)nc);
   SET_VECTOR_ELT(out, 2, emb);
@@ -183,8 +185,8 @@ SEXP rg_spectral(SEXP graph, SEXP opts) {
 }
 
 SEXP rg_spectral_batch(SEXP graphs, SEXP k, SEXP opts, SEXP progress) {
-  static const char *names[] = {"labels", "k", "graph_components", "inertia", "status", "eig_offsets",
-                                "eigenvalues", "message"};
+  static const char *names[] = {"labels", "k",           "graph_components", "inertia",
+                                "status", "eig_offsets", "eigenvalues",      "message"};
   gstat_spectral_options o;
   spectral_options(opts, &o);
   gstat_graph_batch B;

@@ -17,7 +17,8 @@ static char last_backend[32] = "none";
 static gstat_backend option_backend(void) {
   SEXP o = Rf_GetOption1(Rf_install("rgstat.backend"));
   if (o == R_NilValue) return GSTAT_BACKEND_AUTO;
-  if (!Rf_isString(o) || XLENGTH(o) != 1) Rf_error("option rgstat.backend must be \"auto\", \"cpu\" or \"cuda\"");
+  if (!Rf_isString(o) || XLENGTH(o) != 1)
+    Rf_error("option rgstat.backend must be \"auto\", \"cpu\" or \"cuda\"");
   const char *s = CHAR(STRING_ELT(o, 0));
   if (strcmp(s, "auto") == 0) return GSTAT_BACKEND_AUTO;
   if (strcmp(s, "cpu") == 0) return GSTAT_BACKEND_CPU;
@@ -76,12 +77,14 @@ void rg_begin(rg_call *c, const char *fname, int progress) {
   gstat_status st = gstat_ctx_create(&c->ctx, &opt);
   if (st != GSTAT_OK) {
     char msg[1024];
-    snprintf(msg, sizeof msg, "%s", c->ctx ? gstat_ctx_last_error(c->ctx) : gstat_status_string(st));
+    snprintf(msg, sizeof msg, "%s",
+             c->ctx ? gstat_ctx_last_error(c->ctx) : gstat_status_string(st));
     gstat_ctx_destroy(c->ctx);
     c->ctx = NULL;
     if (st == GSTAT_EUNSUPPORTED)
-      Rf_error("%s: backend \"cuda\" asked for (option rgstat.backend) but no usable CUDA module: %s",
-               fname, msg);
+      Rf_error(
+          "%s: backend \"cuda\" asked for (option rgstat.backend) but no usable CUDA module: %s",
+          fname, msg);
     Rf_error("%s: cannot create a gstat context: %s", fname, msg);
   }
 }
@@ -153,13 +156,22 @@ SEXP rg_backend_info(void) {
 }
 
 /* through void (*)(void), the generic function pointer type, as C allows */
-#define ENTRY(name, n) {#name, (DL_FUNC)(void (*)(void))&name, n}
-static const R_CallMethodDef call_methods[] = {
-    ENTRY(rg_backend_info, 0), ENTRY(rg_eigen, 2),      ENTRY(rg_eigen_batch, 2),
-    ENTRY(rg_chol, 1),         ENTRY(rg_chol_solve, 2), ENTRY(rg_chol2inv, 1),
-    ENTRY(rg_cov, 5),          ENTRY(rg_cov_shrink, 3), ENTRY(rg_mahalanobis, 4),
-    ENTRY(rg_pca, 6),          ENTRY(rg_laplacian, 3),  ENTRY(rg_spectral, 2),
-    ENTRY(rg_spectral_batch, 4), {NULL, NULL, 0}};
+#define ENTRY(name, n) \
+  { #name, (DL_FUNC)(void (*)(void)) & name, n }
+static const R_CallMethodDef call_methods[] = {ENTRY(rg_backend_info, 0),
+                                               ENTRY(rg_eigen, 2),
+                                               ENTRY(rg_eigen_batch, 2),
+                                               ENTRY(rg_chol, 1),
+                                               ENTRY(rg_chol_solve, 2),
+                                               ENTRY(rg_chol2inv, 1),
+                                               ENTRY(rg_cov, 5),
+                                               ENTRY(rg_cov_shrink, 3),
+                                               ENTRY(rg_mahalanobis, 4),
+                                               ENTRY(rg_pca, 6),
+                                               ENTRY(rg_laplacian, 3),
+                                               ENTRY(rg_spectral, 2),
+                                               ENTRY(rg_spectral_batch, 4),
+                                               {NULL, NULL, 0}};
 
 void attribute_visible R_init_rgstat(DllInfo *dll) {
   R_registerRoutines(dll, NULL, call_methods, NULL, NULL);

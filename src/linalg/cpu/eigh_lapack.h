@@ -19,8 +19,8 @@ extern "C" {
 #endif
 
 typedef struct {
-    int64_t work_elems;  /* elements of T (float or double) */
-    int64_t iwork_elems; /* elements of int (== lapack_int, checked at compile time in the .c) */
+  int64_t work_elems;  /* elements of T (float or double) */
+  int64_t iwork_elems; /* elements of int (== lapack_int, checked at compile time in the .c) */
 } gstat_i_eigh_lapack_ws;
 
 /* Workspace (elements of T and of lapack_int/int) for order n; elem_size is 4 or 8.

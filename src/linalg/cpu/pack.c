@@ -22,5 +22,6 @@
 void gstat_i_fill_nan(const gstat_matrix *M, int64_t b) {
   int64_t o = b * M->batch_stride;
   for (int64_t j = 0; j < M->cols; j++)
-    for (int64_t i = 0; i < M->rows; i++) store_f64(M->data, M->dtype, o + i * M->row_stride + j * M->col_stride, NAN);
+    for (int64_t i = 0; i < M->rows; i++)
+      store_f64(M->data, M->dtype, o + i * M->row_stride + j * M->col_stride, NAN);
 }

@@ -5,18 +5,18 @@
 
 static inline T CAT(load, SFX)(const void *base, gstat_dtype dtype, int64_t off) {
   switch (dtype) {
-  case GSTAT_F32: return (T)((const float *)base)[off];
-  case GSTAT_F64: return (T)((const double *)base)[off];
-  case GSTAT_BF16: return (T)gstat_bf16_to_f32(((const uint16_t *)base)[off]);
+    case GSTAT_F32: return (T)((const float *)base)[off];
+    case GSTAT_F64: return (T)((const double *)base)[off];
+    case GSTAT_BF16: return (T)gstat_bf16_to_f32(((const uint16_t *)base)[off]);
   }
   return (T)0;
 }
 
 static inline void CAT(store, SFX)(void *base, gstat_dtype dtype, int64_t off, T v) {
   switch (dtype) {
-  case GSTAT_F32: ((float *)base)[off] = (float)v; break;
-  case GSTAT_F64: ((double *)base)[off] = (double)v; break;
-  case GSTAT_BF16: ((uint16_t *)base)[off] = gstat_f32_to_bf16((float)v); break;
+    case GSTAT_F32: ((float *)base)[off] = (float)v; break;
+    case GSTAT_F64: ((double *)base)[off] = (double)v; break;
+    case GSTAT_BF16: ((uint16_t *)base)[off] = gstat_f32_to_bf16((float)v); break;
   }
 }
 
@@ -37,7 +37,8 @@ void CAT(gstat_i_pack_lower, SFX)(const gstat_matrix *A, int64_t b, gstat_uplo u
       for (int64_t jb = 0; jb < nb; jb += 8)
         for (int64_t ib = jb; ib < nb; ib += 8)
           for (int64_t j = 0; j < 8; j++)
-            for (int64_t i = 0; i < 8; i++) dst[ib + i + (jb + j) * ld] = src[(ib + i) * rs + jb + j];
+            for (int64_t i = 0; i < 8; i++)
+              dst[ib + i + (jb + j) * ld] = src[(ib + i) * rs + jb + j];
       for (int64_t i = nb; i < n; i++) /* the rows below the last full tile */
         for (int64_t j = 0; j <= i; j++) dst[i + j * ld] = src[i * rs + j];
     } else { /* walk the source in its own order */
@@ -47,7 +48,8 @@ void CAT(gstat_i_pack_lower, SFX)(const gstat_matrix *A, int64_t b, gstat_uplo u
     return;
   }
   for (int64_t j = 0; j < n; j++)
-    for (int64_t i = j; i < n; i++) dst[i + j * ld] = CAT(load, SFX)(base, A->dtype, o + i * rs + j * cs);
+    for (int64_t i = j; i < n; i++)
+      dst[i + j * ld] = CAT(load, SFX)(base, A->dtype, o + i * rs + j * cs);
 }
 
 void CAT(gstat_i_pack_full, SFX)(const gstat_matrix *M, int64_t b, T *dst, int64_t ld) {
@@ -72,7 +74,8 @@ void CAT(gstat_i_pack_full, SFX)(const gstat_matrix *M, int64_t b, T *dst, int64
   }
   for (int64_t j = 0; j < M->cols; j++)
     for (int64_t i = 0; i < M->rows; i++)
-      dst[i + j * ld] = CAT(load, SFX)(M->data, M->dtype, o + i * M->row_stride + j * M->col_stride);
+      dst[i + j * ld] =
+          CAT(load, SFX)(M->data, M->dtype, o + i * M->row_stride + j * M->col_stride);
 }
 
 void CAT(gstat_i_unpack_full, SFX)(const T *src, int64_t ld, const gstat_matrix *M, int64_t b) {
@@ -85,7 +88,8 @@ void CAT(gstat_i_unpack_full, SFX)(const T *src, int64_t ld, const gstat_matrix 
       for (int64_t ib = 0; ib < rb; ib += 8)
         for (int64_t jb = 0; jb < cb; jb += 8)
           for (int64_t i = 0; i < 8; i++)
-            for (int64_t j = 0; j < 8; j++) dst[(ib + i) * rs + jb + j] = src[ib + i + (jb + j) * ld];
+            for (int64_t j = 0; j < 8; j++)
+              dst[(ib + i) * rs + jb + j] = src[ib + i + (jb + j) * ld];
       for (int64_t i = 0; i < M->rows; i++) /* the right and bottom edges */
         for (int64_t j = i < rb ? cb : 0; j < M->cols; j++) dst[i * rs + j] = src[i + j * ld];
     } else if (M->rows > 1 && M->cols > 1 && rs > cs) {
@@ -100,13 +104,13 @@ void CAT(gstat_i_unpack_full, SFX)(const T *src, int64_t ld, const gstat_matrix 
   if (M->rows > 1 && M->row_stride != 1) {
     /* row-major-like destination: walk it in its own order */
     for (int64_t i = 0; i < M->rows; i++)
-      for (int64_t j = 0; j < M->cols; j++)
-        CAT(store, SFX)(M->data, M->dtype, o + i * M->row_stride + j * M->col_stride, src[i + j * ld]);
+      for (int64_t j = 0; j < M->cols; j++) CAT(store, SFX)
+    (M->data, M->dtype, o + i * M->row_stride + j * M->col_stride, src[i + j * ld]);
     return;
   }
   for (int64_t j = 0; j < M->cols; j++)
-    for (int64_t i = 0; i < M->rows; i++)
-      CAT(store, SFX)(M->data, M->dtype, o + i * M->row_stride + j * M->col_stride, src[i + j * ld]);
+    for (int64_t i = 0; i < M->rows; i++) CAT(store, SFX)
+  (M->data, M->dtype, o + i * M->row_stride + j * M->col_stride, src[i + j * ld]);
 }
 
 #undef CAT

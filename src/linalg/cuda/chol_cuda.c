@@ -23,20 +23,23 @@ static gstat_matrix as_lower(const gstat_matrix *T, gstat_uplo uplo) {
 
 static int64_t chunk_for(gstat_cu_state *s, const gstat_matrix *A, int64_t cols_rhs) {
   size_t es = gstat_cu_dtype_bytes(gstat_cu_compute_dtype(A->dtype));
-  size_t per = (size_t)(A->rows * (A->rows + cols_rhs)) * (es + gstat_cu_dtype_bytes(A->dtype)) * 2 + 64;
+  size_t per =
+      (size_t)(A->rows * (A->rows + cols_rhs)) * (es + gstat_cu_dtype_bytes(A->dtype)) * 2 + 64;
   return gstat_cu_chunk(s, A->batch, per);
 }
 
 /* Pointer array ptrs[b] = base + b * stride (device). */
-static void **pointers(gstat_cu_state *s, gstat_ctx *ctx, int slot, void *base, size_t stride, int64_t nb) {
+static void **pointers(gstat_cu_state *s, gstat_ctx *ctx, int slot, void *base, size_t stride,
+                       int64_t nb) {
   void **p = gstat_cu_buffer(s, ctx, CU_PTRS, 2 * sizeof(void *) * (size_t)nb);
   if (!p) return NULL;
   p += slot * nb;
   return gstat_cu_fill_ptrs(p, base, stride, nb, s->stream) == cudaSuccess ? p : NULL;
 }
 
-static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
-                               gstat_matrix *F, int64_t b0, int64_t nb, int64_t *info) {
+static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const gstat_matrix *A,
+                               gstat_uplo uplo, gstat_matrix *F, int64_t b0, int64_t nb,
+                               int64_t *info) {
   int cdt = gstat_cu_compute_dtype(A->dtype);
   int64_t n = A->rows;
   size_t stride = (size_t)(n * n) * gstat_cu_dtype_bytes(cdt);
@@ -50,26 +53,31 @@ static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const gstat_ma
   gstat_matrix in = as_lower(A, uplo);
   gstat_status st = GSTAT_OK;
   cudaError_t err = cudaSuccess;
-  if (!in_place) st = gstat_cu_load(s, ctx, "cholesky", &in, b0, nb, cdt, dA);
-  else if (src != dst) err = cudaMemcpyAsync(dst, src, stride * (size_t)nb, cudaMemcpyDeviceToDevice, s->stream);
+  if (!in_place)
+    st = gstat_cu_load(s, ctx, "cholesky", &in, b0, nb, cdt, dA);
+  else if (src != dst)
+    err = cudaMemcpyAsync(dst, src, stride * (size_t)nb, cudaMemcpyDeviceToDevice, s->stream);
   if (st != GSTAT_OK) return st;
   if (err != cudaSuccess) return gstat_cu_fail(ctx, "cholesky", "copying the input", err);
   if (n <= small_chol_max_n) {
     err = gstat_cu_cholesky_small(cdt, dA, n, nb, dInfo, s->stream);
   } else {
     void **ptrs = pointers(s, ctx, 0, dA, stride, nb);
-    if (!ptrs) return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "cholesky: cannot build the pointer array");
+    if (!ptrs)
+      return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "cholesky: cannot build the pointer array");
     cusolverStatus_t cs = cdt == GSTAT_F64
-                              ? cusolverDnDpotrfBatched(s->solver, CUBLAS_FILL_MODE_LOWER, (int)n, (double **)ptrs,
-                                                        (int)n, dInfo, (int)nb)
-                              : cusolverDnSpotrfBatched(s->solver, CUBLAS_FILL_MODE_LOWER, (int)n, (float **)ptrs,
-                                                        (int)n, dInfo, (int)nb);
-    if (cs != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(ctx, "cholesky", "potrfBatched", cs);
+                              ? cusolverDnDpotrfBatched(s->solver, CUBLAS_FILL_MODE_LOWER, (int)n,
+                                                        (double **)ptrs, (int)n, dInfo, (int)nb)
+                              : cusolverDnSpotrfBatched(s->solver, CUBLAS_FILL_MODE_LOWER, (int)n,
+                                                        (float **)ptrs, (int)n, dInfo, (int)nb);
+    if (cs != CUSOLVER_STATUS_SUCCESS)
+      return gstat_cu_solver_fail(ctx, "cholesky", "potrfBatched", cs);
     err = gstat_cu_finish_cholesky(cdt, dA, n, nb, dInfo, s->stream);
   }
   if (err != cudaSuccess) return gstat_cu_fail(ctx, "cholesky", "factor kernel", err);
   gstat_matrix out = as_lower(F, uplo);
-  if (!in_place && (st = gstat_cu_store(s, ctx, "cholesky", dA, cdt, &out, b0, nb)) != GSTAT_OK) return st;
+  if (!in_place && (st = gstat_cu_store(s, ctx, "cholesky", dA, cdt, &out, b0, nb)) != GSTAT_OK)
+    return st;
   return gstat_cu_collect_info(s, ctx, "cholesky", dInfo, false, nb, info + b0);
 }
 
@@ -90,12 +98,15 @@ gstat_status gstat_cu_cholesky(void *state, gstat_ctx *ctx, const gstat_matrix *
 
 /* Solve with the lower factor L in dL: op(L) X = B for each trans in
  * `passes` (NO_TRANS then TRANS for Cholesky: L L^T X = B). */
-static gstat_status solve_chunk(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *T,
-                                gstat_uplo uplo, const cublasOperation_t *passes, int npass, cublasDiagType_t diag,
-                                const gstat_matrix *B, gstat_matrix *X, int64_t b0, int64_t nb, int64_t *info) {
+static gstat_status solve_chunk(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                const gstat_matrix *T, gstat_uplo uplo,
+                                const cublasOperation_t *passes, int npass, cublasDiagType_t diag,
+                                const gstat_matrix *B, gstat_matrix *X, int64_t b0, int64_t nb,
+                                int64_t *info) {
   int cdt = gstat_cu_compute_dtype(T->dtype);
   int64_t n = T->rows, nrhs = B->cols;
-  size_t es = gstat_cu_dtype_bytes(cdt), lstride = (size_t)(n * n) * es, bstride = (size_t)(n * nrhs) * es;
+  size_t es = gstat_cu_dtype_bytes(cdt), lstride = (size_t)(n * n) * es,
+         bstride = (size_t)(n * nrhs) * es;
   void *dL = gstat_cu_buffer(s, ctx, CU_MAT, lstride * (size_t)nb);
   void *dB = gstat_cu_buffer(s, ctx, CU_RHS, bstride * (size_t)nb);
   int *dInfo = gstat_cu_buffer(s, ctx, CU_INFO, sizeof(int) * (size_t)nb);
@@ -104,34 +115,43 @@ static gstat_status solve_chunk(gstat_cu_state *s, gstat_ctx *ctx, const char *f
   gstat_status st = gstat_cu_load(s, ctx, fn, &in, b0, nb, cdt, dL);
   if (st == GSTAT_OK) st = gstat_cu_load(s, ctx, fn, B, b0, nb, cdt, dB);
   if (st != GSTAT_OK) return st;
-  cudaError_t err = diag == CUBLAS_DIAG_UNIT ? cudaMemsetAsync(dInfo, 0, sizeof(int) * (size_t)nb, s->stream)
-                                             : gstat_cu_diag_info(cdt, dL, n, nb, dInfo, s->stream);
+  cudaError_t err = diag == CUBLAS_DIAG_UNIT
+                        ? cudaMemsetAsync(dInfo, 0, sizeof(int) * (size_t)nb, s->stream)
+                        : gstat_cu_diag_info(cdt, dL, n, nb, dInfo, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "diagonal check", err);
   void **pl = pointers(s, ctx, 0, dL, lstride, nb), **pb = pointers(s, ctx, 1, dB, bstride, nb);
-  if (!pl || !pb) return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "%s: cannot build the pointer arrays", fn);
+  if (!pl || !pb)
+    return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "%s: cannot build the pointer arrays", fn);
   for (int p = 0; p < npass; p++) {
     cublasStatus_t bs;
     if (cdt == GSTAT_F64) {
       const double one = 1;
-      bs = cublasDtrsmBatched(s->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, passes[p], diag, (int)n, (int)nrhs,
-                              &one, (const double *const *)pl, (int)n, (double *const *)pb, (int)n, (int)nb);
+      bs = cublasDtrsmBatched(s->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, passes[p], diag,
+                              (int)n, (int)nrhs, &one, (const double *const *)pl, (int)n,
+                              (double *const *)pb, (int)n, (int)nb);
     } else {
       const float one = 1;
-      bs = cublasStrsmBatched(s->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, passes[p], diag, (int)n, (int)nrhs,
-                              &one, (const float *const *)pl, (int)n, (float *const *)pb, (int)n, (int)nb);
+      bs = cublasStrsmBatched(s->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, passes[p], diag,
+                              (int)n, (int)nrhs, &one, (const float *const *)pl, (int)n,
+                              (float *const *)pb, (int)n, (int)nb);
     }
     if (bs != CUBLAS_STATUS_SUCCESS)
-      return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "%s: trsmBatched failed (cublasStatus %d)", fn, (int)bs);
+      return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "%s: trsmBatched failed (cublasStatus %d)",
+                                 fn, (int)bs);
   }
   if ((st = gstat_cu_store(s, ctx, fn, dB, cdt, X, b0, nb)) != GSTAT_OK) return st;
   return gstat_cu_collect_info(s, ctx, fn, dInfo, false, nb, info + b0);
 }
 
-static gstat_status solve(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *T, gstat_uplo uplo,
-                          const cublasOperation_t *passes, int npass, cublasDiagType_t diag, const gstat_matrix *B,
-                          gstat_matrix *X, int64_t *info) {
+static gstat_status solve(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *T,
+                          gstat_uplo uplo, const cublasOperation_t *passes, int npass,
+                          cublasDiagType_t diag, const gstat_matrix *B, gstat_matrix *X,
+                          int64_t *info) {
   cudaSetDevice(s->device);
-  gstat_status st0 = gstat_cu_check_finite(s, ctx, fn, strcmp(fn, "cholesky_solve") ? "T" : "F", T, uplo == GSTAT_UPPER ? (diag == CUBLAS_DIAG_UNIT ? 4 : 2) : (diag == CUBLAS_DIAG_UNIT ? 3 : 1));
+  gstat_status st0 =
+      gstat_cu_check_finite(s, ctx, fn, strcmp(fn, "cholesky_solve") ? "T" : "F", T,
+                            uplo == GSTAT_UPPER ? (diag == CUBLAS_DIAG_UNIT ? 4 : 2)
+                                                : (diag == CUBLAS_DIAG_UNIT ? 3 : 1));
   if (st0 == GSTAT_OK) st0 = gstat_cu_check_finite(s, ctx, fn, "B", B, 0);
   if (st0 != GSTAT_OK) return st0;
   int64_t chunk = chunk_for(s, T, B->cols);

@@ -24,20 +24,20 @@ typedef struct {
 
 /* Device buffers by role. */
 typedef enum {
-  CU_STAGE,    /* the caller's bytes, copied as they lie (host data) */
-  CU_MAT,      /* dense column-major matrices in the compute type */
-  CU_VEC,      /* eigenvalues in the compute type */
-  CU_RHS,      /* right-hand sides */
-  CU_INFO,     /* per-element info (int) */
-  CU_PTRS,     /* pointer arrays for the *Batched routines */
-  CU_WORK,     /* solver workspace (one slice per stream for the loop path) */
-  CU_FLAG,     /* a scalar for the non-finite scan */
-  CU_DATA,     /* PCA: the centered data of the last pca_fit */
-  CU_COV,      /* PCA: co-moment matrices */
-  CU_SUMS,     /* PCA: column sums, means and deviations (double) */
-  CU_PROJ,     /* PCA: components and scores */
-  CU_PART,     /* PCA: partial co-moments of row blocks */
-  CU_SC,       /* batch spectral clustering: one chunk's Laplacians, results, scratch */
+  CU_STAGE, /* the caller's bytes, copied as they lie (host data) */
+  CU_MAT,   /* dense column-major matrices in the compute type */
+  CU_VEC,   /* eigenvalues in the compute type */
+  CU_RHS,   /* right-hand sides */
+  CU_INFO,  /* per-element info (int) */
+  CU_PTRS,  /* pointer arrays for the *Batched routines */
+  CU_WORK,  /* solver workspace (one slice per stream for the loop path) */
+  CU_FLAG,  /* a scalar for the non-finite scan */
+  CU_DATA,  /* PCA: the centered data of the last pca_fit */
+  CU_COV,   /* PCA: co-moment matrices */
+  CU_SUMS,  /* PCA: column sums, means and deviations (double) */
+  CU_PROJ,  /* PCA: components and scores */
+  CU_PART,  /* PCA: partial co-moments of row blocks */
+  CU_SC,    /* batch spectral clustering: one chunk's Laplacians, results, scratch */
   CU_NBUF
 } gstat_cu_role;
 
@@ -96,12 +96,17 @@ gstat_cu_fault gstat_cu_fault_now(void);
 
 /* A CUDA error as a status and a message "fn: what: cudaGetErrorString". */
 gstat_status gstat_cu_fail(gstat_ctx *ctx, const char *fn, const char *what, cudaError_t err);
-gstat_status gstat_cu_solver_fail(gstat_ctx *ctx, const char *fn, const char *what, cusolverStatus_t st);
+gstat_status gstat_cu_solver_fail(gstat_ctx *ctx, const char *fn, const char *what,
+                                  cusolverStatus_t st);
 
 /* The compute precision of an input dtype, and bytes per element of a dtype
  * (the module does not link libgstat, so not gstat_dtype_size). */
-static inline int gstat_cu_compute_dtype(gstat_dtype in) { return in == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32; }
-static inline size_t gstat_cu_dtype_bytes(int dt) { return dt == GSTAT_F64 ? 8 : dt == GSTAT_F32 ? 4 : 2; }
+static inline int gstat_cu_compute_dtype(gstat_dtype in) {
+  return in == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32;
+}
+static inline size_t gstat_cu_dtype_bytes(int dt) {
+  return dt == GSTAT_F64 ? 8 : dt == GSTAT_F32 ? 4 : 2;
+}
 
 /* Pointer to element b0 when m is a dense column-major device batch of
  * dtype cdt (the caller's memory can be used as it is), else NULL. */
@@ -112,14 +117,14 @@ char *gstat_cu_dense(const gstat_matrix *m, int cdt, int64_t b0);
  * host), and back. */
 gstat_status gstat_cu_load(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *m,
                            int64_t b0, int64_t nb, int cdt, void *dst);
-gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const void *src, int cdt,
-                            const gstat_matrix *m, int64_t b0, int64_t nb);
+gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const void *src,
+                            int cdt, const gstat_matrix *m, int64_t b0, int64_t nb);
 
 /* GSTAT_ENOTFINITE naming the first NaN/Inf of part `tri` (the kernels'
  * codes: 0 full, 1 lower, 2 upper, 3/4 strict) of a device-resident input,
  * when the context checks finiteness; host inputs were checked already. */
-gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const char *name,
-                                   const gstat_matrix *m, int tri);
+gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                   const char *name, const gstat_matrix *m, int tri);
 
 /* Elements per chunk so that `per_elem` device bytes each fit the budget. */
 int64_t gstat_cu_chunk(const gstat_cu_state *s, int64_t batch, size_t per_elem);
@@ -137,7 +142,7 @@ gstat_status gstat_cu_triangular_solve(void *state, gstat_ctx *ctx, const gstat_
                                        const gstat_matrix *B, gstat_matrix *X, int64_t *info);
 
 gstat_status gstat_cu_pca_fit(void *state, gstat_ctx *ctx, const gstat_matrix *X, int center,
-                             int scale, double *mean, double *sd, void *w, void *V);
+                              int scale, double *mean, double *sd, void *w, void *V);
 gstat_status gstat_cu_pca_project(void *state, gstat_ctx *ctx, const gstat_matrix *X,
                                   const double *mean, const double *scale, const double *comp,
                                   const double *ev, int64_t k, gstat_matrix *Y);
@@ -145,7 +150,7 @@ gstat_status gstat_cu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *
                                double *M);
 gstat_status gstat_cu_spectral_dense(void *state, gstat_ctx *ctx, const gstat_i_sc_device_req *r);
 gstat_status gstat_cu_pca_scores(void *state, gstat_ctx *ctx, int64_t b, const double *components,
-                                const double *scale, int64_t k, double *scores);
+                                 const double *scale, int64_t k, double *scores);
 
 /* Copy per-element device info (int) of a chunk into info (int64); elements
  * with a negative info (solver error) or a non-zero flag (NaN/Inf output;

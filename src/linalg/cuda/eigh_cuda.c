@@ -18,7 +18,9 @@
 static const int64_t jacobi_max_n = 32;
 static const int64_t loop_min_n = 2048;
 
-static cudaDataType cuda_type(int cdt) { return cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F; }
+static cudaDataType cuda_type(int cdt) {
+  return cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F;
+}
 
 typedef struct {
   gstat_cu_state *s;
@@ -30,12 +32,12 @@ typedef struct {
   cusolverEigMode_t jobz;
 } eigh_run;
 
-static cusolverStatus_t call_syev_batched(const eigh_run *r, cusolverDnHandle_t h, void *dA, void *dW,
-                                          int *dInfo, int64_t nb, void *dwork, size_t dev_bytes, void *hwork,
-                                          size_t host_bytes) {
+static cusolverStatus_t call_syev_batched(const eigh_run *r, cusolverDnHandle_t h, void *dA,
+                                          void *dW, int *dInfo, int64_t nb, void *dwork,
+                                          size_t dev_bytes, void *hwork, size_t host_bytes) {
   cudaDataType t = cuda_type(r->cdt);
-  return cusolverDnXsyevBatched(h, r->s->params, r->jobz, r->fill, r->n, t, dA, r->n, t, dW, t, dwork, dev_bytes,
-                                hwork, host_bytes, dInfo, nb);
+  return cusolverDnXsyevBatched(h, r->s->params, r->jobz, r->fill, r->n, t, dA, r->n, t, dW, t,
+                                dwork, dev_bytes, hwork, host_bytes, dInfo, nb);
 }
 
 /* The batched solver replayed from a CUDA graph: at mid n it is bound by
@@ -45,17 +47,18 @@ static cusolverStatus_t call_syev_batched(const eigh_run *r, cusolverDnHandle_t 
  * per key (shape and the context's own buffers, which the solve therefore
  * uses) and replayed after; when cuSOLVER refuses capture (n = 1024 does)
  * the key remembers it and the call runs directly. */
-static gstat_cu_graph *graph_for(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb, void *dwork,
-                                 size_t dev_bytes, void *hwork, size_t host_bytes) {
+static gstat_cu_graph *graph_for(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
+                                 void *dwork, size_t dev_bytes, void *hwork, size_t host_bytes) {
   gstat_cu_state *s = r->s;
-  gstat_cu_graph key = {NULL, true, r->n, nb, r->cdt, (int)r->jobz, (int)r->fill, dA, dW, dInfo, dwork, hwork,
-                        dev_bytes, host_bytes, ++s->graph_clock};
+  gstat_cu_graph key = {NULL, true,  r->n,  nb,    r->cdt,    (int)r->jobz, (int)r->fill,    dA,
+                        dW,   dInfo, dwork, hwork, dev_bytes, host_bytes,   ++s->graph_clock};
   gstat_cu_graph *old = &s->graphs[0];
   for (int g = 0; g < GSTAT_CU_GRAPHS; g++) {
     gstat_cu_graph *c = &s->graphs[g];
     if (c->used && c->n == key.n && c->nb == key.nb && c->cdt == key.cdt && c->jobz == key.jobz &&
-        c->fill == key.fill && c->a == key.a && c->w == key.w && c->info == key.info && c->work == key.work &&
-        c->hwork == key.hwork && c->dev_bytes == key.dev_bytes && c->host_bytes == key.host_bytes) {
+        c->fill == key.fill && c->a == key.a && c->w == key.w && c->info == key.info &&
+        c->work == key.work && c->hwork == key.hwork && c->dev_bytes == key.dev_bytes &&
+        c->host_bytes == key.host_bytes) {
       c->stamp = key.stamp;
       return c;
     }
@@ -67,8 +70,8 @@ static gstat_cu_graph *graph_for(const eigh_run *r, void *dA, void *dW, int *dIn
   cudaStream_t cs = s->capture;
   cudaGraph_t graph = NULL;
   if (cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed) == cudaSuccess) {
-    cusolverStatus_t st =
-        call_syev_batched(r, s->capture_solver, dA, dW, dInfo, nb, dwork, dev_bytes, hwork, host_bytes);
+    cusolverStatus_t st = call_syev_batched(r, s->capture_solver, dA, dW, dInfo, nb, dwork,
+                                            dev_bytes, hwork, host_bytes);
     if (cudaStreamEndCapture(cs, &graph) == cudaSuccess && graph && st == CUSOLVER_STATUS_SUCCESS &&
         cudaGraphInstantiate(&old->exec, graph, 0) != cudaSuccess)
       old->exec = NULL;
@@ -82,16 +85,20 @@ static gstat_cu_graph *graph_for(const eigh_run *r, void *dA, void *dW, int *dIn
 static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb) {
   size_t dev_bytes = 0, host_bytes = 0;
   cudaDataType t = cuda_type(r->cdt);
-  cusolverStatus_t st = cusolverDnXsyevBatched_bufferSize(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA,
-                                                          r->n, t, dW, t, &dev_bytes, &host_bytes, nb);
-  if (st != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched_bufferSize", st);
+  cusolverStatus_t st =
+      cusolverDnXsyevBatched_bufferSize(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA,
+                                        r->n, t, dW, t, &dev_bytes, &host_bytes, nb);
+  if (st != CUSOLVER_STATUS_SUCCESS)
+    return gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched_bufferSize", st);
   int64_t before = r->s->device_allocations;
   void *dwork = gstat_cu_buffer(r->s, r->ctx, CU_WORK, dev_bytes);
   void *hwork = gstat_cu_host_buffer(r->s, r->ctx, &r->s->host_work, host_bytes);
   if (!dwork || !hwork) return GSTAT_ENOMEM;
   /* some cuSOLVER versions read the workspace before writing it: never hand
    * them fresh garbage (clearing it on every call costs a pass over it) */
-  cudaError_t err = r->s->device_allocations != before ? cudaMemsetAsync(dwork, 0, dev_bytes, r->s->stream) : cudaSuccess;
+  cudaError_t err = r->s->device_allocations != before
+                        ? cudaMemsetAsync(dwork, 0, dev_bytes, r->s->stream)
+                        : cudaSuccess;
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "clearing the workspace", err);
   gstat_cu_graph *g = graph_for(r, dA, dW, dInfo, nb, dwork, dev_bytes, hwork, host_bytes);
   if (g->exec) {
@@ -99,7 +106,8 @@ static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dIn
     return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "XsyevBatched graph", err);
   }
   st = call_syev_batched(r, r->s->solver, dA, dW, dInfo, nb, dwork, dev_bytes, hwork, host_bytes);
-  return st == CUSOLVER_STATUS_SUCCESS ? GSTAT_OK : gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched", st);
+  return st == CUSOLVER_STATUS_SUCCESS ? GSTAT_OK
+                                       : gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched", st);
 }
 
 /* One Xsyevd per matrix, round-robin over the side streams. */
@@ -107,23 +115,25 @@ static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo
   gstat_cu_state *s = r->s;
   cudaDataType t = cuda_type(r->cdt);
   size_t dev_bytes = 0, host_bytes = 0, es = gstat_cu_dtype_bytes(r->cdt);
-  cusolverStatus_t st = cusolverDnXsyevd_bufferSize(s->solver, s->params, r->jobz, r->fill, r->n, t, dA, r->n, t,
-                                                    dW, t, &dev_bytes, &host_bytes);
-  if (st != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd_bufferSize", st);
+  cusolverStatus_t st = cusolverDnXsyevd_bufferSize(s->solver, s->params, r->jobz, r->fill, r->n, t,
+                                                    dA, r->n, t, dW, t, &dev_bytes, &host_bytes);
+  if (st != CUSOLVER_STATUS_SUCCESS)
+    return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd_bufferSize", st);
   dev_bytes = (dev_bytes + 255) & ~(size_t)255;
   int streams = nb < GSTAT_CU_STREAMS ? (int)nb : GSTAT_CU_STREAMS;
   char *dwork = gstat_cu_buffer(s, r->ctx, CU_WORK, dev_bytes * (size_t)streams);
   char *hwork = gstat_cu_host_buffer(s, r->ctx, &s->host_work, (host_bytes + 64) * (size_t)streams);
   if (!dwork || !hwork) return GSTAT_ENOMEM;
   cudaError_t err = cudaEventRecord(s->ev[GSTAT_CU_STREAMS], s->stream);
-  for (int k = 0; k < streams && err == cudaSuccess; k++) err = cudaStreamWaitEvent(s->side[k], s->ev[GSTAT_CU_STREAMS], 0);
+  for (int k = 0; k < streams && err == cudaSuccess; k++)
+    err = cudaStreamWaitEvent(s->side[k], s->ev[GSTAT_CU_STREAMS], 0);
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "ordering streams", err);
   for (int64_t b = 0; b < nb; b++) {
     int k = (int)(b % streams);
     st = cusolverDnXsyevd(s->side_solver[k], s->params, r->jobz, r->fill, r->n, t,
-                          (char *)dA + (size_t)(b * r->n * r->n) * es, r->n, t, (char *)dW + (size_t)(b * r->n) * es, t,
-                          dwork + dev_bytes * (size_t)k, dev_bytes, hwork + (host_bytes + 64) * (size_t)k, host_bytes,
-                          dInfo + b);
+                          (char *)dA + (size_t)(b * r->n * r->n) * es, r->n, t,
+                          (char *)dW + (size_t)(b * r->n) * es, t, dwork + dev_bytes * (size_t)k,
+                          dev_bytes, hwork + (host_bytes + 64) * (size_t)k, host_bytes, dInfo + b);
     if (st != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd", st);
   }
   for (int k = 0; k < streams && err == cudaSuccess; k++) {
@@ -148,8 +158,8 @@ static gstat_matrix as_col_major(const gstat_matrix *A, cublasFillMode_t *fill) 
 /* bf16 device data all the way, n <= 32 (A, w and V dense column-major
  * bf16, V not A): the Jacobi kernel reads and writes bf16 itself, so no
  * float32 copy exists and the call needs less memory than float32's. */
-static gstat_status jacobi_bf16(const eigh_run *r, const char *a, char *w, char *v, int64_t b0, int64_t nb,
-                                int64_t *info) {
+static gstat_status jacobi_bf16(const eigh_run *r, const char *a, char *w, char *v, int64_t b0,
+                                int64_t nb, int64_t *info) {
   gstat_cu_state *s = r->s;
   int *dInfo = gstat_cu_buffer(s, r->ctx, CU_INFO, 2 * sizeof(int) * (size_t)nb);
   if (!dInfo) return GSTAT_ENOMEM;
@@ -157,12 +167,15 @@ static gstat_status jacobi_bf16(const eigh_run *r, const char *a, char *w, char 
   int64_t n = r->n;
   cudaError_t err = cudaMemsetAsync(dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
   if (err == cudaSuccess)
-    err = gstat_cu_eigh_jacobi(GSTAT_BF16, a, r->fill == CUBLAS_FILL_MODE_UPPER, n, nb, w, v, dInfo, s->stream);
+    err = gstat_cu_eigh_jacobi(GSTAT_BF16, a, r->fill == CUBLAS_FILL_MODE_UPPER, n, nb, w, v, dInfo,
+                               s->stream);
   /* flag NaN/Inf outputs, then NaN for the unconverged (the CPU redoes both) */
   if (err == cudaSuccess) err = gstat_cu_flag_nonfinite(GSTAT_BF16, w, n, nb, dFlags, s->stream);
-  if (err == cudaSuccess && v) err = gstat_cu_flag_nonfinite(GSTAT_BF16, v, n * n, nb, dFlags, s->stream);
+  if (err == cudaSuccess && v)
+    err = gstat_cu_flag_nonfinite(GSTAT_BF16, v, n * n, nb, dFlags, s->stream);
   if (err == cudaSuccess) err = gstat_cu_fill_nan_where(GSTAT_BF16, w, n, nb, dInfo, s->stream);
-  if (err == cudaSuccess && v) err = gstat_cu_fill_nan_where(GSTAT_BF16, v, n * n, nb, dInfo, s->stream);
+  if (err == cudaSuccess && v)
+    err = gstat_cu_fill_nan_where(GSTAT_BF16, v, n * n, nb, dInfo, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel (bfloat16)", err);
   return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, true, nb, info + b0);
 }
@@ -170,8 +183,8 @@ static gstat_status jacobi_bf16(const eigh_run *r, const char *a, char *w, char 
 /* One chunk [b0, b0 + nb): load, solve, check, store, collect info. Dense
  * device arguments of the compute dtype are used in place: no copies but
  * the one the solver needs (it overwrites its input with the vectors). */
-static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gstat_matrix *w, gstat_matrix *V,
-                               int64_t b0, int64_t nb, int64_t *info) {
+static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gstat_matrix *w,
+                               gstat_matrix *V, int64_t b0, int64_t nb, int64_t *info) {
   eigh_run rr = *run;
   const eigh_run *r = &rr;
   gstat_matrix A = as_col_major(A0, &rr.fill);
@@ -181,7 +194,8 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   if (jacobi && A0->dtype == GSTAT_BF16) {
     char *a16 = gstat_cu_dense(&A, GSTAT_BF16, b0), *w16 = gstat_cu_dense(w, GSTAT_BF16, b0);
     char *v16 = r->want ? gstat_cu_dense(V, GSTAT_BF16, b0) : NULL;
-    if (a16 && w16 && (!r->want || (v16 && v16 != a16))) return jacobi_bf16(r, a16, w16, v16, b0, nb, info);
+    if (a16 && w16 && (!r->want || (v16 && v16 != a16)))
+      return jacobi_bf16(r, a16, w16, v16, b0, nb, info);
   }
   /* the batched solver runs in the context's buffers (its graph is keyed by
    * them), so only the other paths use the caller's V and w in place */
@@ -212,20 +226,24 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   if (err == cudaSuccess) err = cudaMemsetAsync(dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "copying the input", err);
   if (jacobi) {
-    err = gstat_cu_eigh_jacobi(r->cdt, src, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb, dW, r->want ? dV : NULL,
-                               dInfo, s->stream);
+    err = gstat_cu_eigh_jacobi(r->cdt, src, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb, dW,
+                               r->want ? dV : NULL, dInfo, s->stream);
     if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel", err);
   } else {
-    st = r->n >= loop_min_n ? syevd_loop(r, work, dW, dInfo, nb) : syev_batched(r, work, dW, dInfo, nb);
+    st = r->n >= loop_min_n ? syevd_loop(r, work, dW, dInfo, nb)
+                            : syev_batched(r, work, dW, dInfo, nb);
     if (st != GSTAT_OK) return st;
   }
   /* one pass: signs (the Jacobi kernel fixed its own), NaN outputs for
    * failed elements and flags for non-finite ones (the dispatcher may
    * recompute them) */
-  err = gstat_cu_finish_eigh(r->cdt, r->want ? dV : NULL, dW, r->n, nb, dInfo, dFlags, !jacobi, s->stream);
+  err = gstat_cu_finish_eigh(r->cdt, r->want ? dV : NULL, dW, r->n, nb, dInfo, dFlags, !jacobi,
+                             s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "output check", err);
-  if (!w_in_place && (st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb)) != GSTAT_OK) return st;
-  if (r->want && !v_in_place && (st = gstat_cu_store(s, r->ctx, "eigh", dV, r->cdt, V, b0, nb)) != GSTAT_OK)
+  if (!w_in_place && (st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb)) != GSTAT_OK)
+    return st;
+  if (r->want && !v_in_place &&
+      (st = gstat_cu_store(s, r->ctx, "eigh", dV, r->cdt, V, b0, nb)) != GSTAT_OK)
     return st;
   return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, true, nb, info + b0);
 }
@@ -234,7 +252,11 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
                            gstat_matrix *w, gstat_matrix *V, int64_t *info) {
   gstat_cu_state *s = state;
   cudaSetDevice(s->device);
-  eigh_run r = {s, ctx, A->rows, gstat_cu_compute_dtype(A->dtype), V != NULL,
+  eigh_run r = {s,
+                ctx,
+                A->rows,
+                gstat_cu_compute_dtype(A->dtype),
+                V != NULL,
                 uplo == GSTAT_UPPER ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER,
                 V ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR};
   gstat_status st0 = gstat_cu_check_finite(s, ctx, "eigh", "A", A, uplo == GSTAT_UPPER ? 2 : 1);
@@ -250,7 +272,8 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
    * batched solver's workspace (about 5x the matrices) for the whole batch
    * is more than the float32 path needs (it solves in the caller's V): half
    * the batch at a time keeps bf16's peak lower (bench/README.md) */
-  if (batched && A->dtype == GSTAT_BF16 && A->batch > 1 && chunk > (A->batch + 1) / 2) chunk = (A->batch + 1) / 2;
+  if (batched && A->dtype == GSTAT_BF16 && A->batch > 1 && chunk > (A->batch + 1) / 2)
+    chunk = (A->batch + 1) / 2;
   for (int64_t b0 = 0; b0 < A->batch;) {
     int64_t nb = A->batch - b0 < chunk ? A->batch - b0 : chunk;
     gstat_status st = eigh_chunk(&r, A, w, V, b0, nb, info);

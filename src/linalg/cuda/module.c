@@ -25,7 +25,8 @@ gstat_status gstat_cu_fail(gstat_ctx *ctx, const char *fn, const char *what, cud
   return gstat_cu_host->fail(ctx, st, "%s: %s: %s", fn, what, cudaGetErrorString(err));
 }
 
-gstat_status gstat_cu_solver_fail(gstat_ctx *ctx, const char *fn, const char *what, cusolverStatus_t st) {
+gstat_status gstat_cu_solver_fail(gstat_ctx *ctx, const char *fn, const char *what,
+                                  cusolverStatus_t st) {
   gstat_status s = st == CUSOLVER_STATUS_ALLOC_FAILED ? GSTAT_ENOMEM : GSTAT_EBACKEND;
   return gstat_cu_host->fail(ctx, s, "%s: %s failed (cusolverStatus %d)", fn, what, (int)st);
 }
@@ -33,7 +34,8 @@ gstat_status gstat_cu_solver_fail(gstat_ctx *ctx, const char *fn, const char *wh
 void *gstat_cu_buffer(gstat_cu_state *s, gstat_ctx *ctx, gstat_cu_role role, size_t size) {
   gstat_cu_buf *b = &s->dev[role];
   if (gstat_cu_fault_now() == FAULT_OOM && size > 0) {
-    gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "cuda: simulated device out of memory (GSTAT_CUDA_FAULT=oom)");
+    gstat_cu_host->fail(ctx, GSTAT_ENOMEM,
+                        "cuda: simulated device out of memory (GSTAT_CUDA_FAULT=oom)");
     return NULL;
   }
   if (b->ptr && b->size >= size) return b->ptr;
@@ -113,8 +115,8 @@ gstat_status gstat_cu_load(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, co
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "gather", err);
 }
 
-gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const void *src, int cdt,
-                            const gstat_matrix *m, int64_t b0, int64_t nb) {
+gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const void *src,
+                            int cdt, const gstat_matrix *m, int64_t b0, int64_t nb) {
   size_t span;
   gstat_matrix r = sub(m, b0, nb, &span);
   cudaError_t err;
@@ -128,34 +130,39 @@ gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, c
   /* Layouts with gaps: bring the caller's bytes first so the copy back
    * returns the gaps unchanged. */
   bool gaps = span != (size_t)(nb * m->rows * m->cols) * gstat_cu_dtype_bytes(m->dtype);
-  if (gaps && (err = cudaMemcpyAsync(stage, r.data, span, cudaMemcpyHostToDevice, s->stream)) != cudaSuccess)
+  if (gaps && (err = cudaMemcpyAsync(stage, r.data, span, cudaMemcpyHostToDevice, s->stream)) !=
+                  cudaSuccess)
     return gstat_cu_fail(ctx, fn, "copy to the device", err);
   err = gstat_cu_scatter(src, cdt, nb, m->rows, m->cols, stage, (int)m->dtype, m->batch_stride,
                          m->row_stride, m->col_stride, s->stream);
-  if (err == cudaSuccess) err = cudaMemcpyAsync(r.data, stage, span, cudaMemcpyDeviceToHost, s->stream);
+  if (err == cudaSuccess)
+    err = cudaMemcpyAsync(r.data, stage, span, cudaMemcpyDeviceToHost, s->stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "copy to the host", err);
 }
 
-gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const char *name,
-                                   const gstat_matrix *m, int tri) {
+gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                   const char *name, const gstat_matrix *m, int tri) {
   if (m->location != GSTAT_CUDA || !gstat_cu_host->check_finite(ctx)) return GSTAT_OK;
   unsigned long long *d_first = gstat_cu_buffer(s, ctx, CU_FLAG, sizeof *d_first);
   unsigned long long *h_first = gstat_cu_host_buffer(s, ctx, &s->host_info, sizeof *h_first);
   if (!d_first || !h_first) return GSTAT_ENOMEM;
   cudaError_t err = cudaMemsetAsync(d_first, 0xff, sizeof *d_first, s->stream);
   if (err == cudaSuccess)
-    err = gstat_cu_find_nonfinite((int)m->dtype, m->data, tri, m->batch, m->rows, m->cols, m->batch_stride,
-                                  m->row_stride, m->col_stride, d_first, s->stream);
-  if (err == cudaSuccess) err = cudaMemcpyAsync(h_first, d_first, sizeof *d_first, cudaMemcpyDeviceToHost, s->stream);
+    err =
+        gstat_cu_find_nonfinite((int)m->dtype, m->data, tri, m->batch, m->rows, m->cols,
+                                m->batch_stride, m->row_stride, m->col_stride, d_first, s->stream);
+  if (err == cudaSuccess)
+    err = cudaMemcpyAsync(h_first, d_first, sizeof *d_first, cudaMemcpyDeviceToHost, s->stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "finiteness check", err);
   unsigned long long k = *h_first;
   if (k == ~0ull) return GSTAT_OK;
   unsigned long long per = (unsigned long long)(m->rows * m->cols);
   return gstat_cu_host->fail(ctx, GSTAT_ENOTFINITE,
-                             "%s: batch element %llu of %s has a non-finite value at (%llu, %llu)", fn, k / per,
-                             name, (k % per) / (unsigned long long)m->cols, (k % per) % (unsigned long long)m->cols);
+                             "%s: batch element %llu of %s has a non-finite value at (%llu, %llu)",
+                             fn, k / per, name, (k % per) / (unsigned long long)m->cols,
+                             (k % per) % (unsigned long long)m->cols);
 }
 
 gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
@@ -180,7 +187,8 @@ gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char
 
 /* src -> dst through one dense device buffer in a compute type that loses
  * nothing (float64 if either side is float64). */
-static gstat_status copy_matrix(void *state, gstat_ctx *ctx, const gstat_matrix *src, gstat_matrix *dst) {
+static gstat_status copy_matrix(void *state, gstat_ctx *ctx, const gstat_matrix *src,
+                                gstat_matrix *dst) {
   gstat_cu_state *s = state;
   cudaSetDevice(s->device);
   int cdt = src->dtype == GSTAT_F64 || dst->dtype == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32;
@@ -242,7 +250,8 @@ static gstat_status create(gstat_ctx *ctx, int device, void **out) {
                                err != cudaSuccess ? cudaGetErrorString(err) : "count is 0");
   }
   if (device >= count)
-    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED, "CUDA device %d does not exist (%d found)", device, count);
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED, "CUDA device %d does not exist (%d found)",
+                               device, count);
   gstat_cu_state *s = calloc(1, sizeof *s);
   if (!s) return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "cuda: cannot allocate the backend state");
   s->device = device;
@@ -263,7 +272,8 @@ static gstat_status create(gstat_ctx *ctx, int device, void **out) {
   if (cusolverDnCreate(&s->solver) != CUSOLVER_STATUS_SUCCESS ||
       cusolverDnCreateParams(&s->params) != CUSOLVER_STATUS_SUCCESS ||
       cublasCreate(&s->blas) != CUBLAS_STATUS_SUCCESS) {
-    st = gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "cuda: cannot create the cuSOLVER/cuBLAS handles");
+    st =
+        gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "cuda: cannot create the cuSOLVER/cuBLAS handles");
     goto done;
   }
   for (int k = 0; k < GSTAT_CU_STREAMS; k++) {
@@ -276,7 +286,8 @@ static gstat_status create(gstat_ctx *ctx, int device, void **out) {
   if (cudaStreamCreateWithFlags(&s->capture, cudaStreamNonBlocking) != cudaSuccess ||
       cusolverDnCreate(&s->capture_solver) != CUSOLVER_STATUS_SUCCESS) {
     cudaGetLastError();
-    st = gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "cuda: cannot create the capture stream and handle");
+    st = gstat_cu_host->fail(ctx, GSTAT_EBACKEND,
+                             "cuda: cannot create the capture stream and handle");
     goto done;
   }
   cusolverDnSetStream(s->capture_solver, s->capture);
@@ -291,7 +302,9 @@ done:
   return st;
 }
 
-static int64_t device_allocations(void *state) { return ((gstat_cu_state *)state)->device_allocations; }
+static int64_t device_allocations(void *state) {
+  return ((gstat_cu_state *)state)->device_allocations;
+}
 
 static const gstat_i_backend_ops cuda_ops = {
     .api_version = GSTAT_I_BACKEND_API_VERSION,
@@ -318,7 +331,8 @@ static const gstat_i_module module = {
     .set_stream = set_stream,
 };
 
-__attribute__((visibility("default"))) const gstat_i_module *gstat_cuda_module_v1(const gstat_i_host_services *host) {
+__attribute__((visibility("default"))) const gstat_i_module *gstat_cuda_module_v1(
+    const gstat_i_host_services *host) {
   if (!host || host->api_version != GSTAT_I_BACKEND_API_VERSION) return NULL;
   gstat_cu_host = host;
   return &module;

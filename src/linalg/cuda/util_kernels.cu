@@ -25,7 +25,8 @@ __global__ void finish_cholesky(T *a, int64_t n, int64_t batch, const int *info)
 
 template <typename T>
 __global__ void diag_info(const T *a, int64_t n, int64_t batch, int *info) {
-  for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < batch; b += (int64_t)gridDim.x * blockDim.x) {
+  for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < batch;
+       b += (int64_t)gridDim.x * blockDim.x) {
     int first = 0;
     for (int64_t i = n - 1; i >= 0; i--)
       if (a[b * n * n + i * (n + 1)] == T(0)) first = (int)(i + 1);
@@ -34,7 +35,8 @@ __global__ void diag_info(const T *a, int64_t n, int64_t batch, int *info) {
 }
 
 __global__ void fill_ptrs(void **ptrs, char *base, size_t stride, int64_t batch) {
-  for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < batch; b += (int64_t)gridDim.x * blockDim.x)
+  for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < batch;
+       b += (int64_t)gridDim.x * blockDim.x)
     ptrs[b] = base + (size_t)b * stride;
 }
 
@@ -45,28 +47,34 @@ unsigned blocks_for(int64_t work) {
 
 }  // namespace
 
-extern "C" cudaError_t gstat_cu_finish_cholesky(int dtype, void *a, int64_t n, int64_t batch, const int *info,
-                                                cudaStream_t stream) {
+extern "C" cudaError_t gstat_cu_finish_cholesky(int dtype, void *a, int64_t n, int64_t batch,
+                                                const int *info, cudaStream_t stream) {
   if (n == 0 || batch == 0) return cudaSuccess;
   if (n > INT32_MAX) return cudaErrorInvalidValue;
   dim3 grid((unsigned)n, (unsigned)(batch < 65535 ? batch : 65535));
   unsigned threads = n >= 256 ? 256 : n >= 128 ? 128 : n >= 64 ? 64 : 32;
-  if (dtype == 2) finish_cholesky<<<grid, threads, 0, stream>>>(static_cast<double *>(a), n, batch, info);
-  else finish_cholesky<<<grid, threads, 0, stream>>>(static_cast<float *>(a), n, batch, info);
+  if (dtype == 2)
+    finish_cholesky<<<grid, threads, 0, stream>>>(static_cast<double *>(a), n, batch, info);
+  else
+    finish_cholesky<<<grid, threads, 0, stream>>>(static_cast<float *>(a), n, batch, info);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t gstat_cu_diag_info(int dtype, const void *a, int64_t n, int64_t batch, int *info,
-                                          cudaStream_t stream) {
+extern "C" cudaError_t gstat_cu_diag_info(int dtype, const void *a, int64_t n, int64_t batch,
+                                          int *info, cudaStream_t stream) {
   if (batch == 0) return cudaSuccess;
-  if (dtype == 2) diag_info<<<blocks_for(batch), 256, 0, stream>>>(static_cast<const double *>(a), n, batch, info);
-  else diag_info<<<blocks_for(batch), 256, 0, stream>>>(static_cast<const float *>(a), n, batch, info);
+  if (dtype == 2)
+    diag_info<<<blocks_for(batch), 256, 0, stream>>>(static_cast<const double *>(a), n, batch,
+                                                     info);
+  else
+    diag_info<<<blocks_for(batch), 256, 0, stream>>>(static_cast<const float *>(a), n, batch, info);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t gstat_cu_fill_ptrs(void **ptrs, void *base, size_t stride_bytes, int64_t batch,
-                                          cudaStream_t stream) {
+extern "C" cudaError_t gstat_cu_fill_ptrs(void **ptrs, void *base, size_t stride_bytes,
+                                          int64_t batch, cudaStream_t stream) {
   if (batch == 0) return cudaSuccess;
-  fill_ptrs<<<blocks_for(batch), 256, 0, stream>>>(ptrs, static_cast<char *>(base), stride_bytes, batch);
+  fill_ptrs<<<blocks_for(batch), 256, 0, stream>>>(ptrs, static_cast<char *>(base), stride_bytes,
+                                                   batch);
   return cudaGetLastError();
 }

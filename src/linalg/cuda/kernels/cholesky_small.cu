@@ -26,12 +26,14 @@ namespace {
 constexpr int kWarpsPerBlock = 4;
 
 /* Threads per block and matrices per block for group size N. */
-template <int N> struct CholShape {
+template <int N>
+struct CholShape {
   static constexpr int kThreads = N <= 32 ? 32 * kWarpsPerBlock : N;
   static constexpr int kGroups = kThreads / N;
 };
 
-template <int N> __device__ __forceinline__ void group_barrier() {
+template <int N>
+__device__ __forceinline__ void group_barrier() {
   if constexpr (N <= 32)
     __syncwarp();
   else
@@ -87,13 +89,14 @@ void launch_regs(T *A, int n, int64_t batch, int *info, cudaStream_t stream) {
   constexpr int64_t max_chunk = INT32_MAX * per_block;
   for (int64_t b = 0; b < batch; b += max_chunk) {
     const int64_t count = batch - b < max_chunk ? batch - b : max_chunk;
-    chol_regs_kernel<T, N><<<(unsigned)((count + per_block - 1) / per_block),
-                             CholShape<N>::kThreads, 0, stream>>>(A + b * n * n, n, count,
-                                                                   info + b);
+    chol_regs_kernel<T, N>
+        <<<(unsigned)((count + per_block - 1) / per_block), CholShape<N>::kThreads, 0, stream>>>(
+            A + b * n * n, n, count, info + b);
   }
 }
 
-template <typename T> void launch_chol(void *A_, int n, int64_t batch, int *info, cudaStream_t stream) {
+template <typename T>
+void launch_chol(void *A_, int n, int64_t batch, int *info, cudaStream_t stream) {
   T *A = static_cast<T *>(A_);
   if (n <= 4)
     launch_regs<T, 4>(A, n, batch, info, stream);

@@ -22,9 +22,15 @@ struct bf16 {
 
 /* ---- conversions (the same rules as src/core/matrix.c) ---------------------- */
 
-__device__ __forceinline__ float widen(float x) { return x; }
-__device__ __forceinline__ double widen(double x) { return x; }
-__device__ __forceinline__ float widen(bf16 x) { return __uint_as_float((uint32_t)x.bits << 16); }
+__device__ __forceinline__ float widen(float x) {
+  return x;
+}
+__device__ __forceinline__ double widen(double x) {
+  return x;
+}
+__device__ __forceinline__ float widen(bf16 x) {
+  return __uint_as_float((uint32_t)x.bits << 16);
+}
 
 __device__ __forceinline__ uint16_t f32_to_bf16_bits(float x) {
   uint32_t u = __float_as_uint(x);
@@ -33,24 +39,50 @@ __device__ __forceinline__ uint16_t f32_to_bf16_bits(float x) {
   return (uint16_t)(u >> 16);
 }
 
-__device__ __forceinline__ void put(float *p, float v) { *p = v; }
-__device__ __forceinline__ void put(float *p, double v) { *p = (float)v; }
-__device__ __forceinline__ void put(double *p, float v) { *p = (double)v; }
-__device__ __forceinline__ void put(double *p, double v) { *p = v; }
-__device__ __forceinline__ void put(bf16 *p, float v) { p->bits = f32_to_bf16_bits(v); }
+__device__ __forceinline__ void put(float *p, float v) {
+  *p = v;
+}
+__device__ __forceinline__ void put(float *p, double v) {
+  *p = (float)v;
+}
+__device__ __forceinline__ void put(double *p, float v) {
+  *p = (double)v;
+}
+__device__ __forceinline__ void put(double *p, double v) {
+  *p = v;
+}
+__device__ __forceinline__ void put(bf16 *p, float v) {
+  p->bits = f32_to_bf16_bits(v);
+}
 /* float64 -> bfloat16 through float32, as the CPU backend does */
-__device__ __forceinline__ void put(bf16 *p, double v) { put(p, (float)v); }
+__device__ __forceinline__ void put(bf16 *p, double v) {
+  put(p, (float)v);
+}
 
-__device__ __forceinline__ bool finite(float x) { return isfinite(x); }
-__device__ __forceinline__ bool finite(double x) { return isfinite(x); }
-__device__ __forceinline__ bool finite(bf16 x) { return (x.bits & 0x7f80u) != 0x7f80u; }
+__device__ __forceinline__ bool finite(float x) {
+  return isfinite(x);
+}
+__device__ __forceinline__ bool finite(double x) {
+  return isfinite(x);
+}
+__device__ __forceinline__ bool finite(bf16 x) {
+  return (x.bits & 0x7f80u) != 0x7f80u;
+}
 
-template <typename T> __device__ __forceinline__ T quiet_nan();
-template <> __device__ __forceinline__ float quiet_nan<float>() { return __uint_as_float(0x7fc00000u); }
-template <> __device__ __forceinline__ double quiet_nan<double>() {
+template <typename T>
+__device__ __forceinline__ T quiet_nan();
+template <>
+__device__ __forceinline__ float quiet_nan<float>() {
+  return __uint_as_float(0x7fc00000u);
+}
+template <>
+__device__ __forceinline__ double quiet_nan<double>() {
   return __longlong_as_double(0x7ff8000000000000ll);
 }
-template <> __device__ __forceinline__ bf16 quiet_nan<bf16>() { return bf16{0x7fc0u}; }
+template <>
+__device__ __forceinline__ bf16 quiet_nan<bf16>() {
+  return bf16{0x7fc0u};
+}
 
 /* ---- launch geometry ----------------------------------------------------------- */
 
@@ -68,8 +100,12 @@ inline bool fits_u32(int64_t total) {
   return total <= (int64_t)UINT32_MAX - kMaxLinearBlocks * kLinearThreads;
 }
 
-inline bool valid_dtype(int d) { return d == kF32 || d == kF64 || d == kBF16; }
-inline bool compute_dtype(int d) { return d == kF32 || d == kF64; }
+inline bool valid_dtype(int d) {
+  return d == kF32 || d == kF64 || d == kBF16;
+}
+inline bool compute_dtype(int d) {
+  return d == kF32 || d == kF64;
+}
 
 } /* namespace gstat_cu */
 

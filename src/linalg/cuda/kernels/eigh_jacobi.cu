@@ -64,21 +64,34 @@ constexpr int kMaxSweeps = 20; /* graded double matrices need up to ~14 */
  * a tangent off by a few ulp perturbs the result by a few ulp of |a_pq| (the
  * entry is then set to 0), the size of rounding anyway, and c is refined by a
  * Newton step so that c^2 + s^2 = 1 to ~1 ulp. Double uses IEEE operations. */
-template <typename T> struct Prec;
-template <> struct Prec<float> {
+template <typename T>
+struct Prec;
+template <>
+struct Prec<float> {
   static constexpr float eps = FLT_EPSILON;
-  __device__ static float div(float a, float b) { return __fdividef(a, b); }
-  __device__ static float sqrt1(float x) { return x * rsqrtf(x); } /* x >= 1 */
-  __device__ static float rsqrt(float x) {                          /* one Newton step */
+  __device__ static float div(float a, float b) {
+    return __fdividef(a, b);
+  }
+  __device__ static float sqrt1(float x) {
+    return x * rsqrtf(x);
+  }                                        /* x >= 1 */
+  __device__ static float rsqrt(float x) { /* one Newton step */
     const float r = rsqrtf(x);
     return r * fmaf(-0.5f * x * r, r, 1.5f);
   }
 };
-template <> struct Prec<double> {
+template <>
+struct Prec<double> {
   static constexpr double eps = DBL_EPSILON;
-  __device__ static double div(double a, double b) { return a / b; }
-  __device__ static double sqrt1(double x) { return ::sqrt(x); }
-  __device__ static double rsqrt(double x) { return ::rsqrt(x); }
+  __device__ static double div(double a, double b) {
+    return a / b;
+  }
+  __device__ static double sqrt1(double x) {
+    return ::sqrt(x);
+  }
+  __device__ static double rsqrt(double x) {
+    return ::rsqrt(x);
+  }
 };
 
 /* The circle method on N positions: position 0 is fixed, the others form the
@@ -86,7 +99,8 @@ template <> struct Prec<double> {
  * N-1 -> N-3 -> ... -> 3 -> 1 -> 2, and each step the content of at(i) moves
  * to at(i+1). Pairing positions (2m, 2m+1) for N-1 steps meets every pair of
  * indices exactly once (checked at compile time below). */
-template <int N> struct Ring {
+template <int N>
+struct Ring {
   static_assert(N >= 4 && (N & (N - 1)) == 0, "N must be a power of two >= 4");
   __host__ __device__ static constexpr int at(int i) {
     return i < N / 2 - 1 ? 2 * (i + 1) : N - 1 - 2 * (i - (N / 2 - 1));
@@ -137,7 +151,8 @@ static_assert(Ring<16>::schedule_is_round_robin(), "ring schedule");
 static_assert(Ring<32>::schedule_is_round_robin(), "ring schedule");
 
 /* Registers in position order follow their contents: x[next(p)] = x[p]. */
-template <int N, typename T> __device__ __forceinline__ void ring_advance(T (&x)[N]) {
+template <int N, typename T>
+__device__ __forceinline__ void ring_advance(T (&x)[N]) {
   const T last = x[Ring<N>::at(N - 2)];
 #pragma unroll
   for (int i = N - 2; i >= 1; --i) x[Ring<N>::at(i)] = x[Ring<N>::at(i - 1)];
@@ -176,7 +191,8 @@ __device__ __forceinline__ void pick_pair(const T (&a)[N], int k, T &lo, T &hi) 
 
 /* A published rotation: (c, s) and delta = t * a_pq, the diagonal update
  * (a_pp -= delta, a_qq += delta). Padded so that (c, s) load as one vector. */
-template <typename T> struct alignas(4 * sizeof(T)) Rot {
+template <typename T>
+struct alignas(4 * sizeof(T)) Rot {
   T c, s, delta, pad;
 };
 
@@ -191,7 +207,8 @@ __device__ __forceinline__ bool jacobi_rotation(T app, T aqq, T apq, Rot<T> &r) 
   constexpr T eps = Prec<T>::eps;
   if (!(fabs(apq) > eps && apq * apq > eps * eps * fabs(app * aqq))) return false;
   const T zeta = Prec<T>::div(aqq - app, 2 * apq);
-  const T t = copysign(Prec<T>::div(T(1), fabs(zeta) + Prec<T>::sqrt1(fma(zeta, zeta, T(1)))), zeta);
+  const T t =
+      copysign(Prec<T>::div(T(1), fabs(zeta) + Prec<T>::sqrt1(fma(zeta, zeta, T(1)))), zeta);
   r.c = Prec<T>::rsqrt(fma(t, t, T(1)));
   r.s = t * r.c;
   r.delta = t * apq;
@@ -199,7 +216,8 @@ __device__ __forceinline__ bool jacobi_rotation(T app, T aqq, T apq, Rot<T> &r) 
 }
 
 /* Ascending, ties by index, NaN last: a total order, so ranks are a permutation. */
-template <typename T> __device__ __forceinline__ bool before(T x, int i, T y, int j) {
+template <typename T>
+__device__ __forceinline__ bool before(T x, int i, T y, int j) {
   const bool xn = isnan(x), yn = isnan(y);
   if (xn || yn) return xn && yn ? i < j : yn;
   return x < y || (x == y && i < j);
@@ -234,8 +252,9 @@ __device__ __forceinline__ void store_vectors(const T (&v)[N], int t, T (&st)[N]
     for (int j = 0; j < n; ++j) put(Vb + L + (int64_t)j * n, st[j][L]);
 }
 
-template <typename T, int N> struct WarpSmem {
-  T stage[32 / N][N][N + 1];                 /* [group][col][row]: one matrix, padded ld */
+template <typename T, int N>
+struct WarpSmem {
+  T stage[32 / N][N][N + 1];    /* [group][col][row]: one matrix, padded ld */
   Rot<T> rot[2][32 / N][N / 2]; /* per pair, double-buffered by step parity */
 };
 
@@ -243,8 +262,8 @@ template <typename T, int N> struct WarpSmem {
  * work is in float); T: the compute type. */
 template <typename S, typename T, int N, bool WANT_V>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
-    eigh_jacobi_kernel(const S *__restrict__ A, int uplo, int n, int64_t batch,
-                       S *__restrict__ W, S *__restrict__ V, int *__restrict__ info) {
+    eigh_jacobi_kernel(const S *__restrict__ A, int uplo, int n, int64_t batch, S *__restrict__ W,
+                       S *__restrict__ V, int *__restrict__ info) {
   constexpr int G = 32 / N;
   __shared__ WarpSmem<T, N> smem[kWarpsPerBlock];
 

@@ -8,11 +8,12 @@ namespace gstat_cu {
 namespace {
 
 /* Call f(T{}) with T the storage type of dtype; false for an unknown dtype. */
-template <typename F> bool with_dtype(int dtype, F &&f) {
+template <typename F>
+bool with_dtype(int dtype, F &&f) {
   switch (dtype) {
-  case kF32: f(float{}); return true;
-  case kF64: f(double{}); return true;
-  case kBF16: f(bf16{}); return true;
+    case kF32: f(float{}); return true;
+    case kF64: f(double{}); return true;
+    case kBF16: f(bf16{}); return true;
   }
   return false;
 }
@@ -20,7 +21,8 @@ template <typename F> bool with_dtype(int dtype, F &&f) {
 /* batch * rows * cols without int64 overflow (the dispatcher checked it already). */
 bool element_count(int64_t batch, int64_t rows, int64_t cols, int64_t *total) {
   if (batch < 0 || rows < 0 || cols < 0) return false;
-  return !__builtin_mul_overflow(batch, rows, total) && !__builtin_mul_overflow(*total, cols, total);
+  return !__builtin_mul_overflow(batch, rows, total) &&
+         !__builtin_mul_overflow(*total, cols, total);
 }
 
 /* ---- gather / scatter ------------------------------------------------------------ */
@@ -29,8 +31,8 @@ bool element_count(int64_t batch, int64_t rows, int64_t cols, int64_t *total) {
  * always coalesced and the strided side is when rs == 1. */
 template <bool GATHER, typename S, typename D, typename U>
 __global__ void __launch_bounds__(kLinearThreads)
-    copy_linear(const S *__restrict__ src, D *__restrict__ dst, U rows, U cols, U total,
-                int64_t bs, int64_t rs, int64_t cs) {
+    copy_linear(const S *__restrict__ src, D *__restrict__ dst, U rows, U cols, U total, int64_t bs,
+                int64_t rs, int64_t cs) {
   const U stride = (U)gridDim.x * blockDim.x;
   for (U e = (U)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
     const U col = e / rows; /* b * cols + j */
@@ -96,8 +98,8 @@ void launch_copy(const void *src, void *dst, int64_t batch, int64_t rows, int64_
     const int64_t ti = (rows + kTile - 1) / kTile, tj = (cols + kTile - 1) / kTile;
     const int64_t ntiles = batch * ti * tj;
     const unsigned blocks = (unsigned)(ntiles < kMaxLinearBlocks ? ntiles : kMaxLinearBlocks);
-    copy_tiled<GATHER><<<blocks, kTile * kTileRows, 0, stream>>>(s, d, rows, cols, ti, tj, ntiles,
-                                                                 bs, rs, cs);
+    copy_tiled<GATHER>
+        <<<blocks, kTile * kTileRows, 0, stream>>>(s, d, rows, cols, ti, tj, ntiles, bs, rs, cs);
   } else if (fits_u32(total)) {
     copy_linear<GATHER><<<linear_blocks(total), kLinearThreads, 0, stream>>>(
         s, d, (uint32_t)rows, (uint32_t)cols, (uint32_t)total, bs, rs, cs);
@@ -111,10 +113,10 @@ void launch_copy(const void *src, void *dst, int64_t batch, int64_t rows, int64_
 
 __device__ __forceinline__ bool in_part(int tri, uint64_t i, uint64_t j) {
   switch (tri) {
-  case 1: return i >= j;
-  case 2: return i <= j;
-  case 3: return i > j;
-  case 4: return i < j;
+    case 1: return i >= j;
+    case 2: return i <= j;
+    case 3: return i > j;
+    case 4: return i < j;
   }
   return true;
 }
@@ -279,11 +281,14 @@ void launch_finish_eigh(void *V, void *w, int64_t n, int64_t ncols, const int *i
                         bool signs, cudaStream_t stream) {
   T *v = static_cast<T *>(V), *ww = static_cast<T *>(w);
   if (n <= 8)
-    finish_eigh_kernel<T, 8><<<linear_blocks(ncols * 8), kLinearThreads, 0, stream>>>(v, ww, n, ncols, info, flags, signs);
+    finish_eigh_kernel<T, 8><<<linear_blocks(ncols * 8), kLinearThreads, 0, stream>>>(
+        v, ww, n, ncols, info, flags, signs);
   else if (n <= 16)
-    finish_eigh_kernel<T, 16><<<linear_blocks(ncols * 16), kLinearThreads, 0, stream>>>(v, ww, n, ncols, info, flags, signs);
+    finish_eigh_kernel<T, 16><<<linear_blocks(ncols * 16), kLinearThreads, 0, stream>>>(
+        v, ww, n, ncols, info, flags, signs);
   else
-    finish_eigh_kernel<T, 32><<<linear_blocks(ncols * 32), kLinearThreads, 0, stream>>>(v, ww, n, ncols, info, flags, signs);
+    finish_eigh_kernel<T, 32><<<linear_blocks(ncols * 32), kLinearThreads, 0, stream>>>(
+        v, ww, n, ncols, info, flags, signs);
 }
 
 template <typename T>
@@ -320,9 +325,9 @@ extern "C" cudaError_t gstat_cu_gather(const void *src, int src_dtype, int64_t b
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t gstat_cu_scatter(const void *src, int src_dtype, int64_t batch,
-                                        int64_t rows, int64_t cols, void *dst, int dst_dtype,
-                                        int64_t bs, int64_t rs, int64_t cs, cudaStream_t stream) {
+extern "C" cudaError_t gstat_cu_scatter(const void *src, int src_dtype, int64_t batch, int64_t rows,
+                                        int64_t cols, void *dst, int dst_dtype, int64_t bs,
+                                        int64_t rs, int64_t cs, cudaStream_t stream) {
   int64_t total;
   if (!element_count(batch, rows, cols, &total) || !compute_dtype(src_dtype) ||
       !valid_dtype(dst_dtype))
@@ -339,8 +344,8 @@ extern "C" cudaError_t gstat_cu_scatter(const void *src, int src_dtype, int64_t 
 }
 
 extern "C" cudaError_t gstat_cu_find_nonfinite(int dtype, const void *A, int tri, int64_t batch,
-                                               int64_t rows, int64_t cols, int64_t bs,
-                                               int64_t rs, int64_t cs, unsigned long long *first,
+                                               int64_t rows, int64_t cols, int64_t bs, int64_t rs,
+                                               int64_t cs, unsigned long long *first,
                                                cudaStream_t stream) {
   int64_t total;
   if (!element_count(batch, rows, cols, &total) || !valid_dtype(dtype) || tri < 0 || tri > 4)
@@ -381,9 +386,8 @@ extern "C" cudaError_t gstat_cu_flag_nonfinite(int dtype, const void *X, int64_t
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t gstat_cu_fill_nan_where(int dtype, void *X, int64_t per_elem,
-                                               int64_t batch, const int *info,
-                                               cudaStream_t stream) {
+extern "C" cudaError_t gstat_cu_fill_nan_where(int dtype, void *X, int64_t per_elem, int64_t batch,
+                                               const int *info, cudaStream_t stream) {
   int64_t total;
   if (!element_count(batch, per_elem, 1, &total) || !valid_dtype(dtype))
     return cudaErrorInvalidValue;
@@ -393,11 +397,11 @@ extern "C" cudaError_t gstat_cu_fill_nan_where(int dtype, void *X, int64_t per_e
     using S = decltype(tag);
     S *x = static_cast<S *>(X);
     if (fits_u32(total))
-      fill_nan_kernel<<<linear_blocks(total), kLinearThreads, 0, stream>>>(
-          x, (uint32_t)per_elem, (uint32_t)total, info);
+      fill_nan_kernel<<<linear_blocks(total), kLinearThreads, 0, stream>>>(x, (uint32_t)per_elem,
+                                                                           (uint32_t)total, info);
     else
-      fill_nan_kernel<<<linear_blocks(total), kLinearThreads, 0, stream>>>(
-          x, (uint64_t)per_elem, (uint64_t)total, info);
+      fill_nan_kernel<<<linear_blocks(total), kLinearThreads, 0, stream>>>(x, (uint64_t)per_elem,
+                                                                           (uint64_t)total, info);
   });
   return cudaGetLastError();
 }

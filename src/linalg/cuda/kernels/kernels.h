@@ -54,16 +54,15 @@ cudaError_t gstat_cu_eigh_jacobi(int dtype, const void *A, int uplo, int64_t n, 
 
 /* Flip each column of the dense column-major batch V (dtype 1 or 2) so that
  * its largest-magnitude entry is positive (first on ties; NaNs are skipped). */
-cudaError_t gstat_cu_fix_signs(int dtype, void *V, int64_t n, int64_t batch,
-                               cudaStream_t stream);
+cudaError_t gstat_cu_fix_signs(int dtype, void *V, int64_t n, int64_t batch, cudaStream_t stream);
 
 /* Scan the strided descriptor for NaN/Inf inside the `tri` part (0 full,
  * 1 lower i>=j, 2 upper i<=j, 3 strict lower, 4 strict upper). atomicMin's
  * b*rows*cols + i*cols + j (row-major numbering) of every non-finite entry
  * into *first, which the caller sets to ULLONG_MAX beforehand. */
-cudaError_t gstat_cu_find_nonfinite(int dtype, const void *A, int tri, int64_t batch,
-                                    int64_t rows, int64_t cols, int64_t bs, int64_t rs,
-                                    int64_t cs, unsigned long long *first, cudaStream_t stream);
+cudaError_t gstat_cu_find_nonfinite(int dtype, const void *A, int tri, int64_t batch, int64_t rows,
+                                    int64_t cols, int64_t bs, int64_t rs, int64_t cs,
+                                    unsigned long long *first, cudaStream_t stream);
 
 /* flags[b] |= 2 when any of the per_elem dense elements of batch entry b (at
  * X + b*per_elem) is NaN/Inf. */
@@ -99,8 +98,8 @@ cudaError_t gstat_cu_col_sums(int dtype, const void *x, int64_t n, int64_t p, in
                               const double *shift, double *sums, cudaStream_t stream);
 
 /* y = x - mean[column], same layout (y may be x). */
-cudaError_t gstat_cu_center(int dtype, const void *x, void *y, int64_t n, int64_t p,
-                            int row_major, const double *mean, cudaStream_t stream);
+cudaError_t gstat_cu_center(int dtype, const void *x, void *y, int64_t n, int64_t p, int row_major,
+                            const double *mean, cudaStream_t stream);
 
 /* S(i, j) (column-major, leading dimension lds) = sum over r < R of the R
  * partial rows x cols column-major matrices stored one after another in P,
@@ -124,10 +123,10 @@ cudaError_t gstat_cu_scale_sym(int dtype, void *S, int64_t p, const double *sd,
  * (gstat_laplacian_kind; SYMMETRIC for RANDOM_WALK too) into L (dense
  * column-major N x N per graph, l_dtype), padded past sizes[g] with a
  * decoupled diagonal above the spectrum. */
-cudaError_t gstat_cu_sc_laplacian(const void *A, int a_dtype, int64_t count, int64_t N,
-                                  int64_t bs, int64_t rs, int64_t cs, const int64_t *sizes,
-                                  int sym, int drop_loops, int kind, void *L, int l_dtype,
-                                  double *deg, int64_t *comps, int *bad, cudaStream_t stream);
+cudaError_t gstat_cu_sc_laplacian(const void *A, int a_dtype, int64_t count, int64_t N, int64_t bs,
+                                  int64_t rs, int64_t cs, const int64_t *sizes, int sym,
+                                  int drop_loops, int kind, void *L, int l_dtype, double *deg,
+                                  int64_t *comps, int *bad, cudaStream_t stream);
 
 /* One thread per graph: from the eigenpairs (V dense column-major N x N, W N
  * per graph, dtype 1 or 2, ascending) the CPU engine's assignment
@@ -137,11 +136,11 @@ cudaError_t gstat_cu_sc_laplacian(const void *A, int a_dtype, int64_t count, int
  * sizes, k (0: eigengap) and eigh info, count each; comps from
  * gstat_cu_sc_laplacian. scratch: `per` doubles per graph, at least
  * 2 N mmax + 2 mmax^2 + 6 N + 2 mmax + 8. */
-cudaError_t gstat_cu_sc_assign(const gstat_spectral_options *o, int64_t count, int64_t N,
-                               int dtype, const void *V, const void *W, const double *deg,
-                               const int64_t *meta, const int64_t *comps, int64_t mmax,
-                               double *scratch, int64_t per, int64_t *labels, double *eig,
-                               int64_t *out, double *inertia, cudaStream_t stream);
+cudaError_t gstat_cu_sc_assign(const gstat_spectral_options *o, int64_t count, int64_t N, int dtype,
+                               const void *V, const void *W, const double *deg, const int64_t *meta,
+                               const int64_t *comps, int64_t mmax, double *scratch, int64_t per,
+                               int64_t *labels, double *eig, int64_t *out, double *inertia,
+                               cudaStream_t stream);
 
 #ifdef __cplusplus
 }

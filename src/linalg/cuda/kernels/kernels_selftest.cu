@@ -24,13 +24,13 @@
 
 #include "kernels.h"
 
-#define CK(call)                                                                                \
-  do {                                                                                          \
-    cudaError_t e_ = (call);                                                                    \
-    if (e_ != cudaSuccess) {                                                                    \
+#define CK(call)                                                                                  \
+  do {                                                                                            \
+    cudaError_t e_ = (call);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                             \
-    }                                                                                           \
+      std::exit(2);                                                                               \
+    }                                                                                             \
   } while (0)
 
 namespace {
@@ -40,9 +40,15 @@ typedef std::vector<unsigned char> Bytes;
 
 std::mt19937_64 rng(20240611);
 
-double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
-double gauss() { return std::normal_distribution<double>(0.0, 1.0)(rng); }
-int64_t randint(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); }
+double uniform(double lo, double hi) {
+  return std::uniform_real_distribution<double>(lo, hi)(rng);
+}
+double gauss() {
+  return std::normal_distribution<double>(0.0, 1.0)(rng);
+}
+int64_t randint(int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
 
 /* ---- result table ---------------------------------------------------------------- */
 
@@ -68,8 +74,12 @@ void record(const std::string &name, bool pass, const std::string &detail) {
 
 /* ---- host dtype helpers (src/core/matrix.c rules) ------------------------------------- */
 
-size_t dsize(int dt) { return dt == 2 ? 8 : dt == 1 ? 4 : 2; }
-const char *dname(int dt) { return dt == 1 ? "f32" : dt == 2 ? "f64" : "bf16"; }
+size_t dsize(int dt) {
+  return dt == 2 ? 8 : dt == 1 ? 4 : 2;
+}
+const char *dname(int dt) {
+  return dt == 1 ? "f32" : dt == 2 ? "f64" : "bf16";
+}
 
 uint16_t h_f32_to_bf16(float x) {
   uint32_t u;
@@ -168,30 +178,45 @@ void fill_random(Bytes &buf, int dt, int64_t count, bool specials) {
 struct Dev {
   void *p = nullptr;
   size_t bytes = 0;
-  explicit Dev(size_t b) : bytes(b) { CK(cudaMalloc(&p, b ? b : 1)); }
-  ~Dev() { cudaFree(p); }
+  explicit Dev(size_t b) : bytes(b) {
+    CK(cudaMalloc(&p, b ? b : 1));
+  }
+  ~Dev() {
+    cudaFree(p);
+  }
   Dev(const Dev &) = delete;
   Dev &operator=(const Dev &) = delete;
-  void put(const void *h) { CK(cudaMemcpy(p, h, bytes, cudaMemcpyHostToDevice)); }
-  void get(void *h) const { CK(cudaMemcpy(h, p, bytes, cudaMemcpyDeviceToHost)); }
-  template <typename T> T *as() { return static_cast<T *>(p); }
+  void put(const void *h) {
+    CK(cudaMemcpy(p, h, bytes, cudaMemcpyHostToDevice));
+  }
+  void get(void *h) const {
+    CK(cudaMemcpy(h, p, bytes, cudaMemcpyDeviceToHost));
+  }
+  template <typename T>
+  T *as() {
+    return static_cast<T *>(p);
+  }
 };
 
 struct Layout {
   int64_t batch, rows, cols, bs, rs, cs;
-  int64_t footprint() const { return (batch - 1) * bs + (rows - 1) * rs + (cols - 1) * cs + 1; }
-  int64_t off(int64_t b, int64_t i, int64_t j) const { return b * bs + i * rs + j * cs; }
+  int64_t footprint() const {
+    return (batch - 1) * bs + (rows - 1) * rs + (cols - 1) * cs + 1;
+  }
+  int64_t off(int64_t b, int64_t i, int64_t j) const {
+    return b * bs + i * rs + j * cs;
+  }
 };
 
 const Layout layouts[] = {
-    {3, 7, 5, 35, 1, 7},          /* dense column-major */
-    {2, 40, 50, 2000, 50, 1},     /* row-major, tiled path */
-    {5, 6, 3, 18, 3, 1},          /* row-major, small */
-    {3, 9, 4, 100, 2, 23},        /* strided with gaps */
-    {1, 33, 70, 5000, 71, 1},     /* row-major view with a padded leading dimension */
-    {2, 64, 33, 4000, 1, 65},     /* column-major view, padded */
-    {4, 1, 9, 20, 1, 2},          /* one row */
-    {3, 11, 1, 13, 1, 1},         /* one column */
+    {3, 7, 5, 35, 1, 7},      /* dense column-major */
+    {2, 40, 50, 2000, 50, 1}, /* row-major, tiled path */
+    {5, 6, 3, 18, 3, 1},      /* row-major, small */
+    {3, 9, 4, 100, 2, 23},    /* strided with gaps */
+    {1, 33, 70, 5000, 71, 1}, /* row-major view with a padded leading dimension */
+    {2, 64, 33, 4000, 1, 65}, /* column-major view, padded */
+    {4, 1, 9, 20, 1, 2},      /* one row */
+    {3, 11, 1, 13, 1, 1},     /* one column */
 };
 
 /* ---- gather / scatter ---------------------------------------------------------------- */
@@ -247,8 +272,9 @@ void test_gather_scatter() {
           if (real) {
             ++bad_scatter;
             if (first_bad.empty())
-              first_bad = fmt("scatter %s->%s %lldx%lld rs=%lld cs=%lld", dname(sdt), dname(ddt),
-                              (long long)L.rows, (long long)L.cols, (long long)L.rs, (long long)L.cs);
+              first_bad =
+                  fmt("scatter %s->%s %lldx%lld rs=%lld cs=%lld", dname(sdt), dname(ddt),
+                      (long long)L.rows, (long long)L.cols, (long long)L.rs, (long long)L.cs);
           }
         }
       }
@@ -293,11 +319,22 @@ std::vector<double> random_orthogonal(int n) {
 }
 
 enum Family {
-  kZero, kIdentity, kEven, kGeometric, kCluster, kRandomSym, kHuge, kTiny, kRankDef, kDiagonal,
-  kRepeated, kFamilies
+  kZero,
+  kIdentity,
+  kEven,
+  kGeometric,
+  kCluster,
+  kRandomSym,
+  kHuge,
+  kTiny,
+  kRankDef,
+  kDiagonal,
+  kRepeated,
+  kFamilies
 };
-const char *family_name[] = {"zero",     "identity", "even",     "geometric", "clustered", "random",
-                             "sqrt(max)", "sqrt(min)", "rank-def", "diagonal",  "repeated"};
+const char *family_name[] = {"zero",      "identity", "even",      "geometric",
+                             "clustered", "random",   "sqrt(max)", "sqrt(min)",
+                             "rank-def",  "diagonal", "repeated"};
 
 /* A (column-major, symmetric) of the family; spectrum filled when known */
 std::vector<double> make_symmetric(int n, int fam, double cond, double huge, double tiny,
@@ -305,28 +342,30 @@ std::vector<double> make_symmetric(int n, int fam, double cond, double huge, dou
   std::vector<double> A(n * n, 0.0), d(n, 0.0);
   bool known = true;
   switch (fam) {
-  case kZero: break;
-  case kIdentity:
-    for (int i = 0; i < n; ++i) d[i] = 1;
-    break;
-  case kEven:
-    for (int i = 0; i < n; ++i) d[i] = (n == 1 ? 1 : 1 - (double)i / (n - 1) * (1 - 1 / cond)) * (i % 3 ? 1 : -1);
-    break;
-  case kGeometric:
-  case kHuge:
-  case kTiny:
-    for (int i = 0; i < n; ++i) d[i] = std::pow(cond, n == 1 ? 0 : -(double)i / (n - 1)) * (i % 2 ? -1 : 1);
-    break;
-  case kCluster:
-    for (int i = 0; i < n; ++i) d[i] = i == 0 ? 1 : 1 / cond;
-    break;
-  case kRankDef:
-    for (int i = 0; i < n; ++i) d[i] = i < (n + 1) / 2 ? uniform(0.5, 2) : 0;
-    break;
-  case kRepeated:
-    for (int i = 0; i < n; ++i) d[i] = (double)(1 + i % 3);
-    break;
-  default: known = false;
+    case kZero: break;
+    case kIdentity:
+      for (int i = 0; i < n; ++i) d[i] = 1;
+      break;
+    case kEven:
+      for (int i = 0; i < n; ++i)
+        d[i] = (n == 1 ? 1 : 1 - (double)i / (n - 1) * (1 - 1 / cond)) * (i % 3 ? 1 : -1);
+      break;
+    case kGeometric:
+    case kHuge:
+    case kTiny:
+      for (int i = 0; i < n; ++i)
+        d[i] = std::pow(cond, n == 1 ? 0 : -(double)i / (n - 1)) * (i % 2 ? -1 : 1);
+      break;
+    case kCluster:
+      for (int i = 0; i < n; ++i) d[i] = i == 0 ? 1 : 1 / cond;
+      break;
+    case kRankDef:
+      for (int i = 0; i < n; ++i) d[i] = i < (n + 1) / 2 ? uniform(0.5, 2) : 0;
+      break;
+    case kRepeated:
+      for (int i = 0; i < n; ++i) d[i] = (double)(1 + i % 3);
+      break;
+    default: known = false;
   }
   if (fam == kRandomSym) {
     for (int j = 0; j < n; ++j)
@@ -354,7 +393,8 @@ std::vector<double> make_symmetric(int n, int fam, double cond, double huge, dou
   return A;
 }
 
-/* ---- Jacobi eigensolver ------------------------------------------------------------------------ */
+/* ---- Jacobi eigensolver ------------------------------------------------------------------------
+ */
 
 struct EigStats {
   double resid = 0, orth = 0, werr = 0;
@@ -425,7 +465,8 @@ void check_eig(const T *A, const T *W, const T *V, const T *Wvo, int n, int info
   st.orth = std::max(st.orth, orth);
 }
 
-template <typename T> void test_jacobi(int dt) {
+template <typename T>
+void test_jacobi(int dt) {
   const double eps = sizeof(T) == 4 ? FLT_EPSILON : DBL_EPSILON;
   const double huge = std::sqrt(sizeof(T) == 4 ? (double)FLT_MAX : DBL_MAX) * 0.5;
   const double tiny = std::sqrt(sizeof(T) == 4 ? (double)FLT_MIN : DBL_MIN) * 2;
@@ -434,7 +475,8 @@ template <typename T> void test_jacobi(int dt) {
   for (int n : ns)
     for (int uplo = 0; uplo <= 1; ++uplo) {
       const int batch = n <= 4 ? 203 : 3 * kFamilies + 2; /* partial warps and groups */
-      std::vector<T> A(batch * n * n), Ain(batch * n * n), W(batch * n), Wvo(batch * n), V(batch * n * n);
+      std::vector<T> A(batch * n * n), Ain(batch * n * n), W(batch * n), Wvo(batch * n),
+          V(batch * n * n);
       std::vector<std::vector<double>> spectra(batch);
       for (int b = 0; b < batch; ++b) {
         const int fam = b % kFamilies;
@@ -464,12 +506,12 @@ template <typename T> void test_jacobi(int dt) {
       dI.get(info_vo.data());
       for (int b = 0; b < batch; ++b) {
         const std::string what = fmt("%s uplo=%d", family_name[b % kFamilies], uplo);
-        check_eig(&A[b * n * n], &W[b * n], &V[b * n * n], &Wvo[b * n], n,
-                  info[b] | info_vo[b], spectra[b], what.c_str(), st);
+        check_eig(&A[b * n * n], &W[b * n], &V[b * n * n], &Wvo[b * n], n, info[b] | info_vo[b],
+                  spectra[b], what.c_str(), st);
       }
     }
-  const bool pass = st.bad_info + st.bad_order + st.bad_sign + st.bad_ratio + st.bad_w +
-                        st.bad_values_only == 0;
+  const bool pass =
+      st.bad_info + st.bad_order + st.bad_sign + st.bad_ratio + st.bad_w + st.bad_values_only == 0;
   record(fmt("eigh_jacobi %s", dname(dt)), pass,
          fmt("%d matrices n<=32; max resid %.2f orth %.2f eig-err %.2f (limit 60); bad: info %d "
              "order %d sign %d ratio %d eig %d values-only %d; worst: %s",
@@ -478,7 +520,8 @@ template <typename T> void test_jacobi(int dt) {
 }
 
 /* best-of-reps time of one launch, checked on a sample afterwards */
-template <typename T> void time_jacobi(int dt, int n, int batch, double target_ms) {
+template <typename T>
+void time_jacobi(int dt, int n, int batch, double target_ms) {
   std::vector<T> A((size_t)batch * n * n);
   for (int b = 0; b < batch; ++b)
     for (int j = 0; j < n; ++j)
@@ -512,8 +555,8 @@ template <typename T> void time_jacobi(int dt, int n, int batch, double target_m
   int not_converged = 0;
   for (int b = 0; b < batch; ++b) not_converged += info[b] != 0;
   for (int b = 0; b < batch; b += std::max(1, batch / 64))
-    check_eig(&A[(size_t)b * n * n], &W[(size_t)b * n], &V[(size_t)b * n * n], &W[(size_t)b * n],
-              n, info[b], none, "random", st);
+    check_eig(&A[(size_t)b * n * n], &W[(size_t)b * n], &V[(size_t)b * n * n], &W[(size_t)b * n], n,
+              info[b], none, "random", st);
   const bool pass = not_converged == 0 && st.bad_ratio + st.bad_order + st.bad_sign == 0;
   record(fmt("eigh_jacobi %s %dx%d timed run", dname(dt), batch, n), pass,
          fmt("info!=0: %d; sample of %d: max resid %.2f orth %.2f", not_converged, st.checked,
@@ -530,7 +573,8 @@ template <typename T> void time_jacobi(int dt, int n, int batch, double target_m
 
 /* ---- eigenvector signs --------------------------------------------------------------------- */
 
-template <typename T> void host_fix_signs(T *v, int n) {
+template <typename T>
+void host_fix_signs(T *v, int n) {
   for (int j = 0; j < n; ++j) {
     T *c = v + (size_t)j * n;
     int at = 0;
@@ -544,7 +588,8 @@ template <typename T> void host_fix_signs(T *v, int n) {
   }
 }
 
-template <typename T> void test_fix_signs(int dt) {
+template <typename T>
+void test_fix_signs(int dt) {
   const int ns[] = {1, 3, 8, 9, 16, 20, 33, 100};
   int bad = 0, cases = 0;
   for (int n : ns) {
@@ -567,22 +612,25 @@ template <typename T> void test_fix_signs(int dt) {
     for (int b = 0; b < batch; ++b) host_fix_signs(&V[(size_t)b * n * n], n);
     ++cases;
     for (size_t e = 0; e < V.size(); ++e)
-      if (std::memcmp(&V[e], &got[e], sizeof(T)) != 0 && !(std::isnan(V[e]) && std::isnan(got[e]))) {
+      if (std::memcmp(&V[e], &got[e], sizeof(T)) != 0 &&
+          !(std::isnan(V[e]) && std::isnan(got[e]))) {
         ++bad;
         break;
       }
   }
-  record(fmt("fix_signs %s", dname(dt)), bad == 0, fmt("%d sizes, ties and NaNs; %d bad", cases, bad));
+  record(fmt("fix_signs %s", dname(dt)), bad == 0,
+         fmt("%d sizes, ties and NaNs; %d bad", cases, bad));
 }
 
-/* ---- non-finite scans ------------------------------------------------------------------------- */
+/* ---- non-finite scans -------------------------------------------------------------------------
+ */
 
 bool in_part(int tri, int64_t i, int64_t j) {
   switch (tri) {
-  case 1: return i >= j;
-  case 2: return i <= j;
-  case 3: return i > j;
-  case 4: return i < j;
+    case 1: return i >= j;
+    case 2: return i <= j;
+    case 3: return i > j;
+    case 4: return i < j;
   }
   return true;
 }
@@ -636,10 +684,12 @@ void test_flag_and_fill() {
     Bytes buf(batch * per * dsize(dt));
     fill_random(buf, dt, batch * per, false);
     std::vector<int> flags(batch), want(batch);
-    for (int64_t b = 0; b < batch; ++b) want[b] = flags[b] = (int)randint(0, 1) * 1 + (int)randint(0, 1) * 4;
+    for (int64_t b = 0; b < batch; ++b)
+      want[b] = flags[b] = (int)randint(0, 1) * 1 + (int)randint(0, 1) * 4;
     for (int64_t b = 0; b < batch; b += 3) {
       const int count = b % 2 ? 1 : (int)per; /* one entry, or the whole element */
-      for (int k = 0; k < count; ++k) set_special(buf, dt, b * per + (count == 1 ? randint(0, per - 1) : k), k % 3);
+      for (int k = 0; k < count; ++k)
+        set_special(buf, dt, b * per + (count == 1 ? randint(0, per - 1) : k), k % 3);
       want[b] |= 2;
     }
     Dev d(buf.size()), df(batch * sizeof(int));
@@ -686,14 +736,16 @@ void test_jacobi_bf16() {
         for (int j = 0; j < n; ++j)
           for (int i = j; i < n; ++i) {
             const uint16_t h = h_f32_to_bf16((float)uniform(-4, 4));
-            for (size_t e : {(size_t)b * n * n + i + (size_t)j * n, (size_t)b * n * n + j + (size_t)i * n}) {
+            for (size_t e :
+                 {(size_t)b * n * n + i + (size_t)j * n, (size_t)b * n * n + j + (size_t)i * n}) {
               a16[e] = h;
               const uint32_t u = (uint32_t)h << 16;
               std::memcpy(&a32[e], &u, 4);
             }
           }
-      Dev d16(a16.size() * 2), d32(a32.size() * 4), w16((size_t)batch * n * 2), w32((size_t)batch * n * 4),
-          v16(a16.size() * 2), v32(a32.size() * 4), i16(batch * sizeof(int)), i32(batch * sizeof(int));
+      Dev d16(a16.size() * 2), d32(a32.size() * 4), w16((size_t)batch * n * 2),
+          w32((size_t)batch * n * 4), v16(a16.size() * 2), v32(a32.size() * 4),
+          i16(batch * sizeof(int)), i32(batch * sizeof(int));
       d16.put(a16.data());
       d32.put(a32.data());
       CK(gstat_cu_eigh_jacobi(3, d16.p, uplo, n, batch, w16.p, v16.p, i16.as<int>(), 0));
@@ -712,12 +764,15 @@ void test_jacobi_bf16() {
       for (int b = 0; b < batch; ++b) bad += I16[b] != I32[b];
       compared += (int)(W16.size() + V16.size());
     }
-  record("jacobi bf16 storage", bad == 0, fmt("%d outputs vs float rounded: %d differ", compared, bad));
+  record("jacobi bf16 storage", bad == 0,
+         fmt("%d outputs vs float rounded: %d differ", compared, bad));
 }
 
-/* ---- Cholesky ------------------------------------------------------------------------------------ */
+/* ---- Cholesky
+ * ------------------------------------------------------------------------------------ */
 
-template <typename T> void test_cholesky(int dt) {
+template <typename T>
+void test_cholesky(int dt) {
   const ld ulp = sizeof(T) == 4 ? FLT_EPSILON : DBL_EPSILON;
   const int ns[] = {1, 2, 3, 4, 5, 8, 13, 16, 17, 31, 32, 33, 47, 64};
   double worst = 0;
@@ -743,7 +798,8 @@ template <typename T> void test_cholesky(int dt) {
         want_info[b] = k;
       }
       for (int j = 0; j < n; ++j)
-        for (int i = 0; i < n; ++i) in[(size_t)b * n * n + i + j * n] = i >= j ? a[i + j * n] : (T)NAN;
+        for (int i = 0; i < n; ++i)
+          in[(size_t)b * n * n + i + j * n] = i >= j ? a[i + j * n] : (T)NAN;
     }
     Dev d(in.size() * sizeof(T)), di(batch * sizeof(int));
     d.put(in.data());
@@ -802,13 +858,15 @@ template <typename T> void test_cholesky(int dt) {
       bad_ref += !(maxdiff <= 60 * n * ulp * maxl); /* A is well conditioned (diagonal shift n) */
     }
   }
-  record(fmt("cholesky_small %s", dname(dt)), bad_info + bad_upper + bad_resid + bad_ref + bad_nan == 0,
+  record(fmt("cholesky_small %s", dname(dt)),
+         bad_info + bad_upper + bad_resid + bad_ref + bad_nan == 0,
          fmt("%d factored (+ not-PD cases), max resid %.2f (%s); bad: info %d upper %d resid %d "
              "vs-host %d not-NaN %d",
              checked, worst, worst_case.c_str(), bad_info, bad_upper, bad_resid, bad_ref, bad_nan));
 }
 
-template <typename T> void time_cholesky(int dt, int n, int batch, double target_ms) {
+template <typename T>
+void time_cholesky(int dt, int n, int batch, double target_ms) {
   std::vector<T> A((size_t)batch * n * n);
   for (int b = 0; b < batch; ++b) {
     T *a = &A[(size_t)b * n * n];
@@ -848,13 +906,16 @@ template <typename T> void time_cholesky(int dt, int n, int batch, double target
 
 void test_bad_arguments() {
   int bad = 0;
-  bad += gstat_cu_eigh_jacobi(1, nullptr, 0, 33, 1, nullptr, nullptr, nullptr, 0) != cudaErrorInvalidValue;
-  bad += gstat_cu_eigh_jacobi(4, nullptr, 0, 4, 1, nullptr, nullptr, nullptr, 0) != cudaErrorInvalidValue;
+  bad += gstat_cu_eigh_jacobi(1, nullptr, 0, 33, 1, nullptr, nullptr, nullptr, 0) !=
+         cudaErrorInvalidValue;
+  bad += gstat_cu_eigh_jacobi(4, nullptr, 0, 4, 1, nullptr, nullptr, nullptr, 0) !=
+         cudaErrorInvalidValue;
   bad += gstat_cu_eigh_jacobi(1, nullptr, 0, 4, 0, nullptr, nullptr, nullptr, 0) != cudaSuccess;
   bad += gstat_cu_cholesky_small(2, nullptr, 65, 1, nullptr, 0) != cudaErrorInvalidValue;
   bad += gstat_cu_gather(nullptr, 1, 1, 2, 2, 4, 1, 2, nullptr, 3, 0) != cudaErrorInvalidValue;
   bad += gstat_cu_scatter(nullptr, 3, 1, 2, 2, nullptr, 1, 4, 1, 2, 0) != cudaErrorInvalidValue;
-  bad += gstat_cu_find_nonfinite(1, nullptr, 5, 1, 1, 1, 1, 1, 1, nullptr, 0) != cudaErrorInvalidValue;
+  bad +=
+      gstat_cu_find_nonfinite(1, nullptr, 5, 1, 1, 1, 1, 1, 1, nullptr, 0) != cudaErrorInvalidValue;
   bad += gstat_cu_fix_signs(3, nullptr, 4, 1, 0) != cudaErrorInvalidValue;
   bad += gstat_cu_flag_nonfinite(1, nullptr, 0, 7, nullptr, 0) != cudaSuccess;
   bad += gstat_cu_fill_nan_where(4, nullptr, 3, 7, nullptr, 0) != cudaErrorInvalidValue;

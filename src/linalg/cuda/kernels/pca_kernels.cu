@@ -102,7 +102,8 @@ extern "C" cudaError_t gstat_cu_col_sums(int dtype, const void *x, int64_t n, in
   const int64_t row_blocks = (n + kRowsPerBlock - 1) / kRowsPerBlock;
   if (row_blocks > 65535 || (!row_major && p > INT32_MAX)) return cudaErrorInvalidValue;
   if (row_major) {
-    dim3 grid((unsigned)((p + kColTile - 1) / kColTile), (unsigned)row_blocks), block(kColTile, kRowLanes);
+    dim3 grid((unsigned)((p + kColTile - 1) / kColTile), (unsigned)row_blocks),
+        block(kColTile, kRowLanes);
     if (dtype == kF32)
       col_sums_rows<float><<<grid, block, 0, stream>>>((const float *)x, n, p, shift, sums);
     else
@@ -124,9 +125,11 @@ extern "C" cudaError_t gstat_cu_center(int dtype, const void *x, void *y, int64_
   if (!x || !y || !mean) return cudaErrorInvalidValue;
   unsigned blocks = linear_blocks(n * p);
   if (dtype == kF32)
-    center<float><<<blocks, kLinearThreads, 0, stream>>>((const float *)x, (float *)y, n, p, row_major != 0, mean);
+    center<float><<<blocks, kLinearThreads, 0, stream>>>((const float *)x, (float *)y, n, p,
+                                                         row_major != 0, mean);
   else
-    center<double><<<blocks, kLinearThreads, 0, stream>>>((const double *)x, (double *)y, n, p, row_major != 0, mean);
+    center<double><<<blocks, kLinearThreads, 0, stream>>>((const double *)x, (double *)y, n, p,
+                                                          row_major != 0, mean);
   return cudaGetLastError();
 }
 
@@ -152,10 +155,10 @@ extern "C" cudaError_t gstat_cu_sum_partials(int dtype, const void *P, int64_t R
   if (!P || !S) return cudaErrorInvalidValue;
   unsigned blocks = linear_blocks(rows * cols);
   if (dtype == kF32)
-    sum_partials<float><<<blocks, kLinearThreads, 0, stream>>>((const float *)P, R, rows, cols,
-                                                                (float *)S, lds);
+    sum_partials<float>
+        <<<blocks, kLinearThreads, 0, stream>>>((const float *)P, R, rows, cols, (float *)S, lds);
   else
-    sum_partials<double><<<blocks, kLinearThreads, 0, stream>>>((const double *)P, R, rows, cols,
-                                                                 (double *)S, lds);
+    sum_partials<double>
+        <<<blocks, kLinearThreads, 0, stream>>>((const double *)P, R, rows, cols, (double *)S, lds);
   return cudaGetLastError();
 }
