@@ -50,7 +50,7 @@ int64_t randint(int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
 }
 
-/* ---- result table ---------------------------------------------------------------- */
+/* ---- result table ---- */
 
 struct Row {
   std::string name, detail;
@@ -72,7 +72,7 @@ void record(const std::string &name, bool pass, const std::string &detail) {
   rows.push_back({name, detail, pass});
 }
 
-/* ---- host dtype helpers (src/core/matrix.c rules) ------------------------------------- */
+/* ---- host dtype helpers (src/core/matrix.c rules) ---- */
 
 size_t dsize(int dt) {
   return dt == 2 ? 8 : dt == 1 ? 4 : 2;
@@ -173,7 +173,7 @@ void fill_random(Bytes &buf, int dt, int64_t count, bool specials) {
   }
 }
 
-/* ---- device buffers --------------------------------------------------------------------- */
+/* ---- device buffers ---- */
 
 struct Dev {
   void *p = nullptr;
@@ -219,7 +219,7 @@ const Layout layouts[] = {
     {3, 11, 1, 13, 1, 1},     /* one column */
 };
 
-/* ---- gather / scatter ---------------------------------------------------------------- */
+/* ---- gather / scatter ---- */
 
 void test_gather_scatter() {
   int cases = 0, bad_gather = 0, bad_scatter = 0;
@@ -298,7 +298,7 @@ void test_gather_scatter() {
          fmt("%d cases total, bf16 RNE reference %s", cases, bad_ref ? "WRONG" : "ok"));
 }
 
-/* ---- test matrices ------------------------------------------------------------------------- */
+/* ---- test matrices ---- */
 
 /* random orthogonal n x n (column-major) as a product of n Householder reflectors */
 std::vector<double> random_orthogonal(int n) {
@@ -393,8 +393,7 @@ std::vector<double> make_symmetric(int n, int fam, double cond, double huge, dou
   return A;
 }
 
-/* ---- Jacobi eigensolver ------------------------------------------------------------------------
- */
+/* ---- Jacobi eigensolver ---- */
 
 struct EigStats {
   double resid = 0, orth = 0, werr = 0;
@@ -571,7 +570,7 @@ void time_jacobi(int dt, int n, int batch, double target_ms) {
   CK(cudaEventDestroy(t1));
 }
 
-/* ---- eigenvector signs --------------------------------------------------------------------- */
+/* ---- eigenvector signs ---- */
 
 template <typename T>
 void host_fix_signs(T *v, int n) {
@@ -622,8 +621,7 @@ void test_fix_signs(int dt) {
          fmt("%d sizes, ties and NaNs; %d bad", cases, bad));
 }
 
-/* ---- non-finite scans -------------------------------------------------------------------------
- */
+/* ---- non-finite scans ---- */
 
 bool in_part(int tri, int64_t i, int64_t j) {
   switch (tri) {
@@ -768,8 +766,7 @@ void test_jacobi_bf16() {
          fmt("%d outputs vs float rounded: %d differ", compared, bad));
 }
 
-/* ---- Cholesky
- * ------------------------------------------------------------------------------------ */
+/* ---- Cholesky ---- */
 
 template <typename T>
 void test_cholesky(int dt) {
