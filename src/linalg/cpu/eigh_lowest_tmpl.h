@@ -82,6 +82,15 @@ static size_t FN(lowest_offsets)(int64_t n, int64_t m, size_t *o) {
   return at + gstat_i_align64(sizeof(lapack_int) * (size_t)(5 * n + m));
 }
 
+/* A failed solve: the m values and vectors NaN; returns info. */
+static int FN(lowest_failed)(int64_t n, T *a, int64_t lda, int64_t m, T *w, int info) {
+  for (int64_t j = 0; j < m; j++) {
+    w[j] = NAN;
+    for (int64_t i = 0; i < n; i++) a[i + j * lda] = NAN;
+  }
+  return info;
+}
+
 int FN(gstat_i_eigh_lowest)(int64_t n, T *a, int64_t lda, int64_t m, T *w, void *work) {
   if (n == 1) {
     w[0] = a[0];
@@ -98,26 +107,17 @@ int FN(gstat_i_eigh_lowest)(int64_t n, T *a, int64_t lda, int64_t m, T *w, void 
      * residuals of 35 n ulp after the reorthogonalization (its scratch is
      * the start of ours, wall holds its n values) */
     int full = FN(gstat_i_eigh_small)(n, a, lda, wall, 1, work);
-    for (int64_t j = 0; j < m; j++) {
-      w[j] = full == 0 ? wall[j] : (T)NAN;
-      if (full != 0)
-        for (int64_t i = 0; i < n; i++) a[i + j * lda] = NAN;
-    }
-    if (full == 0) FN(normalize_signs)(a, n, m, lda);
-    return full;
+    if (full != 0) return FN(lowest_failed)(n, a, lda, m, w, full);
+    memcpy(w, wall, sizeof(T) * (size_t)m);
+    FN(normalize_signs)(a, n, m, lda);
+    return 0;
   }
   T *lw = (T *)(ws + o[3]), *Z = (T *)(ws + o[4]);
   int se = 0;
   int info = FN(gstat_i_tridiag_small)(n, a, lda, d, e, &se, work) != 0 ? (int)n : 0;
   if (info == 0)
     info = FN(gstat_i_tridiag_select)(n, d, e, 1, m, wall, Z, lw, (int *)(void *)(ws + o[5]));
-  if (info != 0) {
-    for (int64_t j = 0; j < m; j++) {
-      w[j] = NAN;
-      for (int64_t i = 0; i < n; i++) a[i + j * lda] = NAN;
-    }
-    return info > 0 ? info : (int)n;
-  }
+  if (info != 0) return FN(lowest_failed)(n, a, lda, m, w, info > 0 ? info : (int)n);
   FN(gstat_i_tridiag_small_apply_q)(n, work, m, Z, n);
   for (int64_t j = 0; j < m; j++) { /* back to a's scale */
     w[j] = (T)ldexp((double)wall[j], -se);
