@@ -55,6 +55,28 @@ static bool sign_is_clear(const gstat_matrix *V, int64_t b, int64_t j) {
   return m1 - m2 > 1e-3 * m1;
 }
 
+/* Element b of a GPU result (w, v: n values, n x n column-major) against
+ * the CPU's (Wc, Vc): values within wtol; the vector of every eigenvalue
+ * farther than gap * max|w| from its neighbours points the same way (dot >
+ * min_dot; the same sign where the CPU's sign rule is clear). */
+static void expect_like_cpu(const tu_buf *Wc, const tu_buf *Vc, int64_t b, int64_t n,
+                            const double *w, const double *v, double wtol, double gap,
+                            double min_dot) {
+  double scale = 0;
+  for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(w[i]));
+  for (int64_t i = 0; i < n; i++) {
+    assert_true(fabs(w[i] - tu_get(&Wc->m, b, i, 0)) <= wtol * fmax(scale, DBL_MIN));
+    double g = INFINITY;
+    if (i > 0) g = fmin(g, w[i] - w[i - 1]);
+    if (i + 1 < n) g = fmin(g, w[i + 1] - w[i]);
+    if (g > gap * scale) {
+      double dot = 0;
+      for (int64_t k = 0; k < n; k++) dot += v[k + i * n] * tu_get(&Vc->m, b, k, i);
+      assert_true(sign_is_clear(&Vc->m, b, i) ? dot > min_dot : fabs(dot) > min_dot);
+    }
+  }
+}
+
 static void eigh_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_family fam, int64_t n,
                       int64_t nb, tu_layout layout, gstat_uplo uplo, bool device) {
   double ulp = dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
@@ -96,21 +118,9 @@ static void eigh_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_family 
       fprintf(stderr, "cuda %s n=%lld b=%lld residual %.3g orthogonality %.3g\n",
               tu_family_name(fam), (long long)n, (long long)b, res, orth);
     assert_true(res <= max_ratio && orth <= max_ratio);
-    double scale = 0;
-    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(w[i]));
-    for (int64_t i = 0; i < n; i++) {
-      assert_true(fabs(w[i] - tu_get(&Wc.m, b, i, 0)) <=
-                  max_ratio * (double)n * ulp * fmax(scale, DBL_MIN));
-      /* well separated eigenvalue: the same vector with the same sign */
-      double gap = INFINITY;
-      if (i > 0) gap = fmin(gap, w[i] - w[i - 1]);
-      if (i + 1 < n) gap = fmin(gap, w[i + 1] - w[i]);
-      if (fam == TU_RANDOM && gap > 1e-2 * scale) {
-        double dot = 0;
-        for (int64_t k = 0; k < n; k++) dot += v[k + i * n] * tu_get(&Vc.m, b, k, i);
-        assert_true(sign_is_clear(&Vc.m, b, i) ? dot > 0.99 : fabs(dot) > 0.99);
-      }
-    }
+    /* well separated eigenvalues (random family): the same vector and sign */
+    expect_like_cpu(&Wc, &Vc, b, n, w, v, max_ratio * (double)n * ulp,
+                    fam == TU_RANDOM ? 1e-2 : INFINITY, 0.99);
   }
   free(w);
   free(v);
@@ -180,19 +190,7 @@ static void test_eigh_bf16_device(void **state) {
         /* bf16 outputs: ratios in units of the bf16 rounding */
         assert_true(tu_eig_residual(n, a + b * n * n, w, v, bf16_ulp) <= max_ratio);
         assert_true(tu_orthogonality(n, v, bf16_ulp) <= max_ratio);
-        double scale = 0;
-        for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(w[i]));
-        for (int64_t i = 0; i < n; i++) {
-          assert_true(fabs(w[i] - tu_get(&Wc.m, b, i, 0)) <= 2 * bf16_ulp * scale);
-          double gap = INFINITY;
-          if (i > 0) gap = fmin(gap, w[i] - w[i - 1]);
-          if (i + 1 < n) gap = fmin(gap, w[i + 1] - w[i]);
-          if (gap > 0.05 * scale) {
-            double dot = 0;
-            for (int64_t k = 0; k < n; k++) dot += v[k + i * n] * tu_get(&Vc.m, b, k, i);
-            assert_true(sign_is_clear(&Vc.m, b, i) ? dot > 0.98 : fabs(dot) > 0.98);
-          }
-        }
+        expect_like_cpu(&Wc, &Vc, b, n, w, v, 2 * bf16_ulp, 0.05, 0.98);
       }
       free(w);
       free(v);
