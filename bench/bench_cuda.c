@@ -19,14 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(x)                                                                    \
-  do {                                                                           \
-    cudaError_t e_ = (x);                                                        \
-    if (e_ != cudaSuccess) {                                                     \
-      fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      exit(1);                                                                   \
-    }                                                                            \
-  } while (0)
+#include "cuda_check.h"
 
 typedef int (*run_fn)(void *arg);
 
