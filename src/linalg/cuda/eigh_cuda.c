@@ -164,18 +164,10 @@ static gstat_status jacobi_bf16(const eigh_run *r, const char *a, char *w, char 
   int *dInfo = gstat_cu_buffer(s, r->ctx, CU_INFO, 2 * sizeof(int) * (size_t)nb);
   if (!dInfo) return GSTAT_ENOMEM;
   int *dFlags = dInfo + nb;
-  int64_t n = r->n;
-  cudaError_t err = cudaMemsetAsync(dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
-  if (err == cudaSuccess)
-    err = gstat_cu_eigh_jacobi(GSTAT_BF16, a, r->fill == CUBLAS_FILL_MODE_UPPER, n, nb, w, v, dInfo,
-                               s->stream);
-  /* flag NaN/Inf outputs, then NaN for the unconverged (the CPU redoes both) */
-  if (err == cudaSuccess) err = gstat_cu_flag_nonfinite(GSTAT_BF16, w, n, nb, dFlags, s->stream);
-  if (err == cudaSuccess && v)
-    err = gstat_cu_flag_nonfinite(GSTAT_BF16, v, n * n, nb, dFlags, s->stream);
-  if (err == cudaSuccess) err = gstat_cu_fill_nan_where(GSTAT_BF16, w, n, nb, dInfo, s->stream);
-  if (err == cudaSuccess && v)
-    err = gstat_cu_fill_nan_where(GSTAT_BF16, v, n * n, nb, dInfo, s->stream);
+  /* the kernel writes NaN for the unconverged and flags those and NaN/Inf
+   * outputs (the CPU redoes both) */
+  cudaError_t err = gstat_cu_eigh_jacobi(GSTAT_BF16, a, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb,
+                                         w, v, dInfo, dFlags, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel (bfloat16)", err);
   return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, true, nb, info + b0);
 }
@@ -223,23 +215,25 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   int *dInfo = gstat_cu_buffer(s, r->ctx, CU_INFO, 2 * sizeof(int) * (size_t)nb);
   if ((r->want && !dV) || !dW || !dInfo) return GSTAT_ENOMEM;
   int *dFlags = dInfo + nb;
-  if (err == cudaSuccess) err = cudaMemsetAsync(dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
+  if (err == cudaSuccess && !jacobi)
+    err = cudaMemsetAsync(dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "copying the input", err);
   if (jacobi) {
+    /* the kernel also fixes signs, writes NaN for failed elements and sets
+     * every flag: no finishing pass */
     err = gstat_cu_eigh_jacobi(r->cdt, src, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb, dW,
-                               r->want ? dV : NULL, dInfo, s->stream);
+                               r->want ? dV : NULL, dInfo, dFlags, s->stream);
     if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel", err);
   } else {
     st = r->n >= loop_min_n ? syevd_loop(r, work, dW, dInfo, nb)
                             : syev_batched(r, work, dW, dInfo, nb);
     if (st != GSTAT_OK) return st;
+    /* one pass: signs, NaN outputs for failed elements and flags for
+     * non-finite ones (the dispatcher may recompute them) */
+    err = gstat_cu_finish_eigh(r->cdt, r->want ? dV : NULL, dW, r->n, nb, dInfo, dFlags, true,
+                               s->stream);
+    if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "output check", err);
   }
-  /* one pass: signs (the Jacobi kernel fixed its own), NaN outputs for
-   * failed elements and flags for non-finite ones (the dispatcher may
-   * recompute them) */
-  err = gstat_cu_finish_eigh(r->cdt, r->want ? dV : NULL, dW, r->n, nb, dInfo, dFlags, !jacobi,
-                             s->stream);
-  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "output check", err);
   if (!w_in_place && (st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb)) != GSTAT_OK)
     return st;
   if (r->want && !v_in_place &&

@@ -22,22 +22,25 @@
  * all N/2 rotations. The pair's own 2x2 block is then set exactly
  * (Rutishauser): a_pq = 0 and a_pp -= t a_pq, a_qq += t a_pq.
  *
- * Cost per step, N = 32, float, with vectors (ptxas output for sm_90, loop
- * body): 213 FP32 instructions (A columns N mul + N fma, A rows and V columns
- * 2N each: 6N = 192, plus the rotation), 33 shuffles, 16 shared loads,
- * ~40 selects to pick the pivot entries out of a[] (N - 2) and to set the
- * own 2x2 block (N), ~40 register moves for the permutation, ~90 for control,
- * indices and the rotation: ~470 warp instructions, 9 N^2 = 9.2 kflop. One
- * sweep is N - 1 = 31 steps (0.29 Mflop). Measured sweeps (the last partial
- * one confirms convergence) for random matrices: 5.9 (float) / 6.9 (double)
- * at n = 32, 5.2 / 6.1 at n = 16; graded spectra 1 .. eps take 7.8 / 11.6 at
- * n = 32, clustered ones ~1. So a 32 x 32 float matrix costs ~85 k warp
- * instructions and ~180 steps, each step a chain of pick -> shuffle ->
- * rotation -> shared memory -> updates. With 1024 matrices an H200 holds only
- * 2 warps per scheduler, too few to hide that chain, so 1024 x 32 runs at
- * about half the issue rate: measured 0.18 ms float (0.16 values only),
- * 0.32 ms double. 100000 x 16 (two matrices per warp, ~300 instructions a
- * step) is issue-bound: 1.5 ms float, 3.2 ms double.
+ * Cost per step, N = 32, float, with vectors (sm_90 SASS of the loop):
+ * ~210 FP32 instructions (A columns N mul + N fma, A rows and V columns 2N
+ * each: 6N = 192, plus the rotation), 33 shuffles, 17 shared loads, ~60
+ * selects to pick the pivot entries out of a[] (N - 2) and to set the own
+ * 2x2 block (N), ~60 for indices, votes and control: ~390 warp instructions
+ * (9 N^2 = 9.2 kflop). One sweep is N - 1 = 31 steps. Measured sweeps (the
+ * last partial one confirms convergence) for random matrices: 5.9 (float) /
+ * 6.9 (double) at n = 32, 5.2 / 6.1 at n = 16; graded spectra 1 .. eps take
+ * 7.8 / 11.6 at n = 32, clustered ones ~1.
+ *
+ * Latency. Each step is a chain pick -> shuffle -> rotation -> shared memory
+ * -> updates, and 1024 matrices give an H200 only 2 warps per scheduler to
+ * hide it. So the loop is built to be one straight run of code: two steps an
+ * iteration with one convergence vote, the rotation branch-free with two
+ * reciprocal square roots in a row (no division, no library call), the
+ * schedule read from a table. That took 1024 x 32 float from 0.19 to
+ * 0.12 ms (Nsight Compute: issue rate 0.58 -> 0.70 per scheduler, 16 % fewer
+ * instructions), double from 0.31 to 0.24 ms; 100000 x 16 from 1.50 to
+ * 1.22 ms float, 3.21 to 2.48 ms double (H200, kernels_selftest).
  *
  * Convergence. The matrix is first scaled by 2^-e (exact), 2^e >= max|a_ij|
  * > 2^(e-1), which keeps the rotation arithmetic clear of over/underflow.
@@ -59,38 +62,35 @@ namespace {
 constexpr int kWarpsPerBlock = 4;
 constexpr int kMaxSweeps = 20; /* graded double matrices need up to ~14 */
 
-/* Per-precision constants and the arithmetic of the rotation formula. In
- * float the reciprocal and square roots are the fast hardware approximations:
- * a tangent off by a few ulp perturbs the result by a few ulp of |a_pq| (the
- * entry is then set to 0), the size of rounding anyway, and c is refined by a
- * Newton step so that c^2 + s^2 = 1 to ~1 ulp. Double uses IEEE operations. */
+/* Per-precision constants and the reciprocal square root of the rotation
+ * formula (its arguments are >= 4 eps^2 and at most ~16 n^2, never
+ * subnormal): the hardware approximation refined by Newton steps, to about
+ * an ulp, so that c^2 + s^2 = 1 to about an ulp. */
 template <typename T>
 struct Prec;
 template <>
 struct Prec<float> {
   static constexpr float eps = FLT_EPSILON;
-  __device__ static float div(float a, float b) {
-    return __fdividef(a, b);
+  __device__ static float rsqrt_approx(float x) {
+    float r;
+    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
   }
-  __device__ static float sqrt1(float x) {
-    return x * rsqrtf(x);
-  }                                        /* x >= 1 */
-  __device__ static float rsqrt(float x) { /* one Newton step */
-    const float r = rsqrtf(x);
+  __device__ static float rsqrt(float x) {
+    const float r = rsqrt_approx(x);
     return r * fmaf(-0.5f * x * r, r, 1.5f);
   }
 };
 template <>
 struct Prec<double> {
   static constexpr double eps = DBL_EPSILON;
-  __device__ static double div(double a, double b) {
-    return a / b;
-  }
-  __device__ static double sqrt1(double x) {
-    return ::sqrt(x);
-  }
+  /* float's approximation (~2^-23; x is within float's normal range) and two
+   * Newton steps (~2^-46, then rounding): branch-free, unlike ::rsqrt, whose
+   * special-case calls would split the unrolled steps */
   __device__ static double rsqrt(double x) {
-    return ::rsqrt(x);
+    const double r = Prec<float>::rsqrt_approx((float)x);
+    const double r1 = r * fma(-0.5 * x * r, r, 1.5);
+    return r1 * fma(-0.5 * x * r1, r1, 1.5);
   }
 };
 
@@ -197,22 +197,29 @@ struct alignas(4 * sizeof(T)) Rot {
 };
 
 /* The rotation J (J_pp = J_qq = c, J_pq = s, J_qp = -s) with (J^T A J)_pq = 0
- * (Golub & Van Loan, sym.schur2). False, with r untouched, when the pair
- * passes the convergence test |a_pq| <= max(eps sqrt|a_pp a_qq|, eps), the
- * first part compared in squares (no square root). The matrix is scaled so
- * that max|a_ij| < 1, hence |a_pp|, |a_qq| <= n; with |a_pq| > eps that
- * bounds |zeta| < n / eps, so zeta^2 cannot overflow. */
+ * (Golub & Van Loan's sym.schur2), or the identity when the pair passes the
+ * convergence test |a_pq| <= max(eps sqrt|a_pp a_qq|, eps) (the first part
+ * compared in squares); returns whether it rotates. Branch-free, so every
+ * lane can run it and the step stays one basic block. With d = a_qq - a_pp,
+ * o = 2 a_pq and r = sqrt(d^2 + o^2): cos 2theta = |d| / r, so
+ *   c = sqrt((1 + |d|/r) / 2),  s = sign(d) (o/r) / (2c),  t = s / c,
+ * which needs two reciprocal square roots in a row (the textbook form,
+ * zeta = d/o and t = sign(zeta) / (|zeta| + sqrt(1 + zeta^2)), needs two
+ * divisions and two square roots). No cancellation: 1 + |d|/r >= 1. The
+ * matrix is scaled so that max|a_ij| < 1, hence |d| <= 2n, |o| < 2. */
 template <typename T>
 __device__ __forceinline__ bool jacobi_rotation(T app, T aqq, T apq, Rot<T> &r) {
   constexpr T eps = Prec<T>::eps;
-  if (!(fabs(apq) > eps && apq * apq > eps * eps * fabs(app * aqq))) return false;
-  const T zeta = Prec<T>::div(aqq - app, 2 * apq);
-  const T t =
-      copysign(Prec<T>::div(T(1), fabs(zeta) + Prec<T>::sqrt1(fma(zeta, zeta, T(1)))), zeta);
-  r.c = Prec<T>::rsqrt(fma(t, t, T(1)));
-  r.s = t * r.c;
-  r.delta = t * apq;
-  return true;
+  const bool rotate = fabs(apq) > eps && apq * apq > eps * eps * fabs(app * aqq);
+  const T d = aqq - app, o = 2 * apq;
+  const T rinv = Prec<T>::rsqrt(rotate ? fma(d, d, o * o) : T(1)); /* 1 / r */
+  const T x = fma(T(0.5) * fabs(d), rinv, T(0.5));                 /* c^2, in [1/2, 1] */
+  const T rc = Prec<T>::rsqrt(x);                                  /* 1 / c */
+  const T s = T(0.5) * (d < 0 ? -o : o) * rinv * rc;
+  r.c = rotate ? x * rc : T(1);
+  r.s = rotate ? s : T(0);
+  r.delta = rotate ? s * rc * apq : T(0); /* t a_pq */
+  return rotate;
 }
 
 /* Ascending, ties by index, NaN last: a total order, so ranks are a permutation. */
@@ -223,12 +230,21 @@ __device__ __forceinline__ bool before(T x, int i, T y, int j) {
   return x < y || (x == y && i < j);
 }
 
+/* Whether x is finite once stored as S (bf16 can overflow on rounding). */
+template <typename S, typename T>
+__device__ __forceinline__ bool finite_as(T x) {
+  S stored;
+  put(&stored, x);
+  return finite(stored);
+}
+
 /* Eigenvector L is column L of V, whose entries the lanes hold (lane i has
  * V[i, index_at(j, t)] in v[j]): transpose it through shared memory, fix its
- * sign, put it at column `rank`, store coalesced (Vb == NULL: store nothing). */
+ * sign, put it at column `rank`, store coalesced (Vb == NULL: store nothing;
+ * failed: store NaN). Returns whether this lane stored only finite values. */
 template <typename S, typename T, int N>
-__device__ __forceinline__ void store_vectors(const T (&v)[N], int t, T (&st)[N][N + 1], int n,
-                                              int L, int rank, S *__restrict__ Vb) {
+__device__ __forceinline__ bool store_vectors(const T (&v)[N], int t, T (&st)[N][N + 1], int n,
+                                              int L, int rank, bool failed, S *__restrict__ Vb) {
 #pragma unroll
   for (int j = 0; j < N; ++j) st[Ring<N>::index_at(j, t)][L] = v[j];
   __syncwarp();
@@ -242,14 +258,98 @@ __device__ __forceinline__ void store_vectors(const T (&v)[N], int t, T (&st)[N]
       bestval = col[i];
     }
   }
-  const T sign = bestval < 0 ? T(-1) : T(1);
+  const T sign = failed ? quiet_nan<T>() : bestval < 0 ? T(-1) : T(1);
   __syncwarp();
   if (L < n)
 #pragma unroll
     for (int i = 0; i < N; ++i) st[rank][i] = sign * col[i];
   __syncwarp();
+  bool ok = true;
   if (Vb && L < n)
-    for (int j = 0; j < n; ++j) put(Vb + L + (int64_t)j * n, st[j][L]);
+    for (int j = 0; j < n; ++j) {
+      put(Vb + L + (int64_t)j * n, st[j][L]);
+      ok = ok && finite_as<S>(st[j][L]);
+    }
+  return ok;
+}
+
+/* The schedule as a table, so that a step finds its position and partner
+ * with one shared-memory load (the index arithmetic of Ring compiles to
+ * branches, which would cut the unrolled steps into pieces): at[t][L] =
+ * (position of index L) << 8 | (index at the neighbouring position) after t
+ * steps. Filled once per block. */
+template <int N>
+struct Schedule {
+  uint16_t at[N - 1][N];
+  __device__ void fill() {
+    for (int e = threadIdx.x; e < (N - 1) * N; e += blockDim.x) {
+      const int t = e / N, x = e % N;
+      int pos = 0;
+      for (int p = 0; p < N; ++p)
+        if (Ring<N>::index_at(p, t) == x) pos = p;
+      at[t][x] = (uint16_t)(pos << 8 | Ring<N>::index_at(pos ^ 1, t));
+    }
+  }
+};
+
+/* One parallel step: every group rotates its N/2 pairs. k is the position
+ * of this lane's index L, t the step modulo N - 1, partner the lane holding
+ * L's partner; all three advance to the next step (from sched). rots: this step's slots
+ * (the two steps of a loop iteration use different ones, so one __syncwarp
+ * a step suffices). Returns whether this lane computed a rotation. */
+template <typename T, int N, bool WANT_V>
+__device__ __forceinline__ bool jacobi_step(T (&a)[N], T (&v)[N], int &k, int &t, int &partner,
+                                            int L, int gbase, const Schedule<N> &sched,
+                                            Rot<T> *rots) {
+  /* Pivot entries: the diagonal a_LL sits in register k, a_PL in k ^ 1. */
+  T lo, hi;
+  pick_pair(a, k, lo, hi);
+  const bool top = (k & 1) == 0; /* (p, q) = (L, partner) */
+  const T diag = top ? lo : hi, off = top ? hi : lo;
+  const T pdiag = __shfl_sync(kFullMask, diag, partner);
+  /* The partner's column, fetched before the rotation math so that the
+   * shuffles overlap its latency. */
+  T y[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) y[i] = __shfl_sync(kFullMask, a[i], partner);
+  const int mine = k >> 1; /* my pair's slot */
+  Rot<T> r;
+  const bool rotated = jacobi_rotation(diag, pdiag, off, r) && top; /* bottom lanes: unused */
+  if (top) rots[mine] = r;
+  __syncwarp();
+  if (!top) r = rots[mine];
+  /* A J: column p' = c col_p - s col_q, column q' = s col_p + c col_q. */
+  const T cross = top ? -r.s : r.s;
+#pragma unroll
+  for (int i = 0; i < N; ++i) a[i] = fma(r.c, a[i], cross * y[i]);
+  /* J^T (A J) on the rows, V J on the columns: the same 2x2 rotations.
+   * My own pair's 2x2 block is set exactly (Rutishauser): a_pq = 0 and the
+   * diagonal entry from the update formula, so rounding noise cannot keep a
+   * converged pair rotating. */
+  const T new_diag = top ? diag - r.delta : diag + r.delta;
+#pragma unroll
+  for (int m = 0; m < N / 2; ++m) {
+    const T c = rots[m].c, s = rots[m].s;
+    const T ax = a[2 * m], ay = a[2 * m + 1];
+    a[2 * m] = fma(c, ax, -s * ay);
+    a[2 * m + 1] = fma(s, ax, c * ay);
+    if (m == mine) {
+      a[2 * m] = top ? new_diag : T(0);
+      a[2 * m + 1] = top ? T(0) : new_diag;
+    }
+    if constexpr (WANT_V) {
+      const T vx = v[2 * m], vy = v[2 * m + 1];
+      v[2 * m] = fma(c, vx, -s * vy);
+      v[2 * m + 1] = fma(s, vx, c * vy);
+    }
+  }
+  ring_advance(a);
+  if constexpr (WANT_V) ring_advance(v);
+  t = t == N - 2 ? 0 : t + 1;
+  const unsigned next = sched.at[t][L];
+  k = (int)(next >> 8);
+  partner = gbase + (int)(next & 0xffu);
+  return rotated;
 }
 
 template <typename T, int N>
@@ -263,9 +363,12 @@ struct WarpSmem {
 template <typename S, typename T, int N, bool WANT_V>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
     eigh_jacobi_kernel(const S *__restrict__ A, int uplo, int n, int64_t batch, S *__restrict__ W,
-                       S *__restrict__ V, int *__restrict__ info) {
+                       S *__restrict__ V, int *__restrict__ info, int *__restrict__ flags) {
   constexpr int G = 32 / N;
   __shared__ WarpSmem<T, N> smem[kWarpsPerBlock];
+  __shared__ Schedule<N> sched;
+  sched.fill();
+  __syncthreads(); /* before any warp leaves */
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / N, L = lane % N, gbase = g * N;
@@ -307,73 +410,28 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
   }
 
   const unsigned gmask = (unsigned)(((1ull << N) - 1) << gbase);
-  int k = L;     /* position of index L */
-  int t = 0;     /* steps taken, modulo the schedule's period N - 1 */
+  int k = L; /* position of index L */
+  int t = 0; /* steps taken, modulo the schedule's period N - 1 */
+  int partner = gbase + (int)(sched.at[0][L] & 0xffu);
   int quiet = 0; /* consecutive steps without a rotation in this group */
   bool converged = false;
-  for (int step = 0; step < kMaxSweeps * (N - 1); ++step) {
-    /* Pivot entries: the diagonal a_LL sits in register k, a_PL in k ^ 1. */
-    T lo, hi;
-    pick_pair(a, k, lo, hi);
-    const bool top = (k & 1) == 0;
-    const T diag = top ? lo : hi, off = top ? hi : lo;
-    const int partner = gbase + Ring<N>::index_at(k ^ 1, t);
-    const T pdiag = __shfl_sync(kFullMask, diag, partner);
-    /* The partner's column, fetched before the rotation math so that the
-     * shuffles overlap its latency. */
-    T y[N];
-#pragma unroll
-    for (int i = 0; i < N; ++i) y[i] = __shfl_sync(kFullMask, a[i], partner);
-    Rot<T> *rots = sm.rot[step & 1][g];
-    const int mine = k >> 1; /* my pair's slot */
-    Rot<T> r{T(1), T(0), T(0), T(0)};
-    bool rotated = false;
-    if (top) { /* (p, q) = (L, partner) */
-      rotated = jacobi_rotation(diag, pdiag, off, r);
-      rots[mine] = r;
-    }
-    __syncwarp();
-    if (!top) r = rots[mine];
-    /* A J: column p' = c col_p - s col_q, column q' = s col_p + c col_q. */
-    const T cross = top ? -r.s : r.s;
-#pragma unroll
-    for (int i = 0; i < N; ++i) a[i] = fma(r.c, a[i], cross * y[i]);
-    /* J^T (A J) on the rows, V J on the columns: the same 2x2 rotations.
-     * My own pair's 2x2 block is set exactly (Rutishauser): a_pq = 0 and the
-     * diagonal entry from the update formula, so rounding noise cannot keep a
-     * converged pair rotating. */
-    const T new_diag = top ? diag - r.delta : diag + r.delta;
-#pragma unroll
-    for (int m = 0; m < N / 2; ++m) {
-      const T c = rots[m].c, s = rots[m].s;
-      const T ax = a[2 * m], ay = a[2 * m + 1];
-      a[2 * m] = fma(c, ax, -s * ay);
-      a[2 * m + 1] = fma(s, ax, c * ay);
-      if (m == mine) {
-        a[2 * m] = top ? new_diag : T(0);
-        a[2 * m + 1] = top ? T(0) : new_diag;
-      }
-      if constexpr (WANT_V) {
-        const T vx = v[2 * m], vy = v[2 * m + 1];
-        v[2 * m] = fma(c, vx, -s * vy);
-        v[2 * m + 1] = fma(s, vx, c * vy);
-      }
-    }
-    ring_advance(a);
-    if constexpr (WANT_V) ring_advance(v);
-    k = Ring<N>::next(k);
-    t = t == N - 2 ? 0 : t + 1;
+  /* Two steps an iteration, convergence checked after both: one straight
+   * run of code for the scheduler, half the votes and loop control. */
+  static_assert(kMaxSweeps * (N - 1) % 2 == 0, "whole iterations");
+  for (int step = 0; step < kMaxSweeps * (N - 1); step += 2) {
+    bool rotated = jacobi_step<T, N, WANT_V>(a, v, k, t, partner, L, gbase, sched, sm.rot[0][g]);
+    rotated =
+        jacobi_step<T, N, WANT_V>(a, v, k, t, partner, L, gbase, sched, sm.rot[1][g]) || rotated;
     /* Converged: no pair can pass the test any more, so the matrix stops
      * changing. Any N - 1 consecutive steps visit every pair once, so N - 1
-     * quiet steps prove it; a quiet step also checks the cheaper sufficient
-     * condition "every off-diagonal entry <= eps" (the test's floor), which
-     * usually saves that last confirming sweep. */
-    quiet = (__ballot_sync(kFullMask, rotated) & gmask) ? 0 : quiet + 1;
+     * quiet steps prove it; a quiet iteration also checks the cheaper
+     * sufficient condition "every off-diagonal entry <= eps" (the test's
+     * floor), which usually saves that last confirming sweep. */
+    quiet = (__ballot_sync(kFullMask, rotated) & gmask) ? 0 : quiet + 2;
     if (__any_sync(kFullMask, quiet > 0 && !converged)) {
       bool small = true;
 #pragma unroll
-      for (int i = 0; i < N; ++i) small = small && (i == k || fabs(a[i]) <= Prec<T>::eps);
-      /* every lane must vote: no short-circuit around the ballot */
+      for (int i = 0; i < N; ++i) small &= (i == k) | (fabs(a[i]) <= Prec<T>::eps);
       const unsigned big = __ballot_sync(kFullMask, !small);
       converged = converged || (big & gmask) == 0;
     }
@@ -391,14 +449,22 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
     const T other = __shfl_sync(kFullMask, lambda, gbase + j);
     rank += j < n && before(other, j, lambda, L);
   }
-  if (live && L < n) put(W + b * n + rank, lambda);
-  if (live && L == 0) info[b] = converged ? 0 : 1;
-  if constexpr (WANT_V) store_vectors<S, T, N>(v, t, st, n, L, rank, live ? V + b * nn : nullptr);
+  /* An element that did not converge is stored as NaN. */
+  const bool failed = !converged;
+  if (live && L < n) put(W + b * n + rank, failed ? quiet_nan<T>() : lambda);
+  bool ok = !failed && (L >= n || finite_as<S>(lambda));
+  if constexpr (WANT_V)
+    ok = store_vectors<S, T, N>(v, t, st, n, L, rank, failed, live ? V + b * nn : nullptr) && ok;
+  const bool group_ok = (__ballot_sync(kFullMask, !ok) & gmask) == 0;
+  if (live && L == 0) {
+    info[b] = failed ? 1 : 0;
+    if (flags) flags[b] = group_ok ? 0 : 2;
+  }
 }
 
 template <typename S, typename T, int N>
 void launch_jacobi(const void *A, int uplo, int n, int64_t batch, void *W, void *V, int *info,
-                   cudaStream_t stream) {
+                   int *flags, cudaStream_t stream) {
   constexpr int64_t per_block = kWarpsPerBlock * (32 / N);
   constexpr int64_t max_blocks = INT32_MAX;
   const S *a = static_cast<const S *>(A);
@@ -410,31 +476,31 @@ void launch_jacobi(const void *A, int uplo, int n, int64_t batch, void *W, void 
     const int64_t nn = (int64_t)n * n;
     if (v)
       eigh_jacobi_kernel<S, T, N, true><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(
-          a + b * nn, uplo, n, count, w + b * n, v + b * nn, info + b);
+          a + b * nn, uplo, n, count, w + b * n, v + b * nn, info + b, flags ? flags + b : nullptr);
     else
       eigh_jacobi_kernel<S, T, N, false><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(
-          a + b * nn, uplo, n, count, w + b * n, nullptr, info + b);
+          a + b * nn, uplo, n, count, w + b * n, nullptr, info + b, flags ? flags + b : nullptr);
   }
 }
 
 template <typename S, typename T>
 void launch_jacobi_n(const void *A, int uplo, int n, int64_t batch, void *W, void *V, int *info,
-                     cudaStream_t stream) {
+                     int *flags, cudaStream_t stream) {
   if (n <= 4)
-    launch_jacobi<S, T, 4>(A, uplo, n, batch, W, V, info, stream);
+    launch_jacobi<S, T, 4>(A, uplo, n, batch, W, V, info, flags, stream);
   else if (n <= 8)
-    launch_jacobi<S, T, 8>(A, uplo, n, batch, W, V, info, stream);
+    launch_jacobi<S, T, 8>(A, uplo, n, batch, W, V, info, flags, stream);
   else if (n <= 16)
-    launch_jacobi<S, T, 16>(A, uplo, n, batch, W, V, info, stream);
+    launch_jacobi<S, T, 16>(A, uplo, n, batch, W, V, info, flags, stream);
   else
-    launch_jacobi<S, T, 32>(A, uplo, n, batch, W, V, info, stream);
+    launch_jacobi<S, T, 32>(A, uplo, n, batch, W, V, info, flags, stream);
 }
 
 } /* namespace */
 } /* namespace gstat_cu */
 
 extern "C" cudaError_t gstat_cu_eigh_jacobi(int dtype, const void *A, int uplo, int64_t n,
-                                            int64_t batch, void *W, void *V, int *info,
+                                            int64_t batch, void *W, void *V, int *info, int *flags,
                                             cudaStream_t stream) {
   using namespace gstat_cu;
   if (!valid_dtype(dtype) || (uplo != 0 && uplo != 1) || n < 0 || n > GSTAT_CU_JACOBI_MAX_N ||
@@ -443,10 +509,10 @@ extern "C" cudaError_t gstat_cu_eigh_jacobi(int dtype, const void *A, int uplo, 
   if (n == 0 || batch == 0) return cudaSuccess;
   if (!A || !W || !info) return cudaErrorInvalidValue;
   if (dtype == kF32)
-    launch_jacobi_n<float, float>(A, uplo, (int)n, batch, W, V, info, stream);
+    launch_jacobi_n<float, float>(A, uplo, (int)n, batch, W, V, info, flags, stream);
   else if (dtype == kF64)
-    launch_jacobi_n<double, double>(A, uplo, (int)n, batch, W, V, info, stream);
+    launch_jacobi_n<double, double>(A, uplo, (int)n, batch, W, V, info, flags, stream);
   else
-    launch_jacobi_n<bf16, float>(A, uplo, (int)n, batch, W, V, info, stream);
+    launch_jacobi_n<bf16, float>(A, uplo, (int)n, batch, W, V, info, flags, stream);
   return cudaGetLastError();
 }

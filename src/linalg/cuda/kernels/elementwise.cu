@@ -161,31 +161,6 @@ __global__ void __launch_bounds__(kLinearThreads)
   }
 }
 
-template <typename S, typename U>
-__global__ void __launch_bounds__(kLinearThreads)
-    flag_nonfinite_kernel(const S *__restrict__ X, U per_elem, U total, int *flags) {
-  const U stride = (U)gridDim.x * blockDim.x;
-  const unsigned lane = threadIdx.x % 32;
-  for (U base = ((U)blockIdx.x * blockDim.x + threadIdx.x) - lane; base < total; base += stride) {
-    const U e = base + lane;
-    const bool bad = e < total && !finite(X[e]);
-    if (__any_sync(kFullMask, bad)) {
-      /* one atomic per distinct batch entry of the warp, even for all-NaN output */
-      const unsigned long long key = bad ? (unsigned long long)(e / per_elem) : ULLONG_MAX;
-      const unsigned peers = __match_any_sync(kFullMask, key);
-      if (bad && lane == (unsigned)(__ffs(peers) - 1)) atomicOr(flags + e / per_elem, 2);
-    }
-  }
-}
-
-template <typename S, typename U>
-__global__ void __launch_bounds__(kLinearThreads)
-    fill_nan_kernel(S *__restrict__ X, U per_elem, U total, const int *__restrict__ info) {
-  const U stride = (U)gridDim.x * blockDim.x;
-  for (U e = (U)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride)
-    if (info[e / per_elem] != 0) X[e] = quiet_nan<S>();
-}
-
 /* ---- eigenvector signs ---------------------------------------------------------------- */
 
 /* A group of W lanes per column (columns are contiguous runs of n): find the
@@ -362,46 +337,6 @@ extern "C" cudaError_t gstat_cu_find_nonfinite(int dtype, const void *A, int tri
     else
       find_nonfinite_kernel<<<linear_blocks(total), kLinearThreads, 0, stream>>>(
           a, tri, (uint64_t)rows, (uint64_t)cols, (uint64_t)total, bs, rs, cs, j_fastest, first);
-  });
-  return cudaGetLastError();
-}
-
-extern "C" cudaError_t gstat_cu_flag_nonfinite(int dtype, const void *X, int64_t per_elem,
-                                               int64_t batch, int *flags, cudaStream_t stream) {
-  int64_t total;
-  if (!element_count(batch, per_elem, 1, &total) || !valid_dtype(dtype))
-    return cudaErrorInvalidValue;
-  if (total == 0) return cudaSuccess;
-  if (!X || !flags) return cudaErrorInvalidValue;
-  with_dtype(dtype, [&](auto tag) {
-    using S = decltype(tag);
-    const S *x = static_cast<const S *>(X);
-    if (fits_u32(total))
-      flag_nonfinite_kernel<<<linear_blocks(total), kLinearThreads, 0, stream>>>(
-          x, (uint32_t)per_elem, (uint32_t)total, flags);
-    else
-      flag_nonfinite_kernel<<<linear_blocks(total), kLinearThreads, 0, stream>>>(
-          x, (uint64_t)per_elem, (uint64_t)total, flags);
-  });
-  return cudaGetLastError();
-}
-
-extern "C" cudaError_t gstat_cu_fill_nan_where(int dtype, void *X, int64_t per_elem, int64_t batch,
-                                               const int *info, cudaStream_t stream) {
-  int64_t total;
-  if (!element_count(batch, per_elem, 1, &total) || !valid_dtype(dtype))
-    return cudaErrorInvalidValue;
-  if (total == 0) return cudaSuccess;
-  if (!X || !info) return cudaErrorInvalidValue;
-  with_dtype(dtype, [&](auto tag) {
-    using S = decltype(tag);
-    S *x = static_cast<S *>(X);
-    if (fits_u32(total))
-      fill_nan_kernel<<<linear_blocks(total), kLinearThreads, 0, stream>>>(x, (uint32_t)per_elem,
-                                                                           (uint32_t)total, info);
-    else
-      fill_nan_kernel<<<linear_blocks(total), kLinearThreads, 0, stream>>>(x, (uint64_t)per_elem,
-                                                                           (uint64_t)total, info);
   });
   return cudaGetLastError();
 }

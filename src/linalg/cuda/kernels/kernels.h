@@ -48,9 +48,11 @@ cudaError_t gstat_cu_scatter(const void *src, int src_dtype, int64_t batch, int6
  * triangle (0 lower, 1 upper) of A is read. W ascends; column j of V is the
  * unit eigenvector of W[j], its largest-magnitude entry positive (first on
  * ties). V may be NULL (values only). info[b] = 0 on convergence, else 1
- * (outputs are written either way). */
+ * and element b's W and V are NaN. flags (NULL: not written) gets, as
+ * gstat_cu_finish_eigh would, flags[b] = 2 when element b failed or stored a
+ * NaN/Inf, else 0: this path needs no finishing pass and no cleared flags. */
 cudaError_t gstat_cu_eigh_jacobi(int dtype, const void *A, int uplo, int64_t n, int64_t batch,
-                                 void *W, void *V, int *info, cudaStream_t stream);
+                                 void *W, void *V, int *info, int *flags, cudaStream_t stream);
 
 /* Flip each column of the dense column-major batch V (dtype 1 or 2) so that
  * its largest-magnitude entry is positive (first on ties; NaNs are skipped). */
@@ -64,21 +66,12 @@ cudaError_t gstat_cu_find_nonfinite(int dtype, const void *A, int tri, int64_t b
                                     int64_t cols, int64_t bs, int64_t rs, int64_t cs,
                                     unsigned long long *first, cudaStream_t stream);
 
-/* flags[b] |= 2 when any of the per_elem dense elements of batch entry b (at
- * X + b*per_elem) is NaN/Inf. */
-cudaError_t gstat_cu_flag_nonfinite(int dtype, const void *X, int64_t per_elem, int64_t batch,
-                                    int *flags, cudaStream_t stream);
-
 /* In-place Cholesky A = L L^T of a dense column-major batch (dtype 1 or 2),
  * n <= 64: reads and writes the lower triangle, zeroes the strict upper one.
  * info[b] = 0, or the order of the first leading minor that is not positive
  * definite (then all of element b is written as NaN). */
 cudaError_t gstat_cu_cholesky_small(int dtype, void *A, int64_t n, int64_t batch, int *info,
                                     cudaStream_t stream);
-
-/* X + b*per_elem .. + per_elem-1 := NaN for every b with info[b] != 0. */
-cudaError_t gstat_cu_fill_nan_where(int dtype, void *X, int64_t per_elem, int64_t batch,
-                                    const int *info, cudaStream_t stream);
 
 /* Post-processing of a solved eigh batch in one pass (dtype 1 or 2; V dense
  * column-major batch or NULL for values only, w dense n per element):

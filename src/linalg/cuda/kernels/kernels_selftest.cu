@@ -495,12 +495,12 @@ void test_jacobi(int dt) {
       CK(cudaMemset(dW.p, 0xff, dW.bytes));
       CK(cudaMemset(dV.p, 0xff, dV.bytes));
       CK(cudaMemset(dI.p, 0x7f, dI.bytes));
-      CK(gstat_cu_eigh_jacobi(dt, dA.p, uplo, n, batch, dW.p, dV.p, dI.as<int>(), 0));
+      CK(gstat_cu_eigh_jacobi(dt, dA.p, uplo, n, batch, dW.p, dV.p, dI.as<int>(), nullptr, 0));
       dW.get(W.data());
       dV.get(V.data());
       dI.get(info.data());
       CK(cudaMemset(dW.p, 0xff, dW.bytes));
-      CK(gstat_cu_eigh_jacobi(dt, dA.p, uplo, n, batch, dW.p, nullptr, dI.as<int>(), 0));
+      CK(gstat_cu_eigh_jacobi(dt, dA.p, uplo, n, batch, dW.p, nullptr, dI.as<int>(), nullptr, 0));
       dW.get(Wvo.data());
       dI.get(info_vo.data());
       for (int b = 0; b < batch; ++b) {
@@ -527,7 +527,7 @@ void time_jacobi(int dt, int n, int batch, double target_ms) {
       for (int i = 0; i <= j; ++i)
         A[(size_t)b * n * n + i + j * n] = A[(size_t)b * n * n + j + i * n] = (T)uniform(-1, 1);
   Dev dA(A.size() * sizeof(T)), dW((size_t)batch * n * sizeof(T)), dV(A.size() * sizeof(T)),
-      dI(batch * sizeof(int));
+      dI(batch * sizeof(int)), dF(batch * sizeof(int));
   dA.put(A.data());
   cudaEvent_t t0, t1;
   CK(cudaEventCreate(&t0));
@@ -536,30 +536,32 @@ void time_jacobi(int dt, int n, int batch, double target_ms) {
   for (int rep = 0; rep < 12; ++rep)
     for (int vo = 0; vo <= 1; ++vo) {
       CK(cudaEventRecord(t0));
-      CK(gstat_cu_eigh_jacobi(dt, dA.p, 0, n, batch, dW.p, vo ? nullptr : dV.p, dI.as<int>(), 0));
+      CK(gstat_cu_eigh_jacobi(dt, dA.p, 0, n, batch, dW.p, vo ? nullptr : dV.p, dI.as<int>(),
+                              dF.as<int>(), 0));
       CK(cudaEventRecord(t1));
       CK(cudaEventSynchronize(t1));
       float ms;
       CK(cudaEventElapsedTime(&ms, t0, t1));
       if (rep > 1) (vo ? best_vo : best) = std::min(vo ? best_vo : best, ms);
     }
-  CK(gstat_cu_eigh_jacobi(dt, dA.p, 0, n, batch, dW.p, dV.p, dI.as<int>(), 0));
+  CK(gstat_cu_eigh_jacobi(dt, dA.p, 0, n, batch, dW.p, dV.p, dI.as<int>(), dF.as<int>(), 0));
   std::vector<T> W((size_t)batch * n), V(A.size());
-  std::vector<int> info(batch);
+  std::vector<int> info(batch), flags(batch);
   dW.get(W.data());
   dV.get(V.data());
   dI.get(info.data());
+  dF.get(flags.data());
   EigStats st;
   const std::vector<double> none;
   int not_converged = 0;
-  for (int b = 0; b < batch; ++b) not_converged += info[b] != 0;
+  for (int b = 0; b < batch; ++b) not_converged += info[b] != 0 || flags[b] != 0;
   for (int b = 0; b < batch; b += std::max(1, batch / 64))
     check_eig(&A[(size_t)b * n * n], &W[(size_t)b * n], &V[(size_t)b * n * n], &W[(size_t)b * n], n,
               info[b], none, "random", st);
   const bool pass = not_converged == 0 && st.bad_ratio + st.bad_order + st.bad_sign == 0;
   record(fmt("eigh_jacobi %s %dx%d timed run", dname(dt), batch, n), pass,
-         fmt("info!=0: %d; sample of %d: max resid %.2f orth %.2f", not_converged, st.checked,
-             st.resid, st.orth));
+         fmt("info or flag != 0: %d; sample of %d: max resid %.2f orth %.2f", not_converged,
+             st.checked, st.resid, st.orth));
   timings.push_back(fmt("eigh_jacobi %s %6d x %2d: %8.4f ms with vectors, %8.4f ms values only%s",
                         dname(dt), batch, n, best, best_vo,
                         target_ms > 0 ? fmt("  (target <= %.2f ms: %s)", target_ms,
@@ -675,49 +677,49 @@ void test_find_nonfinite() {
          fmt("%d cases, %d bad%s%s", cases, bad, first_bad.empty() ? "" : "; ", first_bad.c_str()));
 }
 
-void test_flag_and_fill() {
-  int bad_flag = 0, bad_fill = 0;
-  for (int dt = 1; dt <= 3; ++dt) {
-    const int64_t batch = 50, per = 37;
-    Bytes buf(batch * per * dsize(dt));
-    fill_random(buf, dt, batch * per, false);
-    std::vector<int> flags(batch), want(batch);
-    for (int64_t b = 0; b < batch; ++b)
-      want[b] = flags[b] = (int)randint(0, 1) * 1 + (int)randint(0, 1) * 4;
-    for (int64_t b = 0; b < batch; b += 3) {
-      const int count = b % 2 ? 1 : (int)per; /* one entry, or the whole element */
-      for (int k = 0; k < count; ++k)
-        set_special(buf, dt, b * per + (count == 1 ? randint(0, per - 1) : k), k % 3);
-      want[b] |= 2;
-    }
-    Dev d(buf.size()), df(batch * sizeof(int));
-    d.put(buf.data());
-    df.put(flags.data());
-    CK(gstat_cu_flag_nonfinite(dt, d.p, per, batch, df.as<int>(), 0));
-    df.get(flags.data());
-    bad_flag += flags != want;
-
-    /* fill NaN where info != 0 */
-    std::vector<int> info(batch);
-    for (int64_t b = 0; b < batch; ++b) info[b] = b % 4 == 1 ? (int)b : 0;
-    Bytes orig(batch * per * dsize(dt)), got(orig.size());
-    fill_random(orig, dt, batch * per, false);
-    Dev dx(orig.size()), di(batch * sizeof(int));
-    dx.put(orig.data());
-    di.put(info.data());
-    CK(gstat_cu_fill_nan_where(dt, dx.p, per, batch, di.as<int>(), 0));
-    dx.get(got.data());
-    for (int64_t e = 0; e < batch * per; ++e) {
-      const bool filled = info[e / per] != 0;
-      if (filled ? !std::isnan(hget(got, dt, e))
-                 : std::memcmp(&got[e * dsize(dt)], &orig[e * dsize(dt)], dsize(dt)) != 0) {
-        ++bad_fill;
-        break;
+/* The Jacobi kernel's flags (what the finishing pass did before): element b
+ * with an infinite input entry, or whose values overflow the storage type,
+ * gets flags[b] = 2; the others 0 and finite outputs. */
+void test_jacobi_flags() {
+  int bad = 0, cases = 0;
+  for (int dt = 1; dt <= 3; ++dt)
+    for (int n : {5, 16, 32}) {
+      const int batch = 9;
+      const int64_t nn = (int64_t)n * n;
+      Bytes a(batch * nn * dsize(dt));
+      std::vector<int> want(batch);
+      for (int b = 0; b < batch; ++b)
+        for (int j = 0; j < n; ++j)
+          for (int i = j; i < n; ++i) {
+            /* b % 3 == 1: huge entries, values beyond the type's range */
+            const double x = b % 3 == 1 ? 3e38 : uniform(-1, 1) + (i == j ? n : 0);
+            hput(a, dt, b * nn + i + j * n, dt == 2 && b % 3 == 1 ? 1e308 : x);
+            hput(a, dt, b * nn + j + i * n, dt == 2 && b % 3 == 1 ? 1e308 : x);
+          }
+      for (int b = 0; b < batch; ++b) {
+        /* +-Inf in the lower triangle (NaN need not reach the outputs: a
+         * pair whose coupling is NaN is never rotated) */
+        if (b % 3 == 2) set_special(a, dt, b * nn + (n - 1) + 0 * n, 1 + b % 2);
+        want[b] = b % 3 != 0 ? 2 : 0;
+      }
+      Dev dA(a.size()), dW(batch * n * dsize(dt)), dV(a.size()), dI(batch * sizeof(int)),
+          dF(batch * sizeof(int));
+      dA.put(a.data());
+      CK(cudaMemset(dF.p, 0x7f, dF.bytes));
+      CK(gstat_cu_eigh_jacobi(dt, dA.p, 0, n, batch, dW.p, dV.p, dI.as<int>(), dF.as<int>(), 0));
+      std::vector<int> flags(batch);
+      Bytes w(batch * n * dsize(dt));
+      dF.get(flags.data());
+      dW.get(w.data());
+      for (int b = 0; b < batch; ++b) {
+        ++cases;
+        bool ok = flags[b] == want[b];
+        for (int j = 0; j < n && want[b] == 0; ++j)
+          ok = ok && std::isfinite(hget(w, dt, b * n + j));
+        bad += !ok;
       }
     }
-  }
-  record("flag_nonfinite (3 dtypes)", bad_flag == 0, fmt("%d dtypes bad", bad_flag));
-  record("fill_nan_where (3 dtypes)", bad_fill == 0, fmt("%d dtypes bad", bad_fill));
+  record("jacobi flags (3 dtypes)", bad == 0, fmt("%d elements, %d wrong", cases, bad));
 }
 
 /* bf16 storage: the same float computation as dtype 1 on the widened input,
@@ -746,8 +748,8 @@ void test_jacobi_bf16() {
           i16(batch * sizeof(int)), i32(batch * sizeof(int));
       d16.put(a16.data());
       d32.put(a32.data());
-      CK(gstat_cu_eigh_jacobi(3, d16.p, uplo, n, batch, w16.p, v16.p, i16.as<int>(), 0));
-      CK(gstat_cu_eigh_jacobi(1, d32.p, uplo, n, batch, w32.p, v32.p, i32.as<int>(), 0));
+      CK(gstat_cu_eigh_jacobi(3, d16.p, uplo, n, batch, w16.p, v16.p, i16.as<int>(), nullptr, 0));
+      CK(gstat_cu_eigh_jacobi(1, d32.p, uplo, n, batch, w32.p, v32.p, i32.as<int>(), nullptr, 0));
       std::vector<uint16_t> W16((size_t)batch * n), V16(a16.size());
       std::vector<float> W32(W16.size()), V32(a32.size());
       std::vector<int> I16(batch), I32(batch);
@@ -903,19 +905,18 @@ void time_cholesky(int dt, int n, int batch, double target_ms) {
 
 void test_bad_arguments() {
   int bad = 0;
-  bad += gstat_cu_eigh_jacobi(1, nullptr, 0, 33, 1, nullptr, nullptr, nullptr, 0) !=
+  bad += gstat_cu_eigh_jacobi(1, nullptr, 0, 33, 1, nullptr, nullptr, nullptr, nullptr, 0) !=
          cudaErrorInvalidValue;
-  bad += gstat_cu_eigh_jacobi(4, nullptr, 0, 4, 1, nullptr, nullptr, nullptr, 0) !=
+  bad += gstat_cu_eigh_jacobi(4, nullptr, 0, 4, 1, nullptr, nullptr, nullptr, nullptr, 0) !=
          cudaErrorInvalidValue;
-  bad += gstat_cu_eigh_jacobi(1, nullptr, 0, 4, 0, nullptr, nullptr, nullptr, 0) != cudaSuccess;
+  bad += gstat_cu_eigh_jacobi(1, nullptr, 0, 4, 0, nullptr, nullptr, nullptr, nullptr, 0) !=
+         cudaSuccess;
   bad += gstat_cu_cholesky_small(2, nullptr, 65, 1, nullptr, 0) != cudaErrorInvalidValue;
   bad += gstat_cu_gather(nullptr, 1, 1, 2, 2, 4, 1, 2, nullptr, 3, 0) != cudaErrorInvalidValue;
   bad += gstat_cu_scatter(nullptr, 3, 1, 2, 2, nullptr, 1, 4, 1, 2, 0) != cudaErrorInvalidValue;
   bad +=
       gstat_cu_find_nonfinite(1, nullptr, 5, 1, 1, 1, 1, 1, 1, nullptr, 0) != cudaErrorInvalidValue;
   bad += gstat_cu_fix_signs(3, nullptr, 4, 1, 0) != cudaErrorInvalidValue;
-  bad += gstat_cu_flag_nonfinite(1, nullptr, 0, 7, nullptr, 0) != cudaSuccess;
-  bad += gstat_cu_fill_nan_where(4, nullptr, 3, 7, nullptr, 0) != cudaErrorInvalidValue;
   record("argument checks", bad == 0, fmt("%d wrong return codes", bad));
 }
 
@@ -930,7 +931,6 @@ int main() {
   test_bad_arguments();
   test_gather_scatter();
   test_find_nonfinite();
-  test_flag_and_fill();
   test_fix_signs<float>(1);
   test_fix_signs<double>(2);
   test_cholesky<float>(1);
@@ -938,6 +938,7 @@ int main() {
   test_jacobi<float>(1);
   test_jacobi<double>(2);
   test_jacobi_bf16();
+  test_jacobi_flags();
   time_jacobi<float>(1, 32, 1024, 0.16);
   time_jacobi<double>(2, 32, 1024, 0);
   time_jacobi<float>(1, 16, 100000, 0);
