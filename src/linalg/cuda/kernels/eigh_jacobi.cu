@@ -40,7 +40,11 @@
  * schedule read from a table. That took 1024 x 32 float from 0.19 to
  * 0.12 ms (Nsight Compute: issue rate 0.58 -> 0.70 per scheduler, 16 % fewer
  * instructions), double from 0.31 to 0.24 ms; 100000 x 16 from 1.50 to
- * 1.22 ms float, 3.21 to 2.48 ms double (H200, kernels_selftest).
+ * 1.22 ms float, 3.21 to 2.48 ms double (H200, kernels_selftest). Double
+ * then uses scaled columns (Scale below: one FMA per entry instead of a
+ * multiply and an FMA, 35 % fewer double-precision instructions): 0.24 ->
+ * 0.217 ms at 1024 x 32, 2.48 -> 2.35 ms at 100000 x 16; its stalls are
+ * now mostly waits on dependent double-precision results (Nsight Compute).
  *
  * Convergence. The matrix is first scaled by 2^-e (exact), 2^e >= max|a_ij|
  * > 2^(e-1), which keeps the rotation arithmetic clear of over/underflow.
@@ -71,6 +75,7 @@ struct Prec;
 template <>
 struct Prec<float> {
   static constexpr float eps = FLT_EPSILON;
+  static constexpr bool scaled = false; /* see Scale: float's range is too short */
   __device__ static float rsqrt_approx(float x) {
     float r;
     asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
@@ -84,6 +89,7 @@ struct Prec<float> {
 template <>
 struct Prec<double> {
   static constexpr double eps = DBL_EPSILON;
+  static constexpr bool scaled = true;
   /* float's approximation (~2^-23; x is within float's normal range) and two
    * Newton steps (~2^-46, then rounding): branch-free, unlike ::rsqrt, whose
    * special-case calls would split the unrolled steps */
@@ -189,11 +195,20 @@ __device__ __forceinline__ void pick_pair(const T (&a)[N], int k, T &lo, T &hi) 
   hi = x1[0];
 }
 
-/* A published rotation: (c, s) and delta = t * a_pq, the diagonal update
- * (a_pp -= delta, a_qq += delta). Padded so that (c, s) load as one vector. */
+/* A rotation as computed: J = c [1 t; -t 1] on (p, q), s = t c, rc = 1 / c,
+ * delta = t a_pq the diagonal update (a_pp -= delta, a_qq += delta). */
 template <typename T>
-struct alignas(4 * sizeof(T)) Rot {
-  T c, s, delta, pad;
+struct Rotation {
+  T c, s, t, rc, delta;
+};
+
+/* What a step publishes per pair (shared memory). Every lane's row and
+ * column updates read (x, y) of every pair, loaded as one vector: the
+ * rotation's (c, s), or with scaled columns (Scale) the coefficients
+ * (alpha, beta). The pair's own two lanes also read delta, c and 1 / c. */
+template <typename T>
+struct alignas(16) Published {
+  T x, y, delta, c, rc;
 };
 
 /* The rotation J (J_pp = J_qq = c, J_pq = s, J_qp = -s) with (J^T A J)_pq = 0
@@ -208,7 +223,7 @@ struct alignas(4 * sizeof(T)) Rot {
  * divisions and two square roots). No cancellation: 1 + |d|/r >= 1. The
  * matrix is scaled so that max|a_ij| < 1, hence |d| <= 2n, |o| < 2. */
 template <typename T>
-__device__ __forceinline__ bool jacobi_rotation(T app, T aqq, T apq, Rot<T> &r) {
+__device__ __forceinline__ bool jacobi_rotation(T app, T aqq, T apq, Rotation<T> &r) {
   constexpr T eps = Prec<T>::eps;
   const bool rotate = fabs(apq) > eps && apq * apq > eps * eps * fabs(app * aqq);
   const T d = aqq - app, o = 2 * apq;
@@ -218,7 +233,9 @@ __device__ __forceinline__ bool jacobi_rotation(T app, T aqq, T apq, Rot<T> &r) 
   const T s = T(0.5) * (d < 0 ? -o : o) * rinv * rc;
   r.c = rotate ? x * rc : T(1);
   r.s = rotate ? s : T(0);
-  r.delta = rotate ? s * rc * apq : T(0); /* t a_pq */
+  r.t = rotate ? s * rc : T(0);
+  r.rc = rotate ? rc : T(1);
+  r.delta = r.t * apq;
   return rotate;
 }
 
@@ -239,12 +256,13 @@ __device__ __forceinline__ bool finite_as(T x) {
 }
 
 /* Eigenvector L is column L of V, whose entries the lanes hold (lane i has
- * V[i, index_at(j, t)] in v[j]): transpose it through shared memory, fix its
- * sign, put it at column `rank`, store coalesced (Vb == NULL: store nothing;
- * failed: store NaN). Returns whether this lane stored only finite values. */
+ * V[i, index_at(j, t)] in v[j], to be multiplied by lane L's scale): transpose
+ * it through shared memory, fix its sign, put it at column `rank`, store coalesced (Vb == NULL:
+ * store nothing; failed: store NaN). Returns whether this lane stored only finite values. */
 template <typename S, typename T, int N>
-__device__ __forceinline__ bool store_vectors(const T (&v)[N], int t, T (&st)[N][N + 1], int n,
-                                              int L, int rank, bool failed, S *__restrict__ Vb) {
+__device__ __forceinline__ bool store_vectors(const T (&v)[N], T scale, int t, T (&st)[N][N + 1],
+                                              int n, int L, int rank, bool failed,
+                                              S *__restrict__ Vb) {
 #pragma unroll
   for (int j = 0; j < N; ++j) st[Ring<N>::index_at(j, t)][L] = v[j];
   __syncwarp();
@@ -252,7 +270,7 @@ __device__ __forceinline__ bool store_vectors(const T (&v)[N], int t, T (&st)[N]
   T best = -1, bestval = 0; /* first entry of largest magnitude, as the CPU scans */
 #pragma unroll
   for (int i = 0; i < N; ++i) {
-    col[i] = st[L][i];
+    col[i] = st[L][i] * scale;
     if (i < n && fabs(col[i]) > best) {
       best = fabs(col[i]);
       bestval = col[i];
@@ -292,55 +310,105 @@ struct Schedule {
   }
 };
 
+/* Scaled columns (double only). A rotation costs 4 flops per entry pair in
+ * A's rows, A's columns and V's columns, a multiply and an FMA each. Keeping
+ * A = D B D and V = U D with D = diag(sigma) instead, and giving both of a
+ * pair's indices the factor c (sigma_p, sigma_q *= c), leaves on B and U the
+ * transform [1 beta; -alpha 1] with alpha = t sigma_q / sigma_p and
+ * beta = t sigma_p / sigma_q: one FMA per entry (the "fast rotations" of
+ * Golub & Van Loan 5.1.13, errors within a factor sqrt 2 of the plain ones).
+ * The rotation itself is still computed from A's true entries. sigma only
+ * shrinks, by c >= 1/sqrt 2 per rotation, so after the at most 20 * 31 steps
+ * sigma^2 >= 2^-620 and |B| <= 2^620: in double's range without ever
+ * rescaling, not in float's. Lane L keeps sigma_L and 1/sigma_L. */
+template <typename T>
+struct Scale {
+  T sig = 1, isig = 1;
+};
+
 /* One parallel step: every group rotates its N/2 pairs. k is the position
  * of this lane's index L, t the step modulo N - 1, partner the lane holding
  * L's partner; all three advance to the next step (from sched). rots: this step's slots
  * (the two steps of a loop iteration use different ones, so one __syncwarp
  * a step suffices). Returns whether this lane computed a rotation. */
 template <typename T, int N, bool WANT_V>
-__device__ __forceinline__ bool jacobi_step(T (&a)[N], T (&v)[N], int &k, int &t, int &partner,
-                                            int L, int gbase, const Schedule<N> &sched,
-                                            Rot<T> *rots) {
+__device__ __forceinline__ bool jacobi_step(T (&a)[N], T (&v)[N], Scale<T> &sc, int &k, int &t,
+                                            int &partner, int L, int gbase,
+                                            const Schedule<N> &sched, Published<T> *rots) {
+  constexpr bool scaled = Prec<T>::scaled;
   /* Pivot entries: the diagonal a_LL sits in register k, a_PL in k ^ 1. */
   T lo, hi;
   pick_pair(a, k, lo, hi);
   const bool top = (k & 1) == 0; /* (p, q) = (L, partner) */
-  const T diag = top ? lo : hi, off = top ? hi : lo;
+  const T diag = scaled ? (top ? lo : hi) * sc.sig * sc.sig : top ? lo : hi; /* A's, not B's */
   const T pdiag = __shfl_sync(kFullMask, diag, partner);
+  T off = top ? hi : lo, psig = 1, pisig = 1;
+  if constexpr (scaled) {
+    psig = __shfl_sync(kFullMask, sc.sig, partner);
+    pisig = __shfl_sync(kFullMask, sc.isig, partner);
+    off *= sc.sig * psig;
+  }
   /* The partner's column, fetched before the rotation math so that the
    * shuffles overlap its latency. */
   T y[N];
 #pragma unroll
   for (int i = 0; i < N; ++i) y[i] = __shfl_sync(kFullMask, a[i], partner);
   const int mine = k >> 1; /* my pair's slot */
-  Rot<T> r;
+  Rotation<T> r;
   const bool rotated = jacobi_rotation(diag, pdiag, off, r) && top; /* bottom lanes: unused */
-  if (top) rots[mine] = r;
+  const T cx = scaled ? r.t * psig * sc.isig : r.c, cy = scaled ? r.t * sc.sig * pisig : r.s;
+  rots[top ? mine : N / 2] = Published<T>{cx, cy, r.delta, r.c, r.rc}; /* bottom: to the sink */
   __syncwarp();
-  if (!top) r = rots[mine];
-  /* A J: column p' = c col_p - s col_q, column q' = s col_p + c col_q. */
-  const T cross = top ? -r.s : r.s;
+  const Published<T> own = rots[mine];
+  /* A J: column p' = c col_p - s col_q, column q' = s col_p + c col_q
+   * (scaled: col_p - alpha col_q and col_q + beta col_p). */
+  const T cross = top ? -own.y : own.y;
+  if constexpr (scaled) {
+    const T coef = top ? -own.x : own.y;
 #pragma unroll
-  for (int i = 0; i < N; ++i) a[i] = fma(r.c, a[i], cross * y[i]);
-  /* J^T (A J) on the rows, V J on the columns: the same 2x2 rotations.
+    for (int i = 0; i < N; ++i) a[i] = fma(coef, y[i], a[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) a[i] = fma(own.x, a[i], cross * y[i]);
+  }
+  /* J^T (A J) on the rows, V J on the columns: the same 2x2 transforms.
    * My own pair's 2x2 block is set exactly (Rutishauser): a_pq = 0 and the
    * diagonal entry from the update formula, so rounding noise cannot keep a
    * converged pair rotating. */
-  const T new_diag = top ? diag - r.delta : diag + r.delta;
+  T new_diag = top ? diag - own.delta : diag + own.delta;
+  if constexpr (scaled) {
+    sc.sig *= own.c;
+    /* 1/sigma by a Newton step from the old one times 1/c: to an ulp every
+     * step. (Only multiplying by 1/c drifts by an ulp a step, and alpha and
+     * beta would then disagree on sigma: rotations orthogonal to 1e-12.) */
+    sc.isig *= own.rc;
+    sc.isig = fma(sc.isig, fma(-sc.sig, sc.isig, T(1)), sc.isig);
+    new_diag *= sc.isig * sc.isig; /* B's entry */
+  }
 #pragma unroll
   for (int m = 0; m < N / 2; ++m) {
-    const T c = rots[m].c, s = rots[m].s;
+    const T x = rots[m].x, y = rots[m].y;
     const T ax = a[2 * m], ay = a[2 * m + 1];
-    a[2 * m] = fma(c, ax, -s * ay);
-    a[2 * m + 1] = fma(s, ax, c * ay);
+    if constexpr (scaled) {
+      a[2 * m] = fma(-x, ay, ax);
+      a[2 * m + 1] = fma(y, ax, ay);
+    } else {
+      a[2 * m] = fma(x, ax, -y * ay);
+      a[2 * m + 1] = fma(y, ax, x * ay);
+    }
     if (m == mine) {
       a[2 * m] = top ? new_diag : T(0);
       a[2 * m + 1] = top ? T(0) : new_diag;
     }
     if constexpr (WANT_V) {
       const T vx = v[2 * m], vy = v[2 * m + 1];
-      v[2 * m] = fma(c, vx, -s * vy);
-      v[2 * m + 1] = fma(s, vx, c * vy);
+      if constexpr (scaled) {
+        v[2 * m] = fma(-x, vy, vx);
+        v[2 * m + 1] = fma(y, vx, vy);
+      } else {
+        v[2 * m] = fma(x, vx, -y * vy);
+        v[2 * m + 1] = fma(y, vx, x * vy);
+      }
     }
   }
   ring_advance(a);
@@ -354,8 +422,10 @@ __device__ __forceinline__ bool jacobi_step(T (&a)[N], T (&v)[N], int &k, int &t
 
 template <typename T, int N>
 struct WarpSmem {
-  T stage[32 / N][N][N + 1];    /* [group][col][row]: one matrix, padded ld */
-  Rot<T> rot[2][32 / N][N / 2]; /* per pair, double-buffered by step parity */
+  T stage[32 / N][N][N + 1]; /* [group][col][row]: one matrix, padded ld */
+  /* per pair, double-buffered by step parity; slot N/2 is a sink for the
+   * bottom lanes' stores (never read), so that storing needs no branch */
+  Published<T> rot[2][32 / N][N / 2 + 1];
 };
 
 /* S: the storage type of A, W and V (bf16 is read and written as such, the
@@ -413,15 +483,17 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
   int k = L; /* position of index L */
   int t = 0; /* steps taken, modulo the schedule's period N - 1 */
   int partner = gbase + (int)(sched.at[0][L] & 0xffu);
+  Scale<T> sc;   /* stays 1 unless Prec<T>::scaled */
   int quiet = 0; /* consecutive steps without a rotation in this group */
   bool converged = false;
   /* Two steps an iteration, convergence checked after both: one straight
    * run of code for the scheduler, half the votes and loop control. */
   static_assert(kMaxSweeps * (N - 1) % 2 == 0, "whole iterations");
   for (int step = 0; step < kMaxSweeps * (N - 1); step += 2) {
-    bool rotated = jacobi_step<T, N, WANT_V>(a, v, k, t, partner, L, gbase, sched, sm.rot[0][g]);
-    rotated =
-        jacobi_step<T, N, WANT_V>(a, v, k, t, partner, L, gbase, sched, sm.rot[1][g]) || rotated;
+    bool rotated =
+        jacobi_step<T, N, WANT_V>(a, v, sc, k, t, partner, L, gbase, sched, sm.rot[0][g]);
+    rotated = jacobi_step<T, N, WANT_V>(a, v, sc, k, t, partner, L, gbase, sched, sm.rot[1][g]) ||
+              rotated;
     /* Converged: no pair can pass the test any more, so the matrix stops
      * changing. Any N - 1 consecutive steps visit every pair once, so N - 1
      * quiet steps prove it; a quiet iteration also checks the cheaper
@@ -431,7 +503,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
     if (__any_sync(kFullMask, quiet > 0 && !converged)) {
       bool small = true;
 #pragma unroll
-      for (int i = 0; i < N; ++i) small &= (i == k) | (fabs(a[i]) <= Prec<T>::eps);
+      for (int i = 0; i < N; ++i) small &= (i == k) | (fabs(a[i]) * sc.sig <= Prec<T>::eps);
       const unsigned big = __ballot_sync(kFullMask, !small);
       converged = converged || (big & gmask) == 0;
     }
@@ -442,7 +514,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
   /* Eigenvalue L: the diagonal entry, in register k. */
   T lo, hi;
   pick_pair(a, k, lo, hi);
-  const T lambda = ldexp((k & 1) ? hi : lo, e);
+  const T lambda = ldexp(((k & 1) ? hi : lo) * sc.sig * sc.sig, e);
   int rank = 0;
 #pragma unroll
   for (int j = 0; j < N; ++j) {
@@ -454,7 +526,9 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
   if (live && L < n) put(W + b * n + rank, failed ? quiet_nan<T>() : lambda);
   bool ok = !failed && (L >= n || finite_as<S>(lambda));
   if constexpr (WANT_V)
-    ok = store_vectors<S, T, N>(v, t, st, n, L, rank, failed, live ? V + b * nn : nullptr) && ok;
+    ok =
+        store_vectors<S, T, N>(v, sc.sig, t, st, n, L, rank, failed, live ? V + b * nn : nullptr) &&
+        ok;
   const bool group_ok = (__ballot_sync(kFullMask, !ok) & gmask) == 0;
   if (live && L == 0) {
     info[b] = failed ? 1 : 0;
