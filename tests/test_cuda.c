@@ -214,6 +214,18 @@ static void test_large_batch_small_n(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
+/* Host data of several staging pieces (19 MB: the pinned halves hold
+ * 8 MiB each, the last piece is partial), in each layout: TU_STRIDED has gaps,
+ * so its results also travel in first. The same results as the CPU. */
+static void test_host_staging_pieces(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  for (int l = 0; l < TU_LAYOUT_COUNT; l++)
+    eigh_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 200, 60, (tu_layout)l, GSTAT_LOWER, false);
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
 /* A loop of same-shape calls does no cudaMalloc after the first. */
 static void test_no_device_allocations_after_first(void **state) {
   (void)state;
@@ -698,6 +710,7 @@ int main(void) {
       cmocka_unit_test(test_eigh_families),
       cmocka_unit_test(test_eigh_bf16_device),
       cmocka_unit_test(test_large_batch_small_n),
+      cmocka_unit_test(test_host_staging_pieces),
       cmocka_unit_test(test_no_device_allocations_after_first),
       cmocka_unit_test(test_cholesky_and_solves),
       cmocka_unit_test(test_cholesky_not_pd_device),

@@ -67,10 +67,13 @@ typedef struct gstat_cu_state {
   cublasHandle_t blas;
   cusolverDnParams_t params;
   gstat_cu_buf dev[CU_NBUF];
-  gstat_cu_buf host_work; /* cuSOLVER's host workspace */
-  gstat_cu_buf host_info; /* info copied back */
-  gstat_cu_buf host_pca;  /* pinned: PCA components and scores */
-  gstat_cu_buf host_sc;   /* pinned: batch spectral clustering's per-graph results */
+  gstat_cu_buf host_work;  /* cuSOLVER's host workspace */
+  gstat_cu_buf host_info;  /* info copied back */
+  gstat_cu_buf host_pca;   /* pinned: PCA components and scores */
+  gstat_cu_buf host_sc;    /* pinned: batch spectral clustering's per-graph results */
+  gstat_cu_buf host_stage; /* pinned: two halves for copies of the caller's host memory */
+  cudaEvent_t stage_ev[2]; /* the last copy through each half */
+  bool stage_pending;      /* a copy in may still read the halves */
   /* what pca_fit left in CU_DATA for pca_scores */
   int64_t pca_batch, pca_n, pca_p;
   int pca_cdt, pca_row_major;
@@ -119,6 +122,12 @@ gstat_status gstat_cu_load(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, co
                            int64_t b0, int64_t nb, int cdt, void *dst);
 gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const void *src,
                             int cdt, const gstat_matrix *m, int64_t b0, int64_t nb);
+
+/* bytes from the caller's host memory to the device and back, through the
+ * pinned halves (host_staging.c). copy_in returns once host may change (the
+ * device side is ordered on the stream); copy_out once host holds the bytes. */
+cudaError_t gstat_cu_copy_in(gstat_cu_state *s, void *dev, const void *host, size_t bytes);
+cudaError_t gstat_cu_copy_out(gstat_cu_state *s, void *host, const void *dev, size_t bytes);
 
 /* GSTAT_ENOTFINITE naming the first NaN/Inf of part `tri` (the kernels'
  * codes: 0 full, 1 lower, 2 upper, 3/4 strict) of a device-resident input,

@@ -106,7 +106,7 @@ gstat_status gstat_cu_load(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, co
   if (m->location == GSTAT_HOST) {
     void *stage = gstat_cu_buffer(s, ctx, CU_STAGE, span);
     if (!stage) return GSTAT_ENOMEM;
-    err = cudaMemcpyAsync(stage, r.data, span, cudaMemcpyHostToDevice, s->stream);
+    err = gstat_cu_copy_in(s, stage, r.data, span);
     if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "copy to the device", err);
     src = stage;
   }
@@ -130,14 +130,11 @@ gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, c
   /* Layouts with gaps: bring the caller's bytes first so the copy back
    * returns the gaps unchanged. */
   bool gaps = span != (size_t)(nb * m->rows * m->cols) * gstat_cu_dtype_bytes(m->dtype);
-  if (gaps && (err = cudaMemcpyAsync(stage, r.data, span, cudaMemcpyHostToDevice, s->stream)) !=
-                  cudaSuccess)
+  if (gaps && (err = gstat_cu_copy_in(s, stage, r.data, span)) != cudaSuccess)
     return gstat_cu_fail(ctx, fn, "copy to the device", err);
   err = gstat_cu_scatter(src, cdt, nb, m->rows, m->cols, stage, (int)m->dtype, m->batch_stride,
                          m->row_stride, m->col_stride, s->stream);
-  if (err == cudaSuccess)
-    err = cudaMemcpyAsync(r.data, stage, span, cudaMemcpyDeviceToHost, s->stream);
-  if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
+  if (err == cudaSuccess) err = gstat_cu_copy_out(s, r.data, stage, span);
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "copy to the host", err);
 }
 
@@ -217,6 +214,12 @@ static void destroy(void *state) {
   if (s->host_info.ptr) cudaFreeHost(s->host_info.ptr);
   if (s->host_pca.ptr) cudaFreeHost(s->host_pca.ptr);
   if (s->host_sc.ptr) cudaFreeHost(s->host_sc.ptr);
+  if (s->host_stage.ptr) {
+    for (int k = 0; k < 2; k++) cudaEventSynchronize(s->stage_ev[k]);
+    cudaFreeHost(s->host_stage.ptr);
+  }
+  for (int k = 0; k < 2; k++)
+    if (s->stage_ev[k]) cudaEventDestroy(s->stage_ev[k]);
   if (s->params) cusolverDnDestroyParams(s->params);
   if (s->solver) cusolverDnDestroy(s->solver);
   for (int k = 0; k < GSTAT_CU_STREAMS; k++) {
@@ -265,6 +268,8 @@ static gstat_status create(gstat_ctx *ctx, int device, void **out) {
     err = cudaStreamCreateWithFlags(&s->side[k], cudaStreamNonBlocking);
   for (int k = 0; k <= GSTAT_CU_STREAMS && err == cudaSuccess; k++)
     err = cudaEventCreateWithFlags(&s->ev[k], cudaEventDisableTiming);
+  for (int k = 0; k < 2 && err == cudaSuccess; k++)
+    err = cudaEventCreateWithFlags(&s->stage_ev[k], cudaEventDisableTiming);
   if (err != cudaSuccess) {
     st = gstat_cu_fail(ctx, "cuda", "creating streams", err);
     goto done;
