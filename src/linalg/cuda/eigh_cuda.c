@@ -7,8 +7,9 @@
  *                    replayed from a CUDA graph where cuSOLVER allows capture
  *   n >= 2048        cusolverDnXsyevd per matrix, spread over side streams;
  *                    also a single matrix of n >= 1024, where the batched
- *                    routine cannot be captured and one Xsyevd is ~1 % faster
- *                    (1 x 1024 float: 10.46 vs 10.57 ms, 10.97 vs 11.07 ms)
+ *                    routine cannot be captured; one Xsyevd was 1 % faster in
+ *                    two runs and 0.5 % slower in a third (1 x 1024 float:
+ *                    10.46 vs 10.57, 10.97 vs 11.07, 10.83 vs 10.77 ms)
  * Any batch size runs: the batch is cut into chunks that fit device memory,
  * halved again when an allocation fails.
  */
