@@ -77,14 +77,10 @@ struct Prec;
 template <>
 struct Prec<float> {
   static constexpr float eps = FLT_EPSILON;
-  static constexpr bool scaled = false; /* see Scale: float's range is too short */
-  __device__ static float rsqrt_approx(float x) {
+  static constexpr bool scaled = false;    /* see Scale: float's range is too short */
+  __device__ static float rsqrt(float x) { /* the approximation and one Newton step */
     float r;
     asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-    return r;
-  }
-  __device__ static float rsqrt(float x) {
-    const float r = rsqrt_approx(x);
     return r * fmaf(-0.5f * x * r, r, 1.5f);
   }
 };
@@ -329,6 +325,22 @@ struct Scale {
   T sig = 1, isig = 1;
 };
 
+/* A published transform applied to one pair of entries (u, w) at positions
+ * (2m, 2m + 1): the rotation (u, w) -> (c u - s w, s u + c w) with
+ * (x, y) = (c, s), or scaled (u, w) -> (u - alpha w, w + beta u) with
+ * (x, y) = (alpha, beta). */
+template <bool SCALED, typename T>
+__device__ __forceinline__ void transform_pair(T x, T y, T &u, T &w) {
+  const T u0 = u, w0 = w;
+  if constexpr (SCALED) {
+    u = fma(-x, w0, u0);
+    w = fma(y, u0, w0);
+  } else {
+    u = fma(x, u0, -y * w0);
+    w = fma(y, u0, x * w0);
+  }
+}
+
 /* One parallel step: every group rotates its N/2 pairs. k is the position
  * of this lane's index L, t the step modulo N - 1, partner the lane holding
  * L's partner; all three advance to the next step (from sched). rots: this step's slots
@@ -391,28 +403,12 @@ __device__ __forceinline__ bool jacobi_step(T (&a)[N], T (&v)[N], Scale<T> &sc, 
 #pragma unroll
   for (int m = 0; m < N / 2; ++m) {
     const T x = rots[m].x, y = rots[m].y;
-    const T ax = a[2 * m], ay = a[2 * m + 1];
-    if constexpr (scaled) {
-      a[2 * m] = fma(-x, ay, ax);
-      a[2 * m + 1] = fma(y, ax, ay);
-    } else {
-      a[2 * m] = fma(x, ax, -y * ay);
-      a[2 * m + 1] = fma(y, ax, x * ay);
-    }
+    transform_pair<scaled>(x, y, a[2 * m], a[2 * m + 1]);
     if (m == mine) {
       a[2 * m] = top ? new_diag : T(0);
       a[2 * m + 1] = top ? T(0) : new_diag;
     }
-    if constexpr (WANT_V) {
-      const T vx = v[2 * m], vy = v[2 * m + 1];
-      if constexpr (scaled) {
-        v[2 * m] = fma(-x, vy, vx);
-        v[2 * m + 1] = fma(y, vx, vy);
-      } else {
-        v[2 * m] = fma(x, vx, -y * vy);
-        v[2 * m + 1] = fma(y, vx, x * vy);
-      }
-    }
+    if constexpr (WANT_V) transform_pair<scaled>(x, y, v[2 * m], v[2 * m + 1]);
   }
   ring_advance(a);
   if constexpr (WANT_V) ring_advance(v);
