@@ -240,8 +240,7 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     if (st != GSTAT_OK) return st;
     /* one pass: signs, NaN outputs for failed elements and flags for
      * non-finite ones (the dispatcher may recompute them) */
-    err = gstat_cu_finish_eigh(r->cdt, r->want ? dV : NULL, dW, r->n, nb, dInfo, dFlags, true,
-                               s->stream);
+    err = gstat_cu_finish_eigh(r->cdt, r->want ? dV : NULL, dW, r->n, nb, dInfo, dFlags, s->stream);
     if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "output check", err);
   }
   if (!w_in_place && (st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb)) != GSTAT_OK)

@@ -200,13 +200,13 @@ __global__ void __launch_bounds__(kLinearThreads)
 
 /* The whole post-processing of a solved eigh batch in one pass over the
  * vectors: a failed element (info != 0) becomes NaN; otherwise each column's
- * sign is fixed (when `signs`) and any NaN/Inf in the column or its
+ * sign is fixed and any NaN/Inf in the column or its
  * eigenvalue flags the element (flags[b] |= 2). W lanes per column; with V
  * NULL (values only) the same on w alone. */
 template <typename T, int W>
 __global__ void __launch_bounds__(kLinearThreads)
     finish_eigh_kernel(T *__restrict__ V, T *__restrict__ w, int64_t n, int64_t ncols,
-                       const int *__restrict__ info, int *__restrict__ flags, bool signs) {
+                       const int *__restrict__ info, int *__restrict__ flags) {
   const int lane = threadIdx.x % W;
   const unsigned mask = W == 32 ? kFullMask : ((1u << W) - 1u) << (threadIdx.x % 32 / W * W);
   const int64_t groups = (int64_t)gridDim.x * blockDim.x / W;
@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(kLinearThreads)
     }
     if (__any_sync(mask, bad)) {
       if (lane == 0) atomicOr(flags + b, 2);
-    } else if (signs && col && val < 0) {
+    } else if (col && val < 0) {
       for (int64_t i = lane; i < n; i += W) col[i] = -col[i];
     }
   }
@@ -253,17 +253,17 @@ __global__ void __launch_bounds__(kLinearThreads)
 
 template <typename T>
 void launch_finish_eigh(void *V, void *w, int64_t n, int64_t ncols, const int *info, int *flags,
-                        bool signs, cudaStream_t stream) {
+                        cudaStream_t stream) {
   T *v = static_cast<T *>(V), *ww = static_cast<T *>(w);
   if (n <= 8)
-    finish_eigh_kernel<T, 8><<<linear_blocks(ncols * 8), kLinearThreads, 0, stream>>>(
-        v, ww, n, ncols, info, flags, signs);
+    finish_eigh_kernel<T, 8>
+        <<<linear_blocks(ncols * 8), kLinearThreads, 0, stream>>>(v, ww, n, ncols, info, flags);
   else if (n <= 16)
-    finish_eigh_kernel<T, 16><<<linear_blocks(ncols * 16), kLinearThreads, 0, stream>>>(
-        v, ww, n, ncols, info, flags, signs);
+    finish_eigh_kernel<T, 16>
+        <<<linear_blocks(ncols * 16), kLinearThreads, 0, stream>>>(v, ww, n, ncols, info, flags);
   else
-    finish_eigh_kernel<T, 32><<<linear_blocks(ncols * 32), kLinearThreads, 0, stream>>>(
-        v, ww, n, ncols, info, flags, signs);
+    finish_eigh_kernel<T, 32>
+        <<<linear_blocks(ncols * 32), kLinearThreads, 0, stream>>>(v, ww, n, ncols, info, flags);
 }
 
 template <typename T>
@@ -355,15 +355,14 @@ extern "C" cudaError_t gstat_cu_fix_signs(int dtype, void *V, int64_t n, int64_t
 }
 
 extern "C" cudaError_t gstat_cu_finish_eigh(int dtype, void *V, void *w, int64_t n, int64_t batch,
-                                            const int *info, int *flags, int fix_signs,
-                                            cudaStream_t stream) {
+                                            const int *info, int *flags, cudaStream_t stream) {
   int64_t total;
   if (!element_count(batch, n, 1, &total) || !compute_dtype(dtype)) return cudaErrorInvalidValue;
   if (total == 0) return cudaSuccess;
   if (!w || !info || !flags) return cudaErrorInvalidValue;
   if (dtype == kF32)
-    launch_finish_eigh<float>(V, w, n, total, info, flags, fix_signs != 0, stream);
+    launch_finish_eigh<float>(V, w, n, total, info, flags, stream);
   else
-    launch_finish_eigh<double>(V, w, n, total, info, flags, fix_signs != 0, stream);
+    launch_finish_eigh<double>(V, w, n, total, info, flags, stream);
   return cudaGetLastError();
 }

@@ -76,11 +76,10 @@ cudaError_t gstat_cu_cholesky_small(int dtype, void *A, int64_t n, int64_t batch
 /* Post-processing of a solved eigh batch in one pass (dtype 1 or 2; V dense
  * column-major batch or NULL for values only, w dense n per element):
  * elements with info[b] != 0 get NaN values and vectors and flags[b] |= 2;
- * the others get their vector signs fixed (when fix_signs, as
- * gstat_cu_fix_signs) and flags[b] |= 2 when a value or vector entry is
- * NaN/Inf. The caller zeroes flags first. */
+ * the others get their vector signs fixed (as gstat_cu_fix_signs) and flags[b] |= 2 when a value or
+ * vector entry is NaN/Inf. The caller zeroes flags first. */
 cudaError_t gstat_cu_finish_eigh(int dtype, void *V, void *w, int64_t n, int64_t batch,
-                                 const int *info, int *flags, int fix_signs, cudaStream_t stream);
+                                 const int *info, int *flags, cudaStream_t stream);
 
 /* ---- PCA (pca_kernels.cu): dense data, row-major (element (i, j) at i*p + j) or
  * column-major (at i + j*n), dtype 1 or 2 ---- */
