@@ -58,18 +58,7 @@ static char *halves(gstat_cu_state *s, size_t bytes) {
     cudaEventSynchronize(s->stage_ev[1]);
     s->stage_pending = false;
   }
-  gstat_cu_buf *b = &s->host_stage;
-  if (b->ptr && b->size >= 2 * half) return b->ptr;
-  if (b->ptr) cudaFreeHost(b->ptr);
-  b->ptr = NULL;
-  b->size = 0;
-  if (cudaMallocHost(&b->ptr, 2 * half) != cudaSuccess) {
-    cudaGetLastError();
-    b->ptr = NULL;
-    return NULL;
-  }
-  b->size = 2 * half;
-  return b->ptr;
+  return gstat_cu_host_buffer(s, NULL, &s->host_stage, 2 * half);
 }
 
 cudaError_t gstat_cu_copy_in(gstat_cu_state *s, void *dev, const void *host, size_t bytes) {

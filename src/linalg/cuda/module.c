@@ -63,7 +63,8 @@ void *gstat_cu_host_buffer(gstat_cu_state *s, gstat_ctx *ctx, gstat_cu_buf *b, s
   cudaError_t err = cudaMallocHost(&b->ptr, size ? size : 1);
   if (err != cudaSuccess) {
     b->ptr = NULL;
-    gstat_cu_fail(ctx, "cuda", "cannot allocate pinned host memory", err);
+    cudaGetLastError();
+    if (ctx) gstat_cu_fail(ctx, "cuda", "cannot allocate pinned host memory", err);
     return NULL;
   }
   b->size = size;
