@@ -19,16 +19,18 @@
  * The column rotations of A (A J) need the partner's column: N shuffles. The
  * rotation of a pair is computed once, by the lane at the even position, and
  * published through shared memory (one __syncwarp a step); every lane reads
- * all N/2 rotations. The pair's own 2x2 block is then set exactly
- * (Rutishauser): a_pq = 0 and a_pp -= t a_pq, a_qq += t a_pq.
+ * all N/2 rotations. Each lane keeps its diagonal entry a_LL in a register
+ * of its own, updated exactly (Rutishauser: a_pp -= t a_pq, a_qq += t a_pq),
+ * and the pair's 2x2 block in a[] is cleared (a_pq = 0; the diagonal copy
+ * there is never read). Only the off-diagonal a_pq is picked out of a[].
  *
  * Cost per step, N = 32, float, with vectors (sm_90 SASS of the loop):
  * ~210 FP32 instructions (A columns N mul + N fma, A rows and V columns 2N
- * each: 6N = 192, plus the rotation), 33 shuffles, 17 shared loads, ~60
- * selects to pick the pivot entries out of a[] (N - 2) and to set the own
- * 2x2 block (N), ~60 for indices, votes and control: ~390 warp instructions
- * (9 N^2 = 9.2 kflop). One sweep is N - 1 = 31 steps. Measured sweeps (the
- * last partial one confirms convergence) for random matrices: 5.9 (float) /
+ * each: 6N = 192, plus the rotation), 33 shuffles, 17 shared loads, ~45
+ * selects to pick a_pq out of a[] (N/2 - 1) and to clear the own 2x2 block
+ * (N), ~60 for indices, votes and control: ~415 warp instructions for 9 N^2
+ * = 9.2 kflop (double: ~420, its shuffles and selects count twice). One sweep is N - 1 = 31 steps.
+ * Measured sweeps (the last partial one confirms convergence) for random matrices: 5.9 (float) /
  * 6.9 (double) at n = 32, 5.2 / 6.1 at n = 16; graded spectra 1 .. eps take
  * 7.8 / 11.6 at n = 32, clustered ones ~1.
  *
@@ -47,6 +49,10 @@
  * reciprocal square roots with the double-precision approximation instead of
  * float's (no conversions in the chain): 0.212-0.214 and 2.28 ms. Its stalls
  * are mostly waits on dependent double-precision results (Nsight Compute).
+ * Keeping a_LL in its own register (nothing to pick or set for it; 993 ->
+ * 842 instructions per double iteration): double 0.211 -> 0.182 ms at
+ * 1024 x 32, 2.28 -> 1.97 ms at 100000 x 16; float 0.119 -> 0.114 and
+ * 1.18 -> 1.11 ms (same-run A/B).
  *
  * Convergence. The matrix is first scaled by 2^-e (exact), 2^e >= max|a_ij|
  * > 2^(e-1), which keeps the rotation arithmetic clear of over/underflow.
@@ -167,31 +173,34 @@ __device__ __forceinline__ void ring_advance(T (&x)[N]) {
 /* Keep x[m] or x[m + H] for m < H by bit H of mb, then recurse on H / 2
  * (template recursion: every index stays a compile-time constant). */
 template <int H, typename T>
-__device__ __forceinline__ void halve(T *x0, T *x1, int mb) {
+__device__ __forceinline__ void halve(T *x, int mb) {
   if constexpr (H >= 1) {
     const bool up = (mb & H) != 0;
 #pragma unroll
-    for (int m = 0; m < H; ++m) {
-      x0[m] = up ? x0[m + H] : x0[m];
-      x1[m] = up ? x1[m + H] : x1[m];
-    }
-    halve<H / 2>(x0, x1, mb);
+    for (int m = 0; m < H; ++m) x[m] = up ? x[m + H] : x[m];
+    halve<H / 2>(x, mb);
   }
 }
 
-/* lo = a[k & ~1], hi = a[k | 1] for a lane-dependent k: registers cannot be
- * indexed dynamically, so halve the candidates bit by bit (N - 2 selects). */
+/* a[k | 1] for a lane-dependent k: registers cannot be indexed dynamically,
+ * so halve the N / 2 odd candidates bit by bit (N / 2 - 1 selects). */
 template <int N, typename T>
-__device__ __forceinline__ void pick_pair(const T (&a)[N], int k, T &lo, T &hi) {
-  T x0[N / 2], x1[N / 2];
+__device__ __forceinline__ T pick_odd(const T (&a)[N], int k) {
+  T x[N / 2];
 #pragma unroll
-  for (int m = 0; m < N / 2; ++m) {
-    x0[m] = a[2 * m];
-    x1[m] = a[2 * m + 1];
-  }
-  halve<N / 4>(x0, x1, k >> 1);
-  lo = x0[0];
-  hi = x1[0];
+  for (int m = 0; m < N / 2; ++m) x[m] = a[2 * m + 1];
+  halve<N / 4>(x, k >> 1);
+  return x[0];
+}
+
+/* x = 0 where c. */
+__device__ __forceinline__ void clear_if(float &x, bool c) {
+  x = c ? 0.0f : x;
+}
+__device__ __forceinline__ void clear_if(double &x, bool c) {
+  int hi = __double2hiint(x);
+  asm("{.reg .pred p; setp.ne.u32 p, %1, 0; selp.b32 %0, 0, %0, p;}" : "+r"(hi) : "r"((unsigned)c));
+  x = __hiloint2double(hi, __double2loint(x));
 }
 
 /* A rotation as computed: J = c [1 t; -t 1] on (p, q), s = t c, rc = 1 / c,
@@ -341,23 +350,23 @@ __device__ __forceinline__ void transform_pair(T x, T y, T &u, T &w) {
   }
 }
 
-/* One parallel step: every group rotates its N/2 pairs. k is the position
- * of this lane's index L, t the step modulo N - 1, partner the lane holding
- * L's partner; all three advance to the next step (from sched). rots: this step's slots
- * (the two steps of a loop iteration use different ones, so one __syncwarp
- * a step suffices). Returns whether this lane computed a rotation. */
+/* One parallel step: every group rotates its N/2 pairs. diag is A's
+ * diagonal entry a_LL, kept in a register of its own and updated by the
+ * exact formula (Rutishauser's a_pp -= t a_pq, a_qq += t a_pq): the copy in
+ * a[] is never read again, so there is nothing to select or set there. k is
+ * the position of this lane's index L, t the step modulo N - 1, partner the
+ * lane holding L's partner; all three advance to the next step (from sched).
+ * rots: this step's slots (the two steps of a loop iteration use different
+ * ones, so one __syncwarp a step suffices). Returns whether this lane
+ * computed a rotation. */
 template <typename T, int N, bool WANT_V>
-__device__ __forceinline__ bool jacobi_step(T (&a)[N], T (&v)[N], Scale<T> &sc, int &k, int &t,
-                                            int &partner, int L, int gbase,
+__device__ __forceinline__ bool jacobi_step(T (&a)[N], T (&v)[N], T &diag, Scale<T> &sc, int &k,
+                                            int &t, int &partner, int L, int gbase,
                                             const Schedule<N> &sched, Published<T> *rots) {
   constexpr bool scaled = Prec<T>::scaled;
-  /* Pivot entries: the diagonal a_LL sits in register k, a_PL in k ^ 1. */
-  T lo, hi;
-  pick_pair(a, k, lo, hi);
-  const bool top = (k & 1) == 0; /* (p, q) = (L, partner) */
-  const T diag = scaled ? (top ? lo : hi) * sc.sig * sc.sig : top ? lo : hi; /* A's, not B's */
+  const bool top = (k & 1) == 0; /* (p, q) = (L, partner); only top lanes rotate */
   const T pdiag = __shfl_sync(kFullMask, diag, partner);
-  T off = top ? hi : lo, psig = 1, pisig = 1;
+  T off = pick_odd(a, k), psig = 1, pisig = 1; /* a_PL at top lanes (B's entry when scaled) */
   if constexpr (scaled) {
     psig = __shfl_sync(kFullMask, sc.sig, partner);
     pisig = __shfl_sync(kFullMask, sc.isig, partner);
@@ -386,11 +395,7 @@ __device__ __forceinline__ bool jacobi_step(T (&a)[N], T (&v)[N], Scale<T> &sc, 
 #pragma unroll
     for (int i = 0; i < N; ++i) a[i] = fma(own.x, a[i], cross * y[i]);
   }
-  /* J^T (A J) on the rows, V J on the columns: the same 2x2 transforms.
-   * My own pair's 2x2 block is set exactly (Rutishauser): a_pq = 0 and the
-   * diagonal entry from the update formula, so rounding noise cannot keep a
-   * converged pair rotating. */
-  T new_diag = top ? diag - own.delta : diag + own.delta;
+  diag = top ? diag - own.delta : diag + own.delta;
   if constexpr (scaled) {
     sc.sig *= own.c;
     /* 1/sigma by a Newton step from the old one times 1/c: to an ulp every
@@ -398,16 +403,17 @@ __device__ __forceinline__ bool jacobi_step(T (&a)[N], T (&v)[N], Scale<T> &sc, 
      * beta would then disagree on sigma: rotations orthogonal to 1e-12.) */
     sc.isig *= own.rc;
     sc.isig = fma(sc.isig, fma(-sc.sig, sc.isig, T(1)), sc.isig);
-    new_diag *= sc.isig * sc.isig; /* B's entry */
   }
+  /* J^T (A J) on the rows, V J on the columns: the same 2x2 transforms. The
+   * pair's own block is cleared: its off-diagonal entry becomes exactly 0,
+   * so rounding noise cannot keep a converged pair rotating, and the
+   * diagonal entry's copy (never read) with it, which saves a select. */
 #pragma unroll
   for (int m = 0; m < N / 2; ++m) {
     const T x = rots[m].x, y = rots[m].y;
     transform_pair<scaled>(x, y, a[2 * m], a[2 * m + 1]);
-    if (m == mine) {
-      a[2 * m] = top ? new_diag : T(0);
-      a[2 * m + 1] = top ? T(0) : new_diag;
-    }
+    clear_if(a[2 * m], m == mine);
+    clear_if(a[2 * m + 1], m == mine);
     if constexpr (WANT_V) transform_pair<scaled>(x, y, v[2 * m], v[2 * m + 1]);
   }
   ring_advance(a);
@@ -472,6 +478,10 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
 #pragma unroll
   for (int i = 0; i < N; ++i) a[i] = ldexp(a[i], -e);
 
+  T diag = a[0]; /* a_LL: a[L], picked with a static index */
+#pragma unroll
+  for (int i = 1; i < N; ++i) diag = i == L ? a[i] : diag;
+
   T v[N]; /* unused (and optimized away) without WANT_V */
   if constexpr (WANT_V) {
 #pragma unroll
@@ -490,9 +500,10 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
   static_assert(kMaxSweeps * (N - 1) % 2 == 0, "whole iterations");
   for (int step = 0; step < kMaxSweeps * (N - 1); step += 2) {
     bool rotated =
-        jacobi_step<T, N, WANT_V>(a, v, sc, k, t, partner, L, gbase, sched, sm.rot[0][g]);
-    rotated = jacobi_step<T, N, WANT_V>(a, v, sc, k, t, partner, L, gbase, sched, sm.rot[1][g]) ||
-              rotated;
+        jacobi_step<T, N, WANT_V>(a, v, diag, sc, k, t, partner, L, gbase, sched, sm.rot[0][g]);
+    rotated =
+        jacobi_step<T, N, WANT_V>(a, v, diag, sc, k, t, partner, L, gbase, sched, sm.rot[1][g]) ||
+        rotated;
     /* Converged: no pair can pass the test any more, so the matrix stops
      * changing. Any N - 1 consecutive steps visit every pair once, so N - 1
      * quiet steps prove it; a quiet iteration also checks the cheaper
@@ -510,10 +521,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
     if (__all_sync(kFullMask, converged)) break;
   }
 
-  /* Eigenvalue L: the diagonal entry, in register k. */
-  T lo, hi;
-  pick_pair(a, k, lo, hi);
-  const T lambda = ldexp(((k & 1) ? hi : lo) * sc.sig * sc.sig, e);
+  const T lambda = ldexp(diag, e); /* eigenvalue L */
   int rank = 0;
 #pragma unroll
   for (int j = 0; j < N; ++j) {
