@@ -31,13 +31,13 @@ bool element_count(int64_t batch, int64_t rows, int64_t cols, int64_t *total) {
  * always coalesced and the strided side is when rs == 1. */
 template <bool GATHER, typename S, typename D, typename U>
 __global__ void __launch_bounds__(kLinearThreads)
-    copy_linear(const S *__restrict__ src, D *__restrict__ dst, U rows, U cols, U total, int64_t bs,
-                int64_t rs, int64_t cs) {
+    copy_linear(const S *__restrict__ src, D *__restrict__ dst, U rows, U cols, Divider<U> by_rows,
+                Divider<U> by_cols, U total, int64_t bs, int64_t rs, int64_t cs) {
   const U stride = (U)gridDim.x * blockDim.x;
   for (U e = (U)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
-    const U col = e / rows; /* b * cols + j */
+    const U col = by_rows(e); /* b * cols + j */
     const U i = e - col * rows;
-    const U b = col / cols;
+    const U b = by_cols(col);
     const U j = col - b * cols;
     const int64_t off = (int64_t)b * bs + (int64_t)i * rs + (int64_t)j * cs;
     if (GATHER)
@@ -101,11 +101,13 @@ void launch_copy(const void *src, void *dst, int64_t batch, int64_t rows, int64_
     copy_tiled<GATHER>
         <<<blocks, kTile * kTileRows, 0, stream>>>(s, d, rows, cols, ti, tj, ntiles, bs, rs, cs);
   } else if (fits_u32(total)) {
+    const uint32_t r = (uint32_t)rows, c = (uint32_t)cols;
     copy_linear<GATHER><<<linear_blocks(total), kLinearThreads, 0, stream>>>(
-        s, d, (uint32_t)rows, (uint32_t)cols, (uint32_t)total, bs, rs, cs);
+        s, d, r, c, Divider<uint32_t>(r), Divider<uint32_t>(c), (uint32_t)total, bs, rs, cs);
   } else {
+    const uint64_t r = (uint64_t)rows, c = (uint64_t)cols;
     copy_linear<GATHER><<<linear_blocks(total), kLinearThreads, 0, stream>>>(
-        s, d, (uint64_t)rows, (uint64_t)cols, (uint64_t)total, bs, rs, cs);
+        s, d, r, c, Divider<uint64_t>(r), Divider<uint64_t>(c), (uint64_t)total, bs, rs, cs);
   }
 }
 
@@ -125,8 +127,9 @@ __device__ __forceinline__ bool in_part(int tri, uint64_t i, uint64_t j) {
  * stride a multiple of 32), so warp votes inside the loop are safe. */
 template <typename S, typename U>
 __global__ void __launch_bounds__(kLinearThreads)
-    find_nonfinite_kernel(const S *__restrict__ A, int tri, U rows, U cols, U total, int64_t bs,
-                          int64_t rs, int64_t cs, bool j_fastest, unsigned long long *first) {
+    find_nonfinite_kernel(const S *__restrict__ A, int tri, U rows, U cols, Divider<U> by_rows,
+                          Divider<U> by_cols, U total, int64_t bs, int64_t rs, int64_t cs,
+                          bool j_fastest, unsigned long long *first) {
   const U stride = (U)gridDim.x * blockDim.x;
   const unsigned lane = threadIdx.x % 32;
   for (U base = ((U)blockIdx.x * blockDim.x + threadIdx.x) - lane; base < total; base += stride) {
@@ -136,14 +139,14 @@ __global__ void __launch_bounds__(kLinearThreads)
     if (e < total) {
       U b, i, j;
       if (j_fastest) { /* walk the strided side along its contiguous dimension */
-        const U q = e / cols;
+        const U q = by_cols(e);
         j = e - q * cols;
-        b = q / rows;
+        b = by_rows(q);
         i = q - b * rows;
       } else {
-        const U q = e / rows;
+        const U q = by_rows(e);
         i = e - q * rows;
-        b = q / cols;
+        b = by_cols(q);
         j = q - b * cols;
       }
       if (in_part(tri, i, j) && !finite(A[(int64_t)b * bs + (int64_t)i * rs + (int64_t)j * cs])) {
@@ -331,12 +334,17 @@ extern "C" cudaError_t gstat_cu_find_nonfinite(int dtype, const void *A, int tri
   with_dtype(dtype, [&](auto tag) {
     using S = decltype(tag);
     const S *a = static_cast<const S *>(A);
-    if (fits_u32(total))
+    if (fits_u32(total)) {
+      const uint32_t r = (uint32_t)rows, c = (uint32_t)cols;
       find_nonfinite_kernel<<<linear_blocks(total), kLinearThreads, 0, stream>>>(
-          a, tri, (uint32_t)rows, (uint32_t)cols, (uint32_t)total, bs, rs, cs, j_fastest, first);
-    else
+          a, tri, r, c, Divider<uint32_t>(r), Divider<uint32_t>(c), (uint32_t)total, bs, rs, cs,
+          j_fastest, first);
+    } else {
+      const uint64_t r = (uint64_t)rows, c = (uint64_t)cols;
       find_nonfinite_kernel<<<linear_blocks(total), kLinearThreads, 0, stream>>>(
-          a, tri, (uint64_t)rows, (uint64_t)cols, (uint64_t)total, bs, rs, cs, j_fastest, first);
+          a, tri, r, c, Divider<uint64_t>(r), Divider<uint64_t>(c), (uint64_t)total, bs, rs, cs,
+          j_fastest, first);
+    }
   });
   return cudaGetLastError();
 }
