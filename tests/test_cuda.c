@@ -226,6 +226,43 @@ static void test_host_staging_pieces(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
+/* Host data on the Jacobi path large enough to run as a pipeline (pieces
+ * of 16 MiB of A: 16384 matrices of 16 x 16 float; four pieces, the last
+ * partial), in each layout, and values only: the same results as the CPU. */
+static void test_host_pipeline(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  const int64_t n = 16, nb = 3 * 16384 + 1000;
+  for (int l = 0; l < TU_LAYOUT_COUNT; l++)
+    eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, n, nb, (tu_layout)l, (gstat_uplo)(l % 2), false);
+  tu_rng rng = tu_rng_new();
+  tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
+         W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR),
+         Wc = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR);
+  double *a = malloc(sizeof(double) * (size_t)(n * n)), *w = malloc(sizeof(double) * (size_t)n),
+         *wc = malloc(sizeof(double) * (size_t)n);
+  for (int64_t b = 0; b < nb; b++) {
+    tu_symmetric(&rng, TU_RANDOM, n, FLT_EPSILON, true, a);
+    tu_store_matrix(&A, b, a);
+  }
+  assert_int_equal(gstat_eigh(gpu, &A.m, GSTAT_LOWER, &W.m, NULL, NULL), GSTAT_OK);
+  assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
+  assert_int_equal(gstat_eigh(cpu, &A.m, GSTAT_LOWER, &Wc.m, NULL, NULL), GSTAT_OK);
+  for (int64_t b = 0; b < nb; b++) {
+    tu_read(&W.m, b, w);
+    tu_read(&Wc.m, b, wc);
+    for (int64_t i = 0; i < n; i++) assert_true(fabs(w[i] - wc[i]) <= 64 * n * FLT_EPSILON);
+  }
+  free(a);
+  free(w);
+  free(wc);
+  tu_buf_free(&A);
+  tu_buf_free(&W);
+  tu_buf_free(&Wc);
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
 /* A loop of same-shape calls does no cudaMalloc after the first. */
 static void test_no_device_allocations_after_first(void **state) {
   (void)state;
@@ -711,6 +748,7 @@ int main(void) {
       cmocka_unit_test(test_eigh_bf16_device),
       cmocka_unit_test(test_large_batch_small_n),
       cmocka_unit_test(test_host_staging_pieces),
+      cmocka_unit_test(test_host_pipeline),
       cmocka_unit_test(test_no_device_allocations_after_first),
       cmocka_unit_test(test_cholesky_and_solves),
       cmocka_unit_test(test_cholesky_not_pd_device),

@@ -54,7 +54,7 @@ static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const gstat_ma
   gstat_status st = GSTAT_OK;
   cudaError_t err = cudaSuccess;
   if (!in_place)
-    st = gstat_cu_load(s, ctx, "cholesky", &in, b0, nb, cdt, dA);
+    st = gstat_cu_load(s, ctx, "cholesky", &in, b0, nb, cdt, dA, NULL);
   else if (src != dst)
     err = cudaMemcpyAsync(dst, src, stride * (size_t)nb, cudaMemcpyDeviceToDevice, s->stream);
   if (st != GSTAT_OK) return st;
@@ -76,9 +76,10 @@ static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const gstat_ma
   }
   if (err != cudaSuccess) return gstat_cu_fail(ctx, "cholesky", "factor kernel", err);
   gstat_matrix out = as_lower(F, uplo);
-  if (!in_place && (st = gstat_cu_store(s, ctx, "cholesky", dA, cdt, &out, b0, nb)) != GSTAT_OK)
+  if (!in_place &&
+      (st = gstat_cu_store(s, ctx, "cholesky", dA, cdt, &out, b0, nb, NULL)) != GSTAT_OK)
     return st;
-  return gstat_cu_collect_info(s, ctx, "cholesky", dInfo, false, nb, info + b0);
+  return gstat_cu_collect_info(s, ctx, "cholesky", dInfo, false, nb, info + b0, s->stream);
 }
 
 gstat_status gstat_cu_cholesky(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
@@ -112,8 +113,8 @@ static gstat_status solve_chunk(gstat_cu_state *s, gstat_ctx *ctx, const char *f
   int *dInfo = gstat_cu_buffer(s, ctx, CU_INFO, sizeof(int) * (size_t)nb);
   if (!dL || !dB || !dInfo) return GSTAT_ENOMEM;
   gstat_matrix in = as_lower(T, uplo);
-  gstat_status st = gstat_cu_load(s, ctx, fn, &in, b0, nb, cdt, dL);
-  if (st == GSTAT_OK) st = gstat_cu_load(s, ctx, fn, B, b0, nb, cdt, dB);
+  gstat_status st = gstat_cu_load(s, ctx, fn, &in, b0, nb, cdt, dL, NULL);
+  if (st == GSTAT_OK) st = gstat_cu_load(s, ctx, fn, B, b0, nb, cdt, dB, NULL);
   if (st != GSTAT_OK) return st;
   cudaError_t err = diag == CUBLAS_DIAG_UNIT
                         ? cudaMemsetAsync(dInfo, 0, sizeof(int) * (size_t)nb, s->stream)
@@ -139,8 +140,8 @@ static gstat_status solve_chunk(gstat_cu_state *s, gstat_ctx *ctx, const char *f
       return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "%s: trsmBatched failed (cublasStatus %d)",
                                  fn, (int)bs);
   }
-  if ((st = gstat_cu_store(s, ctx, fn, dB, cdt, X, b0, nb)) != GSTAT_OK) return st;
-  return gstat_cu_collect_info(s, ctx, fn, dInfo, false, nb, info + b0);
+  if ((st = gstat_cu_store(s, ctx, fn, dB, cdt, X, b0, nb, NULL)) != GSTAT_OK) return st;
+  return gstat_cu_collect_info(s, ctx, fn, dInfo, false, nb, info + b0, s->stream);
 }
 
 static gstat_status solve(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *T,

@@ -41,6 +41,14 @@ typedef enum {
   CU_NBUF
 } gstat_cu_role;
 
+/* One direction of the pinned staging of host data (host_staging.c): two
+ * halves and the events of the last copies through them. */
+typedef struct {
+  gstat_cu_buf buf;
+  cudaEvent_t ev[2];
+  bool pending; /* a copy may still use the halves */
+} gstat_cu_stager;
+
 typedef enum { FAULT_NONE, FAULT_OOM, FAULT_SOLVER, FAULT_NONFINITE } gstat_cu_fault;
 
 /* A cuSOLVER call captured into a CUDA graph, with everything it captured
@@ -67,13 +75,11 @@ typedef struct gstat_cu_state {
   cublasHandle_t blas;
   cusolverDnParams_t params;
   gstat_cu_buf dev[CU_NBUF];
-  gstat_cu_buf host_work;  /* cuSOLVER's host workspace */
-  gstat_cu_buf host_info;  /* info copied back */
-  gstat_cu_buf host_pca;   /* pinned: PCA components and scores */
-  gstat_cu_buf host_sc;    /* pinned: batch spectral clustering's per-graph results */
-  gstat_cu_buf host_stage; /* pinned: two halves for copies of the caller's host memory */
-  cudaEvent_t stage_ev[2]; /* the last copy through each half */
-  bool stage_pending;      /* a copy in may still read the halves */
+  gstat_cu_buf host_work;              /* cuSOLVER's host workspace */
+  gstat_cu_buf host_info;              /* info copied back */
+  gstat_cu_buf host_pca;               /* pinned: PCA components and scores */
+  gstat_cu_buf host_sc;                /* pinned: batch spectral clustering's per-graph results */
+  gstat_cu_stager stage_in, stage_out; /* pinned: copies of the caller's host memory */
   /* what pca_fit left in CU_DATA for pca_scores */
   int64_t pca_batch, pca_n, pca_p;
   int pca_cdt, pca_row_major;
@@ -117,19 +123,33 @@ static inline size_t gstat_cu_dtype_bytes(int dt) {
  * dtype cdt (the caller's memory can be used as it is), else NULL. */
 char *gstat_cu_dense(const gstat_matrix *m, int cdt, int64_t b0);
 
-/* Move element range [b0, b0 + nb) of descriptor m into a dense column-major
- * device batch in compute dtype `cdt` (through CU_STAGE when m is on the
- * host), and back. */
-gstat_status gstat_cu_load(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *m,
-                           int64_t b0, int64_t nb, int cdt, void *dst);
-gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const void *src,
-                            int cdt, const gstat_matrix *m, int64_t b0, int64_t nb);
+/* Where a load or store runs: its stream and, for host data, the device
+ * buffer the caller's bytes pass through as they lie (NULL: CU_STAGE). */
+typedef struct {
+  cudaStream_t stream;
+  void *stage;
+} gstat_cu_lane;
 
-/* bytes from the caller's host memory to the device and back, through the
- * pinned halves (host_staging.c). copy_in returns once host may change (the
- * device side is ordered on the stream); copy_out once host holds the bytes. */
-cudaError_t gstat_cu_copy_in(gstat_cu_state *s, void *dev, const void *host, size_t bytes);
-cudaError_t gstat_cu_copy_out(gstat_cu_state *s, void *host, const void *dev, size_t bytes);
+/* Move element range [b0, b0 + nb) of descriptor m into a dense column-major
+ * device batch in compute dtype `cdt` (through the lane's stage when m is on
+ * the host), and back; lane NULL: the context's stream and CU_STAGE. A store
+ * to host memory returns once the bytes are there. */
+gstat_status gstat_cu_load(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *m,
+                           int64_t b0, int64_t nb, int cdt, void *dst, const gstat_cu_lane *lane);
+gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const void *src,
+                            int cdt, const gstat_matrix *m, int64_t b0, int64_t nb,
+                            const gstat_cu_lane *lane);
+/* Bytes that elements [b0, b0 + nb) of m span as they lie (a stage's size). */
+size_t gstat_cu_span(const gstat_matrix *m, int64_t b0, int64_t nb);
+
+/* bytes from the caller's host memory to the device and back, on `stream`,
+ * through the pinned halves of s->stage_in / s->stage_out (host_staging.c).
+ * copy_in returns once host may change (the device side is ordered on the
+ * stream); copy_out once host holds the bytes. */
+cudaError_t gstat_cu_copy_in(gstat_cu_state *s, cudaStream_t stream, void *dev, const void *host,
+                             size_t bytes);
+cudaError_t gstat_cu_copy_out(gstat_cu_state *s, cudaStream_t stream, void *host, const void *dev,
+                              size_t bytes);
 
 /* GSTAT_ENOTFINITE naming the first NaN/Inf of part `tri` (the kernels'
  * codes: 0 full, 1 lower, 2 upper, 3/4 strict) of a device-resident input,
@@ -166,8 +186,9 @@ gstat_status gstat_cu_pca_scores(void *state, gstat_ctx *ctx, int64_t b, const d
 /* Copy per-element device info (int) of a chunk into info (int64); elements
  * with a negative info (solver error) or a non-zero flag (NaN/Inf output;
  * with_flags: nb flags follow the nb infos at d_info + nb) become
- * GSTAT_I_INFO_RETRY. One copy back; synchronizes the stream. */
+ * GSTAT_I_INFO_RETRY. One copy back on `stream`, which it synchronizes. */
 gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
-                                   const int *d_info, bool with_flags, int64_t nb, int64_t *info);
+                                   const int *d_info, bool with_flags, int64_t nb, int64_t *info,
+                                   cudaStream_t stream);
 
 #endif /* GSTAT_LINALG_CUDA_STATE_H */

@@ -179,7 +179,7 @@ static gstat_status jacobi_bf16(const eigh_run *r, const char *a, char *w, char 
   cudaError_t err = gstat_cu_eigh_jacobi(GSTAT_BF16, a, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb,
                                          w, v, dInfo, dFlags, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel (bfloat16)", err);
-  return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, true, nb, info + b0);
+  return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, true, nb, info + b0, s->stream);
 }
 
 /* One chunk [b0, b0 + nb): load, solve, check, store, collect info. Dense
@@ -214,7 +214,8 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     /* the solver's own copy: into V when usable, else a buffer */
     void *dA = !jacobi && dV ? dV : gstat_cu_buffer(s, r->ctx, CU_MAT, mat);
     if (!dA) return GSTAT_ENOMEM;
-    if ((st = gstat_cu_load(s, r->ctx, "eigh", &A, b0, nb, r->cdt, dA)) != GSTAT_OK) return st;
+    if ((st = gstat_cu_load(s, r->ctx, "eigh", &A, b0, nb, r->cdt, dA, NULL)) != GSTAT_OK)
+      return st;
     src = dA;
   } else if (!jacobi && src != dV) {
     err = cudaMemcpyAsync(dV, src, mat, cudaMemcpyDeviceToDevice, s->stream);
@@ -243,12 +244,96 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     err = gstat_cu_finish_eigh(r->cdt, r->want ? dV : NULL, dW, r->n, nb, dInfo, dFlags, s->stream);
     if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "output check", err);
   }
-  if (!w_in_place && (st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb)) != GSTAT_OK)
+  if (!w_in_place &&
+      (st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb, NULL)) != GSTAT_OK)
     return st;
   if (r->want && !v_in_place &&
-      (st = gstat_cu_store(s, r->ctx, "eigh", dV, r->cdt, V, b0, nb)) != GSTAT_OK)
+      (st = gstat_cu_store(s, r->ctx, "eigh", dV, r->cdt, V, b0, nb, NULL)) != GSTAT_OK)
     return st;
-  return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, true, nb, info + b0);
+  return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, true, nb, info + b0, s->stream);
+}
+
+/* Host arrays on the Jacobi path, in pieces whose copies overlap the
+ * kernel: piece k + 1 comes in on one side stream while the kernel solves
+ * piece k on the context's stream and piece k - 1 goes out on another side
+ * stream (two sets of device buffers alternate). Only this path gains from
+ * pieces: its kernel time grows with the batch, while the batched solvers
+ * take about as long for part of a batch as for all of it
+ * (bench/probe_syev_batched). */
+enum { kPipePieceBytes = 16 << 20 }; /* of A in the compute type, per piece */
+
+/* Matrices per piece when eigh of these arguments runs as a pipeline, else 0. */
+static int64_t pipeline_piece(const eigh_run *r, const gstat_matrix *A, const gstat_matrix *w,
+                              const gstat_matrix *V) {
+  if (r->n > jacobi_max_n || A->location != GSTAT_HOST || w->location != GSTAT_HOST ||
+      (V && V->location != GSTAT_HOST))
+    return 0;
+  int64_t piece = kPipePieceBytes / (r->n * r->n * (int64_t)gstat_cu_dtype_bytes(r->cdt));
+  return A->batch >= 3 * piece ? piece : 0; /* at least three pieces */
+}
+
+static gstat_status jacobi_pipeline(const eigh_run *run, const gstat_matrix *A0, gstat_matrix *w,
+                                    gstat_matrix *V, int64_t piece, int64_t *info) {
+  eigh_run rr = *run;
+  const eigh_run *r = &rr;
+  gstat_matrix A = as_col_major(A0, &rr.fill);
+  gstat_cu_state *s = r->s;
+  size_t es = gstat_cu_dtype_bytes(r->cdt), mat = (size_t)(r->n * r->n * piece) * es,
+         vec = (size_t)(r->n * piece) * es, span = gstat_cu_span(&A, 0, piece);
+  if (gstat_cu_span(w, 0, piece) > span) span = gstat_cu_span(w, 0, piece);
+  if (V && gstat_cu_span(V, 0, piece) > span) span = gstat_cu_span(V, 0, piece);
+  span = (span + 255) & ~(size_t)255;
+  /* per slot: a stage in and a stage out, matrices, vectors, values, info + flags */
+  char *stage = gstat_cu_buffer(s, r->ctx, CU_STAGE, 4 * span);
+  char *dA = gstat_cu_buffer(s, r->ctx, CU_MAT, 2 * mat);
+  char *dV = r->want ? gstat_cu_buffer(s, r->ctx, CU_RHS, 2 * mat) : NULL;
+  char *dW = gstat_cu_buffer(s, r->ctx, CU_VEC, 2 * vec);
+  int *dInfo = gstat_cu_buffer(s, r->ctx, CU_INFO, 4 * sizeof(int) * (size_t)piece);
+  if (!stage || !dA || (r->want && !dV) || !dW || !dInfo) return GSTAT_ENOMEM;
+  cudaStream_t in = s->side[0], out = s->side[1];
+  cudaEvent_t *loaded = &s->ev[0], *solved = &s->ev[2]; /* per slot */
+  /* both side streams start after the caller's earlier work on the stream */
+  cudaError_t err = cudaEventRecord(s->ev[4], s->stream);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(in, s->ev[4], 0);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(out, s->ev[4], 0);
+  gstat_status st = GSTAT_OK;
+  int64_t pieces = (A.batch + piece - 1) / piece;
+  for (int64_t k = 0; k <= pieces && st == GSTAT_OK && err == cudaSuccess; k++) {
+    if (k < pieces) { /* piece k: in, then the kernel once it is there */
+      int slot = (int)(k & 1);
+      int64_t b0 = k * piece, nb = A.batch - b0 < piece ? A.batch - b0 : piece;
+      int *di = dInfo + 2 * piece * slot;
+      gstat_cu_lane lane = {in, stage + span * (size_t)slot};
+      st = gstat_cu_load(s, r->ctx, "eigh", &A, b0, nb, r->cdt, dA + mat * (size_t)slot, &lane);
+      if (st != GSTAT_OK) break;
+      err = cudaEventRecord(loaded[slot], in);
+      if (err == cudaSuccess) err = cudaStreamWaitEvent(s->stream, loaded[slot], 0);
+      if (err == cudaSuccess)
+        err = gstat_cu_eigh_jacobi(
+            r->cdt, dA + mat * (size_t)slot, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb,
+            dW + vec * (size_t)slot, dV ? dV + mat * (size_t)slot : NULL, di, di + nb, s->stream);
+      if (err == cudaSuccess) err = cudaEventRecord(solved[slot], s->stream);
+    }
+    if (k >= 1 && err == cudaSuccess) { /* piece k - 1: out once solved */
+      int slot = (int)((k - 1) & 1);
+      int64_t b0 = (k - 1) * piece, nb = A.batch - b0 < piece ? A.batch - b0 : piece;
+      int *di = dInfo + 2 * piece * slot;
+      gstat_cu_lane lane = {out, stage + span * (size_t)(2 + slot)};
+      err = cudaStreamWaitEvent(out, solved[slot], 0);
+      if (err != cudaSuccess) break;
+      st = gstat_cu_store(s, r->ctx, "eigh", dW + vec * (size_t)slot, r->cdt, w, b0, nb, &lane);
+      if (st == GSTAT_OK && V)
+        st = gstat_cu_store(s, r->ctx, "eigh", dV + mat * (size_t)slot, r->cdt, V, b0, nb, &lane);
+      if (st == GSTAT_OK)
+        st = gstat_cu_collect_info(s, r->ctx, "eigh", di, true, nb, info + b0, out);
+    }
+  }
+  if (st != GSTAT_OK || err != cudaSuccess) { /* nothing may run on after a failure */
+    cudaStreamSynchronize(in);
+    cudaStreamSynchronize(s->stream);
+    cudaStreamSynchronize(out);
+  }
+  return err == cudaSuccess ? st : gstat_cu_fail(r->ctx, "eigh", "pipelined Jacobi", err);
 }
 
 gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
@@ -264,6 +349,12 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
                 V ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR};
   gstat_status st0 = gstat_cu_check_finite(s, ctx, "eigh", "A", A, uplo == GSTAT_UPPER ? 2 : 1);
   if (st0 != GSTAT_OK) return st0;
+  int64_t piece = pipeline_piece(&r, A, w, V);
+  if (piece > 0) {
+    st0 = jacobi_pipeline(&r, A, w, V, piece, info);
+    /* out of memory: the plain chunks below, which can halve */
+    if (st0 != GSTAT_ENOMEM || gstat_cu_fault_now() == FAULT_OOM) return st0;
+  }
   size_t es = gstat_cu_dtype_bytes(r.cdt), n2 = (size_t)(r.n * r.n);
   /* device bytes per element: matrices (two for Jacobi), values, staging,
    * and about as much again for the solver's workspace */

@@ -3,7 +3,8 @@
  * staging. A copy from pageable memory is slow on the H200 machine:
  * 64 MiB in and 64 MiB out take 12.2 ms pageable but 2.5 ms pinned
  * (bench/bench_cuda_host). So the bytes go through two pinned halves of
- * kPiece bytes that the context keeps: OpenMP threads copy piece i into one
+ * kPiece bytes that the context keeps for each direction (copies in and out
+ * of a pipeline interleave, eigh_cuda.c): OpenMP threads copy piece i into one
  * half while the DMA engine moves piece i - 1 from the other, and on the way
  * back the threads empty one half while the next piece arrives in the other.
  * Memory that is pinned already is copied directly, and so are small copies
@@ -49,55 +50,60 @@ static bool is_pinned(const void *p) {
   return a.type == cudaMemoryTypeHost;
 }
 
-/* The two halves, after the copies that last used them have finished; NULL
- * when no pinned memory can be had (the caller copies directly). */
-static char *halves(gstat_cu_state *s, size_t bytes) {
+/* The two halves of st, after the copies that last used them have
+ * finished; NULL when no pinned memory can be had (the caller copies
+ * directly). */
+static char *halves(gstat_cu_state *s, gstat_cu_stager *st, size_t bytes) {
   size_t half = bytes < kPiece ? bytes : kPiece;
-  if (s->stage_pending) {
-    cudaEventSynchronize(s->stage_ev[0]);
-    cudaEventSynchronize(s->stage_ev[1]);
-    s->stage_pending = false;
+  if (st->pending) {
+    cudaEventSynchronize(st->ev[0]);
+    cudaEventSynchronize(st->ev[1]);
+    st->pending = false;
   }
-  return gstat_cu_host_buffer(s, NULL, &s->host_stage, 2 * half);
+  return gstat_cu_host_buffer(s, NULL, &st->buf, 2 * half);
 }
 
-cudaError_t gstat_cu_copy_in(gstat_cu_state *s, void *dev, const void *host, size_t bytes) {
-  char *h = bytes < kDirectBelow || is_pinned(host) ? NULL : halves(s, bytes);
-  if (!h) return cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s->stream);
-  size_t half = s->host_stage.size / 2;
+cudaError_t gstat_cu_copy_in(gstat_cu_state *s, cudaStream_t stream, void *dev, const void *host,
+                             size_t bytes) {
+  gstat_cu_stager *st = &s->stage_in;
+  char *h = bytes < kDirectBelow || is_pinned(host) ? NULL : halves(s, st, bytes);
+  if (!h) return cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream);
+  size_t half = st->buf.size / 2;
   cudaError_t err = cudaSuccess;
   for (size_t off = 0, i = 0; off < bytes && err == cudaSuccess; off += half, i++) {
     size_t len = bytes - off < half ? bytes - off : half;
     char *slot = h + (i & 1) * half;
-    if (i >= 2) err = cudaEventSynchronize(s->stage_ev[i & 1]); /* piece i - 2 has left */
+    if (i >= 2) err = cudaEventSynchronize(st->ev[i & 1]); /* piece i - 2 has left */
     if (err != cudaSuccess) break;
     parallel_copy(slot, (const char *)host + off, len);
-    err = cudaMemcpyAsync((char *)dev + off, slot, len, cudaMemcpyHostToDevice, s->stream);
-    if (err == cudaSuccess) err = cudaEventRecord(s->stage_ev[i & 1], s->stream);
-    s->stage_pending = true;
+    err = cudaMemcpyAsync((char *)dev + off, slot, len, cudaMemcpyHostToDevice, stream);
+    if (err == cudaSuccess) err = cudaEventRecord(st->ev[i & 1], stream);
+    st->pending = true;
   }
   return err;
 }
 
-cudaError_t gstat_cu_copy_out(gstat_cu_state *s, void *host, const void *dev, size_t bytes) {
-  char *h = bytes < kDirectBelow || is_pinned(host) ? NULL : halves(s, bytes);
+cudaError_t gstat_cu_copy_out(gstat_cu_state *s, cudaStream_t stream, void *host, const void *dev,
+                              size_t bytes) {
+  gstat_cu_stager *st = &s->stage_out;
+  char *h = bytes < kDirectBelow || is_pinned(host) ? NULL : halves(s, st, bytes);
   if (!h) {
-    cudaError_t err = cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, s->stream);
-    return err == cudaSuccess ? cudaStreamSynchronize(s->stream) : err;
+    cudaError_t err = cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, stream);
+    return err == cudaSuccess ? cudaStreamSynchronize(stream) : err;
   }
-  size_t half = s->host_stage.size / 2, pieces = (bytes + half - 1) / half;
+  size_t half = st->buf.size / 2, pieces = (bytes + half - 1) / half;
   cudaError_t err = cudaSuccess;
   /* piece i + 1 travels while the threads empty piece i */
   for (size_t i = 0; i <= pieces && err == cudaSuccess; i++) {
     if (i < pieces) {
       size_t off = i * half, len = bytes - off < half ? bytes - off : half;
       err = cudaMemcpyAsync(h + (i & 1) * half, (const char *)dev + off, len,
-                            cudaMemcpyDeviceToHost, s->stream);
-      if (err == cudaSuccess) err = cudaEventRecord(s->stage_ev[i & 1], s->stream);
+                            cudaMemcpyDeviceToHost, stream);
+      if (err == cudaSuccess) err = cudaEventRecord(st->ev[i & 1], stream);
     }
     if (i >= 1 && err == cudaSuccess) {
       size_t j = i - 1, off = j * half, len = bytes - off < half ? bytes - off : half;
-      err = cudaEventSynchronize(s->stage_ev[j & 1]);
+      err = cudaEventSynchronize(st->ev[j & 1]);
       if (err == cudaSuccess) parallel_copy((char *)host + off, h + (j & 1) * half, len);
     }
   }

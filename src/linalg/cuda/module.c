@@ -98,44 +98,53 @@ char *gstat_cu_dense(const gstat_matrix *m, int cdt, int64_t b0) {
   return (char *)m->data + (size_t)(b0 * m->rows * m->cols) * gstat_cu_dtype_bytes(cdt);
 }
 
+size_t gstat_cu_span(const gstat_matrix *m, int64_t b0, int64_t nb) {
+  size_t span;
+  sub(m, b0, nb, &span);
+  return span;
+}
+
 gstat_status gstat_cu_load(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *m,
-                           int64_t b0, int64_t nb, int cdt, void *dst) {
+                           int64_t b0, int64_t nb, int cdt, void *dst, const gstat_cu_lane *lane) {
   size_t span;
   gstat_matrix r = sub(m, b0, nb, &span);
+  cudaStream_t stream = lane ? lane->stream : s->stream;
   const void *src = r.data;
   cudaError_t err;
   if (m->location == GSTAT_HOST) {
-    void *stage = gstat_cu_buffer(s, ctx, CU_STAGE, span);
+    void *stage = lane && lane->stage ? lane->stage : gstat_cu_buffer(s, ctx, CU_STAGE, span);
     if (!stage) return GSTAT_ENOMEM;
-    err = gstat_cu_copy_in(s, stage, r.data, span);
+    err = gstat_cu_copy_in(s, stream, stage, r.data, span);
     if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "copy to the device", err);
     src = stage;
   }
   err = gstat_cu_gather(src, (int)m->dtype, nb, m->rows, m->cols, m->batch_stride, m->row_stride,
-                        m->col_stride, dst, cdt, s->stream);
+                        m->col_stride, dst, cdt, stream);
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "gather", err);
 }
 
 gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const void *src,
-                            int cdt, const gstat_matrix *m, int64_t b0, int64_t nb) {
+                            int cdt, const gstat_matrix *m, int64_t b0, int64_t nb,
+                            const gstat_cu_lane *lane) {
   size_t span;
   gstat_matrix r = sub(m, b0, nb, &span);
+  cudaStream_t stream = lane ? lane->stream : s->stream;
   cudaError_t err;
   if (m->location == GSTAT_CUDA) {
     err = gstat_cu_scatter(src, cdt, nb, m->rows, m->cols, r.data, (int)m->dtype, m->batch_stride,
-                           m->row_stride, m->col_stride, s->stream);
+                           m->row_stride, m->col_stride, stream);
     return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "scatter", err);
   }
-  void *stage = gstat_cu_buffer(s, ctx, CU_STAGE, span);
+  void *stage = lane && lane->stage ? lane->stage : gstat_cu_buffer(s, ctx, CU_STAGE, span);
   if (!stage) return GSTAT_ENOMEM;
   /* Layouts with gaps: bring the caller's bytes first so the copy back
    * returns the gaps unchanged. */
   bool gaps = span != (size_t)(nb * m->rows * m->cols) * gstat_cu_dtype_bytes(m->dtype);
-  if (gaps && (err = gstat_cu_copy_in(s, stage, r.data, span)) != cudaSuccess)
+  if (gaps && (err = gstat_cu_copy_in(s, stream, stage, r.data, span)) != cudaSuccess)
     return gstat_cu_fail(ctx, fn, "copy to the device", err);
   err = gstat_cu_scatter(src, cdt, nb, m->rows, m->cols, stage, (int)m->dtype, m->batch_stride,
-                         m->row_stride, m->col_stride, s->stream);
-  if (err == cudaSuccess) err = gstat_cu_copy_out(s, r.data, stage, span);
+                         m->row_stride, m->col_stride, stream);
+  if (err == cudaSuccess) err = gstat_cu_copy_out(s, stream, r.data, stage, span);
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "copy to the host", err);
 }
 
@@ -164,13 +173,14 @@ gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char
 }
 
 gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
-                                   const int *d_info, bool with_flags, int64_t nb, int64_t *info) {
+                                   const int *d_info, bool with_flags, int64_t nb, int64_t *info,
+                                   cudaStream_t stream) {
   int *h = gstat_cu_host_buffer(s, ctx, &s->host_info, 2 * sizeof(int) * (size_t)nb);
   if (!h) return GSTAT_ENOMEM;
   /* one copy for both arrays: each copy back costs a round trip */
   size_t bytes = sizeof(int) * (size_t)nb * (with_flags ? 2 : 1);
-  cudaError_t err = cudaMemcpyAsync(h, d_info, bytes, cudaMemcpyDeviceToHost, s->stream);
-  if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
+  cudaError_t err = cudaMemcpyAsync(h, d_info, bytes, cudaMemcpyDeviceToHost, stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "reading info", err);
   gstat_cu_fault fault = gstat_cu_fault_now();
   for (int64_t b = 0; b < nb; b++) {
@@ -194,8 +204,8 @@ static gstat_status copy_matrix(void *state, gstat_ctx *ctx, const gstat_matrix 
   if (bytes == 0) return GSTAT_OK;
   void *buf = gstat_cu_buffer(s, ctx, CU_MAT, bytes);
   if (!buf) return GSTAT_ENOMEM;
-  gstat_status st = gstat_cu_load(s, ctx, "copy", src, 0, src->batch, cdt, buf);
-  if (st == GSTAT_OK) st = gstat_cu_store(s, ctx, "copy", buf, cdt, dst, 0, dst->batch);
+  gstat_status st = gstat_cu_load(s, ctx, "copy", src, 0, src->batch, cdt, buf, NULL);
+  if (st == GSTAT_OK) st = gstat_cu_store(s, ctx, "copy", buf, cdt, dst, 0, dst->batch, NULL);
   cudaError_t err = cudaStreamSynchronize(s->stream);
   if (st == GSTAT_OK && err != cudaSuccess) st = gstat_cu_fail(ctx, "copy", "synchronizing", err);
   return st;
@@ -215,12 +225,15 @@ static void destroy(void *state) {
   if (s->host_info.ptr) cudaFreeHost(s->host_info.ptr);
   if (s->host_pca.ptr) cudaFreeHost(s->host_pca.ptr);
   if (s->host_sc.ptr) cudaFreeHost(s->host_sc.ptr);
-  if (s->host_stage.ptr) {
-    for (int k = 0; k < 2; k++) cudaEventSynchronize(s->stage_ev[k]);
-    cudaFreeHost(s->host_stage.ptr);
+  gstat_cu_stager *stagers[2] = {&s->stage_in, &s->stage_out};
+  for (int d = 0; d < 2; d++) {
+    if (stagers[d]->buf.ptr) {
+      for (int k = 0; k < 2; k++) cudaEventSynchronize(stagers[d]->ev[k]);
+      cudaFreeHost(stagers[d]->buf.ptr);
+    }
+    for (int k = 0; k < 2; k++)
+      if (stagers[d]->ev[k]) cudaEventDestroy(stagers[d]->ev[k]);
   }
-  for (int k = 0; k < 2; k++)
-    if (s->stage_ev[k]) cudaEventDestroy(s->stage_ev[k]);
   if (s->params) cusolverDnDestroyParams(s->params);
   if (s->solver) cusolverDnDestroy(s->solver);
   for (int k = 0; k < GSTAT_CU_STREAMS; k++) {
@@ -269,8 +282,11 @@ static gstat_status create(gstat_ctx *ctx, int device, void **out) {
     err = cudaStreamCreateWithFlags(&s->side[k], cudaStreamNonBlocking);
   for (int k = 0; k <= GSTAT_CU_STREAMS && err == cudaSuccess; k++)
     err = cudaEventCreateWithFlags(&s->ev[k], cudaEventDisableTiming);
-  for (int k = 0; k < 2 && err == cudaSuccess; k++)
-    err = cudaEventCreateWithFlags(&s->stage_ev[k], cudaEventDisableTiming);
+  for (int k = 0; k < 2 && err == cudaSuccess; k++) {
+    err = cudaEventCreateWithFlags(&s->stage_in.ev[k], cudaEventDisableTiming);
+    if (err == cudaSuccess)
+      err = cudaEventCreateWithFlags(&s->stage_out.ev[k], cudaEventDisableTiming);
+  }
   if (err != cudaSuccess) {
     st = gstat_cu_fail(ctx, "cuda", "creating streams", err);
     goto done;

@@ -184,7 +184,7 @@ gstat_status gstat_cu_pca_fit(void *state, gstat_ctx *ctx, const gstat_matrix *X
     int rm = 0;
     const char *src = dense_element(X, cdt, b, &rm);
     if (!src) { /* other layouts and bf16: one gather into the centered buffer */
-      TRY(gstat_cu_load(s, ctx, "pca", X, b, 1, cdt, xc));
+      TRY(gstat_cu_load(s, ctx, "pca", X, b, 1, cdt, xc, NULL));
       src = xc;
       rm = 0;
     }
@@ -265,7 +265,7 @@ gstat_status gstat_cu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *
   int row_major = 0;
   const char *src = dense_element(X, cdt, 0, &row_major);
   if (!src) {
-    TRY(gstat_cu_load(s, ctx, "comoment", X, 0, 1, cdt, xc));
+    TRY(gstat_cu_load(s, ctx, "comoment", X, 0, 1, cdt, xc, NULL));
     src = xc;
     row_major = 0;
   }
@@ -313,7 +313,7 @@ gstat_status gstat_cu_pca_project(void *state, gstat_ctx *ctx, const gstat_matri
     int rm = 0;
     const char *src = dense_element(X, cdt, b, &rm);
     if (!src) {
-      TRY(gstat_cu_load(s, ctx, "pca_transform", X, b, 1, cdt, xc));
+      TRY(gstat_cu_load(s, ctx, "pca_transform", X, b, 1, cdt, xc, NULL));
       src = xc;
       rm = 0;
     }
@@ -348,7 +348,7 @@ gstat_status gstat_cu_pca_project(void *state, gstat_ctx *ctx, const gstat_matri
                        ldx, (const float *)dV, (int)p, &zero, (float *)dZ, (int)m);
     }
     TRY_BLAS(bs, "gemm");
-    TRY(gstat_cu_store(s, ctx, "pca_transform", dZ, cdt, Y, b, 1));
+    TRY(gstat_cu_store(s, ctx, "pca_transform", dZ, cdt, Y, b, 1, NULL));
     TRY_CU(cudaStreamSynchronize(s->stream), "scores"); /* h and the buffers are reused */
   }
   return GSTAT_OK;
