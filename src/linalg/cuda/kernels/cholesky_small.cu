@@ -1,5 +1,7 @@
 /*
- * Batched in-place Cholesky (lower) for n <= 64.
+ * Batched in-place Cholesky (lower) for n <= 64, and the two kernels of one
+ * step of the blocked factorization of larger n (chol_cuda.c): a diagonal
+ * block of at most GSTAT_CU_CHOL_BLOCK columns and the rows below it.
  *
  * A group of N lanes (N = 4 .. 64, the next power of two >= n) per matrix,
  * lane i holds row i in registers; right-looking, one step per column j:
@@ -40,9 +42,14 @@ __device__ __forceinline__ void group_barrier() {
     __syncthreads();
 }
 
+/* Element b is the n x n matrix at A + b * stride, leading dimension lda.
+ * first_col < 0: a whole matrix, info[b] = fail. Otherwise the diagonal
+ * block at column first_col of a blocked factorization: info[b] becomes
+ * first_col + fail on the first failure and is left alone otherwise. */
 template <typename T, int N>
 __global__ void __launch_bounds__(CholShape<N>::kThreads)
-    chol_regs_kernel(T *__restrict__ A, int n, int64_t batch, int *__restrict__ info) {
+    chol_regs_kernel(T *__restrict__ A, int n, int lda, int64_t stride, int64_t batch,
+                     int *__restrict__ info, int first_col) {
   constexpr int G = CholShape<N>::kGroups;
   __shared__ T column[2][G][N];
   const int g = threadIdx.x / N, L = threadIdx.x % N;
@@ -52,12 +59,12 @@ __global__ void __launch_bounds__(CholShape<N>::kThreads)
     if ((int64_t)blockIdx.x * G + (threadIdx.x / 32) * (32 / N) >= batch) return;
   }
   const bool live = b < batch && L < n;
-  T *Ab = A + b * n * n;
+  T *Ab = A + b * stride;
 
   /* row L; for a fixed j the group reads a contiguous column: coalesced */
   T a[N];
 #pragma unroll
-  for (int j = 0; j < N; ++j) a[j] = live && j < n && j <= L ? Ab[L + (int64_t)j * n] : T(0);
+  for (int j = 0; j < N; ++j) a[j] = live && j < n && j <= L ? Ab[L + (int64_t)j * lda] : T(0);
 
   int fail = 0; /* the same in every lane of the group: it comes from col[j] */
 #pragma unroll
@@ -79,35 +86,88 @@ __global__ void __launch_bounds__(CholShape<N>::kThreads)
   const T nan = quiet_nan<T>();
 #pragma unroll
   for (int j = 0; j < N; ++j) /* a[j > L] == 0 zeroes the strict upper triangle */
-    if (live && j < n) Ab[L + (int64_t)j * n] = fail ? nan : a[j];
-  if (b < batch && L == 0) info[b] = fail;
+    if (live && j < n) Ab[L + (int64_t)j * lda] = fail ? nan : a[j];
+  if (b < batch && L == 0) {
+    if (first_col < 0)
+      info[b] = fail;
+    else if (fail && info[b] == 0)
+      info[b] = first_col + fail;
+  }
 }
 
 template <typename T, int N>
-void launch_regs(T *A, int n, int64_t batch, int *info, cudaStream_t stream) {
+void launch_regs(T *A, int n, int lda, int64_t stride, int64_t batch, int *info, int first_col,
+                 cudaStream_t stream) {
   constexpr int64_t per_block = CholShape<N>::kGroups;
   constexpr int64_t max_chunk = INT32_MAX * per_block;
   for (int64_t b = 0; b < batch; b += max_chunk) {
     const int64_t count = batch - b < max_chunk ? batch - b : max_chunk;
     chol_regs_kernel<T, N>
         <<<(unsigned)((count + per_block - 1) / per_block), CholShape<N>::kThreads, 0, stream>>>(
-            A + b * n * n, n, count, info + b);
+            A + b * stride, n, lda, stride, count, info + b, first_col);
   }
 }
 
 template <typename T>
-void launch_chol(void *A_, int n, int64_t batch, int *info, cudaStream_t stream) {
+void launch_chol(void *A_, int n, int lda, int64_t stride, int64_t batch, int *info, int first_col,
+                 cudaStream_t stream) {
   T *A = static_cast<T *>(A_);
   if (n <= 4)
-    launch_regs<T, 4>(A, n, batch, info, stream);
+    launch_regs<T, 4>(A, n, lda, stride, batch, info, first_col, stream);
   else if (n <= 8)
-    launch_regs<T, 8>(A, n, batch, info, stream);
+    launch_regs<T, 8>(A, n, lda, stride, batch, info, first_col, stream);
   else if (n <= 16)
-    launch_regs<T, 16>(A, n, batch, info, stream);
+    launch_regs<T, 16>(A, n, lda, stride, batch, info, first_col, stream);
   else if (n <= 32)
-    launch_regs<T, 32>(A, n, batch, info, stream);
+    launch_regs<T, 32>(A, n, lda, stride, batch, info, first_col, stream);
   else
-    launch_regs<T, 64>(A, n, batch, info, stream);
+    launch_regs<T, 64>(A, n, lda, stride, batch, info, first_col, stream);
+}
+
+/* Rows below a factored diagonal block L11 (kb x kb, kb <= KB): X L11^T =
+ * A21 in place, one thread per row (the rows are independent forward
+ * substitutions, dividing by the pivots as LAPACK's trsm does), L11 in
+ * shared memory. Neighbouring threads own neighbouring rows, so every
+ * column read and write is coalesced. Block (x, y): rows x * blockDim.x ..,
+ * elements y, y + gridDim.y, ... */
+template <typename T, int KB>
+__global__ void __launch_bounds__(128)
+    panel_solve_kernel(T *__restrict__ A, int kb, int m, int lda, int64_t stride, int64_t batch) {
+  __shared__ T Ls[KB][KB + 1]; /* Ls[j][k] = L11(j, k), k <= j */
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
+    T *D = A + b * stride; /* the diagonal block's first entry */
+    __syncthreads();       /* Ls of the previous element is read */
+    for (int e = threadIdx.x; e < kb * kb; e += blockDim.x) {
+      const int j = e % kb, k = e / kb;
+      if (k <= j) Ls[j][k] = D[j + (int64_t)k * lda];
+    }
+    __syncthreads();
+    if (r >= m) continue;
+    T *row = D + kb + r; /* entry (r, k) of A21 at row[k * lda] */
+    T x[KB];
+#pragma unroll
+    for (int k = 0; k < KB; ++k) x[k] = k < kb ? row[(int64_t)k * lda] : T(0);
+#pragma unroll
+    for (int j = 0; j < KB; ++j) {
+      if (j >= kb) break; /* the same in every thread */
+      T sum = x[j];
+#pragma unroll
+      for (int k = 0; k < j; ++k) sum -= x[k] * Ls[j][k];
+      x[j] = sum / Ls[j][j];
+    }
+#pragma unroll
+    for (int k = 0; k < KB; ++k)
+      if (k < kb) row[(int64_t)k * lda] = x[k];
+  }
+}
+
+template <typename T>
+void launch_panel(void *A, int kb, int m, int lda, int64_t stride, int64_t batch,
+                  cudaStream_t stream) {
+  const dim3 grid((unsigned)((m + 127) / 128), (unsigned)(batch < 65535 ? batch : 65535));
+  panel_solve_kernel<T, GSTAT_CU_CHOL_BLOCK>
+      <<<grid, 128, 0, stream>>>(static_cast<T *>(A), kb, m, lda, stride, batch);
 }
 
 } /* namespace */
@@ -121,8 +181,30 @@ extern "C" cudaError_t gstat_cu_cholesky_small(int dtype, void *A, int64_t n, in
   if (n == 0 || batch == 0) return cudaSuccess;
   if (!A || !info) return cudaErrorInvalidValue;
   if (dtype == kF32)
-    launch_chol<float>(A, (int)n, batch, info, stream);
+    launch_chol<float>(A, (int)n, (int)n, n * n, batch, info, -1, stream);
   else
-    launch_chol<double>(A, (int)n, batch, info, stream);
+    launch_chol<double>(A, (int)n, (int)n, n * n, batch, info, -1, stream);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_cholesky_block(int dtype, void *A, int64_t kb, int64_t m,
+                                               int64_t lda, int64_t stride, int64_t batch,
+                                               int64_t first_col, int *info, cudaStream_t stream) {
+  using namespace gstat_cu;
+  if (!compute_dtype(dtype) || kb < 1 || kb > GSTAT_CU_CHOL_BLOCK || m < 0 || lda < kb + m ||
+      lda > INT32_MAX || stride < 0 || batch < 0 || first_col < 0 || first_col > INT32_MAX - kb)
+    return cudaErrorInvalidValue;
+  if (batch == 0) return cudaSuccess;
+  if (!A || !info) return cudaErrorInvalidValue;
+  if (dtype == kF32)
+    launch_chol<float>(A, (int)kb, (int)lda, stride, batch, info, (int)first_col, stream);
+  else
+    launch_chol<double>(A, (int)kb, (int)lda, stride, batch, info, (int)first_col, stream);
+  if (m > 0) {
+    if (dtype == kF32)
+      launch_panel<float>(A, (int)kb, (int)m, (int)lda, stride, batch, stream);
+    else
+      launch_panel<double>(A, (int)kb, (int)m, (int)lda, stride, batch, stream);
+  }
   return cudaGetLastError();
 }

@@ -29,6 +29,7 @@ extern "C" {
 
 #define GSTAT_CU_JACOBI_MAX_N 32 /* gstat_cu_eigh_jacobi: n <= this */
 #define GSTAT_CU_CHOL_MAX_N 64   /* gstat_cu_cholesky_small: n <= this */
+#define GSTAT_CU_CHOL_BLOCK 32   /* gstat_cu_cholesky_block: kb <= this */
 
 /* Strided (any dtype) -> dense column-major batch in dst_dtype (1 or 2). */
 cudaError_t gstat_cu_gather(const void *src, int src_dtype, int64_t batch, int64_t rows,
@@ -71,6 +72,19 @@ cudaError_t gstat_cu_find_nonfinite(int dtype, const void *A, int tri, int64_t b
  * info[b] = 0, or the order of the first leading minor that is not positive
  * definite (then all of element b is written as NaN). */
 cudaError_t gstat_cu_cholesky_small(int dtype, void *A, int64_t n, int64_t batch, int *info,
+                                    cudaStream_t stream);
+
+/* One step of a blocked Cholesky (lower) of a batch (dtype 1/2): element b
+ * is at A + b * stride (elements, column-major, leading dimension lda), and
+ * A points at its diagonal block (first_col, first_col), kb <= 32 columns
+ * wide with m rows below. Factors that block in place (as
+ * gstat_cu_cholesky_small; on failure the block becomes NaN and info[b]
+ * becomes first_col + its failing column, unless info[b] was set already:
+ * the caller zeroes info first) and solves the m rows below it against the
+ * factor (A21 := A21 L11^-T). The trailing update A22 -= A21 A21^T is the
+ * caller's (a strided batched GEMM). */
+cudaError_t gstat_cu_cholesky_block(int dtype, void *A, int64_t kb, int64_t m, int64_t lda,
+                                    int64_t stride, int64_t batch, int64_t first_col, int *info,
                                     cudaStream_t stream);
 
 /* Post-processing of a solved eigh batch in one pass (dtype 1 or 2; V dense
