@@ -4,17 +4,19 @@
  * prints key=value pairs: gstat_ms and the raw cuSOLVER anchors
  * (syevBatched_ms = cusolverDnXsyevBatched, syevjBatched_ms for n <= 32,
  * syevd_loop_ms = cusolverDnXsyevd per matrix on one stream,
- * potrfBatched_ms), each the median of REPS timed with CUDA events after a
- * warm-up; the anchors include the device copy of A they need (they
- * overwrite it), as gstat's time includes its own. "nan" = not run/failed.
- * INPUT_FILE, when given, receives the input batch (raw, dense, in the
- * dtype), so that other libraries can be timed on the very same matrices:
- * the divide-and-conquer solvers' time depends on the spectrum.
+ * potrfBatched_ms), each the median of REPS rounds (a round times each
+ * routine once, with CUDA events, after one warm-up call each); the anchors
+ * include the device copy of A they need (they overwrite it), as gstat's
+ * time includes its own. A key is missing when its routine was not run or
+ * failed. INPUT_FILE, when given, receives the input batch (raw, dense, in
+ * the dtype), so that other libraries can be timed on the very same
+ * matrices: the divide-and-conquer solvers' time depends on the spectrum.
  */
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <gstat/gstat.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,29 +30,45 @@ static int cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Median time of fn over reps, after one warm-up; NAN when fn fails. */
-static double time_it(run_fn fn, void *arg, int reps) {
+/* One routine to time: fn(arg) returns nonzero on failure. */
+typedef struct {
+  const char *key;
+  run_fn fn;
+  double *t; /* one time per round */
+  bool failed;
+} runner;
+
+/* Median times of every runner over reps rounds, after one warm-up call
+ * each. A round times every runner once (CUDA events), so the GPU's clock
+ * and temperature drift over the run falls on all of them alike instead of
+ * on whichever ran last. A runner that fails is NAN. */
+static void time_rounds(runner *rs, int nr, void *arg, int reps, double *med) {
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
-  if (fn(arg)) return NAN;
-  CK(cudaDeviceSynchronize());
-  double *t = malloc(sizeof(double) * (size_t)reps);
-  for (int r = 0; r < reps; r++) {
-    CK(cudaEventRecord(e0, 0));
-    if (fn(arg)) return NAN;
-    CK(cudaEventRecord(e1, 0));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    t[r] = ms;
+  for (int k = 0; k < nr; k++) {
+    rs[k].t = malloc(sizeof(double) * (size_t)reps);
+    rs[k].failed = rs[k].fn(arg) != 0;
   }
-  qsort(t, (size_t)reps, sizeof *t, cmp);
-  double med = t[reps / 2];
-  free(t);
+  CK(cudaDeviceSynchronize());
+  for (int r = 0; r < reps; r++)
+    for (int k = 0; k < nr; k++) {
+      if (rs[k].failed) continue;
+      CK(cudaEventRecord(e0, 0));
+      rs[k].failed = rs[k].fn(arg) != 0;
+      CK(cudaEventRecord(e1, 0));
+      CK(cudaEventSynchronize(e1));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      rs[k].t[r] = ms;
+    }
+  for (int k = 0; k < nr; k++) {
+    qsort(rs[k].t, (size_t)reps, sizeof(double), cmp);
+    med[k] = rs[k].failed ? NAN : rs[k].t[reps / 2];
+    free(rs[k].t);
+  }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
-  return med;
 }
 
 typedef struct {
@@ -203,58 +221,60 @@ int main(int argc, char **argv) {
   }
   size_t free0, total, free1;
   CK(cudaMemGetInfo(&free0, &total));
-  printf("gstat_ms=%.4f ", time_it(run_gstat, &b, reps));
+  if (run_gstat(&b)) return 1;
   CK(cudaMemGetInfo(&free1, &total));
+  runner rs[5];
+  int nr = 0;
+  rs[nr++] = (runner){"gstat_ms", run_gstat, NULL, false};
+  if (!b.bf16) {
+    cusolverDnCreate(&b.h);
+    cusolverDnCreateParams(&b.p);
+    cudaDataType t = b.f64 ? CUDA_R_64F : CUDA_R_32F;
+    size_t dev = 0, host = 0;
+    if (!strcmp(b.op, "cholesky")) {
+      void **hp = malloc(sizeof(void *) * (size_t)b.batch);
+      for (int64_t k = 0; k < b.batch; k++) hp[k] = (char *)b.a + (size_t)(k * b.n * b.n) * b.es;
+      CK(cudaMalloc((void **)&b.ptrs, sizeof(void *) * (size_t)b.batch));
+      CK(cudaMemcpy(b.ptrs, hp, sizeof(void *) * (size_t)b.batch, cudaMemcpyHostToDevice));
+      free(hp);
+      rs[nr++] = (runner){"potrfBatched_ms", run_potrf_batched, NULL, false};
+    } else {
+      /* every workspace before the first round: need() reallocates */
+      if (b.n * b.n * b.batch <= 2147483647LL &&
+          cusolverDnXsyevBatched_bufferSize(b.h, b.p, CUSOLVER_EIG_MODE_VECTOR,
+                                            CUBLAS_FILL_MODE_LOWER, b.n, t, b.a, b.n, t, b.w, t,
+                                            &dev, &host, b.batch) == CUSOLVER_STATUS_SUCCESS) {
+        need(&b, dev, host);
+        rs[nr++] = (runner){"syevBatched_ms", run_syev_batched, NULL, false};
+      }
+      if (b.n <= 32) {
+        int lwork = 0;
+        cusolverDnCreateSyevjInfo(&b.j);
+        if (b.f64)
+          cusolverDnDsyevjBatched_bufferSize(b.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
+                                             (int)b.n, b.a, (int)b.n, b.w, &lwork, b.j,
+                                             (int)b.batch);
+        else
+          cusolverDnSsyevjBatched_bufferSize(b.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
+                                             (int)b.n, b.a, (int)b.n, b.w, &lwork, b.j,
+                                             (int)b.batch);
+        need(&b, (size_t)lwork * b.es, 0);
+        rs[nr++] = (runner){"syevjBatched_ms", run_syevj_batched, NULL, false};
+      }
+      if (b.batch <= 64 && cusolverDnXsyevd_bufferSize(
+                               b.h, b.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, b.n, t,
+                               b.a, b.n, t, b.w, t, &dev, &host) == CUSOLVER_STATUS_SUCCESS) {
+        need(&b, dev, host);
+        rs[nr++] = (runner){"syevd_loop_ms", run_syevd_loop, NULL, false};
+      }
+    }
+  }
+  double med[5];
+  time_rounds(rs, nr, &b, reps, med);
+  for (int k = 0; k < nr; k++)
+    if (!isnan(med[k])) printf("%s=%.4f ", rs[k].key, med[k]);
   printf("gstat_device_MiB=%.1f ", (double)(free0 - free1) / 1048576.0);
   /* the caller's A, w and V (gstat's footprint adds to these) */
-  printf("caller_MiB=%.1f ", (double)((2 * na + (size_t)(b.batch * b.n)) * b.es) / 1048576.0);
-  if (b.bf16) {
-    printf("\n");
-    return 0;
-  }
-  cusolverDnCreate(&b.h);
-  cusolverDnCreateParams(&b.p);
-  cudaDataType t = b.f64 ? CUDA_R_64F : CUDA_R_32F;
-  size_t dev = 0, host = 0;
-  if (!strcmp(b.op, "cholesky")) {
-    void **hp = malloc(sizeof(void *) * (size_t)b.batch);
-    for (int64_t k = 0; k < b.batch; k++) hp[k] = (char *)b.a + (size_t)(k * b.n * b.n) * b.es;
-    CK(cudaMalloc((void **)&b.ptrs, sizeof(void *) * (size_t)b.batch));
-    CK(cudaMemcpy(b.ptrs, hp, sizeof(void *) * (size_t)b.batch, cudaMemcpyHostToDevice));
-    free(hp);
-    printf("potrfBatched_ms=%.4f\n", time_it(run_potrf_batched, &b, reps));
-    return 0;
-  }
-  if (b.n * b.n * b.batch <= 2147483647LL &&
-      cusolverDnXsyevBatched_bufferSize(b.h, b.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
-                                        b.n, t, b.a, b.n, t, b.w, t, &dev, &host,
-                                        b.batch) == CUSOLVER_STATUS_SUCCESS) {
-    need(&b, dev, host);
-    printf("syevBatched_ms=%.4f ", time_it(run_syev_batched, &b, reps));
-  } else {
-    printf("syevBatched_ms=nan ");
-  }
-  if (b.n <= 32) {
-    int lwork = 0;
-    cusolverDnCreateSyevjInfo(&b.j);
-    if (b.f64)
-      cusolverDnDsyevjBatched_bufferSize(b.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
-                                         (int)b.n, b.a, (int)b.n, b.w, &lwork, b.j, (int)b.batch);
-    else
-      cusolverDnSsyevjBatched_bufferSize(b.h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
-                                         (int)b.n, b.a, (int)b.n, b.w, &lwork, b.j, (int)b.batch);
-    need(&b, (size_t)lwork * b.es, 0);
-    printf("syevjBatched_ms=%.4f ", time_it(run_syevj_batched, &b, reps));
-  } else {
-    printf("syevjBatched_ms=nan ");
-  }
-  if (b.batch <= 64 &&
-      cusolverDnXsyevd_bufferSize(b.h, b.p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, b.n,
-                                  t, b.a, b.n, t, b.w, t, &dev, &host) == CUSOLVER_STATUS_SUCCESS) {
-    need(&b, dev, host);
-    printf("syevd_loop_ms=%.4f\n", time_it(run_syevd_loop, &b, reps < 3 ? reps : 3));
-  } else {
-    printf("syevd_loop_ms=nan\n");
-  }
+  printf("caller_MiB=%.1f\n", (double)((2 * na + (size_t)(b.batch * b.n)) * b.es) / 1048576.0);
   return 0;
 }
