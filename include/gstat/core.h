@@ -170,8 +170,11 @@ GSTAT_API const char *gstat_ctx_last_backend_name(const gstat_ctx *ctx);
 GSTAT_API int gstat_ctx_cuda_available(gstat_ctx *ctx);
 
 /* Run this context's CUDA work on `stream` (a cudaStream_t; NULL = the
- * context's own stream). The caller keeps ownership of the stream and must
- * keep it alive while the context uses it. Statuses: GSTAT_OK,
+ * context's own stream, which is ordered after the caller's work on the
+ * legacy default stream, as a stream created by cudaStreamCreate is). Work
+ * runs in order with the caller's earlier work on that stream. The caller
+ * keeps ownership of the stream and must keep it alive while the context
+ * uses it. Statuses: GSTAT_OK,
  * GSTAT_EINVAL (ctx NULL), GSTAT_EUNSUPPORTED (no CUDA backend). */
 GSTAT_API gstat_status gstat_ctx_set_cuda_stream(gstat_ctx *ctx, void *stream);
 

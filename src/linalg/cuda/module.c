@@ -274,7 +274,10 @@ static gstat_status create(gstat_ctx *ctx, int device, void **out) {
   s->device = device;
   gstat_status st = GSTAT_OK;
   if ((err = cudaSetDevice(device)) != cudaSuccess ||
-      (err = cudaStreamCreateWithFlags(&s->own, cudaStreamNonBlocking)) != cudaSuccess) {
+      /* a blocking stream: its work waits for the caller's earlier work on
+       * the legacy default stream (a cudaMemcpy from pageable memory returns
+       * before its DMA lands; a non-blocking stream could read before it) */
+      (err = cudaStreamCreateWithFlags(&s->own, cudaStreamDefault)) != cudaSuccess) {
     st = gstat_cu_fail(ctx, "cuda", "initialising the device", err);
     goto done;
   }
