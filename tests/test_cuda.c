@@ -350,14 +350,15 @@ static void test_cholesky_and_solves(void **state) {
 }
 
 /* A batch with elements that are not positive definite, data in device
- * memory, at n = 64 (our register kernel), 65 (potrfBatched) and 520 (the
- * blocked factorization; the failing columns lie in different blocks): the status
+ * memory, at n = 64 (our register kernel), 65 (potrfBatched), 520 and 1030
+ * (the blocked factorization; the failing columns lie in different blocks):
+ * the status
  * and info name them, their factors are NaN, the others are right. */
 static void test_cholesky_not_pd_device(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
-  const int64_t ns[] = {64, 65, 520};
-  for (int s = 0; s < 3; s++)
+  const int64_t ns[] = {64, 65, 520, 1030};
+  for (int s = 0; s < 4; s++)
     for (int u = 0; u < 2; u++) {
       const int64_t n = ns[s], nb = 6;
       gstat_dtype dt = u ? GSTAT_F64 : GSTAT_F32;
