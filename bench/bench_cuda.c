@@ -63,7 +63,7 @@ static void time_rounds(runner *rs, int nr, void *arg, int reps, double *med) {
       rs[k].t[r] = ms;
     }
   for (int k = 0; k < nr; k++) {
-    qsort(rs[k].t, (size_t)reps, sizeof(double), cmp);
+    if (!rs[k].failed) qsort(rs[k].t, (size_t)reps, sizeof(double), cmp);
     med[k] = rs[k].failed ? NAN : rs[k].t[reps / 2];
     free(rs[k].t);
   }

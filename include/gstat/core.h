@@ -171,8 +171,10 @@ GSTAT_API int gstat_ctx_cuda_available(gstat_ctx *ctx);
 
 /* Run this context's CUDA work on `stream` (a cudaStream_t; NULL = the
  * context's own stream, which is ordered after the caller's work on the
- * legacy default stream, as a stream created by cudaStreamCreate is). Work
- * runs in order with the caller's earlier work on that stream. The caller
+ * legacy default stream, as a stream created by cudaStreamCreate is; not
+ * after work on a per-thread default stream or the caller's own streams:
+ * pass that stream here). Work runs in order with the caller's earlier work
+ * on that stream. The caller
  * keeps ownership of the stream and must keep it alive while the context
  * uses it. Statuses: GSTAT_OK,
  * GSTAT_EINVAL (ctx NULL), GSTAT_EUNSUPPORTED (no CUDA backend). */

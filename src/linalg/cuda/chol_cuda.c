@@ -78,9 +78,11 @@ static gstat_status factor_blocked(gstat_cu_state *s, gstat_ctx *ctx, int cdt, v
                                      (const float *)below, (int)n, stride, &one, (float *)trail,
                                      (int)n, stride, (int)nb);
     }
-    if (bs != CUBLAS_STATUS_SUCCESS)
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+      cudaStreamSynchronize(s->stream); /* nothing may still write dA (the caller's F) after */
       return gstat_cu_host->fail(ctx, GSTAT_EBACKEND,
                                  "cholesky: trailing update failed (cublasStatus %d)", (int)bs);
+    }
   }
   if (err == cudaSuccess) err = gstat_cu_finish_cholesky(cdt, dA, n, nb, dInfo, s->stream);
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "cholesky", "blocked factor", err);

@@ -14,7 +14,9 @@
 
 #include "linalg/backend.h"
 
-enum { GSTAT_CU_STREAMS = 4 }; /* streams for the per-matrix (large n) path */
+/* side streams for the per-matrix (large n) path; the host-array pipeline
+ * (eigh_cuda.c) uses two of them and ev[0..3] */
+enum { GSTAT_CU_STREAMS = 4 };
 
 /* A device (or pinned host) buffer that grows and is kept. */
 typedef struct {
@@ -145,7 +147,8 @@ size_t gstat_cu_span(const gstat_matrix *m, int64_t b0, int64_t nb);
 /* bytes from the caller's host memory to the device and back, on `stream`,
  * through the pinned halves of s->stage_in / s->stage_out (host_staging.c).
  * copy_in returns once host may change (the device side is ordered on the
- * stream); copy_out once host holds the bytes. */
+ * stream), except for memory the caller pinned, which the DMA reads
+ * directly, in stream order; copy_out returns once host holds the bytes. */
 cudaError_t gstat_cu_copy_in(gstat_cu_state *s, cudaStream_t stream, void *dev, const void *host,
                              size_t bytes);
 cudaError_t gstat_cu_copy_out(gstat_cu_state *s, cudaStream_t stream, void *host, const void *dev,

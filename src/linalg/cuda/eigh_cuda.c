@@ -261,6 +261,7 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
  * take about as long for part of a batch as for all of it
  * (bench/probe_syev_batched). */
 enum { kPipePieceBytes = 16 << 20 }; /* of A in the compute type, per piece */
+_Static_assert(GSTAT_CU_STREAMS >= 4, "the pipeline uses side[0..1] and ev[0..3]");
 
 /* Matrices per piece when eigh of these arguments runs as a pipeline, else 0. */
 static int64_t pipeline_piece(const eigh_run *r, const gstat_matrix *A, const gstat_matrix *w,
@@ -269,7 +270,17 @@ static int64_t pipeline_piece(const eigh_run *r, const gstat_matrix *A, const gs
       (V && V->location != GSTAT_HOST))
     return 0;
   int64_t piece = kPipePieceBytes / (r->n * r->n * (int64_t)gstat_cu_dtype_bytes(r->cdt));
-  return A->batch >= 3 * piece ? piece : 0; /* at least three pieces */
+  if (A->batch < 3 * piece) return 0; /* at least three pieces */
+  /* The pieces together may span at most twice the bytes of the whole
+   * batch: with an interleaved layout (batch stride 1) each piece would
+   * span nearly all of the array. */
+  int64_t pieces = (A->batch + piece - 1) / piece;
+  const gstat_matrix *args[3] = {A, w, V};
+  for (int i = 0; i < 3; i++)
+    if (args[i] && (size_t)pieces * gstat_cu_span(args[i], 0, piece) >
+                       2 * gstat_cu_span(args[i], 0, args[i]->batch))
+      return 0;
+  return piece;
 }
 
 static gstat_status jacobi_pipeline(const eigh_run *run, const gstat_matrix *A0, gstat_matrix *w,
@@ -291,11 +302,11 @@ static gstat_status jacobi_pipeline(const eigh_run *run, const gstat_matrix *A0,
   int *dInfo = gstat_cu_buffer(s, r->ctx, CU_INFO, 4 * sizeof(int) * (size_t)piece);
   if (!stage || !dA || (r->want && !dV) || !dW || !dInfo) return GSTAT_ENOMEM;
   cudaStream_t in = s->side[0], out = s->side[1];
-  cudaEvent_t *loaded = &s->ev[0], *solved = &s->ev[2]; /* per slot */
+  cudaEvent_t *loaded = &s->ev[0], *solved = &s->ev[2], start = s->ev[GSTAT_CU_STREAMS];
   /* both side streams start after the caller's earlier work on the stream */
-  cudaError_t err = cudaEventRecord(s->ev[4], s->stream);
-  if (err == cudaSuccess) err = cudaStreamWaitEvent(in, s->ev[4], 0);
-  if (err == cudaSuccess) err = cudaStreamWaitEvent(out, s->ev[4], 0);
+  cudaError_t err = cudaEventRecord(start, s->stream);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(in, start, 0);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(out, start, 0);
   gstat_status st = GSTAT_OK;
   int64_t pieces = (A.batch + piece - 1) / piece;
   for (int64_t k = 0; k <= pieces && st == GSTAT_OK && err == cudaSuccess; k++) {
@@ -304,6 +315,10 @@ static gstat_status jacobi_pipeline(const eigh_run *run, const gstat_matrix *A0,
       int64_t b0 = k * piece, nb = A.batch - b0 < piece ? A.batch - b0 : piece;
       int *di = dInfo + 2 * piece * slot;
       gstat_cu_lane lane = {in, stage + span * (size_t)slot};
+      /* the slot's last user, piece k - 2, is done: its kernel (waited for
+       * here, on the device) and its store and info (on the host: stores
+       * to host memory return once the bytes are there) */
+      if (k >= 2 && (err = cudaStreamWaitEvent(in, solved[slot], 0)) != cudaSuccess) break;
       st = gstat_cu_load(s, r->ctx, "eigh", &A, b0, nb, r->cdt, dA + mat * (size_t)slot, &lane);
       if (st != GSTAT_OK) break;
       err = cudaEventRecord(loaded[slot], in);

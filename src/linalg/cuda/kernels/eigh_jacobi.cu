@@ -21,15 +21,19 @@
  * published through shared memory (one __syncwarp a step); every lane reads
  * all N/2 rotations. Each lane keeps its diagonal entry a_LL in a register
  * of its own, updated exactly (Rutishauser: a_pp -= t a_pq, a_qq += t a_pq),
- * and the pair's 2x2 block in a[] is cleared (a_pq = 0; the diagonal copy
- * there is never read). Only the off-diagonal a_pq is picked out of a[].
+ * and the pair's 2x2 block in a[] is cleared (a_pq = 0, or below 2^-1042
+ * for double, see clear_if). The stale diagonal copy left in a[] only ever
+ * feeds that block, so only the off-diagonal a_pq is picked out of a[].
  *
- * Cost per step, N = 32, float, with vectors (sm_90 SASS of the loop):
- * ~210 FP32 instructions (A columns N mul + N fma, A rows and V columns 2N
- * each: 6N = 192, plus the rotation), 33 shuffles, 17 shared loads, ~45
- * selects to pick a_pq out of a[] (N/2 - 1) and to clear the own 2x2 block
- * (N), ~60 for indices, votes and control: ~415 warp instructions for 9 N^2
- * = 9.2 kflop (double: ~420, its shuffles and selects count twice). One sweep is N - 1 = 31 steps.
+ * Cost per step, N = 32, float, with vectors (sm_90 SASS of the loop, 829
+ * instructions per two-step iteration): ~210 FP32 instructions (A columns
+ * N mul + N fma, A rows and V columns 2N each: 6N = 192, plus the
+ * rotation), 33 shuffles, 17 shared loads, ~47 selects to pick a_pq out of
+ * a[] (N/2 - 1) and to clear the own 2x2 block (N), and the rest (~110)
+ * for indices, predicates, votes and control: ~415 warp instructions for
+ * 9 N^2 = 9.2 kflop. Double: 842 per iteration (fewer FP instructions with
+ * scaled columns, two per shuffle and per picking select). One sweep is
+ * N - 1 = 31 steps.
  * Measured sweeps (the last partial one confirms convergence) for random matrices: 5.9 (float) /
  * 6.9 (double) at n = 32, 5.2 / 6.1 at n = 16; graded spectra 1 .. eps take
  * 7.8 / 11.6 at n = 32, clustered ones ~1.
@@ -193,7 +197,9 @@ __device__ __forceinline__ T pick_odd(const T (&a)[N], int k) {
   return x[0];
 }
 
-/* x = 0 where c. */
+/* x = 0 where c; for double only the high word is cleared (one select
+ * instead of two), which leaves a value below 2^-1042: under the eps floor
+ * of the convergence test and negligible next to entries near 1. */
 __device__ __forceinline__ void clear_if(float &x, bool c) {
   x = c ? 0.0f : x;
 }
@@ -352,8 +358,9 @@ __device__ __forceinline__ void transform_pair(T x, T y, T &u, T &w) {
 
 /* One parallel step: every group rotates its N/2 pairs. diag is A's
  * diagonal entry a_LL, kept in a register of its own and updated by the
- * exact formula (Rutishauser's a_pp -= t a_pq, a_qq += t a_pq): the copy in
- * a[] is never read again, so there is nothing to select or set there. k is
+ * exact formula (Rutishauser's a_pp -= t a_pq, a_qq += t a_pq): the stale
+ * copy in a[] only feeds the pair's own block, which is cleared, so nothing
+ * is selected or set for it. k is
  * the position of this lane's index L, t the step modulo N - 1, partner the
  * lane holding L's partner; all three advance to the next step (from sched).
  * rots: this step's slots (the two steps of a loop iteration use different
@@ -405,9 +412,9 @@ __device__ __forceinline__ bool jacobi_step(T (&a)[N], T (&v)[N], T &diag, Scale
     sc.isig = fma(sc.isig, fma(-sc.sig, sc.isig, T(1)), sc.isig);
   }
   /* J^T (A J) on the rows, V J on the columns: the same 2x2 transforms. The
-   * pair's own block is cleared: its off-diagonal entry becomes exactly 0,
-   * so rounding noise cannot keep a converged pair rotating, and the
-   * diagonal entry's copy (never read) with it, which saves a select. */
+   * pair's own block is cleared: its off-diagonal entry becomes 0 (see
+   * clear_if), so rounding noise cannot keep a converged pair rotating, and
+   * the stale diagonal copy with it, which saves a select. */
 #pragma unroll
   for (int m = 0; m < N / 2; ++m) {
     const T x = rots[m].x, y = rots[m].y;
