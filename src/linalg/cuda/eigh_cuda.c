@@ -290,9 +290,10 @@ static gstat_status jacobi_pipeline(const eigh_run *run, const gstat_matrix *A0,
   gstat_matrix A = as_col_major(A0, &rr.fill);
   gstat_cu_state *s = r->s;
   size_t es = gstat_cu_dtype_bytes(r->cdt), mat = (size_t)(r->n * r->n * piece) * es,
-         vec = (size_t)(r->n * piece) * es, span = gstat_cu_span(&A, 0, piece);
-  if (gstat_cu_span(w, 0, piece) > span) span = gstat_cu_span(w, 0, piece);
-  if (V && gstat_cu_span(V, 0, piece) > span) span = gstat_cu_span(V, 0, piece);
+         vec = (size_t)(r->n * piece) * es, span = 0;
+  const gstat_matrix *args[3] = {&A, w, V}; /* a stage holds a piece of any of them */
+  for (int i = 0; i < 3; i++)
+    if (args[i] && gstat_cu_span(args[i], 0, piece) > span) span = gstat_cu_span(args[i], 0, piece);
   span = (span + 255) & ~(size_t)255;
   /* per slot: a stage in and a stage out, matrices, vectors, values, info + flags */
   char *stage = gstat_cu_buffer(s, r->ctx, CU_STAGE, 4 * span);

@@ -162,9 +162,12 @@ __global__ void __launch_bounds__(128)
   }
 }
 
+/* One step of the blocked factorization: the diagonal block, then the rows below it. */
 template <typename T>
-void launch_panel(void *A, int kb, int m, int lda, int64_t stride, int64_t batch,
-                  cudaStream_t stream) {
+void launch_block(void *A, int kb, int m, int lda, int64_t stride, int64_t batch, int first_col,
+                  int *info, cudaStream_t stream) {
+  launch_chol<T>(A, kb, lda, stride, batch, info, first_col, stream);
+  if (m == 0) return;
   const dim3 grid((unsigned)((m + 127) / 128), (unsigned)(batch < 65535 ? batch : 65535));
   panel_solve_kernel<T, GSTAT_CU_CHOL_BLOCK>
       <<<grid, 128, 0, stream>>>(static_cast<T *>(A), kb, m, lda, stride, batch);
@@ -197,14 +200,8 @@ extern "C" cudaError_t gstat_cu_cholesky_block(int dtype, void *A, int64_t kb, i
   if (batch == 0) return cudaSuccess;
   if (!A || !info) return cudaErrorInvalidValue;
   if (dtype == kF32)
-    launch_chol<float>(A, (int)kb, (int)lda, stride, batch, info, (int)first_col, stream);
+    launch_block<float>(A, (int)kb, (int)m, (int)lda, stride, batch, (int)first_col, info, stream);
   else
-    launch_chol<double>(A, (int)kb, (int)lda, stride, batch, info, (int)first_col, stream);
-  if (m > 0) {
-    if (dtype == kF32)
-      launch_panel<float>(A, (int)kb, (int)m, (int)lda, stride, batch, stream);
-    else
-      launch_panel<double>(A, (int)kb, (int)m, (int)lda, stride, batch, stream);
-  }
+    launch_block<double>(A, (int)kb, (int)m, (int)lda, stride, batch, (int)first_col, info, stream);
   return cudaGetLastError();
 }
