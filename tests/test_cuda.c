@@ -148,16 +148,37 @@ static void test_eigh_families(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
-/* bf16 data in device memory: n <= 32 runs the Jacobi kernel on bf16
- * directly, larger n a float32 copy half the batch at a time. Both agree
+/* 32 < n <= 64: the block Jacobi kernel runs for batches of at least 256
+ * (double; float from 1 to 128 by n) and for a single matrix; smaller
+ * batches run XsyevBatched (test_eigh_families). Every family, padded
+ * orders 40, 64 and 64 (n = 57), all layouts, host and device data. */
+static void test_eigh_block_jacobi(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  const int64_t sizes[] = {40, 57, 64};
+  for (int f = 0; f < TU_FAMILY_COUNT; f++)
+    for (int dt = 0; dt < 2; dt++) {
+      int k = 2 * f + dt;
+      eigh_case(gpu, cpu, dt ? GSTAT_F64 : GSTAT_F32, (tu_family)f, sizes[k % 3], 260,
+                (tu_layout)(k % 3), (gstat_uplo)(f % 2), (f + dt) % 2 == 0);
+      eigh_case(gpu, cpu, dt ? GSTAT_F64 : GSTAT_F32, (tu_family)f, 64, 1, (tu_layout)(k % 3),
+                (gstat_uplo)(k % 2), f % 2 == 0);
+    }
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
+/* bf16 data in device memory: n <= 32 (and n = 40 at this batch) runs the
+ * Jacobi kernels on bf16 directly, n = 64 at this batch a float32 copy
+ * (XsyevBatched) half the batch at a time. Both agree
  * with the CPU's bf16 results (float32 computation rounded to bf16) to a
  * bf16 rounding, and satisfy the eigen equations to bf16 accuracy. */
 static void test_eigh_bf16_device(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
   const double bf16_ulp = 1.0 / 128; /* bf16 epsilon, 2^-7 */
-  const int64_t ns[] = {5, 32, 64};
-  for (int s = 0; s < 3; s++)
+  const int64_t ns[] = {5, 32, 40, 64};
+  for (int s = 0; s < 4; s++)
     for (int u = 0; u < 2; u++) {
       const int64_t n = ns[s], nb = 9;
       tu_rng rng = tu_rng_new();
@@ -228,13 +249,15 @@ static void test_host_staging_pieces(void **state) {
 
 /* Host data on the Jacobi path large enough to run as a pipeline (pieces
  * of 16 MiB of A: 16384 matrices of 16 x 16 float; four pieces, the last
- * partial), in each layout, and values only: the same results as the CPU. */
+ * partial), in each layout, and values only; the block kernel's pipeline
+ * (48 x 48 double: pieces of 910, four): the same results as the CPU. */
 static void test_host_pipeline(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
   const int64_t n = 16, nb = 3 * 16384 + 1000;
   for (int l = 0; l < TU_LAYOUT_COUNT; l++)
     eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, n, nb, (tu_layout)l, (gstat_uplo)(l % 2), false);
+  eigh_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 48, 3 * 910 + 100, TU_COL_MAJOR, GSTAT_UPPER, false);
   tu_rng rng = tu_rng_new();
   tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
          W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR),
@@ -747,6 +770,7 @@ int main(void) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_eigh_families),
+      cmocka_unit_test(test_eigh_block_jacobi),
       cmocka_unit_test(test_eigh_bf16_device),
       cmocka_unit_test(test_large_batch_small_n),
       cmocka_unit_test(test_host_staging_pieces),

@@ -1,9 +1,13 @@
 /*
  * eigh on the GPU, dispatched by matrix order (one table, measured on the
  * H200; bench/README.md has the numbers):
- *   n <= 32          our Jacobi kernel (kernels/), one launch for the batch
- *                    (bf16 device data read and written as bf16 by it)
- *   32 < n < 2048    cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX,
+ *   n <= 32          our Jacobi kernel (kernels/, a warp per matrix), one
+ *                    launch for the batch (bf16 device data read and written
+ *                    as bf16 by it)
+ *   32 < n <= 64     our Jacobi kernel (a block per matrix) once the batch is
+ *                    large enough to hide its per-step latency (jacobi_rules)
+ *   otherwise, n < 2048
+ *                    cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX,
  *                    replayed from a CUDA graph where cuSOLVER allows capture
  *   n >= 2048        cusolverDnXsyevd per matrix, spread over side streams;
  *                    also a single matrix of n >= 1024, where the batched
@@ -19,9 +23,35 @@
 #include "linalg/cuda/cuda_state.h"
 #include "linalg/cuda/kernels/kernels.h"
 
-static const int64_t jacobi_max_n = 32;
+/* When the Jacobi kernels run: up to max_n, for a chunk of at least
+ * min_batch matrices (float, double; bf16 computes in float) or of one (the
+ * batched solver takes a single matrix no faster than Xsyevd). Above n = 32
+ * a block solves a matrix in a chain of dependent steps (n - 1 a sweep):
+ * 0.36 ms for one 64 x 64 float, 0.67 ms double, where XsyevBatched takes
+ * 0.32-0.41 ms (float) and 0.37-0.50 ms (double) for 2-64 of them (and
+ * 0.64 / 0.79 ms for one). Minimum batches from
+ * bench_cuda on the H200 (batches 2, 16, 32, 64, 128, 256 at n = 36, 44,
+ * 52, 60, 64; bench/README.md). */
+static const struct {
+  int64_t max_n, min_batch_f32, min_batch_f64;
+} jacobi_rules[] = {
+    {32, 1, 1},                        /* the warp kernel: 3-4x syevjBatched */
+    {40, 1, 1},                        /* the block kernel from here on */
+    {44, 1, 256},                      /* double at n = 44: 128 x 0.50 vs 0.49 ms */
+    {52, 32, 256},                     /* float at n = 52: 16 x 0.337 vs 0.326 ms */
+    {GSTAT_CU_JACOBI_MAX_N, 128, 256}, /* n = 64: 64 x 0.434 vs 0.406 ms */
+};
 static const int64_t loop_min_n = 2048;
 static const int64_t single_loop_min_n = 1024;
+
+/* Whether a chunk of nb matrices of order n runs our Jacobi kernel. */
+static bool uses_jacobi(int64_t n, int cdt, int64_t nb) {
+  for (size_t i = 0; i < sizeof jacobi_rules / sizeof jacobi_rules[0]; i++)
+    if (n <= jacobi_rules[i].max_n)
+      return nb == 1 || nb >= (cdt == GSTAT_F64 ? jacobi_rules[i].min_batch_f64
+                                                : jacobi_rules[i].min_batch_f32);
+  return false;
+}
 
 /* Whether a chunk of nb matrices of order n runs as one Xsyevd per matrix. */
 static bool uses_loop(int64_t n, int64_t nb) {
@@ -192,7 +222,7 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   gstat_matrix A = as_col_major(A0, &rr.fill);
   gstat_cu_state *s = r->s;
   size_t es = gstat_cu_dtype_bytes(r->cdt), mat = (size_t)(r->n * r->n) * es * (size_t)nb;
-  bool jacobi = r->n <= jacobi_max_n;
+  bool jacobi = uses_jacobi(r->n, r->cdt, nb);
   if (jacobi && A0->dtype == GSTAT_BF16) {
     char *a16 = gstat_cu_dense(&A, GSTAT_BF16, b0), *w16 = gstat_cu_dense(w, GSTAT_BF16, b0);
     char *v16 = r->want ? gstat_cu_dense(V, GSTAT_BF16, b0) : NULL;
@@ -266,11 +296,10 @@ _Static_assert(GSTAT_CU_STREAMS >= 4, "the pipeline uses side[0..1] and ev[0..3]
 /* Matrices per piece when eigh of these arguments runs as a pipeline, else 0. */
 static int64_t pipeline_piece(const eigh_run *r, const gstat_matrix *A, const gstat_matrix *w,
                               const gstat_matrix *V) {
-  if (r->n > jacobi_max_n || A->location != GSTAT_HOST || w->location != GSTAT_HOST ||
-      (V && V->location != GSTAT_HOST))
+  if (A->location != GSTAT_HOST || w->location != GSTAT_HOST || (V && V->location != GSTAT_HOST))
     return 0;
   int64_t piece = kPipePieceBytes / (r->n * r->n * (int64_t)gstat_cu_dtype_bytes(r->cdt));
-  if (A->batch < 3 * piece) return 0; /* at least three pieces */
+  if (!uses_jacobi(r->n, r->cdt, piece) || A->batch < 3 * piece) return 0; /* three pieces */
   /* The pieces together may span at most twice the bytes of the whole
    * batch: with an interleaved layout (batch stride 1) each piece would
    * span nearly all of the array. */
@@ -376,8 +405,11 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
    * and about as much again for the solver's workspace */
   size_t per = n2 * es * 3 + (size_t)r.n * es + 8 + n2 * gstat_cu_dtype_bytes(A->dtype);
   int64_t chunk = gstat_cu_chunk(s, A->batch, per);
-  bool batched = r.n > jacobi_max_n && !uses_loop(r.n, A->batch);
-  if (batched && chunk > (int64_t)(INT32_MAX / n2)) chunk = (int64_t)(INT32_MAX / n2);
+  /* a chunk of these orders may run the batched solver (a halved chunk can
+   * fall below the Jacobi kernel's minimum batch) */
+  if (r.n > 32 && !uses_loop(r.n, A->batch) && chunk > (int64_t)(INT32_MAX / n2))
+    chunk = (int64_t)(INT32_MAX / n2);
+  bool batched = !uses_jacobi(r.n, r.cdt, A->batch) && !uses_loop(r.n, A->batch);
   /* bf16 is chosen to save memory, but its float32 working copy plus the
    * batched solver's workspace (about 5x the matrices) for the whole batch
    * is more than the float32 path needs (it solves in the caller's V): half

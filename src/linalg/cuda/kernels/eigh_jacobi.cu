@@ -70,100 +70,13 @@
  * every off-diagonal entry <= eps. A warp stops when all its groups have
  * converged, or after kMaxSweeps sweeps (info = 1).
  */
-#include "common.cuh"
+#include "jacobi_common.cuh"
 
 namespace gstat_cu {
 namespace {
 
 constexpr int kWarpsPerBlock = 4;
 constexpr int kMaxSweeps = 20; /* graded double matrices need up to ~14 */
-
-/* Per-precision constants and the reciprocal square root of the rotation
- * formula (its arguments are >= 4 eps^2 and at most ~16 n^2, never
- * subnormal): the hardware approximation refined by Newton steps, to about
- * an ulp, so that c^2 + s^2 = 1 to about an ulp. */
-template <typename T>
-struct Prec;
-template <>
-struct Prec<float> {
-  static constexpr float eps = FLT_EPSILON;
-  static constexpr bool scaled = false;    /* see Scale: float's range is too short */
-  __device__ static float rsqrt(float x) { /* the approximation and one Newton step */
-    float r;
-    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-    return r * fmaf(-0.5f * x * r, r, 1.5f);
-  }
-};
-template <>
-struct Prec<double> {
-  static constexpr double eps = DBL_EPSILON;
-  static constexpr bool scaled = true;
-  /* the hardware approximation (~2^-22, on the high word) and two Newton
-   * steps (~2^-44, then rounding): branch-free, unlike ::rsqrt, whose
-   * special-case calls would split the unrolled steps */
-  __device__ static double rsqrt(double x) {
-    double r;
-    asm("rsqrt.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(x));
-    const double r1 = r * fma(-0.5 * x * r, r, 1.5);
-    return r1 * fma(-0.5 * x * r1, r1, 1.5);
-  }
-};
-
-/* The circle method on N positions: position 0 is fixed, the others form the
- * cycle at(0) -> at(1) -> ... -> at(N-2) -> at(0) = 2 -> 4 -> ... -> N-2 ->
- * N-1 -> N-3 -> ... -> 3 -> 1 -> 2, and each step the content of at(i) moves
- * to at(i+1). Pairing positions (2m, 2m+1) for N-1 steps meets every pair of
- * indices exactly once (checked at compile time below). */
-template <int N>
-struct Ring {
-  static_assert(N >= 4 && (N & (N - 1)) == 0, "N must be a power of two >= 4");
-  __host__ __device__ static constexpr int at(int i) {
-    return i < N / 2 - 1 ? 2 * (i + 1) : N - 1 - 2 * (i - (N / 2 - 1));
-  }
-  /* inverse of at() on positions 1..N-1 */
-  __host__ __device__ static constexpr int rank(int p) {
-    return (p & 1) ? N / 2 - 1 + (N - 1 - p) / 2 : p / 2 - 1;
-  }
-  /* where the content of position p goes */
-  __host__ __device__ static constexpr int next(int p) {
-    return p == 0 ? 0 : (p & 1) ? (p == 1 ? 2 : p - 2) : (p == N - 2 ? N - 1 : p + 2);
-  }
-  /* the index at position p after t steps (0 <= t < N-1; index x starts at x) */
-  __host__ __device__ static constexpr int index_at(int p, int t) {
-    return p == 0 ? 0 : at(rank(p) - t < 0 ? rank(p) - t + N - 1 : rank(p) - t);
-  }
-
-  static constexpr bool schedule_is_round_robin() {
-    bool met[N][N] = {};
-    int idx[N] = {}, pos[N] = {}; /* idx: position -> index, pos: index -> position */
-    for (int p = 0; p < N; ++p) idx[p] = pos[p] = p;
-    for (int t = 0; t < N - 1; ++t) {
-      for (int p = 0; p < N; ++p)
-        if (index_at(p, t) != idx[p] || pos[idx[p]] != p) return false;
-      for (int m = 0; m < N / 2; ++m) {
-        const int x = idx[2 * m], y = idx[2 * m + 1];
-        if (met[x][y]) return false;
-        met[x][y] = met[y][x] = true;
-      }
-      int moved[N] = {};
-      for (int p = 0; p < N; ++p) moved[next(p)] = idx[p];
-      for (int p = 0; p < N; ++p) {
-        idx[p] = moved[p];
-        pos[idx[p]] = p;
-      }
-    }
-    for (int x = 0; x < N; ++x) {
-      if (idx[x] != x) return false; /* a sweep returns to the identity */
-      for (int y = 0; y < N; ++y)
-        if (x != y && !met[x][y]) return false;
-    }
-    return true;
-  }
-};
-static_assert(Ring<4>::schedule_is_round_robin(), "ring schedule");
-static_assert(Ring<8>::schedule_is_round_robin(), "ring schedule");
-static_assert(Ring<16>::schedule_is_round_robin(), "ring schedule");
-static_assert(Ring<32>::schedule_is_round_robin(), "ring schedule");
 
 /* Registers in position order follow their contents: x[next(p)] = x[p]. */
 template <int N, typename T>
@@ -209,13 +122,6 @@ __device__ __forceinline__ void clear_if(double &x, bool c) {
   x = __hiloint2double(hi, __double2loint(x));
 }
 
-/* A rotation as computed: J = c [1 t; -t 1] on (p, q), s = t c, rc = 1 / c,
- * delta = t a_pq the diagonal update (a_pp -= delta, a_qq += delta). */
-template <typename T>
-struct Rotation {
-  T c, s, t, rc, delta;
-};
-
 /* What a step publishes per pair (shared memory). Every lane's row and
  * column updates read (x, y) of every pair, loaded as one vector: the
  * rotation's (c, s), or with scaled columns (Scale) the coefficients
@@ -224,50 +130,6 @@ template <typename T>
 struct alignas(16) Published {
   T x, y, delta, c, rc;
 };
-
-/* The rotation J (J_pp = J_qq = c, J_pq = s, J_qp = -s) with (J^T A J)_pq = 0
- * (Golub & Van Loan's sym.schur2), or the identity when the pair passes the
- * convergence test |a_pq| <= max(eps sqrt|a_pp a_qq|, eps) (the first part
- * compared in squares); returns whether it rotates. Branch-free, so every
- * lane can run it and the step stays one basic block. With d = a_qq - a_pp,
- * o = 2 a_pq and r = sqrt(d^2 + o^2): cos 2theta = |d| / r, so
- *   c = sqrt((1 + |d|/r) / 2),  s = sign(d) (o/r) / (2c),  t = s / c,
- * which needs two reciprocal square roots in a row (the textbook form,
- * zeta = d/o and t = sign(zeta) / (|zeta| + sqrt(1 + zeta^2)), needs two
- * divisions and two square roots). No cancellation: 1 + |d|/r >= 1. The
- * matrix is scaled so that max|a_ij| < 1, hence |d| <= 2n, |o| < 2. */
-template <typename T>
-__device__ __forceinline__ bool jacobi_rotation(T app, T aqq, T apq, Rotation<T> &r) {
-  constexpr T eps = Prec<T>::eps;
-  const bool rotate = fabs(apq) > eps && apq * apq > eps * eps * fabs(app * aqq);
-  const T d = aqq - app, o = 2 * apq;
-  const T rinv = Prec<T>::rsqrt(rotate ? fma(d, d, o * o) : T(1)); /* 1 / r */
-  const T x = fma(T(0.5) * fabs(d), rinv, T(0.5));                 /* c^2, in [1/2, 1] */
-  const T rc = Prec<T>::rsqrt(x);                                  /* 1 / c */
-  const T s = T(0.5) * (d < 0 ? -o : o) * rinv * rc;
-  r.c = rotate ? x * rc : T(1);
-  r.s = rotate ? s : T(0);
-  r.t = rotate ? s * rc : T(0);
-  r.rc = rotate ? rc : T(1);
-  r.delta = r.t * apq;
-  return rotate;
-}
-
-/* Ascending, ties by index, NaN last: a total order, so ranks are a permutation. */
-template <typename T>
-__device__ __forceinline__ bool before(T x, int i, T y, int j) {
-  const bool xn = isnan(x), yn = isnan(y);
-  if (xn || yn) return xn && yn ? i < j : yn;
-  return x < y || (x == y && i < j);
-}
-
-/* Whether x is finite once stored as S (bf16 can overflow on rounding). */
-template <typename S, typename T>
-__device__ __forceinline__ bool finite_as(T x) {
-  S stored;
-  put(&stored, x);
-  return finite(stored);
-}
 
 /* Eigenvector L is column L of V, whose entries the lanes hold (lane i has
  * V[i, index_at(j, t)] in v[j], to be multiplied by lane L's scale): transpose
@@ -339,22 +201,6 @@ template <typename T>
 struct Scale {
   T sig = 1, isig = 1;
 };
-
-/* A published transform applied to one pair of entries (u, w) at positions
- * (2m, 2m + 1): the rotation (u, w) -> (c u - s w, s u + c w) with
- * (x, y) = (c, s), or scaled (u, w) -> (u - alpha w, w + beta u) with
- * (x, y) = (alpha, beta). */
-template <bool SCALED, typename T>
-__device__ __forceinline__ void transform_pair(T x, T y, T &u, T &w) {
-  const T u0 = u, w0 = w;
-  if constexpr (SCALED) {
-    u = fma(-x, w0, u0);
-    w = fma(y, u0, w0);
-  } else {
-    u = fma(x, u0, -y * w0);
-    w = fma(y, u0, x * w0);
-  }
-}
 
 /* One parallel step: every group rotates its N/2 pairs. diag is A's
  * diagonal entry a_LL, kept in a register of its own and updated by the
@@ -434,6 +280,7 @@ __device__ __forceinline__ bool jacobi_step(T (&a)[N], T (&v)[N], T &diag, Scale
 
 template <typename T, int N>
 struct WarpSmem {
+  static_assert((N & (N - 1)) == 0, "groups tile a warp; pick_odd halves N");
   T stage[32 / N][N][N + 1]; /* [group][col][row]: one matrix, padded ld */
   /* per pair, double-buffered by step parity; slot N/2 is a sink for the
    * bottom lanes' stores (never read), so that storing needs no branch */
@@ -596,6 +443,7 @@ extern "C" cudaError_t gstat_cu_eigh_jacobi(int dtype, const void *A, int uplo, 
     return cudaErrorInvalidValue;
   if (n == 0 || batch == 0) return cudaSuccess;
   if (!A || !W || !info) return cudaErrorInvalidValue;
+  if (n > 32) return eigh_jacobi_block(dtype, A, uplo, (int)n, batch, W, V, info, flags, stream);
   if (dtype == kF32)
     launch_jacobi_n<float, float>(A, uplo, (int)n, batch, W, V, info, flags, stream);
   else if (dtype == kF64)

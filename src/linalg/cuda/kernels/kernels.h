@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define GSTAT_CU_JACOBI_MAX_N 32 /* gstat_cu_eigh_jacobi: n <= this */
+#define GSTAT_CU_JACOBI_MAX_N 64 /* gstat_cu_eigh_jacobi: n <= this */
 #define GSTAT_CU_CHOL_MAX_N 64   /* gstat_cu_cholesky_small: n <= this */
 #define GSTAT_CU_CHOL_BLOCK 32   /* gstat_cu_cholesky_block: kb <= this */
 
@@ -43,7 +43,8 @@ cudaError_t gstat_cu_scatter(const void *src, int src_dtype, int64_t batch, int6
                              int64_t cols, void *dst, int dst_dtype, int64_t bs, int64_t rs,
                              int64_t cs, cudaStream_t stream);
 
-/* Symmetric eigensolver for n <= 32 (cyclic Jacobi). dtype 1, 2 or 3 (bf16
+/* Symmetric eigensolver for n <= 64 (cyclic Jacobi: a warp per matrix up
+ * to n = 32, a block per matrix above). dtype 1, 2 or 3 (bf16
  * A, W and V, computed in float, stored rounded to nearest even); A, V dense
  * column-major batches (stride n*n), W dense (stride n). Only the uplo
  * triangle (0 lower, 1 upper) of A is read. W ascends; column j of V is the

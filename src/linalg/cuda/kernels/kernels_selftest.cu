@@ -469,7 +469,7 @@ void test_jacobi(int dt) {
   const double eps = sizeof(T) == 4 ? FLT_EPSILON : DBL_EPSILON;
   const double huge = std::sqrt(sizeof(T) == 4 ? (double)FLT_MAX : DBL_MAX) * 0.5;
   const double tiny = std::sqrt(sizeof(T) == 4 ? (double)FLT_MIN : DBL_MIN) * 2;
-  const int ns[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 20, 24, 31, 32};
+  const int ns[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 20, 24, 31, 32, 33, 40, 48, 57, 63, 64};
   EigStats st;
   for (int n : ns)
     for (int uplo = 0; uplo <= 1; ++uplo) {
@@ -512,7 +512,7 @@ void test_jacobi(int dt) {
   const bool pass =
       st.bad_info + st.bad_order + st.bad_sign + st.bad_ratio + st.bad_w + st.bad_values_only == 0;
   record(fmt("eigh_jacobi %s", dname(dt)), pass,
-         fmt("%d matrices n<=32; max resid %.2f orth %.2f eig-err %.2f (limit 60); bad: info %d "
+         fmt("%d matrices n<=64; max resid %.2f orth %.2f eig-err %.2f (limit 60); bad: info %d "
              "order %d sign %d ratio %d eig %d values-only %d; worst: %s",
              st.checked, st.resid, st.orth, st.werr, st.bad_info, st.bad_order, st.bad_sign,
              st.bad_ratio, st.bad_w, st.bad_values_only, st.worst.c_str()));
@@ -683,7 +683,7 @@ void test_find_nonfinite() {
 void test_jacobi_flags() {
   int bad = 0, cases = 0;
   for (int dt = 1; dt <= 3; ++dt)
-    for (int n : {5, 16, 32}) {
+    for (int n : {5, 16, 32, 33, 64}) {
       const int batch = 9;
       const int64_t nn = (int64_t)n * n;
       Bytes a(batch * nn * dsize(dt));
@@ -727,7 +727,7 @@ void test_jacobi_flags() {
  * bit. */
 void test_jacobi_bf16() {
   int bad = 0, compared = 0;
-  for (int n : {1, 5, 16, 17, 32})
+  for (int n : {1, 5, 16, 17, 32, 40, 64})
     for (int uplo = 0; uplo <= 1; ++uplo) {
       const int batch = 37;
       std::vector<uint16_t> a16((size_t)batch * n * n);
@@ -905,7 +905,7 @@ void time_cholesky(int dt, int n, int batch, double target_ms) {
 
 void test_bad_arguments() {
   int bad = 0;
-  bad += gstat_cu_eigh_jacobi(1, nullptr, 0, 33, 1, nullptr, nullptr, nullptr, nullptr, 0) !=
+  bad += gstat_cu_eigh_jacobi(1, nullptr, 0, 65, 1, nullptr, nullptr, nullptr, nullptr, 0) !=
          cudaErrorInvalidValue;
   bad += gstat_cu_eigh_jacobi(4, nullptr, 0, 4, 1, nullptr, nullptr, nullptr, nullptr, 0) !=
          cudaErrorInvalidValue;
@@ -943,6 +943,11 @@ int main() {
   time_jacobi<double>(2, 32, 1024, 0);
   time_jacobi<float>(1, 16, 100000, 0);
   time_jacobi<double>(2, 16, 100000, 0);
+  time_jacobi<float>(1, 64, 1000, 0);  /* XsyevBatched: 2.15 ms */
+  time_jacobi<double>(2, 64, 1000, 0); /* 3.48 ms */
+  time_jacobi<float>(1, 64, 512, 0);   /* 1.19 ms */
+  time_jacobi<double>(2, 64, 512, 0);  /* 1.84 ms */
+  time_jacobi<float>(1, 48, 1000, 0);
   time_cholesky<float>(1, 32, 1024, 0.040);
   time_cholesky<double>(2, 32, 1024, 0);
   time_cholesky<float>(1, 64, 512, 0.076); /* potrfBatched: 0.076-0.081 ms */
