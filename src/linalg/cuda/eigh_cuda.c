@@ -195,8 +195,8 @@ static gstat_matrix as_col_major(const gstat_matrix *A, cublasFillMode_t *fill) 
   return t;
 }
 
-/* bf16 device data all the way, n <= 32 (A, w and V dense column-major
- * bf16, V not A): the Jacobi kernel reads and writes bf16 itself, so no
+/* bf16 device data all the way on the Jacobi path (A, w and V dense column-major
+ * bf16, V not A): the Jacobi kernels read and write bf16 themselves, so no
  * float32 copy exists and the call needs less memory than float32's. */
 static gstat_status jacobi_bf16(const eigh_run *r, const char *a, char *w, char *v, int64_t b0,
                                 int64_t nb, int64_t *info) {
