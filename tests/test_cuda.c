@@ -168,60 +168,67 @@ static void test_eigh_block_jacobi(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
+/* bf16 eigh of nb random n x n matrices (device or host arrays) agrees
+ * with the CPU's bf16 results (float32 computation rounded to bf16) to a
+ * bf16 rounding, and satisfies the eigen equations to bf16 accuracy. */
+static void bf16_case(gstat_ctx *gpu, gstat_ctx *cpu, int64_t n, int64_t nb, gstat_uplo uplo,
+                      bool device) {
+  const double bf16_ulp = 1.0 / 128; /* bf16 epsilon, 2^-7 */
+  tu_rng rng = tu_rng_new();
+  tu_buf A = tu_buf_new(GSTAT_BF16, nb, n, n, TU_COL_MAJOR),
+         W = tu_buf_new(GSTAT_BF16, nb, n, 1, TU_COL_MAJOR),
+         V = tu_buf_new(GSTAT_BF16, nb, n, n, TU_COL_MAJOR),
+         Wc = tu_buf_new(GSTAT_BF16, nb, n, 1, TU_COL_MAJOR),
+         Vc = tu_buf_new(GSTAT_BF16, nb, n, n, TU_COL_MAJOR);
+  double *a = malloc(sizeof(double) * (size_t)(nb * n * n));
+  for (int64_t b = 0; b < nb; b++) {
+    tu_symmetric(&rng, TU_RANDOM, n, FLT_EPSILON, true, a + b * n * n);
+    tu_store_matrix(&A, b, a + b * n * n);
+  }
+  if (device) {
+    void *da, *dw, *dv;
+    gstat_matrix dA = to_device(&A, &da), dW = to_device(&W, &dw), dV = to_device(&V, &dv);
+    assert_int_equal(gstat_eigh(gpu, &dA, uplo, &dW, &dV, NULL), GSTAT_OK);
+    from_device(&W, dw);
+    from_device(&V, dv);
+    cudaFree(da);
+    cudaFree(dw);
+    cudaFree(dv);
+  } else {
+    assert_int_equal(gstat_eigh(gpu, &A.m, uplo, &W.m, &V.m, NULL), GSTAT_OK);
+  }
+  assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
+  assert_int_equal(gstat_eigh(cpu, &A.m, uplo, &Wc.m, &Vc.m, NULL), GSTAT_OK);
+  assert_true(tu_all_written(&W) && tu_all_written(&V));
+  assert_true(tu_outside_untouched(&W) && tu_outside_untouched(&V));
+  double *w = malloc(sizeof(double) * (size_t)n), *v = malloc(sizeof(double) * (size_t)(n * n));
+  for (int64_t b = 0; b < nb; b++) {
+    tu_read(&W.m, b, w);
+    tu_read(&V.m, b, v);
+    /* bf16 outputs: ratios in units of the bf16 rounding */
+    assert_true(tu_eig_residual(n, a + b * n * n, w, v, bf16_ulp) <= max_ratio);
+    assert_true(tu_orthogonality(n, v, bf16_ulp) <= max_ratio);
+    expect_like_cpu(&Wc, &Vc, b, n, w, v, 2 * bf16_ulp, 0.05, 0.98);
+  }
+  free(w);
+  free(v);
+  free(a);
+  tu_buf_free(&A);
+  tu_buf_free(&W);
+  tu_buf_free(&V);
+  tu_buf_free(&Wc);
+  tu_buf_free(&Vc);
+}
+
 /* bf16 data in device memory: n <= 32 (and n = 40 at this batch) runs the
  * Jacobi kernels on bf16 directly, n = 64 at this batch a float32 copy
- * (XsyevBatched) half the batch at a time. Both agree
- * with the CPU's bf16 results (float32 computation rounded to bf16) to a
- * bf16 rounding, and satisfy the eigen equations to bf16 accuracy. */
+ * (XsyevBatched) half the batch at a time. */
 static void test_eigh_bf16_device(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
-  const double bf16_ulp = 1.0 / 128; /* bf16 epsilon, 2^-7 */
   const int64_t ns[] = {5, 32, 40, 64};
   for (int s = 0; s < 4; s++)
-    for (int u = 0; u < 2; u++) {
-      const int64_t n = ns[s], nb = 9;
-      tu_rng rng = tu_rng_new();
-      tu_buf A = tu_buf_new(GSTAT_BF16, nb, n, n, TU_COL_MAJOR),
-             W = tu_buf_new(GSTAT_BF16, nb, n, 1, TU_COL_MAJOR),
-             V = tu_buf_new(GSTAT_BF16, nb, n, n, TU_COL_MAJOR),
-             Wc = tu_buf_new(GSTAT_BF16, nb, n, 1, TU_COL_MAJOR),
-             Vc = tu_buf_new(GSTAT_BF16, nb, n, n, TU_COL_MAJOR);
-      double *a = malloc(sizeof(double) * (size_t)(nb * n * n));
-      for (int64_t b = 0; b < nb; b++) {
-        tu_symmetric(&rng, TU_RANDOM, n, FLT_EPSILON, true, a + b * n * n);
-        tu_store_matrix(&A, b, a + b * n * n);
-      }
-      void *da, *dw, *dv;
-      gstat_matrix dA = to_device(&A, &da), dW = to_device(&W, &dw), dV = to_device(&V, &dv);
-      assert_int_equal(gstat_eigh(gpu, &dA, (gstat_uplo)u, &dW, &dV, NULL), GSTAT_OK);
-      assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
-      from_device(&W, dw);
-      from_device(&V, dv);
-      cudaFree(da);
-      cudaFree(dw);
-      cudaFree(dv);
-      assert_int_equal(gstat_eigh(cpu, &A.m, (gstat_uplo)u, &Wc.m, &Vc.m, NULL), GSTAT_OK);
-      assert_true(tu_all_written(&W) && tu_all_written(&V));
-      assert_true(tu_outside_untouched(&W) && tu_outside_untouched(&V));
-      double *w = malloc(sizeof(double) * (size_t)n), *v = malloc(sizeof(double) * (size_t)(n * n));
-      for (int64_t b = 0; b < nb; b++) {
-        tu_read(&W.m, b, w);
-        tu_read(&V.m, b, v);
-        /* bf16 outputs: ratios in units of the bf16 rounding */
-        assert_true(tu_eig_residual(n, a + b * n * n, w, v, bf16_ulp) <= max_ratio);
-        assert_true(tu_orthogonality(n, v, bf16_ulp) <= max_ratio);
-        expect_like_cpu(&Wc, &Vc, b, n, w, v, 2 * bf16_ulp, 0.05, 0.98);
-      }
-      free(w);
-      free(v);
-      free(a);
-      tu_buf_free(&A);
-      tu_buf_free(&W);
-      tu_buf_free(&V);
-      tu_buf_free(&Wc);
-      tu_buf_free(&Vc);
-    }
+    for (int u = 0; u < 2; u++) bf16_case(gpu, cpu, ns[s], 9, (gstat_uplo)u, true);
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);
 }
@@ -250,7 +257,8 @@ static void test_host_staging_pieces(void **state) {
 /* Host data on the Jacobi path large enough to run as a pipeline (pieces
  * of 16 MiB of A: 16384 matrices of 16 x 16 float; four pieces, the last
  * partial), in each layout, and values only; the block kernel's pipeline
- * (48 x 48 double: pieces of 910, four): the same results as the CPU. */
+ * (48 x 48 double: pieces of 910, four); bf16 host arrays (computed in
+ * float32, the same pieces as the first): the same results as the CPU. */
 static void test_host_pipeline(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
@@ -258,6 +266,7 @@ static void test_host_pipeline(void **state) {
   for (int l = 0; l < TU_LAYOUT_COUNT; l++)
     eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, n, nb, (tu_layout)l, (gstat_uplo)(l % 2), false);
   eigh_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 48, 3 * 910 + 100, TU_COL_MAJOR, GSTAT_UPPER, false);
+  bf16_case(gpu, cpu, n, nb, GSTAT_LOWER, false); /* bf16 host arrays, float32 pieces */
   tu_rng rng = tu_rng_new();
   tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
          W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR),
