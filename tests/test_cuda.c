@@ -299,9 +299,9 @@ static void test_host_pipeline(void **state) {
 static void test_no_device_allocations_after_first(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
-  const int64_t ns[] = {32, 128};
-  for (int s = 0; s < 2; s++) {
-    int64_t n = ns[s], nb = 50;
+  const int64_t ns[] = {32, 64, 128}; /* warp Jacobi, block Jacobi, XsyevBatched */
+  for (int s = 0; s < 3; s++) {
+    int64_t n = ns[s], nb = n == 64 ? 300 : 50;
     tu_rng rng = tu_rng_new();
     tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
            W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR);

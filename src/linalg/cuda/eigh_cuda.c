@@ -2,10 +2,11 @@
  * eigh on the GPU, dispatched by matrix order (one table, measured on the
  * H200; bench/README.md has the numbers):
  *   n <= 32          our Jacobi kernel (kernels/, a warp per matrix), one
- *                    launch for the batch (bf16 device data read and written
- *                    as bf16 by it)
- *   32 < n <= 64     our Jacobi kernel (a block per matrix) once the batch is
- *                    large enough to hide its per-step latency (jacobi_rules)
+ *                    launch for the batch
+ *   32 < n <= 64     our Jacobi kernel (a block per matrix) for a single
+ *                    matrix or a batch large enough to hide its per-step
+ *                    latency (jacobi_rules); both Jacobi kernels read and
+ *                    write bf16 device data as bf16
  *   otherwise, n < 2048
  *                    cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX,
  *                    replayed from a CUDA graph where cuSOLVER allows capture
@@ -26,7 +27,8 @@
 /* When the Jacobi kernels run: up to max_n, for a chunk of at least
  * min_batch matrices (float, double; bf16 computes in float) or of one (the
  * batched solver takes a single matrix no faster than Xsyevd). Above n = 32
- * a block solves a matrix in a chain of dependent steps (n - 1 a sweep):
+ * a block solves a matrix in a chain of dependent steps (NP - 1 a sweep, NP
+ * = n rounded up to a multiple of 8):
  * 0.36 ms for one 64 x 64 float, 0.67 ms double, where XsyevBatched takes
  * 0.32-0.41 ms (float) and 0.37-0.50 ms (double) for 2-64 of them (and
  * 0.64 / 0.79 ms for one). Minimum batches from
@@ -70,6 +72,8 @@ typedef struct {
   bool want;
   cublasFillMode_t fill;
   cusolverEigMode_t jobz;
+  bool jacobi; /* decided for the whole batch: a halved chunk keeps the path
+                * that needs no workspace */
 } eigh_run;
 
 static cusolverStatus_t call_syev_batched(const eigh_run *r, cusolverDnHandle_t h, void *dA,
@@ -222,7 +226,7 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   gstat_matrix A = as_col_major(A0, &rr.fill);
   gstat_cu_state *s = r->s;
   size_t es = gstat_cu_dtype_bytes(r->cdt), mat = (size_t)(r->n * r->n) * es * (size_t)nb;
-  bool jacobi = uses_jacobi(r->n, r->cdt, nb);
+  bool jacobi = r->jacobi;
   if (jacobi && A0->dtype == GSTAT_BF16) {
     char *a16 = gstat_cu_dense(&A, GSTAT_BF16, b0), *w16 = gstat_cu_dense(w, GSTAT_BF16, b0);
     char *v16 = r->want ? gstat_cu_dense(V, GSTAT_BF16, b0) : NULL;
@@ -299,7 +303,7 @@ static int64_t pipeline_piece(const eigh_run *r, const gstat_matrix *A, const gs
   if (A->location != GSTAT_HOST || w->location != GSTAT_HOST || (V && V->location != GSTAT_HOST))
     return 0;
   int64_t piece = kPipePieceBytes / (r->n * r->n * (int64_t)gstat_cu_dtype_bytes(r->cdt));
-  if (!uses_jacobi(r->n, r->cdt, piece) || A->batch < 3 * piece) return 0; /* three pieces */
+  if (!r->jacobi || A->batch < 3 * piece) return 0; /* at least three pieces */
   /* The pieces together may span at most twice the bytes of the whole
    * batch: with an interleaved layout (batch stride 1) each piece would
    * span nearly all of the array. */
@@ -391,7 +395,9 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
                 gstat_cu_compute_dtype(A->dtype),
                 V != NULL,
                 uplo == GSTAT_UPPER ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER,
-                V ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR};
+                V ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
+                false};
+  r.jacobi = uses_jacobi(r.n, r.cdt, A->batch);
   gstat_status st0 = gstat_cu_check_finite(s, ctx, "eigh", "A", A, uplo == GSTAT_UPPER ? 2 : 1);
   if (st0 != GSTAT_OK) return st0;
   int64_t piece = pipeline_piece(&r, A, w, V);
@@ -405,11 +411,9 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
    * and about as much again for the solver's workspace */
   size_t per = n2 * es * 3 + (size_t)r.n * es + 8 + n2 * gstat_cu_dtype_bytes(A->dtype);
   int64_t chunk = gstat_cu_chunk(s, A->batch, per);
-  /* a chunk of these orders may run the batched solver (a halved chunk can
-   * fall below the Jacobi kernel's minimum batch) */
-  if (r.n > 32 && !uses_loop(r.n, A->batch) && chunk > (int64_t)(INT32_MAX / n2))
+  if (!r.jacobi && !uses_loop(r.n, A->batch) && chunk > (int64_t)(INT32_MAX / n2))
     chunk = (int64_t)(INT32_MAX / n2);
-  bool batched = !uses_jacobi(r.n, r.cdt, A->batch) && !uses_loop(r.n, A->batch);
+  bool batched = !r.jacobi && !uses_loop(r.n, A->batch);
   /* bf16 is chosen to save memory, but its float32 working copy plus the
    * batched solver's workspace (about 5x the matrices) for the whole batch
    * is more than the float32 path needs (it solves in the caller's V): half

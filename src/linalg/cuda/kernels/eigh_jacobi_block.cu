@@ -3,8 +3,8 @@
  * one thread block per matrix, A in shared memory.
  *
  * Why not the warp kernel of eigh_jacobi.cu: a 64 x 64 matrix and its
- * vectors do not fit a warp's registers (128 per lane for A and V in float,
- * 256 in double). Why not cusolverDnXsyevBatched, which these orders used
+ * vectors are 8192 values, 256 per lane of a warp: more registers than a
+ * lane has. Why not cusolverDnXsyevBatched, which these orders used
  * before: its Householder steps run one after another per matrix, while
  * Jacobi rotates all n/2 pairs of a step at once (bench/README.md has the
  * measurements).
@@ -18,13 +18,13 @@
  *     map says which indices form this step's pairs);
  *   - V, float: in registers by position. Thread (row r, quarter h) holds
  *     row r's positions 2hQ .. 2hQ + 2Q - 1 (Q = NP/8 pairs), so its pairs
- *     are its own registers; the ring moves them one register along, one
- *     shuffle each way between the quarters, which sit in adjacent lanes.
- *     V goes to shared memory by index only at the end;
+ *     are its own registers; the ring moves each one slot of its parity
+ *     along (two registers), one shuffle each way between the quarters, which sit in adjacent
+ * lanes. V goes to shared memory by index only at the end;
  *   - V, double: in shared memory by index. In registers, 16 doubles a
  *     thread need ~76 registers (3 blocks an SM instead of 4): 1000 x 64
  *     took 3.93 ms against 3.06, 512 x 64 2.45 against 1.56 (same-run A/B,
- *     H200). A (packed, 16.6 KiB) and V (32 KiB) then fit 4 blocks an SM;
+ *     H200). A (packed, 16.25 KiB) and V (32 KiB) then fit 4 blocks an SM;
  *   - the index at each position, for this step and the next.
  * A step, two barriers:
  *   1. warp 0: lane m computes the rotation of pair m from a_pp, a_qq and
@@ -33,7 +33,8 @@
  *   2. every thread: the off-diagonal 2x2 blocks (pair i, pair j), i < j,
  *      each read once and written back rotated on both sides (J_i^T B J_j);
  *      V J; for V in registers, the ring move.
- * A step in which no pair rotates changes nothing but the schedule.
+ * A step in which no pair rotates skips phase 2 (phase 1 still clears the
+ * pairs' a_pq, which are below the test's threshold, or NaN).
  *
  * Convergence as in the warp kernel: a pair rotates only if
  * |a_pq| > max(eps sqrt|a_pp a_qq|, eps) (scaled matrix); the matrix has
@@ -73,7 +74,9 @@ struct Dims {
 template <typename T>
 struct Placement {
   static constexpr bool v_in_registers = sizeof(T) == 4;
-  static constexpr int min_blocks = 4; /* float with V: 47 registers, 5 blocks an SM */
+  /* at most 64 registers a thread; used: float 37-47 (5 blocks an SM with
+   * V), double 40-45 (shared memory allows 4) */
+  static constexpr int min_blocks = 4;
 };
 
 template <typename T>
@@ -191,7 +194,8 @@ __global__ void __launch_bounds__(kThreads, Placement<T>::min_blocks)
         sm.rot[lane] = Pair2<T>{r.c, r.s};
         sm.a[pp] = app - r.delta;
         sm.a[qq] = aqq + r.delta;
-        sm.a[pq] = 0; /* below the test's threshold when not rotated */
+        sm.a[pq] = 0; /* not rotated: below the test's threshold, or NaN (which
+                       * the delta above has carried to the diagonal) */
       }
     } else if (tid < 32 + NP) { /* the index at position p moves to next(p) */
       const int p = tid - 32;
@@ -240,11 +244,13 @@ __global__ void __launch_bounds__(kThreads, Placement<T>::min_blocks)
       ++quiet;
       if constexpr (WANT_V && VREG) ring_shift<Q>(v, h);
       /* A quiet step: converged for good once every off-diagonal entry is
-       * <= eps (the test's floor), or after a whole quiet sweep. */
+       * <= eps (the test's floor), or after a whole quiet sweep. A NaN
+       * entry is not small: its pair must come round first, which carries
+       * it to the diagonal and so to the outputs and the flags. */
       bool big = false;
       for (int e = tid; e < NP * NP; e += kThreads) {
         const int x = e / NP, y = e % NP;
-        big = big || (x < y && fabs(sm.a[D::packed(x, y)]) > eps);
+        big = big || (x < y && !(fabs(sm.a[D::packed(x, y)]) <= eps));
       }
       converged = !__syncthreads_or(big) || quiet >= D::steps;
       if (converged) {

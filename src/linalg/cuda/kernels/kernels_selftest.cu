@@ -697,8 +697,7 @@ void test_jacobi_flags() {
             hput(a, dt, b * nn + j + i * n, dt == 2 && b % 3 == 1 ? 1e308 : x);
           }
       for (int b = 0; b < batch; ++b) {
-        /* +-Inf in the lower triangle (NaN need not reach the outputs: a
-         * pair whose coupling is NaN is never rotated) */
+        /* +-Inf in the lower triangle (NaN couplings: test_jacobi_nan_coupling) */
         if (b % 3 == 2) set_special(a, dt, b * nn + (n - 1) + 0 * n, 1 + b % 2);
         want[b] = b % 3 != 0 ? 2 : 0;
       }
@@ -720,6 +719,34 @@ void test_jacobi_flags() {
       }
     }
   record("jacobi flags (3 dtypes)", bad == 0, fmt("%d elements, %d wrong", cases, bad));
+}
+
+/* A NaN coupling in an otherwise converged (diagonal) matrix must not be
+ * taken for convergence: the element ends flagged (NaN outputs), never with
+ * finite outputs and flag 0. */
+void test_jacobi_nan_coupling() {
+  int bad = 0, cases = 0;
+  for (int dt = 1; dt <= 3; ++dt)
+    for (int n : {16, 32, 33, 64}) {
+      const int batch = 3;
+      const int64_t nn = (int64_t)n * n;
+      Bytes a(batch * nn * dsize(dt));
+      for (int b = 0; b < batch; ++b)
+        for (int j = 0; j < n; ++j)
+          for (int i = 0; i < n; ++i) hput(a, dt, b * nn + i + (int64_t)j * n, i == j ? 1 + i : 0);
+      for (int b = 0; b < batch; ++b) /* lower triangle, a different pair each */
+        set_special(a, dt, b * nn + (n / 2 + b) + (int64_t)(b + 1) * n, 0);
+      Dev dA(a.size()), dW(batch * n * dsize(dt)), dV(a.size()), dI(batch * sizeof(int)),
+          dF(batch * sizeof(int));
+      dA.put(a.data());
+      CK(cudaMemset(dF.p, 0x7f, dF.bytes));
+      CK(gstat_cu_eigh_jacobi(dt, dA.p, 0, n, batch, dW.p, dV.p, dI.as<int>(), dF.as<int>(), 0));
+      std::vector<int> flags(batch);
+      dF.get(flags.data());
+      for (int b = 0; b < batch; ++b, ++cases) bad += flags[b] != 2;
+    }
+  record("jacobi NaN coupling (3 dtypes)", bad == 0,
+         fmt("%d elements, %d not flagged", cases, bad));
 }
 
 /* bf16 storage: the same float computation as dtype 1 on the widened input,
@@ -939,6 +966,7 @@ int main() {
   test_jacobi<double>(2);
   test_jacobi_bf16();
   test_jacobi_flags();
+  test_jacobi_nan_coupling();
   time_jacobi<float>(1, 32, 1024, 0.16);
   time_jacobi<double>(2, 32, 1024, 0);
   time_jacobi<float>(1, 16, 100000, 0);
