@@ -18,9 +18,10 @@
  *     map says which indices form this step's pairs);
  *   - V, float: in registers by position. Thread (row r, quarter h) holds
  *     row r's positions 2hQ .. 2hQ + 2Q - 1 (Q = NP/8 pairs), so its pairs
- *     are its own registers; the ring moves each one slot of its parity
- *     along (two registers), one shuffle each way between the quarters, which sit in adjacent
- * lanes. V goes to shared memory by index only at the end;
+ *     are its own registers; the ring moves each entry one slot of its
+ *     parity along (two registers), with one shuffle each way between the
+ *     quarters, which sit in adjacent lanes. V goes to shared memory by
+ *     index only at the end;
  *   - V, double: in shared memory by index. In registers, 16 doubles a
  *     thread need ~76 registers (3 blocks an SM instead of 4): 1000 x 64
  *     took 3.93 ms against 3.06, 512 x 64 2.45 against 1.56 (same-run A/B,
