@@ -677,6 +677,21 @@ void test_find_nonfinite() {
          fmt("%d cases, %d bad%s%s", cases, bad, first_bad.empty() ? "" : "; ", first_bad.c_str()));
 }
 
+/* Runs the Jacobi kernel (lower triangle, with vectors) on a batch of n x n
+ * matrices of dtype dt; returns the flags, and the eigenvalues in w. */
+std::vector<int> jacobi_flags_of(const Bytes &a, int dt, int n, int batch, Bytes &w) {
+  Dev dA(a.size()), dW(batch * n * dsize(dt)), dV(a.size()), dI(batch * sizeof(int)),
+      dF(batch * sizeof(int));
+  dA.put(a.data());
+  CK(cudaMemset(dF.p, 0x7f, dF.bytes));
+  CK(gstat_cu_eigh_jacobi(dt, dA.p, 0, n, batch, dW.p, dV.p, dI.as<int>(), dF.as<int>(), 0));
+  std::vector<int> flags(batch);
+  w.assign(batch * n * dsize(dt), 0);
+  dF.get(flags.data());
+  dW.get(w.data());
+  return flags;
+}
+
 /* The Jacobi kernel's flags (what the finishing pass did before): element b
  * with an infinite input entry, or whose values overflow the storage type,
  * gets flags[b] = 2; the others 0 and finite outputs. */
@@ -701,15 +716,8 @@ void test_jacobi_flags() {
         if (b % 3 == 2) set_special(a, dt, b * nn + (n - 1) + 0 * n, 1 + b % 2);
         want[b] = b % 3 != 0 ? 2 : 0;
       }
-      Dev dA(a.size()), dW(batch * n * dsize(dt)), dV(a.size()), dI(batch * sizeof(int)),
-          dF(batch * sizeof(int));
-      dA.put(a.data());
-      CK(cudaMemset(dF.p, 0x7f, dF.bytes));
-      CK(gstat_cu_eigh_jacobi(dt, dA.p, 0, n, batch, dW.p, dV.p, dI.as<int>(), dF.as<int>(), 0));
-      std::vector<int> flags(batch);
-      Bytes w(batch * n * dsize(dt));
-      dF.get(flags.data());
-      dW.get(w.data());
+      Bytes w;
+      const std::vector<int> flags = jacobi_flags_of(a, dt, n, batch, w);
       for (int b = 0; b < batch; ++b) {
         ++cases;
         bool ok = flags[b] == want[b];
@@ -736,13 +744,8 @@ void test_jacobi_nan_coupling() {
           for (int i = 0; i < n; ++i) hput(a, dt, b * nn + i + (int64_t)j * n, i == j ? 1 + i : 0);
       for (int b = 0; b < batch; ++b) /* lower triangle, a different pair each */
         set_special(a, dt, b * nn + (n / 2 + b) + (int64_t)(b + 1) * n, 0);
-      Dev dA(a.size()), dW(batch * n * dsize(dt)), dV(a.size()), dI(batch * sizeof(int)),
-          dF(batch * sizeof(int));
-      dA.put(a.data());
-      CK(cudaMemset(dF.p, 0x7f, dF.bytes));
-      CK(gstat_cu_eigh_jacobi(dt, dA.p, 0, n, batch, dW.p, dV.p, dI.as<int>(), dF.as<int>(), 0));
-      std::vector<int> flags(batch);
-      dF.get(flags.data());
+      Bytes w;
+      const std::vector<int> flags = jacobi_flags_of(a, dt, n, batch, w);
       for (int b = 0; b < batch; ++b, ++cases) bad += flags[b] != 2;
     }
   record("jacobi NaN coupling (3 dtypes)", bad == 0,
