@@ -1,6 +1,6 @@
 /*
  * What limits cusolverDnXsyevBatched at mid n (the routine gstat's 32 < n <
- * 2048 path calls)? One table for a batch of n x n float32 matrices in
+ * 2048 path calls)? One table for a batch of n x n matrices (f32 or f64) in
  * device memory, median of REPS with CUDA events, each run including the
  * copy of the input the solver overwrites:
  *   one call       the whole batch in one call on one stream
@@ -8,11 +8,12 @@
  *                  (own handles and workspaces), joined with events
  *   graph          the one call captured into a CUDA graph and replayed
  *                  (nan when cuSOLVER cannot be captured)
+ *   graph S        split S captured as one graph (S parallel branches)
  * If the time hardly changes with the batch, the routine is bound by its
  * sequence of small steps: splitting can only help if steps from different
  * streams overlap, a graph only if launch overhead is a large part.
  *
- *   probe_syev_batched N REPS BATCH...
+ *   probe_syev_batched f32|f64 N REPS BATCH...
  */
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
@@ -22,11 +23,13 @@
 
 #include "cuda_check.h"
 
-enum { MAX_SPLIT = 4 };
+enum { MAX_SPLIT = 8 };
 
 typedef struct {
   int64_t n, batch;
-  float *a0, *a, *w;
+  cudaDataType t;
+  size_t es;
+  char *a0, *a, *w;
   int *info;
   cudaStream_t main, side[MAX_SPLIT];
   cudaEvent_t fork, join[MAX_SPLIT];
@@ -36,6 +39,10 @@ typedef struct {
   size_t dev_bytes[MAX_SPLIT], host_bytes[MAX_SPLIT];
 } probe;
 
+static size_t bytes_a(const probe *q) {
+  return q->es * (size_t)(q->batch * q->n * q->n);
+}
+
 static int cmp(const void *x, const void *y) {
   float a = *(const float *)x, b = *(const float *)y;
   return (a > b) - (a < b);
@@ -43,18 +50,19 @@ static int cmp(const void *x, const void *y) {
 
 /* Solve matrices [b0, b0 + nb) with handle k (on its stream). */
 static int solve(probe *q, int k, int64_t b0, int64_t nb) {
-  size_t off = (size_t)(b0 * q->n * q->n);
+  size_t off = q->es * (size_t)(b0 * q->n * q->n);
   return cusolverDnXsyevBatched(q->h[k], q->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
-                                q->n, CUDA_R_32F, q->a + off, q->n, CUDA_R_32F, q->w + b0 * q->n,
-                                CUDA_R_32F, q->work[k], q->dev_bytes[k], q->hwork[k],
-                                q->host_bytes[k], q->info + b0, nb) != CUSOLVER_STATUS_SUCCESS;
+                                q->n, q->t, q->a + off, q->n, q->t,
+                                q->w + q->es * (size_t)(b0 * q->n), q->t, q->work[k],
+                                q->dev_bytes[k], q->hwork[k], q->host_bytes[k], q->info + b0,
+                                nb) != CUSOLVER_STATUS_SUCCESS;
 }
 
 static void reserve(probe *q, int k, int64_t nb) {
   size_t dev = 0, host = 0;
-  if (cusolverDnXsyevBatched_bufferSize(
-          q->h[k], q->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, q->n, CUDA_R_32F, q->a,
-          q->n, CUDA_R_32F, q->w, CUDA_R_32F, &dev, &host, nb) != CUSOLVER_STATUS_SUCCESS) {
+  if (cusolverDnXsyevBatched_bufferSize(q->h[k], q->p, CUSOLVER_EIG_MODE_VECTOR,
+                                        CUBLAS_FILL_MODE_LOWER, q->n, q->t, q->a, q->n, q->t, q->w,
+                                        q->t, &dev, &host, nb) != CUSOLVER_STATUS_SUCCESS) {
     fprintf(stderr, "bufferSize failed\n");
     exit(1);
   }
@@ -73,8 +81,7 @@ static void reserve(probe *q, int k, int64_t nb) {
 
 /* One timed run: copy, then the batch in `parts` calls over as many streams. */
 static int run_split(probe *q, int parts) {
-  size_t bytes = sizeof(float) * (size_t)(q->batch * q->n * q->n);
-  CK(cudaMemcpyAsync(q->a, q->a0, bytes, cudaMemcpyDeviceToDevice, q->main));
+  CK(cudaMemcpyAsync(q->a, q->a0, bytes_a(q), cudaMemcpyDeviceToDevice, q->main));
   CK(cudaEventRecord(q->fork, q->main));
   int64_t per = (q->batch + parts - 1) / parts;
   for (int k = 0; k < parts; k++) {
@@ -113,16 +120,14 @@ static float median_ms(probe *q, int parts, cudaGraphExec_t graph, int reps) {
   return med;
 }
 
-/* The one-call run captured into a graph; NULL when capture fails. */
-static cudaGraphExec_t capture(probe *q) {
+/* The run in `parts` calls captured into one graph (parallel branches when
+ * parts > 1); NULL when capture fails. */
+static cudaGraphExec_t capture(probe *q, int parts) {
   cudaGraph_t g = NULL;
   cudaGraphExec_t exec = NULL;
-  if (cudaStreamBeginCapture(q->side[0], cudaStreamCaptureModeRelaxed) != cudaSuccess) return NULL;
-  size_t bytes = sizeof(float) * (size_t)(q->batch * q->n * q->n);
-  int bad =
-      cudaMemcpyAsync(q->a, q->a0, bytes, cudaMemcpyDeviceToDevice, q->side[0]) != cudaSuccess;
-  bad |= solve(q, 0, 0, q->batch);
-  bad |= cudaStreamEndCapture(q->side[0], &g) != cudaSuccess;
+  if (cudaStreamBeginCapture(q->main, cudaStreamCaptureModeRelaxed) != cudaSuccess) return NULL;
+  int bad = run_split(q, parts);
+  bad |= cudaStreamEndCapture(q->main, &g) != cudaSuccess;
   if (!bad && g) bad = cudaGraphInstantiate(&exec, g, 0) != cudaSuccess;
   if (g) cudaGraphDestroy(g);
   cudaGetLastError();
@@ -130,33 +135,44 @@ static cudaGraphExec_t capture(probe *q) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 4) {
-    fprintf(stderr, "usage: %s N REPS BATCH...\n", argv[0]);
+  if (argc < 5) {
+    fprintf(stderr, "usage: %s f32|f64 N REPS BATCH...\n", argv[0]);
     return 2;
   }
-  const int64_t n = atoll(argv[1]);
-  const int reps = atoi(argv[2]);
-  printf("XsyevBatched float32, n = %lld, median of %d (ms)\n", (long long)n, reps);
-  printf("%8s %10s %10s %10s %10s\n", "batch", "one call", "split 2", "split 4", "graph");
-  for (int c = 3; c < argc; c++) {
+  const int f64 = argv[1][1] == '6';
+  const int64_t n = atoll(argv[2]);
+  const int reps = atoi(argv[3]);
+  static const int splits[] = {2, 4, 8};
+  enum { NS = sizeof splits / sizeof splits[0] };
+  printf("XsyevBatched %s, n = %lld, median of %d (ms)\n", f64 ? "float64" : "float32",
+         (long long)n, reps);
+  printf("%8s %9s %9s %9s %9s %9s %9s %9s %9s\n", "batch", "one call", "split 2", "split 4",
+         "split 8", "graph", "graph 2", "graph 4", "graph 8");
+  for (int c = 4; c < argc; c++) {
     probe q = {0};
     q.n = n;
     q.batch = atoll(argv[c]);
+    q.t = f64 ? CUDA_R_64F : CUDA_R_32F;
+    q.es = f64 ? 8 : 4;
     size_t na = (size_t)(q.batch * n * n);
-    float *h = malloc(sizeof(float) * na);
+    double *h = malloc(sizeof(double) * na);
     unsigned long long s = 7;
     for (int64_t k = 0; k < q.batch; k++) /* bench_cuda's matrices */
       for (int64_t j = 0; j < n; j++)
         for (int64_t i = j; i < n; i++) {
           s = s * 6364136223846793005ull + 1442695040888963407ull;
-          float x = (float)((double)(s >> 11) * 0x1.0p-53 - 0.5 + (i == j ? (double)n : 0));
+          double x = (double)(s >> 11) * 0x1.0p-53 - 0.5 + (i == j ? (double)n : 0);
           h[k * n * n + i + j * n] = h[k * n * n + j + i * n] = x;
         }
-    CK(cudaMalloc((void **)&q.a0, sizeof(float) * na));
-    CK(cudaMalloc((void **)&q.a, sizeof(float) * na));
-    CK(cudaMalloc((void **)&q.w, sizeof(float) * (size_t)(q.batch * n)));
+    if (!f64) { /* the same values rounded to float, packed in place */
+      float *hf = (float *)h;
+      for (size_t i = 0; i < na; i++) hf[i] = (float)h[i];
+    }
+    CK(cudaMalloc((void **)&q.a0, q.es * na));
+    CK(cudaMalloc((void **)&q.a, q.es * na));
+    CK(cudaMalloc((void **)&q.w, q.es * (size_t)(q.batch * n)));
     CK(cudaMalloc((void **)&q.info, sizeof(int) * (size_t)q.batch));
-    CK(cudaMemcpy(q.a0, h, sizeof(float) * na, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(q.a0, h, q.es * na, cudaMemcpyHostToDevice));
     free(h);
     CK(cudaStreamCreateWithFlags(&q.main, cudaStreamNonBlocking));
     CK(cudaEventCreateWithFlags(&q.fork, cudaEventDisableTiming));
@@ -168,12 +184,15 @@ int main(int argc, char **argv) {
       cusolverDnSetStream(q.h[k], q.side[k]);
       reserve(&q, k, q.batch);
     }
-    float one = median_ms(&q, 1, NULL, reps), two = median_ms(&q, 2, NULL, reps);
-    float four = median_ms(&q, 4, NULL, reps);
-    cudaGraphExec_t g = capture(&q);
-    float graph = g ? median_ms(&q, 1, g, reps) : NAN;
-    printf("%8lld %10.3f %10.3f %10.3f %10.3f\n", (long long)q.batch, one, two, four, graph);
-    if (g) cudaGraphExecDestroy(g);
+    printf("%8lld %9.3f", (long long)q.batch, median_ms(&q, 1, NULL, reps));
+    for (int i = 0; i < NS; i++) printf(" %9.3f", median_ms(&q, splits[i], NULL, reps));
+    for (int i = -1; i < NS; i++) {
+      cudaGraphExec_t g = capture(&q, i < 0 ? 1 : splits[i]);
+      printf(" %9.3f", g ? median_ms(&q, 1, g, reps) : NAN);
+      if (g) cudaGraphExecDestroy(g);
+    }
+    printf("\n");
+    fflush(stdout);
     for (int k = 0; k < MAX_SPLIT; k++) {
       cusolverDnDestroy(q.h[k]);
       cudaStreamDestroy(q.side[k]);

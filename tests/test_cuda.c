@@ -180,6 +180,87 @@ static void test_eigh_block_jacobi(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
+/* n > 64 runs XsyevBatched from a graph whose branches solve parts of the
+ * batch in parallel (float32 80 x 80 x 205: two parts of 103 and 102;
+ * float64 72 x 72 x 257: four parts, the last 62), with device data (the
+ * graph solves in the caller's arrays) and host data (in the context's);
+ * n = 1024 x 16, where cuSOLVER refuses capture and the call runs directly.
+ * The same results as the CPU. */
+static void test_eigh_graph_branches(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 80, 205, TU_COL_MAJOR, GSTAT_LOWER, true);
+  eigh_case(gpu, cpu, GSTAT_F32, TU_EVEN, 80, 205, TU_ROW_MAJOR, GSTAT_UPPER, false);
+  eigh_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 72, 257, TU_COL_MAJOR, GSTAT_UPPER, true);
+  eigh_case(gpu, cpu, GSTAT_F64, TU_CLUSTERED, 72, 257, TU_STRIDED, GSTAT_LOWER, false);
+  eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 1024, 16, TU_COL_MAJOR, GSTAT_LOWER, true);
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
+/* The batched solver's graph solves in the caller's dense device V and w.
+ * A caller whose arrays change from call to call is moved to the context's
+ * arrays (one working copy) instead of paying a capture per call: the
+ * second set of arrays allocates that copy, later sets and the first set
+ * again allocate nothing. Every call's results are right. */
+static void test_eigh_caller_buffers(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  const int64_t n = 96, nb = 200;
+  tu_rng rng = tu_rng_new();
+  tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
+         Wc = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR),
+         W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR),
+         V = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR);
+  double *a = malloc(sizeof(double) * (size_t)(nb * n * n)),
+         *w = malloc(sizeof(double) * (size_t)n), *v = malloc(sizeof(double) * (size_t)(n * n));
+  for (int64_t b = 0; b < nb; b++) {
+    tu_symmetric(&rng, TU_RANDOM, n, FLT_EPSILON, true, a + b * n * n);
+    tu_store_matrix(&A, b, a + b * n * n);
+  }
+  assert_int_equal(gstat_eigh(cpu, &A.m, GSTAT_LOWER, &Wc.m, NULL, NULL), GSTAT_OK);
+  void *da, *dw[3], *dv[3];
+  gstat_matrix dA = to_device(&A, &da), dW[3], dV[3];
+  for (int k = 0; k < 3; k++) {
+    dW[k] = to_device(&W, &dw[k]);
+    dV[k] = to_device(&V, &dv[k]);
+  }
+  const int order[] = {0, 1, 2, 0, 1, 2};
+  int64_t allocs[6];
+  for (int c = 0; c < 6; c++) {
+    int k = order[c];
+    assert_int_equal(gstat_eigh(gpu, &dA, GSTAT_LOWER, &dW[k], &dV[k], NULL), GSTAT_OK);
+    assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
+    allocs[c] = gstat_ctx_device_allocations(gpu);
+    from_device(&W, dw[k]);
+    from_device(&V, dv[k]);
+    for (int64_t b = 0; b < nb; b++) {
+      tu_read(&W.m, b, w);
+      tu_read(&V.m, b, v);
+      for (int64_t i = 0; i < n; i++)
+        assert_true(fabs(w[i] - tu_get(&Wc.m, b, i, 0)) <= 64 * n * FLT_EPSILON);
+      assert_true(tu_eig_residual(n, a + b * n * n, w, v, FLT_EPSILON) <= max_ratio);
+      assert_true(tu_orthogonality(n, v, FLT_EPSILON) <= max_ratio);
+    }
+  }
+  assert_true(allocs[1] > allocs[0]);
+  assert_int_equal(allocs[5], allocs[1]);
+  for (int k = 0; k < 3; k++) {
+    cudaFree(dw[k]);
+    cudaFree(dv[k]);
+  }
+  cudaFree(da);
+  free(a);
+  free(w);
+  free(v);
+  tu_buf_free(&A);
+  tu_buf_free(&Wc);
+  tu_buf_free(&W);
+  tu_buf_free(&V);
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
 /* bf16 data in device memory: n <= 32 (and n = 40 at this batch) runs the
  * Jacobi kernels on bf16 directly, n = 64 at this batch a float32 copy
  * (XsyevBatched) half the batch at a time. */
@@ -742,6 +823,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_eigh_families),
       cmocka_unit_test(test_eigh_block_jacobi),
+      cmocka_unit_test(test_eigh_graph_branches),
+      cmocka_unit_test(test_eigh_caller_buffers),
       cmocka_unit_test(test_eigh_bf16_device),
       cmocka_unit_test(test_large_batch_small_n),
       cmocka_unit_test(test_host_staging_pieces),

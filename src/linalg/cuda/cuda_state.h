@@ -54,18 +54,21 @@ typedef struct {
 typedef enum { FAULT_NONE, FAULT_OOM, FAULT_SOLVER, FAULT_NONFINITE } gstat_cu_fault;
 
 /* A cuSOLVER call captured into a CUDA graph, with everything it captured
- * (shape, buffers, sizes) as its key (eigh_cuda.c). */
+ * (shape, branches, buffers, sizes) as its key (eigh_cuda.c). */
 typedef struct {
   cudaGraphExec_t exec; /* NULL: not captured, or the capture was refused */
   bool used;
   int64_t n, nb;
+  int parts; /* parallel branches, each solving nb / parts matrices */
   int cdt, jobz, fill;
   const void *a, *w, *info, *work, *hwork;
-  size_t dev_bytes, host_bytes;
-  unsigned long long stamp; /* last use, for replacing the older entry */
+  size_t dev_bytes, host_bytes; /* per branch */
+  unsigned long long stamp;     /* last use, for replacing the oldest entry */
 } gstat_cu_graph;
 
-enum { GSTAT_CU_GRAPHS = 2 };
+/* graphs kept (a shape may hold two: in the caller's and in the context's
+ * buffers), and the most parallel branches one graph has */
+enum { GSTAT_CU_GRAPHS = 8, GSTAT_CU_BRANCHES = 4 };
 
 typedef struct gstat_cu_state {
   int device;
@@ -85,10 +88,12 @@ typedef struct gstat_cu_state {
   /* what pca_fit left in CU_DATA for pca_scores */
   int64_t pca_batch, pca_n, pca_p;
   int pca_cdt, pca_row_major;
-  /* the batched eigensolver's graphs, captured on their own stream with their
-   * own handle (no other call can touch what a graph holds) */
-  cudaStream_t capture;
-  cusolverDnHandle_t capture_solver;
+  /* the batched eigensolver's graphs, captured on their own streams with
+   * their own handles (no other call can touch what a graph holds), a
+   * stream, handle and event per branch (capture[0]: the graph's origin) */
+  cudaStream_t capture[GSTAT_CU_BRANCHES];
+  cusolverDnHandle_t capture_solver[GSTAT_CU_BRANCHES];
+  cudaEvent_t capture_ev[GSTAT_CU_BRANCHES];
   gstat_cu_graph graphs[GSTAT_CU_GRAPHS];
   unsigned long long graph_clock;
   int64_t device_allocations;

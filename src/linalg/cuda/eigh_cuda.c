@@ -10,6 +10,8 @@
  *   otherwise, n < 2048
  *                    cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX,
  *                    replayed from a CUDA graph where cuSOLVER allows capture
+ *                    (large batches as parallel branches, graph_branches),
+ *                    in the caller's device arrays where the graph allows
  *   n >= 2048        cusolverDnXsyevd per matrix, spread over side streams;
  *                    also a single matrix of n >= 1024, where the batched
  *                    routine cannot be captured; one Xsyevd was 1 % faster in
@@ -84,74 +86,167 @@ static cusolverStatus_t call_syev_batched(const eigh_run *r, cusolverDnHandle_t 
                                 dwork, dev_bytes, hwork, host_bytes, dInfo, nb);
 }
 
+/* Parallel branches of the batched solver's graph: the batch cut in parts,
+ * each captured on a stream of its own, so that one part's small kernels run
+ * while another's wait. probe_syev_batched on the H200, ms for one graph ->
+ * the best split (branches): float32 256x128 1.830 -> 1.786 (2), 64x256
+ * 3.535 -> 3.510 (2), 64x512 24.50 -> 23.78 (2), 1024x128 7.017 -> 6.758
+ * (2); float64 256x128 3.282 -> 3.043 (4), 512x64 1.794 -> 1.696 (4),
+ * 1024x128 12.58 -> 12.22 (4), 64x512 33.29 -> 33.18 (2). Small batches
+ * lose: float32 16x512 13.97 -> 14.67, 64x128 0.891 -> 0.908 (2). */
+static int graph_branches(const eigh_run *r, int64_t nb) {
+  if (nb * r->n < 16384) return 1;
+  return r->cdt == GSTAT_F64 && nb >= 256 ? 4 : 2;
+}
+
+static bool same_shape(const gstat_cu_graph *c, const eigh_run *r, int64_t nb, int parts) {
+  return c->used && c->n == r->n && c->nb == nb && c->parts == parts && c->cdt == r->cdt &&
+         c->jobz == (int)r->jobz && c->fill == (int)r->fill;
+}
+
+/* Whether the batched solver may run in the caller's buffers a and w (NULL:
+ * the context's): yes unless graphs of this shape are cached on other
+ * buffers only. A graph is keyed by its buffers, so a caller whose buffers
+ * change from call to call would pay a capture every call; such a shape
+ * runs in the context's buffers instead, at the cost of a copy. */
+static bool may_use_caller_buffers(const eigh_run *r, int64_t nb, const void *a, const void *w) {
+  int parts = graph_branches(r, nb);
+  bool shape_cached = false;
+  for (int g = 0; g < GSTAT_CU_GRAPHS; g++) {
+    const gstat_cu_graph *c = &r->s->graphs[g];
+    if (!same_shape(c, r, nb, parts)) continue;
+    if ((!a || c->a == a) && (!w || c->w == w)) return true;
+    shape_cached = true;
+  }
+  return !shape_cached;
+}
+
+/* The key's batch captured as its parts, in parallel branches of one graph
+ * (capture[0] forks to the others and joins them); NULL when cuSOLVER
+ * refuses capture (n = 1024 does). Nothing runs now. */
+static cudaGraphExec_t capture(const eigh_run *r, const gstat_cu_graph *key) {
+  gstat_cu_state *s = r->s;
+  size_t es = gstat_cu_dtype_bytes(r->cdt);
+  int64_t per = (key->nb + key->parts - 1) / key->parts;
+  cudaStream_t origin = s->capture[0];
+  if (cudaStreamBeginCapture(origin, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+    cudaGetLastError();
+    return NULL;
+  }
+  bool ok = cudaEventRecord(s->capture_ev[0], origin) == cudaSuccess;
+  int forked = 1;
+  for (; ok && forked < key->parts; forked++)
+    ok = cudaStreamWaitEvent(s->capture[forked], s->capture_ev[0], 0) == cudaSuccess;
+  for (int k = 0; ok && k < key->parts; k++) {
+    int64_t b0 = k * per, nb = key->nb - b0 < per ? key->nb - b0 : per;
+    ok =
+        call_syev_batched(r, s->capture_solver[k], (char *)key->a + (size_t)(b0 * r->n * r->n) * es,
+                          (char *)key->w + (size_t)(b0 * r->n) * es, (int *)key->info + b0, nb,
+                          (char *)key->work + key->dev_bytes * (size_t)k, key->dev_bytes,
+                          (char *)key->hwork + key->host_bytes * (size_t)k,
+                          key->host_bytes) == CUSOLVER_STATUS_SUCCESS;
+  }
+  /* every forked branch joins, even after a failure: an unjoined branch
+   * would leave its stream capturing */
+  for (int k = 1; k < forked; k++)
+    if (cudaEventRecord(s->capture_ev[k], s->capture[k]) != cudaSuccess ||
+        cudaStreamWaitEvent(origin, s->capture_ev[k], 0) != cudaSuccess)
+      ok = false;
+  cudaGraph_t graph = NULL;
+  cudaGraphExec_t exec = NULL;
+  if (cudaStreamEndCapture(origin, &graph) != cudaSuccess || !graph) ok = false;
+  if (ok && cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) exec = NULL;
+  if (graph) cudaGraphDestroy(graph);
+  cudaGetLastError(); /* a refused capture leaves no error behind */
+  return ok ? exec : NULL;
+}
+
 /* The batched solver replayed from a CUDA graph: at mid n it is bound by
  * launching its many small kernels one after another (64x512 float: 28 ms
  * as one call whatever the batch from 8 to 64, 24.4 ms replayed; 512x64
  * 1.18 -> 1.14 ms; bench/probe_syev_batched, H200). A graph is captured once
- * per key (shape and the context's own buffers, which the solve therefore
- * uses) and replayed after; when cuSOLVER refuses capture (n = 1024 does)
- * the key remembers it and the call runs directly. */
-static gstat_cu_graph *graph_for(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
-                                 void *dwork, size_t dev_bytes, void *hwork, size_t host_bytes) {
+ * per key (shape, branches and buffers) and replayed after; when cuSOLVER
+ * refuses capture the key remembers it and the call runs directly. */
+static gstat_cu_graph *graph_for(const eigh_run *r, const gstat_cu_graph *key) {
   gstat_cu_state *s = r->s;
-  gstat_cu_graph key = {NULL, true,  r->n,  nb,    r->cdt,    (int)r->jobz, (int)r->fill,    dA,
-                        dW,   dInfo, dwork, hwork, dev_bytes, host_bytes,   ++s->graph_clock};
   gstat_cu_graph *old = &s->graphs[0];
   for (int g = 0; g < GSTAT_CU_GRAPHS; g++) {
     gstat_cu_graph *c = &s->graphs[g];
-    if (c->used && c->n == key.n && c->nb == key.nb && c->cdt == key.cdt && c->jobz == key.jobz &&
-        c->fill == key.fill && c->a == key.a && c->w == key.w && c->info == key.info &&
-        c->work == key.work && c->hwork == key.hwork && c->dev_bytes == key.dev_bytes &&
-        c->host_bytes == key.host_bytes) {
-      c->stamp = key.stamp;
+    if (same_shape(c, r, key->nb, key->parts) && c->a == key->a && c->w == key->w &&
+        c->info == key->info && c->work == key->work && c->hwork == key->hwork &&
+        c->dev_bytes == key->dev_bytes && c->host_bytes == key->host_bytes) {
+      c->stamp = ++s->graph_clock;
       return c;
     }
-    if (!c->used || c->stamp < old->stamp) old = c;
+    if (!c->used || (old->used && c->stamp < old->stamp)) old = c;
   }
   if (old->exec) cudaGraphExecDestroy(old->exec);
-  *old = key;
-  /* captured on the context's capture stream (never the caller's): nothing runs now */
-  cudaStream_t cs = s->capture;
-  cudaGraph_t graph = NULL;
-  if (cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed) == cudaSuccess) {
-    cusolverStatus_t st = call_syev_batched(r, s->capture_solver, dA, dW, dInfo, nb, dwork,
-                                            dev_bytes, hwork, host_bytes);
-    if (cudaStreamEndCapture(cs, &graph) == cudaSuccess && graph && st == CUSOLVER_STATUS_SUCCESS &&
-        cudaGraphInstantiate(&old->exec, graph, 0) != cudaSuccess)
-      old->exec = NULL;
-    if (graph) cudaGraphDestroy(graph);
-  }
-  cudaGetLastError(); /* a refused capture leaves no error behind */
+  *old = *key;
+  old->used = true;
+  old->stamp = ++s->graph_clock;
+  old->exec = capture(r, old);
   return old;
 }
 
-/* Workspace query + call of the batched solver on `nb` matrices in dA. */
-static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb) {
-  size_t dev_bytes = 0, host_bytes = 0;
+/* The batched solver's workspace for nb matrices: `copies` slices of
+ * *dev_bytes (device) and *host_bytes (host), each rounded up. */
+static gstat_status syev_workspace(const eigh_run *r, void *dA, void *dW, int64_t nb, int copies,
+                                   void **dwork, size_t *dev_bytes, void **hwork,
+                                   size_t *host_bytes) {
   cudaDataType t = cuda_type(r->cdt);
   cusolverStatus_t st =
       cusolverDnXsyevBatched_bufferSize(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA,
-                                        r->n, t, dW, t, &dev_bytes, &host_bytes, nb);
+                                        r->n, t, dW, t, dev_bytes, host_bytes, nb);
   if (st != CUSOLVER_STATUS_SUCCESS)
     return gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched_bufferSize", st);
+  *dev_bytes = (*dev_bytes + 255) & ~(size_t)255;
+  *host_bytes = (*host_bytes + 63) & ~(size_t)63;
+  size_t dev_total = *dev_bytes * (size_t)copies;
   int64_t before = r->s->device_allocations;
-  void *dwork = gstat_cu_buffer(r->s, r->ctx, CU_WORK, dev_bytes);
-  void *hwork = gstat_cu_host_buffer(r->s, r->ctx, &r->s->host_work, host_bytes);
-  if (!dwork || !hwork) return GSTAT_ENOMEM;
+  *dwork = gstat_cu_buffer(r->s, r->ctx, CU_WORK, dev_total);
+  *hwork = gstat_cu_host_buffer(r->s, r->ctx, &r->s->host_work, *host_bytes * (size_t)copies);
+  if (!*dwork || !*hwork) return GSTAT_ENOMEM;
   /* some cuSOLVER versions read the workspace before writing it: never hand
    * them fresh garbage (clearing it on every call costs a pass over it) */
   cudaError_t err = r->s->device_allocations != before
-                        ? cudaMemsetAsync(dwork, 0, dev_bytes, r->s->stream)
+                        ? cudaMemsetAsync(*dwork, 0, dev_total, r->s->stream)
                         : cudaSuccess;
-  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "clearing the workspace", err);
-  gstat_cu_graph *g = graph_for(r, dA, dW, dInfo, nb, dwork, dev_bytes, hwork, host_bytes);
+  return err == cudaSuccess ? GSTAT_OK
+                            : gstat_cu_fail(r->ctx, "eigh", "clearing the workspace", err);
+}
+
+/* The batched solver on the `nb` matrices in dA: its graph when cuSOLVER
+ * allows capture, else one direct call. */
+static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb) {
+  int parts = graph_branches(r, nb);
+  gstat_cu_graph key = {.n = r->n,
+                        .nb = nb,
+                        .parts = parts,
+                        .cdt = r->cdt,
+                        .jobz = (int)r->jobz,
+                        .fill = (int)r->fill,
+                        .a = dA,
+                        .w = dW,
+                        .info = dInfo};
+  void *dwork, *hwork;
+  gstat_status st = syev_workspace(r, dA, dW, (nb + parts - 1) / parts, parts, &dwork,
+                                   &key.dev_bytes, &hwork, &key.host_bytes);
+  if (st != GSTAT_OK) return st;
+  key.work = dwork;
+  key.hwork = hwork;
+  gstat_cu_graph *g = graph_for(r, &key);
   if (g->exec) {
-    err = cudaGraphLaunch(g->exec, r->s->stream);
+    cudaError_t err = cudaGraphLaunch(g->exec, r->s->stream);
     return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "XsyevBatched graph", err);
   }
-  st = call_syev_batched(r, r->s->solver, dA, dW, dInfo, nb, dwork, dev_bytes, hwork, host_bytes);
-  return st == CUSOLVER_STATUS_SUCCESS ? GSTAT_OK
-                                       : gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched", st);
+  size_t dev_bytes = key.dev_bytes, host_bytes = key.host_bytes;
+  if (parts > 1 &&
+      (st = syev_workspace(r, dA, dW, nb, 1, &dwork, &dev_bytes, &hwork, &host_bytes)) != GSTAT_OK)
+    return st;
+  cusolverStatus_t cs =
+      call_syev_batched(r, r->s->solver, dA, dW, dInfo, nb, dwork, dev_bytes, hwork, host_bytes);
+  return cs == CUSOLVER_STATUS_SUCCESS ? GSTAT_OK
+                                       : gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched", cs);
 }
 
 /* One Xsyevd per matrix, round-robin over the side streams. */
@@ -233,13 +328,12 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     if (a16 && w16 && (!r->want || (v16 && v16 != a16)))
       return jacobi_bf16(r, a16, w16, v16, b0, nb, info);
   }
-  /* the batched solver runs in the context's buffers (its graph is keyed by
-   * them), so only the other paths use the caller's V and w in place */
   bool loop = uses_loop(r->n, nb);
-  bool own_buffers = !jacobi && !loop;
   char *src = gstat_cu_dense(&A, r->cdt, b0);
-  char *dV = r->want && !own_buffers ? gstat_cu_dense(V, r->cdt, b0) : NULL;
-  char *dW = own_buffers ? NULL : gstat_cu_dense(w, r->cdt, b0);
+  char *dV = r->want ? gstat_cu_dense(V, r->cdt, b0) : NULL;
+  char *dW = gstat_cu_dense(w, r->cdt, b0);
+  /* the batched solver's graphs are keyed by their buffers */
+  if (!jacobi && !loop && !may_use_caller_buffers(r, nb, dV, dW)) dV = dW = NULL;
   bool v_in_place = dV != NULL, w_in_place = dW != NULL;
   if (jacobi && src && src == dV) src = NULL; /* the kernel does not work in place */
   cudaError_t err = cudaSuccess;

@@ -242,8 +242,11 @@ static void destroy(void *state) {
   }
   for (int k = 0; k <= GSTAT_CU_STREAMS; k++)
     if (s->ev[k]) cudaEventDestroy(s->ev[k]);
-  if (s->capture_solver) cusolverDnDestroy(s->capture_solver);
-  if (s->capture) cudaStreamDestroy(s->capture);
+  for (int k = 0; k < GSTAT_CU_BRANCHES; k++) {
+    if (s->capture_solver[k]) cusolverDnDestroy(s->capture_solver[k]);
+    if (s->capture[k]) cudaStreamDestroy(s->capture[k]);
+    if (s->capture_ev[k]) cudaEventDestroy(s->capture_ev[k]);
+  }
   if (s->blas) cublasDestroy(s->blas);
   if (s->own) cudaStreamDestroy(s->own);
   free(s);
@@ -308,14 +311,17 @@ static gstat_status create(gstat_ctx *ctx, int device, void **out) {
     }
     cusolverDnSetStream(s->side_solver[k], s->side[k]);
   }
-  if (cudaStreamCreateWithFlags(&s->capture, cudaStreamNonBlocking) != cudaSuccess ||
-      cusolverDnCreate(&s->capture_solver) != CUSOLVER_STATUS_SUCCESS) {
-    cudaGetLastError();
-    st = gstat_cu_host->fail(ctx, GSTAT_EBACKEND,
-                             "cuda: cannot create the capture stream and handle");
-    goto done;
+  for (int k = 0; k < GSTAT_CU_BRANCHES; k++) {
+    if (cudaStreamCreateWithFlags(&s->capture[k], cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&s->capture_ev[k], cudaEventDisableTiming) != cudaSuccess ||
+        cusolverDnCreate(&s->capture_solver[k]) != CUSOLVER_STATUS_SUCCESS) {
+      cudaGetLastError();
+      st = gstat_cu_host->fail(ctx, GSTAT_EBACKEND,
+                               "cuda: cannot create the capture streams and handles");
+      goto done;
+    }
+    cusolverDnSetStream(s->capture_solver[k], s->capture[k]);
   }
-  cusolverDnSetStream(s->capture_solver, s->capture);
   set_stream(s, NULL);
   size_t free_b = 0, total_b = 0;
   cudaMemGetInfo(&free_b, &total_b);
