@@ -1,6 +1,6 @@
 /*
  * GPU timings in one run, data already on the device (fp32/fp64):
- *   bench_cuda eigh|cholesky f32|f64|bf16 BATCH N REPS [INPUT_FILE]
+ *   bench_cuda eigh|cholesky f32|f64|bf16 BATCH N REPS [INPUT_FILE|-] [upper]
  * prints key=value pairs: gstat_ms and the raw cuSOLVER anchors
  * (syevBatched_ms = cusolverDnXsyevBatched, syevjBatched_ms for n <= 32,
  * syevd_loop_ms = cusolverDnXsyevd per matrix on one stream,
@@ -11,6 +11,8 @@
  * failed. INPUT_FILE, when given, receives the input batch (raw, dense, in
  * the dtype), so that other libraries can be timed on the very same
  * matrices: the divide-and-conquer solvers' time depends on the spectrum.
+ * With `upper`, gstat_upper_ms times gstat reading the upper triangle of the
+ * same matrices (the anchors always read the lower one).
  */
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
@@ -88,17 +90,25 @@ typedef struct {
   syevjInfo_t j;
 } bench;
 
-static int run_gstat(void *arg) {
-  bench *b = arg;
+static int gstat_call(bench *b, gstat_uplo uplo) {
   gstat_dtype dt = b->bf16 ? GSTAT_BF16 : b->f64 ? GSTAT_F64 : GSTAT_F32;
   gstat_matrix A = gstat_matrix_col_major(b->a0, dt, b->batch, b->n, b->n);
   gstat_matrix W = gstat_vector_batch(b->w, dt, b->batch, b->n);
   gstat_matrix V = gstat_matrix_col_major(b->v, dt, b->batch, b->n, b->n);
   A.location = W.location = V.location = GSTAT_CUDA;
-  gstat_status st = strcmp(b->op, "cholesky") ? gstat_eigh(b->ctx, &A, GSTAT_LOWER, &W, &V, NULL)
-                                              : gstat_cholesky(b->ctx, &A, GSTAT_LOWER, &V, NULL);
+  gstat_status st = strcmp(b->op, "cholesky") ? gstat_eigh(b->ctx, &A, uplo, &W, &V, NULL)
+                                              : gstat_cholesky(b->ctx, &A, uplo, &V, NULL);
   if (st != GSTAT_OK) fprintf(stderr, "gstat: %s\n", gstat_ctx_last_error(b->ctx));
   return st != GSTAT_OK;
+}
+
+static int run_gstat(void *arg) {
+  return gstat_call(arg, GSTAT_LOWER);
+}
+
+/* the same symmetric matrices read from their upper triangle */
+static int run_gstat_upper(void *arg) {
+  return gstat_call(arg, GSTAT_UPPER);
 }
 
 static size_t bytes_a(const bench *b) {
@@ -167,7 +177,8 @@ static void need(bench *b, size_t dev, size_t host) {
 
 int main(int argc, char **argv) {
   if (argc < 6) {
-    fprintf(stderr, "usage: %s eigh|cholesky f32|f64|bf16 BATCH N REPS [INPUT_FILE]\n", argv[0]);
+    fprintf(stderr, "usage: %s eigh|cholesky f32|f64|bf16 BATCH N REPS [INPUT_FILE|-] [upper]\n",
+            argv[0]);
     return 2;
   }
   bench b;
@@ -198,7 +209,7 @@ int main(int argc, char **argv) {
           ((float *)h)[o1] = ((float *)h)[o2] = (float)x;
       }
   /* the same matrices for the anchors timed elsewhere (torch, CuPy) */
-  if (argc > 6) {
+  if (argc > 6 && strcmp(argv[6], "-")) {
     FILE *f = fopen(argv[6], "wb");
     if (!f || fwrite(h, b.es, na, f) != na || fclose(f) != 0) {
       fprintf(stderr, "cannot write %s\n", argv[6]);
@@ -223,9 +234,11 @@ int main(int argc, char **argv) {
   CK(cudaMemGetInfo(&free0, &total));
   if (run_gstat(&b)) return 1;
   CK(cudaMemGetInfo(&free1, &total));
-  runner rs[5];
+  runner rs[6];
   int nr = 0;
   rs[nr++] = (runner){"gstat_ms", run_gstat, NULL, false};
+  if (argc > 7 && !strcmp(argv[7], "upper"))
+    rs[nr++] = (runner){"gstat_upper_ms", run_gstat_upper, NULL, false};
   if (!b.bf16) {
     cusolverDnCreate(&b.h);
     cusolverDnCreateParams(&b.p);
@@ -269,7 +282,7 @@ int main(int argc, char **argv) {
       }
     }
   }
-  double med[5];
+  double med[6];
   time_rounds(rs, nr, &b, reps, med);
   for (int k = 0; k < nr; k++)
     if (!isnan(med[k])) printf("%s=%.4f ", rs[k].key, med[k]);
