@@ -93,9 +93,10 @@ static cusolverStatus_t call_syev_batched(const eigh_run *r, cusolverDnHandle_t 
  * 3.535 -> 3.510 (2), 64x512 24.50 -> 23.78 (2), 1024x128 7.017 -> 6.758
  * (2); float64 256x128 3.282 -> 3.043 (4), 512x64 1.794 -> 1.696 (4),
  * 1024x128 12.58 -> 12.22 (4), 64x512 33.29 -> 33.18 (2). Small batches
- * lose: float32 16x512 13.97 -> 14.67, 64x128 0.891 -> 0.908 (2). */
+ * lose: float32 16x512 13.97 -> 14.67, 64x128 0.891 -> 0.908 (2), and bf16
+ * 64x512, two float32 halves of 32 (gpu_vs_torch.py): 31.6 -> 34.0. */
 static int graph_branches(const eigh_run *r, int64_t nb) {
-  if (nb * r->n < 16384) return 1;
+  if (nb < 64 || nb * r->n < 16384) return 1;
   return r->cdt == GSTAT_F64 && nb >= 256 ? 4 : 2;
 }
 
