@@ -40,6 +40,13 @@ static void from_device(tu_buf *h, void *dptr) {
                    cudaSuccess);
 }
 
+static gstat_device_stats stats_of(const gstat_ctx *ctx) {
+  gstat_device_stats ds;
+  assert_int_equal(gstat_ctx_device_stats(ctx, &ds), GSTAT_OK);
+  assert_int_equal(ds.allocations, gstat_ctx_device_allocations(ctx));
+  return ds;
+}
+
 /* eigh on the GPU (host or device data) against ratios and the CPU. */
 /* Largest and second largest magnitude in column j: a near tie makes the
  * sign rule ambiguous within rounding, so signs may differ there. */
@@ -200,8 +207,12 @@ static void eigh_uncaptured_branches_case(gstat_ctx *gpu, gstat_ctx *cpu) {
   }
   void *da, *dw, *dv;
   gstat_matrix dA = to_device(&A, &da), dW = to_device(&W, &dw), dV = to_device(&V, &dv);
+  gstat_device_stats before = stats_of(gpu);
   assert_int_equal(gstat_eigh(gpu, &dA, GSTAT_LOWER, &dW, &dV, NULL), GSTAT_OK);
   assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
+  gstat_device_stats after = stats_of(gpu);
+  assert_true(after.graph_refusals > before.graph_refusals);
+  assert_int_equal(after.graph_launches, before.graph_launches);
   from_device(&W, dw);
   from_device(&V, dv);
   assert_int_equal(gstat_eigh(cpu, &A.m, GSTAT_LOWER, &Wc.m, NULL, NULL), GSTAT_OK);
@@ -253,7 +264,8 @@ static void test_eigh_graph_branches(void **state) {
  * A caller whose arrays change from call to call is moved to the context's
  * arrays (one working copy) instead of paying a capture per call: the
  * second set of arrays allocates that copy, later sets and the first set
- * again allocate nothing. Every call's results are right. */
+ * again allocate nothing, and six calls capture two graphs and replay them
+ * six times. Every call's results are right. */
 static void test_eigh_caller_buffers(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
@@ -296,6 +308,11 @@ static void test_eigh_caller_buffers(void **state) {
   }
   assert_true(allocs[1] > allocs[0]);
   assert_int_equal(allocs[5], allocs[1]);
+  /* two graphs (the first arrays', the context's), replayed by every call */
+  gstat_device_stats ds = stats_of(gpu);
+  assert_int_equal(ds.graph_captures, 2);
+  assert_int_equal(ds.graph_refusals, 0);
+  assert_int_equal(ds.graph_launches, 6);
   for (int k = 0; k < 3; k++) {
     cudaFree(dw[k]);
     cudaFree(dv[k]);
@@ -351,16 +368,22 @@ static void test_host_staging_pieces(void **state) {
  * of 16 MiB of A: 16384 matrices of 16 x 16 float; four pieces, the last
  * partial), in each layout, and values only; the block kernel's pipeline
  * (48 x 48 double: pieces of 910, four); bf16 host arrays (computed in
- * float32, the same pieces as the first): the same results as the CPU. */
+ * float32, the same pieces as the first): the same results as the CPU, and
+ * four pieces through the pipeline each (gstat_ctx_device_stats). */
 static void test_host_pipeline(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
   const int64_t n = 16, nb = 3 * 16384 + 1000;
-  for (int l = 0; l < TU_LAYOUT_COUNT; l++)
+  int64_t pieces = stats_of(gpu).pipeline_pieces;
+  for (int l = 0; l < TU_LAYOUT_COUNT; l++) {
     eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, n, nb, (tu_layout)l, (gstat_uplo)(l % 2), false);
+    assert_int_equal(stats_of(gpu).pipeline_pieces, pieces += 4);
+  }
   eigh_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 48, 3 * 910 + 100, TU_COL_MAJOR, GSTAT_UPPER, false);
+  assert_int_equal(stats_of(gpu).pipeline_pieces, pieces += 4);
   /* bf16 host arrays, float32 pieces */
   eigh_case(gpu, cpu, GSTAT_BF16, TU_RANDOM, n, nb, TU_COL_MAJOR, GSTAT_LOWER, false);
+  assert_int_equal(stats_of(gpu).pipeline_pieces, pieces += 4);
   tu_rng rng = tu_rng_new();
   tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
          W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR),
@@ -373,6 +396,7 @@ static void test_host_pipeline(void **state) {
   }
   assert_int_equal(gstat_eigh(gpu, &A.m, GSTAT_LOWER, &W.m, NULL, NULL), GSTAT_OK);
   assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
+  assert_int_equal(stats_of(gpu).pipeline_pieces, pieces + 4);
   assert_int_equal(gstat_eigh(cpu, &A.m, GSTAT_LOWER, &Wc.m, NULL, NULL), GSTAT_OK);
   for (int64_t b = 0; b < nb; b++) {
     tu_read(&W.m, b, w);
@@ -413,6 +437,11 @@ static void test_no_device_allocations_after_first(void **state) {
     }
     assert_true(after_first > 0);
     assert_int_equal(gstat_ctx_device_allocations(gpu), after_first);
+    if (n == 128) { /* XsyevBatched: captured once, replayed by all five */
+      gstat_device_stats ds = stats_of(gpu);
+      assert_int_equal(ds.graph_captures, 1);
+      assert_int_equal(ds.graph_launches, 5);
+    }
     free(a);
     tu_buf_free(&A);
     tu_buf_free(&W);

@@ -184,6 +184,24 @@ GSTAT_API gstat_status gstat_ctx_set_cuda_stream(gstat_ctx *ctx, void *stream);
  * without a CUDA backend. Repeating a call of one shape adds none. */
 GSTAT_API int64_t gstat_ctx_device_allocations(const gstat_ctx *ctx);
 
+/* What this context's CUDA backend has done since the context was created:
+ * counters for tuning and tests (is a shape's solver graph replayed rather
+ * than captured again? did host arrays run as a copy/solve pipeline?). */
+typedef struct gstat_device_stats {
+  int64_t allocations;     /* cudaMalloc calls (gstat_ctx_device_allocations) */
+  int64_t graph_captures;  /* batched-solver CUDA graphs captured: once per
+                            * shape and set of buffers, while cached */
+  int64_t graph_refusals;  /* captures cuSOLVER refused (remembered per
+                            * shape; those calls run the solver directly) */
+  int64_t graph_launches;  /* calls that replayed a captured graph */
+  int64_t pipeline_pieces; /* pieces of host arrays solved in the pipeline
+                            * that overlaps their copies with the solve */
+} gstat_device_stats;
+
+/* Fill *stats with the counters above; all zero without a CUDA backend.
+ * Statuses: GSTAT_OK, GSTAT_EINVAL (ctx or stats NULL). */
+GSTAT_API gstat_status gstat_ctx_device_stats(const gstat_ctx *ctx, gstat_device_stats *stats);
+
 /* Drop the cached workspace (it is re-created on the next call that needs it). */
 GSTAT_API void gstat_ctx_release_workspace(gstat_ctx *ctx);
 

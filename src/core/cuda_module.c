@@ -110,3 +110,12 @@ int64_t gstat_ctx_device_allocations(const gstat_ctx *ctx) {
   if (!ctx || !ctx->cuda.ops || !ctx->cuda.ops->device_allocations) return 0;
   return ctx->cuda.ops->device_allocations(ctx->cuda.state);
 }
+
+gstat_status gstat_ctx_device_stats(const gstat_ctx *ctx, gstat_device_stats *stats) {
+  if (!ctx || !stats) return GSTAT_EINVAL;
+  memset(stats, 0, sizeof *stats);
+  if (ctx->cuda.ops && ctx->cuda.ops->device_stats)
+    ctx->cuda.ops->device_stats(ctx->cuda.state, stats);
+  stats->allocations = gstat_ctx_device_allocations(ctx);
+  return GSTAT_OK;
+}

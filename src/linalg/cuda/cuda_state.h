@@ -97,6 +97,8 @@ typedef struct gstat_cu_state {
   gstat_cu_graph graphs[GSTAT_CU_GRAPHS];
   unsigned long long graph_clock;
   int64_t device_allocations;
+  /* gstat_device_stats' other counters */
+  int64_t graph_captures, graph_refusals, graph_launches, pipeline_pieces;
   size_t free_bytes_cap; /* chunking budget, from cudaMemGetInfo at creation */
 } gstat_cu_state;
 

@@ -186,6 +186,10 @@ static gstat_cu_graph *graph_for(const eigh_run *r, const gstat_cu_graph *key) {
   old->used = true;
   old->stamp = ++s->graph_clock;
   old->exec = capture(r, old);
+  if (old->exec)
+    s->graph_captures++;
+  else
+    s->graph_refusals++;
   return old;
 }
 
@@ -237,6 +241,7 @@ static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dIn
   key.hwork = hwork;
   gstat_cu_graph *g = graph_for(r, &key);
   if (g->exec) {
+    r->s->graph_launches++;
     cudaError_t err = cudaGraphLaunch(g->exec, r->s->stream);
     return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "XsyevBatched graph", err);
   }
@@ -475,6 +480,7 @@ static gstat_status jacobi_pipeline(const eigh_run *run, const gstat_matrix *A0,
             r->cdt, dA + mat * (size_t)slot, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb,
             dW + vec * (size_t)slot, dV ? dV + mat * (size_t)slot : NULL, di, di + nb, s->stream);
       if (err == cudaSuccess) err = cudaEventRecord(solved[slot], s->stream);
+      if (err == cudaSuccess) s->pipeline_pieces++;
     }
     if (k >= 1 && err == cudaSuccess) { /* piece k - 1: out once solved */
       int slot = (int)((k - 1) & 1);

@@ -337,6 +337,14 @@ static int64_t device_allocations(void *state) {
   return ((gstat_cu_state *)state)->device_allocations;
 }
 
+static void device_stats(void *state, gstat_device_stats *stats) {
+  const gstat_cu_state *s = state;
+  stats->graph_captures = s->graph_captures;
+  stats->graph_refusals = s->graph_refusals;
+  stats->graph_launches = s->graph_launches;
+  stats->pipeline_pieces = s->pipeline_pieces;
+}
+
 static const gstat_i_backend_ops cuda_ops = {
     .api_version = GSTAT_I_BACKEND_API_VERSION,
     .name = "cuda",
@@ -347,6 +355,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .triangular_solve = gstat_cu_triangular_solve,
     .destroy = destroy,
     .device_allocations = device_allocations,
+    .device_stats = device_stats,
     .copy = copy_matrix,
     .pca_fit = gstat_cu_pca_fit,
     .pca_scores = gstat_cu_pca_scores,
