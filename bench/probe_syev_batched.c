@@ -13,13 +13,17 @@
  * sequence of small steps: splitting can only help if steps from different
  * streams overlap, a graph only if launch overhead is a large part.
  *
- *   probe_syev_batched f32|f64 N REPS BATCH...
+ *   probe_syev_batched [--alg K] f32|f64 N REPS BATCH...
+ *
+ * --alg K selects XsyevBatched's algorithm K (cusolverDnSetAdvOptions with
+ * CUSOLVERDN_SYEVBATCHED; 0 is the default).
  */
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_check.h"
 
@@ -135,8 +139,14 @@ static cudaGraphExec_t capture(probe *q, int parts) {
 }
 
 int main(int argc, char **argv) {
+  int alg = 0;
+  if (argc > 2 && !strcmp(argv[1], "--alg")) {
+    alg = atoi(argv[2]);
+    argc -= 2;
+    argv += 2;
+  }
   if (argc < 5) {
-    fprintf(stderr, "usage: %s f32|f64 N REPS BATCH...\n", argv[0]);
+    fprintf(stderr, "usage: probe_syev_batched [--alg K] f32|f64 N REPS BATCH...\n");
     return 2;
   }
   const int f64 = argv[1][1] == '6';
@@ -144,8 +154,18 @@ int main(int argc, char **argv) {
   const int reps = atoi(argv[3]);
   static const int splits[] = {2, 4, 8};
   enum { NS = sizeof splits / sizeof splits[0] };
-  printf("XsyevBatched %s, n = %lld, median of %d (ms)\n", f64 ? "float64" : "float32",
-         (long long)n, reps);
+  cusolverDnParams_t check;
+  cusolverDnCreateParams(&check);
+  cusolverStatus_t accepted =
+      alg ? cusolverDnSetAdvOptions(check, CUSOLVERDN_SYEVBATCHED, (cusolverAlgMode_t)alg)
+          : CUSOLVER_STATUS_SUCCESS;
+  cusolverDnDestroyParams(check);
+  if (accepted != CUSOLVER_STATUS_SUCCESS) { /* cuSOLVER 12.0.4 (CUDA 13.0) takes only 0 */
+    fprintf(stderr, "algorithm %d is not accepted (status %d)\n", alg, (int)accepted);
+    return 1;
+  }
+  printf("XsyevBatched %s, algorithm %d, n = %lld, median of %d (ms)\n",
+         f64 ? "float64" : "float32", alg, (long long)n, reps);
   printf("%8s %9s %9s %9s %9s %9s %9s %9s %9s\n", "batch", "one call", "split 2", "split 4",
          "split 8", "graph", "graph 2", "graph 4", "graph 8");
   for (int c = 4; c < argc; c++) {
@@ -177,6 +197,7 @@ int main(int argc, char **argv) {
     CK(cudaStreamCreateWithFlags(&q.main, cudaStreamNonBlocking));
     CK(cudaEventCreateWithFlags(&q.fork, cudaEventDisableTiming));
     cusolverDnCreateParams(&q.p);
+    if (alg) cusolverDnSetAdvOptions(q.p, CUSOLVERDN_SYEVBATCHED, (cusolverAlgMode_t)alg);
     for (int k = 0; k < MAX_SPLIT; k++) {
       CK(cudaStreamCreateWithFlags(&q.side[k], cudaStreamNonBlocking));
       CK(cudaEventCreateWithFlags(&q.join[k], cudaEventDisableTiming));
