@@ -191,9 +191,12 @@ typedef struct gstat_device_stats {
   int64_t allocations;     /* cudaMalloc calls (gstat_ctx_device_allocations) */
   int64_t graph_captures;  /* batched-solver CUDA graphs captured: once per
                             * shape and set of buffers, while cached */
-  int64_t graph_refusals;  /* captures cuSOLVER refused (remembered per
-                            * shape; those calls run the solver directly) */
-  int64_t graph_launches;  /* calls that replayed a captured graph */
+  int64_t graph_refusals;  /* captures that failed (cuSOLVER refused, as it
+                            * does at n = 1024, or the graph could not be
+                            * instantiated); remembered per shape, whose
+                            * calls then run the solver directly */
+  int64_t graph_launches;  /* launches of a captured graph, the first right
+                            * after its capture; one per chunk of a call */
   int64_t pipeline_pieces; /* pieces of host arrays solved in the pipeline
                             * that overlaps their copies with the solve */
 } gstat_device_stats;

@@ -59,7 +59,8 @@ typedef struct {
   cudaGraphExec_t exec; /* NULL: not captured, or the capture was refused */
   bool used;
   int64_t n, nb;
-  int parts; /* parallel branches, each solving nb / parts matrices */
+  int parts; /* parallel branches, each solving ceil(nb / parts) matrices
+              * (the last the rest) */
   int cdt, jobz, fill;
   const void *a, *w, *info, *work, *hwork;
   size_t dev_bytes, host_bytes; /* per branch */

@@ -109,14 +109,15 @@ static bool same_shape(const gstat_cu_graph *c, const eigh_run *r, int64_t nb, i
  * the context's): yes unless graphs of this shape are cached on other
  * buffers only. A graph is keyed by its buffers, so a caller whose buffers
  * change from call to call would pay a capture every call; such a shape
- * runs in the context's buffers instead, at the cost of a copy. */
+ * runs in the context's buffers instead, at the cost of a copy. A shape
+ * whose capture cuSOLVER refused has no graph: any buffers do. */
 static bool may_use_caller_buffers(const eigh_run *r, int64_t nb, const void *a, const void *w) {
   int parts = graph_branches(r, nb);
   bool shape_cached = false;
   for (int g = 0; g < GSTAT_CU_GRAPHS; g++) {
     const gstat_cu_graph *c = &r->s->graphs[g];
     if (!same_shape(c, r, nb, parts)) continue;
-    if ((!a || c->a == a) && (!w || c->w == w)) return true;
+    if (!c->exec || ((!a || c->a == a) && (!w || c->w == w))) return true;
     shape_cached = true;
   }
   return !shape_cached;
@@ -166,16 +167,18 @@ static cudaGraphExec_t capture(const eigh_run *r, const gstat_cu_graph *key) {
  * launching its many small kernels one after another (64x512 float: 28 ms
  * as one call whatever the batch from 8 to 64, 24.4 ms replayed; 512x64
  * 1.18 -> 1.14 ms; bench/probe_syev_batched, H200). A graph is captured once
- * per key (shape, branches and buffers) and replayed after; when cuSOLVER
- * refuses capture the key remembers it and the call runs directly. */
+ * per key (shape, branches and buffers) and replayed after. When cuSOLVER
+ * refuses capture the entry (exec NULL) stands for the shape, whatever the
+ * buffers, and its calls run directly. */
 static gstat_cu_graph *graph_for(const eigh_run *r, const gstat_cu_graph *key) {
   gstat_cu_state *s = r->s;
   gstat_cu_graph *old = &s->graphs[0];
   for (int g = 0; g < GSTAT_CU_GRAPHS; g++) {
     gstat_cu_graph *c = &s->graphs[g];
-    if (same_shape(c, r, key->nb, key->parts) && c->a == key->a && c->w == key->w &&
-        c->info == key->info && c->work == key->work && c->hwork == key->hwork &&
-        c->dev_bytes == key->dev_bytes && c->host_bytes == key->host_bytes) {
+    if (same_shape(c, r, key->nb, key->parts) &&
+        (!c->exec || (c->a == key->a && c->w == key->w && c->info == key->info &&
+                      c->work == key->work && c->hwork == key->hwork &&
+                      c->dev_bytes == key->dev_bytes && c->host_bytes == key->host_bytes))) {
       c->stamp = ++s->graph_clock;
       return c;
     }
@@ -193,37 +196,92 @@ static gstat_cu_graph *graph_for(const eigh_run *r, const gstat_cu_graph *key) {
   return old;
 }
 
-/* The batched solver's workspace for nb matrices: `copies` slices of
- * *dev_bytes (device) and *host_bytes (host), each rounded up. */
-static gstat_status syev_workspace(const eigh_run *r, void *dA, void *dW, int64_t nb, int copies,
-                                   void **dwork, size_t *dev_bytes, void **hwork,
-                                   size_t *host_bytes) {
+/* Workspace of a cuSOLVER path: `slices` slices of dev (device) and host
+ * bytes, each rounded up. */
+typedef struct {
+  size_t dev, host;
+  int slices;
+} ws_size;
+
+/* XsyevBatched's workspace for nb matrices cut in `slices` equal parts (a
+ * slice per graph branch). */
+static gstat_status syev_batched_size(const eigh_run *r, void *dA, void *dW, int64_t nb, int slices,
+                                      ws_size *ws) {
   cudaDataType t = cuda_type(r->cdt);
+  int64_t per = (nb + slices - 1) / slices;
   cusolverStatus_t st =
       cusolverDnXsyevBatched_bufferSize(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA,
-                                        r->n, t, dW, t, dev_bytes, host_bytes, nb);
+                                        r->n, t, dW, t, &ws->dev, &ws->host, per);
   if (st != CUSOLVER_STATUS_SUCCESS)
     return gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched_bufferSize", st);
-  *dev_bytes = (*dev_bytes + 255) & ~(size_t)255;
-  *host_bytes = (*host_bytes + 63) & ~(size_t)63;
-  size_t dev_total = *dev_bytes * (size_t)copies;
+  ws->dev = (ws->dev + 255) & ~(size_t)255;
+  ws->host = (ws->host + 63) & ~(size_t)63;
+  ws->slices = slices;
+  return GSTAT_OK;
+}
+
+/* Xsyevd's workspace for nb matrices: a slice per side stream used. */
+static gstat_status syevd_loop_size(const eigh_run *r, void *dA, void *dW, int64_t nb,
+                                    ws_size *ws) {
+  cudaDataType t = cuda_type(r->cdt);
+  cusolverStatus_t st =
+      cusolverDnXsyevd_bufferSize(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA, r->n,
+                                  t, dW, t, &ws->dev, &ws->host);
+  if (st != CUSOLVER_STATUS_SUCCESS)
+    return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd_bufferSize", st);
+  ws->dev = (ws->dev + 255) & ~(size_t)255;
+  ws->host = (ws->host + 63) & ~(size_t)63;
+  ws->slices = nb < GSTAT_CU_STREAMS ? (int)nb : GSTAT_CU_STREAMS;
+  return GSTAT_OK;
+}
+
+/* The context's workspace buffers, grown to dev and host bytes. Some
+ * cuSOLVER versions read the workspace before writing it: a fresh buffer is
+ * cleared (clearing it on every call would cost a pass over it). */
+static gstat_status workspace(const eigh_run *r, size_t dev, size_t host, void **dwork,
+                              void **hwork) {
   int64_t before = r->s->device_allocations;
-  *dwork = gstat_cu_buffer(r->s, r->ctx, CU_WORK, dev_total);
-  *hwork = gstat_cu_host_buffer(r->s, r->ctx, &r->s->host_work, *host_bytes * (size_t)copies);
+  *dwork = gstat_cu_buffer(r->s, r->ctx, CU_WORK, dev);
+  *hwork = gstat_cu_host_buffer(r->s, r->ctx, &r->s->host_work, host);
   if (!*dwork || !*hwork) return GSTAT_ENOMEM;
-  /* some cuSOLVER versions read the workspace before writing it: never hand
-   * them fresh garbage (clearing it on every call costs a pass over it) */
   cudaError_t err = r->s->device_allocations != before
-                        ? cudaMemsetAsync(*dwork, 0, dev_total, r->s->stream)
+                        ? cudaMemsetAsync(*dwork, 0, r->s->dev[CU_WORK].size, r->s->stream)
                         : cudaSuccess;
   return err == cudaSuccess ? GSTAT_OK
                             : gstat_cu_fail(r->ctx, "eigh", "clearing the workspace", err);
+}
+
+/* The cuSOLVER path's workspace grown to the most the chunk may ask for
+ * (the graph's slices, or the whole batch in one call when the capture is
+ * refused), before anything is written to the caller's arrays: an
+ * out-of-memory return must leave them untouched, and a halved retry must
+ * find an in-place A unsolved. Also keeps the graph's workspace pointer from
+ * moving after a refused capture. */
+static gstat_status reserve_workspace(const eigh_run *r, void *dA, void *dW, int64_t nb,
+                                      bool loop) {
+  ws_size a, b = {0, 0, 1};
+  int parts = loop ? 1 : graph_branches(r, nb);
+  gstat_status st =
+      loop ? syevd_loop_size(r, dA, dW, nb, &a) : syev_batched_size(r, dA, dW, nb, parts, &a);
+  if (st == GSTAT_OK && parts > 1) st = syev_batched_size(r, dA, dW, nb, 1, &b);
+  if (st != GSTAT_OK) return st;
+  size_t dev = a.dev * (size_t)a.slices, host = a.host * (size_t)a.slices;
+  if (b.dev > dev) dev = b.dev;
+  if (b.host > host) host = b.host;
+  void *dwork, *hwork;
+  return workspace(r, dev, host, &dwork, &hwork);
 }
 
 /* The batched solver on the `nb` matrices in dA: its graph when cuSOLVER
  * allows capture, else one direct call. */
 static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb) {
   int parts = graph_branches(r, nb);
+  ws_size ws;
+  void *dwork, *hwork;
+  gstat_status st = syev_batched_size(r, dA, dW, nb, parts, &ws);
+  if (st == GSTAT_OK)
+    st = workspace(r, ws.dev * (size_t)parts, ws.host * (size_t)parts, &dwork, &hwork);
+  if (st != GSTAT_OK) return st;
   gstat_cu_graph key = {.n = r->n,
                         .nb = nb,
                         .parts = parts,
@@ -232,25 +290,23 @@ static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dIn
                         .fill = (int)r->fill,
                         .a = dA,
                         .w = dW,
-                        .info = dInfo};
-  void *dwork, *hwork;
-  gstat_status st = syev_workspace(r, dA, dW, (nb + parts - 1) / parts, parts, &dwork,
-                                   &key.dev_bytes, &hwork, &key.host_bytes);
-  if (st != GSTAT_OK) return st;
-  key.work = dwork;
-  key.hwork = hwork;
+                        .info = dInfo,
+                        .work = dwork,
+                        .hwork = hwork,
+                        .dev_bytes = ws.dev,
+                        .host_bytes = ws.host};
   gstat_cu_graph *g = graph_for(r, &key);
   if (g->exec) {
-    r->s->graph_launches++;
     cudaError_t err = cudaGraphLaunch(g->exec, r->s->stream);
-    return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "XsyevBatched graph", err);
+    if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "XsyevBatched graph", err);
+    r->s->graph_launches++;
+    return GSTAT_OK;
   }
-  size_t dev_bytes = key.dev_bytes, host_bytes = key.host_bytes;
-  if (parts > 1 &&
-      (st = syev_workspace(r, dA, dW, nb, 1, &dwork, &dev_bytes, &hwork, &host_bytes)) != GSTAT_OK)
+  if (parts > 1 && ((st = syev_batched_size(r, dA, dW, nb, 1, &ws)) != GSTAT_OK ||
+                    (st = workspace(r, ws.dev, ws.host, &dwork, &hwork)) != GSTAT_OK))
     return st;
   cusolverStatus_t cs =
-      call_syev_batched(r, r->s->solver, dA, dW, dInfo, nb, dwork, dev_bytes, hwork, host_bytes);
+      call_syev_batched(r, r->s->solver, dA, dW, dInfo, nb, dwork, ws.dev, hwork, ws.host);
   return cs == CUSOLVER_STATUS_SUCCESS ? GSTAT_OK
                                        : gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched", cs);
 }
@@ -259,26 +315,25 @@ static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dIn
 static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb) {
   gstat_cu_state *s = r->s;
   cudaDataType t = cuda_type(r->cdt);
-  size_t dev_bytes = 0, host_bytes = 0, es = gstat_cu_dtype_bytes(r->cdt);
-  cusolverStatus_t st = cusolverDnXsyevd_bufferSize(s->solver, s->params, r->jobz, r->fill, r->n, t,
-                                                    dA, r->n, t, dW, t, &dev_bytes, &host_bytes);
-  if (st != CUSOLVER_STATUS_SUCCESS)
-    return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd_bufferSize", st);
-  dev_bytes = (dev_bytes + 255) & ~(size_t)255;
-  int streams = nb < GSTAT_CU_STREAMS ? (int)nb : GSTAT_CU_STREAMS;
-  char *dwork = gstat_cu_buffer(s, r->ctx, CU_WORK, dev_bytes * (size_t)streams);
-  char *hwork = gstat_cu_host_buffer(s, r->ctx, &s->host_work, (host_bytes + 64) * (size_t)streams);
-  if (!dwork || !hwork) return GSTAT_ENOMEM;
+  size_t es = gstat_cu_dtype_bytes(r->cdt);
+  ws_size ws;
+  void *dw, *hw;
+  gstat_status st0 = syevd_loop_size(r, dA, dW, nb, &ws);
+  if (st0 == GSTAT_OK)
+    st0 = workspace(r, ws.dev * (size_t)ws.slices, ws.host * (size_t)ws.slices, &dw, &hw);
+  if (st0 != GSTAT_OK) return st0;
+  char *dwork = dw, *hwork = hw;
+  int streams = ws.slices;
   cudaError_t err = cudaEventRecord(s->ev[GSTAT_CU_STREAMS], s->stream);
   for (int k = 0; k < streams && err == cudaSuccess; k++)
     err = cudaStreamWaitEvent(s->side[k], s->ev[GSTAT_CU_STREAMS], 0);
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "ordering streams", err);
   for (int64_t b = 0; b < nb; b++) {
     int k = (int)(b % streams);
-    st = cusolverDnXsyevd(s->side_solver[k], s->params, r->jobz, r->fill, r->n, t,
-                          (char *)dA + (size_t)(b * r->n * r->n) * es, r->n, t,
-                          (char *)dW + (size_t)(b * r->n) * es, t, dwork + dev_bytes * (size_t)k,
-                          dev_bytes, hwork + (host_bytes + 64) * (size_t)k, host_bytes, dInfo + b);
+    cusolverStatus_t st = cusolverDnXsyevd(
+        s->side_solver[k], s->params, r->jobz, r->fill, r->n, t,
+        (char *)dA + (size_t)(b * r->n * r->n) * es, r->n, t, (char *)dW + (size_t)(b * r->n) * es,
+        t, dwork + ws.dev * (size_t)k, ws.dev, hwork + ws.host * (size_t)k, ws.host, dInfo + b);
     if (st != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd", st);
   }
   for (int k = 0; k < streams && err == cudaSuccess; k++) {
@@ -328,7 +383,9 @@ static gstat_status jacobi_bf16(const eigh_run *r, const char *a, char *w, char 
 
 /* One chunk [b0, b0 + nb): load, solve, check, store, collect info. Dense
  * device arguments of the compute dtype are used in place: no copies but
- * the one the solver needs (it overwrites its input with the vectors). */
+ * the one the solver needs (it overwrites its input with the vectors), and
+ * on the batched path the copy out of the context's buffers when the
+ * caller's may not hold the graph (may_use_caller_buffers). */
 static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gstat_matrix *w,
                                gstat_matrix *V, int64_t b0, int64_t nb, int64_t *info) {
   eigh_run rr = *run;
@@ -360,24 +417,39 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   if (!jacobi && !loop && !may_use_caller_buffers(r, nb, dV, dW)) dV = dW = NULL;
   bool v_in_place = dV != NULL, w_in_place = dW != NULL;
   if (jacobi && src && src == dV) src = NULL; /* the kernel does not work in place */
-  cudaError_t err = cudaSuccess;
-  gstat_status st;
-  if (!src || (!jacobi && !dV)) {
-    /* the solver's own copy: into V when usable, else a buffer */
-    void *dA = !jacobi && dV ? dV : gstat_cu_buffer(s, r->ctx, CU_MAT, mat);
-    if (!dA) return GSTAT_ENOMEM;
-    if ((st = gstat_cu_load(s, r->ctx, "eigh", &A, b0, nb, r->cdt, dA, NULL)) != GSTAT_OK)
-      return st;
-    src = dA;
-  } else if (!jacobi && src != dV) {
-    err = cudaMemcpyAsync(dV, src, mat, cudaMemcpyDeviceToDevice, s->stream);
-    src = dV;
-  }
-  void *work = jacobi ? NULL : src; /* cuSOLVER: vectors overwrite the input */
-  if (!dV) dV = jacobi ? (r->want ? gstat_cu_buffer(s, r->ctx, CU_RHS, mat) : NULL) : work;
+  /* Every buffer first: the chunk writes nothing to the caller's arrays
+   * before all it needs is there (an out-of-memory return leaves them
+   * untouched, and a halved retry finds an in-place A unsolved). The
+   * solver's own copy of A (load) goes into V when usable, else a buffer. */
+  bool load = !src || (!jacobi && !dV);
+  char *dA = NULL;
+  if (load && !(dA = !jacobi && dV ? dV : gstat_cu_buffer(s, r->ctx, CU_MAT, mat)))
+    return GSTAT_ENOMEM;
+  /* what the solver reads; cuSOLVER overwrites it with the vectors */
+  char *in = load ? dA : jacobi ? src : dV;
+  if (!dV) dV = jacobi ? (r->want ? gstat_cu_buffer(s, r->ctx, CU_RHS, mat) : NULL) : in;
   if (!dW) dW = gstat_cu_buffer(s, r->ctx, CU_VEC, (size_t)(r->n * nb) * es);
   int *dInfo = gstat_cu_buffer(s, r->ctx, CU_INFO, 2 * sizeof(int) * (size_t)nb);
-  if ((r->want && !dV) || !dW || !dInfo) return GSTAT_ENOMEM;
+  size_t stage = 0; /* host arrays pass through CU_STAGE */
+  const gstat_matrix *host_args[3] = {load ? &A : NULL, w_in_place ? NULL : w,
+                                      r->want && !v_in_place ? V : NULL};
+  for (int i = 0; i < 3; i++)
+    if (host_args[i] && host_args[i]->location == GSTAT_HOST &&
+        gstat_cu_span(host_args[i], b0, nb) > stage)
+      stage = gstat_cu_span(host_args[i], b0, nb);
+  if ((r->want && !dV) || !dW || !dInfo ||
+      !gstat_cu_host_buffer(s, r->ctx, &s->host_info, 2 * sizeof(int) * (size_t)nb) ||
+      (stage && !gstat_cu_buffer(s, r->ctx, CU_STAGE, stage)))
+    return GSTAT_ENOMEM;
+  gstat_status st;
+  if (!jacobi && (st = reserve_workspace(r, in, dW, nb, loop)) != GSTAT_OK) return st;
+  cudaError_t err = cudaSuccess;
+  if (load) {
+    if ((st = gstat_cu_load(s, r->ctx, "eigh", &A, b0, nb, r->cdt, dA, NULL)) != GSTAT_OK)
+      return st;
+  } else if (!jacobi && src != dV) {
+    err = cudaMemcpyAsync(dV, src, mat, cudaMemcpyDeviceToDevice, s->stream);
+  }
   int *dFlags = dInfo + nb;
   if (err == cudaSuccess && !jacobi)
     err = cudaMemsetAsync(dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
@@ -385,11 +457,11 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   if (jacobi) {
     /* the kernel also fixes signs, writes NaN for failed elements and sets
      * every flag: no finishing pass */
-    err = gstat_cu_eigh_jacobi(r->cdt, src, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb, dW,
+    err = gstat_cu_eigh_jacobi(r->cdt, in, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb, dW,
                                r->want ? dV : NULL, dInfo, dFlags, s->stream);
     if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel", err);
   } else {
-    st = loop ? syevd_loop(r, work, dW, dInfo, nb) : syev_batched(r, work, dW, dInfo, nb);
+    st = loop ? syevd_loop(r, in, dW, dInfo, nb) : syev_batched(r, in, dW, dInfo, nb);
     if (st != GSTAT_OK) return st;
     /* one pass: signs, NaN outputs for failed elements and flags for
      * non-finite ones (the dispatcher may recompute them) */
