@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cuda_check.h"
+#include "sym_batch.h"
 
 typedef int (*run_fn)(void *arg);
 
@@ -192,22 +193,12 @@ int main(int argc, char **argv) {
   b.es = b.f64 ? 8 : b.bf16 ? 2 : 4;
   size_t na = (size_t)(b.batch * b.n * b.n);
   /* random symmetric (diagonally dominant, so also SPD for Cholesky) */
-  void *h = malloc(na * b.es);
-  unsigned long long s = 7;
-  for (int64_t k = 0; k < b.batch; k++)
-    for (int64_t j = 0; j < b.n; j++)
-      for (int64_t i = j; i < b.n; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        double x = (double)(s >> 11) * 0x1.0p-53 - 0.5 + (i == j ? (double)b.n : 0);
-        size_t o1 = (size_t)(k * b.n * b.n + i + j * b.n),
-               o2 = (size_t)(k * b.n * b.n + j + i * b.n);
-        if (b.f64)
-          ((double *)h)[o1] = ((double *)h)[o2] = x;
-        else if (b.bf16)
-          ((unsigned short *)h)[o1] = ((unsigned short *)h)[o2] = gstat_f32_to_bf16((float)x);
-        else
-          ((float *)h)[o1] = ((float *)h)[o2] = (float)x;
-      }
+  double *h = malloc(na * sizeof(double));
+  bench_sym_batch(h, b.batch, b.n, 7);
+  if (b.bf16) /* packed in place, as bench_pack_float */
+    for (size_t i = 0; i < na; i++) ((unsigned short *)h)[i] = gstat_f32_to_bf16((float)h[i]);
+  else if (!b.f64)
+    bench_pack_float(h, na);
   /* the same matrices for the anchors timed elsewhere (torch, CuPy) */
   if (argc > 6 && strcmp(argv[6], "-")) {
     FILE *f = fopen(argv[6], "wb");

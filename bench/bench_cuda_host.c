@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "cuda_check.h"
+#include "sym_batch.h"
 
 typedef struct {
   gstat_ctx *ctx;
@@ -77,18 +78,12 @@ static double median_ms(int (*fn)(run *), run *r, int reps) {
 
 /* Random symmetric matrices with a dominant diagonal, dense column-major. */
 static void fill(void *a, int f64, int64_t batch, int64_t n) {
-  unsigned long long s = 11;
-  for (int64_t k = 0; k < batch; k++)
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t i = j; i < n; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        double x = (double)(s >> 11) * 0x1.0p-53 - 0.5 + (i == j ? (double)n : 0);
-        size_t o1 = (size_t)(k * n * n + i + j * n), o2 = (size_t)(k * n * n + j + i * n);
-        if (f64)
-          ((double *)a)[o1] = ((double *)a)[o2] = x;
-        else
-          ((float *)a)[o1] = ((float *)a)[o2] = (float)x;
-      }
+  size_t count = (size_t)(batch * n * n);
+  double *d = malloc(sizeof(double) * count);
+  bench_sym_batch(d, batch, n, 11);
+  if (!f64) bench_pack_float(d, count);
+  memcpy(a, d, count * (f64 ? sizeof(double) : sizeof(float)));
+  free(d);
 }
 
 int main(int argc, char **argv) {

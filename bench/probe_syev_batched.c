@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cuda_check.h"
+#include "sym_batch.h"
 
 enum { MAX_SPLIT = 8 };
 
@@ -176,18 +177,8 @@ int main(int argc, char **argv) {
     q.es = f64 ? 8 : 4;
     size_t na = (size_t)(q.batch * n * n);
     double *h = malloc(sizeof(double) * na);
-    unsigned long long s = 7;
-    for (int64_t k = 0; k < q.batch; k++) /* bench_cuda's matrices */
-      for (int64_t j = 0; j < n; j++)
-        for (int64_t i = j; i < n; i++) {
-          s = s * 6364136223846793005ull + 1442695040888963407ull;
-          double x = (double)(s >> 11) * 0x1.0p-53 - 0.5 + (i == j ? (double)n : 0);
-          h[k * n * n + i + j * n] = h[k * n * n + j + i * n] = x;
-        }
-    if (!f64) { /* the same values rounded to float, packed in place */
-      float *hf = (float *)h;
-      for (size_t i = 0; i < na; i++) hf[i] = (float)h[i];
-    }
+    bench_sym_batch(h, q.batch, n, 7); /* bench_cuda's matrices */
+    if (!f64) bench_pack_float(h, na);
     CK(cudaMalloc((void **)&q.a0, q.es * na));
     CK(cudaMalloc((void **)&q.a, q.es * na));
     CK(cudaMalloc((void **)&q.w, q.es * (size_t)(q.batch * n)));

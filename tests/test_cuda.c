@@ -24,10 +24,15 @@
 
 static const double max_ratio = 60;
 
+/* Bytes a host buffer's elements span (its guards excluded: tu_buf_new). */
+static size_t span_of(const tu_buf *h) {
+  return h->raw_bytes - 128;
+}
+
 /* A host buffer's elements copied into device memory with the same strides. */
 static gstat_matrix to_device(const tu_buf *h, void **dptr) {
   gstat_matrix d = h->m;
-  size_t span = h->raw_bytes - 128; /* guards excluded: see tu_buf_new */
+  size_t span = span_of(h);
   assert_int_equal(cudaMalloc(dptr, span), cudaSuccess);
   assert_int_equal(cudaMemcpy(*dptr, h->m.data, span, cudaMemcpyHostToDevice), cudaSuccess);
   d.data = *dptr;
@@ -36,8 +41,20 @@ static gstat_matrix to_device(const tu_buf *h, void **dptr) {
 }
 
 static void from_device(tu_buf *h, void *dptr) {
-  assert_int_equal(cudaMemcpy(h->m.data, dptr, h->raw_bytes - 128, cudaMemcpyDeviceToHost),
-                   cudaSuccess);
+  assert_int_equal(cudaMemcpy(h->m.data, dptr, span_of(h), cudaMemcpyDeviceToHost), cudaSuccess);
+}
+
+/* A (float32, nb x n x n) filled with random symmetric matrices; their
+ * values as doubles (nb * n * n, column-major each), which the caller frees. */
+static double *random_batch(tu_buf *A) {
+  const int64_t n = A->m.rows, nb = A->m.batch;
+  tu_rng rng = tu_rng_new();
+  double *a = malloc(sizeof(double) * (size_t)(nb * n * n));
+  for (int64_t b = 0; b < nb; b++) {
+    tu_symmetric(&rng, TU_RANDOM, n, FLT_EPSILON, true, a + b * n * n);
+    tu_store_matrix(A, b, a + b * n * n);
+  }
+  return a;
 }
 
 static gstat_device_stats stats_of(const gstat_ctx *ctx) {
@@ -198,17 +215,12 @@ static void test_eigh_block_jacobi(void **state) {
  * branch's half; the ratios cost n^3 each). */
 static void eigh_uncaptured_branches_case(gstat_ctx *gpu, gstat_ctx *cpu) {
   const int64_t n = 1024, nb = 64;
-  tu_rng rng = tu_rng_new();
   tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
          W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR),
          Wc = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR),
          V = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR);
-  double *a = malloc(sizeof(double) * (size_t)(nb * n * n)),
-         *w = malloc(sizeof(double) * (size_t)n), *v = malloc(sizeof(double) * (size_t)(n * n));
-  for (int64_t b = 0; b < nb; b++) {
-    tu_symmetric(&rng, TU_RANDOM, n, FLT_EPSILON, true, a + b * n * n);
-    tu_store_matrix(&A, b, a + b * n * n);
-  }
+  double *a = random_batch(&A), *w = malloc(sizeof(double) * (size_t)n),
+         *v = malloc(sizeof(double) * (size_t)(n * n));
   void *da, *dw, *dv;
   gstat_matrix dA = to_device(&A, &da), dW = to_device(&W, &dw), dV = to_device(&V, &dv);
   gstat_device_stats before = stats_of(gpu);
@@ -281,17 +293,12 @@ static void test_eigh_caller_buffers(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
   const int64_t n = 96, nb = 200;
-  tu_rng rng = tu_rng_new();
   tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
          Wc = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR),
          W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR),
          V = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR);
-  double *a = malloc(sizeof(double) * (size_t)(nb * n * n)),
-         *w = malloc(sizeof(double) * (size_t)n), *v = malloc(sizeof(double) * (size_t)(n * n));
-  for (int64_t b = 0; b < nb; b++) {
-    tu_symmetric(&rng, TU_RANDOM, n, FLT_EPSILON, true, a + b * n * n);
-    tu_store_matrix(&A, b, a + b * n * n);
-  }
+  double *a = random_batch(&A), *w = malloc(sizeof(double) * (size_t)n),
+         *v = malloc(sizeof(double) * (size_t)(n * n));
   assert_int_equal(gstat_eigh(cpu, &A.m, GSTAT_LOWER, &Wc.m, NULL, NULL), GSTAT_OK);
   void *da, *dw[3], *dv[3];
   gstat_matrix dA = to_device(&A, &da), dW[3], dV[3];
@@ -304,8 +311,8 @@ static void test_eigh_caller_buffers(void **state) {
   for (int c = 0; c < 6; c++) {
     int k = order[c];
     /* NaN (all bits set) first: a replay into other arrays would show */
-    assert_int_equal(cudaMemset(dw[k], 0xff, W.raw_bytes - 128), cudaSuccess);
-    assert_int_equal(cudaMemset(dv[k], 0xff, V.raw_bytes - 128), cudaSuccess);
+    assert_int_equal(cudaMemset(dw[k], 0xff, span_of(&W)), cudaSuccess);
+    assert_int_equal(cudaMemset(dv[k], 0xff, span_of(&V)), cudaSuccess);
     assert_int_equal(gstat_eigh(gpu, &dA, GSTAT_LOWER, &dW[k], &dV[k], NULL), GSTAT_OK);
     assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
     allocs[c] = gstat_ctx_device_allocations(gpu);
@@ -611,18 +618,13 @@ static void test_device_oom_leaves_outputs(void **state) {
   const int64_t ns[] = {16, 48, 96, 2048}, nbs[] = {40, 300, 70, 1};
   for (int c = 0; c < 4; c++) {
     int64_t n = ns[c], nb = nbs[c];
-    tu_rng rng = tu_rng_new();
     tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
            W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR),
            V = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR);
-    double *a = malloc(sizeof(double) * (size_t)(n * n));
-    for (int64_t b = 0; b < nb; b++) {
-      tu_symmetric(&rng, TU_RANDOM, n, FLT_EPSILON, true, a);
-      tu_store_matrix(&A, b, a);
-    }
+    double *a = random_batch(&A);
     void *da, *dw, *dv;
     gstat_matrix dA = to_device(&A, &da), dW = to_device(&W, &dw), dV = to_device(&V, &dv);
-    size_t wb = W.raw_bytes - 128, vb = V.raw_bytes - 128;
+    size_t wb = span_of(&W), vb = span_of(&V);
     assert_int_equal(cudaMemset(dw, 0x42, wb), cudaSuccess);
     assert_int_equal(cudaMemset(dv, 0x42, vb), cudaSuccess);
     assert_int_equal(gstat_eigh(gpu, &dA, GSTAT_LOWER, &dW, &dV, NULL), GSTAT_ENOMEM);

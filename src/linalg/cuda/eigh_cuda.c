@@ -105,6 +105,13 @@ static bool same_shape(const gstat_cu_graph *c, const eigh_run *r, int64_t nb, i
          c->jobz == (int)r->jobz && c->fill == (int)r->fill;
 }
 
+/* Whether entry c was captured on the buffers (and workspace sizes) of key. */
+static bool same_buffers(const gstat_cu_graph *c, const gstat_cu_graph *key) {
+  return c->a == key->a && c->w == key->w && c->info == key->info && c->work == key->work &&
+         c->hwork == key->hwork && c->dev_bytes == key->dev_bytes &&
+         c->host_bytes == key->host_bytes;
+}
+
 /* Whether the batched solver may run in the caller's buffers a and w (NULL:
  * the context's): yes unless graphs of this shape are cached on other
  * buffers only. A graph is keyed by its buffers, so a caller whose buffers
@@ -175,10 +182,7 @@ static gstat_cu_graph *graph_for(const eigh_run *r, const gstat_cu_graph *key) {
   gstat_cu_graph *old = &s->graphs[0];
   for (int g = 0; g < GSTAT_CU_GRAPHS; g++) {
     gstat_cu_graph *c = &s->graphs[g];
-    if (same_shape(c, r, key->nb, key->parts) &&
-        (!c->exec || (c->a == key->a && c->w == key->w && c->info == key->info &&
-                      c->work == key->work && c->hwork == key->hwork &&
-                      c->dev_bytes == key->dev_bytes && c->host_bytes == key->host_bytes))) {
+    if (same_shape(c, r, key->nb, key->parts) && (!c->exec || same_buffers(c, key))) {
       c->stamp = ++s->graph_clock;
       return c;
     }
@@ -196,105 +200,96 @@ static gstat_cu_graph *graph_for(const eigh_run *r, const gstat_cu_graph *key) {
   return old;
 }
 
-/* Workspace of a cuSOLVER path: `slices` slices of dev (device) and host
- * bytes, each rounded up. */
+/* The cuSOLVER path's workspace for one chunk, planned and grown once: its
+ * slices (one per graph branch or side stream) and, on the batched path,
+ * the size of one direct call on the whole chunk (when cuSOLVER refuses the
+ * capture); one buffer holds the larger. */
 typedef struct {
-  size_t dev, host;
+  char *dev, *host;             /* the context's CU_WORK and host_work */
+  size_t dev_slice, host_slice; /* bytes per slice, rounded up */
   int slices;
-} ws_size;
+  size_t dev_whole, host_whole; /* batched: one call on the whole chunk */
+} solver_ws;
 
-/* XsyevBatched's workspace for nb matrices cut in `slices` equal parts (a
- * slice per graph branch). */
-static gstat_status syev_batched_size(const eigh_run *r, void *dA, void *dW, int64_t nb, int slices,
-                                      ws_size *ws) {
+static void round_up(size_t *dev, size_t *host) {
+  *dev = (*dev + 255) & ~(size_t)255;
+  *host = (*host + 63) & ~(size_t)63;
+}
+
+/* XsyevBatched's workspace for nb matrices: into dev, host. */
+static gstat_status syev_batched_bytes(const eigh_run *r, void *dA, void *dW, int64_t nb,
+                                       size_t *dev, size_t *host) {
   cudaDataType t = cuda_type(r->cdt);
-  int64_t per = (nb + slices - 1) / slices;
-  cusolverStatus_t st =
-      cusolverDnXsyevBatched_bufferSize(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA,
-                                        r->n, t, dW, t, &ws->dev, &ws->host, per);
+  cusolverStatus_t st = cusolverDnXsyevBatched_bufferSize(
+      r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA, r->n, t, dW, t, dev, host, nb);
   if (st != CUSOLVER_STATUS_SUCCESS)
     return gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched_bufferSize", st);
-  ws->dev = (ws->dev + 255) & ~(size_t)255;
-  ws->host = (ws->host + 63) & ~(size_t)63;
-  ws->slices = slices;
+  round_up(dev, host);
   return GSTAT_OK;
 }
 
-/* Xsyevd's workspace for nb matrices: a slice per side stream used. */
-static gstat_status syevd_loop_size(const eigh_run *r, void *dA, void *dW, int64_t nb,
-                                    ws_size *ws) {
-  cudaDataType t = cuda_type(r->cdt);
-  cusolverStatus_t st =
-      cusolverDnXsyevd_bufferSize(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA, r->n,
-                                  t, dW, t, &ws->dev, &ws->host);
-  if (st != CUSOLVER_STATUS_SUCCESS)
-    return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd_bufferSize", st);
-  ws->dev = (ws->dev + 255) & ~(size_t)255;
-  ws->host = (ws->host + 63) & ~(size_t)63;
-  ws->slices = nb < GSTAT_CU_STREAMS ? (int)nb : GSTAT_CU_STREAMS;
-  return GSTAT_OK;
-}
-
-/* The context's workspace buffers, grown to dev and host bytes. Some
- * cuSOLVER versions read the workspace before writing it: a fresh buffer is
- * cleared (clearing it on every call would cost a pass over it). */
-static gstat_status workspace(const eigh_run *r, size_t dev, size_t host, void **dwork,
-                              void **hwork) {
+/* The workspace of the chunk's cuSOLVER path (loop: Xsyevd per matrix over
+ * the side streams; else XsyevBatched in graph_branches parts), grown before
+ * anything is written to the caller's arrays: an out-of-memory return must
+ * leave them untouched, and a halved retry must find an in-place A
+ * unsolved. Growing it for the larger of the two batched sizes also keeps a
+ * refused shape's workspace pointer from moving. Some cuSOLVER versions read
+ * the workspace before writing it: a fresh buffer is cleared (clearing it
+ * on every call would cost a pass over it). */
+static gstat_status plan_workspace(const eigh_run *r, void *dA, void *dW, int64_t nb, bool loop,
+                                   solver_ws *ws) {
+  gstat_status st;
+  if (loop) {
+    cudaDataType t = cuda_type(r->cdt);
+    cusolverStatus_t cs =
+        cusolverDnXsyevd_bufferSize(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA, r->n,
+                                    t, dW, t, &ws->dev_slice, &ws->host_slice);
+    if (cs != CUSOLVER_STATUS_SUCCESS)
+      return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd_bufferSize", cs);
+    round_up(&ws->dev_slice, &ws->host_slice);
+    ws->slices = nb < GSTAT_CU_STREAMS ? (int)nb : GSTAT_CU_STREAMS;
+    ws->dev_whole = ws->host_whole = 0;
+  } else {
+    ws->slices = graph_branches(r, nb);
+    int64_t per = (nb + ws->slices - 1) / ws->slices;
+    if ((st = syev_batched_bytes(r, dA, dW, per, &ws->dev_slice, &ws->host_slice)) != GSTAT_OK)
+      return st;
+    ws->dev_whole = ws->dev_slice, ws->host_whole = ws->host_slice;
+    if (ws->slices > 1 &&
+        (st = syev_batched_bytes(r, dA, dW, nb, &ws->dev_whole, &ws->host_whole)) != GSTAT_OK)
+      return st;
+  }
+  size_t dev = ws->dev_slice * (size_t)ws->slices, host = ws->host_slice * (size_t)ws->slices;
+  if (ws->dev_whole > dev) dev = ws->dev_whole;
+  if (ws->host_whole > host) host = ws->host_whole;
   int64_t before = r->s->device_allocations;
-  *dwork = gstat_cu_buffer(r->s, r->ctx, CU_WORK, dev);
-  *hwork = gstat_cu_host_buffer(r->s, r->ctx, &r->s->host_work, host);
-  if (!*dwork || !*hwork) return GSTAT_ENOMEM;
+  ws->dev = gstat_cu_buffer(r->s, r->ctx, CU_WORK, dev);
+  ws->host = gstat_cu_host_buffer(r->s, r->ctx, &r->s->host_work, host);
+  if (!ws->dev || !ws->host) return GSTAT_ENOMEM;
   cudaError_t err = r->s->device_allocations != before
-                        ? cudaMemsetAsync(*dwork, 0, r->s->dev[CU_WORK].size, r->s->stream)
+                        ? cudaMemsetAsync(ws->dev, 0, dev, r->s->stream)
                         : cudaSuccess;
   return err == cudaSuccess ? GSTAT_OK
                             : gstat_cu_fail(r->ctx, "eigh", "clearing the workspace", err);
 }
 
-/* The cuSOLVER path's workspace grown to the most the chunk may ask for
- * (the graph's slices, or the whole batch in one call when the capture is
- * refused), before anything is written to the caller's arrays: an
- * out-of-memory return must leave them untouched, and a halved retry must
- * find an in-place A unsolved. Also keeps the graph's workspace pointer from
- * moving after a refused capture. */
-static gstat_status reserve_workspace(const eigh_run *r, void *dA, void *dW, int64_t nb,
-                                      bool loop) {
-  ws_size a, b = {0, 0, 1};
-  int parts = loop ? 1 : graph_branches(r, nb);
-  gstat_status st =
-      loop ? syevd_loop_size(r, dA, dW, nb, &a) : syev_batched_size(r, dA, dW, nb, parts, &a);
-  if (st == GSTAT_OK && parts > 1) st = syev_batched_size(r, dA, dW, nb, 1, &b);
-  if (st != GSTAT_OK) return st;
-  size_t dev = a.dev * (size_t)a.slices, host = a.host * (size_t)a.slices;
-  if (b.dev > dev) dev = b.dev;
-  if (b.host > host) host = b.host;
-  void *dwork, *hwork;
-  return workspace(r, dev, host, &dwork, &hwork);
-}
-
-/* The batched solver on the `nb` matrices in dA: its graph when cuSOLVER
- * allows capture, else one direct call. */
-static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb) {
-  int parts = graph_branches(r, nb);
-  ws_size ws;
-  void *dwork, *hwork;
-  gstat_status st = syev_batched_size(r, dA, dW, nb, parts, &ws);
-  if (st == GSTAT_OK)
-    st = workspace(r, ws.dev * (size_t)parts, ws.host * (size_t)parts, &dwork, &hwork);
-  if (st != GSTAT_OK) return st;
+/* The batched solver on the `nb` matrices in dA: its graph (ws->slices
+ * branches) when cuSOLVER allows capture, else one direct call. */
+static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
+                                 const solver_ws *ws) {
   gstat_cu_graph key = {.n = r->n,
                         .nb = nb,
-                        .parts = parts,
+                        .parts = ws->slices,
                         .cdt = r->cdt,
                         .jobz = (int)r->jobz,
                         .fill = (int)r->fill,
                         .a = dA,
                         .w = dW,
                         .info = dInfo,
-                        .work = dwork,
-                        .hwork = hwork,
-                        .dev_bytes = ws.dev,
-                        .host_bytes = ws.host};
+                        .work = ws->dev,
+                        .hwork = ws->host,
+                        .dev_bytes = ws->dev_slice,
+                        .host_bytes = ws->host_slice};
   gstat_cu_graph *g = graph_for(r, &key);
   if (g->exec) {
     cudaError_t err = cudaGraphLaunch(g->exec, r->s->stream);
@@ -302,28 +297,20 @@ static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dIn
     r->s->graph_launches++;
     return GSTAT_OK;
   }
-  if (parts > 1 && ((st = syev_batched_size(r, dA, dW, nb, 1, &ws)) != GSTAT_OK ||
-                    (st = workspace(r, ws.dev, ws.host, &dwork, &hwork)) != GSTAT_OK))
-    return st;
-  cusolverStatus_t cs =
-      call_syev_batched(r, r->s->solver, dA, dW, dInfo, nb, dwork, ws.dev, hwork, ws.host);
+  cusolverStatus_t cs = call_syev_batched(r, r->s->solver, dA, dW, dInfo, nb, ws->dev,
+                                          ws->dev_whole, ws->host, ws->host_whole);
   return cs == CUSOLVER_STATUS_SUCCESS ? GSTAT_OK
                                        : gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched", cs);
 }
 
-/* One Xsyevd per matrix, round-robin over the side streams. */
-static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb) {
+/* One Xsyevd per matrix, round-robin over the side streams (a workspace
+ * slice each). */
+static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
+                               const solver_ws *ws) {
   gstat_cu_state *s = r->s;
   cudaDataType t = cuda_type(r->cdt);
   size_t es = gstat_cu_dtype_bytes(r->cdt);
-  ws_size ws;
-  void *dw, *hw;
-  gstat_status st0 = syevd_loop_size(r, dA, dW, nb, &ws);
-  if (st0 == GSTAT_OK)
-    st0 = workspace(r, ws.dev * (size_t)ws.slices, ws.host * (size_t)ws.slices, &dw, &hw);
-  if (st0 != GSTAT_OK) return st0;
-  char *dwork = dw, *hwork = hw;
-  int streams = ws.slices;
+  int streams = ws->slices;
   cudaError_t err = cudaEventRecord(s->ev[GSTAT_CU_STREAMS], s->stream);
   for (int k = 0; k < streams && err == cudaSuccess; k++)
     err = cudaStreamWaitEvent(s->side[k], s->ev[GSTAT_CU_STREAMS], 0);
@@ -333,7 +320,8 @@ static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo
     cusolverStatus_t st = cusolverDnXsyevd(
         s->side_solver[k], s->params, r->jobz, r->fill, r->n, t,
         (char *)dA + (size_t)(b * r->n * r->n) * es, r->n, t, (char *)dW + (size_t)(b * r->n) * es,
-        t, dwork + ws.dev * (size_t)k, ws.dev, hwork + ws.host * (size_t)k, ws.host, dInfo + b);
+        t, ws->dev + ws->dev_slice * (size_t)k, ws->dev_slice,
+        ws->host + ws->host_slice * (size_t)k, ws->host_slice, dInfo + b);
     if (st != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd", st);
   }
   for (int k = 0; k < streams && err == cudaSuccess; k++) {
@@ -433,16 +421,19 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   size_t stage = 0; /* host arrays pass through CU_STAGE */
   const gstat_matrix *host_args[3] = {load ? &A : NULL, w_in_place ? NULL : w,
                                       r->want && !v_in_place ? V : NULL};
-  for (int i = 0; i < 3; i++)
-    if (host_args[i] && host_args[i]->location == GSTAT_HOST &&
-        gstat_cu_span(host_args[i], b0, nb) > stage)
-      stage = gstat_cu_span(host_args[i], b0, nb);
+  for (int i = 0; i < 3; i++) {
+    size_t span = host_args[i] && host_args[i]->location == GSTAT_HOST
+                      ? gstat_cu_span(host_args[i], b0, nb)
+                      : 0;
+    if (span > stage) stage = span;
+  }
   if ((r->want && !dV) || !dW || !dInfo ||
       !gstat_cu_host_buffer(s, r->ctx, &s->host_info, 2 * sizeof(int) * (size_t)nb) ||
       (stage && !gstat_cu_buffer(s, r->ctx, CU_STAGE, stage)))
     return GSTAT_ENOMEM;
   gstat_status st;
-  if (!jacobi && (st = reserve_workspace(r, in, dW, nb, loop)) != GSTAT_OK) return st;
+  solver_ws ws;
+  if (!jacobi && (st = plan_workspace(r, in, dW, nb, loop, &ws)) != GSTAT_OK) return st;
   cudaError_t err = cudaSuccess;
   if (load) {
     if ((st = gstat_cu_load(s, r->ctx, "eigh", &A, b0, nb, r->cdt, dA, NULL)) != GSTAT_OK)
@@ -461,7 +452,7 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
                                r->want ? dV : NULL, dInfo, dFlags, s->stream);
     if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel", err);
   } else {
-    st = loop ? syevd_loop(r, in, dW, dInfo, nb) : syev_batched(r, in, dW, dInfo, nb);
+    st = loop ? syevd_loop(r, in, dW, dInfo, nb, &ws) : syev_batched(r, in, dW, dInfo, nb, &ws);
     if (st != GSTAT_OK) return st;
     /* one pass: signs, NaN outputs for failed elements and flags for
      * non-finite ones (the dispatcher may recompute them) */
