@@ -59,7 +59,7 @@ static double *random_batch(tu_buf *A) {
 
 static gstat_device_stats stats_of(const gstat_ctx *ctx) {
   gstat_device_stats ds;
-  assert_int_equal(gstat_ctx_device_stats(ctx, &ds), GSTAT_OK);
+  assert_int_equal(gstat_ctx_device_stats(ctx, &ds, sizeof ds), GSTAT_OK);
   assert_int_equal(ds.allocations, gstat_ctx_device_allocations(ctx));
   return ds;
 }

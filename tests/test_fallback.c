@@ -70,7 +70,7 @@ static void test_auto_picks_gpu_for_large_work(void **state) {
   /* a module without the counters op: its allocations, zero for the rest */
   gstat_device_stats ds;
   memset(&ds, 0xff, sizeof ds);
-  assert_int_equal(gstat_ctx_device_stats(ctx, &ds), GSTAT_OK);
+  assert_int_equal(gstat_ctx_device_stats(ctx, &ds, sizeof ds), GSTAT_OK);
   assert_int_equal(ds.allocations, gstat_ctx_device_allocations(ctx));
   assert_int_equal(ds.graph_captures, 0);
   assert_int_equal(ds.graph_refusals, 0);
@@ -111,12 +111,46 @@ static void test_no_device(void **state) {
   assert_non_null(strstr(gstat_ctx_last_error(ctx), "no CUDA backend: fake: no CUDA device"));
   gstat_device_stats ds;
   memset(&ds, 0xff, sizeof ds);
-  assert_int_equal(gstat_ctx_device_stats(ctx, &ds), GSTAT_OK);
+  assert_int_equal(gstat_ctx_device_stats(ctx, &ds, sizeof ds), GSTAT_OK);
   assert_int_equal(ds.allocations, 0);
   assert_int_equal(ds.graph_captures + ds.graph_refusals + ds.graph_launches, 0);
   assert_int_equal(ds.pipeline_pieces, 0);
-  assert_int_equal(gstat_ctx_device_stats(ctx, NULL), GSTAT_EINVAL);
-  assert_int_equal(gstat_ctx_device_stats(NULL, &ds), GSTAT_EINVAL);
+  assert_int_equal(gstat_ctx_device_stats(ctx, NULL, sizeof ds), GSTAT_EINVAL);
+  assert_int_equal(gstat_ctx_device_stats(NULL, &ds, sizeof ds), GSTAT_EINVAL);
+  gstat_ctx_destroy(ctx);
+}
+
+/* gstat_device_stats can grow: a caller's struct of another size gets the
+ * fields that fit, zeros past the library's, and nothing written past its
+ * own size. (The bytes start as 0xab; every counter here is small.) */
+static void test_device_stats_sizes(void **state) {
+  (void)state;
+  setenv("GSTAT_FAKE_FAULT", "", 1);
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_AUTO);
+  run_and_compare(ctx, 300, 30, "cuda");
+  gstat_device_stats ref;
+  assert_int_equal(gstat_ctx_device_stats(ctx, &ref, sizeof ref), GSTAT_OK);
+  _Alignas(gstat_device_stats) unsigned char buf[sizeof(gstat_device_stats) + 64];
+  gstat_device_stats *as_stats = (gstat_device_stats *)(void *)buf;
+
+  /* A newer caller: a larger struct, the bytes past ours zeroed. */
+  memset(buf, 0xab, sizeof buf);
+  assert_int_equal(gstat_ctx_device_stats(ctx, as_stats, sizeof buf - 8), GSTAT_OK);
+  assert_memory_equal(buf, &ref, sizeof ref);
+  for (size_t i = sizeof ref; i < sizeof buf - 8; i++) assert_int_equal(buf[i], 0);
+  for (size_t i = sizeof buf - 8; i < sizeof buf; i++) assert_int_equal(buf[i], 0xab);
+
+  /* The first published size: exactly its bytes written. */
+  memset(buf, 0xab, sizeof buf);
+  assert_int_equal(gstat_ctx_device_stats(ctx, as_stats, GSTAT_DEVICE_STATS_SIZE_V1), GSTAT_OK);
+  assert_memory_equal(buf, &ref, GSTAT_DEVICE_STATS_SIZE_V1);
+  for (size_t i = GSTAT_DEVICE_STATS_SIZE_V1; i < sizeof buf; i++) assert_int_equal(buf[i], 0xab);
+
+  /* Too small for the first version: refused, nothing written. */
+  memset(buf, 0xab, sizeof buf);
+  assert_int_equal(gstat_ctx_device_stats(ctx, as_stats, GSTAT_DEVICE_STATS_SIZE_V1 - 1),
+                   GSTAT_EINVAL);
+  for (size_t i = 0; i < sizeof buf; i++) assert_int_equal(buf[i], 0xab);
   gstat_ctx_destroy(ctx);
 }
 
@@ -127,6 +161,7 @@ int main(void) {
       cmocka_unit_test(test_out_of_memory_reruns_on_cpu),
       cmocka_unit_test(test_flagged_elements_recomputed),
       cmocka_unit_test(test_no_device),
+      cmocka_unit_test(test_device_stats_sizes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -201,9 +201,19 @@ typedef struct gstat_device_stats {
                             * that overlaps their copies with the solve */
 } gstat_device_stats;
 
+/* The size of gstat_device_stats as first published (five counters); every
+ * caller passes at least this much. */
+#define GSTAT_DEVICE_STATS_SIZE_V1 ((size_t)(5 * sizeof(int64_t)))
+
 /* Fill *stats with the counters above; all zero without a CUDA backend.
- * Statuses: GSTAT_OK, GSTAT_EINVAL (ctx or stats NULL). */
-GSTAT_API gstat_status gstat_ctx_device_stats(const gstat_ctx *ctx, gstat_device_stats *stats);
+ * `stats_size` is sizeof *stats as the caller compiled it, so that the
+ * struct can grow: the library writes the fields that fit in stats_size and
+ * zeroes any bytes past the fields it knows. Call it as
+ * gstat_ctx_device_stats(ctx, &s, sizeof s). Statuses: GSTAT_OK,
+ * GSTAT_EINVAL (ctx or stats NULL, stats_size < GSTAT_DEVICE_STATS_SIZE_V1);
+ * *stats is untouched on GSTAT_EINVAL. */
+GSTAT_API gstat_status gstat_ctx_device_stats(const gstat_ctx *ctx, gstat_device_stats *stats,
+                                              size_t stats_size);
 
 /* Drop the cached workspace (it is re-created on the next call that needs it). */
 GSTAT_API void gstat_ctx_release_workspace(gstat_ctx *ctx);

@@ -111,11 +111,18 @@ int64_t gstat_ctx_device_allocations(const gstat_ctx *ctx) {
   return ctx->cuda.ops->device_allocations(ctx->cuda.state);
 }
 
-gstat_status gstat_ctx_device_stats(const gstat_ctx *ctx, gstat_device_stats *stats) {
-  if (!ctx || !stats) return GSTAT_EINVAL;
-  memset(stats, 0, sizeof *stats);
+gstat_status gstat_ctx_device_stats(const gstat_ctx *ctx, gstat_device_stats *stats,
+                                    size_t stats_size) {
+  if (!ctx || !stats || stats_size < GSTAT_DEVICE_STATS_SIZE_V1) return GSTAT_EINVAL;
+  gstat_device_stats all;
+  memset(&all, 0, sizeof all);
   if (ctx->cuda.ops && ctx->cuda.ops->device_stats)
-    ctx->cuda.ops->device_stats(ctx->cuda.state, stats);
-  stats->allocations = gstat_ctx_device_allocations(ctx);
+    ctx->cuda.ops->device_stats(ctx->cuda.state, &all);
+  all.allocations = gstat_ctx_device_allocations(ctx);
+  /* A caller built against an older header gets the fields it knows; one
+   * built against a newer header gets zeros past ours. */
+  size_t known = stats_size < sizeof all ? stats_size : sizeof all;
+  memcpy(stats, &all, known);
+  if (stats_size > known) memset((char *)stats + known, 0, stats_size - known);
   return GSTAT_OK;
 }

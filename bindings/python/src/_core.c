@@ -62,6 +62,7 @@ static int bf16_typenum = -1; /* ml_dtypes.bfloat16's numpy type number, if inst
 static int default_backend = GSTAT_BACKEND_AUTO;
 static int default_threads = 0;
 static _Thread_local char last_backend[16] = "none";
+static _Thread_local gstat_device_stats last_device_stats; /* of this thread's last call */
 static PyTypeObject EighResultType;
 
 /* ---- contexts: a pool, one context per concurrent call --------------------------
@@ -71,7 +72,8 @@ static PyTypeObject EighResultType;
 typedef struct pooled {
   gstat_ctx *ctx;
   int backend, device, threads, busy;
-  PyObject *callback; /* borrowed while a call runs: progress(done, total, what) */
+  gstat_device_stats before; /* the counters when the running call began */
+  PyObject *callback;        /* borrowed while a call runs: progress(done, total, what) */
   struct pooled *next;
 } pooled;
 
@@ -116,6 +118,7 @@ static pooled *ctx_acquire(int backend, int device) {
   for (pooled *p = pool_head; p; p = p->next)
     if (!p->busy && p->backend == backend && p->device == device && p->threads == default_threads) {
       p->busy = 1;
+      gstat_ctx_device_stats(p->ctx, &p->before, sizeof p->before);
       return p;
     }
   pooled *p = calloc(1, sizeof *p);
@@ -144,14 +147,27 @@ static pooled *ctx_acquire(int backend, int device) {
   p->device = device;
   p->threads = default_threads;
   p->busy = 1;
+  gstat_ctx_device_stats(p->ctx, &p->before, sizeof p->before);
   p->next = pool_head;
   pool_head = p;
   return p;
 }
 
+/* What the call that used p did on the device: its counters' growth. */
+static void record_device_stats(const pooled *p) {
+  gstat_device_stats now;
+  gstat_ctx_device_stats(p->ctx, &now, sizeof now);
+  last_device_stats.allocations = now.allocations - p->before.allocations;
+  last_device_stats.graph_captures = now.graph_captures - p->before.graph_captures;
+  last_device_stats.graph_refusals = now.graph_refusals - p->before.graph_refusals;
+  last_device_stats.graph_launches = now.graph_launches - p->before.graph_launches;
+  last_device_stats.pipeline_pieces = now.pipeline_pieces - p->before.pipeline_pieces;
+}
+
 static void ctx_release(pooled *p) {
   if (!p) return;
   snprintf(last_backend, sizeof last_backend, "%s", gstat_ctx_last_backend_name(p->ctx));
+  record_device_stats(p);
   p->callback = NULL;
   p->busy = 0;
 }
@@ -1659,6 +1675,16 @@ static PyObject *py_last_backend(PyObject *self, PyObject *unused) {
   return PyUnicode_FromString(last_backend);
 }
 
+static PyObject *py_last_device_stats(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  const gstat_device_stats *d = &last_device_stats;
+  return Py_BuildValue("{sLsLsLsLsL}", "allocations", (long long)d->allocations, "graph_captures",
+                       (long long)d->graph_captures, "graph_refusals", (long long)d->graph_refusals,
+                       "graph_launches", (long long)d->graph_launches, "pipeline_pieces",
+                       (long long)d->pipeline_pieces);
+}
+
 static PyObject *py_cuda_available(PyObject *self, PyObject *args) {
   (void)self;
   int device = 0;
@@ -1750,6 +1776,8 @@ static PyMethodDef methods[] = {
     {"set_num_threads", py_set_num_threads, METH_O, "CPU threads per call (0: OpenMP default)"},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "CPU threads per call"},
     {"last_backend", py_last_backend, METH_NOARGS, "backend(s) of this thread's last call"},
+    {"last_device_stats", py_last_device_stats, METH_NOARGS,
+     "GPU counters of this thread's last call"},
     {"cuda_available", py_cuda_available, METH_VARARGS, "whether the CUDA backend is usable"},
     {"release_contexts", py_release_contexts, METH_NOARGS, "free idle contexts and workspace"},
     {"pool_size", py_pool_size, METH_NOARGS, "number of pooled contexts"},

@@ -69,6 +69,24 @@ def test_torch_zero_copy_out_and_views():
 
 @needs_gpu
 @needs_torch
+def test_last_device_stats_show_graph_replay():
+    """A repeated call of one shape into the same out= tensors replays the
+    cached solver graph: no allocation, no capture, one launch."""
+    a = torch.from_numpy(spd_np(50, 128, "float32")).to("cuda")
+    w = torch.empty(50, 128, device="cuda")
+    v = torch.empty(50, 128, 128, device="cuda")
+    gstat.linalg.eigh(a, out=(w, v))
+    first = gstat.last_device_stats()
+    assert first["graph_launches"] == 1 and first["graph_refusals"] == 0
+    gstat.linalg.eigh(a, out=(w, v))
+    assert gstat.last_backend() == "cuda"
+    assert gstat.last_device_stats() == {
+        "allocations": 0, "graph_captures": 0, "graph_refusals": 0, "graph_launches": 1,
+        "pipeline_pieces": 0}
+
+
+@needs_gpu
+@needs_torch
 def test_torch_bfloat16_and_pca():
     a = torch.from_numpy(spd_np(8, 16, "float32")).to("cuda")
     w = gstat.linalg.eigvalsh(a.to(torch.bfloat16))

@@ -159,6 +159,9 @@ def test_backend_selection(rng):
     a = sym(rng, (4, 4))
     gstat.linalg.eigh(a, backend="cpu")
     assert gstat.last_backend() == "cpu"
+    assert gstat.last_device_stats() == {
+        "allocations": 0, "graph_captures": 0, "graph_refusals": 0, "graph_launches": 0,
+        "pipeline_pieces": 0}
     with gstat.use_backend("cpu"):
         assert gstat.get_backend() == "cpu"
         gstat.linalg.eigh(a)

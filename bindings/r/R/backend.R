@@ -13,7 +13,8 @@ gs_backend <- function(backend = NULL, threads = NULL) {
   info <- .Call(rg_backend_info)
   list(backend = getOption("rgstat.backend", "auto"),
                  threads = getOption("rgstat.threads", 0L),
-                 last = info$last, cuda_available = info$cuda_available,
+                 last = info$last, last_device_stats = info$device_stats,
+                 cuda_available = info$cuda_available,
                  cuda_module = Sys.getenv("GSTAT_CUDA_MODULE", NA_character_),
                  gstat_version = info$version)
 }

@@ -13,6 +13,8 @@ void Rf_onintr(void);
 
 /* Which backend ran the last gs_ call ("cpu", "cuda", "cuda+cpu", "none"). */
 static char last_backend[32] = "none";
+/* The GPU counters of that call (its context was new, so they are the call's). */
+static gstat_device_stats last_device_stats;
 
 static gstat_backend option_backend(void) {
   SEXP o = Rf_GetOption1(Rf_install("rgstat.backend"));
@@ -91,6 +93,7 @@ void rg_begin(rg_call *c, const char *fname, int progress) {
 
 void rg_check(rg_call *c, gstat_status st) {
   snprintf(last_backend, sizeof last_backend, "%s", gstat_ctx_last_backend_name(c->ctx));
+  gstat_ctx_device_stats(c->ctx, &last_device_stats, sizeof last_device_stats);
   if (st == GSTAT_OK) return;
   char msg[2048];
   snprintf(msg, sizeof msg, "%s", gstat_ctx_last_error(c->ctx));
@@ -141,16 +144,35 @@ SEXP rg_named_list(int n, const char **names) {
   return out;
 }
 
+/* last_device_stats as a named double vector (counts beyond 2^31 fit). */
+static SEXP device_stats_vector(void) {
+  static const char *names[] = {"allocations", "graph_captures", "graph_refusals", "graph_launches",
+                                "pipeline_pieces"};
+  const gstat_device_stats *d = &last_device_stats;
+  const int64_t v[] = {d->allocations, d->graph_captures, d->graph_refusals, d->graph_launches,
+                       d->pipeline_pieces};
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, 5));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, 5));
+  for (int i = 0; i < 5; i++) {
+    REAL(out)[i] = (double)v[i];
+    SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+  }
+  Rf_setAttrib(out, R_NamesSymbol, nm);
+  UNPROTECT(2);
+  return out;
+}
+
 SEXP rg_backend_info(void) {
-  static const char *names[] = {"last", "cuda_available", "version"};
+  static const char *names[] = {"last", "cuda_available", "version", "device_stats"};
   gstat_ctx *ctx = NULL;
   int cuda = 0;
   if (gstat_ctx_create(&ctx, NULL) == GSTAT_OK) cuda = gstat_ctx_cuda_available(ctx);
   gstat_ctx_destroy(ctx);
-  SEXP out = PROTECT(rg_named_list(3, names));
+  SEXP out = PROTECT(rg_named_list(4, names));
   SET_VECTOR_ELT(out, 0, Rf_mkString(last_backend));
   SET_VECTOR_ELT(out, 1, Rf_ScalarLogical(cuda));
   SET_VECTOR_ELT(out, 2, Rf_mkString(gstat_version_string()));
+  SET_VECTOR_ELT(out, 3, device_stats_vector());
   UNPROTECT(1);
   return out;
 }

@@ -21,7 +21,7 @@ __c_version__ = _core.c_version
 __all__ = [
     "linalg", "cov", "CovarianceAccumulator", "corrcoef", "mahalanobis", "PCA", "EmpiricalCovariance", "LedoitWolf", "OAS",
     "SpectralClustering", "SpectralEmbedding", "laplacian", "spectral_clustering_batch",
-    "LinAlgError", "UnsupportedError", "BackendError", "last_backend", "set_backend",
+    "LinAlgError", "UnsupportedError", "BackendError", "last_backend", "last_device_stats", "set_backend",
     "get_backend", "use_backend", "set_num_threads", "get_num_threads", "cuda_available",
 ]
 
@@ -43,6 +43,24 @@ def last_backend():
         "none" (nothing computed, e.g. an empty batch or a rejected argument).
     """
     return _core.last_backend()
+
+
+def last_device_stats():
+    """What the GPU did in this thread's last gstat call (all zero when it ran
+    on the CPU), for tuning and tests.
+
+    Returns
+    -------
+    dict
+        ``allocations``: device memory allocations (cudaMalloc); a repeated
+        call of one shape makes none. ``graph_captures``: batched-solver CUDA
+        graphs captured (once per shape while cached). ``graph_refusals``:
+        captures that failed (cuSOLVER refuses at n = 1024; the call then ran
+        the solver directly). ``graph_launches``: replays of a captured graph,
+        one per chunk. ``pipeline_pieces``: pieces of host arrays solved in the
+        pipeline that overlaps their copies with the solve.
+    """
+    return _core.last_device_stats()
 
 
 def set_backend(backend):
