@@ -13,7 +13,7 @@ void Rf_onintr(void);
 
 /* Which backend ran the last gs_ call ("cpu", "cuda", "cuda+cpu", "none"). */
 static char last_backend[32] = "none";
-/* The GPU counters of that call (its context was new, so they are the call's). */
+/* What the GPU did in that call (the growth of the context's counters). */
 static gstat_device_stats last_device_stats;
 
 static gstat_backend option_backend(void) {
@@ -42,12 +42,33 @@ static void check_interrupt(void *unused) {
   R_CheckUserInterrupt();
 }
 
+/* The context that every call uses, kept between calls so that its
+ * workspace (and on a GPU its handles, device buffers and solver graphs) is
+ * reused: a repeated call of one shape allocates nothing. It is re-created
+ * when options(rgstat.backend, rgstat.threads) change and destroyed when the
+ * package is unloaded. R calls it from one
+ * thread, and nothing in a call calls rgstat again. */
+static struct {
+  gstat_ctx *ctx;
+  gstat_backend backend;
+  int threads;
+  rg_call *running; /* the call in progress, for the progress callback */
+  gstat_device_stats before;
+} shared;
+
+static void shared_drop(void) {
+  gstat_ctx_destroy(shared.ctx);
+  shared.ctx = NULL;
+}
+
 /* Called by gstat between units of work on the calling thread. A pending
  * interrupt would longjmp out of R_CheckUserInterrupt, past the C library's
  * cleanup, so it is caught by R_ToplevelExec here and turned into a cancel;
  * rg_check re-raises it once everything is freed. */
 static int progress_cb(int64_t done, int64_t total, const char *what, void *user) {
-  rg_call *c = user;
+  (void)user;
+  rg_call *c = shared.running;
+  if (!c) return 0;
   if (!R_ToplevelExec(check_interrupt, NULL)) {
     c->interrupted = 1;
     return 1;
@@ -65,49 +86,73 @@ static int progress_cb(int64_t done, int64_t total, const char *what, void *user
 }
 
 void rg_begin(rg_call *c, const char *fname, int progress) {
-  gstat_ctx_options opt;
-  gstat_ctx_options_init(&opt);
   c->ctx = NULL;
   c->fname = fname;
   c->interrupted = 0;
   c->progress = progress;
   c->last_percent = -1;
-  opt.backend = option_backend();
-  opt.num_threads = option_threads();
-  opt.progress = progress_cb;
-  opt.progress_user = c;
-  gstat_status st = gstat_ctx_create(&c->ctx, &opt);
-  if (st != GSTAT_OK) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s",
-             c->ctx ? gstat_ctx_last_error(c->ctx) : gstat_status_string(st));
-    gstat_ctx_destroy(c->ctx);
-    c->ctx = NULL;
-    if (st == GSTAT_EUNSUPPORTED)
-      Rf_error(
-          "%s: backend \"cuda\" asked for (option rgstat.backend) but no usable CUDA module: %s",
-          fname, msg);
-    Rf_error("%s: cannot create a gstat context: %s", fname, msg);
+  gstat_backend backend = option_backend();
+  int threads = option_threads();
+  if (shared.ctx && (shared.backend != backend || shared.threads != threads)) shared_drop();
+  if (!shared.ctx) {
+    gstat_ctx_options opt;
+    gstat_ctx_options_init(&opt);
+    opt.backend = backend;
+    opt.num_threads = threads;
+    opt.progress = progress_cb;
+    gstat_ctx *ctx = NULL;
+    gstat_status st = gstat_ctx_create(&ctx, &opt);
+    if (st != GSTAT_OK) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", ctx ? gstat_ctx_last_error(ctx) : gstat_status_string(st));
+      gstat_ctx_destroy(ctx);
+      if (st == GSTAT_EUNSUPPORTED)
+        Rf_error(
+            "%s: backend \"cuda\" asked for (option rgstat.backend) but no usable CUDA module: %s",
+            fname, msg);
+      Rf_error("%s: cannot create a gstat context: %s", fname, msg);
+    }
+    shared.ctx = ctx;
+    shared.backend = backend;
+    shared.threads = threads;
   }
+  gstat_ctx_device_stats(shared.ctx, &shared.before, sizeof shared.before);
+  shared.running = c;
+  c->ctx = shared.ctx;
+}
+
+/* What the call did on the device: the growth of the context's counters. */
+static void record_device_stats(gstat_ctx *ctx) {
+  gstat_device_stats now;
+  gstat_ctx_device_stats(ctx, &now, sizeof now);
+  last_device_stats.allocations = now.allocations - shared.before.allocations;
+  last_device_stats.graph_captures = now.graph_captures - shared.before.graph_captures;
+  last_device_stats.graph_refusals = now.graph_refusals - shared.before.graph_refusals;
+  last_device_stats.graph_launches = now.graph_launches - shared.before.graph_launches;
+  last_device_stats.pipeline_pieces = now.pipeline_pieces - shared.before.pipeline_pieces;
 }
 
 void rg_check(rg_call *c, gstat_status st) {
   snprintf(last_backend, sizeof last_backend, "%s", gstat_ctx_last_backend_name(c->ctx));
-  gstat_ctx_device_stats(c->ctx, &last_device_stats, sizeof last_device_stats);
+  record_device_stats(c->ctx);
   if (st == GSTAT_OK) return;
   char msg[2048];
   snprintf(msg, sizeof msg, "%s", gstat_ctx_last_error(c->ctx));
   if (!*msg) snprintf(msg, sizeof msg, "%s", gstat_status_string(st));
-  gstat_ctx_destroy(c->ctx);
-  c->ctx = NULL;
+  rg_end(c); /* the context stays usable: only its last error changed */
   if (c->progress && c->last_percent >= 0) REprintf("\n");
   if (c->interrupted && st == GSTAT_ECANCELED) Rf_onintr();
   Rf_error("%s: %s", c->fname, msg);
 }
 
 void rg_end(rg_call *c) {
-  gstat_ctx_destroy(c->ctx);
   c->ctx = NULL;
+  shared.running = NULL;
+}
+
+void attribute_visible R_unload_rgstat(DllInfo *dll) {
+  (void)dll;
+  shared_drop();
 }
 
 double *rg_real_matrix(SEXP x, const char *what, int64_t *rows, int64_t *cols) {

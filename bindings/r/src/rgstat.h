@@ -9,7 +9,8 @@
 
 #include "gstat/gstat.h"
 
-/* The state of one .Call: its context and what its progress callback saw. */
+/* The state of one .Call: the (shared) context it uses and what its
+ * progress callback saw. */
 typedef struct rg_call {
   gstat_ctx *ctx;
   const char *fname; /* R function name, prefixed to error messages */
@@ -18,13 +19,14 @@ typedef struct rg_call {
   int last_percent;
 } rg_call;
 
-/* Create the context from options(rgstat.backend, rgstat.threads). */
+/* Take the package's context for options(rgstat.backend, rgstat.threads),
+ * creating it when there is none or the options changed. */
 void rg_begin(rg_call *c, const char *fname, int progress);
-/* On failure: destroy the context, then signal the interrupt or
- * Rf_error("<fname>: <gstat message>"). Free every non-R resource first.
- * On success: record which backend ran (the context stays). */
+/* Record which backend ran and what the GPU did. On failure: end the call
+ * (the context stays), then signal the interrupt or
+ * Rf_error("<fname>: <gstat message>"). Free every non-R resource first. */
 void rg_check(rg_call *c, gstat_status st);
-/* Destroy the context (after a successful call). */
+/* End the call (after a successful one); the context stays for the next. */
 void rg_end(rg_call *c);
 
 /* Argument helpers: they Rf_error before any context exists. */

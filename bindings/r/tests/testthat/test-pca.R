@@ -85,3 +85,16 @@ test_that("gs_backend reports what ran and validates the option", {
     options(rgstat.backend = NULL)
   }
 })
+
+test_that("calls share one context, re-created when the options change", {
+  x <- cov(mtcars)
+  ref <- eigen(x)$values
+  expect_close(gs_eigen(x)$values, ref)
+  expect_close(gs_eigen(x)$values, ref)         # the kept context
+  old <- options(rgstat.threads = 1L)
+  expect_close(gs_eigen(x)$values, ref)         # a new one for the new option
+  options(old)
+  expect_error(gs_chol(-diag(3)), "gs_chol")    # a failure keeps the context usable
+  expect_close(gs_eigen(x)$values, ref)
+  expect_equal(gs_backend()$last, "cpu")
+})
