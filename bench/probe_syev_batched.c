@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "cuda_check.h"
-#include "sym_batch.h"
+#include "sym_batch_device.h"
 
 enum { MAX_SPLIT = 8 };
 
@@ -176,15 +176,10 @@ int main(int argc, char **argv) {
     q.t = f64 ? CUDA_R_64F : CUDA_R_32F;
     q.es = f64 ? 8 : 4;
     size_t na = (size_t)(q.batch * n * n);
-    double *h = malloc(sizeof(double) * na);
-    bench_sym_batch(h, q.batch, n, 7); /* bench_cuda's matrices */
-    if (!f64) bench_pack_float(h, na);
-    CK(cudaMalloc((void **)&q.a0, q.es * na));
+    q.a0 = bench_sym_batch_device(q.batch, n, f64); /* bench_cuda's matrices */
     CK(cudaMalloc((void **)&q.a, q.es * na));
     CK(cudaMalloc((void **)&q.w, q.es * (size_t)(q.batch * n)));
     CK(cudaMalloc((void **)&q.info, sizeof(int) * (size_t)q.batch));
-    CK(cudaMemcpy(q.a0, h, q.es * na, cudaMemcpyHostToDevice));
-    free(h);
     CK(cudaStreamCreateWithFlags(&q.main, cudaStreamNonBlocking));
     CK(cudaEventCreateWithFlags(&q.fork, cudaEventDisableTiming));
     cusolverDnCreateParams(&q.p);

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "cuda_check.h"
-#include "sym_batch.h"
+#include "sym_batch_device.h"
 
 enum { VARIANTS = 4 }; /* batched L, batched U, per matrix L, per matrix U */
 
@@ -98,15 +98,10 @@ int main(int argc, char **argv) {
   q.es = f64 ? 8 : 4;
   const int64_t n = q.n;
   size_t na = (size_t)(q.batch * n * n);
-  double *h = malloc(sizeof(double) * na);
-  bench_sym_batch(h, q.batch, n, 7); /* bench_cuda's matrices */
-  if (!f64) bench_pack_float(h, na);
-  CK(cudaMalloc((void **)&q.a0, q.es * na));
+  q.a0 = bench_sym_batch_device(q.batch, n, f64); /* bench_cuda's matrices */
   CK(cudaMalloc((void **)&q.a, q.es * na));
   CK(cudaMalloc((void **)&q.w, q.es * (size_t)(q.batch * n)));
   CK(cudaMalloc((void **)&q.info, sizeof(int) * (size_t)q.batch));
-  CK(cudaMemcpy(q.a0, h, q.es * na, cudaMemcpyHostToDevice));
-  free(h);
   cusolverDnCreate(&q.h);
   cusolverDnCreateParams(&q.p);
   /* the batched routine is far slower from n = 2048 (bench/README.md) */

@@ -60,6 +60,18 @@ static void run_and_compare(gstat_ctx *ctx, int64_t nb, int64_t n, const char *e
   gstat_ctx_destroy(cpu);
 }
 
+/* ctx's device counters: `allocations`, and zero for every other. */
+static void expect_only_allocations(const gstat_ctx *ctx, int64_t allocations) {
+  gstat_device_stats ds;
+  memset(&ds, 0xff, sizeof ds);
+  assert_int_equal(gstat_ctx_device_stats(ctx, &ds, sizeof ds), GSTAT_OK);
+  assert_int_equal(ds.allocations, allocations);
+  assert_int_equal(ds.graph_captures, 0);
+  assert_int_equal(ds.graph_refusals, 0);
+  assert_int_equal(ds.graph_launches, 0);
+  assert_int_equal(ds.pipeline_pieces, 0);
+}
+
 static void test_auto_picks_gpu_for_large_work(void **state) {
   (void)state;
   setenv("GSTAT_FAKE_FAULT", "", 1);
@@ -68,14 +80,7 @@ static void test_auto_picks_gpu_for_large_work(void **state) {
   run_and_compare(ctx, 300, 30, "cuda"); /* 300 * 30^3 = 8.1e6 >= threshold */
   run_and_compare(ctx, 3, 10, "cpu");    /* tiny: not worth a transfer */
   /* a module without the counters op: its allocations, zero for the rest */
-  gstat_device_stats ds;
-  memset(&ds, 0xff, sizeof ds);
-  assert_int_equal(gstat_ctx_device_stats(ctx, &ds, sizeof ds), GSTAT_OK);
-  assert_int_equal(ds.allocations, gstat_ctx_device_allocations(ctx));
-  assert_int_equal(ds.graph_captures, 0);
-  assert_int_equal(ds.graph_refusals, 0);
-  assert_int_equal(ds.graph_launches, 0);
-  assert_int_equal(ds.pipeline_pieces, 0);
+  expect_only_allocations(ctx, gstat_ctx_device_allocations(ctx));
   gstat_ctx_destroy(ctx);
 }
 
@@ -109,12 +114,8 @@ static void test_no_device(void **state) {
   run_and_compare(ctx, 300, 30, "cpu");
   assert_int_equal(gstat_ctx_set_cuda_stream(ctx, NULL), GSTAT_EUNSUPPORTED);
   assert_non_null(strstr(gstat_ctx_last_error(ctx), "no CUDA backend: fake: no CUDA device"));
+  expect_only_allocations(ctx, 0);
   gstat_device_stats ds;
-  memset(&ds, 0xff, sizeof ds);
-  assert_int_equal(gstat_ctx_device_stats(ctx, &ds, sizeof ds), GSTAT_OK);
-  assert_int_equal(ds.allocations, 0);
-  assert_int_equal(ds.graph_captures + ds.graph_refusals + ds.graph_launches, 0);
-  assert_int_equal(ds.pipeline_pieces, 0);
   assert_int_equal(gstat_ctx_device_stats(ctx, NULL, sizeof ds), GSTAT_EINVAL);
   assert_int_equal(gstat_ctx_device_stats(NULL, &ds, sizeof ds), GSTAT_EINVAL);
   gstat_ctx_destroy(ctx);
