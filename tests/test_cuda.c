@@ -188,6 +188,19 @@ static void test_eigh_families(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
+/* n = 2048, the two large-n paths: five matrices run one Xsyevd each from
+ * four host threads (one thread solves two in turn: a mix-up of matrices,
+ * workspaces or info slots between threads would show); ten run
+ * XsyevBatched (uses_loop). */
+static void test_eigh_large_n(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 2048, 5, TU_COL_MAJOR, GSTAT_LOWER, true);
+  eigh_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 2048, 10, TU_ROW_MAJOR, GSTAT_UPPER, false);
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
 /* 32 < n <= 64: the block Jacobi kernel runs for batches of at least 256
  * (double; float from 1 to 128 by n) and for a single matrix; smaller
  * batches run XsyevBatched (test_eigh_families). Every family, padded
@@ -969,6 +982,7 @@ int main(void) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_eigh_families),
+      cmocka_unit_test(test_eigh_large_n),
       cmocka_unit_test(test_eigh_block_jacobi),
       cmocka_unit_test(test_eigh_graph_branches),
       cmocka_unit_test(test_eigh_caller_buffers),

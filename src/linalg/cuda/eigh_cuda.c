@@ -7,16 +7,13 @@
  *                    matrix or a batch large enough to hide its per-step
  *                    latency (jacobi_rules); both Jacobi kernels read and
  *                    write bf16 device data as bf16
- *   otherwise, n < 2048
- *                    cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX,
+ *   otherwise        cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX,
  *                    replayed from a CUDA graph where cuSOLVER allows capture
  *                    (large batches as parallel branches, graph_branches),
  *                    in the caller's device arrays where the graph allows
- *   n >= 2048        cusolverDnXsyevd per matrix, spread over side streams;
- *                    also a single matrix of n >= 1024, where the batched
- *                    routine cannot be captured; one Xsyevd was 1 % faster in
- *                    two runs and 0.5 % slower in a third (1 x 1024 float:
- *                    10.46 vs 10.57, 10.97 vs 11.07, 10.83 vs 10.77 ms)
+ *   large n, few     cusolverDnXsyevd per matrix (uses_loop), spread over
+ *   matrices         side streams, each fed by its own host thread (Xsyevd
+ *                    blocks it)
  * Any batch size runs: the batch is cut into chunks that fit device memory,
  * halved again when an allocation fails.
  */
@@ -45,8 +42,6 @@ static const struct {
     {52, 32, 256},                     /* float at n = 52: 16 x 0.337 vs 0.326 ms */
     {GSTAT_CU_JACOBI_MAX_N, 128, 256}, /* n = 64: 64 x 0.434 vs 0.406 ms */
 };
-static const int64_t loop_min_n = 2048;
-static const int64_t single_loop_min_n = 1024;
 
 /* Whether a chunk of nb matrices of order n runs our Jacobi kernel. */
 static bool uses_jacobi(int64_t n, int cdt, int64_t nb) {
@@ -57,9 +52,26 @@ static bool uses_jacobi(int64_t n, int cdt, int64_t nb) {
   return false;
 }
 
+/* When a chunk runs one Xsyevd per matrix instead of XsyevBatched. The
+ * batched routine's time hardly grows with the batch at large n, the loop's
+ * grows in proportion (bench_cuda, H200, ms, threaded loop / batched):
+ *   n = 2048 float   6: 128 / 232, 8: 167 / 214, 10: 212 / 212,
+ *                    12: 251 / 215, 32: 657 / 348
+ *   n = 2048 double  6: 139 / 170, 8: 183 / 210, 12: 275 / 222, 16: 367 / 255
+ *   n = 4096 float   2: 187 / 553, 4: 340 / 624, 8: 681 / 815 (double 4:
+ *                    421 / 492)
+ * A single matrix from n = 1024 also loops: the batched routine cannot be
+ * captured there, and one Xsyevd was 1 % faster in two runs and 0.5 %
+ * slower in a third (1 x 1024 float: 10.46 vs 10.57, 10.97 vs 11.07, 10.83
+ * vs 10.77 ms). */
+static const int64_t single_loop_min_n = 1024;
+static const int64_t loop_min_n = 2048, loop_max_batch = 9; /* below 4096 */
+static const int64_t always_loop_min_n = 4096;              /* measured to batch 8 */
+
 /* Whether a chunk of nb matrices of order n runs as one Xsyevd per matrix. */
 static bool uses_loop(int64_t n, int64_t nb) {
-  return n >= loop_min_n || (nb == 1 && n >= single_loop_min_n);
+  if (n >= always_loop_min_n || (nb == 1 && n >= single_loop_min_n)) return true;
+  return n >= loop_min_n && nb <= loop_max_batch;
 }
 
 static cudaDataType cuda_type(int cdt) {
@@ -304,7 +316,11 @@ static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dIn
 }
 
 /* One Xsyevd per matrix, round-robin over the side streams (a workspace
- * slice each). */
+ * slice each), each stream driven by its own host thread: Xsyevd returns
+ * only when its matrix is solved (bench/probe_syevd_threads, H200: the host
+ * spends 1.00 of the call's GPU time inside it), so streams fed from one
+ * thread run one after another (4 x 2048 float: 105.5 ms on one stream,
+ * 105.9 on four, 83.0 from four threads). */
 static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
                                const solver_ws *ws) {
   gstat_cu_state *s = r->s;
@@ -315,19 +331,28 @@ static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo
   for (int k = 0; k < streams && err == cudaSuccess; k++)
     err = cudaStreamWaitEvent(s->side[k], s->ev[GSTAT_CU_STREAMS], 0);
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "ordering streams", err);
-  for (int64_t b = 0; b < nb; b++) {
-    int k = (int)(b % streams);
-    cusolverStatus_t st = cusolverDnXsyevd(
-        s->side_solver[k], s->params, r->jobz, r->fill, r->n, t,
-        (char *)dA + (size_t)(b * r->n * r->n) * es, r->n, t, (char *)dW + (size_t)(b * r->n) * es,
-        t, ws->dev + ws->dev_slice * (size_t)k, ws->dev_slice,
-        ws->host + ws->host_slice * (size_t)k, ws->host_slice, dInfo + b);
-    if (st != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd", st);
+  cusolverStatus_t failed[GSTAT_CU_STREAMS];
+  /* the calling thread drives stream 0 (one stream: no other thread) */
+#pragma omp parallel for num_threads(streams) schedule(static, 1) if (streams > 1)
+  for (int k = 0; k < streams; k++) {
+    cusolverStatus_t st = cudaSetDevice(s->device) == cudaSuccess
+                              ? CUSOLVER_STATUS_SUCCESS
+                              : CUSOLVER_STATUS_EXECUTION_FAILED;
+    for (int64_t b = k; b < nb && st == CUSOLVER_STATUS_SUCCESS; b += streams)
+      st = cusolverDnXsyevd(s->side_solver[k], s->params, r->jobz, r->fill, r->n, t,
+                            (char *)dA + (size_t)(b * r->n * r->n) * es, r->n, t,
+                            (char *)dW + (size_t)(b * r->n) * es, t,
+                            ws->dev + ws->dev_slice * (size_t)k, ws->dev_slice,
+                            ws->host + ws->host_slice * (size_t)k, ws->host_slice, dInfo + b);
+    failed[k] = st;
   }
   for (int k = 0; k < streams && err == cudaSuccess; k++) {
     err = cudaEventRecord(s->ev[k], s->side[k]);
     if (err == cudaSuccess) err = cudaStreamWaitEvent(s->stream, s->ev[k], 0);
   }
+  for (int k = 0; k < streams; k++)
+    if (failed[k] != CUSOLVER_STATUS_SUCCESS)
+      return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd", failed[k]);
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "joining streams", err);
 }
 
