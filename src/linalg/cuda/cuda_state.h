@@ -78,6 +78,9 @@ typedef struct gstat_cu_state {
   cudaEvent_t ev[GSTAT_CU_STREAMS + 1];
   cusolverDnHandle_t solver;
   cusolverDnHandle_t side_solver[GSTAT_CU_STREAMS];
+  /* one per side stream: the large-n loop calls from a host thread each,
+   * and cuSOLVER promises nothing for objects shared between threads */
+  cusolverDnParams_t side_params[GSTAT_CU_STREAMS];
   cublasHandle_t blas;
   cusolverDnParams_t params;
   gstat_cu_buf dev[CU_NBUF];

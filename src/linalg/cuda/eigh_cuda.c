@@ -339,7 +339,7 @@ static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo
                               ? CUSOLVER_STATUS_SUCCESS
                               : CUSOLVER_STATUS_EXECUTION_FAILED;
     for (int64_t b = k; b < nb && st == CUSOLVER_STATUS_SUCCESS; b += streams)
-      st = cusolverDnXsyevd(s->side_solver[k], s->params, r->jobz, r->fill, r->n, t,
+      st = cusolverDnXsyevd(s->side_solver[k], s->side_params[k], r->jobz, r->fill, r->n, t,
                             (char *)dA + (size_t)(b * r->n * r->n) * es, r->n, t,
                             (char *)dW + (size_t)(b * r->n) * es, t,
                             ws->dev + ws->dev_slice * (size_t)k, ws->dev_slice,

@@ -237,6 +237,7 @@ static void destroy(void *state) {
   if (s->params) cusolverDnDestroyParams(s->params);
   if (s->solver) cusolverDnDestroy(s->solver);
   for (int k = 0; k < GSTAT_CU_STREAMS; k++) {
+    if (s->side_params[k]) cusolverDnDestroyParams(s->side_params[k]);
     if (s->side_solver[k]) cusolverDnDestroy(s->side_solver[k]);
     if (s->side[k]) cudaStreamDestroy(s->side[k]);
   }
@@ -305,7 +306,8 @@ static gstat_status create(gstat_ctx *ctx, int device, void **out) {
     goto done;
   }
   for (int k = 0; k < GSTAT_CU_STREAMS; k++) {
-    if (cusolverDnCreate(&s->side_solver[k]) != CUSOLVER_STATUS_SUCCESS) {
+    if (cusolverDnCreate(&s->side_solver[k]) != CUSOLVER_STATUS_SUCCESS ||
+        cusolverDnCreateParams(&s->side_params[k]) != CUSOLVER_STATUS_SUCCESS) {
       st = gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "cuda: cannot create the cuSOLVER handles");
       goto done;
     }
