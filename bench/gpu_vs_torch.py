@@ -10,7 +10,7 @@ random matrices would not give a fair ratio.
 Prints one table; the ratio is the best other time over gstat's (>= 1: gstat
 is at least as fast as the best of them).
 
-usage: bench/gpu_vs_torch.py [--build build] [--reps 5] [--quick]
+usage: bench/gpu_vs_torch.py [--build build] [--reps 5] [--quick] [--only 1x8192,4x2048]
 """
 import argparse
 import math
@@ -92,13 +92,15 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated BATCHxN shapes, e.g. 1x8192,4x2048")
     args = ap.parse_args()
+    only = {tuple(int(v) for v in s.split("x")) for s in args.only.split(",") if s}
     exe = os.path.join(args.build, "bench", "bench_cuda")
     rows = []
     tmp = tempfile.TemporaryDirectory()
     path = os.path.join(tmp.name, "input.bin")
     for op, dtype, batch, n in CASES:
-        if args.quick and (batch, n) not in QUICK:
+        if (args.quick and (batch, n) not in QUICK) or (only and (batch, n) not in only):
             continue
         reps = args.reps if batch * n * n * n < 2e11 else 3
         if os.path.exists(path):

@@ -68,6 +68,16 @@ static const int64_t single_loop_min_n = 1024;
 static const int64_t loop_min_n = 2048, loop_max_batch = 9; /* below 4096 */
 static const int64_t always_loop_min_n = 4096;              /* measured to batch 8 */
 
+/* float32 from this order solves in float64 (a working copy in double,
+ * rounded back). cuSOLVER's float32 Xsyevd is slow in its tridiagonal
+ * stage: bench/probe_syevd_parts on the H200, ms, float32 / float64:
+ *   n = 8192   sytrd 419.6 / 479.1, values only 589.1 / 499.2,
+ *              with vectors 626.2 / 548.6
+ *   n = 4096   sytrd 74.3 / 92.6, values only 103.1 / 100.0,
+ *              with vectors 110.2 / 108.7
+ *   n = 2048   with vectors 26.8 / 26.5; n = 1024 10.9 / 10.8 */
+static const int64_t f32_in_f64_min_n = 4096;
+
 /* Whether a chunk of nb matrices of order n runs as one Xsyevd per matrix. */
 static bool uses_loop(int64_t n, int64_t nb) {
   if (n >= always_loop_min_n || (nb == 1 && n >= single_loop_min_n)) return true;
@@ -604,6 +614,7 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
                 uplo == GSTAT_UPPER ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER,
                 V ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
                 false};
+  if (A->dtype == GSTAT_F32 && r.n >= f32_in_f64_min_n) r.cdt = GSTAT_F64;
   r.jacobi = uses_jacobi(r.n, r.cdt, A->batch);
   gstat_status st0 = gstat_cu_check_finite(s, ctx, "eigh", "A", A, uplo == GSTAT_UPPER ? 2 : 1);
   if (st0 != GSTAT_OK) return st0;
@@ -630,9 +641,15 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
   for (int64_t b0 = 0; b0 < A->batch;) {
     int64_t nb = A->batch - b0 < chunk ? A->batch - b0 : chunk;
     gstat_status st = eigh_chunk(&r, A, w, V, b0, nb, info);
-    if (st == GSTAT_ENOMEM && chunk > 1 && gstat_cu_fault_now() != FAULT_OOM) {
-      chunk = (chunk + 1) / 2; /* smaller chunks, then the CPU (dispatcher) */
-      continue;
+    if (st == GSTAT_ENOMEM && gstat_cu_fault_now() != FAULT_OOM) {
+      if (chunk > 1) {
+        chunk = (chunk + 1) / 2; /* smaller chunks, then the CPU (dispatcher) */
+        continue;
+      }
+      if (r.cdt != gstat_cu_compute_dtype(A->dtype)) {
+        r.cdt = gstat_cu_compute_dtype(A->dtype); /* no room for the double copy */
+        continue;
+      }
     }
     if (st != GSTAT_OK) return st;
     b0 += nb;
