@@ -13,7 +13,8 @@
  *                    in the caller's device arrays where the graph allows
  *   large n, few     cusolverDnXsyevd per matrix (uses_loop), spread over
  *   matrices         side streams, each fed by its own host thread (Xsyevd
- *                    blocks it)
+ *                    blocks it); float32 from n = 4096 in a float64 copy
+ *                    (f32_in_f64_min_n)
  * Any batch size runs: the batch is cut into chunks that fit device memory,
  * halved again when an allocation fails.
  */
