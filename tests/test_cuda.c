@@ -188,17 +188,20 @@ static void test_eigh_families(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
-/* The large-n paths: at n = 2048 five matrices run one Xsyevd each from
- * four host threads (one thread solves two in turn: a mix-up of matrices,
- * workspaces or info slots between threads would show) and ten run
- * XsyevBatched (uses_loop); float32 of n = 4096 solves in a float64 working
- * copy (f32_in_f64_min_n), here from a row-major upper host array. */
+/* The large-n paths (loop_rules): at n = 2048 five matrices run one Xsyevd
+ * each from four host threads (one thread solves two in turn: a mix-up of
+ * matrices, workspaces or info slots between threads would show) and ten
+ * run XsyevBatched; float32 of n = 4096 solves in a float64 working copy
+ * (f32_in_f64_min_n), here from a row-major upper host array; small batches
+ * at n = 1024 and 600 loop too. */
 static void test_eigh_large_n(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
   eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 2048, 5, TU_COL_MAJOR, GSTAT_LOWER, true);
   eigh_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 2048, 10, TU_ROW_MAJOR, GSTAT_UPPER, false);
   eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 4096, 1, TU_ROW_MAJOR, GSTAT_UPPER, false);
+  eigh_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 1024, 3, TU_STRIDED, GSTAT_LOWER, true);
+  eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 600, 6, TU_COL_MAJOR, GSTAT_UPPER, false);
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);
 }

@@ -19,6 +19,7 @@
  * halved again when an allocation fails.
  */
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "linalg/cuda/cuda_state.h"
@@ -53,21 +54,34 @@ static bool uses_jacobi(int64_t n, int cdt, int64_t nb) {
   return false;
 }
 
-/* When a chunk runs one Xsyevd per matrix instead of XsyevBatched. The
- * batched routine's time hardly grows with the batch at large n, the loop's
- * grows in proportion (bench_cuda, H200, ms, threaded loop / batched):
- *   n = 2048 float   6: 128 / 232, 8: 167 / 214, 10: 212 / 212,
- *                    12: 251 / 215, 32: 657 / 348
- *   n = 2048 double  6: 139 / 170, 8: 183 / 210, 12: 275 / 222, 16: 367 / 255
- *   n = 4096 float   2: 187 / 553, 4: 340 / 624, 8: 681 / 815 (double 4:
- *                    421 / 492)
- * A single matrix from n = 1024 also loops: the batched routine cannot be
- * captured there, and one Xsyevd was 1 % faster in two runs and 0.5 %
- * slower in a third (1 x 1024 float: 10.46 vs 10.57, 10.97 vs 11.07, 10.83
- * vs 10.77 ms). */
-static const int64_t single_loop_min_n = 1024;
-static const int64_t loop_min_n = 2048, loop_max_batch = 9; /* below 4096 */
-static const int64_t always_loop_min_n = 4096;              /* measured to batch 8 */
+/* When a chunk runs one Xsyevd per matrix (threaded, syevd_loop) instead
+ * of XsyevBatched. At n >= 512 the batched routine takes about as long for
+ * a few matrices as for many; the loop grows with the batch (bench_cuda and
+ * bench/probe_syevd_threads, H200, ms, threaded loop / batched):
+ *   n = 512          float 4: 12.9 / 30.4, 8: 25.5 / 26.2; double 6: 20.8 / 31.7
+ *   n = 600          float 6: 25.7 / 57.1
+ *   n = 1024         float 2: 17.8 / 67.8, 4: 31.1 / 85.1, 8: 61.9 / 75.9 and
+ *                    88.6, 16: 118-124 / 56-92; double 2: 18.1 / 70.6, 4:
+ *                    33.2 / 89.6
+ *   n = 1536         float 4: 55.3 / 163.5
+ *   n = 2048         float 6: 128 / 232, 8: 167 / 214, 10: 212 / 212,
+ *                    12: 251 / 215, 32: 657 / 348; double 6: 139 / 170,
+ *                    8: 183 / 210, 12: 275 / 222, 16: 367 / 255
+ *   n = 4096         float 2: 187 / 553, 4: 340 / 624, 8: 681 / 815
+ *                    (double 4: 421 / 492)
+ * A single matrix from n = 1024 was measured alike both ways (1 x 1024
+ * float: 10.46 vs 10.57, 10.97 vs 11.07, 10.83 vs 10.77 ms). Below that, a
+ * single matrix and any batch below n = 512 keep the batched routine
+ * replayed from a graph (1 x 128 float: 1.14 ms against Xsyevd's 1.40);
+ * they were not measured against the threaded loop. */
+static const struct {
+  int64_t min_n, min_batch, max_batch; /* from order min_n, these batches loop */
+} loop_rules[] = {
+    {4096, 1, INT64_MAX}, /* measured to batch 8 */
+    {2048, 1, 9},
+    {1024, 1, 8},
+    {512, 2, 6},
+};
 
 /* float32 from this order solves in float64 (a working copy in double,
  * rounded back). cuSOLVER's float32 Xsyevd is slow in its tridiagonal
@@ -81,8 +95,10 @@ static const int64_t f32_in_f64_min_n = 4096;
 
 /* Whether a chunk of nb matrices of order n runs as one Xsyevd per matrix. */
 static bool uses_loop(int64_t n, int64_t nb) {
-  if (n >= always_loop_min_n || (nb == 1 && n >= single_loop_min_n)) return true;
-  return n >= loop_min_n && nb <= loop_max_batch;
+  for (size_t i = 0; i < sizeof loop_rules / sizeof loop_rules[0]; i++)
+    if (n >= loop_rules[i].min_n)
+      return nb >= loop_rules[i].min_batch && nb <= loop_rules[i].max_batch;
+  return false;
 }
 
 static cudaDataType cuda_type(int cdt) {
