@@ -56,6 +56,11 @@ typedef enum gstat_diag { GSTAT_NON_UNIT = 0, GSTAT_UNIT = 1 } gstat_diag;
  *       is positive (the first such entry on ties). V may be A itself.
  * info  optional; info[b] > 0 when element b did not converge.
  *
+ * Precision: float64 and float32 compute in their own type and bfloat16 in
+ * float32, except that the CUDA backend solves float32 matrices of order
+ * 4096 and more in float64 (cuSOLVER is faster there in double) and rounds
+ * the results to float32.
+ *
  * Statuses: GSTAT_OK; GSTAT_EINVAL; GSTAT_ENOTFINITE (check_finite on and a
  * NaN/Inf in the read triangle; the message names the element and position);
  * GSTAT_ENOCONV (an element did not converge); GSTAT_ENOMEM; GSTAT_EUNSUPPORTED
