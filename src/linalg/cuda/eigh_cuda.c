@@ -646,9 +646,8 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
    * and about as much again for the solver's workspace */
   size_t per = n2 * es * 3 + (size_t)r.n * es + 8 + n2 * gstat_cu_dtype_bytes(A->dtype);
   int64_t chunk = gstat_cu_chunk(s, A->batch, per);
-  if (!r.jacobi && !uses_loop(r.n, A->batch) && chunk > (int64_t)(INT32_MAX / n2))
-    chunk = (int64_t)(INT32_MAX / n2);
   bool batched = !r.jacobi && !uses_loop(r.n, A->batch);
+  if (batched && chunk > (int64_t)(INT32_MAX / n2)) chunk = (int64_t)(INT32_MAX / n2);
   /* bf16 is chosen to save memory, but its float32 working copy plus the
    * batched solver's workspace (about 5x the matrices) for the whole batch
    * is more than the float32 path needs (it solves in the caller's V): half
