@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "cuda_check.h"
+#include "probe_util.h"
 #include "sym_batch_device.h"
 
 enum { MAX_SPLIT = 8 };
@@ -40,17 +41,11 @@ typedef struct {
   cudaEvent_t fork, join[MAX_SPLIT];
   cusolverDnHandle_t h[MAX_SPLIT];
   cusolverDnParams_t p;
-  void *work[MAX_SPLIT], *hwork[MAX_SPLIT];
-  size_t dev_bytes[MAX_SPLIT], host_bytes[MAX_SPLIT];
+  probe_ws ws[MAX_SPLIT];
 } probe;
 
 static size_t bytes_a(const probe *q) {
   return q->es * (size_t)(q->batch * q->n * q->n);
-}
-
-static int cmp(const void *x, const void *y) {
-  float a = *(const float *)x, b = *(const float *)y;
-  return (a > b) - (a < b);
 }
 
 /* Solve matrices [b0, b0 + nb) with handle k (on its stream). */
@@ -58,9 +53,9 @@ static int solve(probe *q, int k, int64_t b0, int64_t nb) {
   size_t off = q->es * (size_t)(b0 * q->n * q->n);
   return cusolverDnXsyevBatched(q->h[k], q->p, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
                                 q->n, q->t, q->a + off, q->n, q->t,
-                                q->w + q->es * (size_t)(b0 * q->n), q->t, q->work[k],
-                                q->dev_bytes[k], q->hwork[k], q->host_bytes[k], q->info + b0,
-                                nb) != CUSOLVER_STATUS_SUCCESS;
+                                q->w + q->es * (size_t)(b0 * q->n), q->t, q->ws[k].dev,
+                                q->ws[k].dev_bytes, q->ws[k].host, q->ws[k].host_bytes,
+                                q->info + b0, nb) != CUSOLVER_STATUS_SUCCESS;
 }
 
 static void reserve(probe *q, int k, int64_t nb) {
@@ -71,17 +66,7 @@ static void reserve(probe *q, int k, int64_t nb) {
     fprintf(stderr, "bufferSize failed\n");
     exit(1);
   }
-  if (dev > q->dev_bytes[k]) {
-    cudaFree(q->work[k]);
-    CK(cudaMalloc(&q->work[k], dev));
-    CK(cudaMemset(q->work[k], 0, dev));
-    q->dev_bytes[k] = dev;
-  }
-  if (host > q->host_bytes[k]) {
-    free(q->hwork[k]);
-    q->hwork[k] = malloc(host);
-    q->host_bytes[k] = host;
-  }
+  probe_ws_reserve(&q->ws[k], dev, host);
 }
 
 /* One timed run: copy, then the batch in `parts` calls over as many streams. */
@@ -117,8 +102,7 @@ static float median_ms(probe *q, int parts, cudaGraphExec_t graph, int reps) {
     CK(cudaEventSynchronize(e1));
     CK(cudaEventElapsedTime(&t[r], e0, e1));
   }
-  qsort(t + 1, (size_t)reps, sizeof(float), cmp);
-  float med = t[1 + reps / 2];
+  float med = probe_median_f(t + 1, reps);
   free(t);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
@@ -204,8 +188,7 @@ int main(int argc, char **argv) {
       cusolverDnDestroy(q.h[k]);
       cudaStreamDestroy(q.side[k]);
       cudaEventDestroy(q.join[k]);
-      cudaFree(q.work[k]);
-      free(q.hwork[k]);
+      probe_ws_free(&q.ws[k]);
     }
     cusolverDnDestroyParams(q.p);
     cudaEventDestroy(q.fork);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "cuda_check.h"
+#include "probe_util.h"
 #include "sym_batch_device.h"
 
 enum { SYTRD, ORMTR, VALUES, VECTORS, PARTS };
@@ -30,28 +31,8 @@ typedef struct {
   int *info;
   cusolverDnHandle_t h;
   cusolverDnParams_t p;
-  void *work, *hwork;
-  size_t dev_bytes, host_bytes;
+  probe_ws ws;
 } probe;
-
-static int cmp(const void *x, const void *y) {
-  float a = *(const float *)x, b = *(const float *)y;
-  return (a > b) - (a < b);
-}
-
-static void need(probe *q, size_t dev, size_t host) {
-  if (dev > q->dev_bytes) {
-    cudaFree(q->work);
-    CK(cudaMalloc(&q->work, dev));
-    CK(cudaMemset(q->work, 0, dev));
-    q->dev_bytes = dev;
-  }
-  if (host > q->host_bytes) {
-    free(q->hwork);
-    q->hwork = malloc(host);
-    q->host_bytes = host;
-  }
-}
 
 static void check(cusolverStatus_t st, const char *what) {
   if (st != CUSOLVER_STATUS_SUCCESS) {
@@ -83,11 +64,11 @@ static void reserve(probe *q) {
                                       &lo_w),
           "ormtr_bufferSize");
   }
-  need(q, (size_t)(lw > lo_w ? lw : lo_w) * q->es, 0);
+  probe_ws_reserve(&q->ws, (size_t)(lw > lo_w ? lw : lo_w) * q->es, 0);
   check(cusolverDnXsyevd_bufferSize(q->h, q->p, CUSOLVER_EIG_MODE_VECTOR, lo, q->n, t, q->a, q->n,
                                     t, q->w, t, &dev, &host),
         "Xsyevd_bufferSize");
-  need(q, dev, host);
+  probe_ws_reserve(&q->ws, dev, host);
 }
 
 /* One run of stage `part`; ORMTR needs the reflectors of a SYTRD run in a. */
@@ -95,30 +76,30 @@ static void run(probe *q, int part) {
   const cublasFillMode_t lo = CUBLAS_FILL_MODE_LOWER;
   cudaDataType t = q->f64 ? CUDA_R_64F : CUDA_R_32F;
   size_t mat = q->es * (size_t)q->n * (size_t)q->n;
-  int lw = (int)(q->dev_bytes / q->es);
+  int lw = (int)(q->ws.dev_bytes / q->es);
   if (part == ORMTR) {
     CK(cudaMemcpyAsync(q->c, q->c0, mat, cudaMemcpyDeviceToDevice, 0));
     check(
         q->f64
             ? cusolverDnDormtr(q->h, CUBLAS_SIDE_LEFT, lo, CUBLAS_OP_N, q->n, q->n, (double *)q->a,
-                               q->n, (double *)q->tau, (double *)q->c, q->n, q->work, lw, q->info)
+                               q->n, (double *)q->tau, (double *)q->c, q->n, q->ws.dev, lw, q->info)
             : cusolverDnSormtr(q->h, CUBLAS_SIDE_LEFT, lo, CUBLAS_OP_N, q->n, q->n, (float *)q->a,
-                               q->n, (float *)q->tau, (float *)q->c, q->n, q->work, lw, q->info),
+                               q->n, (float *)q->tau, (float *)q->c, q->n, q->ws.dev, lw, q->info),
         "ormtr");
     return;
   }
   CK(cudaMemcpyAsync(q->a, q->a0, mat, cudaMemcpyDeviceToDevice, 0));
   if (part == SYTRD)
     check(q->f64 ? cusolverDnDsytrd(q->h, lo, q->n, (double *)q->a, q->n, (double *)q->d,
-                                    (double *)q->e, (double *)q->tau, q->work, lw, q->info)
+                                    (double *)q->e, (double *)q->tau, q->ws.dev, lw, q->info)
                  : cusolverDnSsytrd(q->h, lo, q->n, (float *)q->a, q->n, (float *)q->d,
-                                    (float *)q->e, (float *)q->tau, q->work, lw, q->info),
+                                    (float *)q->e, (float *)q->tau, q->ws.dev, lw, q->info),
           "sytrd");
   else
     check(cusolverDnXsyevd(q->h, q->p,
                            part == VALUES ? CUSOLVER_EIG_MODE_NOVECTOR : CUSOLVER_EIG_MODE_VECTOR,
-                           lo, q->n, t, q->a, q->n, t, q->w, t, q->work, q->dev_bytes, q->hwork,
-                           q->host_bytes, q->info),
+                           lo, q->n, t, q->a, q->n, t, q->w, t, q->ws.dev, q->ws.dev_bytes,
+                           q->ws.host, q->ws.host_bytes, q->info),
           "Xsyevd");
 }
 
@@ -163,8 +144,7 @@ int main(int argc, char **argv) {
   float med[PARTS];
   printf("%s 1x%d, median of %d (ms):", q.f64 ? "float64" : "float32", q.n, reps);
   for (int k = 0; k < PARTS; k++) {
-    qsort(t[k], (size_t)reps, sizeof(float), cmp);
-    med[k] = t[k][reps / 2];
+    med[k] = probe_median_f(t[k], reps);
     printf(" %s=%.2f", names[k], med[k]);
     free(t[k]);
   }

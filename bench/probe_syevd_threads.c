@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "cuda_check.h"
+#include "probe_util.h"
 #include "sym_batch_device.h"
 
 enum { MAX_T = 16 };
@@ -42,8 +43,7 @@ typedef struct {
   cudaStream_t stream;
   cusolverDnHandle_t h;
   cusolverDnParams_t p;
-  void *work, *hwork;
-  size_t dev_bytes, host_bytes;
+  probe_ws ws;
   int first, step; /* matrices first, first + step, ... */
   int failed;
 } worker;
@@ -54,50 +54,42 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-static int cmp(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
-/* Workspace for the mode; the batched routine's for the whole batch (an
- * upper bound for any part). */
-static int buffer_size(worker *k, const problem *q) {
+/* Workspace bytes for the mode; the batched routine's for the whole batch
+ * (an upper bound for any part). */
+static int buffer_size(worker *k, const problem *q, size_t *dev, size_t *host) {
   const cusolverEigMode_t v = CUSOLVER_EIG_MODE_VECTOR;
   const cublasFillMode_t lo = CUBLAS_FILL_MODE_LOWER;
   const int n = (int)q->n;
   if (q->mode == BATCHED)
     return cusolverDnXsyevBatched_bufferSize(k->h, k->p, v, lo, q->n, q->t, q->a, q->n, q->t, q->w,
-                                             q->t, &k->dev_bytes, &k->host_bytes,
-                                             q->batch) != CUSOLVER_STATUS_SUCCESS;
+                                             q->t, dev, host, q->batch) != CUSOLVER_STATUS_SUCCESS;
   if (q->mode == XSYEVD)
     return cusolverDnXsyevd_bufferSize(k->h, k->p, v, lo, q->n, q->t, q->a, q->n, q->t, q->w, q->t,
-                                       &k->dev_bytes, &k->host_bytes) != CUSOLVER_STATUS_SUCCESS;
+                                       dev, host) != CUSOLVER_STATUS_SUCCESS;
   int lwork = 0;
   cusolverStatus_t st =
       q->es == 8
           ? cusolverDnDsyevd_bufferSize(k->h, v, lo, n, (double *)q->a, n, (double *)q->w, &lwork)
           : cusolverDnSsyevd_bufferSize(k->h, v, lo, n, (float *)q->a, n, (float *)q->w, &lwork);
-  k->dev_bytes = (size_t)lwork * q->es, k->host_bytes = 0;
+  *dev = (size_t)lwork * q->es, *host = 0;
   return st != CUSOLVER_STATUS_SUCCESS;
 }
 
 static void worker_init(worker *k, const problem *q) {
-  k->q = q;
+  *k = (worker){.q = q};
+  size_t dev = 0, host = 0;
   CK(cudaStreamCreateWithFlags(&k->stream, cudaStreamNonBlocking));
   if (cusolverDnCreate(&k->h) != CUSOLVER_STATUS_SUCCESS ||
       cusolverDnSetStream(k->h, k->stream) != CUSOLVER_STATUS_SUCCESS ||
-      cusolverDnCreateParams(&k->p) != CUSOLVER_STATUS_SUCCESS || buffer_size(k, q)) {
+      cusolverDnCreateParams(&k->p) != CUSOLVER_STATUS_SUCCESS || buffer_size(k, q, &dev, &host)) {
     fprintf(stderr, "cuSOLVER set-up failed\n");
     exit(1);
   }
-  CK(cudaMalloc(&k->work, k->dev_bytes + 1));
-  CK(cudaMemset(k->work, 0, k->dev_bytes + 1));
-  k->hwork = malloc(k->host_bytes + 1);
+  probe_ws_reserve(&k->ws, dev + 1, host + 1); /* never empty */
 }
 
 static void worker_free(worker *k) {
-  cudaFree(k->work);
-  free(k->hwork);
+  probe_ws_free(&k->ws);
   cusolverDnDestroyParams(k->p);
   cusolverDnDestroy(k->h);
   cudaStreamDestroy(k->stream);
@@ -114,21 +106,21 @@ static int solve(worker *k, int64_t b, int64_t nb) {
                       k->stream) != cudaSuccess)
     return 1;
   if (q->mode == BATCHED)
-    return cusolverDnXsyevBatched(k->h, k->p, v, lo, q->n, q->t, a, q->n, q->t, w, q->t, k->work,
-                                  k->dev_bytes, k->hwork, k->host_bytes, q->info + b,
+    return cusolverDnXsyevBatched(k->h, k->p, v, lo, q->n, q->t, a, q->n, q->t, w, q->t, k->ws.dev,
+                                  k->ws.dev_bytes, k->ws.host, k->ws.host_bytes, q->info + b,
                                   nb) != CUSOLVER_STATUS_SUCCESS;
   const int n = (int)q->n;
   for (int64_t i = 0; i < nb; i++, a += mat, w += q->es * (size_t)n) {
     cusolverStatus_t st;
     if (q->mode == XSYEVD)
-      st = cusolverDnXsyevd(k->h, k->p, v, lo, q->n, q->t, a, q->n, q->t, w, q->t, k->work,
-                            k->dev_bytes, k->hwork, k->host_bytes, q->info + b + i);
+      st = cusolverDnXsyevd(k->h, k->p, v, lo, q->n, q->t, a, q->n, q->t, w, q->t, k->ws.dev,
+                            k->ws.dev_bytes, k->ws.host, k->ws.host_bytes, q->info + b + i);
     else if (q->es == 8)
-      st = cusolverDnDsyevd(k->h, v, lo, n, (double *)a, n, (double *)w, k->work,
-                            (int)(k->dev_bytes / 8), q->info + b + i);
+      st = cusolverDnDsyevd(k->h, v, lo, n, (double *)a, n, (double *)w, k->ws.dev,
+                            (int)(k->ws.dev_bytes / 8), q->info + b + i);
     else
-      st = cusolverDnSsyevd(k->h, v, lo, n, (float *)a, n, (float *)w, k->work,
-                            (int)(k->dev_bytes / 4), q->info + b + i);
+      st = cusolverDnSsyevd(k->h, v, lo, n, (float *)a, n, (float *)w, k->ws.dev,
+                            (int)(k->ws.dev_bytes / 4), q->info + b + i);
     if (st != CUSOLVER_STATUS_SUCCESS) return 1;
   }
   return 0;
@@ -248,11 +240,11 @@ int main(int argc, char **argv) {
   printf("%s %s %lldx%lld, host share of one call %.2f, median of %d (ms):", mode[q.mode],
          f64 ? "float64" : "float32", (long long)q.batch, (long long)q.n, share, reps);
   for (int v = 0; v < nv; v++) {
-    qsort(t + v * reps, (size_t)reps, sizeof(double), cmp);
+    double med = probe_median(t + v * reps, reps);
     if (conf[v] < 0)
-      printf(" %d_stream%s=%.3f", -conf[v], conf[v] == -1 ? "" : "s", t[v * reps + reps / 2]);
+      printf(" %d_stream%s=%.3f", -conf[v], conf[v] == -1 ? "" : "s", med);
     else
-      printf(" %d_threads=%.3f", conf[v], t[v * reps + reps / 2]);
+      printf(" %d_threads=%.3f", conf[v], med);
   }
   printf("\n");
   for (int k = 0; k < MAX_T; k++) worker_free(&w[k]);

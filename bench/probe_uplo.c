@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "cuda_check.h"
+#include "probe_util.h"
 #include "sym_batch_device.h"
 
 enum { VARIANTS = 4 }; /* batched L, batched U, per matrix L, per matrix U */
@@ -29,14 +30,8 @@ typedef struct {
   int *info;
   cusolverDnHandle_t h;
   cusolverDnParams_t p;
-  void *work, *hwork;
-  size_t dev_bytes, host_bytes;
+  probe_ws ws;
 } probe;
-
-static int cmp(const void *x, const void *y) {
-  float a = *(const float *)x, b = *(const float *)y;
-  return (a > b) - (a < b);
-}
 
 static cublasFillMode_t fill_of(int v) {
   return v % 2 ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
@@ -55,17 +50,7 @@ static void reserve(probe *q, int v) {
     fprintf(stderr, "bufferSize failed (%d)\n", (int)st);
     exit(1);
   }
-  if (dev > q->dev_bytes) {
-    cudaFree(q->work);
-    CK(cudaMalloc(&q->work, dev));
-    CK(cudaMemset(q->work, 0, dev));
-    q->dev_bytes = dev;
-  }
-  if (host > q->host_bytes) {
-    free(q->hwork);
-    q->hwork = malloc(host);
-    q->host_bytes = host;
-  }
+  probe_ws_reserve(&q->ws, dev, host);
 }
 
 static int run(probe *q, int v) {
@@ -73,12 +58,13 @@ static int run(probe *q, int v) {
   CK(cudaMemcpyAsync(q->a, q->a0, mat * (size_t)q->batch, cudaMemcpyDeviceToDevice, 0));
   if (v < 2)
     return cusolverDnXsyevBatched(q->h, q->p, CUSOLVER_EIG_MODE_VECTOR, fill_of(v), q->n, q->t,
-                                  q->a, q->n, q->t, q->w, q->t, q->work, q->dev_bytes, q->hwork,
-                                  q->host_bytes, q->info, q->batch) != CUSOLVER_STATUS_SUCCESS;
+                                  q->a, q->n, q->t, q->w, q->t, q->ws.dev, q->ws.dev_bytes,
+                                  q->ws.host, q->ws.host_bytes, q->info,
+                                  q->batch) != CUSOLVER_STATUS_SUCCESS;
   for (int64_t k = 0; k < q->batch; k++)
     if (cusolverDnXsyevd(q->h, q->p, CUSOLVER_EIG_MODE_VECTOR, fill_of(v), q->n, q->t,
                          q->a + mat * (size_t)k, q->n, q->t, q->w + q->es * (size_t)(k * q->n),
-                         q->t, q->work, q->dev_bytes, q->hwork, q->host_bytes,
+                         q->t, q->ws.dev, q->ws.dev_bytes, q->ws.host, q->ws.host_bytes,
                          q->info + k) != CUSOLVER_STATUS_SUCCESS)
       return 1;
   return 0;
@@ -130,8 +116,7 @@ int main(int argc, char **argv) {
          (long long)n, reps);
   const char *names[VARIANTS] = {"batched_L", "batched_U", "syevd_L", "syevd_U"};
   for (int v = first; v < VARIANTS; v++) {
-    qsort(t[v], (size_t)reps, sizeof(float), cmp);
-    printf("%s=%.3f ", names[v], t[v][reps / 2]);
+    printf("%s=%.3f ", names[v], probe_median_f(t[v], reps));
     free(t[v]);
   }
   printf("\n");
