@@ -172,6 +172,10 @@ static void eigh_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_family 
   tu_buf_free(&Vc);
 }
 
+/* Every family at every order, both dtypes; at n = 500 a batch of four runs
+ * the lockstep solver (LAPACK's scaling for the near-overflow and
+ * near-underflow families, the degenerate hand-back to cuSOLVER for the
+ * clustered, identity and zero ones). */
 static void test_eigh_families(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
@@ -182,26 +186,109 @@ static void test_eigh_families(void **state) {
       for (int dt = 0; dt < 2; dt++) {
         if (sizes[s] == 2048 && f != TU_RANDOM) continue;
         eigh_case(gpu, cpu, dt ? GSTAT_F64 : GSTAT_F32, (tu_family)f, sizes[s],
-                  sizes[s] <= 64 ? 7 : 2, (tu_layout)(k % 3), (gstat_uplo)(k % 2), k % 2 == 0);
+                  sizes[s] <= 64    ? 7
+                  : sizes[s] == 500 ? 4
+                                    : 2,
+                  (tu_layout)(k % 3), (gstat_uplo)(k % 2), k % 2 == 0);
       }
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);
 }
 
-/* The large-n paths (loop_rules): at n = 2048 five matrices run one Xsyevd
- * each from four host threads (one thread solves two in turn: a mix-up of
- * matrices, workspaces or info slots between threads would show) and ten
- * run XsyevBatched; float32 of n = 4096 solves in a float64 working copy
- * (f32_in_f64_min_n), here from a row-major upper host array; small batches
- * at n = 1024 and 600 loop too. */
+/* eigh of nb matrices on the GPU, with the lockstep solver's counters
+ * moving by `chunks` and `degenerate` (which path ran). */
+static void eigh_path_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_family fam, int64_t n,
+                           int64_t nb, tu_layout layout, gstat_uplo uplo, bool device,
+                           int64_t chunks, int64_t degenerate) {
+  gstat_device_stats before = stats_of(gpu);
+  eigh_case(gpu, cpu, dt, fam, n, nb, layout, uplo, device);
+  gstat_device_stats after = stats_of(gpu);
+  assert_int_equal(after.lockstep_chunks - before.lockstep_chunks, chunks);
+  assert_int_equal(after.lockstep_degenerate - before.lockstep_degenerate, degenerate);
+}
+
+/* The mid and large-n paths. Batches of four or more from n = 384 to 2048
+ * (float64 at 2048: eight) run the lockstep solver (lockstep_rules): float32
+ * and float64, host and device data, every layout, both triangles. A
+ * degenerate batch (clustered eigenvalues) goes back to cuSOLVER: five
+ * matrices of 2048 then run one Xsyevd each from four host threads (one
+ * thread solves two in turn: a mix-up of matrices, workspaces or info slots
+ * between threads would show). Smaller batches and a single matrix run
+ * Xsyevd; float32 of n = 4096 solves in a float64 working copy
+ * (f32_in_f64_min_n), here from a row-major upper host array. */
 static void test_eigh_large_n(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
-  eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 2048, 5, TU_COL_MAJOR, GSTAT_LOWER, true);
-  eigh_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 2048, 10, TU_ROW_MAJOR, GSTAT_UPPER, false);
-  eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 4096, 1, TU_ROW_MAJOR, GSTAT_UPPER, false);
-  eigh_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 1024, 3, TU_STRIDED, GSTAT_LOWER, true);
-  eigh_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 600, 6, TU_COL_MAJOR, GSTAT_UPPER, false);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 2048, 5, TU_COL_MAJOR, GSTAT_LOWER, true, 1, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 2048, 8, TU_ROW_MAJOR, GSTAT_UPPER, false, 1, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_CLUSTERED, 2048, 5, TU_COL_MAJOR, GSTAT_LOWER, true, 1, 1);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 4096, 1, TU_ROW_MAJOR, GSTAT_UPPER, false, 0, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 2048, 1, TU_COL_MAJOR, GSTAT_LOWER, true, 0, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 1024, 4, TU_STRIDED, GSTAT_LOWER, true, 1, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 1024, 3, TU_COL_MAJOR, GSTAT_UPPER, true, 0, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 600, 6, TU_COL_MAJOR, GSTAT_UPPER, false, 1, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_EVEN, 384, 4, TU_ROW_MAJOR, GSTAT_LOWER, true, 1, 0);
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
+/* Eigenvalues only on the lockstep path (no vectors, no degenerate check):
+ * like the CPU's, including a family LAPACK's scaling must rescue (near
+ * overflow) and one with every eigenvalue but one equal. */
+static void test_eigh_values_lockstep(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  const struct {
+    gstat_dtype dt;
+    tu_family fam;
+    int64_t n, nb;
+    bool device;
+  } cases[] = {{GSTAT_F32, TU_RANDOM, 1024, 4, true},
+               {GSTAT_F64, TU_NEAR_OVERFLOW, 500, 4, false},
+               {GSTAT_F32, TU_CLUSTERED, 400, 5, true}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const int64_t n = cases[c].n, nb = cases[c].nb;
+    const double ulp = cases[c].dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
+    tu_rng rng = tu_rng_new();
+    tu_buf A = tu_buf_new(cases[c].dt, nb, n, n, TU_COL_MAJOR),
+           W = tu_buf_new(cases[c].dt, nb, n, 1, TU_COL_MAJOR),
+           Wc = tu_buf_new(cases[c].dt, nb, n, 1, TU_COL_MAJOR);
+    double *a = malloc(sizeof(double) * (size_t)(n * n)), *w = malloc(sizeof(double) * (size_t)n);
+    for (int64_t b = 0; b < nb; b++) {
+      tu_symmetric(&rng, cases[c].fam, n, ulp, cases[c].dt != GSTAT_F64, a);
+      tu_store_matrix(&A, b, a);
+    }
+    gstat_device_stats before = stats_of(gpu);
+    if (cases[c].device) {
+      void *da, *dw;
+      gstat_matrix dA = to_device(&A, &da), dW = to_device(&W, &dw);
+      assert_int_equal(gstat_eigh(gpu, &dA, GSTAT_LOWER, &dW, NULL, NULL), GSTAT_OK);
+      from_device(&W, dw);
+      cudaFree(da);
+      cudaFree(dw);
+    } else {
+      assert_int_equal(gstat_eigh(gpu, &A.m, GSTAT_LOWER, &W.m, NULL, NULL), GSTAT_OK);
+    }
+    assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
+    gstat_device_stats after = stats_of(gpu);
+    assert_int_equal(after.lockstep_chunks - before.lockstep_chunks, 1);
+    assert_int_equal(after.lockstep_degenerate - before.lockstep_degenerate, 0);
+    assert_int_equal(gstat_eigh(cpu, &A.m, GSTAT_LOWER, &Wc.m, NULL, NULL), GSTAT_OK);
+    for (int64_t b = 0; b < nb; b++) {
+      tu_read(&W.m, b, w);
+      double scale = 0;
+      for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(tu_get(&Wc.m, b, i, 0)));
+      for (int64_t i = 0; i < n; i++) {
+        assert_true(i == 0 || w[i] >= w[i - 1]);
+        assert_true(fabs(w[i] - tu_get(&Wc.m, b, i, 0)) <= max_ratio * (double)n * ulp * scale);
+      }
+    }
+    free(a);
+    free(w);
+    tu_buf_free(&A);
+    tu_buf_free(&W);
+    tu_buf_free(&Wc);
+  }
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);
 }
@@ -226,9 +313,11 @@ static void test_eigh_block_jacobi(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
-/* 64 float32 matrices of 1024 in device memory: two graph branches by the
- * rule, but cuSOLVER 12.0 refuses to capture n = 1024, so the whole batch
- * runs as one direct call with a workspace of its own size. Every eigenvalue like
+/* 64 float32 matrices of 1024 in device memory, each two equal diagonal
+ * blocks (every eigenvalue double): the lockstep solver finds the batch
+ * degenerate and XsyevBatched solves it, two graph branches by the rule,
+ * but cuSOLVER 12.0 refuses to capture n = 1024, so the whole batch runs as
+ * one direct call with a workspace of its own size. Every eigenvalue like
  * the CPU's; LAPACK's ratios for the first and last matrix (one in each
  * branch's half; the ratios cost n^3 each). */
 static void eigh_uncaptured_branches_case(gstat_ctx *gpu, gstat_ctx *cpu) {
@@ -239,12 +328,22 @@ static void eigh_uncaptured_branches_case(gstat_ctx *gpu, gstat_ctx *cpu) {
          V = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR);
   double *a = random_batch(&A), *w = malloc(sizeof(double) * (size_t)n),
          *v = malloc(sizeof(double) * (size_t)(n * n));
+  const int64_t h = n / 2;
+  for (int64_t b = 0; b < nb; b++) {
+    double *m = a + b * n * n;
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t i = 0; i < n; i++)
+        m[i + j * n] = (i < h) == (j < h) ? m[i % h + (j % h) * n] : 0.0;
+    tu_store_matrix(&A, b, m);
+  }
   void *da, *dw, *dv;
   gstat_matrix dA = to_device(&A, &da), dW = to_device(&W, &dw), dV = to_device(&V, &dv);
   gstat_device_stats before = stats_of(gpu);
   assert_int_equal(gstat_eigh(gpu, &dA, GSTAT_LOWER, &dW, &dV, NULL), GSTAT_OK);
   assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
   gstat_device_stats after = stats_of(gpu);
+  assert_int_equal(after.lockstep_chunks - before.lockstep_chunks, 1);
+  assert_int_equal(after.lockstep_degenerate - before.lockstep_degenerate, 1);
   /* refused today (a later cuSOLVER may capture it: then one launch) */
   bool refused = after.graph_refusals > before.graph_refusals;
   assert_true(refused || after.graph_captures > before.graph_captures);
@@ -456,9 +555,11 @@ static void test_host_pipeline(void **state) {
 static void test_no_device_allocations_after_first(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
-  const int64_t ns[] = {32, 64, 128}; /* warp Jacobi, block Jacobi, XsyevBatched */
-  for (int s = 0; s < 3; s++) {
-    int64_t n = ns[s], nb = n == 64 ? 300 : 50;
+  /* warp Jacobi, block Jacobi, XsyevBatched, the lockstep solver */
+  const int64_t ns[] = {32, 64, 128, 512};
+  for (int s = 0; s < 4; s++) {
+    int64_t n = ns[s], nb = n == 64 ? 300 : n == 512 ? 4 : 50;
+    int64_t lockstep_before = stats_of(gpu).lockstep_chunks;
     tu_rng rng = tu_rng_new();
     tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
            W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR);
@@ -481,6 +582,7 @@ static void test_no_device_allocations_after_first(void **state) {
       assert_int_equal(ds.graph_captures, 1);
       assert_int_equal(ds.graph_launches, 5);
     }
+    assert_int_equal(stats_of(gpu).lockstep_chunks - lockstep_before, n == 512 ? 5 : 0);
     free(a);
     tu_buf_free(&A);
     tu_buf_free(&W);
@@ -988,6 +1090,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_eigh_families),
       cmocka_unit_test(test_eigh_large_n),
+      cmocka_unit_test(test_eigh_values_lockstep),
       cmocka_unit_test(test_eigh_block_jacobi),
       cmocka_unit_test(test_eigh_graph_branches),
       cmocka_unit_test(test_eigh_caller_buffers),

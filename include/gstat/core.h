@@ -199,6 +199,13 @@ typedef struct gstat_device_stats {
                             * after its capture; one per chunk of a call */
   int64_t pipeline_pieces; /* pieces of host arrays solved in the pipeline
                             * that overlaps their copies with the solve */
+  /* added after the first five (a caller passing GSTAT_DEVICE_STATS_SIZE_V1
+   * does not get these): */
+  int64_t lockstep_chunks;     /* chunks solved by gstat's own lockstep
+                                * eigensolver (mid n, batches) */
+  int64_t lockstep_degenerate; /* of those, chunks with eigenvalue gaps too
+                                * small for its vectors, solved again by
+                                * cuSOLVER */
 } gstat_device_stats;
 
 /* The size of gstat_device_stats as first published (five counters); every

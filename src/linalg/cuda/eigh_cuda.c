@@ -7,6 +7,11 @@
  *                    matrix or a batch large enough to hide its per-step
  *                    latency (jacobi_rules); both Jacobi kernels read and
  *                    write bf16 device data as bf16
+ *   384 <= n <= 2048 our lockstep solver (sytrd_eigh.c: the batch reduced
+ *   and batches     to tridiagonal form in lockstep, bisection and twisted
+ *   of 4 or more    factorizations in double, cuBLAS back-transformation;
+ *                   lockstep_rules); a batch whose eigenvalue gaps are too
+ *                   small for its vectors goes back to cuSOLVER below
  *   otherwise        cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX,
  *                    replayed from a CUDA graph where cuSOLVER allows capture
  *                    (large batches as parallel branches, graph_branches),
@@ -24,6 +29,7 @@
 
 #include "linalg/cuda/cuda_state.h"
 #include "linalg/cuda/kernels/kernels.h"
+#include "linalg/cuda/sytrd_eigh.h"
 
 /* When the Jacobi kernels run: up to max_n, for a chunk of at least
  * min_batch matrices (float, double; bf16 computes in float) or of one (the
@@ -101,6 +107,36 @@ static bool uses_loop(int64_t n, int64_t nb) {
   return false;
 }
 
+/* When a chunk runs our lockstep solver (sytrd_eigh.c: the batch reduced
+ * in lockstep, the tridiagonal problems by bisection and twisted
+ * factorizations) instead of cuSOLVER: orders min_n..max_n, batches from
+ * min_batch (float, double; bf16 computes in float), values and vectors.
+ * Its time grows with the batch from a lower start than XsyevBatched's,
+ * which hardly grows. bench_cuda on the H200, ms, lockstep / the path it
+ * replaces (XsyevBatched, or the threaded Xsyevd loop of loop_rules):
+ *   float   64x384 9.8 / 26.1, 256x384 22.8 / 46.2, 4x512 9.2 / 12.9,
+ *           64x512 16.3 / 33.1, 256x512 42.2 / 76.3, 6x600 11.7 / 25.7,
+ *           4x1024 23.0 / 31.1, 16x1024 33.6 / 62.7, 4x2048 78.3 / 83.4,
+ *           8x2048 109.2 / 167;
+ *           it loses at 2x512 (10.1 / 9.5 on one stream), 2x1024 (21.2 /
+ *           17.8), 2x2048 (63.0 / 45.8), 64x256 (5.3 / 3.6) and on one
+ *           matrix (1x1024: 20.7 / 10.7): a step per column, latency-bound
+ *   double  64x384 12.5 / 24.6, 6x512 10.1 / 20.8, 64x512 21.9 / 43.7,
+ *           256x512 59.7 / 105.7, 4x1024 25.2 / 33.2, 16x1024 45.5 / 95.4;
+ *           it loses at 2x1024 (23.4 / 18.1) and 4x2048 (105.3 / 91.8)
+ * A batch whose eigenvalue gaps are too small for twisted factorizations
+ * (lockstep_gap) is solved again by cuSOLVER. */
+static const struct {
+  int64_t min_n, max_n, min_batch_f32, min_batch_f64;
+} lockstep_rules[] = {
+    {384, 2047, 4, 4},
+    {2048, GSTAT_CU_SYTRD_MAX_N, 4, 8}, /* double 8: not measured (the loop 183 ms) */
+};
+
+/* Relative eigenvalue gap (of ||T||) below which the twisted vectors are
+ * not trusted: their orthogonality is about 1e-16 ||T|| / gap in double. */
+static const double lockstep_gap = 1e-8;
+
 static cudaDataType cuda_type(int cdt) {
   return cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F;
 }
@@ -113,9 +149,20 @@ typedef struct {
   bool want;
   cublasFillMode_t fill;
   cusolverEigMode_t jobz;
-  bool jacobi; /* decided for the whole batch: a halved chunk keeps the path
-                * that needs no workspace */
+  bool jacobi;      /* decided for the whole batch: a halved chunk keeps the path
+                     * that needs no workspace */
+  bool no_lockstep; /* the lockstep solver found the chunk degenerate */
 } eigh_run;
+
+/* Whether a chunk of nb matrices runs our lockstep solver. */
+static bool uses_lockstep(const eigh_run *r, int64_t nb) {
+  if (r->jacobi || r->no_lockstep || !gstat_cu_sytrd_eigh_fits(r->n) || nb > 65535) return false;
+  for (size_t i = 0; i < sizeof lockstep_rules / sizeof lockstep_rules[0]; i++)
+    if (r->n >= lockstep_rules[i].min_n && r->n <= lockstep_rules[i].max_n)
+      return nb >= (r->cdt == GSTAT_F64 ? lockstep_rules[i].min_batch_f64
+                                        : lockstep_rules[i].min_batch_f32);
+  return false;
+}
 
 static cusolverStatus_t call_syev_batched(const eigh_run *r, cusolverDnHandle_t h, void *dA,
                                           void *dW, int *dInfo, int64_t nb, void *dwork,
@@ -383,6 +430,33 @@ static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "joining streams", err);
 }
 
+/* Our lockstep solver on the chunk's nb matrices in dA (lower triangles;
+ * overwritten with the vectors) into dW; *degenerate when some eigenvalue
+ * gap is too small for its vectors (dA then holds reflectors). */
+static gstat_status lockstep(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
+                             void *work, bool *degenerate) {
+  gstat_cu_state *s = r->s;
+  gstat_cu_sytrd_eigh_args a = {.cdt = r->cdt,
+                                .n = r->n,
+                                .nb = nb,
+                                .want = r->want,
+                                .a = dA,
+                                .w = dW,
+                                .info = dInfo,
+                                .work = work,
+                                .host_flag = s->host_info.ptr,
+                                .gap_tol = lockstep_gap,
+                                .stream = s->stream,
+                                .blas = s->blas};
+  const char *what = "";
+  int deg = 0;
+  cudaError_t err = gstat_cu_sytrd_eigh(&a, &deg, &what);
+  *degenerate = deg != 0;
+  s->lockstep_chunks++;
+  s->lockstep_degenerate += deg != 0;
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", what, err);
+}
+
 /* A symmetric input read as column-major: a dense row-major A is its own
  * transpose, with the other triangle holding the data. */
 static gstat_matrix as_col_major(const gstat_matrix *A, cublasFillMode_t *fill) {
@@ -440,21 +514,24 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     if (a16 && w16 && (!r->want || (v16 && v16 != a16)))
       return jacobi_bf16(r, a16, w16, v16, b0, nb, info);
   }
-  bool loop = uses_loop(r->n, nb);
   char *src = gstat_cu_dense(&A, r->cdt, b0);
   char *dV = r->want ? gstat_cu_dense(V, r->cdt, b0) : NULL;
   char *dW = gstat_cu_dense(w, r->cdt, b0);
+  /* a degenerate batch is solved again from A: not when A is V */
+  bool lock = uses_lockstep(r, nb) && !(src && src == dV);
+  bool loop = !lock && uses_loop(r->n, nb);
   if (!jacobi && !loop && rr.fill == CUBLAS_FILL_MODE_UPPER && !(src && src == dV)) {
     /* the batched solver is faster on the lower triangle (bench/probe_uplo,
      * H200, lower vs upper: float32 256x128 1.882 vs 1.948 ms, float64
-     * 64x512 36.75 vs 38.29) and its input is a copy anyway: copy the
-     * transpose, whose lower triangle holds the data */
+     * 64x512 36.75 vs 38.29), the lockstep one reads only that, and the
+     * input is a copy anyway: copy the transpose, whose lower triangle
+     * holds the data */
     A = transposed(&A);
     rr.fill = CUBLAS_FILL_MODE_LOWER;
     src = NULL;
   }
   /* the batched solver's graphs are keyed by their buffers */
-  if (!jacobi && !loop && !may_use_caller_buffers(r, nb, dV, dW)) dV = dW = NULL;
+  if (!jacobi && !loop && !lock && !may_use_caller_buffers(r, nb, dV, dW)) dV = dW = NULL;
   bool v_in_place = dV != NULL, w_in_place = dW != NULL;
   if (jacobi && src && src == dV) src = NULL; /* the kernel does not work in place */
   /* Every buffer first: the chunk writes nothing to the caller's arrays
@@ -485,7 +562,13 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     return GSTAT_ENOMEM;
   gstat_status st;
   solver_ws ws;
-  if (!jacobi && (st = plan_workspace(r, in, dW, nb, loop, &ws)) != GSTAT_OK) return st;
+  void *lock_work = NULL;
+  if (lock) {
+    size_t bytes = gstat_cu_sytrd_eigh_bytes(r->cdt, r->n, nb, r->want);
+    if (!(lock_work = gstat_cu_buffer(s, r->ctx, CU_WORK, bytes))) return GSTAT_ENOMEM;
+  } else if (!jacobi && (st = plan_workspace(r, in, dW, nb, loop, &ws)) != GSTAT_OK) {
+    return st;
+  }
   cudaError_t err = cudaSuccess;
   if (load) {
     if ((st = gstat_cu_load(s, r->ctx, "eigh", &A, b0, nb, r->cdt, dA, NULL)) != GSTAT_OK)
@@ -504,8 +587,16 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
                                r->want ? dV : NULL, dInfo, dFlags, s->stream);
     if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel", err);
   } else {
-    st = loop ? syevd_loop(r, in, dW, dInfo, nb, &ws) : syev_batched(r, in, dW, dInfo, nb, &ws);
+    bool degenerate = false;
+    st = lock   ? lockstep(r, in, dW, dInfo, nb, lock_work, &degenerate)
+         : loop ? syevd_loop(r, in, dW, dInfo, nb, &ws)
+                : syev_batched(r, in, dW, dInfo, nb, &ws);
     if (st != GSTAT_OK) return st;
+    if (degenerate) { /* again from A, by cuSOLVER */
+      eigh_run again = *run;
+      again.no_lockstep = true;
+      return eigh_chunk(&again, A0, w, V, b0, nb, info);
+    }
     /* one pass: signs, NaN outputs for failed elements and flags for
      * non-finite ones (the dispatcher may recompute them) */
     err = gstat_cu_finish_eigh(r->cdt, r->want ? dV : NULL, dW, r->n, nb, dInfo, dFlags, s->stream);
@@ -630,6 +721,7 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
                 V != NULL,
                 uplo == GSTAT_UPPER ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER,
                 V ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
+                false,
                 false};
   if (A->dtype == GSTAT_F32 && r.n >= f32_in_f64_min_n) r.cdt = GSTAT_F64;
   r.jacobi = uses_jacobi(r.n, r.cdt, A->batch);
@@ -645,9 +737,12 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
   /* device bytes per element: matrices (two for Jacobi), values, staging,
    * and about as much again for the solver's workspace */
   size_t per = n2 * es * 3 + (size_t)r.n * es + 8 + n2 * gstat_cu_dtype_bytes(A->dtype);
+  /* the lockstep solver's vectors pass through two double copies */
+  if (gstat_cu_sytrd_eigh_fits(r.n) && V) per += n2 * 16;
   int64_t chunk = gstat_cu_chunk(s, A->batch, per);
   bool batched = !r.jacobi && !uses_loop(r.n, A->batch);
   if (batched && chunk > (int64_t)(INT32_MAX / n2)) chunk = (int64_t)(INT32_MAX / n2);
+  if (gstat_cu_sytrd_eigh_fits(r.n) && chunk > 65535) chunk = 65535; /* its grids */
   /* bf16 is chosen to save memory, but its float32 working copy plus the
    * batched solver's workspace (about 5x the matrices) for the whole batch
    * is more than the float32 path needs (it solves in the caller's V): half

@@ -96,6 +96,72 @@ cudaError_t gstat_cu_cholesky_block(int dtype, void *A, int64_t kb, int64_t m, i
 cudaError_t gstat_cu_finish_eigh(int dtype, void *V, void *w, int64_t n, int64_t batch,
                                  const int *info, int *flags, cudaStream_t stream);
 
+/* ---- batched tridiagonal reduction (sytrd_batched.cu), the steps that
+ * sytrd_eigh.c drives; dtype 1 or 2, A a dense column-major batch ---- */
+
+#define GSTAT_CU_SYTRD_PANEL 32   /* columns per panel (and reflectors per block) */
+#define GSTAT_CU_SYTRD_MAX_N 2048 /* order limit of the column and product steps */
+
+/* Elements of the per-matrix vectors `vec` for a batch: d, e, tau and y (n
+ * each per matrix, in that order, each a dense batch) and the dots
+ * (2 * GSTAT_CU_SYTRD_PANEL per matrix). */
+size_t gstat_cu_sytrd_vec_elems(int64_t n, int64_t batch);
+
+/* Scale each matrix's lower triangle as LAPACK's syevd does when its
+ * largest magnitude is outside [sqrt(safmin/eps), sqrt(eps/safmin)]: the
+ * factor into sigma[b] (double; 1 when not scaled). */
+cudaError_t gstat_cu_sytrd_scale(int dtype, void *A, int64_t n, int64_t batch, double *sigma,
+                                 cudaStream_t stream);
+
+/* Copy each matrix's lower triangle onto its upper one (batch <= 65535). */
+cudaError_t gstat_cu_sytrd_symmetrize(int dtype, void *A, int64_t n, int64_t batch,
+                                      cudaStream_t stream);
+
+/* One block per matrix. finish >= 0: completes w of column `finish` into
+ * the panel buffer wpan (n x PANEL per matrix) from y and the dots of the
+ * last product step. start >= 0: corrects column `start` by the panel's
+ * earlier reflectors, records d, e and tau of it in vec and writes its
+ * reflector into A's column (zeros to row start, 1 at row start + 1). Pass
+ * -1 to skip either. */
+cudaError_t gstat_cu_sytrd_column(int dtype, void *A, void *wpan, void *vec, int64_t n,
+                                  int64_t batch, int64_t finish, int64_t start,
+                                  cudaStream_t stream);
+
+/* y = A22 v of column k (k < n - 1) and the dots of the panel's earlier
+ * reflectors with v, into vec (batch <= 65535). */
+cudaError_t gstat_cu_sytrd_symv(int dtype, void *A, void *wpan, void *vec, int64_t n, int64_t batch,
+                                int64_t k, cudaStream_t stream);
+
+/* The upper triangular factor T (nbw x nbw, column-major, stride nbw^2) of
+ * nbw <= PANEL reflectors H_0 ... H_{nbw-1} = I - V T V^T (LAPACK's dlarft,
+ * forward, columnwise) from G = V^T V (same layout) and tau (the block's
+ * first, stride n per matrix). */
+cudaError_t gstat_cu_larft(int dtype, const void *G, const void *tau, void *T, int64_t nbw,
+                           int64_t n, int64_t batch, cudaStream_t stream);
+
+/* ---- symmetric tridiagonal eigenproblems (tridiag_eig.cu), in double;
+ * d and e (dtype 1 or 2) as gstat_cu_sytrd_column leaves them, n per
+ * matrix; batch <= 65535, n <= GSTAT_CU_SYTRD_MAX_N ---- */
+
+/* Eigenvalues by bisection, ascending: wd (double) and w (dtype, divided
+ * by sigma[b], the matrix's scaling; sigma NULL: none), n per matrix;
+ * norms[2b] = ||T|| (Gershgorin), norms[2b + 1] = the pivot guard.
+ * info[b] = 1 (values NaN) when T is not finite; the caller zeroes info. */
+cudaError_t gstat_cu_tridiag_values(int dtype, const void *d, const void *e, int64_t n,
+                                    int64_t batch, const double *sigma, double *wd, void *w,
+                                    double *norms, int *info, cudaStream_t stream);
+
+/* Unit eigenvectors for gstat_cu_tridiag_values' wd and norms by twisted
+ * factorizations, into X (dense column-major n x n per matrix, dtype),
+ * through Zt and U (double, n x n per matrix each). flags[b] = 1 and
+ * flags[batch] = 1 (the caller zeroes the batch + 1 flags) when some
+ * eigenvalue's gap to a neighbour is not above gap_tol * ||T|| or a vector
+ * is not finite: its vectors are then not reliably orthogonal. */
+cudaError_t gstat_cu_tridiag_vectors(int dtype, const void *d, const void *e, int64_t n,
+                                     int64_t batch, const double *wd, const double *norms,
+                                     double gap_tol, double *Zt, double *U, void *X, int *flags,
+                                     cudaStream_t stream);
+
 /* ---- PCA (pca_kernels.cu): dense data, row-major (element (i, j) at i*p + j) or
  * column-major (at i + j*n), dtype 1 or 2 ---- */
 
