@@ -203,8 +203,8 @@ static void eigh_path_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_fa
   gstat_device_stats before = stats_of(gpu);
   eigh_case(gpu, cpu, dt, fam, n, nb, layout, uplo, device);
   gstat_device_stats after = stats_of(gpu);
-  assert_int_equal(after.lockstep_chunks - before.lockstep_chunks, chunks);
-  assert_int_equal(after.lockstep_degenerate - before.lockstep_degenerate, degenerate);
+  assert_int_equal(after.own_tridiag_chunks - before.own_tridiag_chunks, chunks);
+  assert_int_equal(after.own_tridiag_degenerate - before.own_tridiag_degenerate, degenerate);
 }
 
 /* The mid and large-n paths. Batches of four or more from n = 384 to 2048
@@ -213,17 +213,23 @@ static void eigh_path_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_fa
  * degenerate batch (clustered eigenvalues) goes back to cuSOLVER: five
  * matrices of 2048 then run one Xsyevd each from four host threads (one
  * thread solves two in turn: a mix-up of matrices, workspaces or info slots
- * between threads would show). Smaller batches and a single matrix run
- * Xsyevd; float32 of n = 4096 solves in a float64 working copy
- * (f32_in_f64_min_n), here from a row-major upper host array. */
+ * between threads would show). Float32 from n = 4096 runs cuSOLVER's
+ * reduction around our tridiagonal step (sytrd_split.c; LAPACK's scaling
+ * for the near-underflow one); degenerate, it runs Xsyevd in a float64
+ * working copy (f32_in_f64_min_n). Smaller batches and single matrices
+ * below run Xsyevd. */
 static void test_eigh_large_n(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 2048, 5, TU_COL_MAJOR, GSTAT_LOWER, true, 1, 0);
   eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 2048, 8, TU_ROW_MAJOR, GSTAT_UPPER, false, 1, 0);
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_CLUSTERED, 2048, 5, TU_COL_MAJOR, GSTAT_LOWER, true, 1, 1);
-  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 4096, 1, TU_ROW_MAJOR, GSTAT_UPPER, false, 0, 0);
-  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 2048, 1, TU_COL_MAJOR, GSTAT_LOWER, true, 0, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 4096, 1, TU_ROW_MAJOR, GSTAT_UPPER, false, 1, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_CLUSTERED, 4096, 1, TU_COL_MAJOR, GSTAT_LOWER, true, 1, 1);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 2048, 1, TU_COL_MAJOR, GSTAT_LOWER, true, 1, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_NEAR_UNDERFLOW, 1024, 1, TU_STRIDED, GSTAT_UPPER, true, 1,
+                 0);
+  eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 2048, 1, TU_COL_MAJOR, GSTAT_LOWER, true, 0, 0);
   eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 1024, 4, TU_STRIDED, GSTAT_LOWER, true, 1, 0);
   eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 1024, 3, TU_COL_MAJOR, GSTAT_UPPER, true, 0, 0);
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 600, 6, TU_COL_MAJOR, GSTAT_UPPER, false, 1, 0);
@@ -271,8 +277,8 @@ static void test_eigh_values_lockstep(void **state) {
     }
     assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
     gstat_device_stats after = stats_of(gpu);
-    assert_int_equal(after.lockstep_chunks - before.lockstep_chunks, 1);
-    assert_int_equal(after.lockstep_degenerate - before.lockstep_degenerate, 0);
+    assert_int_equal(after.own_tridiag_chunks - before.own_tridiag_chunks, 1);
+    assert_int_equal(after.own_tridiag_degenerate - before.own_tridiag_degenerate, 0);
     assert_int_equal(gstat_eigh(cpu, &A.m, GSTAT_LOWER, &Wc.m, NULL, NULL), GSTAT_OK);
     for (int64_t b = 0; b < nb; b++) {
       tu_read(&W.m, b, w);
@@ -342,8 +348,8 @@ static void eigh_uncaptured_branches_case(gstat_ctx *gpu, gstat_ctx *cpu) {
   assert_int_equal(gstat_eigh(gpu, &dA, GSTAT_LOWER, &dW, &dV, NULL), GSTAT_OK);
   assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
   gstat_device_stats after = stats_of(gpu);
-  assert_int_equal(after.lockstep_chunks - before.lockstep_chunks, 1);
-  assert_int_equal(after.lockstep_degenerate - before.lockstep_degenerate, 1);
+  assert_int_equal(after.own_tridiag_chunks - before.own_tridiag_chunks, 1);
+  assert_int_equal(after.own_tridiag_degenerate - before.own_tridiag_degenerate, 1);
   /* refused today (a later cuSOLVER may capture it: then one launch) */
   bool refused = after.graph_refusals > before.graph_refusals;
   assert_true(refused || after.graph_captures > before.graph_captures);
@@ -559,7 +565,7 @@ static void test_no_device_allocations_after_first(void **state) {
   const int64_t ns[] = {32, 64, 128, 512};
   for (int s = 0; s < 4; s++) {
     int64_t n = ns[s], nb = n == 64 ? 300 : n == 512 ? 4 : 50;
-    int64_t lockstep_before = stats_of(gpu).lockstep_chunks;
+    int64_t lockstep_before = stats_of(gpu).own_tridiag_chunks;
     tu_rng rng = tu_rng_new();
     tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
            W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR);
@@ -582,7 +588,7 @@ static void test_no_device_allocations_after_first(void **state) {
       assert_int_equal(ds.graph_captures, 1);
       assert_int_equal(ds.graph_launches, 5);
     }
-    assert_int_equal(stats_of(gpu).lockstep_chunks - lockstep_before, n == 512 ? 5 : 0);
+    assert_int_equal(stats_of(gpu).own_tridiag_chunks - lockstep_before, n == 512 ? 5 : 0);
     free(a);
     tu_buf_free(&A);
     tu_buf_free(&W);

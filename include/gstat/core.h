@@ -201,11 +201,13 @@ typedef struct gstat_device_stats {
                             * that overlaps their copies with the solve */
   /* added after the first five (a caller passing GSTAT_DEVICE_STATS_SIZE_V1
    * does not get these): */
-  int64_t lockstep_chunks;     /* chunks solved by gstat's own lockstep
-                                * eigensolver (mid n, batches) */
-  int64_t lockstep_degenerate; /* of those, chunks with eigenvalue gaps too
-                                * small for its vectors, solved again by
-                                * cuSOLVER */
+  int64_t own_tridiag_chunks;     /* chunks whose tridiagonal problems gstat
+                                   * solved itself (its lockstep solver at
+                                   * mid n, its tridiagonal step after
+                                   * cuSOLVER's reduction for large float32) */
+  int64_t own_tridiag_degenerate; /* of those, chunks with eigenvalue gaps
+                                   * too small for its vectors, solved
+                                   * again by cuSOLVER alone */
 } gstat_device_stats;
 
 /* The size of gstat_device_stats as first published (five counters); every

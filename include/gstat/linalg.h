@@ -57,9 +57,12 @@ typedef enum gstat_diag { GSTAT_NON_UNIT = 0, GSTAT_UNIT = 1 } gstat_diag;
  * info  optional; info[b] > 0 when element b did not converge.
  *
  * Precision: float64 and float32 compute in their own type and bfloat16 in
- * float32, except that the CUDA backend solves float32 matrices of order
- * 4096 and more in float64 (cuSOLVER is faster there in double) and rounds
- * the results to float32.
+ * float32, except on the CUDA backend: the tridiagonal eigenproblems of its
+ * own solvers (batches at 384 <= n <= 2048, and float32 vectors of order
+ * 4096 to 8192) are solved in float64, and float32 above order 8192 (and
+ * its eigenvalues alone from 4096) is solved in a float64 working copy
+ * (cuSOLVER is faster there in double); results are rounded to the output
+ * type.
  *
  * Statuses: GSTAT_OK; GSTAT_EINVAL; GSTAT_ENOTFINITE (check_finite on and a
  * NaN/Inf in the read triangle; the message names the element and position);

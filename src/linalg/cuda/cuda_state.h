@@ -103,7 +103,7 @@ typedef struct gstat_cu_state {
   int64_t device_allocations;
   /* gstat_device_stats' other counters */
   int64_t graph_captures, graph_refusals, graph_launches, pipeline_pieces;
-  int64_t lockstep_chunks, lockstep_degenerate;
+  int64_t own_tridiag_chunks, own_tridiag_degenerate;
   size_t free_bytes_cap; /* chunking budget, from cudaMemGetInfo at creation */
 } gstat_cu_state;
 

@@ -18,7 +18,10 @@
  *                    in the caller's device arrays where the graph allows
  *   large n, few     cusolverDnXsyevd per matrix (uses_loop), spread over
  *   matrices         side streams, each fed by its own host thread (Xsyevd
- *                    blocks it); float32 from n = 4096 in a float64 copy
+ *                    blocks it)
+ *   float32 vectors, cuSOLVER's reduction and back-transformation around
+ *   4096..8192       our tridiagonal step, matrix by matrix (sytrd_split.c);
+ *                    float32 beyond (or degenerate) in a float64 copy
  *                    (f32_in_f64_min_n)
  * Any batch size runs: the batch is cut into chunks that fit device memory,
  * halved again when an allocation fails.
@@ -30,6 +33,7 @@
 #include "linalg/cuda/cuda_state.h"
 #include "linalg/cuda/kernels/kernels.h"
 #include "linalg/cuda/sytrd_eigh.h"
+#include "linalg/cuda/sytrd_split.h"
 
 /* When the Jacobi kernels run: up to max_n, for a chunk of at least
  * min_batch matrices (float, double; bf16 computes in float) or of one (the
@@ -89,14 +93,22 @@ static const struct {
     {512, 2, 6},
 };
 
-/* float32 from this order solves in float64 (a working copy in double,
- * rounded back). cuSOLVER's float32 Xsyevd is slow in its tridiagonal
- * stage: bench/probe_syevd_parts on the H200, ms, float32 / float64:
- *   n = 8192   sytrd 419.6 / 479.1, values only 589.1 / 499.2,
- *              with vectors 626.2 / 548.6
- *   n = 4096   sytrd 74.3 / 92.6, values only 103.1 / 100.0,
- *              with vectors 110.2 / 108.7
- *   n = 2048   with vectors 26.8 / 26.5; n = 1024 10.9 / 10.8 */
+/* cuSOLVER's float32 Xsyevd is slow in its tridiagonal stage from n = 4096,
+ * its reduction is not: bench/probe_syevd_parts on the H200, ms, float32 /
+ * float64:
+ *   n = 8192   sytrd 419.6 / 479.1, ormtr 34.8 / 39.9, values only 589.1 /
+ *              499.2, with vectors 626.2 / 548.6
+ *   n = 4096   sytrd 74.3 / 92.6, ormtr 6.3 / 7.2, with vectors 110.2 / 108.7
+ *   n = 2048   sytrd 20.1 / 21.3, with vectors 26.8 / 26.5
+ *   n = 1024   sytrd 8.35 / 8.23, with vectors 10.9 / 10.8
+ * So float32 from f32_in_f64_min_n to GSTAT_CU_TRIDIAG_MAX_N runs
+ * cuSOLVER's reduction and back-transformation around our tridiagonal step
+ * (sytrd_split.c; bench_cuda, split / Xsyevd: 1x4096 104.3 / 109.5, 2x4096
+ * 209.1 / 219.2 (loop), 1x8192 510.2 / 629.4). Our step is slower than
+ * cuSOLVER's below that (1x1024 13.9 / 10.4, 1x2048 33.3 / 26.7 ms: its
+ * bisection and vectors are chains of n steps per thread). Above
+ * GSTAT_CU_TRIDIAG_MAX_N, or when that step finds the matrix degenerate,
+ * float32 solves in a float64 working copy (rounded back). */
 static const int64_t f32_in_f64_min_n = 4096;
 
 /* Whether a chunk of nb matrices of order n runs as one Xsyevd per matrix. */
@@ -153,6 +165,12 @@ typedef struct {
                      * that needs no workspace */
   bool no_lockstep; /* the lockstep solver found the chunk degenerate */
 } eigh_run;
+
+/* Whether a chunk of float32 matrices runs sytrd_split.c, one by one. */
+static bool uses_split(const eigh_run *r) {
+  return r->cdt == GSTAT_F32 && !r->jacobi && !r->no_lockstep && r->n >= f32_in_f64_min_n &&
+         gstat_cu_sytrd_split_fits(r->n);
+}
 
 /* Whether a chunk of nb matrices runs our lockstep solver. */
 static bool uses_lockstep(const eigh_run *r, int64_t nb) {
@@ -452,9 +470,38 @@ static gstat_status lockstep(const eigh_run *r, void *dA, void *dW, int *dInfo, 
   int deg = 0;
   cudaError_t err = gstat_cu_sytrd_eigh(&a, &deg, &what);
   *degenerate = deg != 0;
-  s->lockstep_chunks++;
-  s->lockstep_degenerate += deg != 0;
+  s->own_tridiag_chunks++;
+  s->own_tridiag_degenerate += deg != 0;
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", what, err);
+}
+
+/* cuSOLVER's reduction and back-transformation around our tridiagonal step
+ * (sytrd_split.c), matrix by matrix; *degenerate at the first matrix whose
+ * eigenvalue gaps are too small for its vectors. */
+static gstat_status split(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb, void *work,
+                          bool *degenerate) {
+  gstat_cu_state *s = r->s;
+  const int64_t n = r->n;
+  *degenerate = false;
+  s->own_tridiag_chunks++;
+  for (int64_t b = 0; b < nb && !*degenerate; b++) {
+    gstat_cu_sytrd_split_args a = {.n = n,
+                                   .a = (float *)dA + b * n * n,
+                                   .w = (float *)dW + b * n,
+                                   .info = dInfo + b,
+                                   .work = work,
+                                   .host_flag = s->host_info.ptr,
+                                   .gap_tol = lockstep_gap,
+                                   .stream = s->stream,
+                                   .solver = s->solver};
+    const char *what = "";
+    int deg = 0;
+    cudaError_t err = gstat_cu_sytrd_split(&a, &deg, &what);
+    if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", what, err);
+    *degenerate = deg != 0;
+  }
+  s->own_tridiag_degenerate += *degenerate;
+  return GSTAT_OK;
 }
 
 /* A symmetric input read as column-major: a dense row-major A is its own
@@ -519,7 +566,8 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   char *dW = gstat_cu_dense(w, r->cdt, b0);
   /* a degenerate batch is solved again from A: not when A is V */
   bool lock = uses_lockstep(r, nb) && !(src && src == dV);
-  bool loop = !lock && uses_loop(r->n, nb);
+  bool split_path = !lock && r->want && uses_split(r) && !(src && src == dV);
+  bool loop = !lock && !split_path && uses_loop(r->n, nb);
   if (!jacobi && !loop && rr.fill == CUBLAS_FILL_MODE_UPPER && !(src && src == dV)) {
     /* the batched solver is faster on the lower triangle (bench/probe_uplo,
      * H200, lower vs upper: float32 256x128 1.882 vs 1.948 ms, float64
@@ -531,7 +579,8 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     src = NULL;
   }
   /* the batched solver's graphs are keyed by their buffers */
-  if (!jacobi && !loop && !lock && !may_use_caller_buffers(r, nb, dV, dW)) dV = dW = NULL;
+  if (!jacobi && !loop && !lock && !split_path && !may_use_caller_buffers(r, nb, dV, dW))
+    dV = dW = NULL;
   bool v_in_place = dV != NULL, w_in_place = dW != NULL;
   if (jacobi && src && src == dV) src = NULL; /* the kernel does not work in place */
   /* Every buffer first: the chunk writes nothing to the caller's arrays
@@ -562,10 +611,14 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     return GSTAT_ENOMEM;
   gstat_status st;
   solver_ws ws;
-  void *lock_work = NULL;
-  if (lock) {
-    size_t bytes = gstat_cu_sytrd_eigh_bytes(r->cdt, r->n, nb, r->want);
-    if (!(lock_work = gstat_cu_buffer(s, r->ctx, CU_WORK, bytes))) return GSTAT_ENOMEM;
+  void *own_work = NULL;
+  if (lock || split_path) {
+    size_t bytes = lock ? gstat_cu_sytrd_eigh_bytes(r->cdt, r->n, nb, r->want)
+                        : gstat_cu_sytrd_split_bytes(s->solver, r->n, (const float *)in);
+    if (!bytes)
+      return gstat_cu_solver_fail(r->ctx, "eigh", "workspace query",
+                                  CUSOLVER_STATUS_INTERNAL_ERROR);
+    if (!(own_work = gstat_cu_buffer(s, r->ctx, CU_WORK, bytes))) return GSTAT_ENOMEM;
   } else if (!jacobi && (st = plan_workspace(r, in, dW, nb, loop, &ws)) != GSTAT_OK) {
     return st;
   }
@@ -588,13 +641,15 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel", err);
   } else {
     bool degenerate = false;
-    st = lock   ? lockstep(r, in, dW, dInfo, nb, lock_work, &degenerate)
-         : loop ? syevd_loop(r, in, dW, dInfo, nb, &ws)
-                : syev_batched(r, in, dW, dInfo, nb, &ws);
+    st = lock         ? lockstep(r, in, dW, dInfo, nb, own_work, &degenerate)
+         : split_path ? split(r, in, dW, dInfo, nb, own_work, &degenerate)
+         : loop       ? syevd_loop(r, in, dW, dInfo, nb, &ws)
+                      : syev_batched(r, in, dW, dInfo, nb, &ws);
     if (st != GSTAT_OK) return st;
-    if (degenerate) { /* again from A, by cuSOLVER */
+    if (degenerate) { /* again from A, by cuSOLVER alone */
       eigh_run again = *run;
       again.no_lockstep = true;
+      if (A0->dtype == GSTAT_F32 && r->n >= f32_in_f64_min_n) again.cdt = GSTAT_F64;
       return eigh_chunk(&again, A0, w, V, b0, nb, info);
     }
     /* one pass: signs, NaN outputs for failed elements and flags for
@@ -723,7 +778,8 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
                 V ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
                 false,
                 false};
-  if (A->dtype == GSTAT_F32 && r.n >= f32_in_f64_min_n) r.cdt = GSTAT_F64;
+  if (A->dtype == GSTAT_F32 && r.n >= f32_in_f64_min_n && !(V && gstat_cu_sytrd_split_fits(r.n)))
+    r.cdt = GSTAT_F64;
   r.jacobi = uses_jacobi(r.n, r.cdt, A->batch);
   gstat_status st0 = gstat_cu_check_finite(s, ctx, "eigh", "A", A, uplo == GSTAT_UPPER ? 2 : 1);
   if (st0 != GSTAT_OK) return st0;
@@ -737,8 +793,8 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
   /* device bytes per element: matrices (two for Jacobi), values, staging,
    * and about as much again for the solver's workspace */
   size_t per = n2 * es * 3 + (size_t)r.n * es + 8 + n2 * gstat_cu_dtype_bytes(A->dtype);
-  /* the lockstep solver's vectors pass through two double copies */
-  if (gstat_cu_sytrd_eigh_fits(r.n) && V) per += n2 * 16;
+  /* our tridiagonal step's vectors pass through two double copies */
+  if (gstat_cu_sytrd_split_fits(r.n) && V) per += n2 * 16;
   int64_t chunk = gstat_cu_chunk(s, A->batch, per);
   bool batched = !r.jacobi && !uses_loop(r.n, A->batch);
   if (batched && chunk > (int64_t)(INT32_MAX / n2)) chunk = (int64_t)(INT32_MAX / n2);

@@ -345,8 +345,8 @@ static void device_stats(void *state, gstat_device_stats *stats) {
   stats->graph_refusals = s->graph_refusals;
   stats->graph_launches = s->graph_launches;
   stats->pipeline_pieces = s->pipeline_pieces;
-  stats->lockstep_chunks = s->lockstep_chunks;
-  stats->lockstep_degenerate = s->lockstep_degenerate;
+  stats->own_tridiag_chunks = s->own_tridiag_chunks;
+  stats->own_tridiag_degenerate = s->own_tridiag_degenerate;
 }
 
 static const gstat_i_backend_ops cuda_ops = {

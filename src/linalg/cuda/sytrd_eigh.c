@@ -83,12 +83,12 @@ static cublasStatus_t gemm(const gemm_ctx *g, cublasOperation_t ta, cublasOperat
 
 /* A = Q T Q^T: T's d and e into vec, Q's reflectors into A's columns. */
 static cudaError_t reduce(const gstat_cu_sytrd_eigh_args *a, const gemm_ctx *g, void *wpan,
-                          void *vec, double *sigma, const char **what) {
+                          void *vec, double *scratch, double *sigma, const char **what) {
   const int64_t n = a->n, nb = a->nb, n2 = n * n;
   const size_t es = a->cdt == 2 ? 8 : 4;
   char *A = a->a;
   cudaError_t err;
-  STEP(gstat_cu_sytrd_scale(a->cdt, A, n, nb, sigma, a->stream), "scaling");
+  STEP(gstat_cu_sytrd_scale(a->cdt, A, n, nb, scratch, sigma, a->stream), "scaling");
   STEP(gstat_cu_sytrd_symmetrize(a->cdt, A, n, nb, a->stream), "symmetrize");
   for (int64_t k = 0; k < n; k++) {
     int64_t finish = k > 0 ? k - 1 : -1;
@@ -161,7 +161,7 @@ cudaError_t gstat_cu_sytrd_eigh(const gstat_cu_sytrd_eigh_args *a, int *degenera
   BLAS(cublasSetStream(a->blas, a->stream), "cuBLAS stream");
   STEP(cudaMemsetAsync(a->info, 0, sizeof(int) * (size_t)nb, a->stream), "clearing info");
   double *sigma = (double *)(base + l.sigma);
-  err = reduce(a, &g, base + l.wpan, vec, sigma, what);
+  err = reduce(a, &g, base + l.wpan, vec, norms, sigma, what); /* norms: scratch until bisection */
   if (err != cudaSuccess) return err;
   STEP(gstat_cu_tridiag_values(a->cdt, d, e, n, nb, sigma, wd, a->w, norms, a->info, a->stream),
        "bisection");

@@ -109,9 +109,10 @@ size_t gstat_cu_sytrd_vec_elems(int64_t n, int64_t batch);
 
 /* Scale each matrix's lower triangle as LAPACK's syevd does when its
  * largest magnitude is outside [sqrt(safmin/eps), sqrt(eps/safmin)]: the
- * factor into sigma[b] (double; 1 when not scaled). */
-cudaError_t gstat_cu_sytrd_scale(int dtype, void *A, int64_t n, int64_t batch, double *sigma,
-                                 cudaStream_t stream);
+ * factor into sigma[b] (double; 1 when not scaled). amax: batch doubles of
+ * scratch. n <= GSTAT_CU_TRIDIAG_MAX_N, batch <= 65535. */
+cudaError_t gstat_cu_sytrd_scale(int dtype, void *A, int64_t n, int64_t batch, double *amax,
+                                 double *sigma, cudaStream_t stream);
 
 /* Copy each matrix's lower triangle onto its upper one (batch <= 65535). */
 cudaError_t gstat_cu_sytrd_symmetrize(int dtype, void *A, int64_t n, int64_t batch,
@@ -140,8 +141,10 @@ cudaError_t gstat_cu_larft(int dtype, const void *G, const void *tau, void *T, i
                            int64_t n, int64_t batch, cudaStream_t stream);
 
 /* ---- symmetric tridiagonal eigenproblems (tridiag_eig.cu), in double;
- * d and e (dtype 1 or 2) as gstat_cu_sytrd_column leaves them, n per
- * matrix; batch <= 65535, n <= GSTAT_CU_SYTRD_MAX_N ---- */
+ * d and e (dtype 1 or 2) as gstat_cu_sytrd_column or cuSOLVER's sytrd
+ * leave them, n per matrix; batch <= 65535, n <= GSTAT_CU_TRIDIAG_MAX_N ---- */
+
+#define GSTAT_CU_TRIDIAG_MAX_N 8192 /* d, e and e^2 in shared memory: 192 KiB */
 
 /* Eigenvalues by bisection, ascending: wd (double) and w (dtype, divided
  * by sigma[b], the matrix's scaling; sigma NULL: none), n per matrix;

@@ -52,30 +52,49 @@ __device__ T block_reduce(T v, T *scratch) {
  * magnitude lies outside [sqrt(safmin / eps), sqrt(1 / (safmin / eps))] is
  * scaled into that range (sigma[b], 1 otherwise), so that the reduction
  * neither overflows nor loses digits to underflow; its eigenvalues are
- * divided by sigma afterwards. A block per matrix. */
+ * divided by sigma afterwards. Two passes, kScaleBlocks blocks per matrix:
+ * the largest magnitude (atomicMax on the bits of a non-negative double,
+ * which order as the values do; NaN wins and leaves A unscaled), then the
+ * scaling. */
+constexpr int kScaleBlocks = 32;
+
 template <typename T>
-__global__ void __launch_bounds__(kColThreads) scale_lower(T *a, int n, double *sigma) {
+__global__ void __launch_bounds__(kColThreads) lower_amax(const T *a, int n, double *amax) {
   __shared__ T scratch[32];
-  T *m = a + (size_t)blockIdx.x * n * n;
-  const size_t total = (size_t)n * n;
-  T amax = 0;
-  for (size_t idx = threadIdx.x; idx < total; idx += kColThreads) {
+  const T *m = a + (size_t)blockIdx.y * n * n;
+  const size_t total = (size_t)n * n, step = (size_t)kColThreads * gridDim.x;
+  T v = 0;
+  for (size_t idx = blockIdx.x * (size_t)kColThreads + threadIdx.x; idx < total; idx += step) {
     size_t j = idx / n, i = idx - j * n;
-    if (i >= j) amax = fmax(amax, fabs(m[idx]));
+    if (i >= j) {
+      T x = fabs(m[idx]);
+      v = x > v || x != x ? x : v;
+    }
   }
-  amax = block_reduce<T, true>(amax, scratch);
+  v = block_reduce<T, true>(v, scratch);
+  if (threadIdx.x == 0)
+    atomicMax(reinterpret_cast<unsigned long long *>(amax + blockIdx.y),
+              (unsigned long long)__double_as_longlong((double)v));
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kColThreads)
+    scale_lower(T *a, int n, const double *amax, double *sigma) {
+  T *m = a + (size_t)blockIdx.y * n * n;
   const double eps = sizeof(T) == 4 ? FLT_EPSILON : DBL_EPSILON;
   const double safmin = sizeof(T) == 4 ? FLT_MIN : DBL_MIN;
   const double smlnum = safmin / eps, rmin = sqrt(smlnum), rmax = sqrt(1 / smlnum);
-  double sg = 1, an = (double)amax;
+  const double an = amax[blockIdx.y];
+  double sg = 1;
   if (an > 0 && an < rmin)
     sg = rmin / an;
   else if (an > rmax)
     sg = rmax / an;
-  if (threadIdx.x == 0) sigma[blockIdx.x] = sg;
+  if (blockIdx.x == 0 && threadIdx.x == 0) sigma[blockIdx.y] = sg;
   if (sg == 1) return;
   const T f = (T)sg;
-  for (size_t idx = threadIdx.x; idx < total; idx += kColThreads) {
+  const size_t total = (size_t)n * n, step = (size_t)kColThreads * gridDim.x;
+  for (size_t idx = blockIdx.x * (size_t)kColThreads + threadIdx.x; idx < total; idx += step) {
     size_t j = idx / n, i = idx - j * n;
     if (i >= j) m[idx] *= f;
   }
@@ -282,15 +301,21 @@ extern "C" size_t gstat_cu_sytrd_vec_elems(int64_t n, int64_t batch) {
 }
 
 extern "C" cudaError_t gstat_cu_sytrd_scale(int dtype, void *a, int64_t n, int64_t batch,
-                                            double *sigma, cudaStream_t stream) {
-  if (!compute_dtype(dtype) || n < 1 || n > GSTAT_CU_SYTRD_MAX_N || batch < 1 || batch > INT32_MAX)
+                                            double *amax, double *sigma, cudaStream_t stream) {
+  if (!compute_dtype(dtype) || n < 1 || n > GSTAT_CU_TRIDIAG_MAX_N || batch < 1 || batch > 65535)
     return cudaErrorInvalidValue;
-  if (dtype == kF64)
+  cudaError_t err = cudaMemsetAsync(amax, 0, sizeof(double) * (size_t)batch, stream);
+  if (err != cudaSuccess) return err;
+  dim3 grid(kScaleBlocks, (unsigned)batch);
+  if (dtype == kF64) {
+    lower_amax<double><<<grid, kColThreads, 0, stream>>>(static_cast<double *>(a), (int)n, amax);
     scale_lower<double>
-        <<<(unsigned)batch, kColThreads, 0, stream>>>(static_cast<double *>(a), (int)n, sigma);
-  else
+        <<<grid, kColThreads, 0, stream>>>(static_cast<double *>(a), (int)n, amax, sigma);
+  } else {
+    lower_amax<float><<<grid, kColThreads, 0, stream>>>(static_cast<float *>(a), (int)n, amax);
     scale_lower<float>
-        <<<(unsigned)batch, kColThreads, 0, stream>>>(static_cast<float *>(a), (int)n, sigma);
+        <<<grid, kColThreads, 0, stream>>>(static_cast<float *>(a), (int)n, amax, sigma);
+  }
   return cudaGetLastError();
 }
 

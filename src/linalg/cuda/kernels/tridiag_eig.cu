@@ -199,14 +199,25 @@ __global__ void __launch_bounds__(256) transpose_out(const double *Zt, int n, T 
     if (c0 + k < n && r0 + tx < n) put(&dst[(size_t)(c0 + k) * n + r0 + tx], tile[tx][k]);
 }
 
+/* Dynamic shared memory above the default 48 KiB, static included, needs
+ * the kernel's opt-in (up to 227 KiB on Hopper). */
+template <typename K>
+cudaError_t allow_smem(K kernel, size_t bytes) {
+  if (bytes <= 40 * 1024) return cudaSuccess;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+}
+
 template <typename T>
 cudaError_t launch_values(const void *d, const void *e, int64_t n, int64_t batch,
                           const double *sigma, double *wd, void *w, double *norms, int *info,
                           cudaStream_t stream) {
   dim3 grid((unsigned)((n + kTriThreads - 1) / kTriThreads), (unsigned)batch);
-  bisect<T><<<grid, kTriThreads, 2 * (size_t)n * sizeof(double), stream>>>(
-      static_cast<const T *>(d), static_cast<const T *>(e), (int)n, sigma, wd, static_cast<T *>(w),
-      norms, info);
+  const size_t smem = 2 * (size_t)n * sizeof(double);
+  cudaError_t err = allow_smem(bisect<T>, smem);
+  if (err != cudaSuccess) return err;
+  bisect<T><<<grid, kTriThreads, smem, stream>>>(static_cast<const T *>(d),
+                                                 static_cast<const T *>(e), (int)n, sigma, wd,
+                                                 static_cast<T *>(w), norms, info);
   return cudaGetLastError();
 }
 
@@ -215,10 +226,13 @@ cudaError_t launch_vectors(const void *d, const void *e, int64_t n, int64_t batc
                            const double *norms, double gap_tol, double *Zt, double *U, void *X,
                            int *flags, cudaStream_t stream) {
   dim3 grid((unsigned)((n + kTriThreads - 1) / kTriThreads), (unsigned)batch);
-  twisted_vectors<T><<<grid, kTriThreads, 3 * (size_t)n * sizeof(double), stream>>>(
-      static_cast<const T *>(d), static_cast<const T *>(e), (int)n, wd, norms, gap_tol, Zt, U,
-      flags);
-  cudaError_t err = cudaGetLastError();
+  const size_t smem = 3 * (size_t)n * sizeof(double);
+  cudaError_t err = allow_smem(twisted_vectors<T>, smem);
+  if (err != cudaSuccess) return err;
+  twisted_vectors<T><<<grid, kTriThreads, smem, stream>>>(static_cast<const T *>(d),
+                                                          static_cast<const T *>(e), (int)n, wd,
+                                                          norms, gap_tol, Zt, U, flags);
+  err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   unsigned tiles = (unsigned)((n + 31) / 32);
   transpose_out<T>
@@ -232,7 +246,7 @@ cudaError_t launch_vectors(const void *d, const void *e, int64_t n, int64_t batc
 using namespace gstat_cu;
 
 static bool tridiag_args_ok(int dtype, int64_t n, int64_t batch) {
-  return compute_dtype(dtype) && n >= 1 && n <= GSTAT_CU_SYTRD_MAX_N && batch >= 1 &&
+  return compute_dtype(dtype) && n >= 1 && n <= GSTAT_CU_TRIDIAG_MAX_N && batch >= 1 &&
          batch <= 65535;
 }
 
