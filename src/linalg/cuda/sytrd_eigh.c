@@ -1,4 +1,5 @@
-/* The batched eigensolver of sytrd_eigh.h: reduce, solve on the host, back-transform. */
+/* The lockstep eigensolver of sytrd_eigh.h: reduce, solve the tridiagonal problems, back-transform.
+ */
 #include "linalg/cuda/sytrd_eigh.h"
 
 #include "linalg/cuda/kernels/kernels.h"
@@ -47,7 +48,8 @@ size_t gstat_cu_sytrd_eigh_bytes(int cdt, int64_t n, int64_t nb, int want) {
   return device_layout(cdt, n, nb, want).total;
 }
 
-/* C (m x k... ) batched: C = alpha op(A) op(B) + beta C, strides in elements. */
+/* Strided batched GEMM in the compute type: C = alpha op(A) op(B) + beta C
+ * for each of the nb matrices (strides in elements). */
 typedef struct {
   cublasHandle_t h;
   int cdt;
