@@ -162,6 +162,9 @@ static void record_device_stats(const pooled *p) {
   last_device_stats.graph_refusals = now.graph_refusals - p->before.graph_refusals;
   last_device_stats.graph_launches = now.graph_launches - p->before.graph_launches;
   last_device_stats.pipeline_pieces = now.pipeline_pieces - p->before.pipeline_pieces;
+  last_device_stats.own_tridiag_chunks = now.own_tridiag_chunks - p->before.own_tridiag_chunks;
+  last_device_stats.own_tridiag_degenerate =
+      now.own_tridiag_degenerate - p->before.own_tridiag_degenerate;
 }
 
 static void ctx_release(pooled *p) {
@@ -1679,10 +1682,12 @@ static PyObject *py_last_device_stats(PyObject *self, PyObject *unused) {
   (void)self;
   (void)unused;
   const gstat_device_stats *d = &last_device_stats;
-  return Py_BuildValue("{sLsLsLsLsL}", "allocations", (long long)d->allocations, "graph_captures",
-                       (long long)d->graph_captures, "graph_refusals", (long long)d->graph_refusals,
-                       "graph_launches", (long long)d->graph_launches, "pipeline_pieces",
-                       (long long)d->pipeline_pieces);
+  return Py_BuildValue("{sLsLsLsLsLsLsL}", "allocations", (long long)d->allocations,
+                       "graph_captures", (long long)d->graph_captures, "graph_refusals",
+                       (long long)d->graph_refusals, "graph_launches", (long long)d->graph_launches,
+                       "pipeline_pieces", (long long)d->pipeline_pieces, "own_tridiag_chunks",
+                       (long long)d->own_tridiag_chunks, "own_tridiag_degenerate",
+                       (long long)d->own_tridiag_degenerate);
 }
 
 static PyObject *py_cuda_available(PyObject *self, PyObject *args) {

@@ -130,6 +130,9 @@ static void record_device_stats(gstat_ctx *ctx) {
   last_device_stats.graph_refusals = now.graph_refusals - shared.before.graph_refusals;
   last_device_stats.graph_launches = now.graph_launches - shared.before.graph_launches;
   last_device_stats.pipeline_pieces = now.pipeline_pieces - shared.before.pipeline_pieces;
+  last_device_stats.own_tridiag_chunks = now.own_tridiag_chunks - shared.before.own_tridiag_chunks;
+  last_device_stats.own_tridiag_degenerate =
+      now.own_tridiag_degenerate - shared.before.own_tridiag_degenerate;
 }
 
 void rg_check(rg_call *c, gstat_status st) {
@@ -191,14 +194,17 @@ SEXP rg_named_list(int n, const char **names) {
 
 /* last_device_stats as a named double vector (counts beyond 2^31 fit). */
 static SEXP device_stats_vector(void) {
-  static const char *names[] = {"allocations", "graph_captures", "graph_refusals", "graph_launches",
-                                "pipeline_pieces"};
+  static const char *names[] = {"allocations",           "graph_captures",  "graph_refusals",
+                                "graph_launches",        "pipeline_pieces", "own_tridiag_chunks",
+                                "own_tridiag_degenerate"};
   const gstat_device_stats *d = &last_device_stats;
-  const int64_t v[] = {d->allocations, d->graph_captures, d->graph_refusals, d->graph_launches,
-                       d->pipeline_pieces};
-  SEXP out = PROTECT(Rf_allocVector(REALSXP, 5));
-  SEXP nm = PROTECT(Rf_allocVector(STRSXP, 5));
-  for (int i = 0; i < 5; i++) {
+  const int64_t v[] = {d->allocations,           d->graph_captures,  d->graph_refusals,
+                       d->graph_launches,        d->pipeline_pieces, d->own_tridiag_chunks,
+                       d->own_tridiag_degenerate};
+  enum { N = sizeof v / sizeof v[0] };
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, N));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, N));
+  for (int i = 0; i < N; i++) {
     REAL(out)[i] = (double)v[i];
     SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
   }

@@ -59,6 +59,11 @@ def last_device_stats():
         the solver directly). ``graph_launches``: replays of a captured graph,
         one per chunk. ``pipeline_pieces``: pieces of host arrays solved in the
         pipeline that overlaps their copies with the solve.
+        ``own_tridiag_chunks``: chunks whose tridiagonal problems gstat solved
+        itself (its lockstep eigensolver at mid n, or after cuSOLVER's
+        reduction for large float32). ``own_tridiag_degenerate``: of those,
+        chunks whose eigenvalue gaps were too small for its vectors (solved
+        again by cuSOLVER alone).
     """
     return _core.last_device_stats()
 
