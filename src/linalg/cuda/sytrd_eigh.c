@@ -3,39 +3,28 @@
 #include "linalg/cuda/sytrd_eigh.h"
 
 #include "linalg/cuda/kernels/kernels.h"
+#include "linalg/cuda/tridiag_step.h"
 
 enum { P = GSTAT_CU_SYTRD_PANEL };
 
-/* The device workspace, in bytes from its start (256-byte aligned parts). */
+/* The device workspace, in bytes from its start. */
 typedef struct {
   size_t x, wpan, vec, g, t, y, y2; /* compute type */
-  size_t wd, norms, sigma, zt, u;   /* double */
-  size_t flags;                     /* int */
+  gstat_cu_tridiag_parts tri;       /* the tridiagonal step's */
   size_t total;
 } layout;
-
-static size_t part(size_t *at, size_t bytes) {
-  size_t here = *at;
-  *at += (bytes + 255) & ~(size_t)255;
-  return here;
-}
 
 static layout device_layout(int cdt, int64_t n, int64_t nb, int want) {
   layout l;
   size_t at = 0, es = cdt == 2 ? 8 : 4, n2 = (size_t)(n * n) * (size_t)nb, v = want ? 1 : 0;
-  l.x = part(&at, v * n2 * es);                            /* eigenvectors, back-transformed */
-  l.wpan = part(&at, (size_t)(n * P * nb) * es);           /* the panel's w vectors */
-  l.vec = part(&at, gstat_cu_sytrd_vec_elems(n, nb) * es); /* d, e, tau, y, dots */
-  l.g = part(&at, v * (size_t)(P * P * nb) * es);          /* V^T V of a block */
-  l.t = part(&at, v * (size_t)(P * P * nb) * es);          /* its triangular factor */
-  l.y = part(&at, v * (size_t)(P * n * nb) * es);          /* V^T X */
-  l.y2 = part(&at, v * (size_t)(P * n * nb) * es);         /* T V^T X */
-  l.wd = part(&at, (size_t)(n * nb) * sizeof(double));     /* eigenvalues in double */
-  l.norms = part(&at, (size_t)(2 * nb) * sizeof(double));  /* ||T||, pivot guard */
-  l.sigma = part(&at, (size_t)nb * sizeof(double));        /* LAPACK's scaling of A */
-  l.zt = part(&at, v * n2 * sizeof(double));               /* tridiagonal eigenvectors */
-  l.u = part(&at, v * n2 * sizeof(double));                /* their bottom-up factors */
-  l.flags = part(&at, (size_t)(nb + 1) * sizeof(int));     /* degenerate flags, any */
+  l.x = gstat_cu_ws_part(&at, v * n2 * es);                  /* eigenvectors, back-transformed */
+  l.wpan = gstat_cu_ws_part(&at, (size_t)(n * P * nb) * es); /* the panel's w vectors */
+  l.vec = gstat_cu_ws_part(&at, gstat_cu_sytrd_vec_elems(n, nb) * es); /* d, e, tau, y, dots */
+  l.g = gstat_cu_ws_part(&at, v * (size_t)(P * P * nb) * es);          /* V^T V of a block */
+  l.t = gstat_cu_ws_part(&at, v * (size_t)(P * P * nb) * es);          /* its triangular factor */
+  l.y = gstat_cu_ws_part(&at, v * (size_t)(P * n * nb) * es);          /* V^T X */
+  l.y2 = gstat_cu_ws_part(&at, v * (size_t)(P * n * nb) * es);         /* T V^T X */
+  l.tri = gstat_cu_tridiag_parts_at(&at, n, nb, want);
   l.total = at;
   return l;
 }
@@ -68,13 +57,6 @@ static cublasStatus_t gemm(const gemm_ctx *g, cublasOperation_t ta, cublasOperat
                                    (int)ldb, sb, &fb, C, (int)ldc, sc, g->nb);
 }
 
-#define STEP(call, name)                 \
-  do {                                   \
-    if ((err = (call)) != cudaSuccess) { \
-      *what = (name);                    \
-      return err;                        \
-    }                                    \
-  } while (0)
 #define BLAS(call, name)                   \
   do {                                     \
     if ((call) != CUBLAS_STATUS_SUCCESS) { \
@@ -90,13 +72,14 @@ static cudaError_t reduce(const gstat_cu_sytrd_eigh_args *a, const gemm_ctx *g, 
   const size_t es = a->cdt == 2 ? 8 : 4;
   char *A = a->a;
   cudaError_t err;
-  STEP(gstat_cu_sytrd_scale(a->cdt, A, n, nb, scratch, sigma, a->stream), "scaling");
-  STEP(gstat_cu_sytrd_symmetrize(a->cdt, A, n, nb, a->stream), "symmetrize");
+  GSTAT_CU_STEP(gstat_cu_sytrd_scale(a->cdt, A, n, nb, scratch, sigma, a->stream), "scaling");
+  GSTAT_CU_STEP(gstat_cu_sytrd_symmetrize(a->cdt, A, n, nb, a->stream), "symmetrize");
   for (int64_t k = 0; k < n; k++) {
     int64_t finish = k > 0 ? k - 1 : -1;
     if (k % P == 0 && k > 0) {
       /* the panel ends: its last w, then A22 -= V W^T + W V^T */
-      STEP(gstat_cu_sytrd_column(a->cdt, A, wpan, vec, n, nb, finish, -1, a->stream), "column");
+      GSTAT_CU_STEP(gstat_cu_sytrd_column(a->cdt, A, wpan, vec, n, nb, finish, -1, a->stream),
+                    "column");
       finish = -1;
       int64_t p = k - P, mt = n - k;
       char *V = A + (size_t)(k + p * n) * es, *W = (char *)wpan + (size_t)k * es;
@@ -106,8 +89,10 @@ static cudaError_t reduce(const gstat_cu_sytrd_eigh_args *a, const gemm_ctx *g, 
       BLAS(gemm(g, CUBLAS_OP_N, CUBLAS_OP_T, mt, mt, P, -1.0, W, n, n * P, V, n, n2, 1.0, C, n, n2),
            "cuBLAS gemm (panel update)");
     }
-    STEP(gstat_cu_sytrd_column(a->cdt, A, wpan, vec, n, nb, finish, k, a->stream), "column");
-    if (k < n - 1) STEP(gstat_cu_sytrd_symv(a->cdt, A, wpan, vec, n, nb, k, a->stream), "product");
+    GSTAT_CU_STEP(gstat_cu_sytrd_column(a->cdt, A, wpan, vec, n, nb, finish, k, a->stream),
+                  "column");
+    if (k < n - 1)
+      GSTAT_CU_STEP(gstat_cu_sytrd_symv(a->cdt, A, wpan, vec, n, nb, k, a->stream), "product");
   }
   return cudaSuccess;
 }
@@ -129,7 +114,8 @@ static cudaError_t back_transform(const gstat_cu_sytrd_eigh_args *a, const gemm_
     BLAS(gemm(g, CUBLAS_OP_T, CUBLAS_OP_N, nbw, nbw, m, 1.0, V, n, n2, V, n, n2, 0.0, G, nbw,
               nbw * nbw),
          "cuBLAS gemm (V^T V)");
-    STEP(gstat_cu_larft(a->cdt, G, tau + (size_t)p * es, T, nbw, n, nb, a->stream), "larft");
+    GSTAT_CU_STEP(gstat_cu_larft(a->cdt, G, tau + (size_t)p * es, T, nbw, n, nb, a->stream),
+                  "larft");
     BLAS(gemm(g, CUBLAS_OP_T, CUBLAS_OP_N, nbw, n, m, 1.0, V, n, n2, X1, n, n2, 0.0, Y, nbw,
               nbw * n),
          "cuBLAS gemm (V^T X)");
@@ -155,51 +141,47 @@ cudaError_t gstat_cu_sytrd_eigh(const gstat_cu_sytrd_eigh_args *a, int *degenera
   }
   layout l = device_layout(a->cdt, n, nb, a->want);
   char *base = a->work, *vec = base + l.vec;
-  const char *d = vec, *e = vec + (size_t)(n * nb) * es;
-  double *wd = (double *)(base + l.wd), *norms = (double *)(base + l.norms);
-  int *flags = (int *)(base + l.flags);
   gemm_ctx g = {a->blas, a->cdt, (int)nb};
   cudaError_t err;
   BLAS(cublasSetStream(a->blas, a->stream), "cuBLAS stream");
-  STEP(cudaMemsetAsync(a->info, 0, sizeof(int) * (size_t)nb, a->stream), "clearing info");
-  double *sigma = (double *)(base + l.sigma);
-  err = reduce(a, &g, base + l.wpan, vec, norms, sigma, what); /* norms: scratch until bisection */
+  /* the step's norms serve the scaling as scratch until bisection */
+  err = reduce(a, &g, base + l.wpan, vec, (double *)(base + l.tri.norms),
+               (double *)(base + l.tri.sigma), what);
   if (err != cudaSuccess) return err;
-  STEP(gstat_cu_tridiag_values(a->cdt, d, e, n, nb, sigma, wd, a->w, norms, a->info, a->stream),
-       "bisection");
-  if (!a->want) return cudaSuccess;
   char *X = base + l.x;
-  STEP(cudaMemsetAsync(flags, 0, sizeof(int) * (size_t)(nb + 1), a->stream), "clearing flags");
-  STEP(gstat_cu_tridiag_vectors(a->cdt, d, e, n, nb, wd, norms, a->gap_tol, (double *)(base + l.zt),
-                                (double *)(base + l.u), X, flags, a->stream),
-       "tridiagonal eigenvectors");
-  /* flags[nb] is set with any flags[b]: one int to read */
-  int *hf = a->host_flag;
-  STEP(cudaMemcpyAsync(hf, flags + nb, sizeof(int), cudaMemcpyDeviceToHost, a->stream),
-       "degenerate check");
-  STEP(cudaStreamSynchronize(a->stream), "tridiagonal eigenvectors");
-  if (*hf) {
-    *degenerate = 1;
-    return cudaSuccess;
-  }
+  gstat_cu_tridiag_step_args t = {.cdt = a->cdt,
+                                  .n = n,
+                                  .nb = nb,
+                                  .d = vec,
+                                  .e = vec + (size_t)(n * nb) * es,
+                                  .base = base,
+                                  .parts = l.tri,
+                                  .w = a->w,
+                                  .info = a->info,
+                                  .X = a->want ? X : NULL,
+                                  .gap_tol = a->gap_tol,
+                                  .host_flag = a->host_flag,
+                                  .stream = a->stream};
+  err = gstat_cu_tridiag_step(&t, degenerate, what);
+  if (err != cudaSuccess || !a->want || *degenerate) return err;
   if (a->cdt == 2) {
     /* double's twisted vectors are orthogonal to about 1e-12 (eps ||T|| /
      * gap); one Newton-Schulz step towards the nearest orthogonal matrix,
      * X := X (3 I - X^T X) / 2, squares that error and keeps the residual
      * (bench/README.md). S in U's place, the result in Zt's. */
-    char *S = base + l.u, *X2 = base + l.zt;
+    char *S = base + l.tri.u, *X2 = base + l.tri.zt;
     int64_t nn = (int64_t)n2;
     BLAS(gemm(&g, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, 1.0, X, n, nn, X, n, nn, 0.0, S, n, nn),
          "cuBLAS gemm (X^T X)");
-    STEP(cudaMemcpyAsync(X2, X, n2 * (size_t)nb * es, cudaMemcpyDeviceToDevice, a->stream),
-         "copying the vectors");
+    GSTAT_CU_STEP(cudaMemcpyAsync(X2, X, n2 * (size_t)nb * es, cudaMemcpyDeviceToDevice, a->stream),
+                  "copying the vectors");
     BLAS(gemm(&g, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, -0.5, X, n, nn, S, n, nn, 1.5, X2, n, nn),
          "cuBLAS gemm (orthogonalization)");
     X = X2;
   }
   err = back_transform(a, &g, &l, base, X, what);
   if (err != cudaSuccess) return err;
-  STEP(cudaMemcpyAsync(a->a, X, n2 * (size_t)nb * es, cudaMemcpyDeviceToDevice, a->stream),
-       "copying the vectors");
+  GSTAT_CU_STEP(cudaMemcpyAsync(a->a, X, n2 * (size_t)nb * es, cudaMemcpyDeviceToDevice, a->stream),
+                "copying the vectors");
   return cudaSuccess;
 }
