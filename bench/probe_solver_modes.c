@@ -17,6 +17,7 @@
 #include <cusolverDn.h>
 
 #include "probe_util.h"
+#include "sym_batch_device.h"
 
 enum { MODES = 3 };
 static const char *mode_name[MODES] = {"default", "non-deterministic", "bf16x9 math"};
@@ -31,26 +32,11 @@ int main(int argc, char **argv) {
   int reps = atoi(argv[4]);
   size_t es = f64 ? 8 : 4, mats = (size_t)(n * n * nb), vals = (size_t)(n * nb);
   cudaDataType t = f64 ? CUDA_R_64F : CUDA_R_32F;
-  void *hA = malloc(es * mats);
-  uint64_t s = 777;
-  for (int64_t b = 0; b < nb; b++)
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t i = j; i < n; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        double x = (double)(s >> 11) / 9007199254740992.0 - 0.5;
-        size_t p = (size_t)(b * n * n + i + j * n), q = (size_t)(b * n * n + j + i * n);
-        if (f64)
-          ((double *)hA)[p] = ((double *)hA)[q] = x;
-        else
-          ((float *)hA)[p] = ((float *)hA)[q] = (float)x;
-      }
-  void *dA0, *dA, *dW;
+  void *dA0 = bench_sym_batch_device(nb, n, f64), *dA, *dW; /* bench_cuda's matrices */
   int *dInfo;
-  CK(cudaMalloc(&dA0, es * mats));
   CK(cudaMalloc(&dA, es * mats));
   CK(cudaMalloc(&dW, es * vals));
   CK(cudaMalloc((void **)&dInfo, sizeof(int) * (size_t)nb));
-  CK(cudaMemcpy(dA0, hA, es * mats, cudaMemcpyHostToDevice));
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   cusolverDnHandle_t h[MODES];

@@ -3,8 +3,8 @@
  *
  * gstat's lockstep eigensolver (src/linalg/cuda/sytrd_eigh.c: our batched
  * reduction, bisection and twisted factorizations in double, cuBLAS
- * back-transformation) against raw cusolverDnXsyevBatched on the same
- * random symmetric batch: median ms (CUDA events), eigenvalue agreement,
+ * back-transformation) against raw cusolverDnXsyevBatched on bench_cuda's
+ * matrices (sym_batch.h): median ms (CUDA events), eigenvalue agreement,
  * whether the batch was found degenerate (gap below TOL * ||T||, default
  * 1e-8), and with --check the residual and orthogonality of the first and
  * last matrices (on the host, in double). --values: eigenvalues only.
@@ -20,6 +20,7 @@
 
 #include "linalg/cuda/sytrd_eigh.h"
 #include "probe_util.h"
+#include "sym_batch.h"
 
 static double get(const void *p, int cdt, size_t i) {
   return cdt == 2 ? ((const double *)p)[i] : (double)((const float *)p)[i];
@@ -75,15 +76,8 @@ int main(int argc, char **argv) {
   double *A = malloc(sizeof(double) * mats);
   void *hA = malloc(es * mats), *hV = malloc(es * mats), *hw = malloc(es * (size_t)(n * nb));
   void *hw_ref = malloc(es * (size_t)(n * nb));
-  uint64_t s = 12345;
-  for (int64_t b = 0; b < nb; b++)
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t i = j; i < n; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        double x = (double)(s >> 11) / 9007199254740992.0 - 0.5;
-        A[b * n * n + i + j * n] = A[b * n * n + j + i * n] = x;
-      }
-  if (twin) /* two equal diagonal blocks: every eigenvalue double */
+  bench_sym_batch(A, nb, n, 7); /* bench_cuda's matrices */
+  if (twin)                     /* two equal diagonal blocks: every eigenvalue double */
     for (int64_t b = 0; b < nb; b++)
       for (int64_t j = 0; j < n; j++)
         for (int64_t i = 0; i < n; i++) {
