@@ -162,20 +162,28 @@ typedef struct {
   bool want;
   cublasFillMode_t fill;
   cusolverEigMode_t jobz;
-  bool jacobi;      /* decided for the whole batch: a halved chunk keeps the path
-                     * that needs no workspace */
-  bool no_lockstep; /* the lockstep solver found the chunk degenerate */
+  bool jacobi;         /* decided for the whole batch: a halved chunk keeps the path
+                        * that needs no workspace */
+  bool no_own_tridiag; /* our tridiagonal step found the chunk degenerate */
 } eigh_run;
+
+/* The compute type of eigh of order n: the input's (gstat_cu_compute_dtype)
+ * except float32 from f32_in_f64_min_n, which computes in float64 unless
+ * its vectors come from sytrd_split.c (split_vectors). */
+static int compute_dtype(gstat_dtype in, int64_t n, bool split_vectors) {
+  return in == GSTAT_F32 && n >= f32_in_f64_min_n && !split_vectors ? GSTAT_F64
+                                                                    : gstat_cu_compute_dtype(in);
+}
 
 /* Whether a chunk of float32 matrices runs sytrd_split.c, one by one. */
 static bool uses_split(const eigh_run *r) {
-  return r->cdt == GSTAT_F32 && !r->jacobi && !r->no_lockstep && r->n >= f32_in_f64_min_n &&
+  return r->cdt == GSTAT_F32 && !r->jacobi && !r->no_own_tridiag && r->n >= f32_in_f64_min_n &&
          gstat_cu_sytrd_split_fits(r->n);
 }
 
 /* Whether a chunk of nb matrices runs our lockstep solver. */
 static bool uses_lockstep(const eigh_run *r, int64_t nb) {
-  if (r->jacobi || r->no_lockstep || !gstat_cu_sytrd_eigh_fits(r->n) || nb > 65535) return false;
+  if (r->jacobi || r->no_own_tridiag || !gstat_cu_sytrd_eigh_fits(r->n) || nb > 65535) return false;
   for (size_t i = 0; i < sizeof lockstep_rules / sizeof lockstep_rules[0]; i++)
     if (r->n >= lockstep_rules[i].min_n && r->n <= lockstep_rules[i].max_n)
       return nb >= (r->cdt == GSTAT_F64 ? lockstep_rules[i].min_batch_f64
@@ -566,8 +574,9 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   char *dV = r->want ? gstat_cu_dense(V, r->cdt, b0) : NULL;
   char *dW = gstat_cu_dense(w, r->cdt, b0);
   /* a degenerate batch is solved again from A: not when A is V */
-  bool lock = uses_lockstep(r, nb) && !(src && src == dV);
-  bool split_path = !lock && r->want && uses_split(r) && !(src && src == dV);
+  bool reloadable = !(src && src == dV);
+  bool lock = uses_lockstep(r, nb) && reloadable;
+  bool split_path = !lock && r->want && uses_split(r) && reloadable;
   bool loop = !lock && !split_path && uses_loop(r->n, nb);
   if (!jacobi && !loop && rr.fill == CUBLAS_FILL_MODE_UPPER && !(src && src == dV)) {
     /* the batched solver is faster on the lower triangle (bench/probe_uplo,
@@ -649,8 +658,8 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     if (st != GSTAT_OK) return st;
     if (degenerate) { /* again from A, by cuSOLVER alone */
       eigh_run again = *run;
-      again.no_lockstep = true;
-      if (A0->dtype == GSTAT_F32 && r->n >= f32_in_f64_min_n) again.cdt = GSTAT_F64;
+      again.no_own_tridiag = true;
+      again.cdt = compute_dtype(A0->dtype, r->n, false);
       return eigh_chunk(&again, A0, w, V, b0, nb, info);
     }
     /* one pass: signs, NaN outputs for failed elements and flags for
@@ -779,8 +788,7 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
                 V ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
                 false,
                 false};
-  if (A->dtype == GSTAT_F32 && r.n >= f32_in_f64_min_n && !(V && gstat_cu_sytrd_split_fits(r.n)))
-    r.cdt = GSTAT_F64;
+  r.cdt = compute_dtype(A->dtype, r.n, V && gstat_cu_sytrd_split_fits(r.n));
   r.jacobi = uses_jacobi(r.n, r.cdt, A->batch);
   gstat_status st0 = gstat_cu_check_finite(s, ctx, "eigh", "A", A, uplo == GSTAT_UPPER ? 2 : 1);
   if (st0 != GSTAT_OK) return st0;
