@@ -226,9 +226,10 @@ static void test_eigh_large_n(void **state) {
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_CLUSTERED, 2048, 5, TU_COL_MAJOR, GSTAT_LOWER, true, 1, 1);
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 4096, 1, TU_ROW_MAJOR, GSTAT_UPPER, false, 1, 0);
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_CLUSTERED, 4096, 1, TU_COL_MAJOR, GSTAT_LOWER, true, 1, 1);
-  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 2048, 1, TU_COL_MAJOR, GSTAT_LOWER, true, 1, 0);
-  eigh_path_case(gpu, cpu, GSTAT_F32, TU_NEAR_UNDERFLOW, 1024, 1, TU_STRIDED, GSTAT_UPPER, true, 1,
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_NEAR_UNDERFLOW, 4096, 1, TU_STRIDED, GSTAT_UPPER, true, 1,
                  0);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 2048, 1, TU_COL_MAJOR, GSTAT_LOWER, true, 0, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 1024, 1, TU_STRIDED, GSTAT_UPPER, true, 0, 0);
   eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 2048, 1, TU_COL_MAJOR, GSTAT_LOWER, true, 0, 0);
   eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 1024, 4, TU_STRIDED, GSTAT_LOWER, true, 1, 0);
   eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 1024, 3, TU_COL_MAJOR, GSTAT_UPPER, true, 0, 0);
