@@ -34,13 +34,13 @@ static double get(const void *p, int cdt, size_t i) {
   return cdt == 2 ? ((const double *)p)[i] : (double)((const float *)p)[i];
 }
 
-#define MG(call)                                                      \
-  do {                                                                \
-    cusolverStatus_t s_ = (call);                                     \
-    if (s_ != CUSOLVER_STATUS_SUCCESS) {                              \
+#define MG(call)                                                                  \
+  do {                                                                            \
+    cusolverStatus_t s_ = (call);                                                 \
+    if (s_ != CUSOLVER_STATUS_SUCCESS) {                                          \
       fprintf(stderr, "%s:%d cuSOLVER status %d\n", __FILE__, __LINE__, (int)s_); \
-      exit(1);                                                        \
-    }                                                                 \
+      exit(1);                                                                    \
+    }                                                                             \
   } while (0)
 
 int main(int argc, char **argv) {

@@ -20,20 +20,25 @@
 namespace gstat_cu {
 namespace {
 
-constexpr int kTriThreads = 128;
+constexpr int kTriThreads = 128;    /* the vectors' blocks */
+constexpr int kBisectThreads = 512; /* the values' blocks */
+/* Threads per matrix at which bisection stops giving an eigenvalue more
+ * lanes (bisection_lanes): about four waves of blocks over the H200. */
+constexpr int64_t kBisectFill = 65536;
+constexpr int kMaxLanes = 8;
 
-/* min and max over the block (kTriThreads), every thread gets both. */
+/* min and max over the block (whole warps, at most 32), every thread gets
+ * both; scratch holds 64 doubles. */
 __device__ void block_min_max(double &lo, double &hi, double *scratch) {
   for (int o = 16; o > 0; o >>= 1) {
     lo = fmin(lo, __shfl_xor_sync(kFullMask, lo, o));
     hi = fmax(hi, __shfl_xor_sync(kFullMask, hi, o));
   }
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) scratch[warp] = lo, scratch[4 + warp] = hi;
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  if (lane == 0) scratch[warp] = lo, scratch[32 + warp] = hi;
   __syncthreads();
-  lo = scratch[0], hi = scratch[4];
-  for (int k = 1; k < kTriThreads / 32; k++)
-    lo = fmin(lo, scratch[k]), hi = fmax(hi, scratch[4 + k]);
+  lo = scratch[0], hi = scratch[32];
+  for (int k = 1; k < warps; k++) lo = fmin(lo, scratch[k]), hi = fmax(hi, scratch[32 + k]);
   __syncthreads();
 }
 
@@ -41,7 +46,7 @@ __device__ void block_min_max(double &lo, double &hi, double *scratch) {
  * and ee[n] (e) when ee is not NULL. */
 template <typename T>
 __device__ void load_tridiag(const T *d, const T *e, int n, double *dd, double *e2, double *ee) {
-  for (int k = threadIdx.x; k < n; k += kTriThreads) {
+  for (int k = threadIdx.x; k < n; k += blockDim.x) {
     dd[k] = (double)d[k];
     double x = k < n - 1 ? (double)e[k] : 0.0;
     e2[k] = x * x;
@@ -63,20 +68,26 @@ __device__ int sturm_count(const double *dd, const double *e2, int n, double x, 
   return c;
 }
 
-/* grid (ceil(n / kTriThreads), batch): w[i] = eigenvalue i (ascending) in
- * double, and in the output type divided by sigma[b]; norms[2b] = ||T|| (Gershgorin), norms[2b
- * + 1] = pivmin; info[b] = 1 when T is not finite (values NaN). */
+/* grid (ceil(n * lanes / kBisectThreads), batch): w[i] = eigenvalue i
+ * (ascending) in double, and in the output type divided by sigma[b];
+ * norms[2b] = ||T|| (Gershgorin), norms[2b + 1] = pivmin; info[b] = 1 when
+ * T is not finite (values NaN). Each eigenvalue has `lanes` adjacent lanes
+ * of a warp (a power of two up to 32): each step they count at `lanes`
+ * points splitting its interval into lanes + 1 parts, so a step gains
+ * log2(lanes + 1) bits instead of one (multisection; one lane is plain
+ * bisection). A step is a chain of n dependent divisions: with one matrix
+ * of a few thousand, one lane per eigenvalue left about one warp per SM. */
 template <typename T>
-__global__ void __launch_bounds__(kTriThreads)
-    bisect(const T *d, const T *e, int n, const double *sigma, double *wd, T *w, double *norms,
-           int *info) {
+__global__ void __launch_bounds__(kBisectThreads)
+    bisect(const T *d, const T *e, int n, int lanes, const double *sigma, double *wd, T *w,
+           double *norms, int *info) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   double *dd = reinterpret_cast<double *>(smem_raw), *e2 = dd + n;
-  __shared__ double scratch[8];
+  __shared__ double scratch[64];
   const size_t b = blockIdx.y;
   load_tridiag(d + b * n, e + b * n, n, dd, e2, (double *)nullptr);
   double lo = INFINITY, hi = -INFINITY, emax2 = 0;
-  for (int k = threadIdx.x; k < n; k += kTriThreads) {
+  for (int k = threadIdx.x; k < n; k += blockDim.x) {
     double r = (k > 0 ? sqrt(e2[k - 1]) : 0.0) + (k < n - 1 ? sqrt(e2[k]) : 0.0);
     lo = fmin(lo, dd[k] - r);
     hi = fmax(hi, dd[k] + r);
@@ -84,14 +95,15 @@ __global__ void __launch_bounds__(kTriThreads)
   }
   /* a NaN anywhere makes the bounds NaN (fmin/fmax skip NaN: test each) */
   bool bad = false;
-  for (int k = threadIdx.x; k < n; k += kTriThreads) bad |= !isfinite(dd[k]) || !isfinite(e2[k]);
+  for (int k = threadIdx.x; k < n; k += blockDim.x) bad |= !isfinite(dd[k]) || !isfinite(e2[k]);
   double neg_emax2 = -emax2, bad_d = bad ? 1.0 : 0.0;
   block_min_max(lo, hi, scratch);
   block_min_max(neg_emax2, bad_d, scratch);
   emax2 = -neg_emax2;
-  const int i = blockIdx.x * kTriThreads + threadIdx.x;
+  const int lane = threadIdx.x & 31, first = lane & ~(lanes - 1), s = lane - first;
+  const int i = (int)(((int64_t)blockIdx.x * kBisectThreads + threadIdx.x) / lanes);
   if (bad_d > 0 || !isfinite(lo) || !isfinite(hi)) {
-    if (i < n) {
+    if (i < n && s == 0) {
       wd[b * n + i] = quiet_nan<double>();
       put(&w[b * n + i], quiet_nan<double>());
     }
@@ -101,21 +113,33 @@ __global__ void __launch_bounds__(kTriThreads)
   const double ulp = DBL_EPSILON, tnorm = fmax(fabs(lo), fabs(hi));
   const double pivmin = DBL_MIN * fmax(1.0, emax2);
   if (blockIdx.x == 0 && threadIdx.x == 0) norms[2 * b] = tnorm, norms[2 * b + 1] = pivmin;
-  if (i >= n) return;
+  if (i >= n) return; /* a whole group: lanes divides 32 */
+  const unsigned ones = lanes == 32 ? kFullMask : (1u << lanes) - 1, group = ones << first;
   const double widen = 2.1 * (tnorm * ulp * n + 2 * pivmin);
   double a = lo - widen, z = hi + widen;
   const double abstol = ulp * tnorm;
   for (int it = 0; it < 256; it++) {
     if (z - a <= fmax(abstol, 2 * ulp * fmax(fabs(a), fabs(z)))) break;
-    double mid = 0.5 * (a + z);
-    if (sturm_count(dd, e2, n, mid, pivmin) <= i)
-      a = mid;
-    else
-      z = mid;
+    /* points a + (t + 1) h, t < lanes; the counts rise with the point, so
+     * the lanes at or below eigenvalue i are the first m */
+    const double h = (z - a) / (lanes + 1);
+    const bool below = sturm_count(dd, e2, n, a + (s + 1) * h, pivmin) <= i;
+    const int m = __popc((__ballot_sync(group, below) >> first) & ones);
+    const double na = m > 0 ? a + m * h : a, nz = m < lanes ? a + (m + 1) * h : z;
+    a = na;
+    z = nz;
   }
+  if (s > 0) return;
   double lam = 0.5 * (a + z);
   wd[b * n + i] = lam;
   put(&w[b * n + i], sigma ? lam / sigma[b] : lam);
+}
+
+/* Lanes per eigenvalue: up to kMaxLanes, until the batch has kBisectFill threads. */
+inline int bisection_lanes(int64_t n, int64_t batch) {
+  int lanes = 1;
+  while (lanes < kMaxLanes && n * batch * lanes < kBisectFill) lanes *= 2;
+  return lanes;
 }
 
 /* grid (ceil(n / kTriThreads), batch): unit eigenvector i of T into Zt's
@@ -211,13 +235,14 @@ template <typename T>
 cudaError_t launch_values(const void *d, const void *e, int64_t n, int64_t batch,
                           const double *sigma, double *wd, void *w, double *norms, int *info,
                           cudaStream_t stream) {
-  dim3 grid((unsigned)((n + kTriThreads - 1) / kTriThreads), (unsigned)batch);
+  const int lanes = bisection_lanes(n, batch);
+  dim3 grid((unsigned)((n * lanes + kBisectThreads - 1) / kBisectThreads), (unsigned)batch);
   const size_t smem = 2 * (size_t)n * sizeof(double);
   cudaError_t err = allow_smem(bisect<T>, smem);
   if (err != cudaSuccess) return err;
-  bisect<T><<<grid, kTriThreads, smem, stream>>>(static_cast<const T *>(d),
-                                                 static_cast<const T *>(e), (int)n, sigma, wd,
-                                                 static_cast<T *>(w), norms, info);
+  bisect<T><<<grid, kBisectThreads, smem, stream>>>(static_cast<const T *>(d),
+                                                    static_cast<const T *>(e), (int)n, lanes, sigma,
+                                                    wd, static_cast<T *>(w), norms, info);
   return cudaGetLastError();
 }
 
