@@ -117,7 +117,7 @@ gstat_status gstat_ctx_device_stats(const gstat_ctx *ctx, gstat_device_stats *st
   gstat_device_stats all;
   memset(&all, 0, sizeof all);
   if (ctx->cuda.ops && ctx->cuda.ops->device_stats)
-    ctx->cuda.ops->device_stats(ctx->cuda.state, &all);
+    ctx->cuda.ops->device_stats(ctx->cuda.state, &all, sizeof all);
   all.allocations = gstat_ctx_device_allocations(ctx);
   /* A caller built against an older header gets the fields it knows; one
    * built against a newer header gets zeros past ours. */

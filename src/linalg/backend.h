@@ -24,7 +24,7 @@
 #include "gstat/linalg.h"
 #include "gstat/spectral.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 6
+#define GSTAT_I_BACKEND_API_VERSION 7
 
 /* Batch spectral clustering of dense graphs in a backend's memory: what
  * src/spectral/spectral_device.c asks of spectral_dense. Host arrays. */
@@ -60,8 +60,11 @@ typedef struct gstat_i_backend_ops {
   void (*destroy)(void *state);
   /* Device allocations made so far (NULL for the CPU backend). */
   int64_t (*device_allocations)(void *state);
-  /* The counters of gstat_ctx_device_stats (optional). */
-  void (*device_stats)(void *state, gstat_device_stats *stats);
+  /* The counters of gstat_ctx_device_stats (optional): at most stats_size
+   * bytes of them (the caller's sizeof gstat_device_stats), so that a core
+   * and a module built against different versions of the struct never
+   * write past it. */
+  void (*device_stats)(void *state, gstat_device_stats *stats, size_t stats_size);
 
   /* Copy src into dst (same batch, rows and cols; any dtypes, strides and
    * locations, host or this backend's device), converting the dtype. The

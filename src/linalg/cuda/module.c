@@ -339,14 +339,17 @@ static int64_t device_allocations(void *state) {
   return ((gstat_cu_state *)state)->device_allocations;
 }
 
-static void device_stats(void *state, gstat_device_stats *stats) {
+static void device_stats(void *state, gstat_device_stats *stats, size_t stats_size) {
   const gstat_cu_state *s = state;
-  stats->graph_captures = s->graph_captures;
-  stats->graph_refusals = s->graph_refusals;
-  stats->graph_launches = s->graph_launches;
-  stats->pipeline_pieces = s->pipeline_pieces;
-  stats->own_tridiag_chunks = s->own_tridiag_chunks;
-  stats->own_tridiag_degenerate = s->own_tridiag_degenerate;
+  gstat_device_stats all;
+  memset(&all, 0, sizeof all);
+  all.graph_captures = s->graph_captures;
+  all.graph_refusals = s->graph_refusals;
+  all.graph_launches = s->graph_launches;
+  all.pipeline_pieces = s->pipeline_pieces;
+  all.own_tridiag_chunks = s->own_tridiag_chunks;
+  all.own_tridiag_degenerate = s->own_tridiag_degenerate;
+  memcpy(stats, &all, stats_size < sizeof all ? stats_size : sizeof all);
 }
 
 static const gstat_i_backend_ops cuda_ops = {
