@@ -146,10 +146,10 @@ cudaError_t gstat_cu_larft(int dtype, const void *G, const void *tau, void *T, i
 
 #define GSTAT_CU_TRIDIAG_MAX_N 8192 /* d, e and e^2 in shared memory: 192 KiB */
 
-/* Eigenvalues by bisection, ascending: wd (double) and w (dtype, divided
- * by sigma[b], the matrix's scaling; sigma NULL: none), n per matrix;
- * norms[2b] = ||T|| (Gershgorin), norms[2b + 1] = the pivot guard.
- * info[b] = 1 (values NaN) when T is not finite; the caller zeroes info. */
+/* Eigenvalues by bisection (multisection in small batches), ascending: wd (double) and w (dtype,
+ * divided by sigma[b], the matrix's scaling; sigma NULL: none), n per matrix; norms[2b] = ||T||
+ * (Gershgorin), norms[2b + 1] = the pivot guard. info[b] = 1 (values NaN) when T is not finite; the
+ * caller zeroes info. */
 cudaError_t gstat_cu_tridiag_values(int dtype, const void *d, const void *e, int64_t n,
                                     int64_t batch, const double *sigma, double *wd, void *w,
                                     double *norms, int *info, cudaStream_t stream);

@@ -3,7 +3,8 @@
  * (from gstat_cu_sytrd_column's d and e), in double whatever the input:
  *
  *  - values: bisection on Sturm counts (LAPACK's dlaebz recurrence, pivmin
- *    guard), a thread per eigenvalue, to ulp * ||T|| (||T||: Gershgorin);
+ *    guard) to ulp * ||T|| (||T||: Gershgorin); a thread per eigenvalue in
+ *    large batches, up to 8 (multisection) in small ones;
  *  - vectors: for each eigenvalue the twisted factorization of T - lambda I
  *    (top-down L D L^T and bottom-up U D U^T, twisted where |gamma_r| is
  *    least; Parlett and Dhillon), a thread per eigenvector. The vector is
