@@ -143,6 +143,27 @@ inline int bisection_lanes(int64_t n, int64_t batch) {
   return lanes;
 }
 
+/* body(k, load(k)) for k = from, from + step, ... (count of them), the
+ * loads issued eight at a time ahead of their bodies. The vectors' walks
+ * over Zt and U (n x n doubles each: beyond L2 from n of about 1800) have
+ * loads that do not depend on their recurrences, but issued in turn each
+ * waited a full memory latency, with a single warp per SM when one matrix
+ * has n threads. */
+template <typename Load, typename Body>
+__device__ __forceinline__ void walk_prefetched(int from, int step, int count, Load load,
+                                                Body body) {
+  constexpr int kAhead = 8;
+  int c = 0;
+  for (; c + kAhead <= count; c += kAhead) {
+    double v[kAhead];
+#pragma unroll
+    for (int q = 0; q < kAhead; q++) v[q] = load(from + (c + q) * step);
+#pragma unroll
+    for (int q = 0; q < kAhead; q++) body(from + (c + q) * step, v[q]);
+  }
+  for (; c < count; c++) body(from + c * step, load(from + c * step));
+}
+
 /* grid (ceil(n / kTriThreads), batch): unit eigenvector i of T into Zt's
  * column i (element (k, i) at k*n + i), using U as scratch; flags[b] = 1
  * (and flags[batch] = 1) when a relative gap is not above gap_tol or the
@@ -178,31 +199,34 @@ __global__ void __launch_bounds__(kTriThreads)
   if (fabs(dm) < pivmin) dm = -pivmin;
   int r = n - 1;
   double best = fabs(z[(size_t)(n - 1) * n]);
-  for (int k = n - 2; k >= 0; k--) {
+  auto z_at = [&](int k) { return z[(size_t)k * n]; };
+  walk_prefetched(n - 2, -1, n - 1, z_at, [&](int k, double zk) {
     double uk = ee[k] / dm;
     u[(size_t)k * n] = uk;
     dm = (dd[k] - lam) - ee[k] * uk;
     if (fabs(dm) < pivmin) dm = -pivmin;
-    double g = fabs(z[(size_t)k * n] + dm - (dd[k] - lam));
+    double g = fabs(zk + dm - (dd[k] - lam));
     if (g < best) best = g, r = k;
-  }
+  });
   /* x_r = 1, then outwards: x_k = -(e_k / D+_k) x_{k+1} above r and
    * x_k = -U-_{k-1} x_{k-1} below */
   double x = 1, ss = 1;
   z[(size_t)r * n] = 1;
-  for (int k = r - 1; k >= 0; k--) {
-    x = -(ee[k] / z[(size_t)k * n]) * x;
+  walk_prefetched(r - 1, -1, r, z_at, [&](int k, double zk) {
+    x = -(ee[k] / zk) * x;
     z[(size_t)k * n] = x;
     ss += x * x;
-  }
+  });
   x = 1;
-  for (int k = r + 1; k < n; k++) {
-    x = -u[(size_t)(k - 1) * n] * x;
-    z[(size_t)k * n] = x;
-    ss += x * x;
-  }
+  walk_prefetched(
+      r + 1, 1, n - 1 - r, [&](int k) { return u[(size_t)(k - 1) * n]; },
+      [&](int k, double uk) {
+        x = -uk * x;
+        z[(size_t)k * n] = x;
+        ss += x * x;
+      });
   const double s = 1 / sqrt(ss);
-  for (int k = 0; k < n; k++) z[(size_t)k * n] *= s;
+  walk_prefetched(0, 1, n, z_at, [&](int k, double zk) { z[(size_t)k * n] = zk * s; });
   if (!isfinite(s) || s == 0) flag = true;
   if (flag) flags[b] = flags[gridDim.y] = 1; /* every writer writes 1 */
 }
