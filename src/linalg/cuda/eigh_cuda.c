@@ -103,8 +103,8 @@ static const struct {
  *   n = 1024   sytrd 8.35 / 8.23, with vectors 10.9 / 10.8
  * So float32 from f32_in_f64_min_n to GSTAT_CU_TRIDIAG_MAX_N runs
  * cuSOLVER's reduction and back-transformation around our tridiagonal step
- * (sytrd_split.c; gpu_vs_torch.py, split / raw Xsyevd: 1x4096 95.0 /
- * 109.2, 1x8192 490.5 / 625.6; with plain bisection 104.3 / 109.5, 2x4096
+ * (sytrd_split.c; bench_cuda, split / raw Xsyevd: 1x4096 89.8 / 109.5,
+ * 1x8192 477.3 / 627.2; with plain bisection 104.3 / 109.5, 2x4096
  * 209.1 / 219.2 (loop), 1x8192 510.2 / 629.4). Our step was slower than
  * cuSOLVER's below that (plain bisection: 1x1024 13.9 / 10.4, 1x2048 33.3
  * / 26.7 ms; its bisection and vectors are chains of n steps per thread).
