@@ -23,8 +23,9 @@ namespace {
 
 constexpr int kTriThreads = 128;    /* the vectors' blocks */
 constexpr int kBisectThreads = 512; /* the values' blocks */
-/* Threads per matrix at which bisection stops giving an eigenvalue more
- * lanes (bisection_lanes): about four waves of blocks over the H200. */
+/* Threads per launch (the whole batch) at which bisection stops giving an
+ * eigenvalue more lanes (bisection_lanes): about 16 warps per SM of the
+ * H200. */
 constexpr int64_t kBisectFill = 65536;
 constexpr int kMaxLanes = 8;
 
