@@ -57,13 +57,7 @@ static cublasStatus_t gemm(const gemm_ctx *g, cublasOperation_t ta, cublasOperat
                                    (int)ldb, sb, &fb, C, (int)ldc, sc, g->nb);
 }
 
-#define BLAS(call, name)                   \
-  do {                                     \
-    if ((call) != CUBLAS_STATUS_SUCCESS) { \
-      *what = (name);                      \
-      return cudaErrorUnknown;             \
-    }                                      \
-  } while (0)
+#define BLAS(call, name) GSTAT_CU_LIB_STEP(call, CUBLAS_STATUS_SUCCESS, name)
 
 /* A = Q T Q^T: T's d and e into vec, Q's reflectors into A's columns. */
 static cudaError_t reduce(const gstat_cu_sytrd_eigh_args *a, const gemm_ctx *g, void *wpan,

@@ -46,13 +46,7 @@ size_t gstat_cu_sytrd_split_bytes(cusolverDnHandle_t solver, int64_t n, const fl
   return lwork < 0 ? 0 : device_layout(n, lwork).total;
 }
 
-#define SOLVER(call, name)                   \
-  do {                                       \
-    if ((call) != CUSOLVER_STATUS_SUCCESS) { \
-      *what = (name);                        \
-      return cudaErrorUnknown;               \
-    }                                        \
-  } while (0)
+#define SOLVER(call, name) GSTAT_CU_LIB_STEP(call, CUSOLVER_STATUS_SUCCESS, name)
 
 cudaError_t gstat_cu_sytrd_split(const gstat_cu_sytrd_split_args *a, int *degenerate,
                                  const char **what) {

@@ -31,6 +31,17 @@ static inline size_t gstat_cu_ws_part(size_t *at, size_t bytes) {
     }                                    \
   } while (0)
 
+/* Likewise for a cuBLAS or cuSOLVER call, successful when it returns `ok`
+ * (CUBLAS_STATUS_SUCCESS, CUSOLVER_STATUS_SUCCESS); its failure is
+ * cudaErrorUnknown, named in *what. */
+#define GSTAT_CU_LIB_STEP(call, ok, name) \
+  do {                                    \
+    if ((call) != (ok)) {                 \
+      *what = (name);                     \
+      return cudaErrorUnknown;            \
+    }                                     \
+  } while (0)
+
 /* The step's device scratch (byte offsets in a workspace): eigenvalues in
  * double (n per problem), ||T|| and the pivot guard (2), the input's
  * scaling sigma (1), with vectors the tridiagonal eigenvectors and their
