@@ -2,7 +2,7 @@
  * What the two drivers around our tridiagonal eigensolver share
  * (sytrd_eigh.c: the lockstep solver; sytrd_split.c: cuSOLVER's reduction
  * around it): the carving of their device workspaces, the error-step
- * macro, and the step itself (kernels/tridiag_eig.cu): eigenvalues by
+ * macros, and the step itself (kernels/tridiag_eig.cu): eigenvalues by
  * bisection and, with vectors, twisted factorizations and the one read
  * back that says whether the batch is degenerate.
  */
