@@ -30,10 +30,6 @@ static double now_ms(void) {
   return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-static double get(const void *p, int cdt, size_t i) {
-  return cdt == 2 ? ((const double *)p)[i] : (double)((const float *)p)[i];
-}
-
 #define MG(call)                                                                  \
   do {                                                                            \
     cusolverStatus_t s_ = (call);                                                 \
@@ -56,14 +52,9 @@ int main(int argc, char **argv) {
   double *A = malloc(sizeof(double) * nn);
   void *hA = malloc(es * nn), *hw = malloc(es * (size_t)n), *hw_ref = malloc(es * (size_t)n);
   bench_sym_batch(A, 1, n, 7);
+  bench_store(A, nn, cdt == 2, hA);
   double amax = 0;
-  for (size_t i = 0; i < nn; i++) {
-    amax = fmax(amax, fabs(A[i]));
-    if (cdt == 2)
-      ((double *)hA)[i] = A[i];
-    else
-      ((float *)hA)[i] = (float)A[i];
-  }
+  for (size_t i = 0; i < nn; i++) amax = fmax(amax, fabs(A[i]));
   void *dA0, *dA, *dW;
   int *dInfo;
   CK(cudaMalloc(&dA0, es * nn));
@@ -126,7 +117,7 @@ int main(int argc, char **argv) {
     qsort(t, (size_t)reps, sizeof(double), probe_cmp_double);
     double wd = 0;
     for (int64_t i = 0; i < n; i++)
-      wd = fmax(wd, fabs(get(hw, cdt, (size_t)i) - get(hw_ref, cdt, (size_t)i)));
+      wd = fmax(wd, fabs(probe_get(hw, cdt, (size_t)i) - probe_get(hw_ref, cdt, (size_t)i)));
     printf("| %s | %lld | MgSyevd tile %lld | %.2f | info %d, w diff %.1e |\n", argv[1],
            (long long)n, (long long)tile, t[reps / 2], info, wd / amax);
     cudaFree(work);

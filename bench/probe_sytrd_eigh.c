@@ -22,10 +22,6 @@
 #include "probe_util.h"
 #include "sym_batch.h"
 
-static double get(const void *p, int cdt, size_t i) {
-  return cdt == 2 ? ((const double *)p)[i] : (double)((const float *)p)[i];
-}
-
 /* max |A v_j - w_j v_j| / max |A| and max |V^T V - I| of matrix b. */
 static void check(const double *A, const void *V, const void *w, int cdt, int64_t n, int64_t b,
                   double *res, double *orth) {
@@ -33,9 +29,9 @@ static void check(const double *A, const void *V, const void *w, int cdt, int64_
   double amax = 0, r = 0, o = 0;
   for (int64_t i = 0; i < n * n; i++) amax = fmax(amax, fabs(a[i]));
   double *v = malloc(sizeof(double) * (size_t)(n * n));
-  for (int64_t i = 0; i < n * n; i++) v[i] = get(V, cdt, (size_t)(b * n * n + i));
+  for (int64_t i = 0; i < n * n; i++) v[i] = probe_get(V, cdt, (size_t)(b * n * n + i));
   for (int64_t j = 0; j < n; j++) {
-    double lam = get(w, cdt, (size_t)(b * n + j));
+    double lam = probe_get(w, cdt, (size_t)(b * n + j));
     for (int64_t i = 0; i < n; i++) {
       double s = -lam * v[i + j * n];
       for (int64_t l = 0; l < n; l++) s += a[i + l * n] * v[l + j * n];
@@ -85,12 +81,7 @@ int main(int argc, char **argv) {
           int same = (i < h) == (j < h) && i < 2 * h && j < 2 * h;
           A[b * n * n + i + j * n] = same ? A[b * n * n + i % h + (j % h) * n] : 0.0;
         }
-  for (size_t i = 0; i < mats; i++) {
-    if (cdt == 2)
-      ((double *)hA)[i] = A[i];
-    else
-      ((float *)hA)[i] = (float)A[i];
-  }
+  bench_store(A, mats, cdt == 2, hA);
   void *dA0, *dA, *dW;
   int *dInfo;
   CK(cudaMalloc(&dA0, es * mats));
@@ -167,8 +158,8 @@ int main(int argc, char **argv) {
   double wdiff = 0, wmax = 0;
   for (int64_t b = 0; b < nb; b++) bad += hinfo[b] != 0;
   for (int64_t i = 0; i < n * nb; i++) {
-    wdiff = fmax(wdiff, fabs(get(hw, cdt, (size_t)i) - get(hw_ref, cdt, (size_t)i)));
-    wmax = fmax(wmax, fabs(get(hw_ref, cdt, (size_t)i)));
+    wdiff = fmax(wdiff, fabs(probe_get(hw, cdt, (size_t)i) - probe_get(hw_ref, cdt, (size_t)i)));
+    wmax = fmax(wmax, fabs(probe_get(hw_ref, cdt, (size_t)i)));
   }
   double res0 = NAN, orth0 = NAN, res1 = NAN, orth1 = NAN;
   if (checks && !values && !degenerate) {

@@ -39,6 +39,11 @@ static inline void probe_ws_free(probe_ws *w) {
   *w = (probe_ws){0};
 }
 
+/* Element i of a float64 (cdt 2) or float32 array, as double. */
+static inline double probe_get(const void *p, int cdt, size_t i) {
+  return cdt == 2 ? ((const double *)p)[i] : (double)((const float *)p)[i];
+}
+
 static inline int probe_cmp_float(const void *x, const void *y) {
   float a = *(const float *)x, b = *(const float *)y;
   return (a > b) - (a < b);

@@ -21,6 +21,16 @@ static inline void bench_sym_batch(double *a, int64_t batch, int64_t n, unsigned
       }
 }
 
+/* a's first count doubles into out as double (f64) or rounded to float. */
+static inline void bench_store(const double *a, size_t count, int f64, void *out) {
+  for (size_t i = 0; i < count; i++) {
+    if (f64)
+      ((double *)out)[i] = a[i];
+    else
+      ((float *)out)[i] = (float)a[i];
+  }
+}
+
 /* a's first count doubles rounded to float, packed in place from its start
  * (each float lands at or before the double it came from). */
 static inline void bench_pack_float(double *a, size_t count) {
