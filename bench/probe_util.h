@@ -4,6 +4,7 @@
 #define GSTAT_BENCH_PROBE_UTIL_H
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_check.h"
 
@@ -36,7 +37,7 @@ static inline void probe_ws_reserve(probe_ws *w, size_t dev, size_t host) {
 static inline void probe_ws_free(probe_ws *w) {
   cudaFree(w->dev);
   free(w->host);
-  *w = (probe_ws){0};
+  memset(w, 0, sizeof *w);
 }
 
 /* Element i of a float64 (cdt 2) or float32 array, as double. */

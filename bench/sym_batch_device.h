@@ -12,7 +12,7 @@
  * caller frees with cudaFree. */
 static inline void *bench_sym_batch_device(int64_t batch, int64_t n, int f64) {
   size_t count = (size_t)(batch * n * n), bytes = count * (f64 ? sizeof(double) : sizeof(float));
-  double *h = malloc(sizeof(double) * count);
+  double *h = (double *)malloc(sizeof(double) * count);
   if (!h) {
     fprintf(stderr, "out of host memory\n");
     exit(1);

@@ -1,0 +1,269 @@
+/*
+ * probe_sy2sb N B REPS
+ *
+ * The first stage of a two-stage float64 eigensolver on one matrix: the
+ * dense symmetric A (lower) reduced to a band of half-bandwidth B by
+ * block reflectors (cuSOLVER Xgeqrf per panel of B columns, cuBLAS symm /
+ * syr2k for the two-sided update), and that stage's back-transformation
+ * Z <- Q1 Z applied to n x n eigenvectors. Times both (median of REPS, CUDA
+ * events) against Xsyevd on the same matrix, and checks them: the band
+ * matrix's eigenvalues against A's (both by Xsyevd), and the residual
+ * max |A z - w z| / max|A| of Q1 times the band matrix's eigenvectors.
+ * Whether a two-stage path can beat Xsyevd depends on this stage's cost.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cusolverDn.h>
+
+#include "probe_util.h"
+#include "sym_batch_device.h"
+
+#define CB(x)                                                       \
+  do {                                                              \
+    cublasStatus_t s_ = (x);                                        \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                              \
+      fprintf(stderr, "%s:%d cuBLAS %d\n", __FILE__, __LINE__, s_); \
+      exit(1);                                                      \
+    }                                                               \
+  } while (0)
+#define CS(x)                                                         \
+  do {                                                                \
+    cusolverStatus_t s_ = (x);                                        \
+    if (s_ != CUSOLVER_STATUS_SUCCESS) {                              \
+      fprintf(stderr, "%s:%d cuSOLVER %d\n", __FILE__, __LINE__, s_); \
+      exit(1);                                                        \
+    }                                                                 \
+  } while (0)
+
+/* The panel's reflectors as an explicit m x r matrix (unit diagonal, zeros
+ * above), from geqrf's compact form in p (leading dimension ld). */
+__global__ void explicit_v(const double *p, int64_t ld, double *v, int64_t m, int64_t r) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, j = blockIdx.y;
+  if (i >= m) return;
+  v[i + j * m] = i > j ? p[i + j * ld] : (i == j ? 1.0 : 0.0);
+}
+
+/* The block reflector's upper triangular T (r x r, ld r) from G = V^T V and
+ * tau: T(j,j) = tau_j, T(j,i) = -tau_i sum_{l=j}^{i-1} T(j,l) G(l,i).
+ * Row j depends on row j alone, so one thread per row and no barrier. */
+__global__ void larft_rows(const double *g, const double *tau, double *t, int r) {
+  int j = threadIdx.x;
+  if (j >= r) return;
+  for (int i = 0; i < j; i++) t[j + i * r] = 0.0;
+  t[j + j * r] = tau[j];
+  for (int i = j + 1; i < r; i++) {
+    double s = 0.0;
+    for (int l = j; l < i; l++) s += t[j + l * r] * g[l + i * r];
+    t[j + i * r] = -tau[i] * s;
+  }
+}
+
+/* Zero the lower triangle below the band (row - col > b): what is left is
+ * the band matrix, lower storage. */
+__global__ void keep_band(double *a, int64_t n, int64_t b) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, j = blockIdx.y;
+  if (i < n && i - j > b) a[i + j * n] = 0.0;
+}
+
+/* r(:, j) -= w_j z(:, j): the residual's eigenvalue term. */
+__global__ void sub_scaled(double *r, const double *z, const double *w, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, j = blockIdx.y;
+  if (i < n) r[i + j * n] -= w[j] * z[i + j * n];
+}
+
+typedef struct {
+  int64_t n, b;
+  cublasHandle_t blas;
+  cusolverDnHandle_t solver;
+  cusolverDnParams_t params;
+  cudaStream_t st;
+  double *v, *x, *w, *g, *m, *tau, *t_all; /* t_all: every panel's T, b x b each */
+  void *qr_ws, *qr_host;
+  size_t qr_bytes, qr_host_bytes;
+  int *info;
+} stage1;
+
+static int64_t panels(const stage1 *s) {
+  int64_t p = 0;
+  for (int64_t k = 0; k + s->b + 2 <= s->n; k += s->b) p++;
+  return p;
+}
+
+static void stage1_init(stage1 *s, int64_t n, int64_t b) {
+  memset(s, 0, sizeof *s);
+  s->n = n;
+  s->b = b;
+  CK(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking));
+  CB(cublasCreate(&s->blas));
+  CB(cublasSetStream(s->blas, s->st));
+  CS(cusolverDnCreate(&s->solver));
+  CS(cusolverDnSetStream(s->solver, s->st));
+  CS(cusolverDnCreateParams(&s->params));
+  size_t mb = sizeof(double) * (size_t)(n * b);
+  CK(cudaMalloc((void **)&s->v, mb));
+  CK(cudaMalloc((void **)&s->x, mb));
+  CK(cudaMalloc((void **)&s->w, sizeof(double) * (size_t)(b > n ? b : n) * (size_t)n));
+  CK(cudaMalloc((void **)&s->g, sizeof(double) * (size_t)(b * b)));
+  CK(cudaMalloc((void **)&s->m, sizeof(double) * (size_t)(b * b)));
+  CK(cudaMalloc((void **)&s->tau, sizeof(double) * (size_t)n));
+  CK(cudaMalloc((void **)&s->t_all, sizeof(double) * (size_t)(b * b) * (size_t)(panels(s) + 1)));
+  CK(cudaMalloc((void **)&s->info, sizeof(int)));
+  CS(cusolverDnXgeqrf_bufferSize(s->solver, s->params, n - b, b, CUDA_R_64F, s->x, n, CUDA_R_64F,
+                                 s->tau, CUDA_R_64F, &s->qr_bytes, &s->qr_host_bytes));
+  CK(cudaMalloc(&s->qr_ws, s->qr_bytes + 1));
+  s->qr_host = malloc(s->qr_host_bytes + 1);
+}
+
+/* A (n x n, ld n, lower) -> band B of half-bandwidth b in place; the
+ * reflectors stay below the band, their T in s->t_all, tau in s->tau. */
+static void stage1_reduce(stage1 *s, double *a) {
+  const double one = 1.0, zero = 0.0, minus_one = -1.0, minus_half = -0.5;
+  int64_t n = s->n, b = s->b, p = 0;
+  for (int64_t k = 0; k + b + 2 <= n; k += b, p++) {
+    int64_t m = n - k - b, r = m < b ? m : b;
+    double *panel = a + (k + b) + k * n, *a22 = a + (k + b) + (k + b) * n, *tau = s->tau + k;
+    double *t = s->t_all + p * b * b;
+    CS(cusolverDnXgeqrf(s->solver, s->params, m, b, CUDA_R_64F, panel, n, CUDA_R_64F, tau,
+                        CUDA_R_64F, s->qr_ws, s->qr_bytes, s->qr_host, s->qr_host_bytes, s->info));
+    explicit_v<<<dim3((unsigned)((m + 255) / 256), (unsigned)r), 256, 0, s->st>>>(panel, n, s->v, m,
+                                                                                  r);
+    int mi = (int)m, ri = (int)r;
+    CB(cublasDgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ri, mi, &one, s->v, mi, s->v, mi, &zero,
+                   s->g, ri));
+    larft_rows<<<1, 1024, 0, s->st>>>(s->g, tau, t, ri);
+    /* X = A22 V; W = X T; M = T^T (V^T W); W -= V M / 2; A22 -= W V^T + V W^T */
+    CB(cublasDsymm(s->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, mi, ri, &one, a22, (int)n,
+                   s->v, mi, &zero, s->x, mi));
+    CB(cublasDtrmm(s->blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                   CUBLAS_DIAG_NON_UNIT, mi, ri, &one, t, ri, s->x, mi, s->w, mi));
+    CB(cublasDgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ri, mi, &one, s->v, mi, s->w, mi, &zero,
+                   s->g, ri));
+    CB(cublasDtrmm(s->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T,
+                   CUBLAS_DIAG_NON_UNIT, ri, ri, &one, t, ri, s->g, ri, s->m, ri));
+    CB(cublasDgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, mi, ri, ri, &minus_half, s->v, mi, s->m, ri,
+                   &one, s->w, mi));
+    CB(cublasDsyr2k(s->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, mi, ri, &minus_one, s->w, mi,
+                    s->v, mi, &one, a22, (int)n));
+  }
+}
+
+/* Z <- Q1 Z (Z n x n, ld n) from the reflectors stage1_reduce left in a. */
+static void stage1_apply(stage1 *s, const double *a, double *z) {
+  const double one = 1.0, zero = 0.0, minus_one = -1.0;
+  int64_t n = s->n, b = s->b, np = panels(s);
+  for (int64_t p = np - 1; p >= 0; p--) {
+    int64_t k = p * b, m = n - k - b, r = m < b ? m : b;
+    const double *panel = a + (k + b) + k * n, *t = s->t_all + p * b * b;
+    double *zs = z + (k + b);
+    explicit_v<<<dim3((unsigned)((m + 255) / 256), (unsigned)r), 256, 0, s->st>>>(panel, n, s->v, m,
+                                                                                  r);
+    int mi = (int)m, ri = (int)r, ni = (int)n;
+    /* Y = V^T Z; Y = T Y; Z -= V Y */
+    CB(cublasDgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ni, mi, &one, s->v, mi, zs, ni, &zero,
+                   s->w, ri));
+    CB(cublasDtrmm(s->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                   CUBLAS_DIAG_NON_UNIT, ri, ni, &one, t, ri, s->w, ri, s->w, ri)); /* in place */
+    CB(cublasDgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, mi, ni, ri, &minus_one, s->v, mi, s->w, ri,
+                   &one, zs, ni));
+  }
+}
+
+/* Eigenvalues (and vectors when jobz) of a (n x n, lower) by Xsyevd. */
+static void syevd(stage1 *s, double *a, double *w, cusolverEigMode_t jobz, probe_ws *ws) {
+  size_t db, hb;
+  CS(cusolverDnXsyevd_bufferSize(s->solver, s->params, jobz, CUBLAS_FILL_MODE_LOWER, s->n,
+                                 CUDA_R_64F, a, s->n, CUDA_R_64F, w, CUDA_R_64F, &db, &hb));
+  probe_ws_reserve(ws, db, hb);
+  CS(cusolverDnXsyevd(s->solver, s->params, jobz, CUBLAS_FILL_MODE_LOWER, s->n, CUDA_R_64F, a, s->n,
+                      CUDA_R_64F, w, CUDA_R_64F, ws->dev, db, ws->host, hb, s->info));
+}
+
+static double max_abs(const double *d, size_t count) {
+  double *h = (double *)malloc(sizeof(double) * count), m = 0;
+  CK(cudaMemcpy(h, d, sizeof(double) * count, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < count; i++) m = fmax(m, fabs(h[i]));
+  free(h);
+  return m;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: probe_sy2sb N B REPS\n");
+    return 2;
+  }
+  int64_t n = atoll(argv[1]), b = atoll(argv[2]);
+  int reps = atoi(argv[3]);
+  size_t nn = (size_t)(n * n), bytes = sizeof(double) * nn;
+  double *a0 = (double *)bench_sym_batch_device(1, n, 1), *a, *z, *r, *w, *wb;
+  CK(cudaMalloc((void **)&a, bytes));
+  CK(cudaMalloc((void **)&z, bytes));
+  CK(cudaMalloc((void **)&r, bytes));
+  CK(cudaMalloc((void **)&w, sizeof(double) * (size_t)n));
+  CK(cudaMalloc((void **)&wb, sizeof(double) * (size_t)n));
+  stage1 s;
+  stage1_init(&s, n, b);
+  probe_ws ws;
+  memset(&ws, 0, sizeof ws);
+  cudaEvent_t e0, e1, e2;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  CK(cudaEventCreate(&e2));
+  float *t_red = (float *)malloc(sizeof(float) * (size_t)reps),
+        *t_app = (float *)malloc(sizeof(float) * (size_t)reps),
+        *t_ref = (float *)malloc(sizeof(float) * (size_t)reps);
+  for (int rep = -1; rep < reps; rep++) {
+    CK(cudaMemcpyAsync(a, a0, bytes, cudaMemcpyDeviceToDevice, s.st));
+    CK(cudaMemcpyAsync(z, a0, bytes, cudaMemcpyDeviceToDevice, s.st));
+    CK(cudaEventRecord(e0, s.st));
+    stage1_reduce(&s, a);
+    CK(cudaEventRecord(e1, s.st));
+    stage1_apply(&s, a, z);
+    CK(cudaEventRecord(e2, s.st));
+    CK(cudaEventSynchronize(e2));
+    if (rep >= 0) {
+      CK(cudaEventElapsedTime(&t_red[rep], e0, e1));
+      CK(cudaEventElapsedTime(&t_app[rep], e1, e2));
+    }
+    CK(cudaMemcpyAsync(r, a0, bytes, cudaMemcpyDeviceToDevice, s.st));
+    CK(cudaEventRecord(e0, s.st));
+    syevd(&s, r, w, CUSOLVER_EIG_MODE_VECTOR, &ws);
+    CK(cudaEventRecord(e1, s.st));
+    CK(cudaEventSynchronize(e1));
+    if (rep >= 0) CK(cudaEventElapsedTime(&t_ref[rep], e0, e1));
+  }
+  /* Checks: eigenvalues of the band against A's; residual of Q1 Z_B. */
+  double amax = max_abs(a0, nn);
+  dim3 grid((unsigned)((n + 255) / 256), (unsigned)n);
+  keep_band<<<grid, 256, 0, s.st>>>(a, n, b);
+  /* the band copy loses the reflectors: reduce again into z for apply */
+  CK(cudaMemcpyAsync(z, a0, bytes, cudaMemcpyDeviceToDevice, s.st));
+  stage1_reduce(&s, z);                            /* z: band + reflectors, the same as a was */
+  syevd(&s, a, wb, CUSOLVER_EIG_MODE_VECTOR, &ws); /* a: Z_B */
+  CK(cudaMemcpyAsync(r, a0, bytes, cudaMemcpyDeviceToDevice, s.st));
+  syevd(&s, r, w, CUSOLVER_EIG_MODE_NOVECTOR, &ws);
+  CK(cudaStreamSynchronize(s.st));
+  double *hw = (double *)malloc(sizeof(double) * (size_t)n),
+         *hwb = (double *)malloc(sizeof(double) * (size_t)n), wdiff = 0;
+  CK(cudaMemcpy(hw, w, sizeof(double) * (size_t)n, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(hwb, wb, sizeof(double) * (size_t)n, cudaMemcpyDeviceToHost));
+  for (int64_t i = 0; i < n; i++) wdiff = fmax(wdiff, fabs(hw[i] - hwb[i]));
+  stage1_apply(&s, z, a); /* a <- Q1 Z_B */
+  const double one = 1.0, zero = 0.0;
+  int ni = (int)n;
+  CB(cublasDsymm(s.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, ni, ni, &one, a0, ni, a, ni,
+                 &zero, r, ni));
+  sub_scaled<<<grid, 256, 0, s.st>>>(r, a, wb, n);
+  CK(cudaStreamSynchronize(s.st));
+  double res = max_abs(r, nn) / amax;
+  printf(
+      "| f64 | 1x%lld | band %lld | reduce %.3f ms | apply Q1 %.3f ms | Xsyevd %.3f ms | "
+      "w diff %.1e | residual %.1e |\n",
+      (long long)n, (long long)b, probe_median_f(t_red, reps), probe_median_f(t_app, reps),
+      probe_median_f(t_ref, reps), wdiff / amax, res);
+  return 0;
+}
