@@ -1,15 +1,18 @@
 /*
- * probe_sy2sb N B REPS
+ * probe_two_stage N B REPS
  *
- * The first stage of a two-stage float64 eigensolver on one matrix: the
- * dense symmetric A (lower) reduced to a band of half-bandwidth B by
- * block reflectors (cuSOLVER Xgeqrf per panel of B columns, cuBLAS symm /
- * syr2k for the two-sided update), and that stage's back-transformation
- * Z <- Q1 Z applied to n x n eigenvectors. Times both (median of REPS, CUDA
- * events) against Xsyevd on the same matrix, and checks them: the band
- * matrix's eigenvalues against A's (both by Xsyevd), and the residual
- * max |A z - w z| / max|A| of Q1 times the band matrix's eigenvectors.
- * Whether a two-stage path can beat Xsyevd depends on this stage's cost.
+ * A two-stage float64 eigensolver of one matrix, piece by piece, against
+ * Xsyevd on the same matrix (bench_cuda's, sym_batch.h):
+ *   1. dense A (lower) to a band of half-bandwidth B by block reflectors
+ *      (cuSOLVER Xgeqrf per panel of B columns, cuBLAS symm / syr2k for
+ *      the two-sided update);
+ *   2. band to tridiagonal by bulge chasing (kernels/sb2st.cu);
+ *   3. our tridiagonal step (bisection, twisted factorizations);
+ *   4. the vectors back through stage 2's reflectors (kernels/sb2st.cu);
+ *   5. and through stage 1's (cuBLAS gemm / trmm per panel).
+ * Median ms of each part over REPS (CUDA events), then the checks: the
+ * eigenvalues against Xsyevd's, max |A z - w z| / max|A| and
+ * max |Z^T Z - I|.
  */
 #include <math.h>
 #include <stdint.h>
@@ -20,6 +23,11 @@
 #include <cublas_v2.h>
 #include <cusolverDn.h>
 
+#include "linalg/cuda/kernels/kernels.h"
+#include "linalg/cuda/kernels/sb2st.h"
+extern "C" {
+#include "linalg/cuda/tridiag_step.h" /* a C header without C++ guards */
+}
 #include "probe_util.h"
 #include "sym_batch_device.h"
 
@@ -74,6 +82,12 @@ __global__ void keep_band(double *a, int64_t n, int64_t b) {
 __global__ void sub_scaled(double *r, const double *z, const double *w, int64_t n) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, j = blockIdx.y;
   if (i < n) r[i + j * n] -= w[j] * z[i + j * n];
+}
+
+/* r -= I */
+__global__ void minus_identity(double *r, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) r[i + i * n] -= 1.0;
 }
 
 typedef struct {
@@ -191,79 +205,105 @@ static double max_abs(const double *d, size_t count) {
   return m;
 }
 
+enum { PARTS = 6 };
+static const char *part_name[PARTS] = {"sy2sb", "sb2st", "tridiagonal", "Q2", "Q1", "Xsyevd"};
+
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: probe_sy2sb N B REPS\n");
+    fprintf(stderr, "usage: probe_two_stage N B REPS\n");
     return 2;
   }
   int64_t n = atoll(argv[1]), b = atoll(argv[2]);
   int reps = atoi(argv[3]);
   size_t nn = (size_t)(n * n), bytes = sizeof(double) * nn;
-  double *a0 = (double *)bench_sym_batch_device(1, n, 1), *a, *z, *r, *w, *wb;
+  int64_t steps = gstat_cu_sb2st_steps(n, b);
+  double *a0 = (double *)bench_sym_batch_device(1, n, 1), *a, *z, *r, *w, *wref, *ab, *vs, *taus,
+         *tg, *d, *e;
+  int *progress, *host_flag;
   CK(cudaMalloc((void **)&a, bytes));
   CK(cudaMalloc((void **)&z, bytes));
   CK(cudaMalloc((void **)&r, bytes));
   CK(cudaMalloc((void **)&w, sizeof(double) * (size_t)n));
-  CK(cudaMalloc((void **)&wb, sizeof(double) * (size_t)n));
+  CK(cudaMalloc((void **)&wref, sizeof(double) * (size_t)n));
+  CK(cudaMalloc((void **)&d, sizeof(double) * (size_t)n));
+  CK(cudaMalloc((void **)&e, sizeof(double) * (size_t)n));
+  CK(cudaMalloc((void **)&ab, sizeof(double) * (size_t)(2 * b * n)));
+  CK(cudaMalloc((void **)&vs, sizeof(double) * (size_t)(n * steps * b)));
+  CK(cudaMalloc((void **)&taus, sizeof(double) * (size_t)(n * steps)));
+  CK(cudaMalloc((void **)&tg, gstat_cu_sb2st_apply_bytes(n, b)));
+  CK(cudaMalloc((void **)&progress, sizeof(int) * (size_t)n));
+  CK(cudaMallocHost((void **)&host_flag, sizeof(int)));
+  size_t at = 0;
+  gstat_cu_tridiag_parts parts = gstat_cu_tridiag_parts_at(&at, n, 1, 1);
+  char *base;
+  CK(cudaMalloc((void **)&base, at));
   stage1 s;
   stage1_init(&s, n, b);
   probe_ws ws;
   memset(&ws, 0, sizeof ws);
-  cudaEvent_t e0, e1, e2;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  CK(cudaEventCreate(&e2));
-  float *t_red = (float *)malloc(sizeof(float) * (size_t)reps),
-        *t_app = (float *)malloc(sizeof(float) * (size_t)reps),
-        *t_ref = (float *)malloc(sizeof(float) * (size_t)reps);
+  cudaEvent_t ev[PARTS + 1];
+  for (int i = 0; i <= PARTS; i++) CK(cudaEventCreate(&ev[i]));
+  float *ms = (float *)malloc(sizeof(float) * (size_t)(PARTS * reps));
+  int degenerate = 0;
   for (int rep = -1; rep < reps; rep++) {
     CK(cudaMemcpyAsync(a, a0, bytes, cudaMemcpyDeviceToDevice, s.st));
-    CK(cudaMemcpyAsync(z, a0, bytes, cudaMemcpyDeviceToDevice, s.st));
-    CK(cudaEventRecord(e0, s.st));
+    CK(cudaEventRecord(ev[0], s.st));
+    /* gstat's scaling of extreme magnitudes (sigma = 1 for these matrices) */
+    CK(gstat_cu_sytrd_scale(2, a, n, 1, (double *)(base + parts.norms),
+                            (double *)(base + parts.sigma), s.st));
     stage1_reduce(&s, a);
-    CK(cudaEventRecord(e1, s.st));
-    stage1_apply(&s, a, z);
-    CK(cudaEventRecord(e2, s.st));
-    CK(cudaEventSynchronize(e2));
-    if (rep >= 0) {
-      CK(cudaEventElapsedTime(&t_red[rep], e0, e1));
-      CK(cudaEventElapsedTime(&t_app[rep], e1, e2));
+    CK(cudaEventRecord(ev[1], s.st));
+    CK(gstat_cu_sb2st_load(a, n, n, b, ab, s.st));
+    CK(gstat_cu_sb2st_reduce(ab, n, b, vs, taus, progress, d, e, s.st));
+    CK(cudaEventRecord(ev[2], s.st));
+    const char *what = "";
+    gstat_cu_tridiag_step_args t = {2, n,      1, d,    e,         base, parts,
+                                    w, s.info, z, 1e-8, host_flag, s.st};
+    cudaError_t err = gstat_cu_tridiag_step(&t, &degenerate, &what);
+    if (err != cudaSuccess) {
+      fprintf(stderr, "tridiagonal step: %s: %s\n", what, cudaGetErrorString(err));
+      return 1;
     }
+    CK(cudaEventRecord(ev[3], s.st));
+    CK(gstat_cu_sb2st_apply(vs, taus, n, b, tg, z, s.st));
+    CK(cudaEventRecord(ev[4], s.st));
+    stage1_apply(&s, a, z);
+    CK(cudaEventRecord(ev[5], s.st));
     CK(cudaMemcpyAsync(r, a0, bytes, cudaMemcpyDeviceToDevice, s.st));
-    CK(cudaEventRecord(e0, s.st));
-    syevd(&s, r, w, CUSOLVER_EIG_MODE_VECTOR, &ws);
-    CK(cudaEventRecord(e1, s.st));
-    CK(cudaEventSynchronize(e1));
-    if (rep >= 0) CK(cudaEventElapsedTime(&t_ref[rep], e0, e1));
+    syevd(&s, r, wref, CUSOLVER_EIG_MODE_VECTOR, &ws);
+    CK(cudaEventRecord(ev[6], s.st));
+    CK(cudaEventSynchronize(ev[6]));
+    if (rep >= 0)
+      for (int i = 0; i < PARTS; i++)
+        CK(cudaEventElapsedTime(&ms[i * reps + rep], ev[i], ev[i + 1]));
   }
-  /* Checks: eigenvalues of the band against A's; residual of Q1 Z_B. */
-  double amax = max_abs(a0, nn);
-  dim3 grid((unsigned)((n + 255) / 256), (unsigned)n);
-  keep_band<<<grid, 256, 0, s.st>>>(a, n, b);
-  /* the band copy loses the reflectors: reduce again into z for apply */
-  CK(cudaMemcpyAsync(z, a0, bytes, cudaMemcpyDeviceToDevice, s.st));
-  stage1_reduce(&s, z);                            /* z: band + reflectors, the same as a was */
-  syevd(&s, a, wb, CUSOLVER_EIG_MODE_VECTOR, &ws); /* a: Z_B */
-  CK(cudaMemcpyAsync(r, a0, bytes, cudaMemcpyDeviceToDevice, s.st));
-  syevd(&s, r, w, CUSOLVER_EIG_MODE_NOVECTOR, &ws);
-  CK(cudaStreamSynchronize(s.st));
+  /* checks */
+  double amax = max_abs(a0, nn), wdiff = 0;
   double *hw = (double *)malloc(sizeof(double) * (size_t)n),
-         *hwb = (double *)malloc(sizeof(double) * (size_t)n), wdiff = 0;
+         *hwr = (double *)malloc(sizeof(double) * (size_t)n);
   CK(cudaMemcpy(hw, w, sizeof(double) * (size_t)n, cudaMemcpyDeviceToHost));
-  CK(cudaMemcpy(hwb, wb, sizeof(double) * (size_t)n, cudaMemcpyDeviceToHost));
-  for (int64_t i = 0; i < n; i++) wdiff = fmax(wdiff, fabs(hw[i] - hwb[i]));
-  stage1_apply(&s, z, a); /* a <- Q1 Z_B */
+  CK(cudaMemcpy(hwr, wref, sizeof(double) * (size_t)n, cudaMemcpyDeviceToHost));
+  for (int64_t i = 0; i < n; i++) wdiff = fmax(wdiff, fabs(hw[i] - hwr[i]));
   const double one = 1.0, zero = 0.0;
   int ni = (int)n;
-  CB(cublasDsymm(s.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, ni, ni, &one, a0, ni, a, ni,
+  dim3 grid((unsigned)((n + 255) / 256), (unsigned)n);
+  CB(cublasDsymm(s.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, ni, ni, &one, a0, ni, z, ni,
                  &zero, r, ni));
-  sub_scaled<<<grid, 256, 0, s.st>>>(r, a, wb, n);
+  sub_scaled<<<grid, 256, 0, s.st>>>(r, z, w, n);
   CK(cudaStreamSynchronize(s.st));
   double res = max_abs(r, nn) / amax;
-  printf(
-      "| f64 | 1x%lld | band %lld | reduce %.3f ms | apply Q1 %.3f ms | Xsyevd %.3f ms | "
-      "w diff %.1e | residual %.1e |\n",
-      (long long)n, (long long)b, probe_median_f(t_red, reps), probe_median_f(t_app, reps),
-      probe_median_f(t_ref, reps), wdiff / amax, res);
+  CB(cublasDgemm(s.blas, CUBLAS_OP_T, CUBLAS_OP_N, ni, ni, ni, &one, z, ni, z, ni, &zero, r, ni));
+  minus_identity<<<(unsigned)((n + 255) / 256), 256, 0, s.st>>>(r, n);
+  CK(cudaStreamSynchronize(s.st));
+  double orth = max_abs(r, nn);
+  float total = 0;
+  printf("| f64 | 1x%lld | band %lld |", (long long)n, (long long)b);
+  for (int i = 0; i < PARTS; i++) {
+    float m = probe_median_f(ms + i * reps, reps);
+    if (i < PARTS - 1) total += m;
+    printf(" %s %.3f |", part_name[i], m);
+  }
+  printf(" two-stage %.3f ms | w diff %.1e | residual %.1e | orthogonality %.1e |%s\n", total,
+         wdiff / amax, res, orth, degenerate ? " degenerate |" : "");
   return 0;
 }
