@@ -205,8 +205,8 @@ static double max_abs(const double *d, size_t count) {
   return m;
 }
 
-enum { PARTS = 6 };
-static const char *part_name[PARTS] = {"sy2sb", "sb2st", "tridiagonal", "Q2", "Q1", "Xsyevd"};
+enum { PARTS = 7 };
+static const char *part_name[PARTS] = {"sy2sb", "sb2st", "tridiagonal", "NS", "Q2", "Q1", "Xsyevd"};
 
 int main(int argc, char **argv) {
   if (argc != 4) {
@@ -217,11 +217,12 @@ int main(int argc, char **argv) {
   int reps = atoi(argv[3]);
   size_t nn = (size_t)(n * n), bytes = sizeof(double) * nn;
   int64_t steps = gstat_cu_sb2st_steps(n, b);
-  double *a0 = (double *)bench_sym_batch_device(1, n, 1), *a, *z, *r, *w, *wref, *ab, *vs, *taus,
-         *tg, *d, *e;
+  double *a0 = (double *)bench_sym_batch_device(1, n, 1), *a, *z, *z2, *r, *w, *wref, *ab, *vs,
+         *taus, *d, *e;
   int *progress, *host_flag;
   CK(cudaMalloc((void **)&a, bytes));
   CK(cudaMalloc((void **)&z, bytes));
+  CK(cudaMalloc((void **)&z2, bytes));
   CK(cudaMalloc((void **)&r, bytes));
   CK(cudaMalloc((void **)&w, sizeof(double) * (size_t)n));
   CK(cudaMalloc((void **)&wref, sizeof(double) * (size_t)n));
@@ -230,7 +231,11 @@ int main(int argc, char **argv) {
   CK(cudaMalloc((void **)&ab, sizeof(double) * (size_t)(2 * b * n)));
   CK(cudaMalloc((void **)&vs, sizeof(double) * (size_t)(n * steps * b)));
   CK(cudaMalloc((void **)&taus, sizeof(double) * (size_t)(n * steps)));
-  CK(cudaMalloc((void **)&tg, gstat_cu_sb2st_apply_bytes(n, b)));
+  gstat_cu_sb2st_q2 *q2 = gstat_cu_sb2st_q2_plan(n, b);
+  if (!q2) {
+    fprintf(stderr, "no Q2 plan\n");
+    return 1;
+  }
   CK(cudaMalloc((void **)&progress, sizeof(int) * (size_t)n));
   CK(cudaMallocHost((void **)&host_flag, sizeof(int)));
   size_t at = 0;
@@ -265,14 +270,28 @@ int main(int argc, char **argv) {
       return 1;
     }
     CK(cudaEventRecord(ev[3], s.st));
-    CK(gstat_cu_sb2st_apply(vs, taus, n, b, tg, z, s.st));
+    {
+      /* one Newton-Schulz step, as sytrd_eigh.c: Z := Z (3 I - Z^T Z) / 2 */
+      const double one = 1.0, zero = 0.0, m_half = -0.5, three_halves = 1.5;
+      int ni = (int)n;
+      CB(cublasDgemm(s.blas, CUBLAS_OP_T, CUBLAS_OP_N, ni, ni, ni, &one, z, ni, z, ni, &zero, r,
+                     ni));
+      CK(cudaMemcpyAsync(z2, z, bytes, cudaMemcpyDeviceToDevice, s.st));
+      CB(cublasDgemm(s.blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &m_half, z, ni, r, ni,
+                     &three_halves, z2, ni));
+      double *tmp = z;
+      z = z2;
+      z2 = tmp;
+    }
     CK(cudaEventRecord(ev[4], s.st));
-    stage1_apply(&s, a, z);
+    CK(gstat_cu_sb2st_q2_apply(q2, s.blas, vs, taus, z, s.st));
     CK(cudaEventRecord(ev[5], s.st));
+    stage1_apply(&s, a, z);
+    CK(cudaEventRecord(ev[6], s.st));
     CK(cudaMemcpyAsync(r, a0, bytes, cudaMemcpyDeviceToDevice, s.st));
     syevd(&s, r, wref, CUSOLVER_EIG_MODE_VECTOR, &ws);
-    CK(cudaEventRecord(ev[6], s.st));
-    CK(cudaEventSynchronize(ev[6]));
+    CK(cudaEventRecord(ev[7], s.st));
+    CK(cudaEventSynchronize(ev[7]));
     if (rep >= 0)
       for (int i = 0; i < PARTS; i++)
         CK(cudaEventElapsedTime(&ms[i * reps + rep], ev[i], ev[i + 1]));

@@ -24,7 +24,9 @@
  * shares a row with it.
  */
 #include <climits>
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "sb2st.h"
 
@@ -33,7 +35,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr unsigned kFull = 0xffffffffu;
-constexpr int kApplyCols = 32; /* columns of Z per block of the apply kernel */
 
 __device__ __forceinline__ double ldg(const double *p) {
   return __ldcg(p);
@@ -71,16 +72,30 @@ __device__ double block_sum(double x, double *red) {
   return s;
 }
 
-/* Task (j, k); sv, sw: b doubles each, red: kWarps + 4. */
+/* Task (j, k). Its three blocks are read into shared memory at once (one
+ * L2 round trip instead of one per phase), updated there, and each element
+ * is written back as soon as it is final. sm: 3 b^2 + 3 b + kWarps + 4. */
 __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, double *vout,
-                           double *tau_out, double *sv, double *sw, double *red) {
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int64_t r0 = j + 1 + k * b, c0 = k == 0 ? j : r0 - b;
-  const int len = (int)(b < n - r0 ? b : n - r0);
+                           double *tau_out, double *sm) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, B = (int)b;
+  const int64_t r0 = j + 1 + k * b, c0 = k == 0 ? j : r0 - b, e0 = r0 + (b < n - r0 ? b : n - r0);
+  const int len = (int)(e0 - r0), m = (int)(b < n - e0 ? b : n - e0), wr = k == 0 ? 1 : B;
+  double *sR = sm, *sD = sR + B * B, *sE = sD + B * B, *sv = sE + B * B, *sw = sv + B, *sq = sw + B,
+         *red = sq + B;
 
-  /* the reflector (LAPACK's dlarfg convention) */
-  double x = tid < len ? ldg(A.at(r0 + tid, c0)) : 0.0;
-  double sigma = block_sum(tid >= 1 && tid < len ? x * x : 0.0, red);
+  for (int idx = tid; idx < len * wr; idx += kThreads)
+    sR[idx % len + (idx / len) * B] = ldg(A.at(r0 + idx % len, c0 + idx / len));
+  for (int idx = tid; idx < len * len; idx += kThreads) {
+    const int i = idx % len, l = idx / len;
+    if (i >= l) sD[i + l * B] = sD[l + i * B] = ldg(A.at(r0 + i, r0 + l));
+  }
+  for (int idx = tid; idx < m * len; idx += kThreads)
+    sE[idx % m + (idx / m) * B] = ldg(A.at(e0 + idx % m, r0 + idx / m));
+  __syncthreads();
+
+  /* the reflector (LAPACK's dlarfg convention) from R's first column */
+  const double x = tid < len ? sR[tid] : 0.0;
+  const double sigma = block_sum(tid >= 1 && tid < len ? x * x : 0.0, red);
   if (tid == 0) {
     double alpha = x, tau = 0.0, beta = alpha, scale = 0.0;
     if (sigma > 0.0) {
@@ -95,7 +110,7 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
   }
   __syncthreads();
   const double tau = red[kWarps], beta = red[kWarps + 1], scale = red[kWarps + 2];
-  if (tid < b) {
+  if (tid < B) {
     double v = tid == 0 ? 1.0 : (tid < len ? x * scale : 0.0);
     sv[tid] = v;
     vout[tid] = v;
@@ -105,60 +120,48 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
   __syncthreads();
   if (tau == 0.0) return; /* H = I */
 
-  /* H from the left on the block's other columns */
+  /* H from the left on R's other columns (a warp per column); p = tau D v
+   * and q = tau E v (a thread per row) */
   if (k > 0)
-    for (int c = 1 + warp; c < b; c += kWarps) {
-      const int64_t col = c0 + c;
+    for (int c = 1 + warp; c < B; c += kWarps) {
       double s = 0.0;
-      for (int t = lane; t < len; t += 32) s += sv[t] * ldg(A.at(r0 + t, col));
+      for (int t = lane; t < len; t += 32) s += sv[t] * sR[t + c * B];
       s = tau * warp_sum(s);
-      for (int t = lane; t < len; t += 32) {
-        double *p = A.at(r0 + t, col);
-        stg(p, ldg(p) - s * sv[t]);
-      }
+      for (int t = lane; t < len; t += 32) stg(A.at(r0 + t, c0 + c), sR[t + c * B] - s * sv[t]);
     }
-
-  /* both sides of D: p = tau D v, w = p - (tau p^T v / 2) v, D -= v w^T + w v^T */
-  for (int i = warp; i < len; i += kWarps) {
+  if (tid < len) {
     double s = 0.0;
-    for (int l = lane; l < len; l += 32)
-      s += ldg(i >= l ? A.at(r0 + i, r0 + l) : A.at(r0 + l, r0 + i)) * sv[l];
-    s = warp_sum(s);
-    if (lane == 0) sw[i] = tau * s;
+    for (int l = 0; l < len; l++) s += sD[tid + l * B] * sv[l];
+    sw[tid] = tau * s;
+  } else if (tid >= 64 && tid < 64 + m) {
+    const int i = tid - 64;
+    double s = 0.0;
+    for (int l = 0; l < len; l++) s += sE[i + l * B] * sv[l];
+    sq[i] = tau * s;
   }
   __syncthreads();
-  double pv = block_sum(tid < len ? sw[tid] * sv[tid] : 0.0, red);
+  /* w = p - (tau p^T v / 2) v; D -= v w^T + w v^T; E -= q v^T */
+  const double pv = block_sum(tid < len ? sw[tid] * sv[tid] : 0.0, red);
   if (tid < len) sw[tid] -= 0.5 * tau * pv * sv[tid];
   __syncthreads();
   for (int idx = tid; idx < len * len; idx += kThreads) {
-    int i = idx % len, l = idx / len;
-    if (i >= l) {
-      double *p = A.at(r0 + i, r0 + l);
-      stg(p, ldg(p) - sv[i] * sw[l] - sw[i] * sv[l]);
-    }
+    const int i = idx % len, l = idx / len;
+    if (i >= l) stg(A.at(r0 + i, r0 + l), sD[i + l * B] - sv[i] * sw[l] - sw[i] * sv[l]);
   }
-  __syncthreads();
-
-  /* H from the right on the block below D: E -= tau (E v) v^T */
-  const int64_t e0 = r0 + len;
-  const int m = (int)(b < n - e0 ? b : n - e0);
-  if (tid < m) {
-    double s = 0.0;
-    for (int l = 0; l < len; l++) s += ldg(A.at(e0 + tid, r0 + l)) * sv[l];
-    sw[tid] = tau * s;
-  }
-  __syncthreads();
   for (int idx = tid; idx < m * len; idx += kThreads) {
-    int i = idx % m, l = idx / m;
-    double *p = A.at(e0 + i, r0 + l);
-    stg(p, ldg(p) - sw[i] * sv[l]);
+    const int i = idx % m, l = idx / m;
+    stg(A.at(e0 + i, r0 + l), sE[i + l * B] - sq[i] * sv[l]);
   }
+}
+
+size_t chase_smem(int64_t b) {
+  return sizeof(double) * (size_t)(3 * b * b + 3 * b + kWarps + 4);
 }
 
 __global__ void __launch_bounds__(kThreads)
     chase_kernel(double *ab, int64_t ld, int64_t n, int64_t b, int64_t steps, double *vs,
                  double *taus, int *progress) {
-  __shared__ double sv[64], sw[64], red[kWarps + 4];
+  extern __shared__ double sm[];
   const band A{ab, ld};
   for (int64_t j = blockIdx.x; j < n - 2; j += gridDim.x) {
     const int64_t nk = sweep_steps(n, b, j);
@@ -172,7 +175,7 @@ __global__ void __launch_bounds__(kThreads)
         }
         __syncthreads();
       }
-      chase_task(A, n, b, j, k, vs + (j * steps + k) * b, taus + j * steps + k, sv, sw, red);
+      chase_task(A, n, b, j, k, vs + (j * steps + k) * b, taus + j * steps + k, sm);
       __threadfence();
       __syncthreads();
       if (threadIdx.x == 0) {
@@ -202,31 +205,32 @@ __device__ const double *group_vector(const double *vs, int64_t n, int64_t b, in
   return j < n - 2 && k < sweep_steps(n, b, j) ? vs + (j * steps + k) * b : nullptr;
 }
 
-/* T of each group's block reflector (forward, columnwise, as dlarft):
- * T(i,i) = tau_i, T(i,c) = -tau_c sum_{l=i}^{c-1} T(i,l) (v_l . v_c). One
- * block per group (blockIdx.x = k, blockIdx.y = J); row i by thread i. */
-__global__ void group_t_kernel(const double *vs, const double *taus, int64_t n, int64_t b,
-                               int64_t steps, double *tg) {
+/* Group g's block reflector I - V T V^T (forward, columnwise, as dlarft:
+ * T(i,i) = tau_i, T(i,c) = -tau_c sum_{l=i}^{c-1} T(i,l) (v_l . v_c)),
+ * written as V (h x L) and Y = V T^T (h x L), h = 2L - 1, L = b: the group
+ * then acts as Z -= V (Y^T Z). One block per group; T's row i by thread i
+ * (it depends on row i alone). */
+__global__ void group_vy_kernel(const double *vs, const double *taus, int64_t n, int64_t b,
+                                int64_t steps, const int *gj, const int *gk, double *vg,
+                                double *yg) {
   extern __shared__ double sm[];
-  const int64_t k = blockIdx.x, J = blockIdx.y;
-  const int L = (int)b;
-  double *g = sm, *t = g + L * L, *tau = t + L * L;
-  double *out = tg + (J * steps + k) * L * L;
-  if (k >= sweep_steps(n, b, J * b)) return;
-  for (int i = threadIdx.x; i < L; i += blockDim.x) {
-    const int64_t j = J * b + i;
-    tau[i] = group_vector(vs, n, b, steps, J, k, i) ? taus[j * steps + k] : 0.0;
+  const int L = (int)b, h = 2 * L - 1;
+  const int64_t g = blockIdx.x, J = gj[g], k = gk[g];
+  double *v = sm, *gram = v + h * L, *t = gram + L * L, *tau = t + L * L;
+  for (int idx = threadIdx.x; idx < h * L; idx += blockDim.x) {
+    const int r = idx % h, i = idx / h, off = r - i;
+    const double *vi = group_vector(vs, n, b, steps, J, k, i);
+    v[idx] = vi && off >= 0 && off < L ? vi[off] : 0.0;
   }
-  /* g(l, c) = v_l . v_c for l < c: column l sits at rows l .. l + b, c at c .. c + b */
+  for (int i = threadIdx.x; i < L; i += blockDim.x)
+    tau[i] = group_vector(vs, n, b, steps, J, k, i) ? taus[(J * b + i) * steps + k] : 0.0;
+  __syncthreads();
   for (int idx = threadIdx.x; idx < L * L; idx += blockDim.x) {
     const int l = idx % L, c = idx / L;
-    if (l >= c) continue;
-    const double *vl = group_vector(vs, n, b, steps, J, k, l),
-                 *vc = group_vector(vs, n, b, steps, J, k, c);
     double s = 0.0;
-    if (vl && vc)
-      for (int r = c; r < l + b; r++) s += vl[r - l] * vc[r - c];
-    g[l + c * L] = s;
+    if (l < c)
+      for (int r = c; r < l + L; r++) s += v[r + l * h] * v[r + c * h];
+    gram[idx] = s;
   }
   __syncthreads();
   for (int i = threadIdx.x; i < L; i += blockDim.x) {
@@ -234,69 +238,19 @@ __global__ void group_t_kernel(const double *vs, const double *taus, int64_t n, 
     t[i + i * L] = tau[i];
     for (int c = i + 1; c < L; c++) {
       double s = 0.0;
-      for (int l = i; l < c; l++) s += t[i + l * L] * g[l + c * L];
+      for (int l = i; l < c; l++) s += t[i + l * L] * gram[l + c * L];
       t[i + c * L] = -tau[c] * s;
     }
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < L * L; idx += blockDim.x) out[idx] = t[idx];
-}
-
-/* Z <- Q2 Z on kApplyCols columns per block, group by group in the order
- * of the header comment: Zs -= V (T (V^T Zs)) on the group's rows. */
-__global__ void __launch_bounds__(kThreads)
-    apply_kernel(const double *vs, const double *tg, int64_t n, int64_t b, int64_t steps,
-                 double *z) {
-  extern __shared__ double sm[];
-  const int L = (int)b, h = 2 * L - 1, C = kApplyCols;
-  const int64_t col0 = blockIdx.x * (int64_t)C;
-  const int cw = (int)(C < n - col0 ? C : n - col0);
-  double *zs = sm, *vg = zs + h * C, *t = vg + h * L, *w = t + L * L, *w2 = w + L * C;
-  const int64_t groups = (n - 2 + L - 1) / L;
-  for (int64_t J = groups - 1; J >= 0; J--)
-    for (int64_t k = 0; k < sweep_steps(n, b, J * b); k++) {
-      const int64_t row0 = J * b + 1 + k * b;
-      const int hh = (int)(h < n - row0 ? h : n - row0);
-      for (int idx = threadIdx.x; idx < h * C; idx += kThreads) {
-        const int r = idx % h, c = idx / h;
-        zs[idx] = r < hh && c < cw ? z[(row0 + r) + (col0 + c) * n] : 0.0;
-      }
-      for (int idx = threadIdx.x; idx < h * L; idx += kThreads) {
-        const int r = idx % h, i = idx / h, off = r - i;
-        const double *v = group_vector(vs, n, b, steps, J, k, i);
-        vg[idx] = v && off >= 0 && off < L ? v[off] : 0.0;
-      }
-      const double *tk = tg + (J * steps + k) * L * L;
-      for (int idx = threadIdx.x; idx < L * L; idx += kThreads) t[idx] = tk[idx];
-      __syncthreads();
-      for (int idx = threadIdx.x; idx < L * C; idx += kThreads) {
-        const int i = idx % L, c = idx / L;
-        double s = 0.0;
-        for (int r = i; r < i + L; r++) s += vg[r + i * h] * zs[r + c * h];
-        w[idx] = s;
-      }
-      __syncthreads();
-      for (int idx = threadIdx.x; idx < L * C; idx += kThreads) {
-        const int i = idx % L, c = idx / L;
-        double s = 0.0;
-        for (int l = i; l < L; l++) s += t[i + l * L] * w[l + c * L];
-        w2[idx] = s;
-      }
-      __syncthreads();
-      for (int idx = threadIdx.x; idx < h * C; idx += kThreads) {
-        const int r = idx % h, c = idx / h;
-        const int lo = r - L + 1 > 0 ? r - L + 1 : 0, hi = r < L - 1 ? r : L - 1;
-        double s = 0.0;
-        for (int i = lo; i <= hi; i++) s += vg[r + i * h] * w2[i + c * L];
-        if (r < hh && c < cw) z[(row0 + r) + (col0 + c) * n] = zs[idx] - s;
-      }
-      __syncthreads();
-    }
-}
-
-size_t apply_smem(int64_t b) {
-  const size_t L = (size_t)b, h = 2 * L - 1;
-  return sizeof(double) * (h * kApplyCols + h * L + L * L + 2 * L * kApplyCols);
+  double *vo = vg + g * h * L, *yo = yg + g * h * L;
+  for (int idx = threadIdx.x; idx < h * L; idx += blockDim.x) {
+    const int r = idx % h, i = idx / h;
+    double s = 0.0;
+    for (int l = i; l < L; l++) s += v[r + l * h] * t[i + l * L];
+    vo[idx] = v[idx];
+    yo[idx] = s;
+  }
 }
 
 }  // namespace
@@ -321,10 +275,13 @@ extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, d
   int64_t steps = gstat_cu_sb2st_steps(n, b), ld = 2 * b;
   if (n > 2) {
     int dev, sms, per_sm;
+    const size_t smem = chase_smem(b);
     if ((err = cudaGetDevice(&dev)) != cudaSuccess ||
         (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
-        (err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chase_kernel, kThreads, 0)) !=
-            cudaSuccess)
+        (err = cudaFuncSetAttribute(chase_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem)) != cudaSuccess ||
+        (err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chase_kernel, kThreads,
+                                                             smem)) != cudaSuccess)
       return err;
     int64_t blocks = sms < n - 2 ? sms : n - 2;
     if (per_sm < 1) return cudaErrorLaunchOutOfResources;
@@ -332,34 +289,129 @@ extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, d
       return err;
     void *args[] = {&ab, &ld, &n, &b, &steps, &vs, &taus, &progress};
     if ((err = cudaLaunchCooperativeKernel((const void *)chase_kernel, dim3((unsigned)blocks),
-                                           dim3(kThreads), args, 0, st)) != cudaSuccess)
+                                           dim3(kThreads), args, smem, st)) != cudaSuccess)
       return err;
   }
   tridiagonal_of<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(ab, ld, n, d, e);
   return cudaGetLastError();
 }
 
-extern "C" size_t gstat_cu_sb2st_apply_bytes(int64_t n, int64_t b) {
-  int64_t groups = (n - 2 + b - 1) / b;
-  if (groups < 1) groups = 1;
-  return sizeof(double) * (size_t)(groups * gstat_cu_sb2st_steps(n, b) * b * b);
+/* The plan of Q2's application: groups in wavefronts t = 3 (G - 1 - J) + k
+ * (G sweep groups): a group depends only on groups of earlier wavefronts
+ * (the one before it at its J, and the overlapping ones at J + 1, J + 2),
+ * and the groups of one wavefront share no row. Each wavefront is two
+ * batched gemms over a copy of Z padded by h zero rows. */
+struct gstat_cu_sb2st_q2 {
+  int64_t n, b, groups, waves, widest;
+  int *gj, *gk;             /* device: each group's J and k */
+  double *vg, *yg, *w, *zp; /* device: V and Y per group, W per wavefront slot, padded Z */
+  const double **ptr;       /* device: per group, Y, Z rows, W, V (4 x groups) */
+  int64_t *wave_start;      /* host: the wavefronts' first group (waves + 1) */
+};
+
+extern "C" void gstat_cu_sb2st_q2_free(gstat_cu_sb2st_q2 *p) {
+  if (!p) return;
+  cudaFree(p->gj);
+  cudaFree(p->gk);
+  cudaFree(p->vg);
+  cudaFree(p->yg);
+  cudaFree(p->w);
+  cudaFree(p->zp);
+  cudaFree(p->ptr);
+  delete[] p->wave_start;
+  delete p;
 }
 
-extern "C" cudaError_t gstat_cu_sb2st_apply(const double *vs, const double *taus, int64_t n,
-                                            int64_t b, double *tg, double *z, cudaStream_t st) {
-  if (b < 1 || b > 64) return cudaErrorInvalidValue;
-  if (n <= 2) return cudaSuccess;
+extern "C" gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b) {
+  if (n <= 2 || b < 1 || b > 64) return nullptr;
+  gstat_cu_sb2st_q2 *p = new gstat_cu_sb2st_q2();
+  const int64_t L = b, h = 2 * L - 1, G = (n - 2 + L - 1) / L, ldz = n + h;
+  p->n = n;
+  p->b = b;
+  p->waves = 3 * (G - 1) + sweep_steps(n, b, 0);
+  std::vector<int> hj, hk;
+  std::vector<int64_t> start;
+  for (int64_t t = 0; t < p->waves; t++) {
+    start.push_back((int64_t)hj.size());
+    for (int64_t Jp = 0; Jp < G; Jp++) {
+      const int64_t k = t - 3 * Jp, J = G - 1 - Jp;
+      if (k < 0 || k >= sweep_steps(n, b, J * b)) continue;
+      hj.push_back((int)J);
+      hk.push_back((int)k);
+    }
+  }
+  start.push_back((int64_t)hj.size());
+  p->groups = (int64_t)hj.size();
+  p->widest = 0;
+  for (int64_t t = 0; t < p->waves; t++)
+    p->widest = std::max(p->widest, start[(size_t)t + 1] - start[(size_t)t]);
+  p->wave_start = new int64_t[start.size()];
+  std::copy(start.begin(), start.end(), p->wave_start);
+  const size_t gb = sizeof(double) * (size_t)(p->groups * h * L);
+  if (cudaMalloc((void **)&p->gj, sizeof(int) * hj.size()) != cudaSuccess ||
+      cudaMalloc((void **)&p->gk, sizeof(int) * hk.size()) != cudaSuccess ||
+      cudaMalloc((void **)&p->vg, gb) != cudaSuccess ||
+      cudaMalloc((void **)&p->yg, gb) != cudaSuccess ||
+      cudaMalloc((void **)&p->w, sizeof(double) * (size_t)(p->widest * L * n)) != cudaSuccess ||
+      cudaMalloc((void **)&p->zp, sizeof(double) * (size_t)(ldz * n)) != cudaSuccess ||
+      cudaMalloc((void **)&p->ptr, sizeof(double *) * (size_t)(4 * p->groups)) != cudaSuccess) {
+    gstat_cu_sb2st_q2_free(p);
+    return nullptr;
+  }
+  std::vector<const double *> hp((size_t)(4 * p->groups));
+  for (int64_t t = 0; t < p->waves; t++)
+    for (int64_t g = start[(size_t)t]; g < start[(size_t)t + 1]; g++) {
+      const int64_t row0 = (int64_t)hj[(size_t)g] * b + 1 + (int64_t)hk[(size_t)g] * b,
+                    slot = g - start[(size_t)t];
+      hp[(size_t)g] = p->yg + g * h * L;
+      hp[(size_t)(p->groups + g)] = p->zp + row0;
+      hp[(size_t)(2 * p->groups + g)] = p->w + slot * L * n;
+      hp[(size_t)(3 * p->groups + g)] = p->vg + g * h * L;
+    }
+  if (cudaMemcpy(p->gj, hj.data(), sizeof(int) * hj.size(), cudaMemcpyHostToDevice) !=
+          cudaSuccess ||
+      cudaMemcpy(p->gk, hk.data(), sizeof(int) * hk.size(), cudaMemcpyHostToDevice) !=
+          cudaSuccess ||
+      cudaMemset(p->zp, 0, sizeof(double) * (size_t)(ldz * n)) != cudaSuccess ||
+      cudaMemcpy(p->ptr, hp.data(), sizeof(double *) * hp.size(), cudaMemcpyHostToDevice) !=
+          cudaSuccess) {
+    gstat_cu_sb2st_q2_free(p);
+    return nullptr;
+  }
+  return p;
+}
+
+extern "C" cudaError_t gstat_cu_sb2st_q2_apply(gstat_cu_sb2st_q2 *p, cublasHandle_t blas,
+                                               const double *vs, const double *taus, double *z,
+                                               cudaStream_t st) {
+  const int64_t n = p->n, b = p->b, L = b, h = 2 * L - 1, ldz = n + h;
+  const int64_t steps = gstat_cu_sb2st_steps(n, b);
+  const size_t smem = sizeof(double) * (size_t)(h * L + 2 * L * L + L);
   cudaError_t err;
-  const int64_t steps = gstat_cu_sb2st_steps(n, b), groups = (n - 2 + b - 1) / b;
-  const size_t tsm = sizeof(double) * (size_t)(2 * b * b + b), asm_ = apply_smem(b);
-  if ((err = cudaFuncSetAttribute(group_t_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  (int)tsm)) != cudaSuccess ||
-      (err = cudaFuncSetAttribute(apply_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  (int)asm_)) != cudaSuccess)
+  if ((err = cudaFuncSetAttribute(group_vy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  (int)smem)) != cudaSuccess)
     return err;
-  group_t_kernel<<<dim3((unsigned)steps, (unsigned)groups), 128, tsm, st>>>(vs, taus, n, b, steps,
-                                                                            tg);
-  apply_kernel<<<(unsigned)((n + kApplyCols - 1) / kApplyCols), kThreads, asm_, st>>>(vs, tg, n, b,
-                                                                                      steps, z);
-  return cudaGetLastError();
+  group_vy_kernel<<<(unsigned)p->groups, 128, smem, st>>>(vs, taus, n, b, steps, p->gj, p->gk,
+                                                          p->vg, p->yg);
+  if ((err = cudaMemcpy2DAsync(p->zp, sizeof(double) * (size_t)ldz, z, sizeof(double) * (size_t)n,
+                               sizeof(double) * (size_t)n, (size_t)n, cudaMemcpyDeviceToDevice,
+                               st)) != cudaSuccess)
+    return err;
+  if (cublasSetStream(blas, st) != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
+  const double one = 1.0, zero = 0.0, minus_one = -1.0;
+  const int li = (int)L, hi = (int)h, ni = (int)n, lz = (int)ldz;
+  for (int64_t t = 0; t < p->waves; t++) {
+    const int64_t g0 = p->wave_start[t], cnt = p->wave_start[t + 1] - g0;
+    const double *const *Y = p->ptr + g0, *const *Zr = p->ptr + p->groups + g0,
+                        *const *W = p->ptr + 2 * p->groups + g0,
+                        *const *V = p->ptr + 3 * p->groups + g0;
+    /* W = Y^T Z(rows); Z(rows) -= V W */
+    if (cublasDgemmBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, li, ni, hi, &one, Y, hi, Zr, lz, &zero,
+                           (double *const *)W, li, (int)cnt) != CUBLAS_STATUS_SUCCESS ||
+        cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, hi, ni, li, &minus_one, V, hi, W, li,
+                           &one, (double *const *)Zr, lz, (int)cnt) != CUBLAS_STATUS_SUCCESS)
+      return cudaErrorUnknown;
+  }
+  return cudaMemcpy2DAsync(z, sizeof(double) * (size_t)n, p->zp, sizeof(double) * (size_t)ldz,
+                           sizeof(double) * (size_t)n, (size_t)n, cudaMemcpyDeviceToDevice, st);
 }

@@ -14,6 +14,7 @@
 #ifndef GSTAT_LINALG_CUDA_KERNELS_SB2ST_H
 #define GSTAT_LINALG_CUDA_KERNELS_SB2ST_H
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -35,11 +36,16 @@ cudaError_t gstat_cu_sb2st_load(const double *a, int64_t lda, int64_t n, int64_t
 cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, double *vs, double *taus,
                                   int *progress, double *d, double *e, cudaStream_t st);
 
-/* Z (n x n, ld n) <- Q2 Z, Q2 the product of the reduction's reflectors;
- * tg: device scratch of gstat_cu_sb2st_apply_bytes. */
-size_t gstat_cu_sb2st_apply_bytes(int64_t n, int64_t b);
-cudaError_t gstat_cu_sb2st_apply(const double *vs, const double *taus, int64_t n, int64_t b,
-                                 double *tg, double *z, cudaStream_t st);
+/* Z <- Q2 Z, Q2 the product of the reduction's reflectors, by a plan for
+ * order n and band b (device buffers: the reflector groups' V and Y, a
+ * padded copy of Z, the batched gemms' pointers). NULL when out of memory
+ * or the arguments are out of range. */
+typedef struct gstat_cu_sb2st_q2 gstat_cu_sb2st_q2;
+gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b);
+void gstat_cu_sb2st_q2_free(gstat_cu_sb2st_q2 *p);
+/* Z (n x n, ld n) in place; blas is set to stream st. */
+cudaError_t gstat_cu_sb2st_q2_apply(gstat_cu_sb2st_q2 *p, cublasHandle_t blas, const double *vs,
+                                    const double *taus, double *z, cudaStream_t st);
 
 #ifdef __cplusplus
 }
