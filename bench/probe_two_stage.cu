@@ -1,5 +1,5 @@
 /*
- * probe_two_stage N B REPS
+ * probe_two_stage N B REPS [GROUP]
  *
  * A two-stage float64 eigensolver of one matrix, piece by piece, against
  * Xsyevd on the same matrix (bench_cuda's, sym_batch.h):
@@ -8,7 +8,8 @@
  *      the two-sided update);
  *   2. band to tridiagonal by bulge chasing (kernels/sb2st.cu);
  *   3. our tridiagonal step (bisection, twisted factorizations);
- *   4. the vectors back through stage 2's reflectors (kernels/sb2st.cu);
+ *   4. the vectors back through stage 2's reflectors (kernels/sb2st.cu),
+ *      GROUP sweeps' reflectors at a time (default B);
  *   5. and through stage 1's (cuBLAS gemm / trmm per panel).
  * Median ms of each part over REPS (CUDA events), then the checks: the
  * eigenvalues against Xsyevd's, max |A z - w z| / max|A| and
@@ -50,10 +51,11 @@ extern "C" {
 
 /* The panel's reflectors as an explicit m x r matrix (unit diagonal, zeros
  * above), from geqrf's compact form in p (leading dimension ld). */
-__global__ void explicit_v(const double *p, int64_t ld, double *v, int64_t m, int64_t r) {
+__global__ void explicit_v(const double *p, int64_t ld, double *v, int64_t m, int64_t r,
+                           int64_t ldv) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, j = blockIdx.y;
   if (i >= m) return;
-  v[i + j * m] = i > j ? p[i + j * ld] : (i == j ? 1.0 : 0.0);
+  v[i + j * ldv] = i > j ? p[i + j * ld] : (i == j ? 1.0 : 0.0);
 }
 
 /* The block reflector's upper triangular T (r x r, ld r) from G = V^T V and
@@ -90,6 +92,9 @@ __global__ void minus_identity(double *r, int64_t n) {
   if (i < n) r[i + i * n] -= 1.0;
 }
 
+/* Q1 is applied kMerge panels at a time (stage1_apply) */
+enum { kMerge = 4 };
+
 typedef struct {
   int64_t n, b;
   cublasHandle_t blas;
@@ -97,6 +102,7 @@ typedef struct {
   cusolverDnParams_t params;
   cudaStream_t st;
   double *v, *x, *w, *g, *m, *tau, *t_all; /* t_all: every panel's T, b x b each */
+  double *vbig, *gbig, *tbig;              /* Q1's merged panels */
   void *qr_ws, *qr_host;
   size_t qr_bytes, qr_host_bytes;
   int *info;
@@ -120,6 +126,9 @@ static void stage1_init(stage1 *s, int64_t n, int64_t b) {
   CS(cusolverDnCreateParams(&s->params));
   size_t mb = sizeof(double) * (size_t)(n * b);
   CK(cudaMalloc((void **)&s->v, mb));
+  CK(cudaMalloc((void **)&s->vbig, mb * kMerge));
+  CK(cudaMalloc((void **)&s->gbig, sizeof(double) * (size_t)(kMerge * b * kMerge * b)));
+  CK(cudaMalloc((void **)&s->tbig, sizeof(double) * (size_t)(kMerge * b * kMerge * b)));
   CK(cudaMalloc((void **)&s->x, mb));
   CK(cudaMalloc((void **)&s->w, sizeof(double) * (size_t)(b > n ? b : n) * (size_t)n));
   CK(cudaMalloc((void **)&s->g, sizeof(double) * (size_t)(b * b)));
@@ -145,7 +154,7 @@ static void stage1_reduce(stage1 *s, double *a) {
     CS(cusolverDnXgeqrf(s->solver, s->params, m, b, CUDA_R_64F, panel, n, CUDA_R_64F, tau,
                         CUDA_R_64F, s->qr_ws, s->qr_bytes, s->qr_host, s->qr_host_bytes, s->info));
     explicit_v<<<dim3((unsigned)((m + 255) / 256), (unsigned)r), 256, 0, s->st>>>(panel, n, s->v, m,
-                                                                                  r);
+                                                                                  r, m);
     int mi = (int)m, ri = (int)r;
     CB(cublasDgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ri, mi, &one, s->v, mi, s->v, mi, &zero,
                    s->g, ri));
@@ -166,23 +175,33 @@ static void stage1_reduce(stage1 *s, double *a) {
   }
 }
 
-/* Z <- Q1 Z (Z n x n, ld n) from the reflectors stage1_reduce left in a. */
+/* Z <- Q1 Z (Z n x n, ld n) from the reflectors stage1_reduce left in a,
+ * kMerge panels at a time: their reflectors, stacked (each panel b rows
+ * below the one before), form one block reflector with its own T, so the
+ * gemms are kMerge times wider and kMerge times fewer. */
 static void stage1_apply(stage1 *s, const double *a, double *z) {
   const double one = 1.0, zero = 0.0, minus_one = -1.0;
   int64_t n = s->n, b = s->b, np = panels(s);
-  for (int64_t p = np - 1; p >= 0; p--) {
-    int64_t k = p * b, m = n - k - b, r = m < b ? m : b;
-    const double *panel = a + (k + b) + k * n, *t = s->t_all + p * b * b;
-    double *zs = z + (k + b);
-    explicit_v<<<dim3((unsigned)((m + 255) / 256), (unsigned)r), 256, 0, s->st>>>(panel, n, s->v, m,
-                                                                                  r);
-    int mi = (int)m, ri = (int)r, ni = (int)n;
+  for (int64_t p0 = ((np - 1) / kMerge) * kMerge; p0 >= 0; p0 -= kMerge) {
+    int64_t k0 = p0 * b, m0 = n - k0 - b, R = 0;
+    CK(cudaMemsetAsync(s->vbig, 0, sizeof(double) * (size_t)(m0 * kMerge * b), s->st));
+    for (int64_t p = p0; p < p0 + kMerge && p < np; p++) {
+      int64_t k = p * b, m = n - k - b, r = m < b ? m : b, off = k - k0;
+      explicit_v<<<dim3((unsigned)((m + 255) / 256), (unsigned)r), 256, 0, s->st>>>(
+          a + (k + b) + k * n, n, s->vbig + off + off * m0, m, r, m0);
+      R += r;
+    }
+    int mi = (int)m0, ri = (int)R, ni = (int)n;
+    double *zs = z + (k0 + b);
+    CB(cublasDgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ri, mi, &one, s->vbig, mi, s->vbig, mi,
+                   &zero, s->gbig, ri));
+    larft_rows<<<1, 1024, 0, s->st>>>(s->gbig, s->tau + k0, s->tbig, ri);
     /* Y = V^T Z; Y = T Y; Z -= V Y */
-    CB(cublasDgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ni, mi, &one, s->v, mi, zs, ni, &zero,
+    CB(cublasDgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ni, mi, &one, s->vbig, mi, zs, ni, &zero,
                    s->w, ri));
     CB(cublasDtrmm(s->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                   CUBLAS_DIAG_NON_UNIT, ri, ni, &one, t, ri, s->w, ri, s->w, ri)); /* in place */
-    CB(cublasDgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, mi, ni, ri, &minus_one, s->v, mi, s->w, ri,
+                   CUBLAS_DIAG_NON_UNIT, ri, ni, &one, s->tbig, ri, s->w, ri, s->w, ri));
+    CB(cublasDgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, mi, ni, ri, &minus_one, s->vbig, mi, s->w, ri,
                    &one, zs, ni));
   }
 }
@@ -209,11 +228,11 @@ enum { PARTS = 7 };
 static const char *part_name[PARTS] = {"sy2sb", "sb2st", "tridiagonal", "NS", "Q2", "Q1", "Xsyevd"};
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: probe_two_stage N B REPS\n");
+  if (argc != 4 && argc != 5) {
+    fprintf(stderr, "usage: probe_two_stage N B REPS [GROUP]\n");
     return 2;
   }
-  int64_t n = atoll(argv[1]), b = atoll(argv[2]);
+  int64_t n = atoll(argv[1]), b = atoll(argv[2]), group = argc == 5 ? atoll(argv[4]) : b;
   int reps = atoi(argv[3]);
   size_t nn = (size_t)(n * n), bytes = sizeof(double) * nn;
   int64_t steps = gstat_cu_sb2st_steps(n, b);
@@ -231,7 +250,7 @@ int main(int argc, char **argv) {
   CK(cudaMalloc((void **)&ab, sizeof(double) * (size_t)(2 * b * n)));
   CK(cudaMalloc((void **)&vs, sizeof(double) * (size_t)(n * steps * b)));
   CK(cudaMalloc((void **)&taus, sizeof(double) * (size_t)(n * steps)));
-  gstat_cu_sb2st_q2 *q2 = gstat_cu_sb2st_q2_plan(n, b);
+  gstat_cu_sb2st_q2 *q2 = gstat_cu_sb2st_q2_plan(n, b, group);
   if (!q2) {
     fprintf(stderr, "no Q2 plan\n");
     return 1;
@@ -316,7 +335,7 @@ int main(int argc, char **argv) {
   CK(cudaStreamSynchronize(s.st));
   double orth = max_abs(r, nn);
   float total = 0;
-  printf("| f64 | 1x%lld | band %lld |", (long long)n, (long long)b);
+  printf("| f64 | 1x%lld | band %lld, groups %lld |", (long long)n, (long long)b, (long long)group);
   for (int i = 0; i < PARTS; i++) {
     float m = probe_median_f(ms + i * reps, reps);
     if (i < PARTS - 1) total += m;

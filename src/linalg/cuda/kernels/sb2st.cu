@@ -10,8 +10,10 @@
  *   - H from the right on the block below D (rows r0 + len .. + b), which
  *     fills it: the bulge that task (j, k + 1) chases.
  * Task (j, k) touches columns [c0, c0 + 2b) and rows [c0 + b, c0 + 3b);
- * task (j - 1, k + 2) is the last of sweep j - 1 that it overlaps, so
- * sweep j runs task k once sweep j - 1 has finished k + 3 tasks. Sweeps go
+ * task (j - 1, k + 2) is the last of sweep j - 1 that it overlaps, in one
+ * element: the beta it writes first. So sweep j runs task k once sweep
+ * j - 1 has finished k + 2 tasks and written beta of the next; progress[j]
+ * counts 2 per finished task and 1 for a written beta. Sweeps go
  * round-robin to resident blocks (one cooperative launch) that wait on
  * each other's progress counters; the band lives in L2 (2b x n doubles)
  * and is read and written with .cg accesses, past L1.
@@ -76,7 +78,7 @@ __device__ double block_sum(double x, double *red) {
  * L2 round trip instead of one per phase), updated there, and each element
  * is written back as soon as it is final. sm: 3 b^2 + 3 b + kWarps + 4. */
 __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, double *vout,
-                           double *tau_out, double *sm) {
+                           double *tau_out, double *sm, int *progress) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, B = (int)b;
   const int64_t r0 = j + 1 + k * b, c0 = k == 0 ? j : r0 - b, e0 = r0 + (b < n - r0 ? b : n - r0);
   const int len = (int)(e0 - r0), m = (int)(b < n - e0 ? b : n - e0), wr = k == 0 ? 1 : B;
@@ -117,6 +119,10 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
   }
   if (tid == 0) *tau_out = tau;
   if (tid < len) stg(A.at(r0 + tid, c0), tid == 0 ? beta : 0.0);
+  if (tid == 0) { /* beta is all that sweep j + 1 waits for from this task */
+    __threadfence();
+    *(volatile int *)progress = (int)(2 * k + 1);
+  }
   __syncthreads();
   if (tau == 0.0) return; /* H = I */
 
@@ -169,18 +175,18 @@ __global__ void __launch_bounds__(kThreads)
       if (j > 0) {
         if (threadIdx.x == 0) {
           const volatile int *f = progress + j - 1;
-          const int need = (int)k + 3;
+          const int need = (int)(2 * k + 5); /* tasks k + 1 done, beta of k + 2 */
           while (*f < need) __nanosleep(32);
           __threadfence();
         }
         __syncthreads();
       }
-      chase_task(A, n, b, j, k, vs + (j * steps + k) * b, taus + j * steps + k, sm);
+      chase_task(A, n, b, j, k, vs + (j * steps + k) * b, taus + j * steps + k, sm, progress + j);
       __threadfence();
       __syncthreads();
       if (threadIdx.x == 0) {
         volatile int *f = progress + j;
-        *f = k + 1 == nk ? INT_MAX : (int)(k + 1);
+        *f = k + 1 == nk ? INT_MAX : (int)(2 * (k + 1));
       }
     }
   }
@@ -197,39 +203,39 @@ __global__ void tridiagonal_of(const double *ab, int64_t ld, int64_t n, double *
   if (i < n - 1) e[i] = ab[1 + i * ld];
 }
 
-/* Column i of group (J, k): the vector of sweep J b + i at step k, NULL when
- * that sweep has no such step. */
-__device__ const double *group_vector(const double *vs, int64_t n, int64_t b, int64_t steps,
-                                      int64_t J, int64_t k, int64_t i) {
-  const int64_t j = J * b + i;
+/* Column i of group (J, k) (L sweeps wide): the vector of sweep J L + i at
+ * step k, NULL when that sweep has no such step. */
+__device__ const double *group_vector(const double *vs, int64_t n, int64_t b, int64_t L,
+                                      int64_t steps, int64_t J, int64_t k, int64_t i) {
+  const int64_t j = J * L + i;
   return j < n - 2 && k < sweep_steps(n, b, j) ? vs + (j * steps + k) * b : nullptr;
 }
 
 /* Group g's block reflector I - V T V^T (forward, columnwise, as dlarft:
  * T(i,i) = tau_i, T(i,c) = -tau_c sum_{l=i}^{c-1} T(i,l) (v_l . v_c)),
- * written as V (h x L) and Y = V T^T (h x L), h = 2L - 1, L = b: the group
- * then acts as Z -= V (Y^T Z). One block per group; T's row i by thread i
- * (it depends on row i alone). */
+ * written as V (h x L) and Y = V T^T (h x L), h = b + L - 1: the group then
+ * acts as Z -= V (Y^T Z). One block per group; T's row i by thread i (it
+ * depends on row i alone). */
 __global__ void group_vy_kernel(const double *vs, const double *taus, int64_t n, int64_t b,
-                                int64_t steps, const int *gj, const int *gk, double *vg,
+                                int64_t Lw, int64_t steps, const int *gj, const int *gk, double *vg,
                                 double *yg) {
   extern __shared__ double sm[];
-  const int L = (int)b, h = 2 * L - 1;
+  const int L = (int)Lw, B = (int)b, h = B + L - 1;
   const int64_t g = blockIdx.x, J = gj[g], k = gk[g];
   double *v = sm, *gram = v + h * L, *t = gram + L * L, *tau = t + L * L;
   for (int idx = threadIdx.x; idx < h * L; idx += blockDim.x) {
     const int r = idx % h, i = idx / h, off = r - i;
-    const double *vi = group_vector(vs, n, b, steps, J, k, i);
-    v[idx] = vi && off >= 0 && off < L ? vi[off] : 0.0;
+    const double *vi = group_vector(vs, n, b, Lw, steps, J, k, i);
+    v[idx] = vi && off >= 0 && off < B ? vi[off] : 0.0;
   }
   for (int i = threadIdx.x; i < L; i += blockDim.x)
-    tau[i] = group_vector(vs, n, b, steps, J, k, i) ? taus[(J * b + i) * steps + k] : 0.0;
+    tau[i] = group_vector(vs, n, b, Lw, steps, J, k, i) ? taus[(J * Lw + i) * steps + k] : 0.0;
   __syncthreads();
   for (int idx = threadIdx.x; idx < L * L; idx += blockDim.x) {
     const int l = idx % L, c = idx / L;
     double s = 0.0;
     if (l < c)
-      for (int r = c; r < l + L; r++) s += v[r + l * h] * v[r + c * h];
+      for (int r = c; r < l + B; r++) s += v[r + l * h] * v[r + c * h];
     gram[idx] = s;
   }
   __syncthreads();
@@ -296,13 +302,15 @@ extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, d
   return cudaGetLastError();
 }
 
-/* The plan of Q2's application: groups in wavefronts t = 3 (G - 1 - J) + k
- * (G sweep groups): a group depends only on groups of earlier wavefronts
- * (the one before it at its J, and the overlapping ones at J + 1, J + 2),
- * and the groups of one wavefront share no row. Each wavefront is two
- * batched gemms over a copy of Z padded by h zero rows. */
+/* The plan of Q2's application: groups of L sweeps in wavefronts
+ * t = (G - 1 - J) + k (G groups of sweeps). Group (J, k) starts at row
+ * J L + 1 + k b and is h = b + L - 1 rows high: it must meet Z after
+ * (J, k - 1) and after the overlapping groups of later sweeps, (J + d, k')
+ * with k' <= k, all in earlier wavefronts; (J - 1, k - 1), in the same
+ * wavefront, ends just above it. Each wavefront is two batched gemms over
+ * a copy of Z padded by h zero rows. */
 struct gstat_cu_sb2st_q2 {
-  int64_t n, b, groups, waves, widest;
+  int64_t n, b, L, groups, waves, widest;
   int *gj, *gk;             /* device: each group's J and k */
   double *vg, *yg, *w, *zp; /* device: V and Y per group, W per wavefront slot, padded Z */
   const double **ptr;       /* device: per group, Y, Z rows, W, V (4 x groups) */
@@ -322,20 +330,21 @@ extern "C" void gstat_cu_sb2st_q2_free(gstat_cu_sb2st_q2 *p) {
   delete p;
 }
 
-extern "C" gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b) {
-  if (n <= 2 || b < 1 || b > 64) return nullptr;
+extern "C" gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b, int64_t L) {
+  if (n <= 2 || b < 1 || b > 64 || L < 1 || L > 64) return nullptr;
   gstat_cu_sb2st_q2 *p = new gstat_cu_sb2st_q2();
-  const int64_t L = b, h = 2 * L - 1, G = (n - 2 + L - 1) / L, ldz = n + h;
+  const int64_t h = b + L - 1, G = (n - 2 + L - 1) / L, ldz = n + h;
   p->n = n;
   p->b = b;
-  p->waves = 3 * (G - 1) + sweep_steps(n, b, 0);
+  p->L = L;
+  p->waves = (G - 1) + sweep_steps(n, b, 0);
   std::vector<int> hj, hk;
   std::vector<int64_t> start;
   for (int64_t t = 0; t < p->waves; t++) {
     start.push_back((int64_t)hj.size());
     for (int64_t Jp = 0; Jp < G; Jp++) {
-      const int64_t k = t - 3 * Jp, J = G - 1 - Jp;
-      if (k < 0 || k >= sweep_steps(n, b, J * b)) continue;
+      const int64_t k = t - Jp, J = G - 1 - Jp;
+      if (k < 0 || k >= sweep_steps(n, b, J * L)) continue;
       hj.push_back((int)J);
       hk.push_back((int)k);
     }
@@ -361,7 +370,7 @@ extern "C" gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b) {
   std::vector<const double *> hp((size_t)(4 * p->groups));
   for (int64_t t = 0; t < p->waves; t++)
     for (int64_t g = start[(size_t)t]; g < start[(size_t)t + 1]; g++) {
-      const int64_t row0 = (int64_t)hj[(size_t)g] * b + 1 + (int64_t)hk[(size_t)g] * b,
+      const int64_t row0 = (int64_t)hj[(size_t)g] * L + 1 + (int64_t)hk[(size_t)g] * b,
                     slot = g - start[(size_t)t];
       hp[(size_t)g] = p->yg + g * h * L;
       hp[(size_t)(p->groups + g)] = p->zp + row0;
@@ -384,14 +393,14 @@ extern "C" gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b) {
 extern "C" cudaError_t gstat_cu_sb2st_q2_apply(gstat_cu_sb2st_q2 *p, cublasHandle_t blas,
                                                const double *vs, const double *taus, double *z,
                                                cudaStream_t st) {
-  const int64_t n = p->n, b = p->b, L = b, h = 2 * L - 1, ldz = n + h;
+  const int64_t n = p->n, b = p->b, L = p->L, h = b + L - 1, ldz = n + h;
   const int64_t steps = gstat_cu_sb2st_steps(n, b);
   const size_t smem = sizeof(double) * (size_t)(h * L + 2 * L * L + L);
   cudaError_t err;
   if ((err = cudaFuncSetAttribute(group_vy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   (int)smem)) != cudaSuccess)
     return err;
-  group_vy_kernel<<<(unsigned)p->groups, 128, smem, st>>>(vs, taus, n, b, steps, p->gj, p->gk,
+  group_vy_kernel<<<(unsigned)p->groups, 128, smem, st>>>(vs, taus, n, b, L, steps, p->gj, p->gk,
                                                           p->vg, p->yg);
   if ((err = cudaMemcpy2DAsync(p->zp, sizeof(double) * (size_t)ldz, z, sizeof(double) * (size_t)n,
                                sizeof(double) * (size_t)n, (size_t)n, cudaMemcpyDeviceToDevice,

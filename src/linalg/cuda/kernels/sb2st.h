@@ -37,11 +37,12 @@ cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, double *vs, 
                                   int *progress, double *d, double *e, cudaStream_t st);
 
 /* Z <- Q2 Z, Q2 the product of the reduction's reflectors, by a plan for
- * order n and band b (device buffers: the reflector groups' V and Y, a
- * padded copy of Z, the batched gemms' pointers). NULL when out of memory
- * or the arguments are out of range. */
+ * order n and band b that groups the reflectors of L sweeps (1 <= L <= 64)
+ * into one block reflector (device buffers: the groups' V and Y, a padded
+ * copy of Z, the batched gemms' pointers). NULL when out of memory or the
+ * arguments are out of range. */
 typedef struct gstat_cu_sb2st_q2 gstat_cu_sb2st_q2;
-gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b);
+gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b, int64_t L);
 void gstat_cu_sb2st_q2_free(gstat_cu_sb2st_q2 *p);
 /* Z (n x n, ld n) in place; blas is set to stream st. */
 cudaError_t gstat_cu_sb2st_q2_apply(gstat_cu_sb2st_q2 *p, cublasHandle_t blas, const double *vs,
