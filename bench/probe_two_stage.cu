@@ -9,7 +9,8 @@
  *   2. band to tridiagonal by bulge chasing (kernels/sb2st.cu);
  *   3. our tridiagonal step (bisection, twisted factorizations);
  *   4. the vectors back through stage 2's reflectors (kernels/sb2st.cu),
- *      GROUP sweeps' reflectors at a time (default B);
+ *      GROUP sweeps' reflectors at a time by batched gemms (default B),
+ *      or with GROUP 0 by one fused tensor-core kernel;
  *   5. and through stage 1's (cuBLAS gemm / trmm per panel).
  * Median ms of each part over REPS (CUDA events), then the checks: the
  * eigenvalues against Xsyevd's, max |A z - w z| / max|A| and
@@ -250,8 +251,10 @@ int main(int argc, char **argv) {
   CK(cudaMalloc((void **)&ab, sizeof(double) * (size_t)(2 * b * n)));
   CK(cudaMalloc((void **)&vs, sizeof(double) * (size_t)(n * steps * b)));
   CK(cudaMalloc((void **)&taus, sizeof(double) * (size_t)(n * steps)));
-  gstat_cu_sb2st_q2 *q2 = gstat_cu_sb2st_q2_plan(n, b, group);
-  if (!q2) {
+  /* GROUP 0: the fused tensor-core kernel (groups of 32 sweeps) */
+  gstat_cu_sb2st_q2 *q2 = group ? gstat_cu_sb2st_q2_plan(n, b, group) : NULL;
+  gstat_cu_sb2st_q2f *q2f = group ? NULL : gstat_cu_sb2st_q2f_plan(n, b);
+  if (!q2 && !q2f) {
     fprintf(stderr, "no Q2 plan\n");
     return 1;
   }
@@ -303,7 +306,10 @@ int main(int argc, char **argv) {
       z2 = tmp;
     }
     CK(cudaEventRecord(ev[4], s.st));
-    CK(gstat_cu_sb2st_q2_apply(q2, s.blas, vs, taus, z, s.st));
+    if (q2)
+      CK(gstat_cu_sb2st_q2_apply(q2, s.blas, vs, taus, z, s.st));
+    else
+      CK(gstat_cu_sb2st_q2f_apply(q2f, vs, taus, z, s.st));
     CK(cudaEventRecord(ev[5], s.st));
     stage1_apply(&s, a, z);
     CK(cudaEventRecord(ev[6], s.st));

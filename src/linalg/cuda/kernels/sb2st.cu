@@ -217,8 +217,8 @@ __device__ const double *group_vector(const double *vs, int64_t n, int64_t b, in
  * acts as Z -= V (Y^T Z). One block per group; T's row i by thread i (it
  * depends on row i alone). */
 __global__ void group_vy_kernel(const double *vs, const double *taus, int64_t n, int64_t b,
-                                int64_t Lw, int64_t steps, const int *gj, const int *gk, double *vg,
-                                double *yg) {
+                                int64_t Lw, int64_t steps, const int *gj, const int *gk,
+                                int64_t ldo, double *vg, double *yg) {
   extern __shared__ double sm[];
   const int L = (int)Lw, B = (int)b, h = B + L - 1;
   const int64_t g = blockIdx.x, J = gj[g], k = gk[g];
@@ -249,13 +249,87 @@ __global__ void group_vy_kernel(const double *vs, const double *taus, int64_t n,
     }
   }
   __syncthreads();
-  double *vo = vg + g * h * L, *yo = yg + g * h * L;
-  for (int idx = threadIdx.x; idx < h * L; idx += blockDim.x) {
-    const int r = idx % h, i = idx / h;
+  /* out: ldo x L each (rows past h zero) */
+  double *vo = vg + g * ldo * L, *yo = yg + g * ldo * L;
+  for (int idx = threadIdx.x; idx < ldo * L; idx += blockDim.x) {
+    const int r = (int)(idx % ldo), i = (int)(idx / ldo);
     double s = 0.0;
-    for (int l = i; l < L; l++) s += v[r + l * h] * t[i + l * L];
-    vo[idx] = v[idx];
+    if (r < h)
+      for (int l = i; l < L; l++) s += v[r + l * h] * t[i + l * L];
+    vo[idx] = r < h ? v[r + i * h] : 0.0;
     yo[idx] = s;
+  }
+}
+
+/* One m8n8k4 float64 tensor-core product: {c0, c1} += a b (PTX fragments:
+ * a = A(lane / 4, lane % 4), b = B(lane % 4, lane / 4), c_i = C(lane / 4,
+ * 2 (lane % 4) + i)). */
+__device__ __forceinline__ void dmma(double &c0, double &c1, double a, double b) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+               : "+d"(c0), "+d"(c1)
+               : "d"(a), "d"(b));
+#else /* the portable PTX target: the same product by shuffles */
+  const int lane = threadIdx.x & 31, row = lane >> 2, col = 2 * (lane & 3);
+  for (int k = 0; k < 4; k++) {
+    const double ak = __shfl_sync(kFull, a, row * 4 + k);
+    c0 += ak * __shfl_sync(kFull, b, col * 4 + k);
+    c1 += ak * __shfl_sync(kFull, b, (col + 1) * 4 + k);
+  }
+#endif
+}
+
+/* Q2 Z on NC columns of Z per block: every group in order (J from the
+ * last, k upwards), each Zs -= V (Y^T Zs) on its 64 (padded) rows, on the
+ * tensor cores. Groups of 32 sweeps, b <= 33 (h <= 64). */
+template <int NC>
+__global__ void __launch_bounds__(kThreads)
+    q2_fused_kernel(const double *vg, const double *yg, const int *row0s, int64_t groups, int64_t n,
+                    double *z) {
+  constexpr int HP = 64, L = 32;
+  extern __shared__ double sm[];
+  double *zs = sm, *vs = zs + HP * NC, *ys = vs + HP * L, *ws = ys + HP * L;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, lr = lane >> 2, lc = lane & 3;
+  const int64_t col0 = blockIdx.x * (int64_t)NC;
+  const int cw = (int)(NC < n - col0 ? NC : n - col0);
+  for (int64_t g = 0; g < groups; g++) {
+    const int64_t row0 = row0s[g];
+    const int hh = (int)(HP < n - row0 ? HP : n - row0);
+    const double *vsrc = vg + g * HP * L, *ysrc = yg + g * HP * L;
+    for (int idx = threadIdx.x; idx < HP * NC; idx += kThreads) {
+      const int r = idx % HP, c = idx / HP;
+      zs[idx] = r < hh && c < cw ? z[(row0 + r) + (col0 + c) * n] : 0.0;
+    }
+    for (int idx = threadIdx.x; idx < HP * L; idx += kThreads) {
+      vs[idx] = vsrc[idx];
+      ys[idx] = ysrc[idx];
+    }
+    __syncthreads();
+    /* W (L x NC) = Y^T Zs, K = HP */
+    for (int tile = warp; tile < (L / 8) * (NC / 8); tile += kWarps) {
+      const int ti = tile % (L / 8), tj = tile / (L / 8);
+      double c0 = 0.0, c1 = 0.0;
+      for (int kk = 0; kk < HP; kk += 4)
+        dmma(c0, c1, ys[(kk + lc) + (ti * 8 + lr) * HP], zs[(kk + lc) + (tj * 8 + lr) * HP]);
+      ws[(ti * 8 + lr) + (tj * 8 + 2 * lc) * L] = c0;
+      ws[(ti * 8 + lr) + (tj * 8 + 2 * lc + 1) * L] = c1;
+    }
+    __syncthreads();
+    /* Zs (HP x NC) -= V W, K = L */
+    for (int tile = warp; tile < (HP / 8) * (NC / 8); tile += kWarps) {
+      const int ti = tile % (HP / 8), tj = tile / (HP / 8);
+      double c0 = 0.0, c1 = 0.0;
+      for (int kk = 0; kk < L; kk += 4)
+        dmma(c0, c1, vs[(ti * 8 + lr) + (kk + lc) * HP], ws[(kk + lc) + (tj * 8 + lr) * L]);
+      zs[(ti * 8 + lr) + (tj * 8 + 2 * lc) * HP] -= c0;
+      zs[(ti * 8 + lr) + (tj * 8 + 2 * lc + 1) * HP] -= c1;
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < HP * NC; idx += kThreads) {
+      const int r = idx % HP, c = idx / HP;
+      if (r < hh && c < cw) z[(row0 + r) + (col0 + c) * n] = zs[idx];
+    }
+    __syncthreads();
   }
 }
 
@@ -400,7 +474,7 @@ extern "C" cudaError_t gstat_cu_sb2st_q2_apply(gstat_cu_sb2st_q2 *p, cublasHandl
   if ((err = cudaFuncSetAttribute(group_vy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   (int)smem)) != cudaSuccess)
     return err;
-  group_vy_kernel<<<(unsigned)p->groups, 128, smem, st>>>(vs, taus, n, b, L, steps, p->gj, p->gk,
+  group_vy_kernel<<<(unsigned)p->groups, 128, smem, st>>>(vs, taus, n, b, L, steps, p->gj, p->gk, h,
                                                           p->vg, p->yg);
   if ((err = cudaMemcpy2DAsync(p->zp, sizeof(double) * (size_t)ldz, z, sizeof(double) * (size_t)n,
                                sizeof(double) * (size_t)n, (size_t)n, cudaMemcpyDeviceToDevice,
@@ -423,4 +497,84 @@ extern "C" cudaError_t gstat_cu_sb2st_q2_apply(gstat_cu_sb2st_q2 *p, cublasHandl
   }
   return cudaMemcpy2DAsync(z, sizeof(double) * (size_t)n, p->zp, sizeof(double) * (size_t)ldz,
                            sizeof(double) * (size_t)n, (size_t)n, cudaMemcpyDeviceToDevice, st);
+}
+
+/* The fused plan: groups of 32 sweeps in application order (J from the
+ * last, k upwards), V and Y padded to 64 rows, applied by one kernel that
+ * keeps NC columns of Z per block (no wavefronts, no batched gemms). */
+struct gstat_cu_sb2st_q2f {
+  int64_t n, b, groups;
+  int *gj, *gk, *row0;
+  double *vg, *yg;
+};
+
+extern "C" void gstat_cu_sb2st_q2f_free(gstat_cu_sb2st_q2f *p) {
+  if (!p) return;
+  cudaFree(p->gj);
+  cudaFree(p->gk);
+  cudaFree(p->row0);
+  cudaFree(p->vg);
+  cudaFree(p->yg);
+  delete p;
+}
+
+extern "C" gstat_cu_sb2st_q2f *gstat_cu_sb2st_q2f_plan(int64_t n, int64_t b) {
+  const int64_t L = 32, HP = 64;
+  if (n <= 2 || b < 1 || b + L - 1 > HP) return nullptr;
+  gstat_cu_sb2st_q2f *p = new gstat_cu_sb2st_q2f();
+  p->n = n;
+  p->b = b;
+  std::vector<int> hj, hk, hr;
+  for (int64_t J = (n - 2 + L - 1) / L - 1; J >= 0; J--)
+    for (int64_t k = 0; k < sweep_steps(n, b, J * L); k++) {
+      hj.push_back((int)J);
+      hk.push_back((int)k);
+      hr.push_back((int)(J * L + 1 + k * b));
+    }
+  p->groups = (int64_t)hj.size();
+  const size_t gb = sizeof(double) * (size_t)(p->groups * HP * L), ib = sizeof(int) * hj.size();
+  if (cudaMalloc((void **)&p->gj, ib) != cudaSuccess ||
+      cudaMalloc((void **)&p->gk, ib) != cudaSuccess ||
+      cudaMalloc((void **)&p->row0, ib) != cudaSuccess ||
+      cudaMalloc((void **)&p->vg, gb) != cudaSuccess ||
+      cudaMalloc((void **)&p->yg, gb) != cudaSuccess ||
+      cudaMemcpy(p->gj, hj.data(), ib, cudaMemcpyHostToDevice) != cudaSuccess ||
+      cudaMemcpy(p->gk, hk.data(), ib, cudaMemcpyHostToDevice) != cudaSuccess ||
+      cudaMemcpy(p->row0, hr.data(), ib, cudaMemcpyHostToDevice) != cudaSuccess) {
+    gstat_cu_sb2st_q2f_free(p);
+    return nullptr;
+  }
+  return p;
+}
+
+extern "C" cudaError_t gstat_cu_sb2st_q2f_apply(gstat_cu_sb2st_q2f *p, const double *vs,
+                                                const double *taus, double *z, cudaStream_t st) {
+  const int64_t n = p->n, b = p->b, L = 32, h = b + L - 1, HP = 64;
+  const int64_t steps = gstat_cu_sb2st_steps(n, b);
+  const size_t vy_smem = sizeof(double) * (size_t)(h * L + 2 * L * L + L);
+  cudaError_t err;
+  if ((err = cudaFuncSetAttribute(group_vy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  (int)vy_smem)) != cudaSuccess)
+    return err;
+  group_vy_kernel<<<(unsigned)p->groups, 128, vy_smem, st>>>(vs, taus, n, b, L, steps, p->gj, p->gk,
+                                                             HP, p->vg, p->yg);
+  /* 64 columns per block when that still fills the GPU, else 32 */
+  if (n >= 8192) {
+    const size_t smem = sizeof(double) * (size_t)(HP * 64 + 2 * HP * L + L * 64);
+    if ((err = cudaFuncSetAttribute(q2_fused_kernel<64>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
+        cudaSuccess)
+      return err;
+    q2_fused_kernel<64>
+        <<<(unsigned)((n + 63) / 64), kThreads, smem, st>>>(p->vg, p->yg, p->row0, p->groups, n, z);
+  } else {
+    const size_t smem = sizeof(double) * (size_t)(HP * 32 + 2 * HP * L + L * 32);
+    if ((err = cudaFuncSetAttribute(q2_fused_kernel<32>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
+        cudaSuccess)
+      return err;
+    q2_fused_kernel<32>
+        <<<(unsigned)((n + 31) / 32), kThreads, smem, st>>>(p->vg, p->yg, p->row0, p->groups, n, z);
+  }
+  return cudaGetLastError();
 }
