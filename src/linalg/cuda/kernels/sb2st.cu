@@ -286,9 +286,11 @@ template <int NC>
 __global__ void __launch_bounds__(kThreads)
     q2_fused_kernel(const double *vg, const double *yg, const int *row0s, int64_t groups, int64_t n,
                     double *z) {
-  constexpr int HP = 64, L = 32;
+  /* shared leading dimensions padded to 4 mod 16 doubles: the 8 rows of an
+   * mma fragment then fall in different banks */
+  constexpr int HP = 64, L = 32, SH = HP + 4, SL = L + 4;
   extern __shared__ double sm[];
-  double *zs = sm, *vs = zs + HP * NC, *ys = vs + HP * L, *ws = ys + HP * L;
+  double *zs = sm, *vs = zs + SH * NC, *ys = vs + SH * L, *ws = ys + SH * L;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, lr = lane >> 2, lc = lane & 3;
   const int64_t col0 = blockIdx.x * (int64_t)NC;
   const int cw = (int)(NC < n - col0 ? NC : n - col0);
@@ -298,11 +300,11 @@ __global__ void __launch_bounds__(kThreads)
     const double *vsrc = vg + g * HP * L, *ysrc = yg + g * HP * L;
     for (int idx = threadIdx.x; idx < HP * NC; idx += kThreads) {
       const int r = idx % HP, c = idx / HP;
-      zs[idx] = r < hh && c < cw ? z[(row0 + r) + (col0 + c) * n] : 0.0;
+      zs[r + c * SH] = r < hh && c < cw ? z[(row0 + r) + (col0 + c) * n] : 0.0;
     }
     for (int idx = threadIdx.x; idx < HP * L; idx += kThreads) {
-      vs[idx] = vsrc[idx];
-      ys[idx] = ysrc[idx];
+      vs[idx % HP + (idx / HP) * SH] = vsrc[idx];
+      ys[idx % HP + (idx / HP) * SH] = ysrc[idx];
     }
     __syncthreads();
     /* W (L x NC) = Y^T Zs, K = HP */
@@ -310,9 +312,9 @@ __global__ void __launch_bounds__(kThreads)
       const int ti = tile % (L / 8), tj = tile / (L / 8);
       double c0 = 0.0, c1 = 0.0;
       for (int kk = 0; kk < HP; kk += 4)
-        dmma(c0, c1, ys[(kk + lc) + (ti * 8 + lr) * HP], zs[(kk + lc) + (tj * 8 + lr) * HP]);
-      ws[(ti * 8 + lr) + (tj * 8 + 2 * lc) * L] = c0;
-      ws[(ti * 8 + lr) + (tj * 8 + 2 * lc + 1) * L] = c1;
+        dmma(c0, c1, ys[(kk + lc) + (ti * 8 + lr) * SH], zs[(kk + lc) + (tj * 8 + lr) * SH]);
+      ws[(ti * 8 + lr) + (tj * 8 + 2 * lc) * SL] = c0;
+      ws[(ti * 8 + lr) + (tj * 8 + 2 * lc + 1) * SL] = c1;
     }
     __syncthreads();
     /* Zs (HP x NC) -= V W, K = L */
@@ -320,14 +322,14 @@ __global__ void __launch_bounds__(kThreads)
       const int ti = tile % (HP / 8), tj = tile / (HP / 8);
       double c0 = 0.0, c1 = 0.0;
       for (int kk = 0; kk < L; kk += 4)
-        dmma(c0, c1, vs[(ti * 8 + lr) + (kk + lc) * HP], ws[(kk + lc) + (tj * 8 + lr) * L]);
-      zs[(ti * 8 + lr) + (tj * 8 + 2 * lc) * HP] -= c0;
-      zs[(ti * 8 + lr) + (tj * 8 + 2 * lc + 1) * HP] -= c1;
+        dmma(c0, c1, vs[(ti * 8 + lr) + (kk + lc) * SH], ws[(kk + lc) + (tj * 8 + lr) * SL]);
+      zs[(ti * 8 + lr) + (tj * 8 + 2 * lc) * SH] -= c0;
+      zs[(ti * 8 + lr) + (tj * 8 + 2 * lc + 1) * SH] -= c1;
     }
     __syncthreads();
     for (int idx = threadIdx.x; idx < HP * NC; idx += kThreads) {
       const int r = idx % HP, c = idx / HP;
-      if (r < hh && c < cw) z[(row0 + r) + (col0 + c) * n] = zs[idx];
+      if (r < hh && c < cw) z[(row0 + r) + (col0 + c) * n] = zs[r + c * SH];
     }
     __syncthreads();
   }
@@ -560,7 +562,7 @@ extern "C" cudaError_t gstat_cu_sb2st_q2f_apply(gstat_cu_sb2st_q2f *p, const dou
                                                              HP, p->vg, p->yg);
   /* 64 columns per block when that still fills the GPU, else 32 */
   if (n >= 8192) {
-    const size_t smem = sizeof(double) * (size_t)(HP * 64 + 2 * HP * L + L * 64);
+    const size_t smem = sizeof(double) * (size_t)((HP + 4) * 64 + 2 * (HP + 4) * L + (L + 4) * 64);
     if ((err = cudaFuncSetAttribute(q2_fused_kernel<64>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
         cudaSuccess)
@@ -568,7 +570,7 @@ extern "C" cudaError_t gstat_cu_sb2st_q2f_apply(gstat_cu_sb2st_q2f *p, const dou
     q2_fused_kernel<64>
         <<<(unsigned)((n + 63) / 64), kThreads, smem, st>>>(p->vg, p->yg, p->row0, p->groups, n, z);
   } else {
-    const size_t smem = sizeof(double) * (size_t)(HP * 32 + 2 * HP * L + L * 32);
+    const size_t smem = sizeof(double) * (size_t)((HP + 4) * 32 + 2 * (HP + 4) * L + (L + 4) * 32);
     if ((err = cudaFuncSetAttribute(q2_fused_kernel<32>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
         cudaSuccess)
