@@ -36,6 +36,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
+constexpr int kLoads = 64 * 64 / kThreads; /* a task's loads per thread per block, b <= 64 */
 constexpr unsigned kFull = 0xffffffffu;
 
 __device__ __forceinline__ double ldg(const double *p) {
@@ -85,14 +86,23 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
   double *sR = sm, *sD = sR + B * B, *sE = sD + B * B, *sv = sE + B * B, *sw = sv + B, *sq = sw + B,
          *red = sq + B;
 
-  for (int idx = tid; idx < len * wr; idx += kThreads)
-    sR[idx % len + (idx / len) * B] = ldg(A.at(r0 + idx % len, c0 + idx / len));
-  for (int idx = tid; idx < len * len; idx += kThreads) {
-    const int i = idx % len, l = idx / len;
-    if (i >= l) sD[i + l * B] = sD[l + i * B] = ldg(A.at(r0 + i, r0 + l));
+  { /* every load in flight at once: up to kLoads per thread per block */
+    double rr[kLoads], rd[kLoads], re[kLoads];
+#pragma unroll
+    for (int u = 0; u < kLoads; u++) {
+      const int idx = tid + u * kThreads, i = idx % len, l = idx / len, ie = idx % m, le = idx / m;
+      rr[u] = idx < len * wr ? ldg(A.at(r0 + i, c0 + l)) : 0.0;
+      rd[u] = idx < len * len && i >= l ? ldg(A.at(r0 + i, r0 + l)) : 0.0;
+      re[u] = m > 0 && idx < m * len ? ldg(A.at(e0 + ie, r0 + le)) : 0.0;
+    }
+#pragma unroll
+    for (int u = 0; u < kLoads; u++) {
+      const int idx = tid + u * kThreads, i = idx % len, l = idx / len;
+      if (idx < len * wr) sR[i + l * B] = rr[u];
+      if (idx < len * len && i >= l) sD[i + l * B] = sD[l + i * B] = rd[u];
+      if (m > 0 && idx < m * len) sE[idx % m + (idx / m) * B] = re[u];
+    }
   }
-  for (int idx = tid; idx < m * len; idx += kThreads)
-    sE[idx % m + (idx / m) * B] = ldg(A.at(e0 + idx % m, r0 + idx / m));
   __syncthreads();
 
   /* the reflector (LAPACK's dlarfg convention) from R's first column */
@@ -136,14 +146,14 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
       for (int t = lane; t < len; t += 32) stg(A.at(r0 + t, c0 + c), sR[t + c * B] - s * sv[t]);
     }
   if (tid < len) {
-    double s = 0.0;
-    for (int l = 0; l < len; l++) s += sD[tid + l * B] * sv[l];
-    sw[tid] = tau * s;
+    double s[4] = {};
+    for (int l = 0; l < len; l++) s[l & 3] += sD[tid + l * B] * sv[l];
+    sw[tid] = tau * ((s[0] + s[1]) + (s[2] + s[3]));
   } else if (tid >= 64 && tid < 64 + m) {
     const int i = tid - 64;
-    double s = 0.0;
-    for (int l = 0; l < len; l++) s += sE[i + l * B] * sv[l];
-    sq[i] = tau * s;
+    double s[4] = {};
+    for (int l = 0; l < len; l++) s[l & 3] += sE[i + l * B] * sv[l];
+    sq[i] = tau * ((s[0] + s[1]) + (s[2] + s[3]));
   }
   __syncthreads();
   /* w = p - (tau p^T v / 2) v; D -= v w^T + w v^T; E -= q v^T */
@@ -281,7 +291,9 @@ __device__ __forceinline__ void dmma(double &c0, double &c1, double a, double b)
 
 /* Q2 Z on NC columns of Z per block: every group in order (J from the
  * last, k upwards), each Zs -= V (Y^T Zs) on its 64 (padded) rows, on the
- * tensor cores. Groups of 32 sweeps, b <= 33 (h <= 64). */
+ * tensor cores. Groups of 32 sweeps, b <= 33 (h <= 64). The loads are
+ * unrolled so that they are in flight together, and each warp keeps several
+ * independent accumulator tiles so that the mma chains overlap. */
 template <int NC>
 __global__ void __launch_bounds__(kThreads)
     q2_fused_kernel(const double *vg, const double *yg, const int *row0s, int64_t groups, int64_t n,
@@ -289,6 +301,8 @@ __global__ void __launch_bounds__(kThreads)
   /* shared leading dimensions padded to 4 mod 16 doubles: the 8 rows of an
    * mma fragment then fall in different banks */
   constexpr int HP = 64, L = 32, SH = HP + 4, SL = L + 4;
+  constexpr int ZLOADS = HP * NC / kThreads, VLOADS = HP * L / kThreads;
+  constexpr int T1 = (L / 8) * (NC / 8) / kWarps, T2 = NC / 8; /* tiles per warp */
   extern __shared__ double sm[];
   double *zs = sm, *vs = zs + SH * NC, *ys = vs + SH * L, *ws = ys + SH * L;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, lr = lane >> 2, lc = lane & 3;
@@ -298,37 +312,63 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t row0 = row0s[g];
     const int hh = (int)(HP < n - row0 ? HP : n - row0);
     const double *vsrc = vg + g * HP * L, *ysrc = yg + g * HP * L;
-    for (int idx = threadIdx.x; idx < HP * NC; idx += kThreads) {
-      const int r = idx % HP, c = idx / HP;
-      zs[r + c * SH] = r < hh && c < cw ? z[(row0 + r) + (col0 + c) * n] : 0.0;
+    double zr[ZLOADS], vr[VLOADS], yr[VLOADS];
+#pragma unroll
+    for (int u = 0; u < ZLOADS; u++) {
+      const int idx = threadIdx.x + u * kThreads, r = idx % HP, c = idx / HP;
+      zr[u] = r < hh && c < cw ? z[(row0 + r) + (col0 + c) * n] : 0.0;
     }
-    for (int idx = threadIdx.x; idx < HP * L; idx += kThreads) {
-      vs[idx % HP + (idx / HP) * SH] = vsrc[idx];
-      ys[idx % HP + (idx / HP) * SH] = ysrc[idx];
+#pragma unroll
+    for (int u = 0; u < VLOADS; u++) {
+      vr[u] = vsrc[threadIdx.x + u * kThreads];
+      yr[u] = ysrc[threadIdx.x + u * kThreads];
     }
-    __syncthreads();
-    /* W (L x NC) = Y^T Zs, K = HP */
-    for (int tile = warp; tile < (L / 8) * (NC / 8); tile += kWarps) {
-      const int ti = tile % (L / 8), tj = tile / (L / 8);
-      double c0 = 0.0, c1 = 0.0;
-      for (int kk = 0; kk < HP; kk += 4)
-        dmma(c0, c1, ys[(kk + lc) + (ti * 8 + lr) * SH], zs[(kk + lc) + (tj * 8 + lr) * SH]);
-      ws[(ti * 8 + lr) + (tj * 8 + 2 * lc) * SL] = c0;
-      ws[(ti * 8 + lr) + (tj * 8 + 2 * lc + 1) * SL] = c1;
+#pragma unroll
+    for (int u = 0; u < ZLOADS; u++) {
+      const int idx = threadIdx.x + u * kThreads;
+      zs[idx % HP + (idx / HP) * SH] = zr[u];
     }
-    __syncthreads();
-    /* Zs (HP x NC) -= V W, K = L */
-    for (int tile = warp; tile < (HP / 8) * (NC / 8); tile += kWarps) {
-      const int ti = tile % (HP / 8), tj = tile / (HP / 8);
-      double c0 = 0.0, c1 = 0.0;
-      for (int kk = 0; kk < L; kk += 4)
-        dmma(c0, c1, vs[(ti * 8 + lr) + (kk + lc) * SH], ws[(kk + lc) + (tj * 8 + lr) * SL]);
-      zs[(ti * 8 + lr) + (tj * 8 + 2 * lc) * SH] -= c0;
-      zs[(ti * 8 + lr) + (tj * 8 + 2 * lc + 1) * SH] -= c1;
+#pragma unroll
+    for (int u = 0; u < VLOADS; u++) {
+      const int idx = threadIdx.x + u * kThreads;
+      vs[idx % HP + (idx / HP) * SH] = vr[u];
+      ys[idx % HP + (idx / HP) * SH] = yr[u];
     }
     __syncthreads();
-    for (int idx = threadIdx.x; idx < HP * NC; idx += kThreads) {
-      const int r = idx % HP, c = idx / HP;
+    { /* W (L x NC) = Y^T Zs, K = HP: row tile warp % 4, T1 column tiles */
+      const int ti = warp % (L / 8), tj0 = (warp / (L / 8)) * T1;
+      double c[T1][2] = {};
+      for (int kk = 0; kk < HP; kk += 4) {
+        const double a = ys[(kk + lc) + (ti * 8 + lr) * SH];
+#pragma unroll
+        for (int u = 0; u < T1; u++)
+          dmma(c[u][0], c[u][1], a, zs[(kk + lc) + ((tj0 + u) * 8 + lr) * SH]);
+      }
+#pragma unroll
+      for (int u = 0; u < T1; u++) {
+        ws[(ti * 8 + lr) + ((tj0 + u) * 8 + 2 * lc) * SL] = c[u][0];
+        ws[(ti * 8 + lr) + ((tj0 + u) * 8 + 2 * lc + 1) * SL] = c[u][1];
+      }
+    }
+    __syncthreads();
+    { /* Zs (HP x NC) -= V W, K = L: row tile warp, all NC / 8 column tiles */
+      const int ti = warp;
+      double c[T2][2] = {};
+      for (int kk = 0; kk < L; kk += 4) {
+        const double a = vs[(ti * 8 + lr) + (kk + lc) * SH];
+#pragma unroll
+        for (int u = 0; u < T2; u++) dmma(c[u][0], c[u][1], a, ws[(kk + lc) + (u * 8 + lr) * SL]);
+      }
+#pragma unroll
+      for (int u = 0; u < T2; u++) {
+        zs[(ti * 8 + lr) + (u * 8 + 2 * lc) * SH] -= c[u][0];
+        zs[(ti * 8 + lr) + (u * 8 + 2 * lc + 1) * SH] -= c[u][1];
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < ZLOADS; u++) {
+      const int idx = threadIdx.x + u * kThreads, r = idx % HP, c = idx / HP;
       if (r < hh && c < cw) z[(row0 + r) + (col0 + c) * n] = zs[r + c * SH];
     }
     __syncthreads();
