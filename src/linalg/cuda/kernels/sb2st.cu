@@ -90,7 +90,8 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
     double rr[kLoads], rd[kLoads], re[kLoads];
 #pragma unroll
     for (int u = 0; u < kLoads; u++) {
-      const int idx = tid + u * kThreads, i = idx % len, l = idx / len, ie = idx % m, le = idx / m;
+      const int idx = tid + u * kThreads, i = idx % len, l = idx / len, me = m > 0 ? m : 1,
+                ie = idx % me, le = idx / me;
       rr[u] = idx < len * wr ? ldg(A.at(r0 + i, c0 + l)) : 0.0;
       rd[u] = idx < len * len && i >= l ? ldg(A.at(r0 + i, r0 + l)) : 0.0;
       re[u] = m > 0 && idx < m * len ? ldg(A.at(e0 + ie, r0 + le)) : 0.0;
