@@ -10,7 +10,8 @@
  *   3. our tridiagonal step (bisection, twisted factorizations);
  *   4. the vectors back through stage 2's reflectors (kernels/sb2st.cu),
  *      GROUP sweeps' reflectors at a time by batched gemms (default B),
- *      or with GROUP 0 by one fused tensor-core kernel;
+ *      on Z^T with GROUP negative (-GROUP sweeps), or with GROUP 0 by one
+ *      fused tensor-core kernel;
  *   5. and through stage 1's (cuBLAS gemm / trmm per panel).
  * Median ms of each part over REPS (CUDA events), then the checks: the
  * eigenvalues against Xsyevd's, max |A z - w z| / max|A| and
@@ -252,7 +253,8 @@ int main(int argc, char **argv) {
   CK(cudaMalloc((void **)&vs, sizeof(double) * (size_t)(n * steps * b)));
   CK(cudaMalloc((void **)&taus, sizeof(double) * (size_t)(n * steps)));
   /* GROUP 0: the fused tensor-core kernel (groups of 32 sweeps) */
-  gstat_cu_sb2st_q2 *q2 = group ? gstat_cu_sb2st_q2_plan(n, b, group) : NULL;
+  gstat_cu_sb2st_q2 *q2 =
+      group ? gstat_cu_sb2st_q2_plan(n, b, group < 0 ? -group : group, group < 0) : NULL;
   gstat_cu_sb2st_q2f *q2f = group ? NULL : gstat_cu_sb2st_q2f_plan(n, b);
   if (!q2 && !q2f) {
     fprintf(stderr, "no Q2 plan\n");

@@ -26,6 +26,7 @@
  * shares a row with it.
  */
 #include <climits>
+#include <cstdlib>
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -36,7 +37,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kLoads = 64 * 64 / kThreads; /* a task's loads per thread per block, b <= 64 */
 constexpr unsigned kFull = 0xffffffffu;
 
 __device__ __forceinline__ double ldg(const double *p) {
@@ -64,20 +64,22 @@ __device__ double warp_sum(double x) {
   return x;
 }
 
-/* The block's sum of x (every thread calls it; red: kWarps doubles). */
+/* The block's sum of x (every thread of NT calls it; red: NT / 32 doubles). */
+template <int NT>
 __device__ double block_sum(double x, double *red) {
   x = warp_sum(x);
   __syncthreads();
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = x;
   __syncthreads();
   double s = 0;
-  for (int i = 0; i < kWarps; i++) s += red[i];
+  for (int i = 0; i < NT / 32; i++) s += red[i];
   return s;
 }
 
 /* Task (j, k). Its three blocks are read into shared memory at once (one
  * L2 round trip instead of one per phase), updated there, and each element
- * is written back as soon as it is final. sm: 3 b^2 + 3 b + kWarps + 4. */
+ * is written back as soon as it is final. sm: 3 b^2 + 3 b + (NT / 32) + 4. */
+template <int NT>
 __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, double *vout,
                            double *tau_out, double *sm, int *progress) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, B = (int)b;
@@ -86,29 +88,19 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
   double *sR = sm, *sD = sR + B * B, *sE = sD + B * B, *sv = sE + B * B, *sw = sv + B, *sq = sw + B,
          *red = sq + B;
 
-  { /* every load in flight at once: up to kLoads per thread per block */
-    double rr[kLoads], rd[kLoads], re[kLoads];
-#pragma unroll
-    for (int u = 0; u < kLoads; u++) {
-      const int idx = tid + u * kThreads, i = idx % len, l = idx / len, me = m > 0 ? m : 1,
-                ie = idx % me, le = idx / me;
-      rr[u] = idx < len * wr ? ldg(A.at(r0 + i, c0 + l)) : 0.0;
-      rd[u] = idx < len * len && i >= l ? ldg(A.at(r0 + i, r0 + l)) : 0.0;
-      re[u] = m > 0 && idx < m * len ? ldg(A.at(e0 + ie, r0 + le)) : 0.0;
-    }
-#pragma unroll
-    for (int u = 0; u < kLoads; u++) {
-      const int idx = tid + u * kThreads, i = idx % len, l = idx / len;
-      if (idx < len * wr) sR[i + l * B] = rr[u];
-      if (idx < len * len && i >= l) sD[i + l * B] = sD[l + i * B] = rd[u];
-      if (m > 0 && idx < m * len) sE[idx % m + (idx / m) * B] = re[u];
-    }
+  for (int idx = tid; idx < len * wr; idx += NT)
+    sR[idx % len + (idx / len) * B] = ldg(A.at(r0 + idx % len, c0 + idx / len));
+  for (int idx = tid; idx < len * len; idx += NT) {
+    const int i = idx % len, l = idx / len;
+    if (i >= l) sD[i + l * B] = sD[l + i * B] = ldg(A.at(r0 + i, r0 + l));
   }
+  for (int idx = tid; idx < m * len; idx += NT)
+    sE[idx % m + (idx / m) * B] = ldg(A.at(e0 + idx % m, r0 + idx / m));
   __syncthreads();
 
   /* the reflector (LAPACK's dlarfg convention) from R's first column */
   const double x = tid < len ? sR[tid] : 0.0;
-  const double sigma = block_sum(tid >= 1 && tid < len ? x * x : 0.0, red);
+  const double sigma = block_sum<NT>(tid >= 1 && tid < len ? x * x : 0.0, red);
   if (tid == 0) {
     double alpha = x, tau = 0.0, beta = alpha, scale = 0.0;
     if (sigma > 0.0) {
@@ -117,12 +109,12 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
       tau = (beta - alpha) / beta;
       scale = 1.0 / (alpha - beta);
     }
-    red[kWarps] = tau;
-    red[kWarps + 1] = beta;
-    red[kWarps + 2] = scale;
+    red[(NT / 32)] = tau;
+    red[(NT / 32) + 1] = beta;
+    red[(NT / 32) + 2] = scale;
   }
   __syncthreads();
-  const double tau = red[kWarps], beta = red[kWarps + 1], scale = red[kWarps + 2];
+  const double tau = red[(NT / 32)], beta = red[(NT / 32) + 1], scale = red[(NT / 32) + 2];
   if (tid < B) {
     double v = tid == 0 ? 1.0 : (tid < len ? x * scale : 0.0);
     sv[tid] = v;
@@ -140,7 +132,7 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
   /* H from the left on R's other columns (a warp per column); p = tau D v
    * and q = tau E v (a thread per row) */
   if (k > 0)
-    for (int c = 1 + warp; c < B; c += kWarps) {
+    for (int c = 1 + warp; c < B; c += (NT / 32)) {
       double s = 0.0;
       for (int t = lane; t < len; t += 32) s += sv[t] * sR[t + c * B];
       s = tau * warp_sum(s);
@@ -158,26 +150,27 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
   }
   __syncthreads();
   /* w = p - (tau p^T v / 2) v; D -= v w^T + w v^T; E -= q v^T */
-  const double pv = block_sum(tid < len ? sw[tid] * sv[tid] : 0.0, red);
+  const double pv = block_sum<NT>(tid < len ? sw[tid] * sv[tid] : 0.0, red);
   if (tid < len) sw[tid] -= 0.5 * tau * pv * sv[tid];
   __syncthreads();
-  for (int idx = tid; idx < len * len; idx += kThreads) {
+  for (int idx = tid; idx < len * len; idx += NT) {
     const int i = idx % len, l = idx / len;
     if (i >= l) stg(A.at(r0 + i, r0 + l), sD[i + l * B] - sv[i] * sw[l] - sw[i] * sv[l]);
   }
-  for (int idx = tid; idx < m * len; idx += kThreads) {
+  for (int idx = tid; idx < m * len; idx += NT) {
     const int i = idx % m, l = idx / m;
     stg(A.at(e0 + i, r0 + l), sE[i + l * B] - sq[i] * sv[l]);
   }
 }
 
 size_t chase_smem(int64_t b) {
-  return sizeof(double) * (size_t)(3 * b * b + 3 * b + kWarps + 4);
+  return sizeof(double) * (size_t)(3 * b * b + 3 * b + 16 + 4);
 }
 
-__global__ void __launch_bounds__(kThreads)
+template <int NT>
+__global__ void __launch_bounds__(NT)
     chase_kernel(double *ab, int64_t ld, int64_t n, int64_t b, int64_t steps, double *vs,
-                 double *taus, int *progress) {
+                 double *taus, int *progress, int sleep) {
   extern __shared__ double sm[];
   const band A{ab, ld};
   for (int64_t j = blockIdx.x; j < n - 2; j += gridDim.x) {
@@ -187,12 +180,14 @@ __global__ void __launch_bounds__(kThreads)
         if (threadIdx.x == 0) {
           const volatile int *f = progress + j - 1;
           const int need = (int)(2 * k + 5); /* tasks k + 1 done, beta of k + 2 */
-          while (*f < need) __nanosleep(32);
+          while (*f < need)
+            if (sleep) __nanosleep(32);
           __threadfence();
         }
         __syncthreads();
       }
-      chase_task(A, n, b, j, k, vs + (j * steps + k) * b, taus + j * steps + k, sm, progress + j);
+      chase_task<NT>(A, n, b, j, k, vs + (j * steps + k) * b, taus + j * steps + k, sm,
+                     progress + j);
       __threadfence();
       __syncthreads();
       if (threadIdx.x == 0) {
@@ -390,30 +385,42 @@ extern "C" cudaError_t gstat_cu_sb2st_load(const double *a, int64_t lda, int64_t
   return cudaGetLastError();
 }
 
+/* One cooperative launch of chase_kernel<NT>, at most one block per SM. */
+template <int NT>
+cudaError_t launch_chase(double *ab, int64_t ld, int64_t n, int64_t b, int64_t steps, double *vs,
+                         double *taus, int *progress, int sleep, cudaStream_t st) {
+  int dev, sms, per_sm;
+  const size_t smem = chase_smem(b);
+  cudaError_t err;
+  if ((err = cudaGetDevice(&dev)) != cudaSuccess ||
+      (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
+      (err = cudaFuncSetAttribute(chase_kernel<NT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  (int)smem)) != cudaSuccess ||
+      (err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chase_kernel<NT>, NT, smem)) !=
+          cudaSuccess)
+    return err;
+  if (per_sm < 1) return cudaErrorLaunchOutOfResources;
+  int64_t blocks = sms < n - 2 ? sms : n - 2;
+  if ((err = cudaMemsetAsync(progress, 0, sizeof(int) * (size_t)n, st)) != cudaSuccess) return err;
+  void *args[] = {&ab, &ld, &n, &b, &steps, &vs, &taus, &progress, &sleep};
+  return cudaLaunchCooperativeKernel((const void *)chase_kernel<NT>, dim3((unsigned)blocks),
+                                     dim3(NT), args, smem, st);
+}
+
 extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, double *vs,
                                              double *taus, int *progress, double *d, double *e,
                                              cudaStream_t st) {
   if (b < 1 || b > 64) return cudaErrorInvalidValue;
-  cudaError_t err;
   int64_t steps = gstat_cu_sb2st_steps(n, b), ld = 2 * b;
   if (n > 2) {
-    int dev, sms, per_sm;
-    const size_t smem = chase_smem(b);
-    if ((err = cudaGetDevice(&dev)) != cudaSuccess ||
-        (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
-        (err = cudaFuncSetAttribute(chase_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)smem)) != cudaSuccess ||
-        (err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chase_kernel, kThreads,
-                                                             smem)) != cudaSuccess)
-      return err;
-    int64_t blocks = sms < n - 2 ? sms : n - 2;
-    if (per_sm < 1) return cudaErrorLaunchOutOfResources;
-    if ((err = cudaMemsetAsync(progress, 0, sizeof(int) * (size_t)n, st)) != cudaSuccess)
-      return err;
-    void *args[] = {&ab, &ld, &n, &b, &steps, &vs, &taus, &progress};
-    if ((err = cudaLaunchCooperativeKernel((const void *)chase_kernel, dim3((unsigned)blocks),
-                                           dim3(kThreads), args, smem, st)) != cudaSuccess)
-      return err;
+    /* experiment: GSTAT_SB2ST_THREADS (128, 256, 512), GSTAT_SB2ST_SLEEP (0, 1) */
+    const char *te = getenv("GSTAT_SB2ST_THREADS"), *se = getenv("GSTAT_SB2ST_SLEEP");
+    int threads = te ? atoi(te) : 256, sleep = se ? atoi(se) : 1;
+    cudaError_t err =
+        threads == 128   ? launch_chase<128>(ab, ld, n, b, steps, vs, taus, progress, sleep, st)
+        : threads == 512 ? launch_chase<512>(ab, ld, n, b, steps, vs, taus, progress, sleep, st)
+                         : launch_chase<256>(ab, ld, n, b, steps, vs, taus, progress, sleep, st);
+    if (err != cudaSuccess) return err;
   }
   tridiagonal_of<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(ab, ld, n, d, e);
   return cudaGetLastError();
@@ -428,6 +435,7 @@ extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, d
  * a copy of Z padded by h zero rows. */
 struct gstat_cu_sb2st_q2 {
   int64_t n, b, L, groups, waves, widest;
+  int transposed;           /* on Z^T: each gemm n rows long */
   int *gj, *gk;             /* device: each group's J and k */
   double *vg, *yg, *w, *zp; /* device: V and Y per group, W per wavefront slot, padded Z */
   const double **ptr;       /* device: per group, Y, Z rows, W, V (4 x groups) */
@@ -447,13 +455,15 @@ extern "C" void gstat_cu_sb2st_q2_free(gstat_cu_sb2st_q2 *p) {
   delete p;
 }
 
-extern "C" gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b, int64_t L) {
+extern "C" gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b, int64_t L,
+                                                     int transposed) {
   if (n <= 2 || b < 1 || b > 64 || L < 1 || L > 64) return nullptr;
   gstat_cu_sb2st_q2 *p = new gstat_cu_sb2st_q2();
   const int64_t h = b + L - 1, G = (n - 2 + L - 1) / L, ldz = n + h;
   p->n = n;
   p->b = b;
   p->L = L;
+  p->transposed = transposed;
   p->waves = (G - 1) + sweep_steps(n, b, 0);
   std::vector<int> hj, hk;
   std::vector<int64_t> start;
@@ -490,7 +500,7 @@ extern "C" gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b, int64
       const int64_t row0 = (int64_t)hj[(size_t)g] * L + 1 + (int64_t)hk[(size_t)g] * b,
                     slot = g - start[(size_t)t];
       hp[(size_t)g] = p->yg + g * h * L;
-      hp[(size_t)(p->groups + g)] = p->zp + row0;
+      hp[(size_t)(p->groups + g)] = transposed ? p->zp + row0 * n : p->zp + row0;
       hp[(size_t)(2 * p->groups + g)] = p->w + slot * L * n;
       hp[(size_t)(3 * p->groups + g)] = p->vg + g * h * L;
     }
@@ -519,25 +529,42 @@ extern "C" cudaError_t gstat_cu_sb2st_q2_apply(gstat_cu_sb2st_q2 *p, cublasHandl
     return err;
   group_vy_kernel<<<(unsigned)p->groups, 128, smem, st>>>(vs, taus, n, b, L, steps, p->gj, p->gk, h,
                                                           p->vg, p->yg);
-  if ((err = cudaMemcpy2DAsync(p->zp, sizeof(double) * (size_t)ldz, z, sizeof(double) * (size_t)n,
-                               sizeof(double) * (size_t)n, (size_t)n, cudaMemcpyDeviceToDevice,
-                               st)) != cudaSuccess)
-    return err;
   if (cublasSetStream(blas, st) != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
   const double one = 1.0, zero = 0.0, minus_one = -1.0;
   const int li = (int)L, hi = (int)h, ni = (int)n, lz = (int)ldz;
+  if (p->transposed) {
+    /* Z^T (n x (n + h), ld n): group g's rows of Z are its columns */
+    if (cublasDgeam(blas, CUBLAS_OP_T, CUBLAS_OP_N, ni, ni, &one, z, ni, &zero, p->zp, ni, p->zp,
+                    ni) != CUBLAS_STATUS_SUCCESS)
+      return cudaErrorUnknown;
+  } else if ((err = cudaMemcpy2DAsync(p->zp, sizeof(double) * (size_t)ldz, z,
+                                      sizeof(double) * (size_t)n, sizeof(double) * (size_t)n,
+                                      (size_t)n, cudaMemcpyDeviceToDevice, st)) != cudaSuccess)
+    return err;
   for (int64_t t = 0; t < p->waves; t++) {
     const int64_t g0 = p->wave_start[t], cnt = p->wave_start[t + 1] - g0;
     const double *const *Y = p->ptr + g0, *const *Zr = p->ptr + p->groups + g0,
                         *const *W = p->ptr + 2 * p->groups + g0,
                         *const *V = p->ptr + 3 * p->groups + g0;
-    /* W = Y^T Z(rows); Z(rows) -= V W */
-    if (cublasDgemmBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, li, ni, hi, &one, Y, hi, Zr, lz, &zero,
-                           (double *const *)W, li, (int)cnt) != CUBLAS_STATUS_SUCCESS ||
-        cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, hi, ni, li, &minus_one, V, hi, W, li,
-                           &one, (double *const *)Zr, lz, (int)cnt) != CUBLAS_STATUS_SUCCESS)
-      return cudaErrorUnknown;
+    cublasStatus_t s1, s2;
+    if (p->transposed) { /* W^T = Z^T(cols) Y; Z^T(cols) -= W^T V^T */
+      s1 = cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, li, hi, &one, Zr, ni, Y, hi,
+                              &zero, (double *const *)W, ni, (int)cnt);
+      s2 = cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_T, ni, hi, li, &minus_one, W, ni, V, hi,
+                              &one, (double *const *)Zr, ni, (int)cnt);
+    } else { /* W = Y^T Z(rows); Z(rows) -= V W */
+      s1 = cublasDgemmBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, li, ni, hi, &one, Y, hi, Zr, lz,
+                              &zero, (double *const *)W, li, (int)cnt);
+      s2 = cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, hi, ni, li, &minus_one, V, hi, W, li,
+                              &one, (double *const *)Zr, lz, (int)cnt);
+    }
+    if (s1 != CUBLAS_STATUS_SUCCESS || s2 != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
   }
+  if (p->transposed)
+    return cublasDgeam(blas, CUBLAS_OP_T, CUBLAS_OP_N, ni, ni, &one, p->zp, ni, &zero, z, ni, z,
+                       ni) == CUBLAS_STATUS_SUCCESS
+               ? cudaSuccess
+               : cudaErrorUnknown;
   return cudaMemcpy2DAsync(z, sizeof(double) * (size_t)n, p->zp, sizeof(double) * (size_t)ldz,
                            sizeof(double) * (size_t)n, (size_t)n, cudaMemcpyDeviceToDevice, st);
 }
