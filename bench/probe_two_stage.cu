@@ -295,14 +295,15 @@ int main(int argc, char **argv) {
     }
     CK(cudaEventRecord(ev[3], s.st));
     {
-      /* one Newton-Schulz step, as sytrd_eigh.c: Z := Z (3 I - Z^T Z) / 2 */
+      /* one Newton-Schulz step, as sytrd_eigh.c: Z := Z (3 I - Z^T Z) / 2,
+       * Z^T Z by syrk and the product by symm: 3 n^3 flops, not 4 */
       const double one = 1.0, zero = 0.0, m_half = -0.5, three_halves = 1.5;
       int ni = (int)n;
-      CB(cublasDgemm(s.blas, CUBLAS_OP_T, CUBLAS_OP_N, ni, ni, ni, &one, z, ni, z, ni, &zero, r,
+      CB(cublasDsyrk(s.blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, ni, ni, &one, z, ni, &zero, r,
                      ni));
       CK(cudaMemcpyAsync(z2, z, bytes, cudaMemcpyDeviceToDevice, s.st));
-      CB(cublasDgemm(s.blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &m_half, z, ni, r, ni,
-                     &three_halves, z2, ni));
+      CB(cublasDsymm(s.blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, ni, ni, &m_half, r, ni, z,
+                     ni, &three_halves, z2, ni));
       double *tmp = z;
       z = z2;
       z2 = tmp;
@@ -322,6 +323,34 @@ int main(int argc, char **argv) {
     if (rep >= 0)
       for (int i = 0; i < PARTS; i++)
         CK(cudaEventElapsedTime(&ms[i * reps + rep], ev[i], ev[i + 1]));
+  }
+  { /* what the panel factorizations alone cost: every panel shape of stage 1,
+     * Xgeqrf and the 32-bit Dgeqrf, on a copy of A */
+    int lwork = 0;
+    CS(cusolverDnDgeqrf_bufferSize(s.solver, (int)(n - b), (int)b, r, (int)n, &lwork));
+    double *work;
+    CK(cudaMalloc((void **)&work, sizeof(double) * (size_t)(lwork + 1)));
+    float t_x = 0, t_d = 0;
+    for (int api = 0; api < 2; api++) {
+      CK(cudaMemcpyAsync(r, a0, bytes, cudaMemcpyDeviceToDevice, s.st));
+      CK(cudaEventRecord(ev[0], s.st));
+      for (int64_t k = 0; k + b + 2 <= n; k += b) {
+        double *panel = r + (k + b) + k * n;
+        if (api == 0)
+          CS(cusolverDnXgeqrf(s.solver, s.params, n - k - b, b, CUDA_R_64F, panel, n, CUDA_R_64F,
+                              s.tau + k, CUDA_R_64F, s.qr_ws, s.qr_bytes, s.qr_host,
+                              s.qr_host_bytes, s.info));
+        else
+          CS(cusolverDnDgeqrf(s.solver, (int)(n - k - b), (int)b, panel, (int)n, s.tau + k, work,
+                              lwork, s.info));
+      }
+      CK(cudaEventRecord(ev[1], s.st));
+      CK(cudaEventSynchronize(ev[1]));
+      CK(cudaEventElapsedTime(api == 0 ? &t_x : &t_d, ev[0], ev[1]));
+    }
+    printf("panels alone: Xgeqrf %.3f ms, Dgeqrf %.3f ms (%lld panels)\n", t_x, t_d,
+           (long long)panels(&s));
+    cudaFree(work);
   }
   /* checks */
   double amax = max_abs(a0, nn), wdiff = 0;

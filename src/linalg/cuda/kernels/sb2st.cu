@@ -413,9 +413,10 @@ extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, d
   if (b < 1 || b > 64) return cudaErrorInvalidValue;
   int64_t steps = gstat_cu_sb2st_steps(n, b), ld = 2 * b;
   if (n > 2) {
-    /* experiment: GSTAT_SB2ST_THREADS (128, 256, 512), GSTAT_SB2ST_SLEEP (0, 1) */
+    /* experiment: GSTAT_SB2ST_THREADS (128, 256, 512: the fastest at 4096), GSTAT_SB2ST_SLEEP (0,
+     * 1) */
     const char *te = getenv("GSTAT_SB2ST_THREADS"), *se = getenv("GSTAT_SB2ST_SLEEP");
-    int threads = te ? atoi(te) : 256, sleep = se ? atoi(se) : 1;
+    int threads = te ? atoi(te) : 512, sleep = se ? atoi(se) : 1;
     cudaError_t err =
         threads == 128   ? launch_chase<128>(ab, ld, n, b, steps, vs, taus, progress, sleep, st)
         : threads == 512 ? launch_chase<512>(ab, ld, n, b, steps, vs, taus, progress, sleep, st)
