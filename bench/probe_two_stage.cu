@@ -4,15 +4,13 @@
  * A two-stage float64 eigensolver of one matrix, piece by piece, against
  * Xsyevd on the same matrix (bench_cuda's, sym_batch.h):
  *   1. dense A (lower) to a band of half-bandwidth B by block reflectors
- *      (cuSOLVER Xgeqrf per panel of B columns; the two-sided update on the
- *      full matrix by gemms, or with PROBE_SY2SB=lower on the lower
- *      triangle by symm / syr2k);
+ *      (cuSOLVER Xgeqrf per panel of B columns, cuBLAS symm / syr2k for
+ *      the two-sided update);
  *   2. band to tridiagonal by bulge chasing (kernels/sb2st.cu);
  *   3. our tridiagonal step (bisection, twisted factorizations);
  *   4. the vectors back through stage 2's reflectors (kernels/sb2st.cu),
- *      GROUP sweeps' reflectors at a time by batched gemms (default B),
- *      on Z^T with GROUP negative (-GROUP sweeps), or with GROUP 0 by one
- *      fused tensor-core kernel;
+ *      GROUP sweeps' reflectors at a time (default 32), batched gemms on
+ *      Z^T;
  *   5. and through stage 1's (cuBLAS gemm / trmm per panel).
  * Median ms of each part over REPS (CUDA events), then the checks: the
  * eigenvalues against Xsyevd's, max |A z - w z| / max|A| and
@@ -89,12 +87,6 @@ __global__ void sub_scaled(double *r, const double *z, const double *w, int64_t 
   if (i < n) r[i + j * n] -= w[j] * z[i + j * n];
 }
 
-/* The upper triangle from the lower (stage 1 on the full matrix). */
-__global__ void symmetrize(double *a, int64_t n) {
-  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, j = blockIdx.y;
-  if (i < n && i > j) a[j + i * n] = a[i + j * n];
-}
-
 /* r -= I */
 __global__ void minus_identity(double *r, int64_t n) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
@@ -112,7 +104,6 @@ typedef struct {
   cudaStream_t st;
   double *v, *x, *w, *g, *m, *tau, *t_all; /* t_all: every panel's T, b x b each */
   double *vbig, *gbig, *tbig;              /* Q1's merged panels */
-  double *p, *q;                           /* [W V] and [V W] of the full update */
   void *qr_ws, *qr_host;
   size_t qr_bytes, qr_host_bytes;
   int *info;
@@ -136,8 +127,6 @@ static void stage1_init(stage1 *s, int64_t n, int64_t b) {
   CS(cusolverDnCreateParams(&s->params));
   size_t mb = sizeof(double) * (size_t)(n * b);
   CK(cudaMalloc((void **)&s->v, mb));
-  CK(cudaMalloc((void **)&s->p, 2 * mb));
-  CK(cudaMalloc((void **)&s->q, 2 * mb));
   CK(cudaMalloc((void **)&s->vbig, mb * kMerge));
   CK(cudaMalloc((void **)&s->gbig, sizeof(double) * (size_t)(kMerge * b * kMerge * b)));
   CK(cudaMalloc((void **)&s->tbig, sizeof(double) * (size_t)(kMerge * b * kMerge * b)));
@@ -159,48 +148,33 @@ static void stage1_init(stage1 *s, int64_t n, int64_t b) {
 static void stage1_reduce(stage1 *s, double *a) {
   const double one = 1.0, zero = 0.0, minus_one = -1.0, minus_half = -0.5;
   int64_t n = s->n, b = s->b, p = 0;
-  const char *mode = getenv("PROBE_SY2SB");
-  const int full = !mode || strcmp(mode, "lower") != 0;
-  if (full) symmetrize<<<dim3((unsigned)((n + 255) / 256), (unsigned)n), 256, 0, s->st>>>(a, n);
   for (int64_t k = 0; k + b + 2 <= n; k += b, p++) {
     int64_t m = n - k - b, r = m < b ? m : b;
     double *panel = a + (k + b) + k * n, *a22 = a + (k + b) + (k + b) * n, *tau = s->tau + k;
     double *t = s->t_all + p * b * b;
     CS(cusolverDnXgeqrf(s->solver, s->params, m, b, CUDA_R_64F, panel, n, CUDA_R_64F, tau,
                         CUDA_R_64F, s->qr_ws, s->qr_bytes, s->qr_host, s->qr_host_bytes, s->info));
-    /* full: V in Q's first r columns and P's last, W in P's first and Q's last,
-     * so that A22 -= P Q^T is one gemm */
-    double *v = full ? s->q : s->v, *w = full ? s->p : s->w;
-    size_t mr = sizeof(double) * (size_t)(m * r);
-    explicit_v<<<dim3((unsigned)((m + 255) / 256), (unsigned)r), 256, 0, s->st>>>(panel, n, v, m, r,
-                                                                                  m);
+    explicit_v<<<dim3((unsigned)((m + 255) / 256), (unsigned)r), 256, 0, s->st>>>(panel, n, s->v, m,
+                                                                                  r, m);
     int mi = (int)m, ri = (int)r;
-    CB(cublasDgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ri, mi, &one, v, mi, v, mi, &zero, s->g,
-                   ri));
+    CB(cublasDgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ri, mi, &one, s->v, mi, s->v, mi, &zero,
+                   s->g, ri));
     larft_rows<<<1, 1024, 0, s->st>>>(s->g, tau, t, ri);
-    /* X = A22 V; W = X T; M = T^T (V^T W); W -= V M / 2; A22 -= W V^T + V W^T */
-    if (full)
-      CB(cublasDgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, mi, ri, mi, &one, a22, (int)n, v, mi, &zero,
-                     s->x, mi));
-    else
-      CB(cublasDsymm(s->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, mi, ri, &one, a22, (int)n,
-                     v, mi, &zero, s->x, mi));
+    /* X = A22 V; W = X T; M = T^T (V^T W); W -= V M / 2; A22 -= W V^T + V W^T
+     * (full-matrix gemms instead of symm / syr2k were no faster: 39.2
+     * against 39.9 ms at 4096) */
+    CB(cublasDsymm(s->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, mi, ri, &one, a22, (int)n,
+                   s->v, mi, &zero, s->x, mi));
     CB(cublasDtrmm(s->blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                   CUBLAS_DIAG_NON_UNIT, mi, ri, &one, t, ri, s->x, mi, w, mi));
-    CB(cublasDgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ri, mi, &one, v, mi, w, mi, &zero, s->g,
-                   ri));
+                   CUBLAS_DIAG_NON_UNIT, mi, ri, &one, t, ri, s->x, mi, s->w, mi));
+    CB(cublasDgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ri, mi, &one, s->v, mi, s->w, mi, &zero,
+                   s->g, ri));
     CB(cublasDtrmm(s->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T,
                    CUBLAS_DIAG_NON_UNIT, ri, ri, &one, t, ri, s->g, ri, s->m, ri));
-    CB(cublasDgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, mi, ri, ri, &minus_half, v, mi, s->m, ri,
-                   &one, w, mi));
-    if (full) {
-      CK(cudaMemcpyAsync(s->p + m * r, v, mr, cudaMemcpyDeviceToDevice, s->st));
-      CK(cudaMemcpyAsync(s->q + m * r, w, mr, cudaMemcpyDeviceToDevice, s->st));
-      CB(cublasDgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_T, mi, mi, 2 * ri, &minus_one, s->p, mi, s->q,
-                     mi, &one, a22, (int)n));
-    } else
-      CB(cublasDsyr2k(s->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, mi, ri, &minus_one, w, mi, v,
-                      mi, &one, a22, (int)n));
+    CB(cublasDgemm(s->blas, CUBLAS_OP_N, CUBLAS_OP_N, mi, ri, ri, &minus_half, s->v, mi, s->m, ri,
+                   &one, s->w, mi));
+    CB(cublasDsyr2k(s->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, mi, ri, &minus_one, s->w, mi,
+                    s->v, mi, &one, a22, (int)n));
   }
 }
 
@@ -261,7 +235,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: probe_two_stage N B REPS [GROUP]\n");
     return 2;
   }
-  int64_t n = atoll(argv[1]), b = atoll(argv[2]), group = argc == 5 ? atoll(argv[4]) : b;
+  int64_t n = atoll(argv[1]), b = atoll(argv[2]), group = argc == 5 ? atoll(argv[4]) : 32;
   int reps = atoi(argv[3]);
   size_t nn = (size_t)(n * n), bytes = sizeof(double) * nn;
   int64_t steps = gstat_cu_sb2st_steps(n, b);
@@ -279,11 +253,8 @@ int main(int argc, char **argv) {
   CK(cudaMalloc((void **)&ab, sizeof(double) * (size_t)(2 * b * n)));
   CK(cudaMalloc((void **)&vs, sizeof(double) * (size_t)(n * steps * b)));
   CK(cudaMalloc((void **)&taus, sizeof(double) * (size_t)(n * steps)));
-  /* GROUP 0: the fused tensor-core kernel (groups of 32 sweeps) */
-  gstat_cu_sb2st_q2 *q2 =
-      group ? gstat_cu_sb2st_q2_plan(n, b, group < 0 ? -group : group, group < 0) : NULL;
-  gstat_cu_sb2st_q2f *q2f = group ? NULL : gstat_cu_sb2st_q2f_plan(n, b);
-  if (!q2 && !q2f) {
+  gstat_cu_sb2st_q2 *q2 = gstat_cu_sb2st_q2_plan(n, b, group);
+  if (!q2) {
     fprintf(stderr, "no Q2 plan\n");
     return 1;
   }
@@ -336,10 +307,7 @@ int main(int argc, char **argv) {
       z2 = tmp;
     }
     CK(cudaEventRecord(ev[4], s.st));
-    if (q2)
-      CK(gstat_cu_sb2st_q2_apply(q2, s.blas, vs, taus, z, s.st));
-    else
-      CK(gstat_cu_sb2st_q2f_apply(q2f, vs, taus, z, s.st));
+    CK(gstat_cu_sb2st_q2_apply(q2, s.blas, vs, taus, z, s.st));
     CK(cudaEventRecord(ev[5], s.st));
     stage1_apply(&s, a, z);
     CK(cudaEventRecord(ev[6], s.st));

@@ -26,7 +26,6 @@
  * shares a row with it.
  */
 #include <climits>
-#include <cstdlib>
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -35,7 +34,9 @@
 
 namespace {
 
-constexpr int kThreads = 256;
+/* threads per bulge-chasing task (H200, float64 1x4096: 512 66.0 ms, 256
+ * 71.0, 128 96.4) */
+constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 constexpr unsigned kFull = 0xffffffffu;
 
@@ -64,22 +65,20 @@ __device__ double warp_sum(double x) {
   return x;
 }
 
-/* The block's sum of x (every thread of NT calls it; red: NT / 32 doubles). */
-template <int NT>
+/* The block's sum of x (every thread calls it; red: kWarps doubles). */
 __device__ double block_sum(double x, double *red) {
   x = warp_sum(x);
   __syncthreads();
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = x;
   __syncthreads();
   double s = 0;
-  for (int i = 0; i < NT / 32; i++) s += red[i];
+  for (int i = 0; i < kWarps; i++) s += red[i];
   return s;
 }
 
 /* Task (j, k). Its three blocks are read into shared memory at once (one
  * L2 round trip instead of one per phase), updated there, and each element
- * is written back as soon as it is final. sm: 3 b^2 + 3 b + (NT / 32) + 4. */
-template <int NT>
+ * is written back as soon as it is final. sm: 3 b^2 + 3 b + kWarps + 4. */
 __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, double *vout,
                            double *tau_out, double *sm, int *progress) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, B = (int)b;
@@ -88,19 +87,19 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
   double *sR = sm, *sD = sR + B * B, *sE = sD + B * B, *sv = sE + B * B, *sw = sv + B, *sq = sw + B,
          *red = sq + B;
 
-  for (int idx = tid; idx < len * wr; idx += NT)
+  for (int idx = tid; idx < len * wr; idx += kThreads)
     sR[idx % len + (idx / len) * B] = ldg(A.at(r0 + idx % len, c0 + idx / len));
-  for (int idx = tid; idx < len * len; idx += NT) {
+  for (int idx = tid; idx < len * len; idx += kThreads) {
     const int i = idx % len, l = idx / len;
     if (i >= l) sD[i + l * B] = sD[l + i * B] = ldg(A.at(r0 + i, r0 + l));
   }
-  for (int idx = tid; idx < m * len; idx += NT)
+  for (int idx = tid; idx < m * len; idx += kThreads)
     sE[idx % m + (idx / m) * B] = ldg(A.at(e0 + idx % m, r0 + idx / m));
   __syncthreads();
 
   /* the reflector (LAPACK's dlarfg convention) from R's first column */
   const double x = tid < len ? sR[tid] : 0.0;
-  const double sigma = block_sum<NT>(tid >= 1 && tid < len ? x * x : 0.0, red);
+  const double sigma = block_sum(tid >= 1 && tid < len ? x * x : 0.0, red);
   if (tid == 0) {
     double alpha = x, tau = 0.0, beta = alpha, scale = 0.0;
     if (sigma > 0.0) {
@@ -109,12 +108,12 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
       tau = (beta - alpha) / beta;
       scale = 1.0 / (alpha - beta);
     }
-    red[(NT / 32)] = tau;
-    red[(NT / 32) + 1] = beta;
-    red[(NT / 32) + 2] = scale;
+    red[kWarps] = tau;
+    red[kWarps + 1] = beta;
+    red[kWarps + 2] = scale;
   }
   __syncthreads();
-  const double tau = red[(NT / 32)], beta = red[(NT / 32) + 1], scale = red[(NT / 32) + 2];
+  const double tau = red[kWarps], beta = red[kWarps + 1], scale = red[kWarps + 2];
   if (tid < B) {
     double v = tid == 0 ? 1.0 : (tid < len ? x * scale : 0.0);
     sv[tid] = v;
@@ -132,7 +131,7 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
   /* H from the left on R's other columns (a warp per column); p = tau D v
    * and q = tau E v (a thread per row) */
   if (k > 0)
-    for (int c = 1 + warp; c < B; c += (NT / 32)) {
+    for (int c = 1 + warp; c < B; c += kWarps) {
       double s = 0.0;
       for (int t = lane; t < len; t += 32) s += sv[t] * sR[t + c * B];
       s = tau * warp_sum(s);
@@ -150,27 +149,26 @@ __device__ void chase_task(band A, int64_t n, int64_t b, int64_t j, int64_t k, d
   }
   __syncthreads();
   /* w = p - (tau p^T v / 2) v; D -= v w^T + w v^T; E -= q v^T */
-  const double pv = block_sum<NT>(tid < len ? sw[tid] * sv[tid] : 0.0, red);
+  const double pv = block_sum(tid < len ? sw[tid] * sv[tid] : 0.0, red);
   if (tid < len) sw[tid] -= 0.5 * tau * pv * sv[tid];
   __syncthreads();
-  for (int idx = tid; idx < len * len; idx += NT) {
+  for (int idx = tid; idx < len * len; idx += kThreads) {
     const int i = idx % len, l = idx / len;
     if (i >= l) stg(A.at(r0 + i, r0 + l), sD[i + l * B] - sv[i] * sw[l] - sw[i] * sv[l]);
   }
-  for (int idx = tid; idx < m * len; idx += NT) {
+  for (int idx = tid; idx < m * len; idx += kThreads) {
     const int i = idx % m, l = idx / m;
     stg(A.at(e0 + i, r0 + l), sE[i + l * B] - sq[i] * sv[l]);
   }
 }
 
 size_t chase_smem(int64_t b) {
-  return sizeof(double) * (size_t)(3 * b * b + 3 * b + 16 + 4);
+  return sizeof(double) * (size_t)(3 * b * b + 3 * b + kWarps + 4);
 }
 
-template <int NT>
-__global__ void __launch_bounds__(NT)
+__global__ void __launch_bounds__(kThreads)
     chase_kernel(double *ab, int64_t ld, int64_t n, int64_t b, int64_t steps, double *vs,
-                 double *taus, int *progress, int sleep) {
+                 double *taus, int *progress) {
   extern __shared__ double sm[];
   const band A{ab, ld};
   for (int64_t j = blockIdx.x; j < n - 2; j += gridDim.x) {
@@ -180,14 +178,12 @@ __global__ void __launch_bounds__(NT)
         if (threadIdx.x == 0) {
           const volatile int *f = progress + j - 1;
           const int need = (int)(2 * k + 5); /* tasks k + 1 done, beta of k + 2 */
-          while (*f < need)
-            if (sleep) __nanosleep(32);
+          while (*f < need) __nanosleep(32);
           __threadfence();
         }
         __syncthreads();
       }
-      chase_task<NT>(A, n, b, j, k, vs + (j * steps + k) * b, taus + j * steps + k, sm,
-                     progress + j);
+      chase_task(A, n, b, j, k, vs + (j * steps + k) * b, taus + j * steps + k, sm, progress + j);
       __threadfence();
       __syncthreads();
       if (threadIdx.x == 0) {
@@ -223,8 +219,8 @@ __device__ const double *group_vector(const double *vs, int64_t n, int64_t b, in
  * acts as Z -= V (Y^T Z). One block per group; T's row i by thread i (it
  * depends on row i alone). */
 __global__ void group_vy_kernel(const double *vs, const double *taus, int64_t n, int64_t b,
-                                int64_t Lw, int64_t steps, const int *gj, const int *gk,
-                                int64_t ldo, double *vg, double *yg) {
+                                int64_t Lw, int64_t steps, const int *gj, const int *gk, double *vg,
+                                double *yg) {
   extern __shared__ double sm[];
   const int L = (int)Lw, B = (int)b, h = B + L - 1;
   const int64_t g = blockIdx.x, J = gj[g], k = gk[g];
@@ -255,119 +251,13 @@ __global__ void group_vy_kernel(const double *vs, const double *taus, int64_t n,
     }
   }
   __syncthreads();
-  /* out: ldo x L each (rows past h zero) */
-  double *vo = vg + g * ldo * L, *yo = yg + g * ldo * L;
-  for (int idx = threadIdx.x; idx < ldo * L; idx += blockDim.x) {
-    const int r = (int)(idx % ldo), i = (int)(idx / ldo);
+  double *vo = vg + g * h * L, *yo = yg + g * h * L;
+  for (int idx = threadIdx.x; idx < h * L; idx += blockDim.x) {
+    const int r = idx % h, i = idx / h;
     double s = 0.0;
-    if (r < h)
-      for (int l = i; l < L; l++) s += v[r + l * h] * t[i + l * L];
-    vo[idx] = r < h ? v[r + i * h] : 0.0;
+    for (int l = i; l < L; l++) s += v[r + l * h] * t[i + l * L];
+    vo[idx] = v[idx];
     yo[idx] = s;
-  }
-}
-
-/* One m8n8k4 float64 tensor-core product: {c0, c1} += a b (PTX fragments:
- * a = A(lane / 4, lane % 4), b = B(lane % 4, lane / 4), c_i = C(lane / 4,
- * 2 (lane % 4) + i)). */
-__device__ __forceinline__ void dmma(double &c0, double &c1, double a, double b) {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
-               : "+d"(c0), "+d"(c1)
-               : "d"(a), "d"(b));
-#else /* the portable PTX target: the same product by shuffles */
-  const int lane = threadIdx.x & 31, row = lane >> 2, col = 2 * (lane & 3);
-  for (int k = 0; k < 4; k++) {
-    const double ak = __shfl_sync(kFull, a, row * 4 + k);
-    c0 += ak * __shfl_sync(kFull, b, col * 4 + k);
-    c1 += ak * __shfl_sync(kFull, b, (col + 1) * 4 + k);
-  }
-#endif
-}
-
-/* Q2 Z on NC columns of Z per block: every group in order (J from the
- * last, k upwards), each Zs -= V (Y^T Zs) on its 64 (padded) rows, on the
- * tensor cores. Groups of 32 sweeps, b <= 33 (h <= 64). The loads are
- * unrolled so that they are in flight together, and each warp keeps several
- * independent accumulator tiles so that the mma chains overlap. */
-template <int NC>
-__global__ void __launch_bounds__(kThreads)
-    q2_fused_kernel(const double *vg, const double *yg, const int *row0s, int64_t groups, int64_t n,
-                    double *z) {
-  /* shared leading dimensions padded to 4 mod 16 doubles: the 8 rows of an
-   * mma fragment then fall in different banks */
-  constexpr int HP = 64, L = 32, SH = HP + 4, SL = L + 4;
-  constexpr int ZLOADS = HP * NC / kThreads, VLOADS = HP * L / kThreads;
-  constexpr int T1 = (L / 8) * (NC / 8) / kWarps, T2 = NC / 8; /* tiles per warp */
-  extern __shared__ double sm[];
-  double *zs = sm, *vs = zs + SH * NC, *ys = vs + SH * L, *ws = ys + SH * L;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, lr = lane >> 2, lc = lane & 3;
-  const int64_t col0 = blockIdx.x * (int64_t)NC;
-  const int cw = (int)(NC < n - col0 ? NC : n - col0);
-  for (int64_t g = 0; g < groups; g++) {
-    const int64_t row0 = row0s[g];
-    const int hh = (int)(HP < n - row0 ? HP : n - row0);
-    const double *vsrc = vg + g * HP * L, *ysrc = yg + g * HP * L;
-    double zr[ZLOADS], vr[VLOADS], yr[VLOADS];
-#pragma unroll
-    for (int u = 0; u < ZLOADS; u++) {
-      const int idx = threadIdx.x + u * kThreads, r = idx % HP, c = idx / HP;
-      zr[u] = r < hh && c < cw ? z[(row0 + r) + (col0 + c) * n] : 0.0;
-    }
-#pragma unroll
-    for (int u = 0; u < VLOADS; u++) {
-      vr[u] = vsrc[threadIdx.x + u * kThreads];
-      yr[u] = ysrc[threadIdx.x + u * kThreads];
-    }
-#pragma unroll
-    for (int u = 0; u < ZLOADS; u++) {
-      const int idx = threadIdx.x + u * kThreads;
-      zs[idx % HP + (idx / HP) * SH] = zr[u];
-    }
-#pragma unroll
-    for (int u = 0; u < VLOADS; u++) {
-      const int idx = threadIdx.x + u * kThreads;
-      vs[idx % HP + (idx / HP) * SH] = vr[u];
-      ys[idx % HP + (idx / HP) * SH] = yr[u];
-    }
-    __syncthreads();
-    { /* W (L x NC) = Y^T Zs, K = HP: row tile warp % 4, T1 column tiles */
-      const int ti = warp % (L / 8), tj0 = (warp / (L / 8)) * T1;
-      double c[T1][2] = {};
-      for (int kk = 0; kk < HP; kk += 4) {
-        const double a = ys[(kk + lc) + (ti * 8 + lr) * SH];
-#pragma unroll
-        for (int u = 0; u < T1; u++)
-          dmma(c[u][0], c[u][1], a, zs[(kk + lc) + ((tj0 + u) * 8 + lr) * SH]);
-      }
-#pragma unroll
-      for (int u = 0; u < T1; u++) {
-        ws[(ti * 8 + lr) + ((tj0 + u) * 8 + 2 * lc) * SL] = c[u][0];
-        ws[(ti * 8 + lr) + ((tj0 + u) * 8 + 2 * lc + 1) * SL] = c[u][1];
-      }
-    }
-    __syncthreads();
-    { /* Zs (HP x NC) -= V W, K = L: row tile warp, all NC / 8 column tiles */
-      const int ti = warp;
-      double c[T2][2] = {};
-      for (int kk = 0; kk < L; kk += 4) {
-        const double a = vs[(ti * 8 + lr) + (kk + lc) * SH];
-#pragma unroll
-        for (int u = 0; u < T2; u++) dmma(c[u][0], c[u][1], a, ws[(kk + lc) + (u * 8 + lr) * SL]);
-      }
-#pragma unroll
-      for (int u = 0; u < T2; u++) {
-        zs[(ti * 8 + lr) + (u * 8 + 2 * lc) * SH] -= c[u][0];
-        zs[(ti * 8 + lr) + (u * 8 + 2 * lc + 1) * SH] -= c[u][1];
-      }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int u = 0; u < ZLOADS; u++) {
-      const int idx = threadIdx.x + u * kThreads, r = idx % HP, c = idx / HP;
-      if (r < hh && c < cw) z[(row0 + r) + (col0 + c) * n] = zs[r + c * SH];
-    }
-    __syncthreads();
   }
 }
 
@@ -385,26 +275,25 @@ extern "C" cudaError_t gstat_cu_sb2st_load(const double *a, int64_t lda, int64_t
   return cudaGetLastError();
 }
 
-/* One cooperative launch of chase_kernel<NT>, at most one block per SM. */
-template <int NT>
+/* One cooperative launch of chase_kernel, at most one block per SM. */
 cudaError_t launch_chase(double *ab, int64_t ld, int64_t n, int64_t b, int64_t steps, double *vs,
-                         double *taus, int *progress, int sleep, cudaStream_t st) {
+                         double *taus, int *progress, cudaStream_t st) {
   int dev, sms, per_sm;
   const size_t smem = chase_smem(b);
   cudaError_t err;
   if ((err = cudaGetDevice(&dev)) != cudaSuccess ||
       (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
-      (err = cudaFuncSetAttribute(chase_kernel<NT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      (err = cudaFuncSetAttribute(chase_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   (int)smem)) != cudaSuccess ||
-      (err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chase_kernel<NT>, NT, smem)) !=
-          cudaSuccess)
+      (err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chase_kernel, kThreads,
+                                                           smem)) != cudaSuccess)
     return err;
   if (per_sm < 1) return cudaErrorLaunchOutOfResources;
   int64_t blocks = sms < n - 2 ? sms : n - 2;
   if ((err = cudaMemsetAsync(progress, 0, sizeof(int) * (size_t)n, st)) != cudaSuccess) return err;
-  void *args[] = {&ab, &ld, &n, &b, &steps, &vs, &taus, &progress, &sleep};
-  return cudaLaunchCooperativeKernel((const void *)chase_kernel<NT>, dim3((unsigned)blocks),
-                                     dim3(NT), args, smem, st);
+  void *args[] = {&ab, &ld, &n, &b, &steps, &vs, &taus, &progress};
+  return cudaLaunchCooperativeKernel((const void *)chase_kernel, dim3((unsigned)blocks),
+                                     dim3(kThreads), args, smem, st);
 }
 
 extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, double *vs,
@@ -413,14 +302,7 @@ extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, d
   if (b < 1 || b > 64) return cudaErrorInvalidValue;
   int64_t steps = gstat_cu_sb2st_steps(n, b), ld = 2 * b;
   if (n > 2) {
-    /* experiment: GSTAT_SB2ST_THREADS (128, 256, 512: the fastest at 4096), GSTAT_SB2ST_SLEEP (0,
-     * 1) */
-    const char *te = getenv("GSTAT_SB2ST_THREADS"), *se = getenv("GSTAT_SB2ST_SLEEP");
-    int threads = te ? atoi(te) : 512, sleep = se ? atoi(se) : 1;
-    cudaError_t err =
-        threads == 128   ? launch_chase<128>(ab, ld, n, b, steps, vs, taus, progress, sleep, st)
-        : threads == 512 ? launch_chase<512>(ab, ld, n, b, steps, vs, taus, progress, sleep, st)
-                         : launch_chase<256>(ab, ld, n, b, steps, vs, taus, progress, sleep, st);
+    cudaError_t err = launch_chase(ab, ld, n, b, steps, vs, taus, progress, st);
     if (err != cudaSuccess) return err;
   }
   tridiagonal_of<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(ab, ld, n, d, e);
@@ -432,13 +314,13 @@ extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, d
  * J L + 1 + k b and is h = b + L - 1 rows high: it must meet Z after
  * (J, k - 1) and after the overlapping groups of later sweeps, (J + d, k')
  * with k' <= k, all in earlier wavefronts; (J - 1, k - 1), in the same
- * wavefront, ends just above it. Each wavefront is two batched gemms over
- * a copy of Z padded by h zero rows. */
+ * wavefront, ends just above it. Each wavefront is two batched gemms on
+ * Z^T padded by h zero columns (n-long gemms ran faster than h-long ones on
+ * Z: H200 f64 8192 172 against 194 ms). */
 struct gstat_cu_sb2st_q2 {
   int64_t n, b, L, groups, waves, widest;
-  int transposed;           /* on Z^T: each gemm n rows long */
   int *gj, *gk;             /* device: each group's J and k */
-  double *vg, *yg, *w, *zp; /* device: V and Y per group, W per wavefront slot, padded Z */
+  double *vg, *yg, *w, *zp; /* device: V and Y per group, W per wavefront slot, Z^T padded */
   const double **ptr;       /* device: per group, Y, Z rows, W, V (4 x groups) */
   int64_t *wave_start;      /* host: the wavefronts' first group (waves + 1) */
 };
@@ -456,15 +338,13 @@ extern "C" void gstat_cu_sb2st_q2_free(gstat_cu_sb2st_q2 *p) {
   delete p;
 }
 
-extern "C" gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b, int64_t L,
-                                                     int transposed) {
+extern "C" gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b, int64_t L) {
   if (n <= 2 || b < 1 || b > 64 || L < 1 || L > 64) return nullptr;
   gstat_cu_sb2st_q2 *p = new gstat_cu_sb2st_q2();
-  const int64_t h = b + L - 1, G = (n - 2 + L - 1) / L, ldz = n + h;
+  const int64_t h = b + L - 1, G = (n - 2 + L - 1) / L, ldz = n + h; /* Z^T's columns */
   p->n = n;
   p->b = b;
   p->L = L;
-  p->transposed = transposed;
   p->waves = (G - 1) + sweep_steps(n, b, 0);
   std::vector<int> hj, hk;
   std::vector<int64_t> start;
@@ -501,7 +381,7 @@ extern "C" gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b, int64
       const int64_t row0 = (int64_t)hj[(size_t)g] * L + 1 + (int64_t)hk[(size_t)g] * b,
                     slot = g - start[(size_t)t];
       hp[(size_t)g] = p->yg + g * h * L;
-      hp[(size_t)(p->groups + g)] = transposed ? p->zp + row0 * n : p->zp + row0;
+      hp[(size_t)(p->groups + g)] = p->zp + row0 * n;
       hp[(size_t)(2 * p->groups + g)] = p->w + slot * L * n;
       hp[(size_t)(3 * p->groups + g)] = p->vg + g * h * L;
     }
@@ -521,131 +401,36 @@ extern "C" gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b, int64
 extern "C" cudaError_t gstat_cu_sb2st_q2_apply(gstat_cu_sb2st_q2 *p, cublasHandle_t blas,
                                                const double *vs, const double *taus, double *z,
                                                cudaStream_t st) {
-  const int64_t n = p->n, b = p->b, L = p->L, h = b + L - 1, ldz = n + h;
+  const int64_t n = p->n, b = p->b, L = p->L, h = b + L - 1;
   const int64_t steps = gstat_cu_sb2st_steps(n, b);
   const size_t smem = sizeof(double) * (size_t)(h * L + 2 * L * L + L);
   cudaError_t err;
   if ((err = cudaFuncSetAttribute(group_vy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   (int)smem)) != cudaSuccess)
     return err;
-  group_vy_kernel<<<(unsigned)p->groups, 128, smem, st>>>(vs, taus, n, b, L, steps, p->gj, p->gk, h,
+  group_vy_kernel<<<(unsigned)p->groups, 128, smem, st>>>(vs, taus, n, b, L, steps, p->gj, p->gk,
                                                           p->vg, p->yg);
   if (cublasSetStream(blas, st) != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
   const double one = 1.0, zero = 0.0, minus_one = -1.0;
-  const int li = (int)L, hi = (int)h, ni = (int)n, lz = (int)ldz;
-  if (p->transposed) {
-    /* Z^T (n x (n + h), ld n): group g's rows of Z are its columns */
-    if (cublasDgeam(blas, CUBLAS_OP_T, CUBLAS_OP_N, ni, ni, &one, z, ni, &zero, p->zp, ni, p->zp,
-                    ni) != CUBLAS_STATUS_SUCCESS)
-      return cudaErrorUnknown;
-  } else if ((err = cudaMemcpy2DAsync(p->zp, sizeof(double) * (size_t)ldz, z,
-                                      sizeof(double) * (size_t)n, sizeof(double) * (size_t)n,
-                                      (size_t)n, cudaMemcpyDeviceToDevice, st)) != cudaSuccess)
-    return err;
+  const int li = (int)L, hi = (int)h, ni = (int)n;
+  /* Z^T (n x (n + h), ld n): a group's rows of Z are h of its columns */
+  if (cublasDgeam(blas, CUBLAS_OP_T, CUBLAS_OP_N, ni, ni, &one, z, ni, &zero, p->zp, ni, p->zp,
+                  ni) != CUBLAS_STATUS_SUCCESS)
+    return cudaErrorUnknown;
   for (int64_t t = 0; t < p->waves; t++) {
     const int64_t g0 = p->wave_start[t], cnt = p->wave_start[t + 1] - g0;
-    const double *const *Y = p->ptr + g0, *const *Zr = p->ptr + p->groups + g0,
+    const double *const *Y = p->ptr + g0, *const *Zc = p->ptr + p->groups + g0,
                         *const *W = p->ptr + 2 * p->groups + g0,
                         *const *V = p->ptr + 3 * p->groups + g0;
-    cublasStatus_t s1, s2;
-    if (p->transposed) { /* W^T = Z^T(cols) Y; Z^T(cols) -= W^T V^T */
-      s1 = cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, li, hi, &one, Zr, ni, Y, hi,
-                              &zero, (double *const *)W, ni, (int)cnt);
-      s2 = cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_T, ni, hi, li, &minus_one, W, ni, V, hi,
-                              &one, (double *const *)Zr, ni, (int)cnt);
-    } else { /* W = Y^T Z(rows); Z(rows) -= V W */
-      s1 = cublasDgemmBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, li, ni, hi, &one, Y, hi, Zr, lz,
-                              &zero, (double *const *)W, li, (int)cnt);
-      s2 = cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, hi, ni, li, &minus_one, V, hi, W, li,
-                              &one, (double *const *)Zr, lz, (int)cnt);
-    }
-    if (s1 != CUBLAS_STATUS_SUCCESS || s2 != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
+    /* W^T = Z^T(cols) Y; Z^T(cols) -= W^T V^T: each gemm n rows long */
+    if (cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, li, hi, &one, Zc, ni, Y, hi, &zero,
+                           (double *const *)W, ni, (int)cnt) != CUBLAS_STATUS_SUCCESS ||
+        cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_T, ni, hi, li, &minus_one, W, ni, V, hi,
+                           &one, (double *const *)Zc, ni, (int)cnt) != CUBLAS_STATUS_SUCCESS)
+      return cudaErrorUnknown;
   }
-  if (p->transposed)
-    return cublasDgeam(blas, CUBLAS_OP_T, CUBLAS_OP_N, ni, ni, &one, p->zp, ni, &zero, z, ni, z,
-                       ni) == CUBLAS_STATUS_SUCCESS
-               ? cudaSuccess
-               : cudaErrorUnknown;
-  return cudaMemcpy2DAsync(z, sizeof(double) * (size_t)n, p->zp, sizeof(double) * (size_t)ldz,
-                           sizeof(double) * (size_t)n, (size_t)n, cudaMemcpyDeviceToDevice, st);
-}
-
-/* The fused plan: groups of 32 sweeps in application order (J from the
- * last, k upwards), V and Y padded to 64 rows, applied by one kernel that
- * keeps NC columns of Z per block (no wavefronts, no batched gemms). */
-struct gstat_cu_sb2st_q2f {
-  int64_t n, b, groups;
-  int *gj, *gk, *row0;
-  double *vg, *yg;
-};
-
-extern "C" void gstat_cu_sb2st_q2f_free(gstat_cu_sb2st_q2f *p) {
-  if (!p) return;
-  cudaFree(p->gj);
-  cudaFree(p->gk);
-  cudaFree(p->row0);
-  cudaFree(p->vg);
-  cudaFree(p->yg);
-  delete p;
-}
-
-extern "C" gstat_cu_sb2st_q2f *gstat_cu_sb2st_q2f_plan(int64_t n, int64_t b) {
-  const int64_t L = 32, HP = 64;
-  if (n <= 2 || b < 1 || b + L - 1 > HP) return nullptr;
-  gstat_cu_sb2st_q2f *p = new gstat_cu_sb2st_q2f();
-  p->n = n;
-  p->b = b;
-  std::vector<int> hj, hk, hr;
-  for (int64_t J = (n - 2 + L - 1) / L - 1; J >= 0; J--)
-    for (int64_t k = 0; k < sweep_steps(n, b, J * L); k++) {
-      hj.push_back((int)J);
-      hk.push_back((int)k);
-      hr.push_back((int)(J * L + 1 + k * b));
-    }
-  p->groups = (int64_t)hj.size();
-  const size_t gb = sizeof(double) * (size_t)(p->groups * HP * L), ib = sizeof(int) * hj.size();
-  if (cudaMalloc((void **)&p->gj, ib) != cudaSuccess ||
-      cudaMalloc((void **)&p->gk, ib) != cudaSuccess ||
-      cudaMalloc((void **)&p->row0, ib) != cudaSuccess ||
-      cudaMalloc((void **)&p->vg, gb) != cudaSuccess ||
-      cudaMalloc((void **)&p->yg, gb) != cudaSuccess ||
-      cudaMemcpy(p->gj, hj.data(), ib, cudaMemcpyHostToDevice) != cudaSuccess ||
-      cudaMemcpy(p->gk, hk.data(), ib, cudaMemcpyHostToDevice) != cudaSuccess ||
-      cudaMemcpy(p->row0, hr.data(), ib, cudaMemcpyHostToDevice) != cudaSuccess) {
-    gstat_cu_sb2st_q2f_free(p);
-    return nullptr;
-  }
-  return p;
-}
-
-extern "C" cudaError_t gstat_cu_sb2st_q2f_apply(gstat_cu_sb2st_q2f *p, const double *vs,
-                                                const double *taus, double *z, cudaStream_t st) {
-  const int64_t n = p->n, b = p->b, L = 32, h = b + L - 1, HP = 64;
-  const int64_t steps = gstat_cu_sb2st_steps(n, b);
-  const size_t vy_smem = sizeof(double) * (size_t)(h * L + 2 * L * L + L);
-  cudaError_t err;
-  if ((err = cudaFuncSetAttribute(group_vy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  (int)vy_smem)) != cudaSuccess)
-    return err;
-  group_vy_kernel<<<(unsigned)p->groups, 128, vy_smem, st>>>(vs, taus, n, b, L, steps, p->gj, p->gk,
-                                                             HP, p->vg, p->yg);
-  /* 64 columns per block when that still fills the GPU, else 32 */
-  if (n >= 8192) {
-    const size_t smem = sizeof(double) * (size_t)((HP + 4) * 64 + 2 * (HP + 4) * L + (L + 4) * 64);
-    if ((err = cudaFuncSetAttribute(q2_fused_kernel<64>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
-        cudaSuccess)
-      return err;
-    q2_fused_kernel<64>
-        <<<(unsigned)((n + 63) / 64), kThreads, smem, st>>>(p->vg, p->yg, p->row0, p->groups, n, z);
-  } else {
-    const size_t smem = sizeof(double) * (size_t)((HP + 4) * 32 + 2 * (HP + 4) * L + (L + 4) * 32);
-    if ((err = cudaFuncSetAttribute(q2_fused_kernel<32>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
-        cudaSuccess)
-      return err;
-    q2_fused_kernel<32>
-        <<<(unsigned)((n + 31) / 32), kThreads, smem, st>>>(p->vg, p->yg, p->row0, p->groups, n, z);
-  }
-  return cudaGetLastError();
+  return cublasDgeam(blas, CUBLAS_OP_T, CUBLAS_OP_N, ni, ni, &one, p->zp, ni, &zero, z, ni, z,
+                     ni) == CUBLAS_STATUS_SUCCESS
+             ? cudaSuccess
+             : cudaErrorUnknown;
 }

@@ -42,20 +42,11 @@ cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, double *vs, 
  * copy of Z, the batched gemms' pointers). NULL when out of memory or the
  * arguments are out of range. */
 typedef struct gstat_cu_sb2st_q2 gstat_cu_sb2st_q2;
-/* transposed: work on Z^T, so that each gemm is n rows long */
-gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b, int64_t L, int transposed);
+gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b, int64_t L);
 void gstat_cu_sb2st_q2_free(gstat_cu_sb2st_q2 *p);
 /* Z (n x n, ld n) in place; blas is set to stream st. */
 cudaError_t gstat_cu_sb2st_q2_apply(gstat_cu_sb2st_q2 *p, cublasHandle_t blas, const double *vs,
                                     const double *taus, double *z, cudaStream_t st);
-
-/* The same product by one fused kernel on the tensor cores (groups of 32
- * sweeps; b <= 33): Z (n x n, ld n) in place. */
-typedef struct gstat_cu_sb2st_q2f gstat_cu_sb2st_q2f;
-gstat_cu_sb2st_q2f *gstat_cu_sb2st_q2f_plan(int64_t n, int64_t b);
-void gstat_cu_sb2st_q2f_free(gstat_cu_sb2st_q2f *p);
-cudaError_t gstat_cu_sb2st_q2f_apply(gstat_cu_sb2st_q2f *p, const double *vs, const double *taus,
-                                     double *z, cudaStream_t st);
 
 #ifdef __cplusplus
 }
