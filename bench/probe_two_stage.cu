@@ -7,11 +7,12 @@
  *      (cuSOLVER Xgeqrf per panel of B columns, cuBLAS symm / syr2k for
  *      the two-sided update);
  *   2. band to tridiagonal by bulge chasing (kernels/sb2st.cu);
- *   3. our tridiagonal step (bisection, twisted factorizations);
+ *   3. our tridiagonal step (bisection, twisted factorizations), then one
+ *      Newton-Schulz step (syrk, symm);
  *   4. the vectors back through stage 2's reflectors (kernels/sb2st.cu),
  *      GROUP sweeps' reflectors at a time (default 32), batched gemms on
  *      Z^T;
- *   5. and through stage 1's (cuBLAS gemm / trmm per panel).
+ *   5. and through stage 1's (cuBLAS gemm / trmm, four panels at a time).
  * Median ms of each part over REPS (CUDA events), then the checks: the
  * eigenvalues against Xsyevd's, max |A z - w z| / max|A| and
  * max |Z^T Z - I|.
