@@ -26,6 +26,8 @@
  * shares a row with it.
  */
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -194,6 +196,158 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/* ---- The chase for b = 32 (kB), shared memory carried from task to task.
+ * Task (j, k + 1)'s R block is task (j, k)'s E block, which only task (j,
+ * k) writes between them: it stays in shared memory. D and E are read in
+ * one round trip (four independent loads a thread), the reflector is one
+ * warp's work, and the products D v, E v, v^T R take half a warp per row
+ * or column (ld kLd: odd, so rows and columns are conflict-free). */
+constexpr int kB = 32, kLd = kB + 1;
+
+size_t chase2_smem() {
+  return sizeof(double) * (size_t)(3 * kB * kLd + 4 * kB + 4);
+}
+
+__device__ __forceinline__ unsigned long long sm_clock() {
+  return (unsigned long long)clock64();
+}
+
+/* the sum over the 16 lanes of a half warp */
+__device__ __forceinline__ double half_sum(double x) {
+  for (int o = 8; o; o >>= 1) x += __shfl_xor_sync(kFull, x, o);
+  return x;
+}
+
+/* trace (optional): per task of sweep trace_j, clock64 at 6 points */
+__device__ void chase_task2(band A, int64_t n, int64_t j, int64_t k, double *sR, double *sD,
+                            double *sE, double *sv, double *sp, double *sq, double *ss,
+                            double *vout, double *tau_out, int *progress,
+                            unsigned long long *tr) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t r0 = j + 1 + k * kB, c0 = k == 0 ? j : r0 - kB;
+  const int64_t e0 = r0 + (kB < n - r0 ? kB : n - r0);
+  const int len = (int)(e0 - r0), m = (int)(kB < n - e0 ? kB : n - e0);
+  {
+    double dv[2], ev[2];
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+      const int idx = tid + u * kThreads, i = idx & 31, l = idx >> 5;
+      dv[u] = i < len && l < len ? ldg(A.at(r0 + (i > l ? i : l), r0 + (i > l ? l : i))) : 0.0;
+      ev[u] = i < m && l < len ? ldg(A.at(e0 + i, r0 + l)) : 0.0;
+    }
+    const double rv = k == 0 && tid < len ? ldg(A.at(r0 + tid, j)) : 0.0;
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+      const int idx = tid + u * kThreads, i = idx & 31, l = idx >> 5;
+      sD[i + l * kLd] = dv[u];
+      sE[i + l * kLd] = ev[u];
+    }
+    if (k == 0 && tid < kB) sR[tid] = rv;
+  }
+  __syncthreads();
+  if (tr && tid == 0) tr[2] = sm_clock();
+  if (warp == 0) { /* the reflector (LAPACK's dlarfg) from R's first column */
+    const double x = lane < len ? sR[lane] : 0.0, alpha = __shfl_sync(kFull, x, 0);
+    const double sigma = warp_sum(lane >= 1 ? x * x : 0.0);
+    double tau = 0.0, beta = alpha, scale = 0.0;
+    if (sigma > 0.0) {
+      const double mu = sqrt(alpha * alpha + sigma);
+      beta = alpha <= 0.0 ? mu : -mu;
+      tau = (beta - alpha) / beta;
+      scale = 1.0 / (alpha - beta);
+    }
+    const double v = lane == 0 ? 1.0 : (lane < len ? x * scale : 0.0);
+    sv[lane] = v;
+    vout[lane] = v;
+    if (lane == 0) {
+      ss[kB] = tau;
+      *tau_out = tau;
+    }
+    if (lane < len) stg(A.at(r0 + lane, c0), lane == 0 ? beta : 0.0);
+  }
+  __syncthreads();
+  if (tid == 0) { /* beta is all that sweep j + 1 waits for from this task */
+    __threadfence();
+    *(volatile int *)progress = (int)(2 * k + 1);
+    if (tr) tr[3] = sm_clock();
+  }
+  const double tau = ss[kB];
+  { /* p = tau D v, q = tau E v, s = tau v^T R: half a warp per row / column */
+    const int g = tid >> 4, h = tid & 15;
+    const double v0 = sv[h], v1 = sv[h + 16];
+    const double p = half_sum(sD[h + g * kLd] * v0 + sD[h + 16 + g * kLd] * v1);
+    const double q = half_sum(sE[g + h * kLd] * v0 + sE[g + (h + 16) * kLd] * v1);
+    const double s = k > 0 ? half_sum(sR[h + g * kLd] * v0 + sR[h + 16 + g * kLd] * v1) : 0.0;
+    if (h == 0) {
+      sp[g] = tau * p;
+      sq[g] = tau * q;
+      ss[g] = tau * s;
+    }
+  }
+  __syncthreads();
+  if (tr && tid == 0) tr[4] = sm_clock();
+  /* w = p - (tau p^T v / 2) v; D -= v w^T + w v^T; E -= q v^T; R -= v s^T */
+  const double pv = warp_sum(sp[lane] * sv[lane]);
+#pragma unroll
+  for (int u = 0; u < 2; u++) {
+    const int idx = tid + u * kThreads, i = idx & 31, l = idx >> 5;
+    const double vi = sv[i], vl = sv[l];
+    if (i >= l && i < len && l < len) {
+      const double wi = sp[i] - 0.5 * tau * pv * vi, wl = sp[l] - 0.5 * tau * pv * vl;
+      stg(A.at(r0 + i, r0 + l), sD[i + l * kLd] - vi * wl - wi * vl);
+    }
+    if (i < m && l < len) {
+      const double x = sE[i + l * kLd] - sq[i] * vl;
+      sE[i + l * kLd] = x; /* task k + 1's R */
+      stg(A.at(e0 + i, r0 + l), x);
+    }
+    if (k > 0 && l >= 1 && i < len) stg(A.at(r0 + i, c0 + l), sR[i + l * kLd] - ss[l] * vi);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    chase2_kernel(double *ab, int64_t n, int64_t steps, double *vs, double *taus, int *progress,
+                  unsigned long long *trace, int64_t trace_j) {
+  extern __shared__ double sm[];
+  const band A{ab, 2 * kB};
+  double *buf0 = sm, *buf1 = buf0 + kB * kLd, *sD = buf1 + kB * kLd, *sv = sD + kB * kLd,
+         *sp = sv + kB, *sq = sp + kB, *ss = sq + kB;
+  for (int64_t j = blockIdx.x; j < n - 2; j += gridDim.x) {
+    const int64_t nk = sweep_steps(n, kB, j);
+    double *sR = buf0, *sE = buf1;
+    for (int64_t k = 0; k < nk; k++) {
+      unsigned long long *tr = trace && j == trace_j ? trace + n + 6 * k : nullptr;
+      if (tr && threadIdx.x == 0) tr[0] = sm_clock();
+      if (j > 0) {
+        if (threadIdx.x == 0) {
+          const volatile int *f = progress + j - 1;
+          const int need = (int)(2 * k + 5); /* tasks k + 1 done, beta of k + 2 */
+          while (*f < need) __nanosleep(32);
+          __threadfence();
+        }
+        __syncthreads();
+      }
+      if (trace && k == 0 && threadIdx.x == 0) {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        trace[j] = t;
+      }
+      if (tr && threadIdx.x == 0) tr[1] = sm_clock();
+      chase_task2(A, n, j, k, sR, sD, sE, sv, sp, sq, ss, vs + (j * steps + k) * kB,
+                  taus + j * steps + k, progress + j, tr);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        __threadfence();
+        *(volatile int *)(progress + j) = k + 1 == nk ? INT_MAX : (int)(2 * (k + 1));
+        if (tr) tr[5] = sm_clock();
+      }
+      double *t = sR;
+      sR = sE;
+      sE = t;
+    }
+  }
+}
+
 __global__ void load_band(const double *a, int64_t lda, int64_t n, int64_t b, double *ab) {
   const int64_t j = blockIdx.y, r = threadIdx.x;
   if (r < 2 * b) ab[r + j * 2 * b] = (r <= b && j + r < n) ? a[(j + r) + j * lda] : 0.0;
@@ -275,25 +429,74 @@ extern "C" cudaError_t gstat_cu_sb2st_load(const double *a, int64_t lda, int64_t
   return cudaGetLastError();
 }
 
-/* One cooperative launch of chase_kernel, at most one block per SM. */
+/* The trace of chase2_kernel (GSTAT_SB2ST_TRACE set; probes only): the
+ * period between sweep starts and the phases of one task, on stderr. */
+void print_trace(const unsigned long long *dt, int64_t n, int64_t tj, int64_t steps) {
+  unsigned long long *h = new unsigned long long[(size_t)(n + 6 * steps)];
+  int dev, khz = 1;
+  if (cudaMemcpy(h, dt, sizeof(unsigned long long) * (size_t)(n + 6 * steps),
+                 cudaMemcpyDeviceToHost) != cudaSuccess ||
+      cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev) != cudaSuccess) {
+    delete[] h;
+    return;
+  }
+  const int64_t a = n / 4, z = 3 * n / 4;
+  fprintf(stderr, "sb2st trace: sweep starts %lld..%lld: %.2f us per sweep; whole %.2f ms\n",
+          (long long)a, (long long)z, (double)(h[z] - h[a]) / 1e3 / (double)(z - a),
+          (double)(h[n - 3] - h[0]) / 1e6);
+  const char *names[5] = {"wait", "load", "reflector+beta", "products", "updates+flag"};
+  double sum[5] = {0}, us_per_clk = 1e3 / khz;
+  const int64_t nk = sweep_steps(n, kB, tj);
+  for (int64_t k = 1; k + 1 < nk; k++)
+    for (int p = 0; p < 5; p++) sum[p] += (double)(h[n + 6 * k + p + 1] - h[n + 6 * k + p]);
+  fprintf(stderr, "sb2st trace: sweep %lld, %lld tasks, us per task:", (long long)tj,
+          (long long)(nk - 2));
+  for (int p = 0; p < 5; p++)
+    fprintf(stderr, " %s %.2f", names[p], sum[p] * us_per_clk / (double)(nk - 2));
+  fprintf(stderr, "\n");
+  delete[] h;
+}
+
+/* One cooperative launch of the chase, at most one block per SM: the
+ * kernel for b = 32 (chase2_kernel) unless GSTAT_SB2ST_V1 is set, else
+ * the general one. */
 cudaError_t launch_chase(double *ab, int64_t ld, int64_t n, int64_t b, int64_t steps, double *vs,
                          double *taus, int *progress, cudaStream_t st) {
+  const bool v2 = b == kB && !getenv("GSTAT_SB2ST_V1");
+  const void *fn = v2 ? (const void *)chase2_kernel : (const void *)chase_kernel;
   int dev, sms, per_sm;
-  const size_t smem = chase_smem(b);
+  const size_t smem = v2 ? chase2_smem() : chase_smem(b);
   cudaError_t err;
   if ((err = cudaGetDevice(&dev)) != cudaSuccess ||
       (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
-      (err = cudaFuncSetAttribute(chase_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  (int)smem)) != cudaSuccess ||
-      (err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chase_kernel, kThreads,
-                                                           smem)) != cudaSuccess)
+      (err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
+          cudaSuccess ||
+      (err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, kThreads, smem)) !=
+          cudaSuccess)
     return err;
   if (per_sm < 1) return cudaErrorLaunchOutOfResources;
   int64_t blocks = sms < n - 2 ? sms : n - 2;
   if ((err = cudaMemsetAsync(progress, 0, sizeof(int) * (size_t)n, st)) != cudaSuccess) return err;
-  void *args[] = {&ab, &ld, &n, &b, &steps, &vs, &taus, &progress};
-  return cudaLaunchCooperativeKernel((const void *)chase_kernel, dim3((unsigned)blocks),
-                                     dim3(kThreads), args, smem, st);
+  if (!v2) {
+    void *args[] = {&ab, &ld, &n, &b, &steps, &vs, &taus, &progress};
+    return cudaLaunchCooperativeKernel(fn, dim3((unsigned)blocks), dim3(kThreads), args, smem, st);
+  }
+  static int traced = 0;
+  unsigned long long *trace = nullptr;
+  int64_t tj = n / 2;
+  if (getenv("GSTAT_SB2ST_TRACE") && !traced++ &&
+      cudaMalloc((void **)&trace, sizeof(unsigned long long) * (size_t)(n + 6 * steps)) !=
+          cudaSuccess)
+    trace = nullptr;
+  void *args[] = {&ab, &n, &steps, &vs, &taus, &progress, &trace, &tj};
+  err = cudaLaunchCooperativeKernel(fn, dim3((unsigned)blocks), dim3(kThreads), args, smem, st);
+  if (trace) {
+    if (err == cudaSuccess && (err = cudaStreamSynchronize(st)) == cudaSuccess)
+      print_trace(trace, n, tj, steps);
+    cudaFree(trace);
+  }
+  return err;
 }
 
 extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, double *vs,
