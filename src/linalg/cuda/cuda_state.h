@@ -110,7 +110,8 @@ typedef struct gstat_cu_state {
 extern const gstat_i_host_services *gstat_cu_host;
 
 /* Buffer of at least `size` bytes for `role`, or NULL after setting
- * GSTAT_ENOMEM in the context (a simulated OOM when the fault is on). */
+ * GSTAT_ENOMEM in the context unless ctx is NULL (callers with a fallback
+ * pass NULL; a simulated OOM when the fault is on). */
 void *gstat_cu_buffer(gstat_cu_state *s, gstat_ctx *ctx, gstat_cu_role role, size_t size);
 /* Pinned host buffer b grown to at least `size` bytes, or NULL (reported in
  * ctx unless ctx is NULL: callers with a fallback pass NULL). */

@@ -23,6 +23,9 @@
  *   4096..8192       our tridiagonal step, matrix by matrix (sytrd_split.c);
  *                    float32 beyond (or degenerate) in a float64 copy
  *                    (f32_in_f64_min_n)
+ *   float64 vectors, our two-stage reduction (two_stage.c), matrix by
+ *   two_stage_min_n  matrix; degenerate, or without room for its
+ *   ..8192           workspace, Xsyevd
  * Any batch size runs: the batch is cut into chunks that fit device memory,
  * halved again when an allocation fails.
  */
@@ -34,6 +37,7 @@
 #include "linalg/cuda/kernels/kernels.h"
 #include "linalg/cuda/sytrd_eigh.h"
 #include "linalg/cuda/sytrd_split.h"
+#include "linalg/cuda/two_stage.h"
 
 /* When the Jacobi kernels run: up to max_n, for a chunk of at least
  * min_batch matrices (float, double; bf16 computes in float) or of one (the
@@ -116,6 +120,14 @@ static const struct {
  * float32 solves in a float64 working copy (rounded back). */
 static const int64_t f32_in_f64_min_n = 4096;
 
+/* Float64 with vectors from this order up to GSTAT_CU_TRIDIAG_MAX_N runs
+ * the two-stage reduction (two_stage.c) instead of Xsyevd, whose one-stage
+ * Dsytrd is a chain of latency-bound column steps (85 % of its time).
+ * bench/probe_two_stage on the H200, ms, two-stage / Xsyevd in the same
+ * rounds: n = 4096 124.2 / 109.0, 5120 181.6 / 193.1, 6144 254.5 / 290.0,
+ * 8192 468.6 / 545.4 (between 4096 and 5120 not measured). */
+static const int64_t two_stage_min_n = 5120;
+
 /* Whether a chunk of nb matrices of order n runs as one Xsyevd per matrix. */
 static bool uses_loop(int64_t n, int64_t nb) {
   for (size_t i = 0; i < sizeof loop_rules / sizeof loop_rules[0]; i++)
@@ -184,6 +196,12 @@ static int compute_dtype(gstat_dtype in, int64_t n, bool split_vectors) {
 static bool uses_split(const eigh_run *r) {
   return r->cdt == GSTAT_F32 && !r->jacobi && !r->no_own_tridiag && r->n >= f32_in_f64_min_n &&
          gstat_cu_sytrd_split_fits(r->n);
+}
+
+/* Whether a chunk of float64 matrices runs two_stage.c, one by one. */
+static bool uses_two_stage(const eigh_run *r) {
+  return r->cdt == GSTAT_F64 && r->want && !r->jacobi && !r->no_own_tridiag &&
+         r->n >= two_stage_min_n && gstat_cu_two_stage_fits(r->n);
 }
 
 /* Whether a chunk of nb matrices runs our lockstep solver. */
@@ -518,6 +536,37 @@ static gstat_status split(const eigh_run *r, void *dA, void *dW, int *dInfo, int
   return GSTAT_OK;
 }
 
+/* Our two-stage reduction (two_stage.c), matrix by matrix; *degenerate at
+ * the first matrix whose eigenvalue gaps are too small for its vectors. */
+static gstat_status two_stage(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
+                              void *work, void *host_work, bool *degenerate) {
+  gstat_cu_state *s = r->s;
+  const int64_t n = r->n;
+  *degenerate = false;
+  s->own_tridiag_chunks++;
+  for (int64_t b = 0; b < nb && !*degenerate; b++) {
+    gstat_cu_two_stage_args a = {.n = n,
+                                 .a = (double *)dA + b * n * n,
+                                 .w = (double *)dW + b * n,
+                                 .info = dInfo + b,
+                                 .work = work,
+                                 .host_work = host_work,
+                                 .host_flag = s->host_info.ptr,
+                                 .gap_tol = lockstep_gap,
+                                 .stream = s->stream,
+                                 .solver = s->solver,
+                                 .params = s->params,
+                                 .blas = s->blas};
+    const char *what = "";
+    int deg = 0;
+    cudaError_t err = gstat_cu_two_stage(&a, &deg, &what);
+    if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", what, err);
+    *degenerate = deg != 0;
+  }
+  s->own_tridiag_degenerate += *degenerate;
+  return GSTAT_OK;
+}
+
 /* A symmetric input read as column-major: a dense row-major A is its own
  * transpose, with the other triangle holding the data. */
 static gstat_matrix as_col_major(const gstat_matrix *A, cublasFillMode_t *fill) {
@@ -582,7 +631,8 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   bool reloadable = !(src && src == dV);
   bool lock = uses_lockstep(r, nb) && reloadable;
   bool split_path = !lock && r->want && uses_split(r) && reloadable;
-  bool loop = !lock && !split_path && uses_loop(r->n, nb);
+  bool two = !lock && !split_path && uses_two_stage(r) && reloadable;
+  bool loop = !lock && !split_path && !two && uses_loop(r->n, nb);
   if (!jacobi && !loop && rr.fill == CUBLAS_FILL_MODE_UPPER && !(src && src == dV)) {
     /* the batched solver is faster on the lower triangle (bench/probe_uplo,
      * H200, lower vs upper: float32 256x128 1.882 vs 1.948 ms, float64
@@ -594,7 +644,7 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     src = NULL;
   }
   /* the batched solver's graphs are keyed by their buffers */
-  if (!jacobi && !loop && !lock && !split_path && !may_use_caller_buffers(r, nb, dV, dW))
+  if (!jacobi && !loop && !lock && !split_path && !two && !may_use_caller_buffers(r, nb, dV, dW))
     dV = dW = NULL;
   bool v_in_place = dV != NULL, w_in_place = dW != NULL;
   if (jacobi && src && src == dV) src = NULL; /* the kernel does not work in place */
@@ -626,8 +676,22 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     return GSTAT_ENOMEM;
   gstat_status st;
   solver_ws ws;
-  void *own_work = NULL;
-  if (lock || split_path) {
+  void *own_work = NULL, *own_host = NULL;
+  if (two) {
+    size_t host = 0, bytes = gstat_cu_two_stage_bytes(s->solver, s->params, r->n,
+                                                      (const double *)in, &host);
+    if (!bytes)
+      return gstat_cu_solver_fail(r->ctx, "eigh", "workspace query",
+                                  CUSOLVER_STATUS_INTERNAL_ERROR);
+    /* its workspace is about twice Xsyevd's: without room, Xsyevd */
+    if (!(own_work = gstat_cu_buffer(s, NULL, CU_WORK, bytes)) ||
+        (host && !(own_host = gstat_cu_host_buffer(s, NULL, &s->host_work, host)))) {
+      if (gstat_cu_fault_now() == FAULT_OOM) return GSTAT_ENOMEM;
+      eigh_run again = *run;
+      again.no_own_tridiag = true;
+      return eigh_chunk(&again, A0, w, V, b0, nb, info);
+    }
+  } else if (lock || split_path) {
     size_t bytes = lock ? gstat_cu_sytrd_eigh_bytes(r->cdt, r->n, nb, r->want)
                         : gstat_cu_sytrd_split_bytes(s->solver, r->n, (const float *)in);
     if (!bytes)
@@ -658,6 +722,7 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     bool degenerate = false;
     st = lock         ? lockstep(r, in, dW, dInfo, nb, own_work, &degenerate)
          : split_path ? split(r, in, dW, dInfo, nb, own_work, &degenerate)
+         : two        ? two_stage(r, in, dW, dInfo, nb, own_work, own_host, &degenerate)
          : loop       ? syevd_loop(r, in, dW, dInfo, nb, &ws)
                       : syev_batched(r, in, dW, dInfo, nb, &ws);
     if (st != GSTAT_OK) return st;

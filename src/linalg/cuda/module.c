@@ -34,8 +34,9 @@ gstat_status gstat_cu_solver_fail(gstat_ctx *ctx, const char *fn, const char *wh
 void *gstat_cu_buffer(gstat_cu_state *s, gstat_ctx *ctx, gstat_cu_role role, size_t size) {
   gstat_cu_buf *b = &s->dev[role];
   if (gstat_cu_fault_now() == FAULT_OOM && size > 0) {
-    gstat_cu_host->fail(ctx, GSTAT_ENOMEM,
-                        "cuda: simulated device out of memory (GSTAT_CUDA_FAULT=oom)");
+    if (ctx)
+      gstat_cu_host->fail(ctx, GSTAT_ENOMEM,
+                          "cuda: simulated device out of memory (GSTAT_CUDA_FAULT=oom)");
     return NULL;
   }
   if (b->ptr && b->size >= size) return b->ptr;
@@ -47,7 +48,7 @@ void *gstat_cu_buffer(gstat_cu_state *s, gstat_ctx *ctx, gstat_cu_role role, siz
   if (err != cudaSuccess) {
     b->ptr = NULL;
     cudaGetLastError(); /* clear the sticky-free error */
-    gstat_cu_fail(ctx, "cuda", "cannot allocate device memory", err);
+    if (ctx) gstat_cu_fail(ctx, "cuda", "cannot allocate device memory", err);
     return NULL;
   }
   b->size = size;

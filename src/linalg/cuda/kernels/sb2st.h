@@ -1,7 +1,8 @@
 /*
- * Stage 2 of the two-stage float64 eigensolver: a symmetric band matrix
- * (half-bandwidth b <= 64, lower) reduced to tridiagonal form by bulge
- * chasing on the GPU, and the back-transformation by its reflectors.
+ * Stage 2 of the two-stage float64 eigensolver (two_stage.c): a symmetric
+ * band matrix (half-bandwidth GSTAT_CU_SB2ST_BAND, lower) reduced to
+ * tridiagonal form by bulge chasing on the GPU, and the back-transformation
+ * by its reflectors.
  *
  * Band storage: A(i, j), 0 <= i - j < 2b, at ab[(i - j) + j * 2b] (the
  * rows past b hold the bulges while they are chased). Sweep j (0 <= j <
@@ -9,47 +10,63 @@
  * down in steps k = 0, 1, ...; the reflector of (j, k) acts on rows
  * j + 1 + k b ... (at most b of them), its vector (v[0] = 1) stored at
  * vs[(j * steps + k) * b], zero-padded, its tau at taus[j * steps + k].
- * steps = gstat_cu_sb2st_steps(n, b).
+ * steps = gstat_cu_sb2st_steps(n). Every call is asynchronous on its
+ * stream and returns the first CUDA error (cudaErrorUnknown for a cuBLAS
+ * failure).
  */
 #ifndef GSTAT_LINALG_CUDA_KERNELS_SB2ST_H
 #define GSTAT_LINALG_CUDA_KERNELS_SB2ST_H
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+#include "linalg/cuda/tridiag_step.h" /* gstat_cu_ws_part */
+
+#define GSTAT_CU_SB2ST_BAND 32  /* b: the band's half-width */
+#define GSTAT_CU_SB2ST_GROUP 32 /* L: sweeps per block reflector of Q2 */
+
 /* The largest number of steps of one sweep (the reflector slots per sweep). */
-int64_t gstat_cu_sb2st_steps(int64_t n, int64_t b);
+int64_t gstat_cu_sb2st_steps(int64_t n);
 
 /* Copy the band of the dense lower a (n x n, ld lda) into ab (2b x n),
  * zeroing the bulge rows. */
-cudaError_t gstat_cu_sb2st_load(const double *a, int64_t lda, int64_t n, int64_t b, double *ab,
+cudaError_t gstat_cu_sb2st_load(const double *a, int64_t lda, int64_t n, double *ab,
                                 cudaStream_t st);
 
 /* Reduce ab to tridiagonal form in place (every sweep, pipelined over the
- * GPU's blocks: one cooperative launch); d (n) and e (n - 1) receive T.
- * progress: n ints of device scratch. */
-cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, int64_t b, double *vs, double *taus,
-                                  int *progress, double *d, double *e, cudaStream_t st);
+ * GPU's blocks: one cooperative launch, one block per SM at most); d (n)
+ * and e (n - 1) receive T. vs: n * steps * b doubles, taus: n * steps,
+ * progress: n ints of scratch. */
+cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, double *vs, double *taus, int *progress,
+                                  double *d, double *e, cudaStream_t st);
 
-/* Z <- Q2 Z, Q2 the product of the reduction's reflectors, by a plan for
- * order n and band b that groups the reflectors of L sweeps (1 <= L <= 64)
- * into one block reflector (device buffers: the groups' V and Y, a padded
- * copy of Z, the batched gemms' pointers). NULL when out of memory or the
- * arguments are out of range. */
-typedef struct gstat_cu_sb2st_q2 gstat_cu_sb2st_q2;
-gstat_cu_sb2st_q2 *gstat_cu_sb2st_q2_plan(int64_t n, int64_t b, int64_t L);
-void gstat_cu_sb2st_q2_free(gstat_cu_sb2st_q2 *p);
-/* Z (n x n, ld n) in place; blas is set to stream st. */
-cudaError_t gstat_cu_sb2st_q2_apply(gstat_cu_sb2st_q2 *p, cublasHandle_t blas, const double *vs,
-                                    const double *taus, double *z, cudaStream_t st);
+/* Q2's device scratch, byte offsets in a workspace: the groups' indices
+ * and gemm pointers, their V and Y (vy: also at least n x n doubles, free
+ * for the caller until the apply), one wave's W, and Z^T padded. */
+typedef struct {
+  int64_t groups;
+  size_t gj, gk, ptr, vy, w, zp;
+} gstat_cu_sb2st_q2_parts;
+
+/* Carve Q2's parts for order n from offset *at. */
+gstat_cu_sb2st_q2_parts gstat_cu_sb2st_q2_parts_at(size_t *at, int64_t n);
+
+/* Z <- Q2 Z (n x n, ld n, in place), Q2 the product of the reduction's
+ * reflectors: the reflectors of L sweeps at one step form one block
+ * reflector; the groups go in wavefronts of two batched gemms on Z^T.
+ * base: the workspace the parts were carved from; blas is set to st. */
+cudaError_t gstat_cu_sb2st_q2_apply(char *base, const gstat_cu_sb2st_q2_parts *p, int64_t n,
+                                    cublasHandle_t blas, const double *vs, const double *taus,
+                                    double *z, cudaStream_t st);
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif
+#endif /* GSTAT_LINALG_CUDA_KERNELS_SB2ST_H */

@@ -1,0 +1,42 @@
+/* Stage 1's small kernels (band_reflectors.h). */
+#include "band_reflectors.h"
+
+namespace {
+
+__global__ void explicit_v_kernel(const double *p, int64_t ld, double *v, int64_t m, int64_t ldv) {
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, j = blockIdx.y;
+  if (i >= m) return;
+  v[i + j * ldv] = i > j ? p[i + j * ld] : (i == j ? 1.0 : 0.0);
+}
+
+/* T(j,j) = tau_j, T(j,i) = -tau_i sum_{l=j}^{i-1} T(j,l) G(l,i): row j
+ * depends on row j alone, so one thread per row and no barrier. */
+__global__ void larft_kernel(const double *g, const double *tau, double *t, int r) {
+  const int j = threadIdx.x;
+  if (j >= r) return;
+  for (int i = 0; i < j; i++) t[j + i * r] = 0.0;
+  t[j + j * r] = tau[j];
+  for (int i = j + 1; i < r; i++) {
+    double s = 0.0;
+    for (int l = j; l < i; l++) s += t[j + l * r] * g[l + i * r];
+    t[j + i * r] = -tau[i] * s;
+  }
+}
+
+}  // namespace
+
+extern "C" cudaError_t gstat_cu_explicit_v(const double *p, int64_t ld, double *v, int64_t m,
+                                           int64_t r, int64_t ldv, cudaStream_t st) {
+  if (m < 1 || r < 1) return cudaSuccess;
+  explicit_v_kernel<<<dim3((unsigned)((m + 255) / 256), (unsigned)r), 256, 0, st>>>(p, ld, v, m,
+                                                                                    ldv);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_larft_rows(const double *g, const double *tau, double *t, int r,
+                                           cudaStream_t st) {
+  if (r < 1) return cudaSuccess;
+  if (r > 1024) return cudaErrorInvalidValue;
+  larft_kernel<<<1, (unsigned)((r + 31) / 32 * 32), 0, st>>>(g, tau, t, r);
+  return cudaGetLastError();
+}
