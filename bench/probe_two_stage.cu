@@ -2,7 +2,8 @@
  * probe_two_stage N REPS
  *
  * gstat's two-stage float64 eigensolver (src/linalg/cuda/two_stage.c) on
- * one matrix of order N, part by part, against Xsyevd on the same matrix
+ * one matrix of order N, part by part (Q1 Q2 formed on a side stream; on
+ * the main one after the rest with GSTAT_TWO_STAGE_SERIAL set), against Xsyevd on the same matrix
  * (bench_cuda's, sym_batch.h), in the same rounds: median ms of each part
  * over REPS (CUDA events), then the checks: the eigenvalues against
  * Xsyevd's (relative to max|A|), max |A z - w z| / max|A| and
@@ -62,8 +63,8 @@ static double max_abs(const double *d, size_t count) {
 
 /* the two-stage's parts (the first with the copy of A, as Xsyevd's) */
 enum { PARTS = 8 };
-static const char *part_name[PARTS] = {"sy2sb", "sb2st", "tridiagonal", "NS",
-                                       "Q2",    "Q1",    "copy out",    "Xsyevd"};
+static const char *part_name[PARTS] = {"sy2sb",     "sb2st",         "tridiagonal", "NS",
+                                       "wait Q1Q2", "gemm Q1 Q2 Z", "return",      "Xsyevd"};
 
 int main(int argc, char **argv) {
   if (argc != 3) {
@@ -91,6 +92,14 @@ int main(int argc, char **argv) {
   CS(cusolverDnCreate(&solver));
   CS(cusolverDnSetStream(solver, st));
   CS(cusolverDnCreateParams(&params));
+  /* GSTAT_TWO_STAGE_SERIAL set: Q1 Q2 on the main stream after the rest */
+  const bool serial = getenv("GSTAT_TWO_STAGE_SERIAL") != NULL;
+  cudaStream_t side;
+  cublasHandle_t side_blas;
+  cudaEvent_t hand[3];
+  CK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  CB(cublasCreate(&side_blas));
+  for (int i = 0; i < 3; i++) CK(cudaEventCreateWithFlags(&hand[i], cudaEventDisableTiming));
   size_t host_bytes = 0, ws_bytes = gstat_cu_two_stage_bytes(solver, params, n, a, &host_bytes);
   if (!ws_bytes) {
     fprintf(stderr, "the two-stage path does not take n = %lld\n", (long long)n);
@@ -107,8 +116,22 @@ int main(int argc, char **argv) {
   for (int rep = -1; rep < reps; rep++) {
     CK(cudaEventRecord(ev[0], st));
     CK(cudaMemcpyAsync(a, a0, bytes, cudaMemcpyDeviceToDevice, st));
-    gstat_cu_two_stage_args t = {n,      a,    w,      info,      work, host_work, host_flag,
-                                 1e-8,   st,   solver, params,    blas, ev + 1};
+    gstat_cu_two_stage_args t = {n,
+                                 a,
+                                 w,
+                                 info,
+                                 work,
+                                 host_work,
+                                 host_flag,
+                                 1e-8,
+                                 st,
+                                 solver,
+                                 params,
+                                 blas,
+                                 serial ? NULL : side,
+                                 side_blas,
+                                 {hand[0], hand[1], hand[2]},
+                                 ev + 1};
     const char *what = "";
     cudaError_t err = gstat_cu_two_stage(&t, &degenerate, &what);
     if (err != cudaSuccess || degenerate) {

@@ -82,6 +82,7 @@ typedef struct gstat_cu_state {
    * and cuSOLVER promises nothing for objects shared between threads */
   cusolverDnParams_t side_params[GSTAT_CU_STREAMS];
   cublasHandle_t blas;
+  cublasHandle_t side_blas; /* on side[0] (two_stage.c's side stream) */
   cusolverDnParams_t params;
   gstat_cu_buf dev[CU_NBUF];
   gstat_cu_buf host_work;              /* cuSOLVER's host workspace */

@@ -250,6 +250,7 @@ static void destroy(void *state) {
     if (s->capture_ev[k]) cudaEventDestroy(s->capture_ev[k]);
   }
   if (s->blas) cublasDestroy(s->blas);
+  if (s->side_blas) cublasDestroy(s->side_blas);
   if (s->own) cudaStreamDestroy(s->own);
   free(s);
 }
@@ -301,7 +302,9 @@ static gstat_status create(gstat_ctx *ctx, int device, void **out) {
   }
   if (cusolverDnCreate(&s->solver) != CUSOLVER_STATUS_SUCCESS ||
       cusolverDnCreateParams(&s->params) != CUSOLVER_STATUS_SUCCESS ||
-      cublasCreate(&s->blas) != CUBLAS_STATUS_SUCCESS) {
+      cublasCreate(&s->blas) != CUBLAS_STATUS_SUCCESS ||
+      cublasCreate(&s->side_blas) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetStream(s->side_blas, s->side[0]) != CUBLAS_STATUS_SUCCESS) {
     st =
         gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "cuda: cannot create the cuSOLVER/cuBLAS handles");
     goto done;

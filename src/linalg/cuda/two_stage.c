@@ -14,7 +14,7 @@ _Static_assert(GSTAT_CU_SB2ST_BAND <= GSTAT_CU_SYTRD_PANEL, "a panel's T comes f
 
 /* The device workspace, in bytes from its start. */
 typedef struct {
-  size_t d, e, tau, ab, vs, taus, progress, z, pv, px, pw, g, m, t, vbig, gbig, tbig, qr, total;
+  size_t d, e, tau, ab, vs, taus, progress, z, q, pv, px, pw, g, m, t, vbig, gbig, tbig, qr, total;
   gstat_cu_tridiag_parts tri;
   gstat_cu_sb2st_q2_parts q2;
 } layout;
@@ -29,7 +29,9 @@ static layout device_layout(int64_t n, size_t qr_bytes) {
   l.vs = gstat_cu_ws_part(&at, dn * steps * kB);
   l.taus = gstat_cu_ws_part(&at, dn * steps);
   l.progress = gstat_cu_ws_part(&at, sizeof(int) * (size_t)n);
-  l.z = gstat_cu_ws_part(&at, dn * (size_t)n); /* the eigenvectors */
+  l.z = gstat_cu_ws_part(&at, dn * (size_t)n); /* the tridiagonal eigenvectors */
+  /* Q1 Q2, with the columns Q2's last groups run into */
+  l.q = gstat_cu_ws_part(&at, dn * (size_t)(n + gstat_cu_sb2st_q2_pad()));
   l.pv = gstat_cu_ws_part(&at, dn * kB);       /* a panel's V */
   l.px = gstat_cu_ws_part(&at, dn * kB);       /* A22 V */
   l.pw = gstat_cu_ws_part(&at, dn * kMerge * kB);
@@ -137,45 +139,51 @@ static int64_t panel_count(int64_t n) {
   return p;
 }
 
-/* Z <- Q1 Z from the reflectors reduce_to_band left in A, kMerge panels at
- * a time: their reflectors, stacked (each panel kB rows below the one
- * before), form one block reflector with its own T, so the gemms are
- * kMerge times wider and kMerge times fewer. */
-static cudaError_t apply_q1(const run *r, double *z, const char **what) {
+/* Q1 (n x n, ld n) from the reflectors reduce_to_band left in A, kMerge
+ * panels at a time: their reflectors, stacked (each panel kB rows below the
+ * one before), form one block reflector with its own T, so the gemms are
+ * kMerge times wider and kMerge times fewer. Q = H_0 H_1 ... I is built
+ * from the last block: a block at column k0 meets only the columns from
+ * k0 + kB on (the ones before are still columns of I), as LAPACK's dorgqr. */
+static cudaError_t form_q1(const run *r, double *q, cudaStream_t st, cublasHandle_t blas,
+                           const char **what) {
   const gstat_cu_two_stage_args *a = r->a;
   const double one = 1.0, zero = 0.0, minus_one = -1.0;
   const int64_t n = a->n, np = panel_count(n);
   double *vbig = part(r, r->l.vbig), *gbig = part(r, r->l.gbig), *tbig = part(r, r->l.tbig);
   double *w = part(r, r->l.pw) /* kMerge kB x n */, *tau = part(r, r->l.tau);
   cudaError_t err;
+  GSTAT_CU_STEP(cudaMemsetAsync(q, 0, sizeof(double) * (size_t)(n * n), st), "clearing Q");
+  GSTAT_CU_STEP(gstat_cu_unit_diagonal(q, n, n, st), "Q = I");
+  BLAS(cublasSetStream(blas, st), "cuBLAS stream");
   for (int64_t p0 = ((np - 1) / kMerge) * kMerge; p0 >= 0; p0 -= kMerge) {
     const int64_t k0 = p0 * kB, m0 = n - k0 - kB;
     int64_t R = 0;
-    GSTAT_CU_STEP(cudaMemsetAsync(vbig, 0, sizeof(double) * (size_t)(m0 * kMerge * kB), a->stream),
+    GSTAT_CU_STEP(cudaMemsetAsync(vbig, 0, sizeof(double) * (size_t)(m0 * kMerge * kB), st),
                   "clearing Q1's vectors");
     for (int64_t p = p0; p < p0 + kMerge && p < np; p++) {
       const int64_t k = p * kB, rows = n - k - kB, cols = rows < kB ? rows : kB, off = k - k0;
       GSTAT_CU_STEP(gstat_cu_explicit_v(a->a + (k + kB) + k * n, n, vbig + off + off * m0, rows,
-                                        cols, m0, a->stream),
+                                        cols, m0, st),
                     "Q1's vectors");
       R += cols;
     }
     const int mi = (int)m0, ri = (int)R, ni = (int)n;
-    double *zs = z + (k0 + kB);
-    BLAS(cublasDgemm(a->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ri, mi, &one, vbig, mi, vbig, mi, &zero,
+    double *qs = q + (k0 + kB) + (k0 + kB) * n; /* rows and columns from k0 + kB */
+    BLAS(cublasDgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ri, mi, &one, vbig, mi, vbig, mi, &zero,
                      gbig, ri),
          "Q1 Gram matrix");
-    GSTAT_CU_STEP(gstat_cu_larft_rows(gbig, tau + k0, tbig, ri, a->stream), "Q1's T");
-    /* Y = V^T Z; Y = T Y; Z -= V Y */
-    BLAS(cublasDgemm(a->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ni, mi, &one, vbig, mi, zs, ni, &zero,
-                     w, ri),
-         "V^T Z");
-    BLAS(cublasDtrmm(a->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                     CUBLAS_DIAG_NON_UNIT, ri, ni, &one, tbig, ri, w, ri, w, ri),
-         "T V^T Z");
-    BLAS(cublasDgemm(a->blas, CUBLAS_OP_N, CUBLAS_OP_N, mi, ni, ri, &minus_one, vbig, mi, w, ri,
-                     &one, zs, ni),
-         "Q1 Z");
+    GSTAT_CU_STEP(gstat_cu_larft_rows(gbig, tau + k0, tbig, ri, st), "Q1's T");
+    /* Y = V^T Q; Y = T Y; Q -= V Y */
+    BLAS(cublasDgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, mi, mi, &one, vbig, mi, qs, ni, &zero, w,
+                     ri),
+         "V^T Q");
+    BLAS(cublasDtrmm(blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                     CUBLAS_DIAG_NON_UNIT, ri, mi, &one, tbig, ri, w, ri, w, ri),
+         "T V^T Q");
+    BLAS(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, mi, mi, ri, &minus_one, vbig, mi, w, ri, &one,
+                     qs, ni),
+         "Q1");
   }
   return cudaSuccess;
 }
@@ -204,6 +212,22 @@ static cudaError_t mark(const gstat_cu_two_stage_args *a, int i) {
   return a->marks ? cudaEventRecord(a->marks[i], a->stream) : cudaSuccess;
 }
 
+/* The side stream's part: Q1 once the band is there (while the main
+ * stream chases the bulges: that leaves most SMs idle), then Q1 Q2 once
+ * the reflectors are (while the main stream solves T). */
+static cudaError_t side_q(const run *r, cudaStream_t side, cublasHandle_t blas, double *q,
+                          const double *vs, const double *taus, const char **what) {
+  const gstat_cu_two_stage_args *a = r->a;
+  cudaError_t err;
+  GSTAT_CU_STEP(cudaStreamWaitEvent(side, a->ev[0], 0), "waiting for the band");
+  if ((err = form_q1(r, q, side, blas, what)) != cudaSuccess) return err;
+  GSTAT_CU_STEP(cudaStreamWaitEvent(side, a->ev[1], 0), "waiting for the reflectors");
+  GSTAT_CU_STEP(gstat_cu_sb2st_q2_right(r->base, &r->l.q2, a->n, blas, vs, taus, q, side),
+                "stage 2 back-transformation");
+  GSTAT_CU_STEP(cudaEventRecord(a->ev[2], side), "event");
+  return cudaSuccess;
+}
+
 cudaError_t gstat_cu_two_stage(const gstat_cu_two_stage_args *a, int *degenerate,
                                const char **what) {
   const int64_t n = a->n;
@@ -218,7 +242,10 @@ cudaError_t gstat_cu_two_stage(const gstat_cu_two_stage_args *a, int *degenerate
   r.l = device_layout(n, r.qr_dev);
   double *d = part(&r, r.l.d), *e = part(&r, r.l.e), *ab = part(&r, r.l.ab);
   double *vs = part(&r, r.l.vs), *taus = part(&r, r.l.taus), *z = part(&r, r.l.z);
+  double *q = part(&r, r.l.q);
   double *sigma = part(&r, r.l.tri.sigma), *scratch = part(&r, r.l.tri.norms);
+  cudaStream_t side = a->side ? a->side : a->stream;
+  cublasHandle_t side_blas = a->side ? a->side_blas : a->blas;
   cudaError_t err;
   SOLVER(cusolverDnSetStream(a->solver, a->stream), "cuSOLVER stream");
   BLAS(cublasSetStream(a->blas, a->stream), "cuBLAS stream");
@@ -226,11 +253,16 @@ cudaError_t gstat_cu_two_stage(const gstat_cu_two_stage_args *a, int *degenerate
   GSTAT_CU_STEP(gstat_cu_sytrd_scale(2, a->a, n, 1, scratch, sigma, a->stream), "scaling");
   if ((err = reduce_to_band(&r, what)) != cudaSuccess) return err;
   GSTAT_CU_STEP(mark(a, 0), "event");
+  GSTAT_CU_STEP(cudaEventRecord(a->ev[0], a->stream), "event");
   GSTAT_CU_STEP(gstat_cu_sb2st_load(a->a, n, n, ab, a->stream), "band copy");
   GSTAT_CU_STEP(gstat_cu_sb2st_reduce(ab, n, vs, taus, (int *)part(&r, r.l.progress), d, e,
                                       a->stream),
                 "bulge chasing");
+  GSTAT_CU_STEP(cudaEventRecord(a->ev[1], a->stream), "event");
   GSTAT_CU_STEP(mark(a, 1), "event");
+  /* the side stream's work goes in after the chase: a cooperative launch
+   * waits for room for all its blocks */
+  if (a->side && (err = side_q(&r, side, side_blas, q, vs, taus, what)) != cudaSuccess) return err;
   gstat_cu_tridiag_step_args t = {.cdt = 2,
                                   .n = n,
                                   .nb = 1,
@@ -245,20 +277,27 @@ cudaError_t gstat_cu_two_stage(const gstat_cu_two_stage_args *a, int *degenerate
                                   .host_flag = a->host_flag,
                                   .stream = a->stream};
   err = gstat_cu_tridiag_step(&t, degenerate, what);
-  if (err != cudaSuccess || *degenerate) return err;
+  if (err != cudaSuccess || *degenerate) {
+    /* nothing may outlive the call on the side stream: the caller reuses
+     * the workspace */
+    if (a->side) cudaStreamWaitEvent(a->stream, a->ev[2], 0);
+    return err;
+  }
   GSTAT_CU_STEP(mark(a, 2), "event");
-  /* Q2's scratch is free until its apply: Z^T Z in its padded Z^T, the copy
-   * of Z in its groups' V and Y */
-  if ((err = newton_schulz(&r, z, part(&r, r.l.q2.zp), part(&r, r.l.q2.vy), what)) != cudaSuccess)
+  /* the step's own scratch is free again: Z^T Z and the copy of Z there */
+  if ((err = newton_schulz(&r, z, part(&r, r.l.tri.zt), part(&r, r.l.tri.u), what)) !=
+      cudaSuccess)
     return err;
   GSTAT_CU_STEP(mark(a, 3), "event");
-  GSTAT_CU_STEP(gstat_cu_sb2st_q2_apply(r.base, &r.l.q2, n, a->blas, vs, taus, z, a->stream),
-                "stage 2 back-transformation");
+  if (!a->side && (err = side_q(&r, side, side_blas, q, vs, taus, what)) != cudaSuccess) return err;
+  GSTAT_CU_STEP(cudaStreamWaitEvent(a->stream, a->ev[2], 0), "waiting for Q1 Q2");
   GSTAT_CU_STEP(mark(a, 4), "event");
-  if ((err = apply_q1(&r, z, what)) != cudaSuccess) return err;
+  const double one = 1.0, zero = 0.0;
+  const int ni = (int)n;
+  BLAS(cublasSetStream(a->blas, a->stream), "cuBLAS stream");
+  BLAS(cublasDgemm(a->blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, q, ni, z, ni, &zero, a->a,
+                   ni),
+       "Q1 Q2 Z");
   GSTAT_CU_STEP(mark(a, 5), "event");
-  GSTAT_CU_STEP(cudaMemcpyAsync(a->a, z, sizeof(double) * (size_t)(n * n),
-                                cudaMemcpyDeviceToDevice, a->stream),
-                "copying the vectors");
   return cudaSuccess;
 }

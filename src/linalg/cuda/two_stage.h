@@ -8,8 +8,10 @@
  *   3. our tridiagonal step (bisection, twisted factorizations;
  *      kernels/tridiag_eig.cu), then one Newton-Schulz step for
  *      orthogonality;
- *   4. the vectors back through stage 2's reflectors (block reflectors of
- *      32 sweeps, batched gemms) and stage 1's (four panels at a time).
+ *   4. Q1 Q2 formed: Q1 from stage 1's reflectors (four panels at a time,
+ *      as dorgqr), then times stage 2's (block reflectors of 32 sweeps,
+ *      batched gemms), on a side stream while 2. and 3. run (they leave
+ *      most of the GPU idle); the vectors are Q1 Q2 Z, one gemm.
  * Eigenvectors from twisted factorizations are orthogonal to eps ||T|| /
  * gap: a matrix with an eigenvalue gap below the tolerance is reported as
  * degenerate and must be solved another way.
@@ -38,9 +40,15 @@ typedef struct {
   cusolverDnHandle_t solver; /* set to `stream` by the call */
   cusolverDnParams_t params;
   cublasHandle_t blas;       /* set to `stream` by the call */
-  cudaEvent_t *marks;        /* NULL, or six events recorded after each numbered part
-                              * (3 twice: after the step, after Newton-Schulz), for
-                              * bench/probe_two_stage */
+  /* NULL: everything on `stream`. Else Q1 Q2 (4.) is formed on `side`,
+   * while `stream` chases the bulges and solves T, with side_blas (set to
+   * `side` by the call); `stream` waits for it before the call returns. */
+  cudaStream_t side;
+  cublasHandle_t side_blas;
+  cudaEvent_t ev[3];  /* the hand-offs between the streams */
+  cudaEvent_t *marks; /* NULL, or six events recorded on `stream`: after 1., 2., the
+                       * step, Newton-Schulz, the wait for Q1 Q2 and the last product,
+                       * for bench/probe_two_stage */
 } gstat_cu_two_stage_args;
 
 /* Whether the path takes order n. */

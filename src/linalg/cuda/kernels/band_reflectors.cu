@@ -23,6 +23,11 @@ __global__ void larft_kernel(const double *g, const double *tau, double *t, int 
   }
 }
 
+__global__ void unit_diagonal_kernel(double *m, int64_t n, int64_t ld) {
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) m[i + i * ld] = 1.0;
+}
+
 }  // namespace
 
 extern "C" cudaError_t gstat_cu_explicit_v(const double *p, int64_t ld, double *v, int64_t m,
@@ -38,5 +43,11 @@ extern "C" cudaError_t gstat_cu_larft_rows(const double *g, const double *tau, d
   if (r < 1) return cudaSuccess;
   if (r > 1024) return cudaErrorInvalidValue;
   larft_kernel<<<1, (unsigned)((r + 31) / 32 * 32), 0, st>>>(g, tau, t, r);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_unit_diagonal(double *m, int64_t n, int64_t ld, cudaStream_t st) {
+  if (n < 1) return cudaSuccess;
+  unit_diagonal_kernel<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(m, n, ld);
   return cudaGetLastError();
 }

@@ -1,7 +1,8 @@
 /*
  * The small kernels of stage 1 of the two-stage eigensolver (two_stage.c):
- * a panel's reflectors from geqrf's compact form as an explicit matrix, and
- * the triangular factor T of a wide block reflector I - V T V^T. Float64,
+ * a panel's reflectors from geqrf's compact form as an explicit matrix, the
+ * triangular factor T of a wide block reflector I - V T V^T, and the
+ * identity that Q1 is formed from. Float64,
  * asynchronous on `st`, returning cudaGetLastError() after the launch.
  */
 #ifndef GSTAT_LINALG_CUDA_KERNELS_BAND_REFLECTORS_H
@@ -25,6 +26,9 @@ cudaError_t gstat_cu_explicit_v(const double *p, int64_t ld, double *v, int64_t 
  * A thread per row: for blocks wider than gstat_cu_larft's warp takes. */
 cudaError_t gstat_cu_larft_rows(const double *g, const double *tau, double *t, int r,
                                 cudaStream_t st);
+
+/* Ones on the diagonal of m (n x n, ld ld); nothing else is written. */
+cudaError_t gstat_cu_unit_diagonal(double *m, int64_t n, int64_t ld, cudaStream_t st);
 
 #ifdef __cplusplus
 }

@@ -235,7 +235,7 @@ __host__ __device__ int64_t wave_size(int64_t n, int64_t t) {
  * block; thread t lays out waves t, t + blockDim, ...; the waves' first
  * groups by a running sum over them). */
 __global__ void q2_index(int64_t n, int *gj, int *gk, const double **ptr, int64_t groups,
-                         double *vg, double *yg, double *w, double *zp) {
+                         double *vg, double *yg, double *w, double *m) {
   const int64_t G = sweep_groups(n), waves = q2_waves(n);
   for (int64_t t = threadIdx.x; t < waves; t += blockDim.x) {
     int64_t g = 0;
@@ -247,7 +247,7 @@ __global__ void q2_index(int64_t n, int *gj, int *gk, const double **ptr, int64_
       gj[g] = (int)J;
       gk[g] = (int)k;
       ptr[g] = yg + g * kH * kL;
-      ptr[groups + g] = zp + row0 * n;
+      ptr[groups + g] = m + row0 * n;
       ptr[2 * groups + g] = w + i * kL * n;
       ptr[3 * groups + g] = vg + g * kH * kL;
     }
@@ -355,7 +355,13 @@ extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, double *vs, 
                                                              kChaseSmem)) != cudaSuccess)
       return err;
     if (per_sm < 1) return cudaErrorLaunchOutOfResources;
-    int64_t blocks = sms < n - 2 ? sms : n - 2, steps = gstat_cu_sb2st_steps(n);
+    /* A sweep of nk tasks is about 0.38 nk sweep periods long (a task 3.2
+     * us, a sweep started every 8.5 at n = 4096): steps / 2 + 8 blocks keep
+     * every sweep from waiting for a block and leave the other SMs to work
+     * on another stream (two_stage.c forms Q1 meanwhile). */
+    int64_t steps = gstat_cu_sb2st_steps(n), want = steps / 2 + 8;
+    int64_t blocks = sms < n - 2 ? sms : n - 2;
+    if (blocks > want) blocks = want;
     if ((err = cudaMemsetAsync(progress, 0, sizeof(int) * (size_t)n, st)) != cudaSuccess)
       return err;
     void *args[] = {&ab, &n, &steps, &vs, &taus, &progress};
@@ -371,34 +377,32 @@ extern "C" gstat_cu_sb2st_q2_parts gstat_cu_sb2st_q2_parts_at(size_t *at, int64_
   gstat_cu_sb2st_q2_parts p = {};
   if (n <= 2) return p;
   const int64_t groups = group_count(n), gb = groups * kH * kL;
-  /* vy: the groups' V then Y, and at least n x n (what the caller may use
-   * it for before the apply) */
-  const int64_t vy = 2 * gb > n * n ? 2 * gb : n * n;
   p.groups = groups;
   p.gj = gstat_cu_ws_part(at, sizeof(int) * (size_t)groups);
   p.gk = gstat_cu_ws_part(at, sizeof(int) * (size_t)groups);
   p.ptr = gstat_cu_ws_part(at, sizeof(double *) * (size_t)(4 * groups));
-  p.vy = gstat_cu_ws_part(at, sizeof(double) * (size_t)vy);
+  p.vy = gstat_cu_ws_part(at, sizeof(double) * (size_t)(2 * gb));
   p.w = gstat_cu_ws_part(at, sizeof(double) * (size_t)(widest_wave(n) * kL * n));
-  p.zp = gstat_cu_ws_part(at, sizeof(double) * (size_t)((n + kH) * n));
   return p;
 }
 
-extern "C" cudaError_t gstat_cu_sb2st_q2_apply(char *base, const gstat_cu_sb2st_q2_parts *p,
+extern "C" int64_t gstat_cu_sb2st_q2_pad(void) {
+  return kH;
+}
+
+extern "C" cudaError_t gstat_cu_sb2st_q2_right(char *base, const gstat_cu_sb2st_q2_parts *p,
                                                int64_t n, cublasHandle_t blas, const double *vs,
-                                               const double *taus, double *z, cudaStream_t st) {
+                                               const double *taus, double *m, cudaStream_t st) {
   if (n <= 2) return cudaSuccess;
-  const int64_t groups = p->groups, steps = gstat_cu_sb2st_steps(n), ldz = n + kH;
+  const int64_t groups = p->groups, steps = gstat_cu_sb2st_steps(n);
   int *gj = (int *)(base + p->gj), *gk = (int *)(base + p->gk);
   const double **ptr = (const double **)(base + p->ptr);
-  double *vg = (double *)(base + p->vy), *yg = vg + groups * kH * kL, *w = (double *)(base + p->w),
-         *zp = (double *)(base + p->zp);
+  double *vg = (double *)(base + p->vy), *yg = vg + groups * kH * kL, *w = (double *)(base + p->w);
   cudaError_t err;
-  /* Z^T is padded by kH zero columns: the last groups' rows may run past n */
-  if ((err = cudaMemsetAsync(zp + n * n, 0, sizeof(double) * (size_t)((ldz - n) * n), st)) !=
-      cudaSuccess)
+  /* the last groups' columns may run kH past n */
+  if ((err = cudaMemsetAsync(m + n * n, 0, sizeof(double) * (size_t)(kH * n), st)) != cudaSuccess)
     return err;
-  q2_index<<<1, 512, 0, st>>>(n, gj, gk, ptr, groups, vg, yg, w, zp);
+  q2_index<<<1, 512, 0, st>>>(n, gj, gk, ptr, groups, vg, yg, w, m);
   if ((err = cudaGetLastError()) != cudaSuccess ||
       (err = cudaFuncSetAttribute(group_vy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   (int)kGroupSmem)) != cudaSuccess)
@@ -408,27 +412,20 @@ extern "C" cudaError_t gstat_cu_sb2st_q2_apply(char *base, const gstat_cu_sb2st_
   if (cublasSetStream(blas, st) != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
   const double one = 1.0, zero = 0.0, minus_one = -1.0;
   const int li = kL, hi = kH, ni = (int)n;
-  /* Z^T (n x (n + kH), ld n): a group's rows of Z are kH of its columns */
-  if (cublasDgeam(blas, CUBLAS_OP_T, CUBLAS_OP_N, ni, ni, &one, z, ni, &zero, zp, ni, zp, ni) !=
-      CUBLAS_STATUS_SUCCESS)
-    return cudaErrorUnknown;
-  for (int64_t t = 0, g0 = 0; t < q2_waves(n); t++) {
-    const int64_t cnt = wave_size(n, t);
-    const double *const *Y = ptr + g0, *const *Zc = ptr + groups + g0,
+  /* M Q2 = M ... H_g2 H_g1 (g1, g2, ...: the groups in wave order, the
+   * order Q2 Z would take them): the last wave first. Each group is
+   * M_c -= (M_c V) (V T)^T on kH columns M_c of M, n rows long gemms. */
+  for (int64_t t = q2_waves(n) - 1, g1 = groups; t >= 0; t--) {
+    const int64_t cnt = wave_size(n, t), g0 = g1 - cnt;
+    const double *const *Y = ptr + g0, *const *Mc = ptr + groups + g0,
                         *const *W = ptr + 2 * groups + g0, *const *V = ptr + 3 * groups + g0;
-    /* W^T = Z^T(cols) Y; Z^T(cols) -= W^T V^T: each gemm n rows long (n-long
-     * gemms on Z^T ran faster than kH-long ones on Z: H200 float64 8192
-     * 172 against 194 ms) */
     if (cnt > 0 &&
-        (cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, li, hi, &one, Zc, ni, Y, hi, &zero,
+        (cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, li, hi, &one, Mc, ni, V, hi, &zero,
                             (double *const *)W, ni, (int)cnt) != CUBLAS_STATUS_SUCCESS ||
-         cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_T, ni, hi, li, &minus_one, W, ni, V, hi,
-                            &one, (double *const *)Zc, ni, (int)cnt) != CUBLAS_STATUS_SUCCESS))
+         cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_T, ni, hi, li, &minus_one, W, ni, Y, hi,
+                            &one, (double *const *)Mc, ni, (int)cnt) != CUBLAS_STATUS_SUCCESS))
       return cudaErrorUnknown;
-    g0 += cnt;
+    g1 = g0;
   }
-  return cublasDgeam(blas, CUBLAS_OP_T, CUBLAS_OP_N, ni, ni, &one, zp, ni, &zero, z, ni, z, ni) ==
-                 CUBLAS_STATUS_SUCCESS
-             ? cudaSuccess
-             : cudaErrorUnknown;
+  return cudaSuccess;
 }

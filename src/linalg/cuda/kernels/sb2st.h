@@ -47,23 +47,26 @@ cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, double *vs, double *tau
                                   double *d, double *e, cudaStream_t st);
 
 /* Q2's device scratch, byte offsets in a workspace: the groups' indices
- * and gemm pointers, their V and Y (vy: also at least n x n doubles, free
- * for the caller until the apply), one wave's W, and Z^T padded. */
+ * and gemm pointers, their V and Y, and one wave's W. */
 typedef struct {
   int64_t groups;
-  size_t gj, gk, ptr, vy, w, zp;
+  size_t gj, gk, ptr, vy, w;
 } gstat_cu_sb2st_q2_parts;
 
 /* Carve Q2's parts for order n from offset *at. */
 gstat_cu_sb2st_q2_parts gstat_cu_sb2st_q2_parts_at(size_t *at, int64_t n);
 
-/* Z <- Q2 Z (n x n, ld n, in place), Q2 the product of the reduction's
+/* The columns past n that gstat_cu_sb2st_q2_right's M needs. */
+int64_t gstat_cu_sb2st_q2_pad(void);
+
+/* M <- M Q2 (M: n x (n + pad), ld n; its first n columns hold the data,
+ * the pad columns are its scratch), Q2 the product of the reduction's
  * reflectors: the reflectors of L sweeps at one step form one block
- * reflector; the groups go in wavefronts of two batched gemms on Z^T.
- * base: the workspace the parts were carved from; blas is set to st. */
-cudaError_t gstat_cu_sb2st_q2_apply(char *base, const gstat_cu_sb2st_q2_parts *p, int64_t n,
+ * reflector; the groups go in wavefronts of two batched gemms. base: the
+ * workspace the parts were carved from; blas is set to st. */
+cudaError_t gstat_cu_sb2st_q2_right(char *base, const gstat_cu_sb2st_q2_parts *p, int64_t n,
                                     cublasHandle_t blas, const double *vs, const double *taus,
-                                    double *z, cudaStream_t st);
+                                    double *m, cudaStream_t st);
 
 #ifdef __cplusplus
 }
