@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
                                  blas,
                                  serial ? NULL : side,
                                  side_blas,
-                                 {hand[0], hand[1], hand[2]},
+                                 {hand[0], hand[1]},
                                  ev + 1};
     const char *what = "";
     cudaError_t err = gstat_cu_two_stage(&t, &degenerate, &what);

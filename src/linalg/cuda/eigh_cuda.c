@@ -559,7 +559,7 @@ static gstat_status two_stage(const eigh_run *r, void *dA, void *dW, int *dInfo,
                                  .blas = s->blas,
                                  .side = s->side[0],
                                  .side_blas = s->side_blas,
-                                 .ev = {s->ev[0], s->ev[1], s->ev[2]}};
+                                 .ev = {s->ev[0], s->ev[1]}};
     const char *what = "";
     int deg = 0;
     cudaError_t err = gstat_cu_two_stage(&a, &deg, &what);

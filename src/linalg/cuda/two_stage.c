@@ -212,20 +212,63 @@ static cudaError_t mark(const gstat_cu_two_stage_args *a, int i) {
   return a->marks ? cudaEventRecord(a->marks[i], a->stream) : cudaSuccess;
 }
 
-/* The side stream's part: Q1 once the band is there (while the main
- * stream chases the bulges: that leaves most SMs idle), then Q1 Q2 once
- * the reflectors are (while the main stream solves T). */
-static cudaError_t side_q(const run *r, cudaStream_t side, cublasHandle_t blas, double *q,
-                          const double *vs, const double *taus, const char **what) {
+/* The side stream's part, while the main stream chases the bulges (which
+ * leaves most SMs idle) and solves T: Q1 once the band is there, then Q1
+ * Q2, each wavefront of stage 2's reflectors as soon as the chase has made
+ * them (it waits on the chase's progress counters on the device). ev[1]
+ * follows whatever was queued, even on failure. */
+static cudaError_t side_q(const run *r, cudaStream_t side, cublasHandle_t blas, const char **what) {
   const gstat_cu_two_stage_args *a = r->a;
-  cudaError_t err;
-  GSTAT_CU_STEP(cudaStreamWaitEvent(side, a->ev[0], 0), "waiting for the band");
-  if ((err = form_q1(r, q, side, blas, what)) != cudaSuccess) return err;
-  GSTAT_CU_STEP(cudaStreamWaitEvent(side, a->ev[1], 0), "waiting for the reflectors");
-  GSTAT_CU_STEP(gstat_cu_sb2st_q2_right(r->base, &r->l.q2, a->n, blas, vs, taus, q, side),
-                "stage 2 back-transformation");
-  GSTAT_CU_STEP(cudaEventRecord(a->ev[2], side), "event");
-  return cudaSuccess;
+  cudaError_t err = cudaStreamWaitEvent(side, a->ev[0], 0);
+  if (err != cudaSuccess)
+    *what = "waiting for the band";
+  else if ((err = form_q1(r, part(r, r->l.q), side, blas, what)) == cudaSuccess &&
+           (err = gstat_cu_sb2st_q2_right(r->base, &r->l.q2, a->n, blas, part(r, r->l.vs),
+                                          part(r, r->l.taus), (const int *)part(r, r->l.progress),
+                                          part(r, r->l.q), side)) != cudaSuccess)
+    *what = "stage 2 back-transformation";
+  cudaError_t rec = cudaEventRecord(a->ev[1], side);
+  if (err == cudaSuccess && rec != cudaSuccess) *what = "event";
+  return err != cudaSuccess ? err : rec;
+}
+
+/* After the chase, on the main stream: T's eigenvectors Z (*degenerate:
+ * stop there), their Newton-Schulz step, then (Q1 Q2) Z into A. */
+static cudaError_t vectors(const run *r, cudaStream_t side, cublasHandle_t side_blas,
+                           int *degenerate, const char **what) {
+  const gstat_cu_two_stage_args *a = r->a;
+  const int64_t n = a->n;
+  double *z = part(r, r->l.z);
+  gstat_cu_tridiag_step_args t = {.cdt = 2,
+                                  .n = n,
+                                  .nb = 1,
+                                  .d = part(r, r->l.d),
+                                  .e = part(r, r->l.e),
+                                  .base = r->base,
+                                  .parts = r->l.tri,
+                                  .w = a->w,
+                                  .info = a->info,
+                                  .X = z,
+                                  .gap_tol = a->gap_tol,
+                                  .host_flag = a->host_flag,
+                                  .stream = a->stream};
+  cudaError_t err = gstat_cu_tridiag_step(&t, degenerate, what);
+  if (err != cudaSuccess || *degenerate) return err;
+  GSTAT_CU_STEP(mark(a, 2), "event");
+  /* the step's own scratch is free again: Z^T Z and the copy of Z there */
+  if ((err = newton_schulz(r, z, part(r, r->l.tri.zt), part(r, r->l.tri.u), what)) != cudaSuccess)
+    return err;
+  GSTAT_CU_STEP(mark(a, 3), "event");
+  if (!a->side && (err = side_q(r, side, side_blas, what)) != cudaSuccess) return err;
+  GSTAT_CU_STEP(cudaStreamWaitEvent(a->stream, a->ev[1], 0), "waiting for Q1 Q2");
+  GSTAT_CU_STEP(mark(a, 4), "event");
+  const double one = 1.0, zero = 0.0;
+  const int ni = (int)n;
+  BLAS(cublasSetStream(a->blas, a->stream), "cuBLAS stream");
+  BLAS(cublasDgemm(a->blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, part(r, r->l.q), ni, z,
+                   ni, &zero, a->a, ni),
+       "Q1 Q2 Z");
+  return mark(a, 5);
 }
 
 cudaError_t gstat_cu_two_stage(const gstat_cu_two_stage_args *a, int *degenerate,
@@ -241,8 +284,7 @@ cudaError_t gstat_cu_two_stage(const gstat_cu_two_stage_args *a, int *degenerate
   }
   r.l = device_layout(n, r.qr_dev);
   double *d = part(&r, r.l.d), *e = part(&r, r.l.e), *ab = part(&r, r.l.ab);
-  double *vs = part(&r, r.l.vs), *taus = part(&r, r.l.taus), *z = part(&r, r.l.z);
-  double *q = part(&r, r.l.q);
+  double *vs = part(&r, r.l.vs), *taus = part(&r, r.l.taus);
   double *sigma = part(&r, r.l.tri.sigma), *scratch = part(&r, r.l.tri.norms);
   cudaStream_t side = a->side ? a->side : a->stream;
   cublasHandle_t side_blas = a->side ? a->side_blas : a->blas;
@@ -253,51 +295,24 @@ cudaError_t gstat_cu_two_stage(const gstat_cu_two_stage_args *a, int *degenerate
   GSTAT_CU_STEP(gstat_cu_sytrd_scale(2, a->a, n, 1, scratch, sigma, a->stream), "scaling");
   if ((err = reduce_to_band(&r, what)) != cudaSuccess) return err;
   GSTAT_CU_STEP(mark(a, 0), "event");
+  /* the chase's progress counters (Xgeqrf's info above) are zero before
+   * the side stream may look at them */
+  GSTAT_CU_STEP(cudaMemsetAsync(part(&r, r.l.progress), 0, sizeof(int) * (size_t)n, a->stream),
+                "clearing the progress counters");
   GSTAT_CU_STEP(cudaEventRecord(a->ev[0], a->stream), "event");
   GSTAT_CU_STEP(gstat_cu_sb2st_load(a->a, n, n, ab, a->stream), "band copy");
   GSTAT_CU_STEP(gstat_cu_sb2st_reduce(ab, n, vs, taus, (int *)part(&r, r.l.progress), d, e,
                                       a->stream),
                 "bulge chasing");
-  GSTAT_CU_STEP(cudaEventRecord(a->ev[1], a->stream), "event");
   GSTAT_CU_STEP(mark(a, 1), "event");
-  /* the side stream's work goes in after the chase: a cooperative launch
-   * waits for room for all its blocks */
-  if (a->side && (err = side_q(&r, side, side_blas, q, vs, taus, what)) != cudaSuccess) return err;
-  gstat_cu_tridiag_step_args t = {.cdt = 2,
-                                  .n = n,
-                                  .nb = 1,
-                                  .d = d,
-                                  .e = e,
-                                  .base = r.base,
-                                  .parts = r.l.tri,
-                                  .w = a->w,
-                                  .info = a->info,
-                                  .X = z,
-                                  .gap_tol = a->gap_tol,
-                                  .host_flag = a->host_flag,
-                                  .stream = a->stream};
-  err = gstat_cu_tridiag_step(&t, degenerate, what);
-  if (err != cudaSuccess || *degenerate) {
-    /* nothing may outlive the call on the side stream: the caller reuses
-     * the workspace */
-    if (a->side) cudaStreamWaitEvent(a->stream, a->ev[2], 0);
-    return err;
-  }
-  GSTAT_CU_STEP(mark(a, 2), "event");
-  /* the step's own scratch is free again: Z^T Z and the copy of Z there */
-  if ((err = newton_schulz(&r, z, part(&r, r.l.tri.zt), part(&r, r.l.tri.u), what)) !=
-      cudaSuccess)
-    return err;
-  GSTAT_CU_STEP(mark(a, 3), "event");
-  if (!a->side && (err = side_q(&r, side, side_blas, q, vs, taus, what)) != cudaSuccess) return err;
-  GSTAT_CU_STEP(cudaStreamWaitEvent(a->stream, a->ev[2], 0), "waiting for Q1 Q2");
-  GSTAT_CU_STEP(mark(a, 4), "event");
-  const double one = 1.0, zero = 0.0;
-  const int ni = (int)n;
-  BLAS(cublasSetStream(a->blas, a->stream), "cuBLAS stream");
-  BLAS(cublasDgemm(a->blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, q, ni, z, ni, &zero, a->a,
-                   ni),
-       "Q1 Q2 Z");
-  GSTAT_CU_STEP(mark(a, 5), "event");
-  return cudaSuccess;
+  err = cudaSuccess;
+  /* the side stream's work goes in after the chase, which waits for room
+   * for all its blocks (a cooperative launch): a wait of the side stream
+   * on its counters then never holds the room the chase needs */
+  if (a->side) err = side_q(&r, side, side_blas, what);
+  if (err == cudaSuccess) err = vectors(&r, side, side_blas, degenerate, what);
+  /* nothing may outlive the call on the side stream: the caller reuses the
+   * workspace (on success the last product waited already) */
+  if (a->side && (err != cudaSuccess || *degenerate)) cudaStreamWaitEvent(a->stream, a->ev[1], 0);
+  return err;
 }

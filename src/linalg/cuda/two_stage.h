@@ -45,7 +45,7 @@ typedef struct {
    * `side` by the call); `stream` waits for it before the call returns. */
   cudaStream_t side;
   cublasHandle_t side_blas;
-  cudaEvent_t ev[3];  /* the hand-offs between the streams */
+  cudaEvent_t ev[2];  /* the hand-offs between the streams */
   cudaEvent_t *marks; /* NULL, or six events recorded on `stream`: after 1., 2., the
                        * step, Newton-Schulz, the wait for Q1 Q2 and the last product,
                        * for bench/probe_two_stage */

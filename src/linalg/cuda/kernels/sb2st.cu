@@ -218,9 +218,10 @@ __host__ __device__ int64_t sweep_groups(int64_t n) {
 __host__ __device__ int64_t q2_waves(int64_t n) {
   return sweep_groups(n) - 1 + sweep_steps(n, 0);
 }
-__host__ __device__ int64_t wave_size(int64_t n, int64_t t) {
+/* The first Jp of wave t whose k = t - Jp is a step of its group. */
+__host__ __device__ int64_t wave_first(int64_t n, int64_t t) {
   const int64_t G = sweep_groups(n), hi = t < G - 1 ? t : G - 1;
-  int64_t lo = 0, up = hi + 1; /* the first Jp in [lo, up) whose k is a step of its group */
+  int64_t lo = 0, up = hi + 1;
   while (lo < up) {
     const int64_t mid = (lo + up) / 2;
     if (t - mid < sweep_steps(n, (G - 1 - mid) * kL))
@@ -228,7 +229,20 @@ __host__ __device__ int64_t wave_size(int64_t n, int64_t t) {
     else
       lo = mid + 1;
   }
+  return lo;
+}
+
+__host__ __device__ int64_t wave_size(int64_t n, int64_t t) {
+  const int64_t G = sweep_groups(n), hi = t < G - 1 ? t : G - 1, lo = wave_first(n, t);
   return hi - lo + 1 > 0 ? hi - lo + 1 : 0;
+}
+
+/* Spin (one thread) until sweeps from..upto - 1 have finished: a wave of
+ * Q2 may start while the chase still runs on another stream. */
+__global__ void wait_sweeps(const int *progress, int64_t from, int64_t upto) {
+  for (int64_t j = from; j < upto; j++)
+    while (*(const volatile int *)(progress + j) != INT_MAX) __nanosleep(256);
+  __threadfence();
 }
 
 /* gj, gk and the gemms' pointer arrays of every group, wave by wave (one
@@ -270,9 +284,9 @@ __device__ const double *group_vector(const double *vs, int64_t n, int64_t steps
 constexpr size_t kGroupSmem = sizeof(double) * (size_t)(kH * kL + 2 * kL * kL + kL);
 
 __global__ void group_vy_kernel(const double *vs, const double *taus, int64_t n, int64_t steps,
-                                const int *gj, const int *gk, double *vg, double *yg) {
+                                const int *gj, const int *gk, int64_t g0, double *vg, double *yg) {
   extern __shared__ double sm[];
-  const int64_t g = blockIdx.x, J = gj[g], k = gk[g];
+  const int64_t g = g0 + blockIdx.x, J = gj[g], k = gk[g];
   double *v = sm, *gram = v + kH * kL, *t = gram + kL * kL, *tau = t + kL * kL;
   for (int idx = threadIdx.x; idx < kH * kL; idx += blockDim.x) {
     const int r = idx % kH, i = idx / kH, off = r - i;
@@ -362,8 +376,6 @@ extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, double *vs, 
     int64_t steps = gstat_cu_sb2st_steps(n), want = steps / 2 + 8;
     int64_t blocks = sms < n - 2 ? sms : n - 2;
     if (blocks > want) blocks = want;
-    if ((err = cudaMemsetAsync(progress, 0, sizeof(int) * (size_t)n, st)) != cudaSuccess)
-      return err;
     void *args[] = {&ab, &n, &steps, &vs, &taus, &progress};
     if ((err = cudaLaunchCooperativeKernel((const void *)chase_kernel, dim3((unsigned)blocks),
                                            dim3(kThreads), args, kChaseSmem, st)) != cudaSuccess)
@@ -392,9 +404,10 @@ extern "C" int64_t gstat_cu_sb2st_q2_pad(void) {
 
 extern "C" cudaError_t gstat_cu_sb2st_q2_right(char *base, const gstat_cu_sb2st_q2_parts *p,
                                                int64_t n, cublasHandle_t blas, const double *vs,
-                                               const double *taus, double *m, cudaStream_t st) {
+                                               const double *taus, const int *progress, double *m,
+                                               cudaStream_t st) {
   if (n <= 2) return cudaSuccess;
-  const int64_t groups = p->groups, steps = gstat_cu_sb2st_steps(n);
+  const int64_t groups = p->groups, steps = gstat_cu_sb2st_steps(n), G = sweep_groups(n);
   int *gj = (int *)(base + p->gj), *gk = (int *)(base + p->gk);
   const double **ptr = (const double **)(base + p->ptr);
   double *vg = (double *)(base + p->vy), *yg = vg + groups * kH * kL, *w = (double *)(base + p->w);
@@ -407,25 +420,34 @@ extern "C" cudaError_t gstat_cu_sb2st_q2_right(char *base, const gstat_cu_sb2st_
       (err = cudaFuncSetAttribute(group_vy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   (int)kGroupSmem)) != cudaSuccess)
     return err;
-  group_vy_kernel<<<(unsigned)groups, 128, kGroupSmem, st>>>(vs, taus, n, steps, gj, gk, vg, yg);
-  if ((err = cudaGetLastError()) != cudaSuccess) return err;
   if (cublasSetStream(blas, st) != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
   const double one = 1.0, zero = 0.0, minus_one = -1.0;
   const int li = kL, hi = kH, ni = (int)n;
-  /* M Q2 = M ... H_g2 H_g1 (g1, g2, ...: the groups in wave order, the
-   * order Q2 Z would take them): the last wave first. Each group is
-   * M_c -= (M_c V) (V T)^T on kH columns M_c of M, n rows long gemms. */
-  for (int64_t t = q2_waves(n) - 1, g1 = groups; t >= 0; t--) {
+  /* M Q2 = M H_1 H_2 ... in the order the chase made them, where they
+   * overlap: the waves from the last, whose groups are the first sweeps'
+   * (wave t holds groups J = G - 1 - Jp for Jp from wave_first(t)). Each
+   * group is M_c -= (M_c V) (V T)^T on kH columns M_c of M, n rows long
+   * gemms. A wave waits for the sweeps of its groups to finish. */
+  for (int64_t t = q2_waves(n) - 1, g1 = groups, ready = 0; t >= 0; t--) {
     const int64_t cnt = wave_size(n, t), g0 = g1 - cnt;
+    g1 = g0;
+    if (cnt == 0) continue;
+    int64_t upto = (G - wave_first(n, t)) * kL; /* past the wave's last sweep */
+    if (upto > n - 2) upto = n - 2;
+    if (progress && upto > ready) {
+      wait_sweeps<<<1, 1, 0, st>>>(progress, ready, upto);
+      ready = upto;
+    }
+    group_vy_kernel<<<(unsigned)cnt, 128, kGroupSmem, st>>>(vs, taus, n, steps, gj, gk, g0, vg,
+                                                            yg);
+    if ((err = cudaGetLastError()) != cudaSuccess) return err;
     const double *const *Y = ptr + g0, *const *Mc = ptr + groups + g0,
                         *const *W = ptr + 2 * groups + g0, *const *V = ptr + 3 * groups + g0;
-    if (cnt > 0 &&
-        (cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, li, hi, &one, Mc, ni, V, hi, &zero,
-                            (double *const *)W, ni, (int)cnt) != CUBLAS_STATUS_SUCCESS ||
-         cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_T, ni, hi, li, &minus_one, W, ni, Y, hi,
-                            &one, (double *const *)Mc, ni, (int)cnt) != CUBLAS_STATUS_SUCCESS))
+    if (cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, li, hi, &one, Mc, ni, V, hi, &zero,
+                           (double *const *)W, ni, (int)cnt) != CUBLAS_STATUS_SUCCESS ||
+        cublasDgemmBatched(blas, CUBLAS_OP_N, CUBLAS_OP_T, ni, hi, li, &minus_one, W, ni, Y, hi,
+                           &one, (double *const *)Mc, ni, (int)cnt) != CUBLAS_STATUS_SUCCESS)
       return cudaErrorUnknown;
-    g1 = g0;
   }
   return cudaSuccess;
 }

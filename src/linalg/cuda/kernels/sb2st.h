@@ -41,8 +41,9 @@ cudaError_t gstat_cu_sb2st_load(const double *a, int64_t lda, int64_t n, double 
 
 /* Reduce ab to tridiagonal form in place (every sweep, pipelined over the
  * GPU's blocks: one cooperative launch, one block per SM at most); d (n)
- * and e (n - 1) receive T. vs: n * steps * b doubles, taus: n * steps,
- * progress: n ints of scratch. */
+ * and e (n - 1) receive T. vs: n * steps * b doubles, taus: n * steps.
+ * progress: n ints, zero on entry (cleared by the caller, before anything
+ * waits on them); sweep j's is INT_MAX once it has finished. */
 cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, double *vs, double *taus, int *progress,
                                   double *d, double *e, cudaStream_t st);
 
@@ -62,11 +63,13 @@ int64_t gstat_cu_sb2st_q2_pad(void);
 /* M <- M Q2 (M: n x (n + pad), ld n; its first n columns hold the data,
  * the pad columns are its scratch), Q2 the product of the reduction's
  * reflectors: the reflectors of L sweeps at one step form one block
- * reflector; the groups go in wavefronts of two batched gemms. base: the
- * workspace the parts were carved from; blas is set to st. */
+ * reflector; the groups go in wavefronts of two batched gemms. progress:
+ * the reduction's counters, when it may still run on another stream (each
+ * wavefront then waits on the device for the sweeps it needs), or NULL.
+ * base: the workspace the parts were carved from; blas is set to st. */
 cudaError_t gstat_cu_sb2st_q2_right(char *base, const gstat_cu_sb2st_q2_parts *p, int64_t n,
                                     cublasHandle_t blas, const double *vs, const double *taus,
-                                    double *m, cudaStream_t st);
+                                    const int *progress, double *m, cudaStream_t st);
 
 #ifdef __cplusplus
 }
