@@ -3,7 +3,8 @@
  *
  * gstat's two-stage float64 eigensolver (src/linalg/cuda/two_stage.c) on
  * one matrix of order N, part by part (Q1 Q2 formed on a side stream; on
- * the main one after the rest with GSTAT_TWO_STAGE_SERIAL set), against Xsyevd on the same matrix
+ * the main one after the rest with GSTAT_TWO_STAGE_SERIAL set; on every SM
+ * while the chase runs with GSTAT_TWO_STAGE_ALL_SMS set), against Xsyevd on the same matrix
  * (bench_cuda's, sym_batch.h), in the same rounds: median ms of each part
  * over REPS (CUDA events), then the checks: the eigenvalues against
  * Xsyevd's (relative to max|A|), max |A z - w z| / max|A| and
@@ -130,6 +131,7 @@ int main(int argc, char **argv) {
                                  blas,
                                  serial ? NULL : side,
                                  side_blas,
+                                 getenv("GSTAT_TWO_STAGE_ALL_SMS") ? 0 : -1,
                                  {hand[0], hand[1]},
                                  ev + 1};
     const char *what = "";

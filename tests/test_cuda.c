@@ -216,7 +216,7 @@ static void eigh_path_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_fa
  * between threads would show). Float32 from n = 4096 runs cuSOLVER's
  * reduction around our tridiagonal step (sytrd_split.c; LAPACK's scaling
  * for the near-underflow one); degenerate, it runs Xsyevd in a float64
- * working copy (f32_in_f64_min_n). Float64 with vectors from n = 6144 runs
+ * working copy (f32_in_f64_min_n). Float64 with vectors from n = 4096 runs
  * the two-stage reduction (two_stage.c; LAPACK's scaling for the
  * near-underflow one); degenerate, Xsyevd. Smaller batches and single
  * matrices below run Xsyevd. */
@@ -230,9 +230,9 @@ static void test_eigh_large_n(void **state) {
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_CLUSTERED, 4096, 1, TU_COL_MAJOR, GSTAT_LOWER, true, 1, 1);
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_NEAR_UNDERFLOW, 4096, 1, TU_STRIDED, GSTAT_UPPER, true, 1,
                  0);
-  eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 6144, 1, TU_ROW_MAJOR, GSTAT_UPPER, false, 1, 0);
-  eigh_path_case(gpu, cpu, GSTAT_F64, TU_CLUSTERED, 6144, 1, TU_COL_MAJOR, GSTAT_LOWER, true, 1, 1);
-  eigh_path_case(gpu, cpu, GSTAT_F64, TU_NEAR_UNDERFLOW, 6144, 1, TU_STRIDED, GSTAT_UPPER, true, 1,
+  eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 4096, 1, TU_ROW_MAJOR, GSTAT_UPPER, false, 1, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F64, TU_CLUSTERED, 4096, 1, TU_COL_MAJOR, GSTAT_LOWER, true, 1, 1);
+  eigh_path_case(gpu, cpu, GSTAT_F64, TU_NEAR_UNDERFLOW, 5000, 1, TU_STRIDED, GSTAT_UPPER, true, 1,
                  0);
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 2048, 1, TU_COL_MAJOR, GSTAT_LOWER, true, 0, 0);
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 1024, 1, TU_STRIDED, GSTAT_UPPER, true, 0, 0);

@@ -24,8 +24,8 @@
  *                    float32 beyond (or degenerate) in a float64 copy
  *                    (f32_in_f64_min_n)
  *   float64 vectors, our two-stage reduction (two_stage.c), matrix by
- *   two_stage_min_n  matrix; degenerate, or without room for its
- *   ..8192           workspace, Xsyevd
+ *   4096..8192       matrix; degenerate, or without room for its
+ *                    workspace, Xsyevd (two_stage_min_n)
  * Any batch size runs: the batch is cut into chunks that fit device memory,
  * halved again when an allocation fails.
  */
@@ -124,9 +124,10 @@ static const int64_t f32_in_f64_min_n = 4096;
  * the two-stage reduction (two_stage.c) instead of Xsyevd, whose one-stage
  * Dsytrd is a chain of latency-bound column steps (85 % of its time).
  * bench/probe_two_stage on the H200, ms, two-stage / Xsyevd in the same
- * rounds: n = 4096 124.2 / 109.0, 5120 181.6 / 193.1, 6144 254.5 / 290.0,
- * 8192 468.6 / 545.4 (between 4096 and 5120 not measured). */
-static const int64_t two_stage_min_n = 5120;
+ * rounds: n = 4096 104.1 / 108.9 and 104.6 / 108.7, 4608 126.8 / 151.1,
+ * 5000 161.1 / 186.4, 5120 148.0 / 195.2; 6144 226.9 / 293.4 and 8192
+ * 480.0 / 551.4 (the call before). Below 4096 not measured. */
+static const int64_t two_stage_min_n = 4096;
 
 /* Whether a chunk of nb matrices of order n runs as one Xsyevd per matrix. */
 static bool uses_loop(int64_t n, int64_t nb) {
@@ -559,6 +560,7 @@ static gstat_status two_stage(const eigh_run *r, void *dA, void *dW, int *dInfo,
                                  .blas = s->blas,
                                  .side = s->side[0],
                                  .side_blas = s->side_blas,
+                                 .side_sms = -1,
                                  .ev = {s->ev[0], s->ev[1]}};
     const char *what = "";
     int deg = 0;

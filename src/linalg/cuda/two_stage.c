@@ -212,6 +212,21 @@ static cudaError_t mark(const gstat_cu_two_stage_args *a, int i) {
   return a->marks ? cudaEventRecord(a->marks[i], a->stream) : cudaSuccess;
 }
 
+/* The SMs the side stream's gemms target while the chase runs: those the
+ * chase leaves, when they are a third of the GPU or more (else all: the
+ * side stream's work is then the longer, H200 float64 8192), unless the
+ * caller says otherwise (a->side_sms). */
+static int side_sm_limit(const gstat_cu_two_stage_args *a) {
+  int dev = 0, sms = 0;
+  if (!a->side) return 0; /* after the chase */
+  if (a->side_sms >= 0) return a->side_sms;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    return 0;
+  const int64_t left = sms - gstat_cu_sb2st_blocks(a->n, sms);
+  return 3 * left >= sms ? (int)left : 0;
+}
+
 /* The side stream's part, while the main stream chases the bulges (which
  * leaves most SMs idle) and solves T: Q1 once the band is there, then Q1
  * Q2, each wavefront of stage 2's reflectors as soon as the chase has made
@@ -219,13 +234,16 @@ static cudaError_t mark(const gstat_cu_two_stage_args *a, int i) {
  * follows whatever was queued, even on failure. */
 static cudaError_t side_q(const run *r, cudaStream_t side, cublasHandle_t blas, const char **what) {
   const gstat_cu_two_stage_args *a = r->a;
+  const int limit = side_sm_limit(a);
   cudaError_t err = cudaStreamWaitEvent(side, a->ev[0], 0);
   if (err != cudaSuccess)
     *what = "waiting for the band";
+  else if (cublasSetSmCountTarget(blas, limit) != CUBLAS_STATUS_SUCCESS)
+    *what = "cuBLAS SM target", err = cudaErrorUnknown;
   else if ((err = form_q1(r, part(r, r->l.q), side, blas, what)) == cudaSuccess &&
            (err = gstat_cu_sb2st_q2_right(r->base, &r->l.q2, a->n, blas, part(r, r->l.vs),
                                           part(r, r->l.taus), (const int *)part(r, r->l.progress),
-                                          part(r, r->l.q), side)) != cudaSuccess)
+                                          limit, part(r, r->l.q), side)) != cudaSuccess)
     *what = "stage 2 back-transformation";
   cudaError_t rec = cudaEventRecord(a->ev[1], side);
   if (err == cudaSuccess && rec != cudaSuccess) *what = "event";

@@ -45,6 +45,8 @@ typedef struct {
    * `side` by the call); `stream` waits for it before the call returns. */
   cudaStream_t side;
   cublasHandle_t side_blas;
+  int side_sms;       /* SMs side_blas targets while the chase runs: -1 those the
+                       * chase leaves when a third of the GPU or more, 0 all */
   cudaEvent_t ev[2];  /* the hand-offs between the streams */
   cudaEvent_t *marks; /* NULL, or six events recorded on `stream`: after 1., 2., the
                        * step, Newton-Schulz, the wait for Q1 Q2 and the last product,

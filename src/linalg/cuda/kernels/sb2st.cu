@@ -354,6 +354,16 @@ extern "C" cudaError_t gstat_cu_sb2st_load(const double *a, int64_t lda, int64_t
   return cudaGetLastError();
 }
 
+extern "C" int64_t gstat_cu_sb2st_blocks(int64_t n, int sms) {
+  /* A sweep of nk tasks is about 0.38 nk sweep periods long (a task 3.2
+   * us, a sweep started every 8.5 at n = 4096): steps / 2 + 8 blocks keep
+   * every sweep from waiting for a block and leave the other SMs to work
+   * on another stream (two_stage.c forms Q1 Q2 meanwhile). */
+  const int64_t want = gstat_cu_sb2st_steps(n) / 2 + 8;
+  int64_t blocks = sms < n - 2 ? sms : n - 2;
+  return blocks > want ? want : blocks;
+}
+
 extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, double *vs, double *taus,
                                              int *progress, double *d, double *e,
                                              cudaStream_t st) {
@@ -369,13 +379,7 @@ extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, double *vs, 
                                                              kChaseSmem)) != cudaSuccess)
       return err;
     if (per_sm < 1) return cudaErrorLaunchOutOfResources;
-    /* A sweep of nk tasks is about 0.38 nk sweep periods long (a task 3.2
-     * us, a sweep started every 8.5 at n = 4096): steps / 2 + 8 blocks keep
-     * every sweep from waiting for a block and leave the other SMs to work
-     * on another stream (two_stage.c forms Q1 meanwhile). */
-    int64_t steps = gstat_cu_sb2st_steps(n), want = steps / 2 + 8;
-    int64_t blocks = sms < n - 2 ? sms : n - 2;
-    if (blocks > want) blocks = want;
+    int64_t steps = gstat_cu_sb2st_steps(n), blocks = gstat_cu_sb2st_blocks(n, sms);
     void *args[] = {&ab, &n, &steps, &vs, &taus, &progress};
     if ((err = cudaLaunchCooperativeKernel((const void *)chase_kernel, dim3((unsigned)blocks),
                                            dim3(kThreads), args, kChaseSmem, st)) != cudaSuccess)
@@ -404,8 +408,8 @@ extern "C" int64_t gstat_cu_sb2st_q2_pad(void) {
 
 extern "C" cudaError_t gstat_cu_sb2st_q2_right(char *base, const gstat_cu_sb2st_q2_parts *p,
                                                int64_t n, cublasHandle_t blas, const double *vs,
-                                               const double *taus, const int *progress, double *m,
-                                               cudaStream_t st) {
+                                               const double *taus, const int *progress,
+                                               int sm_limit, double *m, cudaStream_t st) {
   if (n <= 2) return cudaSuccess;
   const int64_t groups = p->groups, steps = gstat_cu_sb2st_steps(n), G = sweep_groups(n);
   int *gj = (int *)(base + p->gj), *gk = (int *)(base + p->gk);
@@ -438,6 +442,9 @@ extern "C" cudaError_t gstat_cu_sb2st_q2_right(char *base, const gstat_cu_sb2st_
       wait_sweeps<<<1, 1, 0, st>>>(progress, ready, upto);
       ready = upto;
     }
+    /* while the chase runs, the gemms aim at the SMs it leaves */
+    if (cublasSetSmCountTarget(blas, upto < n - 2 ? sm_limit : 0) != CUBLAS_STATUS_SUCCESS)
+      return cudaErrorUnknown;
     group_vy_kernel<<<(unsigned)cnt, 128, kGroupSmem, st>>>(vs, taus, n, steps, gj, gk, g0, vg,
                                                             yg);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
@@ -449,5 +456,5 @@ extern "C" cudaError_t gstat_cu_sb2st_q2_right(char *base, const gstat_cu_sb2st_
                            &one, (double *const *)Mc, ni, (int)cnt) != CUBLAS_STATUS_SUCCESS)
       return cudaErrorUnknown;
   }
-  return cudaSuccess;
+  return cublasSetSmCountTarget(blas, 0) == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
 }

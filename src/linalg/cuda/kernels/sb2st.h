@@ -39,6 +39,9 @@ int64_t gstat_cu_sb2st_steps(int64_t n);
 cudaError_t gstat_cu_sb2st_load(const double *a, int64_t lda, int64_t n, double *ab,
                                 cudaStream_t st);
 
+/* The blocks the reduction of order n runs on, of a GPU of `sms` SMs. */
+int64_t gstat_cu_sb2st_blocks(int64_t n, int sms);
+
 /* Reduce ab to tridiagonal form in place (every sweep, pipelined over the
  * GPU's blocks: one cooperative launch, one block per SM at most); d (n)
  * and e (n - 1) receive T. vs: n * steps * b doubles, taus: n * steps.
@@ -65,11 +68,14 @@ int64_t gstat_cu_sb2st_q2_pad(void);
  * reflectors: the reflectors of L sweeps at one step form one block
  * reflector; the groups go in wavefronts of two batched gemms. progress:
  * the reduction's counters, when it may still run on another stream (each
- * wavefront then waits on the device for the sweeps it needs), or NULL.
- * base: the workspace the parts were carved from; blas is set to st. */
+ * wavefront then waits on the device for the sweeps it needs), or NULL;
+ * the wavefronts that may run beside it target sm_limit SMs (0: all).
+ * base: the workspace the parts were carved from; blas is set to st (and
+ * its SM target back to 0). */
 cudaError_t gstat_cu_sb2st_q2_right(char *base, const gstat_cu_sb2st_q2_parts *p, int64_t n,
                                     cublasHandle_t blas, const double *vs, const double *taus,
-                                    const int *progress, double *m, cudaStream_t st);
+                                    const int *progress, int sm_limit, double *m,
+                                    cudaStream_t st);
 
 #ifdef __cplusplus
 }
