@@ -204,7 +204,9 @@ typedef struct gstat_device_stats {
   int64_t own_tridiag_chunks;     /* chunks whose tridiagonal problems gstat
                                    * solved itself (its lockstep solver at
                                    * mid n, its tridiagonal step after
-                                   * cuSOLVER's reduction for large float32) */
+                                   * cuSOLVER's reduction for large float32,
+                                   * its two-stage reduction for large
+                                   * float64) */
   int64_t own_tridiag_degenerate; /* of those, chunks with eigenvalue gaps
                                    * too small for its vectors, solved
                                    * again by cuSOLVER alone */

@@ -25,10 +25,12 @@
  *
  * The back-transformation groups the reflectors of L = b consecutive
  * sweeps at one step k (their rows overlap, shifted by one per sweep) into
- * one block reflector I - V T V^T of height b + L - 1. Groups are applied
- * to Z from the last sweep group to the first and, within one, from step
- * 0 upwards: a reflector must meet Z after every later-generated one that
- * shares a row with it.
+ * one block reflector I - V T V^T of height b + L - 1, and forms M Q2 =
+ * M H_1 H_2 ...: where two reflectors share a row, the earlier-generated
+ * one meets M first. So the groups go from the first sweep group to the
+ * last and, within one, from its last step down (wavefronts of groups
+ * that share no row), each wavefront as soon as the chase has finished
+ * the sweeps it needs.
  */
 #include <climits>
 #include <cstdint>
