@@ -64,7 +64,7 @@ static double max_abs(const double *d, size_t count) {
 
 /* the two-stage's parts (the first with the copy of A, as Xsyevd's) */
 enum { PARTS = 8 };
-static const char *part_name[PARTS] = {"sy2sb",     "sb2st",         "tridiagonal", "NS",
+static const char *part_name[PARTS] = {"sy2sb",     "sb2st",        "tridiagonal", "NS",
                                        "wait Q1Q2", "gemm Q1 Q2 Z", "return",      "Xsyevd"};
 
 int main(int argc, char **argv) {
@@ -144,9 +144,8 @@ int main(int argc, char **argv) {
     CK(cudaEventRecord(ev[7], st));
     CK(cudaMemcpyAsync(r, a0, bytes, cudaMemcpyDeviceToDevice, st));
     size_t db, hb;
-    CS(cusolverDnXsyevd_bufferSize(solver, params, CUSOLVER_EIG_MODE_VECTOR,
-                                   CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, r, n, CUDA_R_64F, wref,
-                                   CUDA_R_64F, &db, &hb));
+    CS(cusolverDnXsyevd_bufferSize(solver, params, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER,
+                                   n, CUDA_R_64F, r, n, CUDA_R_64F, wref, CUDA_R_64F, &db, &hb));
     probe_ws_reserve(&ws, db, hb);
     CS(cusolverDnXsyevd(solver, params, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n,
                         CUDA_R_64F, r, n, CUDA_R_64F, wref, CUDA_R_64F, ws.dev, db, ws.host, hb,

@@ -683,8 +683,8 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   solver_ws ws;
   void *own_work = NULL, *own_host = NULL;
   if (two) {
-    size_t host = 0, bytes = gstat_cu_two_stage_bytes(s->solver, s->params, r->n,
-                                                      (const double *)in, &host);
+    size_t host = 0,
+           bytes = gstat_cu_two_stage_bytes(s->solver, s->params, r->n, (const double *)in, &host);
     if (!bytes)
       return gstat_cu_solver_fail(r->ctx, "eigh", "workspace query",
                                   CUSOLVER_STATUS_INTERNAL_ERROR);

@@ -10,7 +10,8 @@ enum {
   kB = GSTAT_CU_SB2ST_BAND,
   kMerge = 4, /* Q1 is applied kMerge panels at a time */
 };
-_Static_assert(GSTAT_CU_SB2ST_BAND <= GSTAT_CU_SYTRD_PANEL, "a panel's T comes from gstat_cu_larft");
+_Static_assert(GSTAT_CU_SB2ST_BAND <= GSTAT_CU_SYTRD_PANEL,
+               "a panel's T comes from gstat_cu_larft");
 
 /* The device workspace, in bytes from its start. */
 typedef struct {
@@ -32,8 +33,8 @@ static layout device_layout(int64_t n, size_t qr_bytes) {
   l.z = gstat_cu_ws_part(&at, dn * (size_t)n); /* the tridiagonal eigenvectors */
   /* Q1 Q2, with the columns Q2's last groups run into */
   l.q = gstat_cu_ws_part(&at, dn * (size_t)(n + gstat_cu_sb2st_q2_pad()));
-  l.pv = gstat_cu_ws_part(&at, dn * kB);       /* a panel's V */
-  l.px = gstat_cu_ws_part(&at, dn * kB);       /* A22 V */
+  l.pv = gstat_cu_ws_part(&at, dn * kB); /* a panel's V */
+  l.px = gstat_cu_ws_part(&at, dn * kB); /* A22 V */
   l.pw = gstat_cu_ws_part(&at, dn * kMerge * kB);
   l.g = gstat_cu_ws_part(&at, sizeof(double) * kB * kB);
   l.m = gstat_cu_ws_part(&at, sizeof(double) * kB * kB);
@@ -102,10 +103,10 @@ static cudaError_t reduce_to_band(const run *r, const char **what) {
     double *panel = a->a + (k + kB) + k * n, *a22 = a->a + (k + kB) + (k + kB) * n;
     double *tau = part(r, r->l.tau) + k;
     const int mi = (int)rows, ri = (int)cols, ni = (int)n;
-    SOLVER(cusolverDnXgeqrf(a->solver, a->params, rows, kB, CUDA_R_64F, panel, n, CUDA_R_64F, tau,
-                            CUDA_R_64F, part(r, r->l.qr), r->qr_dev, a->host_work, r->qr_host,
-                            info),
-           "cusolverDnXgeqrf");
+    SOLVER(
+        cusolverDnXgeqrf(a->solver, a->params, rows, kB, CUDA_R_64F, panel, n, CUDA_R_64F, tau,
+                         CUDA_R_64F, part(r, r->l.qr), r->qr_dev, a->host_work, r->qr_host, info),
+        "cusolverDnXgeqrf");
     GSTAT_CU_STEP(gstat_cu_explicit_v(panel, n, v, rows, cols, rows, a->stream), "panel vectors");
     BLAS(cublasDgemm(a->blas, CUBLAS_OP_T, CUBLAS_OP_N, ri, ri, mi, &one, v, mi, v, mi, &zero, g,
                      ri),
@@ -283,8 +284,8 @@ static cudaError_t vectors(const run *r, cudaStream_t side, cublasHandle_t side_
   const double one = 1.0, zero = 0.0;
   const int ni = (int)n;
   BLAS(cublasSetStream(a->blas, a->stream), "cuBLAS stream");
-  BLAS(cublasDgemm(a->blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, part(r, r->l.q), ni, z,
-                   ni, &zero, a->a, ni),
+  BLAS(cublasDgemm(a->blas, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, part(r, r->l.q), ni, z, ni,
+                   &zero, a->a, ni),
        "Q1 Q2 Z");
   return mark(a, 5);
 }
@@ -295,7 +296,8 @@ cudaError_t gstat_cu_two_stage(const gstat_cu_two_stage_args *a, int *degenerate
   int ok = 0;
   run r = {.a = a, .base = a->work};
   *degenerate = 0;
-  if (gstat_cu_two_stage_fits(n)) r.qr_dev = qr_bytes(a->solver, a->params, n, a->a, &r.qr_host, &ok);
+  if (gstat_cu_two_stage_fits(n))
+    r.qr_dev = qr_bytes(a->solver, a->params, n, a->a, &r.qr_host, &ok);
   if (!ok || !a->host_flag || (r.qr_host && !a->host_work)) {
     *what = "arguments";
     return cudaErrorInvalidValue;
@@ -319,9 +321,9 @@ cudaError_t gstat_cu_two_stage(const gstat_cu_two_stage_args *a, int *degenerate
                 "clearing the progress counters");
   GSTAT_CU_STEP(cudaEventRecord(a->ev[0], a->stream), "event");
   GSTAT_CU_STEP(gstat_cu_sb2st_load(a->a, n, n, ab, a->stream), "band copy");
-  GSTAT_CU_STEP(gstat_cu_sb2st_reduce(ab, n, vs, taus, (int *)part(&r, r.l.progress), d, e,
-                                      a->stream),
-                "bulge chasing");
+  GSTAT_CU_STEP(
+      gstat_cu_sb2st_reduce(ab, n, vs, taus, (int *)part(&r, r.l.progress), d, e, a->stream),
+      "bulge chasing");
   GSTAT_CU_STEP(mark(a, 1), "event");
   err = cudaSuccess;
   /* the side stream's work goes in after the chase, which waits for room

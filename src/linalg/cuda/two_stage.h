@@ -28,18 +28,18 @@
 #include <stdint.h>
 
 typedef struct {
-  int64_t n;      /* gstat_cu_two_stage_fits(n) */
-  double *a;      /* in: column-major n x n, lower triangle read; out: vectors */
-  double *w;      /* out: n eigenvalues, ascending */
-  int *info;      /* device: 0, or 1 where T was not finite (NaN values) */
-  void *work;     /* device, gstat_cu_two_stage_bytes' bytes */
+  int64_t n;       /* gstat_cu_two_stage_fits(n) */
+  double *a;       /* in: column-major n x n, lower triangle read; out: vectors */
+  double *w;       /* out: n eigenvalues, ascending */
+  int *info;       /* device: 0, or 1 where T was not finite (NaN values) */
+  void *work;      /* device, gstat_cu_two_stage_bytes' bytes */
   void *host_work; /* host, the *host_bytes it reported (may be NULL when 0) */
-  int *host_flag; /* pinned host int: the degenerate check */
-  double gap_tol; /* relative eigenvalue gap below which A is degenerate */
+  int *host_flag;  /* pinned host int: the degenerate check */
+  double gap_tol;  /* relative eigenvalue gap below which A is degenerate */
   cudaStream_t stream;
   cusolverDnHandle_t solver; /* set to `stream` by the call */
   cusolverDnParams_t params;
-  cublasHandle_t blas;       /* set to `stream` by the call */
+  cublasHandle_t blas; /* set to `stream` by the call */
   /* NULL: everything on `stream`. Else Q1 Q2 (4.) is formed on `side`,
    * while `stream` chases the bulges and solves T, with side_blas (set to
    * `side` by the call); `stream` waits for it before the call returns. */

@@ -78,8 +78,8 @@ __device__ __forceinline__ double half_sum(double x) {
 }
 
 __device__ void chase_task(band A, int64_t n, int64_t j, int64_t k, double *sR, double *sD,
-                            double *sE, double *sv, double *sp, double *sq, double *ss,
-                            double *vout, double *tau_out, int *progress) {
+                           double *sE, double *sv, double *sp, double *sq, double *ss, double *vout,
+                           double *tau_out, int *progress) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int64_t r0 = j + 1 + k * kB, c0 = k == 0 ? j : r0 - kB;
   const int64_t e0 = r0 + (kB < n - r0 ? kB : n - r0);
@@ -158,7 +158,6 @@ __device__ void chase_task(band A, int64_t n, int64_t j, int64_t k, double *sR, 
     if (k > 0 && l >= 1 && i < len) stg(A.at(r0 + i, c0 + l), sR[i + l * kLd] - ss[l] * vi);
   }
 }
-
 
 /* Shared memory of chase_kernel: R and E (they swap roles), D, and v, p,
  * q, s (kB each) with tau. */
@@ -367,8 +366,7 @@ extern "C" int64_t gstat_cu_sb2st_blocks(int64_t n, int sms) {
 }
 
 extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, double *vs, double *taus,
-                                             int *progress, double *d, double *e,
-                                             cudaStream_t st) {
+                                             int *progress, double *d, double *e, cudaStream_t st) {
   if (n < 1) return cudaSuccess;
   cudaError_t err;
   if (n > 2) {
@@ -447,8 +445,7 @@ extern "C" cudaError_t gstat_cu_sb2st_q2_right(char *base, const gstat_cu_sb2st_
     /* while the chase runs, the gemms aim at the SMs it leaves */
     if (cublasSetSmCountTarget(blas, upto < n - 2 ? sm_limit : 0) != CUBLAS_STATUS_SUCCESS)
       return cudaErrorUnknown;
-    group_vy_kernel<<<(unsigned)cnt, 128, kGroupSmem, st>>>(vs, taus, n, steps, gj, gk, g0, vg,
-                                                            yg);
+    group_vy_kernel<<<(unsigned)cnt, 128, kGroupSmem, st>>>(vs, taus, n, steps, gj, gk, g0, vg, yg);
     if ((err = cudaGetLastError()) != cudaSuccess) return err;
     const double *const *Y = ptr + g0, *const *Mc = ptr + groups + g0,
                         *const *W = ptr + 2 * groups + g0, *const *V = ptr + 3 * groups + g0;

@@ -74,8 +74,7 @@ int64_t gstat_cu_sb2st_q2_pad(void);
  * its SM target back to 0). */
 cudaError_t gstat_cu_sb2st_q2_right(char *base, const gstat_cu_sb2st_q2_parts *p, int64_t n,
                                     cublasHandle_t blas, const double *vs, const double *taus,
-                                    const int *progress, int sm_limit, double *m,
-                                    cudaStream_t st);
+                                    const int *progress, int sm_limit, double *m, cudaStream_t st);
 
 #ifdef __cplusplus
 }
