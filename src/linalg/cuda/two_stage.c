@@ -222,8 +222,10 @@ static int side_sm_limit(const gstat_cu_two_stage_args *a) {
   if (!a->side) return 0; /* after the chase */
   if (a->side_sms >= 0) return a->side_sms;
   if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    cudaGetLastError(); /* not for a later launch to report */
     return 0;
+  }
   const int64_t left = sms - gstat_cu_sb2st_blocks(a->n, sms);
   return 3 * left >= sms ? (int)left : 0;
 }
@@ -248,6 +250,7 @@ static cudaError_t side_q(const run *r, cudaStream_t side, cublasHandle_t blas, 
     *what = "stage 2 back-transformation";
   cudaError_t rec = cudaEventRecord(a->ev[1], side);
   if (err == cudaSuccess && rec != cudaSuccess) *what = "event";
+  cublasSetSmCountTarget(blas, 0); /* whatever happened above */
   return err != cudaSuccess ? err : rec;
 }
 
@@ -332,7 +335,8 @@ cudaError_t gstat_cu_two_stage(const gstat_cu_two_stage_args *a, int *degenerate
   if (a->side) err = side_q(&r, side, side_blas, what);
   if (err == cudaSuccess) err = vectors(&r, side, side_blas, degenerate, what);
   /* nothing may outlive the call on the side stream: the caller reuses the
-   * workspace (on success the last product waited already) */
-  if (a->side && (err != cudaSuccess || *degenerate)) cudaStreamWaitEvent(a->stream, a->ev[1], 0);
+   * workspace (on success the last product waited already; else wait on the
+   * host, which does not depend on ev[1] having been recorded) */
+  if (a->side && (err != cudaSuccess || *degenerate)) cudaStreamSynchronize(a->side);
   return err;
 }

@@ -380,6 +380,10 @@ extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, double *vs, 
       return err;
     if (per_sm < 1) return cudaErrorLaunchOutOfResources;
     int64_t steps = gstat_cu_sb2st_steps(n), blocks = gstat_cu_sb2st_blocks(n, sms);
+    /* a slot left over: a kernel spinning on the counters on another stream
+     * (two_stage.c's wait_sweeps) never holds the room a block needs */
+    if (blocks > (int64_t)sms * per_sm - 1) blocks = (int64_t)sms * per_sm - 1;
+    if (blocks < 1) return cudaErrorLaunchOutOfResources;
     void *args[] = {&ab, &n, &steps, &vs, &taus, &progress};
     if ((err = cudaLaunchCooperativeKernel((const void *)chase_kernel, dim3((unsigned)blocks),
                                            dim3(kThreads), args, kChaseSmem, st)) != cudaSuccess)
