@@ -73,6 +73,7 @@ enum { GSTAT_CU_GRAPHS = 8, GSTAT_CU_BRANCHES = 4 };
 
 typedef struct gstat_cu_state {
   int device;
+  int cooperative;          /* the device takes cooperative launches (two_stage.c's chase) */
   cudaStream_t own, stream; /* stream: the caller's or `own` */
   cudaStream_t side[GSTAT_CU_STREAMS];
   cudaEvent_t ev[GSTAT_CU_STREAMS + 1];

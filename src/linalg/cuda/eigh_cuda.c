@@ -201,11 +201,9 @@ static bool uses_split(const eigh_run *r) {
 
 /* Whether a chunk of float64 matrices runs two_stage.c, one by one. */
 static bool uses_two_stage(const eigh_run *r) {
-  int coop = 0; /* its bulge chasing is one cooperative launch */
-  if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, r->s->device) != cudaSuccess)
-    cudaGetLastError();
   return r->cdt == GSTAT_F64 && r->want && !r->jacobi && !r->no_own_tridiag &&
-         r->n >= two_stage_min_n && gstat_cu_two_stage_fits(r->n) && coop;
+         r->n >= two_stage_min_n && gstat_cu_two_stage_fits(r->n) &&
+         r->s->cooperative; /* its bulge chasing is one cooperative launch */
 }
 
 /* Whether a chunk of nb matrices runs our lockstep solver. */

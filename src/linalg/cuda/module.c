@@ -329,6 +329,11 @@ static gstat_status create(gstat_ctx *ctx, int device, void **out) {
     cusolverDnSetStream(s->capture_solver[k], s->capture[k]);
   }
   set_stream(s, NULL);
+  if (cudaDeviceGetAttribute(&s->cooperative, cudaDevAttrCooperativeLaunch, device) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    s->cooperative = 0;
+  }
   size_t free_b = 0, total_b = 0;
   cudaMemGetInfo(&free_b, &total_b);
   s->free_bytes_cap = free_b / 2; /* leave room for cuSOLVER and others */

@@ -1,5 +1,6 @@
 /* Stage 1's small kernels (band_reflectors.h). */
 #include "band_reflectors.h"
+#include "common.cuh"
 
 namespace {
 
@@ -9,18 +10,9 @@ __global__ void explicit_v_kernel(const double *p, int64_t ld, double *v, int64_
   v[i + j * ldv] = i > j ? p[i + j * ld] : (i == j ? 1.0 : 0.0);
 }
 
-/* T(j,j) = tau_j, T(j,i) = -tau_i sum_{l=j}^{i-1} T(j,l) G(l,i): row j
- * depends on row j alone, so one thread per row and no barrier. */
 __global__ void larft_kernel(const double *g, const double *tau, double *t, int r) {
   const int j = threadIdx.x;
-  if (j >= r) return;
-  for (int i = 0; i < j; i++) t[j + i * r] = 0.0;
-  t[j + j * r] = tau[j];
-  for (int i = j + 1; i < r; i++) {
-    double s = 0.0;
-    for (int l = j; l < i; l++) s += t[j + l * r] * g[l + i * r];
-    t[j + i * r] = -tau[i] * s;
-  }
+  if (j < r) gstat_cu::larft_row(g, r, tau, t, r, r, j);
 }
 
 __global__ void unit_diagonal_kernel(double *m, int64_t n, int64_t ld) {

@@ -127,6 +127,24 @@ struct Divider<uint64_t> {
   }
 };
 
+/* ---- block reflectors --------------------------------------------------------- */
+
+/* Row j of the upper triangular T (r x r, ld ldt) of a forward block
+ * reflector I - V T V^T (LAPACK's dlarft): T(j,j) = tau_j, T(j,i) = -tau_i
+ * sum_{l=j}^{i-1} T(j,l) G(l,i), with G = V^T V (ld ldg; its strict upper
+ * triangle read). Row j depends on row j alone: a thread per row, no
+ * barrier. */
+__device__ inline void larft_row(const double *g, int ldg, const double *tau, double *t, int ldt,
+                                 int r, int j) {
+  for (int i = 0; i < j; i++) t[j + i * ldt] = 0.0;
+  t[j + j * ldt] = tau[j];
+  for (int i = j + 1; i < r; i++) {
+    double s = 0.0;
+    for (int l = j; l < i; l++) s += t[j + l * ldt] * g[l + i * ldg];
+    t[j + i * ldt] = -tau[i] * s;
+  }
+}
+
 inline bool valid_dtype(int d) {
   return d == kF32 || d == kF64 || d == kBF16;
 }

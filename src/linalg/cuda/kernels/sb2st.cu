@@ -35,6 +35,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "common.cuh"
 #include "sb2st.h"
 
 namespace {
@@ -44,7 +45,7 @@ constexpr int kLd = kB + 1; /* shared blocks: odd, so rows and columns are confl
 /* threads per bulge-chasing task (H200, float64 1x4096, the kernel before
  * R stayed in shared memory: 512 66.0 ms, 256 71.0, 128 96.4) */
 constexpr int kThreads = 512;
-constexpr unsigned kFull = 0xffffffffu;
+using gstat_cu::kFullMask;
 static_assert(kB == 32 && kThreads == 16 * kB, "a task's index arithmetic assumes these");
 
 __device__ __forceinline__ double ldg(const double *p) {
@@ -67,13 +68,13 @@ __host__ __device__ int64_t sweep_steps(int64_t n, int64_t j) {
 }
 
 __device__ double warp_sum(double x) {
-  for (int o = 16; o; o >>= 1) x += __shfl_xor_sync(kFull, x, o);
+  for (int o = 16; o; o >>= 1) x += __shfl_xor_sync(kFullMask, x, o);
   return x;
 }
 
 /* the sum over the 16 lanes of a half warp */
 __device__ __forceinline__ double half_sum(double x) {
-  for (int o = 8; o; o >>= 1) x += __shfl_xor_sync(kFull, x, o);
+  for (int o = 8; o; o >>= 1) x += __shfl_xor_sync(kFullMask, x, o);
   return x;
 }
 
@@ -103,7 +104,7 @@ __device__ void chase_task(band A, int64_t n, int64_t j, int64_t k, double *sR, 
   }
   __syncthreads();
   if (warp == 0) { /* the reflector (LAPACK's dlarfg) from R's first column */
-    const double x = lane < len ? sR[lane] : 0.0, alpha = __shfl_sync(kFull, x, 0);
+    const double x = lane < len ? sR[lane] : 0.0, alpha = __shfl_sync(kFullMask, x, 0);
     const double sigma = warp_sum(lane >= 1 ? x * x : 0.0);
     double tau = 0.0, beta = alpha, scale = 0.0;
     if (sigma > 0.0) {
@@ -162,6 +163,7 @@ __device__ void chase_task(band A, int64_t n, int64_t j, int64_t k, double *sR, 
 /* Shared memory of chase_kernel: R and E (they swap roles), D, and v, p,
  * q, s (kB each) with tau. */
 constexpr size_t kChaseSmem = sizeof(double) * (size_t)(3 * kB * kLd + 4 * kB + 4);
+static_assert(kChaseSmem <= 48 * 1024, "within the default dynamic shared memory");
 
 __global__ void __launch_bounds__(kThreads)
     chase_kernel(double *ab, int64_t n, int64_t steps, double *vs, double *taus, int *progress) {
@@ -280,9 +282,10 @@ __device__ const double *group_vector(const double *vs, int64_t n, int64_t steps
 /* Group g's block reflector I - V T V^T (forward, columnwise, as dlarft:
  * T(i,i) = tau_i, T(i,c) = -tau_c sum_{l=i}^{c-1} T(i,l) (v_l . v_c)),
  * written as V (kH x kL) and Y = V T^T (kH x kL): the group then acts as
- * Z -= V (Y^T Z). One block per group; T's row i by thread i (it depends
+ * M -= (M V) Y^T from the right. One block per group; T's row i by thread i (it depends
  * on row i alone). */
 constexpr size_t kGroupSmem = sizeof(double) * (size_t)(kH * kL + 2 * kL * kL + kL);
+static_assert(kGroupSmem <= 48 * 1024, "within the default dynamic shared memory");
 
 __global__ void group_vy_kernel(const double *vs, const double *taus, int64_t n, int64_t steps,
                                 const int *gj, const int *gk, int64_t g0, double *vg, double *yg) {
@@ -305,15 +308,8 @@ __global__ void group_vy_kernel(const double *vs, const double *taus, int64_t n,
     gram[idx] = s;
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < kL; i += blockDim.x) {
-    for (int c = 0; c < i; c++) t[i + c * kL] = 0.0;
-    t[i + i * kL] = tau[i];
-    for (int c = i + 1; c < kL; c++) {
-      double s = 0.0;
-      for (int l = i; l < c; l++) s += t[i + l * kL] * gram[l + c * kL];
-      t[i + c * kL] = -tau[c] * s;
-    }
-  }
+  for (int i = threadIdx.x; i < kL; i += blockDim.x)
+    gstat_cu::larft_row(gram, kL, tau, t, kL, kL, i);
   __syncthreads();
   double *vo = vg + g * kH * kL, *yo = yg + g * kH * kL;
   for (int idx = threadIdx.x; idx < kH * kL; idx += blockDim.x) {
@@ -356,8 +352,8 @@ extern "C" cudaError_t gstat_cu_sb2st_load(const double *a, int64_t lda, int64_t
 }
 
 extern "C" int64_t gstat_cu_sb2st_blocks(int64_t n, int sms) {
-  /* A sweep of nk tasks is about 0.38 nk sweep periods long (a task 3.2
-   * us, a sweep started every 8.5 at n = 4096): steps / 2 + 8 blocks keep
+  /* A sweep of nk tasks is about 0.37 nk sweep periods long (a task 3.2
+   * us, a sweep started every 8.7 at n = 4096): steps / 2 + 8 blocks keep
    * every sweep from waiting for a block and leave the other SMs to work
    * on another stream (two_stage.c forms Q1 Q2 meanwhile). */
   const int64_t want = gstat_cu_sb2st_steps(n) / 2 + 8;
@@ -373,8 +369,6 @@ extern "C" cudaError_t gstat_cu_sb2st_reduce(double *ab, int64_t n, double *vs, 
     int dev, sms, per_sm;
     if ((err = cudaGetDevice(&dev)) != cudaSuccess ||
         (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
-        (err = cudaFuncSetAttribute(chase_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)kChaseSmem)) != cudaSuccess ||
         (err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, chase_kernel, kThreads,
                                                              kChaseSmem)) != cudaSuccess)
       return err;
@@ -424,10 +418,7 @@ extern "C" cudaError_t gstat_cu_sb2st_q2_right(char *base, const gstat_cu_sb2st_
   if ((err = cudaMemsetAsync(m + n * n, 0, sizeof(double) * (size_t)(kH * n), st)) != cudaSuccess)
     return err;
   q2_index<<<1, 512, 0, st>>>(n, gj, gk, ptr, groups, vg, yg, w, m);
-  if ((err = cudaGetLastError()) != cudaSuccess ||
-      (err = cudaFuncSetAttribute(group_vy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  (int)kGroupSmem)) != cudaSuccess)
-    return err;
+  if ((err = cudaGetLastError()) != cudaSuccess) return err;
   if (cublasSetStream(blas, st) != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
   const double one = 1.0, zero = 0.0, minus_one = -1.0;
   const int li = kL, hi = kH, ni = (int)n;
