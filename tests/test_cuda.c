@@ -207,8 +207,9 @@ static void eigh_path_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_fa
   assert_int_equal(after.own_tridiag_degenerate - before.own_tridiag_degenerate, degenerate);
 }
 
-/* The mid and large-n paths. Batches of four or more from n = 384 to 2048
- * (float64 at 2048: eight) run the lockstep solver (lockstep_rules): float32
+/* The mid and large-n paths. Batches of four or more from n = 160 (float32:
+ * 257; two or more below 384) to 2048 (float64 at 2048: eight) run the
+ * lockstep solver (lockstep_rules): float32
  * and float64, host and device data, every layout, both triangles. A
  * degenerate batch (clustered eigenvalues) goes back to cuSOLVER: five
  * matrices of 2048 then run one Xsyevd each from four host threads (one
@@ -241,6 +242,16 @@ static void test_eigh_large_n(void **state) {
   eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 1024, 3, TU_COL_MAJOR, GSTAT_UPPER, true, 0, 0);
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 600, 6, TU_COL_MAJOR, GSTAT_UPPER, false, 1, 0);
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_EVEN, 384, 4, TU_ROW_MAJOR, GSTAT_LOWER, true, 1, 0);
+  /* the lower borders: float from 257, double from 160; batches of 2 and 3 below 384 */
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 257, 4, TU_STRIDED, GSTAT_UPPER, true, 1, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 256, 16, TU_COL_MAJOR, GSTAT_LOWER, true, 0, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 256, 4, TU_ROW_MAJOR, GSTAT_LOWER, false, 1, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 160, 5, TU_COL_MAJOR, GSTAT_UPPER, true, 1, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 128, 4, TU_COL_MAJOR, GSTAT_LOWER, true, 0, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 288, 2, TU_ROW_MAJOR, GSTAT_UPPER, false, 1, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 383, 3, TU_STRIDED, GSTAT_LOWER, true, 1, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 384, 3, TU_COL_MAJOR, GSTAT_LOWER, true, 0, 0);
+  eigh_path_case(gpu, cpu, GSTAT_F64, TU_CLUSTERED, 300, 6, TU_COL_MAJOR, GSTAT_UPPER, true, 1, 1);
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);
 }

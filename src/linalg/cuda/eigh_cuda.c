@@ -7,9 +7,10 @@
  *                    matrix or a batch large enough to hide its per-step
  *                    latency (jacobi_rules); both Jacobi kernels read and
  *                    write bf16 device data as bf16
- *   384 <= n <= 2048 our lockstep solver (sytrd_eigh.c: the batch reduced
+ *   160 <= n <= 2048 our lockstep solver (sytrd_eigh.c: the batch reduced
  *   and batches     to tridiagonal form in lockstep, bisection and twisted
  *   of 4 or more    factorizations in double, cuBLAS back-transformation;
+ *   (float from 257, 2 or more below 384)
  *                   lockstep_rules); a batch whose eigenvalue gaps are too
  *                   small for its vectors goes back to cuSOLVER below
  *   otherwise        cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX,
@@ -154,11 +155,41 @@ static bool uses_loop(int64_t n, int64_t nb) {
  *   double  64x384 12.5 / 24.6, 6x512 10.1 / 20.8, 64x512 21.9 / 43.7,
  *           256x512 59.7 / 105.7, 4x1024 25.2 / 33.2, 16x1024 45.5 / 95.4;
  *           it loses at 2x1024 (23.4 / 18.1) and 4x2048 (105.3 / 91.8)
+ * From n = 257 XsyevBatched is several times slower than at 256 (float
+ * 4x256 2.7 ms, 4x288 24.8), and the lockstep solver takes over.
+ * bench/probe_sytrd_eigh (lockstep) against bench_cuda's gstat (graph of
+ * XsyevBatched) in one call, ms, batches 4 / 16 / 64 / 256:
+ *   float   256: 3.54 / 3.85 / 4.39 / 9.77 against 2.67 / 2.88 / 3.58 / 8.60
+ *           288: 4.17 / 4.40 / 5.69 / 12.39 against 7.34 / 8.66 / 12.34 / 25.36
+ *           320: 4.76 / 4.66 / 6.41 / 15.33 against 7.69 / 9.25 / 13.27 / 30.31
+ *           352: 4.85 / 5.14 / 7.58 / 18.58 against 8.16 / 9.92 / 14.42 / 36.80
+ *   double  128: 1.95 / 1.83 / 2.05 / 3.35 against 0.81 / 0.87 / 1.26 / 3.14
+ *           160: 2.40 / 2.49 / 2.81 / 5.00 against 3.64 / 4.32 / 5.47 / 10.54
+ *           192: 2.71 / 2.84 / 3.44 / 6.95 against 3.78 / 4.63 / 6.08 / 12.85
+ *           224: 3.18 / 3.42 / 4.28 / 9.68 against 4.35 / 5.12 / 7.02 / 16.32
+ *           256: 3.89 / 3.80 / 5.01 / 12.54 against 4.42 / 5.44 / 8.07 / 19.52
+ *           288: 4.07 / 4.46 / 6.71 / 16.22 against 7.67 / 9.18 / 14.01 / 32.11
+ *           320: 4.72 / 4.83 / 8.02 / 20.36 against 8.09 / 9.68 / 15.41 / 37.93
+ *           352: 5.11 / 5.61 / 9.61 / 24.94 against 8.58 / 10.39 / 17.15 / 44.52
+ * and batches 2 / 3 (probe against bench_cuda's gstat; raw Xsyevd loop):
+ *   float   288: 3.96 / 4.16 against 7.16 / 7.31 (4.79 / 7.18), 2x352: 5.04
+ *           against 7.97 (6.11)
+ *   double  288: 4.24 / 4.27 against 7.22 / 7.74 (5.04 / 7.53), 3x352: 5.10
+ *           against 8.55 (9.35)
+ * Between 129 and 159 (double) and for batch 2-3 from 384 it was not measured;
+ * batch 2 loses at 512 (above). After the change, bench_cuda's gstat against
+ * raw XsyevBatched: float 4x288 4.01 / 19.59, 64x320 6.67 / 18.63, 256x352
+ * 18.86 / 41.56, 2x288 4.21 / 24.51 (Xsyevd loop 4.86), 3x352 5.04 / 23.75;
+ * double 4x256 3.86 / 10.48, 256x256 12.76 / 22.44, 16x320 5.05 / 18.39,
+ * 4x160 2.39 / 8.35, 64x192 3.62 / 11.24, 256x224 9.87 / 18.47, 2x300 4.67
+ * / 22.10 (loop 5.58), 3x352 5.27 / 22.04; 4x128 (unchanged) 0.77 / 0.80.
  * A batch whose eigenvalue gaps are too small for twisted factorizations
  * (lockstep_gap) is solved again by cuSOLVER. */
 static const struct {
   int64_t min_n, max_n, min_batch_f32, min_batch_f64;
 } lockstep_rules[] = {
+    {160, 256, INT64_MAX, 4}, /* float loses at 256 (4: 3.54 / 2.67, 256: 9.77 / 8.60) */
+    {257, 383, 2, 2},         /* batches 2 and 3 measured at 288 and 352 */
     {384, 2047, 4, 4},
     /* double 8x2048: 145.9 (gpu_vs_torch.py) against the threaded loop's 183 (bench_cuda) */
     {2048, GSTAT_CU_SYTRD_MAX_N, 4, 8},
