@@ -914,7 +914,9 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
   int64_t chunk = gstat_cu_chunk(s, A->batch, per);
   bool batched = !r.jacobi && !uses_loop(r.n, A->batch);
   if (batched && chunk > (int64_t)(INT32_MAX / n2)) chunk = (int64_t)(INT32_MAX / n2);
-  if (gstat_cu_sytrd_eigh_fits(r.n) && chunk > 65535) chunk = 65535; /* its grids */
+  /* the lockstep solver's grids; a Jacobi batch never runs it (the Jacobi
+   * kernel takes any batch in one launch) */
+  if (!r.jacobi && gstat_cu_sytrd_eigh_fits(r.n) && chunk > 65535) chunk = 65535;
   /* bf16 is chosen to save memory, but its float32 working copy plus the
    * batched solver's workspace (about 5x the matrices) for the whole batch
    * is more than the float32 path needs (it solves in the caller's V): half
