@@ -8,11 +8,11 @@
  *                    latency (jacobi_rules); both Jacobi kernels read and
  *                    write bf16 device data as bf16
  *   160 <= n <= 2048 our lockstep solver (sytrd_eigh.c: the batch reduced
- *   and batches     to tridiagonal form in lockstep, bisection and twisted
- *   of 4 or more    factorizations in double, cuBLAS back-transformation;
- *   (float from 257, 2 or more below 384)
- *                   lockstep_rules); a batch whose eigenvalue gaps are too
- *                   small for its vectors goes back to cuSOLVER below
+ *   and batches      to tridiagonal form in lockstep, bisection and twisted
+ *   of 4 or more     factorizations in double, cuBLAS back-transformation;
+ *   (float from 257; lockstep_rules); a batch whose eigenvalue gaps are too
+ *   2 or more below  small for its vectors goes back to cuSOLVER below
+ *   384)
  *   otherwise        cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX,
  *                    replayed from a CUDA graph where cuSOLVER allows capture
  *                    (large batches as parallel branches, graph_branches),
@@ -177,12 +177,8 @@ static bool uses_loop(int64_t n, int64_t nb) {
  *   double  288: 4.24 / 4.27 against 7.22 / 7.74 (5.04 / 7.53), 3x352: 5.10
  *           against 8.55 (9.35)
  * Between 129 and 159 (double) and for batch 2-3 from 384 it was not measured;
- * batch 2 loses at 512 (above). After the change, bench_cuda's gstat against
- * raw XsyevBatched: float 4x288 4.01 / 19.59, 64x320 6.67 / 18.63, 256x352
- * 18.86 / 41.56, 2x288 4.21 / 24.51 (Xsyevd loop 4.86), 3x352 5.04 / 23.75;
- * double 4x256 3.86 / 10.48, 256x256 12.76 / 22.44, 16x320 5.05 / 18.39,
- * 4x160 2.39 / 8.35, 64x192 3.62 / 11.24, 256x224 9.87 / 18.47, 2x300 4.67
- * / 22.10 (loop 5.58), 3x352 5.27 / 22.04; 4x128 (unchanged) 0.77 / 0.80.
+ * batch 2 loses at 512 (above). The library after the change against raw
+ * XsyevBatched: bench/README.md ("Dispatch borders").
  * A batch whose eigenvalue gaps are too small for twisted factorizations
  * (lockstep_gap) is solved again by cuSOLVER. */
 static const struct {
