@@ -5,6 +5,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,38 @@ static void test_not_positive_definite(void **state) {
     assert_true(tu_chol_residual(n, a + b * n * n, l, DBL_EPSILON) <= max_ratio);
   }
   for (int k = 0; k < 25; k++) assert_true(isnan(f[25 + k]) && isnan(f[75 + k]));
+  gstat_ctx_destroy(ctx);
+}
+
+/* Failures spread over a batch of 200, at the edges of the dispatcher's
+ * 64-element scan blocks and at both ends: info names each, the message
+ * counts them all (the scan skips whole blocks of zeros). */
+static void test_not_positive_definite_scattered(void **state) {
+  (void)state;
+  gstat_ctx *ctx;
+  assert_int_equal(gstat_ctx_create(&ctx, NULL), GSTAT_OK);
+  const int64_t n = 3, nb = 200;
+  const int64_t bad[] = {0, 63, 64, 130, 199};
+  double *a = malloc(sizeof(double) * (size_t)(nb * n * n));
+  double *f = malloc(sizeof(double) * (size_t)(nb * n * n));
+  int64_t *info = malloc(sizeof(int64_t) * (size_t)nb);
+  tu_rng rng = tu_rng_new();
+  for (int64_t b = 0; b < nb; b++) tu_spd(&rng, n, 10, a + b * n * n);
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) a[bad[k] * n * n] = -1;
+  gstat_matrix A = gstat_matrix_col_major(a, GSTAT_F64, nb, n, n);
+  gstat_matrix F = gstat_matrix_col_major(f, GSTAT_F64, nb, n, n);
+  assert_int_equal(gstat_cholesky(ctx, &A, GSTAT_LOWER, &F, info), GSTAT_ENOTPD);
+  for (int64_t b = 0, k = 0; b < nb; b++) {
+    bool is_bad = k < 5 && b == bad[k];
+    assert_int_equal(info[b], is_bad ? 1 : 0);
+    k += is_bad;
+  }
+  assert_string_equal(gstat_ctx_last_error(ctx),
+                      "cholesky: batch element 0 is not positive definite (leading minor of order "
+                      "1); 5 of 200 elements failed");
+  free(a);
+  free(f);
+  free(info);
   gstat_ctx_destroy(ctx);
 }
 
@@ -317,6 +350,7 @@ int main(void) {
       cmocka_unit_test(test_cholesky_f64),
       cmocka_unit_test(test_cholesky_batches),
       cmocka_unit_test(test_not_positive_definite),
+      cmocka_unit_test(test_not_positive_definite_scattered),
       cmocka_unit_test(test_not_positive_definite_in_lane_groups),
       cmocka_unit_test(test_triangular_solve),
       cmocka_unit_test(test_solve_in_place_and_singular),

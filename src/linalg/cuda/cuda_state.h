@@ -33,7 +33,7 @@ typedef enum {
   CU_INFO,  /* per-element info (int) */
   CU_PTRS,  /* pointer arrays for the *Batched routines */
   CU_WORK,  /* solver workspace (one slice per stream for the loop path) */
-  CU_FLAG,  /* a scalar for the non-finite scan */
+  CU_FLAG,  /* a scalar: the non-finite scan's first index, the info check's verdict */
   CU_DATA,  /* PCA: the centered data of the last pca_fit */
   CU_COV,   /* PCA: co-moment matrices */
   CU_SUMS,  /* PCA: column sums, means and deviations (double) */
@@ -204,7 +204,9 @@ gstat_status gstat_cu_pca_scores(void *state, gstat_ctx *ctx, int64_t b, const d
 /* Copy per-element device info (int) of a chunk into info (int64); elements
  * with a negative info (solver error) or a non-zero flag (NaN/Inf output;
  * with_flags: nb flags follow the nb infos at d_info + nb) become
- * GSTAT_I_INFO_RETRY. One copy back on `stream`, which it synchronizes. */
+ * GSTAT_I_INFO_RETRY. A device reduction first says whether any value is
+ * nonzero (a 4-byte copy back); only then are the arrays copied and walked.
+ * Synchronizes `stream`. */
 gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
                                    const int *d_info, bool with_flags, int64_t nb, int64_t *info,
                                    cudaStream_t stream);

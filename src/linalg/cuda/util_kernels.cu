@@ -1,4 +1,4 @@
-// Small device kernels of the CUDA backend's Cholesky and solve paths.
+// Small device kernels of the CUDA backend: Cholesky and solve paths, info checks.
 #include <climits>
 #include <cmath>
 
@@ -40,6 +40,16 @@ __global__ void fill_ptrs(void **ptrs, char *base, size_t stride, int64_t batch)
     ptrs[b] = base + (size_t)b * stride;
 }
 
+/* *any = 1 if some v[i] != 0 (left alone otherwise): one store per block
+ * at most, the flag being set only when an element failed. */
+__global__ void any_nonzero(const int *v, int64_t count, unsigned *any) {
+  bool seen = false;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
+       i += (int64_t)gridDim.x * blockDim.x)
+    seen |= v[i] != 0;
+  if (__syncthreads_or(seen) && threadIdx.x == 0) *any = 1;
+}
+
 unsigned blocks_for(int64_t work) {
   int64_t b = (work + 255) / 256;
   return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
@@ -76,5 +86,14 @@ extern "C" cudaError_t gstat_cu_fill_ptrs(void **ptrs, void *base, size_t stride
   if (batch == 0) return cudaSuccess;
   fill_ptrs<<<blocks_for(batch), 256, 0, stream>>>(ptrs, static_cast<char *>(base), stride_bytes,
                                                    batch);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_any_nonzero(const int *v, int64_t count, unsigned *any,
+                                            cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  /* a few values per thread: 100000 elements' info and flags are 800 KB */
+  int64_t blocks = (count + 256 * 8 - 1) / (256 * 8);
+  any_nonzero<<<(unsigned)(blocks > 1024 ? 1024 : blocks), 256, 0, stream>>>(v, count, any);
   return cudaGetLastError();
 }

@@ -1,4 +1,4 @@
-/* Small device kernels of the CUDA backend's Cholesky and solve paths. */
+/* Small device kernels of the CUDA backend: Cholesky and solve paths, info checks. */
 #ifndef GSTAT_LINALG_CUDA_UTIL_KERNELS_H
 #define GSTAT_LINALG_CUDA_UTIL_KERNELS_H
 
@@ -22,6 +22,10 @@ cudaError_t gstat_cu_diag_info(int dtype, const void *a, int64_t n, int64_t batc
 /* ptrs[b] = base + b * stride_bytes (pointer arrays of the *Batched routines). */
 cudaError_t gstat_cu_fill_ptrs(void **ptrs, void *base, size_t stride_bytes, int64_t batch,
                                cudaStream_t stream);
+
+/* *any = 1 if some of the count ints at v are nonzero; *any is left as it
+ * is otherwise (the caller zeroes it first). */
+cudaError_t gstat_cu_any_nonzero(const int *v, int64_t count, unsigned *any, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
