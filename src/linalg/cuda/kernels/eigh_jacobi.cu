@@ -56,7 +56,9 @@
  * Keeping a_LL in its own register (nothing to pick or set for it; 993 ->
  * 842 instructions per double iteration): double 0.211 -> 0.182 ms at
  * 1024 x 32, 2.28 -> 1.97 ms at 100000 x 16; float 0.119 -> 0.114 and
- * 1.18 -> 1.11 ms (same-run A/B).
+ * 1.18 -> 1.11 ms (same-run A/B). Capping the double N = 16 kernel's
+ * registers for 4 or 5 blocks an SM (128, or 96 with spills, against 158)
+ * left 100000 x 16 where it was: 1.886 / 1.882 against 1.885 ms.
  *
  * Convergence. The matrix is first scaled by 2^-e (exact), 2^e >= max|a_ij|
  * > 2^(e-1), which keeps the rotation arithmetic clear of over/underflow.
