@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cuda_check.h"
+#include "gpu_ctx.h"
 #include "sym_batch.h"
 
 typedef int (*run_fn)(void *arg);
@@ -213,14 +214,7 @@ int main(int argc, char **argv) {
   CK(cudaMalloc(&b.w, (size_t)(b.batch * b.n) * b.es));
   CK(cudaMalloc((void **)&b.info, sizeof(int) * (size_t)b.batch));
   CK(cudaMemcpy(b.a0, h, na * b.es, cudaMemcpyHostToDevice));
-  gstat_ctx_options opt;
-  gstat_ctx_options_init(&opt);
-  opt.backend = GSTAT_BACKEND_CUDA;
-  opt.check_finite = 0; /* the anchors check nothing either */
-  if (gstat_ctx_create(&b.ctx, &opt) != GSTAT_OK) {
-    fprintf(stderr, "no CUDA backend\n");
-    return 1;
-  }
+  b.ctx = bench_gpu_ctx();
   size_t free0, total, free1;
   CK(cudaMemGetInfo(&free0, &total));
   if (run_gstat(&b)) return 1;

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "cuda_check.h"
+#include "gpu_ctx.h"
 #include "sym_batch.h"
 
 typedef struct {
@@ -100,14 +101,7 @@ int main(int argc, char **argv) {
   size_t es = f64 ? 8 : 4;
   r.a_bytes = (size_t)(r.batch * r.n * r.n) * es;
   r.vw_bytes = r.a_bytes + (size_t)(r.batch * r.n) * es;
-  gstat_ctx_options opt;
-  gstat_ctx_options_init(&opt);
-  opt.backend = GSTAT_BACKEND_CUDA;
-  opt.check_finite = 0;
-  if (gstat_ctx_create(&r.ctx, &opt) != GSTAT_OK) {
-    fprintf(stderr, "no CUDA backend\n");
-    return 1;
-  }
+  r.ctx = bench_gpu_ctx();
   void *pageable = malloc(r.a_bytes), *pageable_w = malloc(r.vw_bytes - r.a_bytes),
        *pageable_v = malloc(r.a_bytes);
   void *pinned, *pinned_w, *pinned_v, *dev, *dev_w, *dev_v;

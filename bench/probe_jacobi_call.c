@@ -18,7 +18,9 @@
 #include <time.h>
 
 #include "cuda_check.h"
+#include "gpu_ctx.h"
 #include "linalg/cuda/kernels/kernels.h"
+#include "probe_util.h"
 #include "sym_batch_device.h"
 
 typedef struct {
@@ -55,11 +57,6 @@ static void run_kernel(probe *p, int want_v) {
                           p->info, p->info + p->batch, 0));
 }
 
-static int cmp(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
 int main(int argc, char **argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: probe_jacobi_call f32|f64 BATCH N REPS\n");
@@ -72,14 +69,7 @@ int main(int argc, char **argv) {
   CK(cudaMalloc(&p.v, na * es));
   CK(cudaMalloc(&p.w, (size_t)(p.batch * p.n) * es));
   CK(cudaMalloc((void **)&p.info, 2 * sizeof(int) * (size_t)p.batch));
-  gstat_ctx_options opt;
-  gstat_ctx_options_init(&opt);
-  opt.backend = GSTAT_BACKEND_CUDA;
-  opt.check_finite = 0;
-  if (gstat_ctx_create(&p.ctx, &opt) != GSTAT_OK) {
-    fprintf(stderr, "no CUDA backend\n");
-    return 1;
-  }
+  p.ctx = bench_gpu_ctx();
   enum { kRoutines = 6 };
   const char *names[kRoutines] = {"gstat_ms",        "kernel_ms",        "host_ms",
                                   "gstat_values_ms", "kernel_values_ms", "host_values_ms"};
@@ -110,8 +100,7 @@ int main(int argc, char **argv) {
       }
   printf("%s %lldx%lld:", argv[1], (long long)p.batch, (long long)p.n);
   for (int k = 0; k < kRoutines; k++) {
-    qsort(t[k], (size_t)reps, sizeof(double), cmp);
-    printf(" %s=%.4f", names[k], t[k][reps / 2]);
+    printf(" %s=%.4f", names[k], probe_median(t[k], reps));
     free(t[k]);
   }
   printf("\n");

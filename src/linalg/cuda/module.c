@@ -187,6 +187,7 @@ gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char
      * 4-byte copy, and the host neither copies nor walks the arrays. With
      * the dispatcher's vectorized scans this took float64 100000x16 from
      * 2.27-2.39 to 2.04-2.12 ms (H200, bench_cuda, kernel 1.94). */
+    /* the finiteness check's size, so that neither call reallocates it */
     unsigned *d_any = gstat_cu_buffer(s, ctx, CU_FLAG, sizeof(unsigned long long));
     if (!d_any) return GSTAT_ENOMEM;
     err = cudaMemsetAsync(d_any, 0, sizeof *d_any, stream);

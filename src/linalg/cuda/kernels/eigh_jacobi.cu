@@ -58,7 +58,8 @@
  * 1024 x 32, 2.28 -> 1.97 ms at 100000 x 16; float 0.119 -> 0.114 and
  * 1.18 -> 1.11 ms (same-run A/B). Capping the double N = 16 kernel's
  * registers for 4 or 5 blocks an SM (128, or 96 with spills, against 158)
- * left 100000 x 16 where it was: 1.886 / 1.882 against 1.885 ms.
+ * left 100000 x 16 where it was: 1.886 / 1.882 against 1.885 ms
+ * (kernels_selftest).
  *
  * Convergence. The matrix is first scaled by 2^-e (exact), 2^e >= max|a_ij|
  * > 2^(e-1), which keeps the rotation arithmetic clear of over/underflow.
