@@ -721,6 +721,42 @@ static void test_cholesky_not_pd_device(void **state) {
   gstat_ctx_destroy(gpu);
 }
 
+/* The backend may vouch that a call left every info 0 (the dispatcher then
+ * skips its scans): a clean call must not make the next one, with the same
+ * info array or the context's own, look clean when an element fails, and a
+ * clean call after a failing one must zero the old info. 100000 elements
+ * of n = 4 (the warp kernel; scans of a large batch are what it saves). */
+static void test_info_clean_never_hides_a_failure(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  const int64_t n = 4, nb = 100000, bad = nb - 1;
+  tu_rng rng = tu_rng_new();
+  tu_buf A = tu_buf_new(GSTAT_F64, nb, n, n, TU_COL_MAJOR),
+         F = tu_buf_new(GSTAT_F64, nb, n, n, TU_COL_MAJOR);
+  double a[16];
+  for (int64_t b = 0; b < nb; b++) {
+    tu_spd(&rng, n, 10, a);
+    tu_store_matrix(&A, b, a);
+  }
+  int64_t *info = malloc(sizeof(int64_t) * (size_t)nb);
+  for (int round = 0; round < 2; round++) {
+    int64_t *inf = round ? NULL : info; /* the caller's array, then the context's */
+    assert_int_equal(gstat_cholesky(gpu, &A.m, GSTAT_LOWER, &F.m, inf), GSTAT_OK);
+    tu_set(&A.m, bad, 2, 2, -1.0); /* leading minor of order 3 */
+    assert_int_equal(gstat_cholesky(gpu, &A.m, GSTAT_LOWER, &F.m, inf), GSTAT_ENOTPD);
+    assert_non_null(strstr(gstat_ctx_last_error(gpu), "batch element 99999"));
+    if (inf) assert_int_equal(info[bad], 3);
+    tu_set(&A.m, bad, 2, 2, 10.0);
+    assert_int_equal(gstat_cholesky(gpu, &A.m, GSTAT_LOWER, &F.m, inf), GSTAT_OK);
+    if (inf) assert_int_equal(info[bad], 0);
+    assert_string_equal(gstat_ctx_last_backend_name(gpu), "cuda");
+  }
+  free(info);
+  tu_buf_free(&A);
+  tu_buf_free(&F);
+  gstat_ctx_destroy(gpu);
+}
+
 /* GSTAT_CUDA_FAULT: out of memory reruns on the CPU; a failing solver or
  * NaN output has the flagged elements recomputed on the CPU. Results stay
  * right and the context says what ran. */
@@ -1125,6 +1161,7 @@ int main(void) {
       cmocka_unit_test(test_no_device_allocations_after_first),
       cmocka_unit_test(test_cholesky_and_solves),
       cmocka_unit_test(test_cholesky_not_pd_device),
+      cmocka_unit_test(test_info_clean_never_hides_a_failure),
       cmocka_unit_test(test_fallback_paths),
       cmocka_unit_test(test_device_oom_leaves_outputs),
       cmocka_unit_test(test_pca_device_data),

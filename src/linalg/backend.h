@@ -24,7 +24,7 @@
 #include "gstat/linalg.h"
 #include "gstat/spectral.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 7
+#define GSTAT_I_BACKEND_API_VERSION 8
 
 /* Batch spectral clustering of dense graphs in a backend's memory: what
  * src/spectral/spectral_device.c asks of spectral_dense. Host arrays. */
@@ -71,6 +71,13 @@ typedef struct gstat_i_backend_ops {
    * dispatcher uses it to recompute flagged elements of device data on the
    * CPU. Optional (NULL for the CPU backend). */
   gstat_status (*copy)(void *state, gstat_ctx *ctx, const gstat_matrix *src, gstat_matrix *dst);
+
+  /* Whether the last eigh, cholesky, cholesky_solve or triangular_solve on
+   * this state, called with this info and batch, set every info to 0 (as it
+   * found out anyway: a large batch's info then need not be scanned again).
+   * false when unsure. Resets what it answers from. Optional (NULL: the
+   * dispatcher scans). */
+  bool (*info_clean)(void *state, const int64_t *info, int64_t batch);
 
   /* PCA of data in this backend's memory (optional: NULL when absent; the
    * CPU path of src/pca needs neither). pca_fit, for a data batch X

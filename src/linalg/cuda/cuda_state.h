@@ -107,6 +107,10 @@ typedef struct gstat_cu_state {
   int64_t graph_captures, graph_refusals, graph_launches, pipeline_pieces;
   int64_t own_tridiag_chunks, own_tridiag_degenerate;
   size_t free_bytes_cap; /* chunking budget, from cudaMemGetInfo at creation */
+  /* info[0 .. clean_count) from clean_info on: what collect_info's
+   * all-zero path wrote in one run of consecutive chunks (info_clean) */
+  const int64_t *clean_info;
+  int64_t clean_count;
 } gstat_cu_state;
 
 extern const gstat_i_host_services *gstat_cu_host;
@@ -206,6 +210,7 @@ gstat_status gstat_cu_pca_scores(void *state, gstat_ctx *ctx, int64_t b, const d
  * with_flags: nb flags follow the nb infos at d_info + nb) become
  * GSTAT_I_INFO_RETRY. A device reduction first says whether any value is
  * nonzero (a 4-byte copy back); only then are the arrays copied and walked.
+ * Chunks found clean in a row extend s's clean range (info_clean).
  * Synchronizes `stream`. */
 gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
                                    const int *d_info, bool with_flags, int64_t nb, int64_t *info,

@@ -198,9 +198,17 @@ gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char
     if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "reading info", err);
     if (*(unsigned *)h == 0) {
       memset(info, 0, sizeof *info * (size_t)nb);
+      if (s->clean_info && info == s->clean_info + s->clean_count) {
+        s->clean_count += nb;
+      } else {
+        s->clean_info = info;
+        s->clean_count = nb;
+      }
       return GSTAT_OK;
     }
   }
+  s->clean_info = NULL; /* this chunk has failures (or faults): no clean range */
+  s->clean_count = 0;
   /* one copy for both arrays: each copy back costs a round trip */
   err = cudaMemcpyAsync(h, d_info, sizeof(int) * count, cudaMemcpyDeviceToHost, stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
@@ -213,6 +221,19 @@ gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char
     info[b] = nonfinite || solver_error ? GSTAT_I_INFO_RETRY : h[b];
   }
   return GSTAT_OK;
+}
+
+/* Whether collect_info found info[0 .. batch) all zero in one run of chunks:
+ * the dispatcher then skips its scans. A range is only ever extended by the
+ * chunk right after it and dropped by any chunk with failures, and it must
+ * start at this call's info, so a call that stopped early cannot leave a
+ * range that a later call would take for its own. Reading resets it. */
+static bool info_clean(void *state, const int64_t *info, int64_t batch) {
+  gstat_cu_state *s = state;
+  bool clean = s->clean_info == info && s->clean_count == batch;
+  s->clean_info = NULL;
+  s->clean_count = 0;
+  return clean;
 }
 
 /* src -> dst through one dense device buffer in a compute type that loses
@@ -394,6 +415,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .device_allocations = device_allocations,
     .device_stats = device_stats,
     .copy = copy_matrix,
+    .info_clean = info_clean,
     .pca_fit = gstat_cu_pca_fit,
     .pca_scores = gstat_cu_pca_scores,
     .comoment = gstat_cu_comoment,
