@@ -236,7 +236,8 @@ __device__ __forceinline__ bool jacobi_step(T (&a)[N], T (&v)[N], T &diag, Scale
   const int mine = k >> 1; /* my pair's slot */
   Rotation<T> r;
   const bool rotated = jacobi_rotation(diag, pdiag, off, r) && top; /* bottom lanes: unused */
-  const T cx = scaled ? r.t * psig * sc.isig : r.c, cy = scaled ? r.t * sc.sig * pisig : r.s;
+  /* the sigma ratios are ready before t: one multiply after it */
+  const T cx = scaled ? r.t * (psig * sc.isig) : r.c, cy = scaled ? r.t * (sc.sig * pisig) : r.s;
   rots[top ? mine : N / 2] = Published<T>{cx, cy, r.delta, r.c, r.rc}; /* bottom: to the sink */
   __syncwarp();
   const Published<T> own = rots[mine];
