@@ -3,7 +3,9 @@
  * machines without a GPU: it has the module's entry point and table, does
  * the work with the host's CPU backend, and fails on request
  * (GSTAT_FAKE_FAULT: "nodevice" at creation, "oom" for every call, "retry"
- * to flag every third element as unreliable after scribbling over it).
+ * to flag every third element as unreliable after scribbling over it,
+ * "retry-vouched" to do so and still vouch that every info is 0). Like the
+ * CUDA module it vouches for a call whose info is all 0 (info_clean).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,13 @@
 #include "linalg/backend.h"
 
 static const gstat_i_host_services *host;
+
+/* The last call's info when all of it was 0 (what the CUDA module learns
+ * from its device reduction), else NULL. */
+typedef struct {
+  const int64_t *clean_info;
+  int64_t clean_count;
+} fake_state;
 
 static const char *fault(void) {
   const char *f = getenv("GSTAT_FAKE_FAULT");
@@ -27,14 +36,31 @@ static void spoil(gstat_matrix *m, int64_t b, int64_t *info) {
     for (int64_t j = 0; j < m->cols; j++) p[i * m->row_stride + j * m->col_stride] = 12345.0;
 }
 
-static gstat_status after(gstat_status st, gstat_matrix *out, gstat_matrix *w, int64_t batch,
-                          int64_t *info) {
-  if (st != GSTAT_OK || strcmp(fault(), "retry") != 0) return st;
-  for (int64_t b = 1; b < batch; b += 3) {
-    spoil(out, b, info);
-    spoil(w, b, info);
+static gstat_status after(void *state, gstat_status st, gstat_matrix *out, gstat_matrix *w,
+                          int64_t batch, int64_t *info) {
+  fake_state *s = state;
+  s->clean_info = NULL;
+  if (st != GSTAT_OK) return st;
+  const bool vouch = !strcmp(fault(), "retry-vouched");
+  if (vouch || !strcmp(fault(), "retry"))
+    for (int64_t b = 1; b < batch; b += 3) {
+      spoil(out, b, info);
+      spoil(w, b, info);
+    }
+  bool clean = true;
+  for (int64_t b = 0; b < batch; b++) clean = clean && info[b] == 0;
+  if (clean || vouch) {
+    s->clean_info = info;
+    s->clean_count = batch;
   }
   return GSTAT_OK;
+}
+
+static bool info_clean(void *state, const int64_t *info, int64_t batch) {
+  fake_state *s = state;
+  bool clean = s->clean_info == info && s->clean_count == batch;
+  s->clean_info = NULL;
+  return clean;
 }
 
 static gstat_status oom(gstat_ctx *ctx) {
@@ -43,31 +69,28 @@ static gstat_status oom(gstat_ctx *ctx) {
 
 static gstat_status eigh(void *s, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
                          gstat_matrix *w, gstat_matrix *V, int64_t *info) {
-  (void)s;
   if (!strcmp(fault(), "oom")) return oom(ctx);
-  return after(host->cpu->eigh(NULL, ctx, A, uplo, w, V, info), V, w, A->batch, info);
+  return after(s, host->cpu->eigh(NULL, ctx, A, uplo, w, V, info), V, w, A->batch, info);
 }
 
 static gstat_status cholesky(void *s, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
                              gstat_matrix *F, int64_t *info) {
-  (void)s;
   if (!strcmp(fault(), "oom")) return oom(ctx);
-  return after(host->cpu->cholesky(NULL, ctx, A, uplo, F, info), F, NULL, A->batch, info);
+  return after(s, host->cpu->cholesky(NULL, ctx, A, uplo, F, info), F, NULL, A->batch, info);
 }
 
 static gstat_status cholesky_solve(void *s, gstat_ctx *ctx, const gstat_matrix *F, gstat_uplo uplo,
                                    const gstat_matrix *B, gstat_matrix *X, int64_t *info) {
-  (void)s;
   if (!strcmp(fault(), "oom")) return oom(ctx);
-  return after(host->cpu->cholesky_solve(NULL, ctx, F, uplo, B, X, info), X, NULL, F->batch, info);
+  return after(s, host->cpu->cholesky_solve(NULL, ctx, F, uplo, B, X, info), X, NULL, F->batch,
+               info);
 }
 
 static gstat_status triangular_solve(void *s, gstat_ctx *ctx, const gstat_matrix *T,
                                      gstat_uplo uplo, gstat_trans trans, gstat_diag diag,
                                      const gstat_matrix *B, gstat_matrix *X, int64_t *info) {
-  (void)s;
   if (!strcmp(fault(), "oom")) return oom(ctx);
-  return after(host->cpu->triangular_solve(NULL, ctx, T, uplo, trans, diag, B, X, info), X, NULL,
+  return after(s, host->cpu->triangular_solve(NULL, ctx, T, uplo, trans, diag, B, X, info), X, NULL,
                T->batch, info);
 }
 
@@ -90,13 +113,14 @@ static const gstat_i_backend_ops ops = {
     .triangular_solve = triangular_solve,
     .destroy = destroy,
     .device_allocations = allocations,
+    .info_clean = info_clean,
 };
 
 static gstat_status create(gstat_ctx *ctx, int device, void **state) {
   (void)device;
   if (!strcmp(fault(), "nodevice"))
     return host->fail(ctx, GSTAT_EUNSUPPORTED, "fake: no CUDA device");
-  *state = malloc(1);
+  *state = calloc(1, sizeof(fake_state));
   return *state ? GSTAT_OK : GSTAT_ENOMEM;
 }
 

@@ -100,6 +100,29 @@ static void test_flagged_elements_recomputed(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* A backend that vouches that every info is 0 (info_clean) is believed:
+ * the dispatcher neither scans info nor recomputes anything. The fake lies
+ * here (it spoiled and flagged elements 1, 4, ...), which shows the scans
+ * really are skipped; the CUDA module's own test checks that it never
+ * vouches for a failure. Without the lie the same batch is recomputed
+ * (test_flagged_elements_recomputed). */
+static void test_vouched_info_is_trusted(void **state) {
+  (void)state;
+  setenv("GSTAT_FAKE_FAULT", "retry-vouched", 1);
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA);
+  const int64_t nb = 5, n = 4;
+  tu_rng rng = tu_rng_new();
+  double a[5 * 16], w[5 * 4];
+  for (int64_t b = 0; b < nb; b++) tu_spd(&rng, n, 10, a + b * n * n);
+  gstat_matrix A = gstat_matrix_col_major(a, GSTAT_F64, nb, n, n);
+  gstat_matrix W = gstat_vector_batch(w, GSTAT_F64, nb, n);
+  assert_int_equal(gstat_eigh(ctx, &A, GSTAT_LOWER, &W, NULL, NULL), GSTAT_OK);
+  assert_string_equal(gstat_ctx_last_backend_name(ctx), "cuda");
+  assert_true(w[1 * n] == 12345.0); /* element 1 as the fake left it */
+  assert_true(w[0] != 12345.0);
+  gstat_ctx_destroy(ctx);
+}
+
 static void test_no_device(void **state) {
   (void)state;
   setenv("GSTAT_FAKE_FAULT", "nodevice", 1);
@@ -161,6 +184,7 @@ int main(void) {
       cmocka_unit_test(test_auto_picks_gpu_for_large_work),
       cmocka_unit_test(test_out_of_memory_reruns_on_cpu),
       cmocka_unit_test(test_flagged_elements_recomputed),
+      cmocka_unit_test(test_vouched_info_is_trusted),
       cmocka_unit_test(test_no_device),
       cmocka_unit_test(test_device_stats_sizes),
   };
