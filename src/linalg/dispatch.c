@@ -301,6 +301,14 @@ static gstat_status execute(gstat_ctx *ctx, const op *o, int64_t *info, bool *cl
     if (st_ != GSTAT_OK) return st_; \
   } while (0)
 
+/* execute, then info as a status (report) unless the backend vouched for it. */
+static gstat_status execute_and_report(gstat_ctx *ctx, const op *o, int64_t *info,
+                                       gstat_status failed, const char *what) {
+  bool clean;
+  TRY(execute(ctx, o, info, &clean));
+  return clean ? GSTAT_OK : report(ctx, o->fn, info, o->A->batch, failed, what);
+}
+
 /* ---- entry points ---- */
 
 gstat_status gstat_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, gstat_matrix *w,
@@ -324,10 +332,7 @@ gstat_status gstat_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, 
   int64_t *inf = info_buffer(ctx, fn, info, A->batch);
   if (!inf) return GSTAT_ENOMEM;
   op o = {.kind = OP_EIGH, .fn = fn, .A = A, .w = w, .out = V, .uplo = uplo};
-  bool clean;
-  TRY(execute(ctx, &o, inf, &clean));
-  if (clean) return GSTAT_OK;
-  return report(ctx, fn, inf, A->batch, GSTAT_ENOCONV, "did not converge (info");
+  return execute_and_report(ctx, &o, inf, GSTAT_ENOCONV, "did not converge (info");
 }
 
 gstat_status gstat_cholesky(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, gstat_matrix *F,
@@ -348,11 +353,8 @@ gstat_status gstat_cholesky(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo up
   int64_t *inf = info_buffer(ctx, fn, info, A->batch);
   if (!inf) return GSTAT_ENOMEM;
   op o = {.kind = OP_CHOLESKY, .fn = fn, .A = A, .out = F, .uplo = uplo};
-  bool clean;
-  TRY(execute(ctx, &o, inf, &clean));
-  if (clean) return GSTAT_OK;
-  return report(ctx, fn, inf, A->batch, GSTAT_ENOTPD,
-                "is not positive definite (leading minor of order");
+  return execute_and_report(ctx, &o, inf, GSTAT_ENOTPD,
+                            "is not positive definite (leading minor of order");
 }
 
 /* Shared checks of the two solves: T square, B batch x n x nrhs, X like B. */
@@ -389,11 +391,8 @@ gstat_status gstat_cholesky_solve(gstat_ctx *ctx, const gstat_matrix *F, gstat_u
   int64_t *inf = info_buffer(ctx, fn, info, F->batch);
   if (!inf) return GSTAT_ENOMEM;
   op o = {.kind = OP_CHOLESKY_SOLVE, .fn = fn, .A = F, .B = B, .out = X, .uplo = uplo};
-  bool clean;
-  TRY(execute(ctx, &o, inf, &clean));
-  if (clean) return GSTAT_OK;
-  return report(ctx, fn, inf, F->batch, GSTAT_ESINGULAR,
-                "has a singular factor (zero diagonal entry");
+  return execute_and_report(ctx, &o, inf, GSTAT_ESINGULAR,
+                            "has a singular factor (zero diagonal entry");
 }
 
 gstat_status gstat_triangular_solve(gstat_ctx *ctx, const gstat_matrix *T, gstat_uplo uplo,
@@ -420,11 +419,8 @@ gstat_status gstat_triangular_solve(gstat_ctx *ctx, const gstat_matrix *T, gstat
           .uplo = uplo,
           .trans = trans,
           .diag = diag};
-  bool clean;
-  TRY(execute(ctx, &o, inf, &clean));
-  if (clean) return GSTAT_OK;
-  return report(ctx, fn, inf, T->batch, GSTAT_ESINGULAR,
-                "has a singular triangle (zero diagonal entry");
+  return execute_and_report(ctx, &o, inf, GSTAT_ESINGULAR,
+                            "has a singular triangle (zero diagonal entry");
 }
 
 gstat_status gstat_i_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, gstat_matrix *w,
