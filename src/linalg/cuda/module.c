@@ -194,10 +194,13 @@ gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char
     if (err == cudaSuccess) err = gstat_cu_any_nonzero(d_info, (int64_t)count, d_any, stream);
     if (err == cudaSuccess)
       err = cudaMemcpyAsync(h, d_any, sizeof *d_any, cudaMemcpyDeviceToHost, stream);
+    /* Zero the caller's info while the device still works (800 KB for
+     * 100000 elements took 0.02-0.04 ms after the wait); the slow path below
+     * overwrites every entry. */
+    memset(info, 0, sizeof *info * (size_t)nb);
     if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
     if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "reading info", err);
     if (*(unsigned *)h == 0) {
-      memset(info, 0, sizeof *info * (size_t)nb);
       if (s->clean_info && info == s->clean_info + s->clean_count) {
         s->clean_count += nb;
       } else {

@@ -64,6 +64,16 @@
  * their owners only (publish_if: the other lanes' stores to one sink slot
  * had conflicted 4.7-way): double 1.976 -> 1.85 ms at 100000 x 16, 0.180 ->
  * 0.171 at 1024 x 32; float 0.118 -> 0.110 at 1024 x 32 (same-run A/B).
+ * Negations as integer sign flips and the own coefficient read by address
+ * (6 double-precision adds and 10 selects fewer an iteration): float
+ * 100000 x 16 1.103 -> 1.090 ms, double 100000 x 16 1.850 -> 1.837-1.852
+ * (within the run-to-run spread; kernels_selftest, three rounds). Blocks of
+ * one or two warps instead of four, so that a finished warp's slot refills
+ * sooner: 1.88-1.89 ms, slower. Nsight Compute on this kernel: 61 % of issue
+ * slots, 4.66 cycles a warp between issues, stalled mostly on fixed-latency
+ * dependencies (1.15), not selected (0.88), dispatch (0.66) and the FP64
+ * pipe (0.54); shared memory and shuffles barely (short scoreboard 0.25,
+ * MIO throttle 0.06).
  *
  * Convergence. The matrix is first scaled by 2^-e (exact), 2^e >= max|a_ij|
  * > 2^(e-1), which keeps the rotation arithmetic clear of over/underflow.
@@ -210,10 +220,7 @@ struct Schedule {
   uint16_t at[N - 1][N];
   __device__ void fill() {
     for (int e = threadIdx.x; e < (N - 1) * N; e += blockDim.x) {
-      const int t = e / N, x = e % N;
-      int pos = 0;
-      for (int p = 0; p < N; ++p)
-        if (Ring<N>::index_at(p, t) == x) pos = p;
+      const int t = e / N, x = e % N, pos = Ring<N>::position_of(x, t);
       at[t][x] = (uint16_t)(pos << 8 | Ring<N>::index_at(pos ^ 1, t));
     }
   }
@@ -270,19 +277,22 @@ __device__ __forceinline__ bool jacobi_step(T (&a)[N], T (&v)[N], T &diag, Scale
   const T cx = scaled ? r.t * (psig * sc.isig) : r.c, cy = scaled ? r.t * (sc.sig * pisig) : r.s;
   publish_if(top, &rots[mine], Published<T>{cx, cy, r.delta, r.c, r.rc});
   __syncwarp();
-  const Published<T> own = rots[mine];
   /* A J: column p' = c col_p - s col_q, column q' = s col_p + c col_q
-   * (scaled: col_p - alpha col_q and col_q + beta col_p). */
-  const T cross = top ? -own.y : own.y;
+   * (scaled: col_p - alpha col_q and col_q + beta col_p); the diagonal
+   * a_pp -= delta, a_qq += delta. The top lane's coefficient is read by
+   * address and both negations are integer sign flips: no select, and no
+   * double-precision add queued with the rotation's arithmetic. */
+  const int sign = top ? INT32_MIN : 0;
+  const Published<T> &own = rots[mine];
+  const T coef = with_sign_flipped(scaled && top ? own.x : own.y, sign);
   if constexpr (scaled) {
-    const T coef = top ? -own.x : own.y;
 #pragma unroll
     for (int i = 0; i < N; ++i) a[i] = fma(coef, y[i], a[i]);
   } else {
 #pragma unroll
-    for (int i = 0; i < N; ++i) a[i] = fma(own.x, a[i], cross * y[i]);
+    for (int i = 0; i < N; ++i) a[i] = fma(own.x, a[i], coef * y[i]);
   }
-  diag = top ? diag - own.delta : diag + own.delta;
+  diag += with_sign_flipped(own.delta, sign);
   if constexpr (scaled) {
     sc.sig *= own.c;
     /* 1/sigma by a Newton step from the old one times 1/c: to an ulp every
@@ -399,8 +409,9 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
     quiet = (__ballot_sync(kFullMask, rotated) & gmask) ? 0 : quiet + 2;
     if (__any_sync(kFullMask, quiet > 0 && !converged)) {
       bool small = true;
+      const T bound = Prec<T>::eps * sc.isig; /* |a_i| sigma <= eps */
 #pragma unroll
-      for (int i = 0; i < N; ++i) small &= (i == k) | (fabs(a[i]) * sc.sig <= Prec<T>::eps);
+      for (int i = 0; i < N; ++i) small &= (i == k) | (fabs(a[i]) <= bound);
       const unsigned big = __ballot_sync(kFullMask, !small);
       converged = converged || (big & gmask) == 0;
     }

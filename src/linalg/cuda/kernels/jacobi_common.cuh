@@ -74,13 +74,20 @@ struct Ring {
     return p == 0 ? 0 : at(rank(p) - t < 0 ? rank(p) - t + N - 1 : rank(p) - t);
   }
 
+  /* the position of index x after t steps (0 <= t < N-1): the inverse of
+   * index_at, in closed form */
+  __host__ __device__ static constexpr int position_of(int x, int t) {
+    return x == 0 ? 0 : at((rank(x) + t) % (N - 1));
+  }
+
   static constexpr bool schedule_is_round_robin() {
     bool met[N][N] = {};
     int idx[N] = {}, pos[N] = {}; /* idx: position -> index, pos: index -> position */
     for (int p = 0; p < N; ++p) idx[p] = pos[p] = p;
     for (int t = 0; t < N - 1; ++t) {
       for (int p = 0; p < N; ++p)
-        if (index_at(p, t) != idx[p] || pos[idx[p]] != p) return false;
+        if (index_at(p, t) != idx[p] || pos[idx[p]] != p || position_of(idx[p], t) != p)
+          return false;
       for (int m = 0; m < N / 2; ++m) {
         const int x = idx[2 * m], y = idx[2 * m + 1];
         if (met[x][y]) return false;
@@ -109,6 +116,24 @@ static_assert(Ring<40>::schedule_is_round_robin(), "ring schedule");
 static_assert(Ring<48>::schedule_is_round_robin(), "ring schedule");
 static_assert(Ring<56>::schedule_is_round_robin(), "ring schedule");
 static_assert(Ring<64>::schedule_is_round_robin(), "ring schedule");
+
+/* Sign flips by integer instructions on the sign bit: the compiler negates
+ * a double with a double-precision add, which would queue with the
+ * rotation's arithmetic on its critical path. with_sign_flipped: x with its
+ * sign bit XORed with `sign` (0 or INT32_MIN). */
+__device__ __forceinline__ float with_sign_flipped(float x, int sign) {
+  return __int_as_float(__float_as_int(x) ^ sign);
+}
+__device__ __forceinline__ double with_sign_flipped(double x, int sign) {
+  return __longlong_as_double(__double_as_longlong(x) ^ ((long long)sign << 32));
+}
+/* x's sign bit, as 0 or INT32_MIN (-0 has it set) */
+__device__ __forceinline__ int sign_bit(float x) {
+  return __float_as_int(x) & INT32_MIN;
+}
+__device__ __forceinline__ int sign_bit(double x) {
+  return __double2hiint(x) & INT32_MIN;
+}
 
 /* A rotation as computed: J = c [1 t; -t 1] on (p, q), s = t c, rc = 1 / c,
  * delta = t a_pq the diagonal update (a_pp -= delta, a_qq += delta). */
@@ -140,7 +165,9 @@ __device__ __forceinline__ bool jacobi_rotation(T app, T aqq, T apq, Rotation<T>
   const T rinv = Prec<T>::rsqrt(fma(T(4), apq2, d * d));
   const T x = fma(T(0.5) * fabs(d), rinv, T(0.5)); /* c^2, in [1/2, 1] */
   const T rc = Prec<T>::rsqrt(x);                  /* 1 / c */
-  const T s = (d < 0 ? -apq : apq) * rinv * rc;    /* o / 2 = a_pq */
+  /* sign(d) o / 2r / c; d = -0 (rare) gives the other of the two 45-degree
+   * rotations, which zero a_pq as well */
+  const T s = with_sign_flipped(apq, sign_bit(d)) * rinv * rc;
   r.c = rotate ? x * rc : T(1);
   r.s = rotate ? s : T(0);
   r.t = rotate ? s * rc : T(0);
