@@ -64,16 +64,19 @@
  * their owners only (publish_if: the other lanes' stores to one sink slot
  * had conflicted 4.7-way): double 1.976 -> 1.85 ms at 100000 x 16, 0.180 ->
  * 0.171 at 1024 x 32; float 0.118 -> 0.110 at 1024 x 32 (same-run A/B).
- * Negations as integer sign flips and the own coefficient read by address
- * (6 double-precision adds and 10 selects fewer an iteration): float
- * 100000 x 16 1.103 -> 1.090 ms, double 100000 x 16 1.850 -> 1.837-1.852
- * (within the run-to-run spread; kernels_selftest, three rounds). Blocks of
- * one or two warps instead of four, so that a finished warp's slot refills
- * sooner: 1.88-1.89 ms, slower. Nsight Compute on this kernel: 61 % of issue
- * slots, 4.66 cycles a warp between issues, stalled mostly on fixed-latency
- * dependencies (1.15), not selected (0.88), dispatch (0.66) and the FP64
- * pipe (0.54); shared memory and shuffles barely (short scoreboard 0.25,
- * MIO throttle 0.06).
+ * Negations as integer sign flips and the own coefficient read by address (6
+ * double-precision adds and 10 selects fewer an iteration): float 100000 x
+ * 16 1.103 -> 1.090 ms, double 100000 x 16 1.850-1.861 -> 1.837-1.877
+ * (within the run-to-run spread; kernels_selftest, two calls of three
+ * rounds). The coefficients as (u sigma ratio) / c^2 with u = a_pq / r
+ * formed early (one multiply fewer on the rotation's critical path, four
+ * more an iteration): 1.91 ms, slower, so the FP64 pipe, not that path,
+ * limits it. Blocks of one or two warps instead of four, so that a finished
+ * warp's slot refills sooner: 1.88-1.89 ms, slower. Nsight Compute on this
+ * kernel: 61 % of issue slots, 4.66 cycles a warp between issues, stalled
+ * mostly on fixed-latency dependencies (1.15), not selected (0.88), dispatch
+ * (0.66) and the FP64 pipe (0.54); shared memory and shuffles barely (short
+ * scoreboard 0.25, MIO throttle 0.06).
  *
  * Convergence. The matrix is first scaled by 2^-e (exact), 2^e >= max|a_ij|
  * > 2^(e-1), which keeps the rotation arithmetic clear of over/underflow.
