@@ -12,6 +12,10 @@ namespace gstat_cu {
  * already checked by it. */
 cudaError_t eigh_jacobi_block(int dtype, const void *A, int uplo, int n, int64_t batch, void *W,
                               void *V, int *info, int *flags, cudaStream_t stream);
+/* The pair-per-lane kernel for 8 < n <= 16 (eigh_jacobi_pairs.cu), same
+ * arguments. */
+cudaError_t eigh_jacobi_pairs(int dtype, const void *A, int uplo, int n, int64_t batch, void *W,
+                              void *V, int *info, int *flags, cudaStream_t stream);
 
 namespace {
 
@@ -116,6 +120,50 @@ static_assert(Ring<40>::schedule_is_round_robin(), "ring schedule");
 static_assert(Ring<48>::schedule_is_round_robin(), "ring schedule");
 static_assert(Ring<56>::schedule_is_round_robin(), "ring schedule");
 static_assert(Ring<64>::schedule_is_round_robin(), "ring schedule");
+
+/* Registers in position order follow their contents: x[next(p)] = x[p]. */
+template <int N, typename T>
+__device__ __forceinline__ void ring_advance(T (&x)[N]) {
+  const T last = x[Ring<N>::at(N - 2)];
+#pragma unroll
+  for (int i = N - 2; i >= 1; --i) x[Ring<N>::at(i)] = x[Ring<N>::at(i - 1)];
+  x[Ring<N>::at(0)] = last;
+}
+
+/* Keep x[m] or x[m + H] for m < H by bit H of mb, then recurse on H / 2
+ * (template recursion: every index stays a compile-time constant). */
+template <int H, typename T>
+__device__ __forceinline__ void halve(T *x, int mb) {
+  if constexpr (H >= 1) {
+    const bool up = (mb & H) != 0;
+#pragma unroll
+    for (int m = 0; m < H; ++m) x[m] = up ? x[m + H] : x[m];
+    halve<H / 2>(x, mb);
+  }
+}
+
+/* a[k | 1] for a lane-dependent k: registers cannot be indexed dynamically,
+ * so halve the N / 2 odd candidates bit by bit (N / 2 - 1 selects). */
+template <int N, typename T>
+__device__ __forceinline__ T pick_odd(const T (&a)[N], int k) {
+  T x[N / 2];
+#pragma unroll
+  for (int m = 0; m < N / 2; ++m) x[m] = a[2 * m + 1];
+  halve<N / 4>(x, k >> 1);
+  return x[0];
+}
+
+/* x = 0 where c; for double only the high word is cleared (one select
+ * instead of two), which leaves a value below 2^-1042: under the eps floor
+ * of the convergence test and negligible next to entries near 1. */
+__device__ __forceinline__ void clear_if(float &x, bool c) {
+  x = c ? 0.0f : x;
+}
+__device__ __forceinline__ void clear_if(double &x, bool c) {
+  int hi = __double2hiint(x);
+  asm("{.reg .pred p; setp.ne.u32 p, %1, 0; selp.b32 %0, 0, %0, p;}" : "+r"(hi) : "r"((unsigned)c));
+  x = __hiloint2double(hi, __double2loint(x));
+}
 
 /* Sign flips by integer instructions on the sign bit: the compiler negates
  * a double with a double-precision add, which would queue with the

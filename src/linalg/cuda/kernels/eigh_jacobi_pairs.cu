@@ -1,0 +1,337 @@
+/*
+ * Batched symmetric eigensolver for 8 < n <= 16: parallel cyclic Jacobi
+ * with a whole pair of columns per lane.
+ *
+ * Why. The warp kernel (eigh_jacobi.cu) gives each lane one column, so both
+ * lanes of a pair run the rotation's ~36 double-precision instructions and
+ * only one of them is used; at N = 16 that is 36 of every 84 such
+ * instructions, and that kernel is bound by the FP64 pipe and issue (Nsight
+ * Compute: 61 % of issue slots, stalls on dependencies, dispatch and the
+ * FP64 pipe; four more multiplies an iteration made it 4 % slower). Here a
+ * group of P = N/2 lanes owns one matrix (G = 32/P matrices a warp), and lane
+ * l owns the pair at positions (2l, 2l + 1) of the same circle schedule
+ * (Ring):
+ *   - ca[], cb[]: A's columns at positions 2l and 2l + 1 (indices p, q),
+ *     rows in position order, with the exact diagonal entries dp, dq and the
+ *     column scales of Scale (sp, ip, sq, iq) beside them;
+ *   - v0[], v1[]: rows 2l and 2l + 1 of V, columns in position order.
+ * Every lane computes a rotation that is used. The column rotation is local;
+ * the row rotations and V's columns need every pair's (x, y) (shared memory,
+ * one __syncwarp a step), on static register pairs as in the warp kernel.
+ * Between steps the columns move to their next positions through shared
+ * memory: each lane stores its two and reads back the two that move to its
+ * positions, by address. (Shuffles would need three selects a word at the
+ * circle's ends, lane 0 and lane P - 1, and as many registers again: that
+ * version took 934 instructions an iteration for four double matrices and
+ * 248 registers, and ran 2.5 % slower than the warp kernel, H200.) The
+ * diagonal entries and scales travel by shuffles.
+ * Padding, scaling, convergence test and outputs are the warp kernel's.
+ */
+#include "jacobi_common.cuh"
+
+namespace gstat_cu {
+namespace {
+
+constexpr int kPairWarpsPerBlock = 4;
+constexpr int kPairMaxSweeps = 20; /* as the warp kernel */
+
+/* A pair's transform as published: (c, s), or (alpha, beta) when scaled */
+template <typename T>
+struct alignas(2 * sizeof(T)) Coeffs {
+  T x, y;
+};
+
+/* A column's stride in shared memory: 16-byte aligned for vector accesses */
+template <int N>
+constexpr int kStageLd = N + 2;
+
+template <typename T, int N>
+struct PairSmem {
+  static constexpr int P = N / 2, G = 32 / P;
+  /* [group][position or column][row]: the columns between steps, then the
+   * eigenvectors */
+  alignas(16) T stage[G][N][kStageLd<N>];
+  Coeffs<T> rot[2][G][P]; /* double-buffered by step parity */
+};
+
+/* The circle's move for a value that travels with the lane's columns (the
+ * diagonal entries, the scales): the new first comes from the left
+ * neighbour's first (lane 1: lane 0's second; lane 0 keeps its own), the
+ * new second from the right neighbour's second (lane P - 1: its own first). */
+template <typename T>
+__device__ __forceinline__ void move_pair(T &a, T &b, int from_left, int from_right, bool first,
+                                          bool last) {
+  const T ra = __shfl_sync(kFullMask, first ? b : a, from_left);
+  const T rb = __shfl_sync(kFullMask, b, from_right);
+  b = last ? a : rb;
+  a = first ? a : ra;
+}
+
+/* The lane's columns and what travels with them. */
+template <typename T, int N>
+struct PairState {
+  T ca[N], cb[N];
+  T dp, dq;                         /* exact diagonal entries */
+  T sp = 1, ip = 1, sq = 1, iq = 1; /* column scales and inverses (Scale) */
+};
+
+/* One parallel step; returns whether this lane's pair rotated. */
+template <typename T, int N, bool WANT_V>
+__device__ __forceinline__ bool pair_step(PairState<T, N> &s, T (&v0)[N], T (&v1)[N], int l,
+                                          bool first, bool last, int from_left, int from_right,
+                                          int src_p, int src_q, T (&st)[N][kStageLd<N>],
+                                          Coeffs<T> *rots) {
+  constexpr bool scaled = Prec<T>::scaled;
+  constexpr int P = N / 2;
+  T off = pick_odd(s.ca, 2 * l); /* B(q, p) */
+  if constexpr (scaled) off = off * s.sp * s.sq;
+  Rotation<T> r;
+  const bool rotated = jacobi_rotation(s.dp, s.dq, off, r);
+  const T x = scaled ? r.t * (s.sq * s.ip) : r.c, y = scaled ? r.t * (s.sp * s.iq) : r.s;
+  rots[l] = Coeffs<T>{x, y};
+  /* A J on this lane's two columns */
+#pragma unroll
+  for (int i = 0; i < N; ++i) transform_pair<scaled>(x, y, s.ca[i], s.cb[i]);
+  s.dp -= r.delta;
+  s.dq += r.delta;
+  if constexpr (scaled) {
+    s.sp *= r.c;
+    s.sq *= r.c;
+    s.ip *= r.rc;
+    s.iq *= r.rc;
+    s.ip = fma(s.ip, fma(-s.sp, s.ip, T(1)), s.ip);
+    s.iq = fma(s.iq, fma(-s.sq, s.iq, T(1)), s.iq);
+  }
+  __syncwarp();
+  /* J^T (A J) on the rows, V J on the columns; the own 2x2 block cleared */
+#pragma unroll
+  for (int m = 0; m < P; ++m) {
+    const Coeffs<T> k = rots[m];
+    transform_pair<scaled>(k.x, k.y, s.ca[2 * m], s.ca[2 * m + 1]);
+    transform_pair<scaled>(k.x, k.y, s.cb[2 * m], s.cb[2 * m + 1]);
+    const bool own = m == l;
+    clear_if(s.ca[2 * m], own);
+    clear_if(s.ca[2 * m + 1], own);
+    clear_if(s.cb[2 * m], own);
+    clear_if(s.cb[2 * m + 1], own);
+    if constexpr (WANT_V) {
+      transform_pair<scaled>(k.x, k.y, v0[2 * m], v0[2 * m + 1]);
+      transform_pair<scaled>(k.x, k.y, v1[2 * m], v1[2 * m + 1]);
+    }
+  }
+  /* next step's positions: rows by renaming registers, columns across lanes */
+  ring_advance(s.ca);
+  ring_advance(s.cb);
+  if constexpr (WANT_V) {
+    ring_advance(v0);
+    ring_advance(v1);
+  }
+  /* The columns through shared memory, read back from the positions they
+   * move from: by address, where shuffles would need three selects a word at
+   * the circle's ends and as many registers again (248 a thread for double
+   * with vectors, 2 blocks an SM). The next step's __syncwarp orders these
+   * reads before its stores. */
+  const int p0 = 2 * l, q0 = 2 * l + 1;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    st[p0][i] = s.ca[i];
+    st[q0][i] = s.cb[i];
+  }
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    s.ca[i] = st[src_p][i];
+    s.cb[i] = st[src_q][i];
+  }
+  move_pair(s.dp, s.dq, from_left, from_right, first, last);
+  if constexpr (scaled) {
+    move_pair(s.sp, s.sq, from_left, from_right, first, last);
+    move_pair(s.ip, s.iq, from_left, from_right, first, last);
+  }
+  return rotated;
+}
+
+template <typename S, typename T, int N, bool WANT_V>
+__global__ void __launch_bounds__(32 * kPairWarpsPerBlock, 1)
+    eigh_jacobi_pairs_kernel(const S *__restrict__ A, int uplo, int n, int64_t batch,
+                             S *__restrict__ W, S *__restrict__ V, int *__restrict__ info,
+                             int *__restrict__ flags) {
+  constexpr int P = N / 2, G = 32 / P;
+  __shared__ PairSmem<T, N> smem[kPairWarpsPerBlock];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / P, l = lane % P, gbase = g * P;
+  const int64_t b0 = ((int64_t)blockIdx.x * kPairWarpsPerBlock + warp) * G;
+  if (b0 >= batch) return; /* whole warp idle */
+  const int64_t b = b0 + g;
+  const bool live = b < batch;
+  PairSmem<T, N> &sm = smem[warp];
+  T(&st)[N][kStageLd<N>] = sm.stage[g];
+  const int64_t nn = (int64_t)n * n;
+  const int p0 = 2 * l, q0 = 2 * l + 1; /* this lane's positions */
+
+  /* Load rows p0 and q0 into shared memory (st[j][r] = A(r, j)), then take
+   * columns p0 and q0, mirroring the uplo triangle. */
+  if (live)
+    for (int r = p0; r <= q0 && r < n; ++r)
+      for (int j = 0; j < n; ++j) st[j][r] = widen(A[b * nn + r + (int64_t)j * n]);
+  __syncwarp();
+  PairState<T, N> s;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const bool in_a = uplo == 0 ? i >= p0 : i <= p0, in_b = uplo == 0 ? i >= q0 : i <= q0;
+    s.ca[i] = live && i < n && p0 < n ? (in_a ? st[p0][i] : st[i][p0]) : T(0);
+    s.cb[i] = live && i < n && q0 < n ? (in_b ? st[q0][i] : st[i][q0]) : T(0);
+  }
+  __syncwarp(); /* st is reused for the vectors */
+
+  /* Scale by a power of two so that max|a_ij| is in [0.5, 1). */
+  T amax = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) amax = fmax(amax, fmax(fabs(s.ca[i]), fabs(s.cb[i])));
+#pragma unroll
+  for (int o = P / 2; o > 0; o >>= 1) amax = fmax(amax, __shfl_xor_sync(kFullMask, amax, o));
+  int e = 0;
+  if (amax > 0 && isfinite(amax)) frexp(amax, &e);
+  s.dp = s.dq = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    s.ca[i] = ldexp(s.ca[i], -e);
+    s.cb[i] = ldexp(s.cb[i], -e);
+    s.dp = i == p0 ? s.ca[i] : s.dp;
+    s.dq = i == q0 ? s.cb[i] : s.dq;
+  }
+
+  T v0[N], v1[N]; /* unused (and optimized away) without WANT_V */
+  if constexpr (WANT_V) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      v0[j] = j == p0 ? T(1) : T(0);
+      v1[j] = j == q0 ? T(1) : T(0);
+    }
+  }
+
+  const bool first = l == 0, last = l == P - 1;
+  const int from_left = gbase + (first ? 0 : l - 1), from_right = gbase + (last ? l : l + 1);
+  const int src_p = first ? 0 : l == 1 ? 1 : p0 - 2, src_q = last ? p0 : q0 + 2; /* Ring::next^-1 */
+  const unsigned gmask = (unsigned)(((1ull << P) - 1) << gbase);
+  int t = 0;     /* steps taken, modulo N - 1 */
+  int quiet = 0; /* consecutive steps without a rotation in this group */
+  bool converged = false;
+  static_assert(kPairMaxSweeps * (N - 1) % 2 == 0, "whole iterations");
+  for (int step = 0; step < kPairMaxSweeps * (N - 1); step += 2) {
+    bool rotated = pair_step<T, N, WANT_V>(s, v0, v1, l, first, last, from_left, from_right, src_p,
+                                           src_q, st, sm.rot[0][g]);
+    rotated = pair_step<T, N, WANT_V>(s, v0, v1, l, first, last, from_left, from_right, src_p,
+                                      src_q, st, sm.rot[1][g]) ||
+              rotated;
+    t = t + 2 >= N - 1 ? t + 2 - (N - 1) : t + 2;
+    /* convergence as in the warp kernel */
+    quiet = (__ballot_sync(kFullMask, rotated) & gmask) ? 0 : quiet + 2;
+    if (__any_sync(kFullMask, quiet > 0 && !converged)) {
+      bool small = true;
+      const T bound_a = Prec<T>::eps * s.ip, bound_b = Prec<T>::eps * s.iq;
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+        small &=
+            ((i == p0) | (fabs(s.ca[i]) <= bound_a)) & ((i == q0) | (fabs(s.cb[i]) <= bound_b));
+      const unsigned big = __ballot_sync(kFullMask, !small);
+      converged = converged || (big & gmask) == 0;
+    }
+    converged = converged || quiet >= N - 1;
+    if (__all_sync(kFullMask, converged)) break;
+  }
+
+  /* Eigenvalues of the indices at positions p0 and q0, ranked ascending. */
+  const T lp = ldexp(s.dp, e), lq = ldexp(s.dq, e);
+  const int xp = Ring<N>::index_at(p0, t), xq = Ring<N>::index_at(q0, t);
+  int rank_p = 0, rank_q = 0;
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+    const T op = __shfl_sync(kFullMask, lp, gbase + j), oq = __shfl_sync(kFullMask, lq, gbase + j);
+    const int yp = Ring<N>::index_at(2 * j, t), yq = Ring<N>::index_at(2 * j + 1, t);
+    rank_p += (yp < n && before(op, yp, lp, xp)) + (yq < n && before(oq, yq, lp, xp));
+    rank_q += (yp < n && before(op, yp, lq, xq)) + (yq < n && before(oq, yq, lq, xq));
+  }
+  const bool failed = !converged;
+  if (live && xp < n) put(W + b * n + rank_p, failed ? quiet_nan<T>() : lp);
+  if (live && xq < n) put(W + b * n + rank_q, failed ? quiet_nan<T>() : lq);
+  bool ok = !failed && (xp >= n || finite_as<S>(lp)) && (xq >= n || finite_as<S>(lq));
+
+  if constexpr (WANT_V) {
+    /* V = U D: the column at position j is U's column times its scale.
+     * Through shared memory: st[position][row], then this lane's two
+     * columns, signed (first entry of largest magnitude positive, as the
+     * CPU), to st[rank][row], then rows p0 and q0 stored. */
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      st[j][p0] = v0[j];
+      st[j][q0] = v1[j];
+    }
+    __syncwarp();
+    T colp[N], colq[N];
+    T bp = -1, bq = -1, vp = 0, vq = 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      colp[i] = st[p0][i] * s.sp;
+      colq[i] = st[q0][i] * s.sq;
+      if (i < n && fabs(colp[i]) > bp) bp = fabs(colp[i]), vp = colp[i];
+      if (i < n && fabs(colq[i]) > bq) bq = fabs(colq[i]), vq = colq[i];
+    }
+    const T sgp = failed ? quiet_nan<T>() : vp < 0 ? T(-1) : T(1);
+    const T sgq = failed ? quiet_nan<T>() : vq < 0 ? T(-1) : T(1);
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (xp < n) st[rank_p][i] = sgp * colp[i];
+      if (xq < n) st[rank_q][i] = sgq * colq[i];
+    }
+    __syncwarp();
+    S *Vb = V + b * nn;
+    if (live)
+      for (int r = p0; r <= q0 && r < n; ++r)
+        for (int j = 0; j < n; ++j) {
+          put(Vb + r + (int64_t)j * n, st[j][r]);
+          ok = ok && finite_as<S>(st[j][r]);
+        }
+  }
+  const bool group_ok = (__ballot_sync(kFullMask, !ok) & gmask) == 0;
+  if (live && l == 0) {
+    info[b] = failed ? 1 : 0;
+    if (flags) flags[b] = group_ok ? 0 : 2;
+  }
+}
+
+template <typename S, typename T, int N>
+void launch_pairs(const void *A, int uplo, int n, int64_t batch, void *W, void *V, int *info,
+                  int *flags, cudaStream_t stream) {
+  constexpr int64_t per_block = kPairWarpsPerBlock * (64 / N);
+  constexpr int64_t max_blocks = INT32_MAX;
+  const S *a = static_cast<const S *>(A);
+  S *w = static_cast<S *>(W), *v = static_cast<S *>(V);
+  for (int64_t b = 0; b < batch; b += max_blocks * per_block) {
+    const int64_t count = batch - b < max_blocks * per_block ? batch - b : max_blocks * per_block;
+    const unsigned blocks = (unsigned)((count + per_block - 1) / per_block);
+    const int64_t nn = (int64_t)n * n;
+    if (v)
+      eigh_jacobi_pairs_kernel<S, T, N, true><<<blocks, 32 * kPairWarpsPerBlock, 0, stream>>>(
+          a + b * nn, uplo, n, count, w + b * n, v + b * nn, info + b, flags ? flags + b : nullptr);
+    else
+      eigh_jacobi_pairs_kernel<S, T, N, false><<<blocks, 32 * kPairWarpsPerBlock, 0, stream>>>(
+          a + b * nn, uplo, n, count, w + b * n, nullptr, info + b, flags ? flags + b : nullptr);
+  }
+}
+
+} /* namespace */
+
+cudaError_t eigh_jacobi_pairs(int dtype, const void *A, int uplo, int n, int64_t batch, void *W,
+                              void *V, int *info, int *flags, cudaStream_t stream) {
+  if (dtype == kF32)
+    launch_pairs<float, float, 16>(A, uplo, n, batch, W, V, info, flags, stream);
+  else if (dtype == kF64)
+    launch_pairs<double, double, 16>(A, uplo, n, batch, W, V, info, flags, stream);
+  else
+    launch_pairs<bf16, float, 16>(A, uplo, n, batch, W, V, info, flags, stream);
+  return cudaGetLastError();
+}
+
+} /* namespace gstat_cu */
