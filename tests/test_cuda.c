@@ -179,7 +179,7 @@ static void eigh_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_family 
 static void test_eigh_families(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
-  const int64_t sizes[] = {1, 2, 3, 5, 16, 20, 32, 33, 64, 128, 500, 2048};
+  const int64_t sizes[] = {1, 2, 3, 5, 12, 16, 20, 32, 33, 64, 128, 500, 2048};
   int k = 0;
   for (int f = 0; f < TU_FAMILY_COUNT; f++)
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++, k++)
@@ -492,13 +492,13 @@ static void test_eigh_caller_buffers(void **state) {
 }
 
 /* bf16 data in device memory: n <= 32 (and n = 40 at this batch) runs the
- * Jacobi kernels on bf16 directly, n = 64 at this batch a float32 copy
- * (XsyevBatched) half the batch at a time. */
+ * Jacobi kernels on bf16 directly (n = 12: the pair-per-lane kernel), n = 64
+ * at this batch a float32 copy (XsyevBatched) half the batch at a time. */
 static void test_eigh_bf16_device(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
-  const int64_t ns[] = {5, 32, 40, 64};
-  for (int s = 0; s < 4; s++)
+  const int64_t ns[] = {5, 12, 32, 40, 64};
+  for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++)
     for (int u = 0; u < 2; u++)
       eigh_case(gpu, cpu, GSTAT_BF16, TU_RANDOM, ns[s], 9, TU_COL_MAJOR, (gstat_uplo)u, true);
   gstat_ctx_destroy(gpu);

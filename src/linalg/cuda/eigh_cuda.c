@@ -1,8 +1,9 @@
 /*
  * eigh on the GPU, dispatched by matrix order (one table, measured on the
  * H200; bench/README.md has the numbers):
- *   n <= 32          our Jacobi kernel (kernels/, a warp per matrix), one
- *                    launch for the batch
+ *   n <= 32          our Jacobi kernel (kernels/, a warp per matrix; in
+ *                    float compute with 8 < n <= 16 a pair of columns per
+ *                    lane), one launch for the batch
  *   32 < n <= 64     our Jacobi kernel (a block per matrix) for a single
  *                    matrix or a batch large enough to hide its per-step
  *                    latency (jacobi_rules); both Jacobi kernels read and

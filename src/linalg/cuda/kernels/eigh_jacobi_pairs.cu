@@ -3,12 +3,8 @@
  * with a whole pair of columns per lane.
  *
  * Why. The warp kernel (eigh_jacobi.cu) gives each lane one column, so both
- * lanes of a pair run the rotation's ~36 double-precision instructions and
- * only one of them is used; at N = 16 that is 36 of every 84 such
- * instructions, and that kernel is bound by the FP64 pipe and issue (Nsight
- * Compute: 61 % of issue slots, stalls on dependencies, dispatch and the
- * FP64 pipe; four more multiplies an iteration made it 4 % slower). Here a
- * group of P = N/2 lanes owns one matrix (G = 32/P matrices a warp), and lane
+ * lanes of a pair compute the same rotation and only one of them is used.
+ * Here a group of P = N/2 lanes owns one matrix (G = 32/P matrices a warp), and lane
  * l owns the pair at positions (2l, 2l + 1) of the same circle schedule
  * (Ring):
  *   - ca[], cb[]: A's columns at positions 2l and 2l + 1 (indices p, q),
@@ -18,14 +14,23 @@
  * Every lane computes a rotation that is used. The column rotation is local;
  * the row rotations and V's columns need every pair's (x, y) (shared memory,
  * one __syncwarp a step), on static register pairs as in the warp kernel.
- * Between steps the columns move to their next positions through shared
- * memory: each lane stores its two and reads back the two that move to its
- * positions, by address. (Shuffles would need three selects a word at the
- * circle's ends, lane 0 and lane P - 1, and as many registers again: that
- * version took 934 instructions an iteration for four double matrices and
- * 248 registers, and ran 2.5 % slower than the warp kernel, H200.) The
- * diagonal entries and scales travel by shuffles.
+ * Between steps the columns move to their next positions by shuffles (two
+ * a word, and selects for the circle's ends: lane 0 sends its second column
+ * and keeps its first; lane P - 1 moves its first column to its second).
  * Padding, scaling, convergence test and outputs are the warp kernel's.
+ *
+ * Float compute only (float32, bfloat16). kernels_selftest on the H200,
+ * 100000 x 16, ms, this kernel / the warp kernel, three rounds:
+ *   float  with vectors 0.982-0.983 / 1.088-1.090, values only
+ *          0.785-0.786 / 0.911-0.913;
+ *   double with vectors 1.885-1.890 / 1.836-1.841, values only
+ *          1.640-1.648 / 1.582-1.588, so double stays on the warp kernel.
+ * With double, 248 registers a thread (2 blocks an SM). Tried for double,
+ * same runs: the columns moved through shared memory instead (fewer
+ * instructions, 732 against 934 an iteration for four matrices): 3.15 ms,
+ * with every 16-byte access 2-way bank conflicted; with a conflict-free
+ * layout (8-byte accesses) 1.864; capped at 168 or 200 registers (spills)
+ * 3.70 and 3.35. Float through shared memory: 1.013-1.016.
  */
 #include "jacobi_common.cuh"
 
@@ -48,16 +53,16 @@ constexpr int kStageLd = N + 2;
 template <typename T, int N>
 struct PairSmem {
   static constexpr int P = N / 2, G = 32 / P;
-  /* [group][position or column][row]: the columns between steps, then the
-   * eigenvectors */
+  /* [group][column][row]: the input's rows, then the eigenvectors */
   alignas(16) T stage[G][N][kStageLd<N>];
   Coeffs<T> rot[2][G][P]; /* double-buffered by step parity */
 };
 
-/* The circle's move for a value that travels with the lane's columns (the
- * diagonal entries, the scales): the new first comes from the left
- * neighbour's first (lane 1: lane 0's second; lane 0 keeps its own), the
- * new second from the right neighbour's second (lane P - 1: its own first). */
+/* The circle's move for one word of a column pair (and for the diagonal
+ * entries and scales that travel with the columns): the new first comes
+ * from the left neighbour's first (lane 1: lane 0's second; lane 0 keeps
+ * its own), the new second from the right neighbour's second (lane P - 1:
+ * its own first). */
 template <typename T>
 __device__ __forceinline__ void move_pair(T &a, T &b, int from_left, int from_right, bool first,
                                           bool last) {
@@ -79,7 +84,6 @@ struct PairState {
 template <typename T, int N, bool WANT_V>
 __device__ __forceinline__ bool pair_step(PairState<T, N> &s, T (&v0)[N], T (&v1)[N], int l,
                                           bool first, bool last, int from_left, int from_right,
-                                          int src_p, int src_q, T (&st)[N][kStageLd<N>],
                                           Coeffs<T> *rots) {
   constexpr bool scaled = Prec<T>::scaled;
   constexpr int P = N / 2;
@@ -126,23 +130,8 @@ __device__ __forceinline__ bool pair_step(PairState<T, N> &s, T (&v0)[N], T (&v1
     ring_advance(v0);
     ring_advance(v1);
   }
-  /* The columns through shared memory, read back from the positions they
-   * move from: by address, where shuffles would need three selects a word at
-   * the circle's ends and as many registers again (248 a thread for double
-   * with vectors, 2 blocks an SM). The next step's __syncwarp orders these
-   * reads before its stores. */
-  const int p0 = 2 * l, q0 = 2 * l + 1;
 #pragma unroll
-  for (int i = 0; i < N; ++i) {
-    st[p0][i] = s.ca[i];
-    st[q0][i] = s.cb[i];
-  }
-  __syncwarp();
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
-    s.ca[i] = st[src_p][i];
-    s.cb[i] = st[src_q][i];
-  }
+  for (int i = 0; i < N; ++i) move_pair(s.ca[i], s.cb[i], from_left, from_right, first, last);
   move_pair(s.dp, s.dq, from_left, from_right, first, last);
   if constexpr (scaled) {
     move_pair(s.sp, s.sq, from_left, from_right, first, last);
@@ -212,18 +201,17 @@ __global__ void __launch_bounds__(32 * kPairWarpsPerBlock, 1)
 
   const bool first = l == 0, last = l == P - 1;
   const int from_left = gbase + (first ? 0 : l - 1), from_right = gbase + (last ? l : l + 1);
-  const int src_p = first ? 0 : l == 1 ? 1 : p0 - 2, src_q = last ? p0 : q0 + 2; /* Ring::next^-1 */
   const unsigned gmask = (unsigned)(((1ull << P) - 1) << gbase);
   int t = 0;     /* steps taken, modulo N - 1 */
   int quiet = 0; /* consecutive steps without a rotation in this group */
   bool converged = false;
   static_assert(kPairMaxSweeps * (N - 1) % 2 == 0, "whole iterations");
   for (int step = 0; step < kPairMaxSweeps * (N - 1); step += 2) {
-    bool rotated = pair_step<T, N, WANT_V>(s, v0, v1, l, first, last, from_left, from_right, src_p,
-                                           src_q, st, sm.rot[0][g]);
-    rotated = pair_step<T, N, WANT_V>(s, v0, v1, l, first, last, from_left, from_right, src_p,
-                                      src_q, st, sm.rot[1][g]) ||
-              rotated;
+    bool rotated =
+        pair_step<T, N, WANT_V>(s, v0, v1, l, first, last, from_left, from_right, sm.rot[0][g]);
+    rotated =
+        pair_step<T, N, WANT_V>(s, v0, v1, l, first, last, from_left, from_right, sm.rot[1][g]) ||
+        rotated;
     t = t + 2 >= N - 1 ? t + 2 - (N - 1) : t + 2;
     /* convergence as in the warp kernel */
     quiet = (__ballot_sync(kFullMask, rotated) & gmask) ? 0 : quiet + 2;
@@ -327,10 +315,10 @@ cudaError_t eigh_jacobi_pairs(int dtype, const void *A, int uplo, int n, int64_t
                               void *V, int *info, int *flags, cudaStream_t stream) {
   if (dtype == kF32)
     launch_pairs<float, float, 16>(A, uplo, n, batch, W, V, info, flags, stream);
-  else if (dtype == kF64)
-    launch_pairs<double, double, 16>(A, uplo, n, batch, W, V, info, flags, stream);
-  else
+  else if (dtype == kBF16)
     launch_pairs<bf16, float, 16>(A, uplo, n, batch, W, V, info, flags, stream);
+  else
+    return cudaErrorInvalidValue; /* double: the warp kernel (see the top) */
   return cudaGetLastError();
 }
 

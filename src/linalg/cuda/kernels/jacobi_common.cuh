@@ -1,6 +1,7 @@
-/* Pieces shared by the two Jacobi eigensolvers of this directory: the warp
- * kernel for n <= 32 (eigh_jacobi.cu) and the block kernel for
- * 32 < n <= 64 (eigh_jacobi_block.cu). Internal to these .cu files. */
+/* Pieces shared by the Jacobi eigensolvers of this directory: the warp
+ * kernel for n <= 32 (eigh_jacobi.cu), the pair-per-lane kernel for
+ * 8 < n <= 16 in float compute (eigh_jacobi_pairs.cu) and the block kernel
+ * for 32 < n <= 64 (eigh_jacobi_block.cu). Internal to these .cu files. */
 #ifndef GSTAT_LINALG_CUDA_KERNELS_JACOBI_COMMON_CUH
 #define GSTAT_LINALG_CUDA_KERNELS_JACOBI_COMMON_CUH
 
@@ -13,7 +14,7 @@ namespace gstat_cu {
 cudaError_t eigh_jacobi_block(int dtype, const void *A, int uplo, int n, int64_t batch, void *W,
                               void *V, int *info, int *flags, cudaStream_t stream);
 /* The pair-per-lane kernel for 8 < n <= 16 (eigh_jacobi_pairs.cu), same
- * arguments. */
+ * arguments; float32 and bfloat16 only (cudaErrorInvalidValue otherwise). */
 cudaError_t eigh_jacobi_pairs(int dtype, const void *A, int uplo, int n, int64_t batch, void *W,
                               void *V, int *info, int *flags, cudaStream_t stream);
 
