@@ -4,9 +4,9 @@
  *
  * Why. The warp kernel (eigh_jacobi.cu) gives each lane one column, so both
  * lanes of a pair compute the same rotation and only one of them is used.
- * Here a group of P = N/2 lanes owns one matrix (G = 32/P matrices a warp), and lane
- * l owns the pair at positions (2l, 2l + 1) of the same circle schedule
- * (Ring):
+ * Here a group of P = N/2 lanes owns one matrix (G = 32/P matrices a
+ * warp), and lane l owns the pair at positions (2l, 2l + 1) of the same
+ * circle schedule (Ring):
  *   - ca[], cb[]: A's columns at positions 2l and 2l + 1 (indices p, q),
  *     rows in position order, with the exact diagonal entries dp, dq and the
  *     column scales of Scale (sp, ip, sq, iq) beside them;
@@ -30,7 +30,8 @@
  * instructions, 732 against 934 an iteration for four matrices): 3.15 ms,
  * with every 16-byte access 2-way bank conflicted; with a conflict-free
  * layout (8-byte accesses) 1.864; capped at 168 or 200 registers (spills)
- * 3.70 and 3.35. Float through shared memory: 1.013-1.016.
+ * 3.70 and 3.35. Float through shared memory: 1.013-1.016. The staging
+ * stride N + 2 instead of N + 1: float 1.004-1.008 against 0.983-0.985.
  */
 #include "jacobi_common.cuh"
 
@@ -46,15 +47,12 @@ struct alignas(2 * sizeof(T)) Coeffs {
   T x, y;
 };
 
-/* A column's stride in shared memory: 16-byte aligned for vector accesses */
-template <int N>
-constexpr int kStageLd = N + 2;
-
 template <typename T, int N>
 struct PairSmem {
   static constexpr int P = N / 2, G = 32 / P;
-  /* [group][column][row]: the input's rows, then the eigenvectors */
-  alignas(16) T stage[G][N][kStageLd<N>];
+  /* [group][column][row]: the input's rows, then the eigenvectors (an odd
+   * stride, N + 1, spreads a column's rows over the banks) */
+  T stage[G][N][N + 1];
   Coeffs<T> rot[2][G][P]; /* double-buffered by step parity */
 };
 
@@ -154,7 +152,7 @@ __global__ void __launch_bounds__(32 * kPairWarpsPerBlock, 1)
   const int64_t b = b0 + g;
   const bool live = b < batch;
   PairSmem<T, N> &sm = smem[warp];
-  T(&st)[N][kStageLd<N>] = sm.stage[g];
+  T(&st)[N][N + 1] = sm.stage[g];
   const int64_t nn = (int64_t)n * n;
   const int p0 = 2 * l, q0 = 2 * l + 1; /* this lane's positions */
 
