@@ -98,7 +98,6 @@ namespace gstat_cu {
 namespace {
 
 constexpr int kWarpsPerBlock = 4;
-constexpr int kMaxSweeps = 20; /* graded double matrices need up to ~14 */
 
 /* What a step publishes per pair (shared memory). Every lane's row and
  * column updates read (x, y) of every pair, loaded as one vector: the
@@ -430,9 +429,11 @@ void launch_jacobi_n(const void *A, int uplo, int n, int64_t batch, void *W, voi
     launch_jacobi<S, T, 4>(A, uplo, n, batch, W, V, info, flags, stream);
   else if (n <= 8)
     launch_jacobi<S, T, 8>(A, uplo, n, batch, W, V, info, flags, stream);
-  else if (n <= 16)
-    launch_jacobi<S, T, 16>(A, uplo, n, batch, W, V, info, flags, stream);
-  else
+  else if (n <= 16) {
+    /* float compute runs eigh_jacobi_pairs.cu here (gstat_cu_eigh_jacobi) */
+    if constexpr (sizeof(T) == 8)
+      launch_jacobi<S, T, 16>(A, uplo, n, batch, W, V, info, flags, stream);
+  } else
     launch_jacobi<S, T, 32>(A, uplo, n, batch, W, V, info, flags, stream);
 }
 
@@ -449,7 +450,7 @@ extern "C" cudaError_t gstat_cu_eigh_jacobi(int dtype, const void *A, int uplo, 
   if (n == 0 || batch == 0) return cudaSuccess;
   if (!A || !W || !info) return cudaErrorInvalidValue;
   if (n > 32) return eigh_jacobi_block(dtype, A, uplo, (int)n, batch, W, V, info, flags, stream);
-  if (n > 8 && n <= 16 && dtype != kF64) /* float compute: eigh_jacobi_pairs.cu */
+  if (n > 8 && n <= 16 && (dtype == kF32 || dtype == kBF16)) /* eigh_jacobi_pairs.cu */
     return eigh_jacobi_pairs(dtype, A, uplo, (int)n, batch, W, V, info, flags, stream);
   if (dtype == kF32)
     launch_jacobi_n<float, float>(A, uplo, (int)n, batch, W, V, info, flags, stream);

@@ -30,7 +30,8 @@
  * instructions, 732 against 934 an iteration for four matrices): 3.15 ms,
  * with every 16-byte access 2-way bank conflicted; with a conflict-free
  * layout (8-byte accesses) 1.864; capped at 168 or 200 registers (spills)
- * 3.70 and 3.35. Float through shared memory: 1.013-1.016. The staging
+ * 3.70 and 3.35 (the latter with blocks of 2 warps). Float through shared
+ * memory (either layout): 1.013-1.016. The staging
  * stride N + 2 instead of N + 1: float 1.004-1.008 against 0.983-0.985.
  */
 #include "jacobi_common.cuh"
@@ -39,7 +40,6 @@ namespace gstat_cu {
 namespace {
 
 constexpr int kPairWarpsPerBlock = 4;
-constexpr int kPairMaxSweeps = 20; /* as the warp kernel */
 
 /* A pair's transform as published: (c, s), or (alpha, beta) when scaled */
 template <typename T>
@@ -74,8 +74,10 @@ __device__ __forceinline__ void move_pair(T &a, T &b, int from_left, int from_ri
 template <typename T, int N>
 struct PairState {
   T ca[N], cb[N];
-  T dp, dq;                         /* exact diagonal entries */
-  T sp = 1, ip = 1, sq = 1, iq = 1; /* column scales and inverses (Scale) */
+  T dp, dq; /* exact diagonal entries */
+  /* column scales and inverses (Scale, eigh_jacobi.cu): double only, a
+   * case measured (see the top) but not dispatched */
+  T sp = 1, ip = 1, sq = 1, iq = 1;
 };
 
 /* One parallel step; returns whether this lane's pair rotated. */
@@ -203,8 +205,8 @@ __global__ void __launch_bounds__(32 * kPairWarpsPerBlock, 1)
   int t = 0;     /* steps taken, modulo N - 1 */
   int quiet = 0; /* consecutive steps without a rotation in this group */
   bool converged = false;
-  static_assert(kPairMaxSweeps * (N - 1) % 2 == 0, "whole iterations");
-  for (int step = 0; step < kPairMaxSweeps * (N - 1); step += 2) {
+  static_assert(kMaxSweeps * (N - 1) % 2 == 0, "whole iterations");
+  for (int step = 0; step < kMaxSweeps * (N - 1); step += 2) {
     bool rotated =
         pair_step<T, N, WANT_V>(s, v0, v1, l, first, last, from_left, from_right, sm.rot[0][g]);
     rotated =
@@ -290,7 +292,7 @@ __global__ void __launch_bounds__(32 * kPairWarpsPerBlock, 1)
 template <typename S, typename T, int N>
 void launch_pairs(const void *A, int uplo, int n, int64_t batch, void *W, void *V, int *info,
                   int *flags, cudaStream_t stream) {
-  constexpr int64_t per_block = kPairWarpsPerBlock * (64 / N);
+  constexpr int64_t per_block = kPairWarpsPerBlock * PairSmem<T, N>::G;
   constexpr int64_t max_blocks = INT32_MAX;
   const S *a = static_cast<const S *>(A);
   S *w = static_cast<S *>(W), *v = static_cast<S *>(V);
@@ -311,6 +313,7 @@ void launch_pairs(const void *A, int uplo, int n, int64_t batch, void *W, void *
 
 cudaError_t eigh_jacobi_pairs(int dtype, const void *A, int uplo, int n, int64_t batch, void *W,
                               void *V, int *info, int *flags, cudaStream_t stream) {
+  if (n <= 8 || n > 16) return cudaErrorInvalidValue;
   if (dtype == kF32)
     launch_pairs<float, float, 16>(A, uplo, n, batch, W, V, info, flags, stream);
   else if (dtype == kBF16)

@@ -14,11 +14,16 @@ namespace gstat_cu {
 cudaError_t eigh_jacobi_block(int dtype, const void *A, int uplo, int n, int64_t batch, void *W,
                               void *V, int *info, int *flags, cudaStream_t stream);
 /* The pair-per-lane kernel for 8 < n <= 16 (eigh_jacobi_pairs.cu), same
- * arguments; float32 and bfloat16 only (cudaErrorInvalidValue otherwise). */
+ * arguments; float32 and bfloat16 only (cudaErrorInvalidValue for another
+ * dtype or n). */
 cudaError_t eigh_jacobi_pairs(int dtype, const void *A, int uplo, int n, int64_t batch, void *W,
                               void *V, int *info, int *flags, cudaStream_t stream);
 
 namespace {
+
+/* Sweeps before the warp and pair kernels give up on an element (info = 1):
+ * graded double matrices need up to ~14. */
+constexpr int kMaxSweeps = 20;
 
 /* Per-precision constants and the reciprocal square root of the rotation
  * formula (its arguments are >= 4 eps^2 and at most ~16 n^2, never

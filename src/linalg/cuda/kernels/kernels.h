@@ -44,7 +44,8 @@ cudaError_t gstat_cu_scatter(const void *src, int src_dtype, int64_t batch, int6
                              int64_t cs, cudaStream_t stream);
 
 /* Symmetric eigensolver for n <= 64 (cyclic Jacobi: a warp per matrix up
- * to n = 32, a block per matrix above). dtype 1, 2 or 3 (bf16
+ * to n = 32, for float32 and bf16 with 8 < n <= 16 a pair of columns per
+ * lane, a block per matrix above). dtype 1, 2 or 3 (bf16
  * A, W and V, computed in float, stored rounded to nearest even); A, V dense
  * column-major batches (stride n*n), W dense (stride n). Only the uplo
  * triangle (0 lower, 1 upper) of A is read. W ascends; column j of V is the
