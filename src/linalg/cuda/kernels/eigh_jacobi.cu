@@ -404,22 +404,9 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 1)
 template <typename S, typename T, int N>
 void launch_jacobi(const void *A, int uplo, int n, int64_t batch, void *W, void *V, int *info,
                    int *flags, cudaStream_t stream) {
-  constexpr int64_t per_block = kWarpsPerBlock * (32 / N);
-  constexpr int64_t max_blocks = INT32_MAX;
-  const S *a = static_cast<const S *>(A);
-  S *w = static_cast<S *>(W), *v = static_cast<S *>(V);
-  /* chunks keep the grid within its limit for any batch */
-  for (int64_t b = 0; b < batch; b += max_blocks * per_block) {
-    const int64_t count = batch - b < max_blocks * per_block ? batch - b : max_blocks * per_block;
-    const unsigned blocks = (unsigned)((count + per_block - 1) / per_block);
-    const int64_t nn = (int64_t)n * n;
-    if (v)
-      eigh_jacobi_kernel<S, T, N, true><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(
-          a + b * nn, uplo, n, count, w + b * n, v + b * nn, info + b, flags ? flags + b : nullptr);
-    else
-      eigh_jacobi_kernel<S, T, N, false><<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(
-          a + b * nn, uplo, n, count, w + b * n, nullptr, info + b, flags ? flags + b : nullptr);
-  }
+  launch_over_batch<S>(V ? eigh_jacobi_kernel<S, T, N, true> : eigh_jacobi_kernel<S, T, N, false>,
+                       kWarpsPerBlock * (32 / N), 32 * kWarpsPerBlock, A, uplo, n, batch, W, V,
+                       info, flags, stream);
 }
 
 template <typename S, typename T>
@@ -430,9 +417,10 @@ void launch_jacobi_n(const void *A, int uplo, int n, int64_t batch, void *W, voi
   else if (n <= 8)
     launch_jacobi<S, T, 8>(A, uplo, n, batch, W, V, info, flags, stream);
   else if (n <= 16) {
-    /* float compute runs eigh_jacobi_pairs.cu here (gstat_cu_eigh_jacobi) */
-    if constexpr (sizeof(T) == 8)
+    if constexpr (Prec<T>::scaled) /* double: the pair kernel was slower */
       launch_jacobi<S, T, 16>(A, uplo, n, batch, W, V, info, flags, stream);
+    else /* each rotation computed once (eigh_jacobi_pairs.cu) */
+      launch_jacobi_pairs<S>(A, uplo, n, batch, W, V, info, flags, stream);
   } else
     launch_jacobi<S, T, 32>(A, uplo, n, batch, W, V, info, flags, stream);
 }
@@ -450,8 +438,6 @@ extern "C" cudaError_t gstat_cu_eigh_jacobi(int dtype, const void *A, int uplo, 
   if (n == 0 || batch == 0) return cudaSuccess;
   if (!A || !W || !info) return cudaErrorInvalidValue;
   if (n > 32) return eigh_jacobi_block(dtype, A, uplo, (int)n, batch, W, V, info, flags, stream);
-  if (n > 8 && n <= 16 && (dtype == kF32 || dtype == kBF16)) /* eigh_jacobi_pairs.cu */
-    return eigh_jacobi_pairs(dtype, A, uplo, (int)n, batch, W, V, info, flags, stream);
   if (dtype == kF32)
     launch_jacobi_n<float, float>(A, uplo, (int)n, batch, W, V, info, flags, stream);
   else if (dtype == kF64)

@@ -8,11 +8,11 @@
  * warp), and lane l owns the pair at positions (2l, 2l + 1) of the same
  * circle schedule (Ring):
  *   - ca[], cb[]: A's columns at positions 2l and 2l + 1 (indices p, q),
- *     rows in position order, with the exact diagonal entries dp, dq and the
- *     column scales of Scale (sp, ip, sq, iq) beside them;
+ *     rows in position order, with the exact diagonal entries dp, dq beside
+ *     them;
  *   - v0[], v1[]: rows 2l and 2l + 1 of V, columns in position order.
  * Every lane computes a rotation that is used. The column rotation is local;
- * the row rotations and V's columns need every pair's (x, y) (shared memory,
+ * the row rotations and V's columns need every pair's (c, s) (shared memory,
  * one __syncwarp a step), on static register pairs as in the warp kernel.
  * Between steps the columns move to their next positions by shuffles (two
  * a word, and selects for the circle's ends: lane 0 sends its second column
@@ -31,8 +31,10 @@
  * with every 16-byte access 2-way bank conflicted; with a conflict-free
  * layout (8-byte accesses) 1.864; capped at 168 or 200 registers (spills)
  * 3.70 and 3.35 (the latter with blocks of 2 warps). Float through shared
- * memory (either layout): 1.013-1.016. The staging
- * stride N + 2 instead of N + 1: float 1.004-1.008 against 0.983-0.985.
+ * memory (either layout): 1.013-1.016. The staging stride N + 2 instead of
+ * N + 1: float 1.004-1.008 against 0.983-0.985. (The double versions, with
+ * the warp kernel's scaled columns, are not kept here; the shared-memory
+ * one is on the branch experiment/jacobi-pairs.)
  */
 #include "jacobi_common.cuh"
 
@@ -41,7 +43,7 @@ namespace {
 
 constexpr int kPairWarpsPerBlock = 4;
 
-/* A pair's transform as published: (c, s), or (alpha, beta) when scaled */
+/* A pair's rotation as published: (c, s) */
 template <typename T>
 struct alignas(2 * sizeof(T)) Coeffs {
   T x, y;
@@ -57,7 +59,7 @@ struct PairSmem {
 };
 
 /* The circle's move for one word of a column pair (and for the diagonal
- * entries and scales that travel with the columns): the new first comes
+ * entries that travel with the columns): the new first comes
  * from the left neighbour's first (lane 1: lane 0's second; lane 0 keeps
  * its own), the new second from the right neighbour's second (lane P - 1:
  * its own first). */
@@ -75,9 +77,6 @@ template <typename T, int N>
 struct PairState {
   T ca[N], cb[N];
   T dp, dq; /* exact diagonal entries */
-  /* column scales and inverses (Scale, eigh_jacobi.cu): double only, a
-   * case measured (see the top) but not dispatched */
-  T sp = 1, ip = 1, sq = 1, iq = 1;
 };
 
 /* One parallel step; returns whether this lane's pair rotated. */
@@ -85,42 +84,32 @@ template <typename T, int N, bool WANT_V>
 __device__ __forceinline__ bool pair_step(PairState<T, N> &s, T (&v0)[N], T (&v1)[N], int l,
                                           bool first, bool last, int from_left, int from_right,
                                           Coeffs<T> *rots) {
-  constexpr bool scaled = Prec<T>::scaled;
+  static_assert(!Prec<T>::scaled, "float compute only (see the top)");
   constexpr int P = N / 2;
-  T off = pick_odd(s.ca, 2 * l); /* B(q, p) */
-  if constexpr (scaled) off = off * s.sp * s.sq;
+  const T off = pick_odd(s.ca, 2 * l); /* A(q, p) */
   Rotation<T> r;
   const bool rotated = jacobi_rotation(s.dp, s.dq, off, r);
-  const T x = scaled ? r.t * (s.sq * s.ip) : r.c, y = scaled ? r.t * (s.sp * s.iq) : r.s;
-  rots[l] = Coeffs<T>{x, y};
+  rots[l] = Coeffs<T>{r.c, r.s};
   /* A J on this lane's two columns */
 #pragma unroll
-  for (int i = 0; i < N; ++i) transform_pair<scaled>(x, y, s.ca[i], s.cb[i]);
+  for (int i = 0; i < N; ++i) transform_pair<false>(r.c, r.s, s.ca[i], s.cb[i]);
   s.dp -= r.delta;
   s.dq += r.delta;
-  if constexpr (scaled) {
-    s.sp *= r.c;
-    s.sq *= r.c;
-    s.ip *= r.rc;
-    s.iq *= r.rc;
-    s.ip = fma(s.ip, fma(-s.sp, s.ip, T(1)), s.ip);
-    s.iq = fma(s.iq, fma(-s.sq, s.iq, T(1)), s.iq);
-  }
   __syncwarp();
   /* J^T (A J) on the rows, V J on the columns; the own 2x2 block cleared */
 #pragma unroll
   for (int m = 0; m < P; ++m) {
     const Coeffs<T> k = rots[m];
-    transform_pair<scaled>(k.x, k.y, s.ca[2 * m], s.ca[2 * m + 1]);
-    transform_pair<scaled>(k.x, k.y, s.cb[2 * m], s.cb[2 * m + 1]);
+    transform_pair<false>(k.x, k.y, s.ca[2 * m], s.ca[2 * m + 1]);
+    transform_pair<false>(k.x, k.y, s.cb[2 * m], s.cb[2 * m + 1]);
     const bool own = m == l;
     clear_if(s.ca[2 * m], own);
     clear_if(s.ca[2 * m + 1], own);
     clear_if(s.cb[2 * m], own);
     clear_if(s.cb[2 * m + 1], own);
     if constexpr (WANT_V) {
-      transform_pair<scaled>(k.x, k.y, v0[2 * m], v0[2 * m + 1]);
-      transform_pair<scaled>(k.x, k.y, v1[2 * m], v1[2 * m + 1]);
+      transform_pair<false>(k.x, k.y, v0[2 * m], v0[2 * m + 1]);
+      transform_pair<false>(k.x, k.y, v1[2 * m], v1[2 * m + 1]);
     }
   }
   /* next step's positions: rows by renaming registers, columns across lanes */
@@ -133,10 +122,6 @@ __device__ __forceinline__ bool pair_step(PairState<T, N> &s, T (&v0)[N], T (&v1
 #pragma unroll
   for (int i = 0; i < N; ++i) move_pair(s.ca[i], s.cb[i], from_left, from_right, first, last);
   move_pair(s.dp, s.dq, from_left, from_right, first, last);
-  if constexpr (scaled) {
-    move_pair(s.sp, s.sq, from_left, from_right, first, last);
-    move_pair(s.ip, s.iq, from_left, from_right, first, last);
-  }
   return rotated;
 }
 
@@ -217,11 +202,10 @@ __global__ void __launch_bounds__(32 * kPairWarpsPerBlock, 1)
     quiet = (__ballot_sync(kFullMask, rotated) & gmask) ? 0 : quiet + 2;
     if (__any_sync(kFullMask, quiet > 0 && !converged)) {
       bool small = true;
-      const T bound_a = Prec<T>::eps * s.ip, bound_b = Prec<T>::eps * s.iq;
+      const T bound = Prec<T>::eps;
 #pragma unroll
       for (int i = 0; i < N; ++i)
-        small &=
-            ((i == p0) | (fabs(s.ca[i]) <= bound_a)) & ((i == q0) | (fabs(s.cb[i]) <= bound_b));
+        small &= ((i == p0) | (fabs(s.ca[i]) <= bound)) & ((i == q0) | (fabs(s.cb[i]) <= bound));
       const unsigned big = __ballot_sync(kFullMask, !small);
       converged = converged || (big & gmask) == 0;
     }
@@ -260,8 +244,8 @@ __global__ void __launch_bounds__(32 * kPairWarpsPerBlock, 1)
     T bp = -1, bq = -1, vp = 0, vq = 0;
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-      colp[i] = st[p0][i] * s.sp;
-      colq[i] = st[q0][i] * s.sq;
+      colp[i] = st[p0][i];
+      colq[i] = st[q0][i];
       if (i < n && fabs(colp[i]) > bp) bp = fabs(colp[i]), vp = colp[i];
       if (i < n && fabs(colq[i]) > bq) bq = fabs(colq[i]), vq = colq[i];
     }
@@ -289,38 +273,22 @@ __global__ void __launch_bounds__(32 * kPairWarpsPerBlock, 1)
   }
 }
 
-template <typename S, typename T, int N>
-void launch_pairs(const void *A, int uplo, int n, int64_t batch, void *W, void *V, int *info,
-                  int *flags, cudaStream_t stream) {
-  constexpr int64_t per_block = kPairWarpsPerBlock * PairSmem<T, N>::G;
-  constexpr int64_t max_blocks = INT32_MAX;
-  const S *a = static_cast<const S *>(A);
-  S *w = static_cast<S *>(W), *v = static_cast<S *>(V);
-  for (int64_t b = 0; b < batch; b += max_blocks * per_block) {
-    const int64_t count = batch - b < max_blocks * per_block ? batch - b : max_blocks * per_block;
-    const unsigned blocks = (unsigned)((count + per_block - 1) / per_block);
-    const int64_t nn = (int64_t)n * n;
-    if (v)
-      eigh_jacobi_pairs_kernel<S, T, N, true><<<blocks, 32 * kPairWarpsPerBlock, 0, stream>>>(
-          a + b * nn, uplo, n, count, w + b * n, v + b * nn, info + b, flags ? flags + b : nullptr);
-    else
-      eigh_jacobi_pairs_kernel<S, T, N, false><<<blocks, 32 * kPairWarpsPerBlock, 0, stream>>>(
-          a + b * nn, uplo, n, count, w + b * n, nullptr, info + b, flags ? flags + b : nullptr);
-  }
-}
-
 } /* namespace */
 
-cudaError_t eigh_jacobi_pairs(int dtype, const void *A, int uplo, int n, int64_t batch, void *W,
-                              void *V, int *info, int *flags, cudaStream_t stream) {
-  if (n <= 8 || n > 16) return cudaErrorInvalidValue;
-  if (dtype == kF32)
-    launch_pairs<float, float, 16>(A, uplo, n, batch, W, V, info, flags, stream);
-  else if (dtype == kBF16)
-    launch_pairs<bf16, float, 16>(A, uplo, n, batch, W, V, info, flags, stream);
-  else
-    return cudaErrorInvalidValue; /* double: the warp kernel (see the top) */
-  return cudaGetLastError();
+template <typename S>
+void launch_jacobi_pairs(const void *A, int uplo, int n, int64_t batch, void *W, void *V, int *info,
+                         int *flags, cudaStream_t stream) {
+  using T = float;
+  constexpr int N = 16;
+  launch_over_batch<S>(
+      V ? eigh_jacobi_pairs_kernel<S, T, N, true> : eigh_jacobi_pairs_kernel<S, T, N, false>,
+      kPairWarpsPerBlock * PairSmem<T, N>::G, 32 * kPairWarpsPerBlock, A, uplo, n, batch, W, V,
+      info, flags, stream);
 }
+
+template void launch_jacobi_pairs<float>(const void *, int, int, int64_t, void *, void *, int *,
+                                         int *, cudaStream_t);
+template void launch_jacobi_pairs<bf16>(const void *, int, int, int64_t, void *, void *, int *,
+                                        int *, cudaStream_t);
 
 } /* namespace gstat_cu */

@@ -13,11 +13,13 @@ namespace gstat_cu {
  * already checked by it. */
 cudaError_t eigh_jacobi_block(int dtype, const void *A, int uplo, int n, int64_t batch, void *W,
                               void *V, int *info, int *flags, cudaStream_t stream);
-/* The pair-per-lane kernel for 8 < n <= 16 (eigh_jacobi_pairs.cu), same
- * arguments; float32 and bfloat16 only (cudaErrorInvalidValue for another
- * dtype or n). */
-cudaError_t eigh_jacobi_pairs(int dtype, const void *A, int uplo, int n, int64_t batch, void *W,
-                              void *V, int *info, int *flags, cudaStream_t stream);
+/* Queue the pair-per-lane kernel (eigh_jacobi_pairs.cu) for 8 < n <= 16 in
+ * float compute: S = float or bf16 storage; the arguments of
+ * gstat_cu_eigh_jacobi, already checked by it. Launch errors are left for
+ * cudaGetLastError. */
+template <typename S>
+void launch_jacobi_pairs(const void *A, int uplo, int n, int64_t batch, void *W, void *V, int *info,
+                         int *flags, cudaStream_t stream);
 
 namespace {
 
@@ -126,6 +128,29 @@ static_assert(Ring<40>::schedule_is_round_robin(), "ring schedule");
 static_assert(Ring<48>::schedule_is_round_robin(), "ring schedule");
 static_assert(Ring<56>::schedule_is_round_robin(), "ring schedule");
 static_assert(Ring<64>::schedule_is_round_robin(), "ring schedule");
+
+/* A kernel of the warp or pair kernel's signature: (A, uplo, n, batch, W,
+ * V, info, flags), V = NULL for values only. */
+template <typename S>
+using JacobiKernel = void (*)(const S *, int, int, int64_t, S *, S *, int *, int *);
+
+/* Launch kernel over a batch of n x n matrices, per_block of them a block
+ * of `threads`, in grids that keep within the grid's limit for any batch. */
+template <typename S>
+void launch_over_batch(JacobiKernel<S> kernel, int64_t per_block, int threads, const void *A,
+                       int uplo, int n, int64_t batch, void *W, void *V, int *info, int *flags,
+                       cudaStream_t stream) {
+  const int64_t per_grid = (int64_t)INT32_MAX * per_block, nn = (int64_t)n * n;
+  const S *a = static_cast<const S *>(A);
+  S *w = static_cast<S *>(W), *v = static_cast<S *>(V);
+  for (int64_t b = 0; b < batch; b += per_grid) {
+    const int64_t count = batch - b < per_grid ? batch - b : per_grid;
+    const unsigned blocks = (unsigned)((count + per_block - 1) / per_block);
+    kernel<<<blocks, threads, 0, stream>>>(a + b * nn, uplo, n, count, w + b * n,
+                                           v ? v + b * nn : nullptr, info + b,
+                                           flags ? flags + b : nullptr);
+  }
+}
 
 /* Registers in position order follow their contents: x[next(p)] = x[p]. */
 template <int N, typename T>
