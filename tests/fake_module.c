@@ -4,9 +4,17 @@
  * the work with the host's CPU backend, and fails on request
  * (GSTAT_FAKE_FAULT: "nodevice" at creation, "oom" for every call, "retry"
  * to flag every third element as unreliable after scribbling over it,
- * "retry-vouched" to do so and still vouch that every info is 0). Like the
- * CUDA module it vouches for a call whose info is all 0 (info_clean).
+ * "retry-vouched" to do so and still vouch that every info is 0,
+ * "nonfinite" to return a co-moment with a NaN). Like the CUDA module it
+ * vouches for a call whose info is all 0 (info_clean).
+ *
+ * Its "device memory" is host memory in descriptors marked GSTAT_CUDA: the
+ * statistics primitives (co-moment, projection, non-finite scan, copies)
+ * run the CPU's code on it, so CI exercises the scheduler's device paths;
+ * host data it takes as the CUDA module does (its host_cost says it always
+ * pays, so AUTO picks it).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +102,58 @@ static gstat_status triangular_solve(void *s, gstat_ctx *ctx, const gstat_matrix
                T->batch, info);
 }
 
+static gstat_status comoment(void *s, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                             double *mean, double *M) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  gstat_status st = host->cpu->comoment(NULL, ctx, X, b, mean, M);
+  if (st == GSTAT_OK && !strcmp(fault(), "nonfinite")) M[0] = NAN;
+  return st;
+}
+
+static gstat_status project(void *s, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                            const double *mean, const double *scale, const double *comp,
+                            const double *ev, int64_t k, gstat_matrix *Y) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  return host->cpu->project(NULL, ctx, X, b, mean, scale, comp, ev, k, Y);
+}
+
+static gstat_status copy(void *s, gstat_ctx *ctx, const gstat_matrix *src, gstat_matrix *dst) {
+  (void)s;
+  return host->cpu->copy(NULL, ctx, src, dst);
+}
+
+/* The first NaN/Inf in the kernels' order (element, row, column). */
+static gstat_status find_nonfinite(void *s, gstat_ctx *ctx, const gstat_matrix *M,
+                                   int64_t *first) {
+  (void)s;
+  (void)ctx;
+  *first = -1;
+  size_t es = M->dtype == GSTAT_F64 ? 8 : M->dtype == GSTAT_F32 ? 4 : 2;
+  for (int64_t b = 0; b < M->batch; b++)
+    for (int64_t i = 0; i < M->rows; i++)
+      for (int64_t j = 0; j < M->cols; j++) {
+        const char *e = (const char *)M->data +
+                        (size_t)(b * M->batch_stride + i * M->row_stride + j * M->col_stride) * es;
+        bool bad = M->dtype == GSTAT_F64   ? !isfinite(*(const double *)e)
+                   : M->dtype == GSTAT_F32 ? !isfinite(*(const float *)e)
+                                           : (*(const uint16_t *)e & 0x7f80u) == 0x7f80u;
+        if (bad) {
+          *first = (b * M->rows + i) * M->cols + j;
+          return GSTAT_OK;
+        }
+      }
+  return GSTAT_OK;
+}
+
+static double host_cost(void *s, const gstat_ctx *ctx, const gstat_i_work *w) {
+  (void)s;
+  (void)ctx;
+  (void)w;
+  return 0.0;
+}
+
 static int64_t allocations(void *s) {
   (void)s;
   return 0;
@@ -114,6 +174,11 @@ static const gstat_i_backend_ops ops = {
     .destroy = destroy,
     .device_allocations = allocations,
     .info_clean = info_clean,
+    .copy = copy,
+    .comoment = comoment,
+    .project = project,
+    .find_nonfinite = find_nonfinite,
+    .host_cost = host_cost,
 };
 
 static gstat_status create(gstat_ctx *ctx, int device, void **state) {

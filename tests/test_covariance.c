@@ -1064,7 +1064,7 @@ static const bad_case cases[] = {
     {"C overlaps X", cov_c_overlaps_x, GSTAT_EINVAL, "covariance: C overlaps X"},
     {"mean overlaps C", cov_mean_overlaps_c, GSTAT_EINVAL, "covariance: mean overlaps C"},
     {"device memory", cov_device, GSTAT_EUNSUPPORTED,
-     "covariance: arguments in CUDA device memory are not supported"},
+     "covariance: X is in CUDA device memory, but no CUDA backend"},
     {"shrink NULL C", shr_null_c, GSTAT_EINVAL, "cov_shrink: C is NULL"},
     {"shrink C shape", shr_c_shape, GSTAT_EINVAL, "cov_shrink: C is 2 x 2 x 3, expected 2 x 3 x 3"},
     {"shrink method", shr_bad_method, GSTAT_EINVAL,
@@ -1089,7 +1089,7 @@ static const bad_case cases[] = {
      "mahalanobis: batch element 1 of center has a non-finite value at (1, 0)"},
     {"mahalanobis d2 overlaps X", mah_d_overlaps_x, GSTAT_EINVAL, "mahalanobis: d2 overlaps X"},
     {"mahalanobis device", mah_device, GSTAT_EUNSUPPORTED,
-     "mahalanobis: arguments in CUDA device memory are not supported"},
+     "mahalanobis: S is in CUDA device memory, but no CUDA backend"},
 };
 
 static void test_bad_input(void **state) {

@@ -68,4 +68,23 @@ gstat_status gstat_i_progress(gstat_ctx *ctx, const char *what, int64_t done, in
 bool gstat_i_mul_size(size_t a, size_t b, size_t *out);
 bool gstat_i_add_size(size_t a, size_t b, size_t *out);
 
+/* Sections of one cached workspace block: each gstat_i_ws_take reserves
+ * count * elem bytes at a 64-byte aligned offset and returns the offset;
+ * an overflowing size clears ok. */
+typedef struct gstat_i_ws_plan {
+  size_t size;
+  bool ok;
+} gstat_i_ws_plan;
+
+static inline size_t gstat_i_ws_take(gstat_i_ws_plan *pl, int64_t count, size_t elem) {
+  size_t at = (pl->size + 63) / 64 * 64, bytes, end;
+  if (count < 0 || at < pl->size || !gstat_i_mul_size((size_t)count, elem, &bytes) ||
+      !gstat_i_add_size(at, bytes, &end)) {
+    pl->ok = false;
+    return 0;
+  }
+  pl->size = end;
+  return at;
+}
+
 #endif /* GSTAT_CORE_INTERNAL_H */

@@ -24,7 +24,7 @@
 #include "gstat/linalg.h"
 #include "gstat/spectral.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 8
+#define GSTAT_I_BACKEND_API_VERSION 9
 
 /* Batch spectral clustering of dense graphs in a backend's memory: what
  * src/spectral/spectral_device.c asks of spectral_dense. Host arrays. */
@@ -41,6 +41,17 @@ typedef struct gstat_i_sc_device_req {
   int64_t *k_used, *comps, *iters, *why; /* out: count each (why: WHY_* of assign_impl.h) */
   double *inertia;                       /* out: count */
 } gstat_i_sc_device_req;
+
+/* The primitives a cost model compares (host_cost). */
+typedef enum { GSTAT_I_PRIM_COMOMENT, GSTAT_I_PRIM_PROJECT } gstat_i_prim;
+
+/* One primitive call's shape: element count, rows, columns, k (PROJECT's
+ * components), the data's dtype. */
+typedef struct gstat_i_work {
+  gstat_i_prim op;
+  gstat_dtype dtype;
+  int64_t batch, n, p, k;
+} gstat_i_work;
 
 typedef struct gstat_i_backend_ops {
   int api_version;
@@ -67,9 +78,8 @@ typedef struct gstat_i_backend_ops {
   void (*device_stats)(void *state, gstat_device_stats *stats, size_t stats_size);
 
   /* Copy src into dst (same batch, rows and cols; any dtypes, strides and
-   * locations, host or this backend's device), converting the dtype. The
-   * dispatcher uses it to recompute flagged elements of device data on the
-   * CPU. Optional (NULL for the CPU backend). */
+   * locations, host or this backend's device), converting the dtype (bf16:
+   * nearest even). The scheduler moves data between memories with it. */
   gstat_status (*copy)(void *state, gstat_ctx *ctx, const gstat_matrix *src, gstat_matrix *dst);
 
   /* Whether the last eigh, cholesky, cholesky_solve or triangular_solve on
@@ -79,42 +89,42 @@ typedef struct gstat_i_backend_ops {
    * dispatcher scans). */
   bool (*info_clean)(void *state, const int64_t *info, int64_t batch);
 
-  /* PCA of data in this backend's memory (optional: NULL when absent; the
-   * CPU path of src/pca needs neither). pca_fit, for a data batch X
-   * (batch x n x p, any strides and dtype): column means into mean (host,
-   * batch x p doubles; zeros when !center), standard deviations of the
-   * centered columns into sd (divisor n - 1; 0 for a constant column), then
-   * per element the eigen decomposition of the p x p co-moment of the centered
-   * data (divided by sd_i sd_j when scale, unless some sd is 0: then the
-   * eigen step is skipped and GSTAT_OK returned for the caller to report):
-   * eigenvalues ascending into w (host, batch x p) and eigenvectors (sign
-   * rule applied) into V (host, batch x p x p column-major), both in the
-   * compute type of X's dtype. The centered data stay on the device for
-   * pca_scores until the next call on this state. */
-  gstat_status (*pca_fit)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int center, int scale,
-                          double *mean, double *sd, void *w, void *V);
-  /* Scores of element b of the last pca_fit: scores (host, n x k doubles,
-   * row-major) = centered data times the components (host, k x p doubles,
-   * row-major), each column of the data divided by scale[j] (NULL: 1). */
-  gstat_status (*pca_scores)(void *state, gstat_ctx *ctx, int64_t b, const double *components,
-                             const double *scale, int64_t k, double *scores);
-  /* Column means (host, p doubles) and co-moment M = sum_i (x_i - mean)(x_i -
-   * mean)^T (host, p x p doubles, both triangles) of the rows of X (1 x n x p
-   * in this backend's memory, n >= 1, any strides and dtype), computed in X's
-   * compute type; NaN/Inf propagate. For the mergeable accumulator (multi-GPU
-   * runs). Optional; uses pca_fit's buffers (pca_scores is invalid after it). */
-  gstat_status (*comoment)(void *state, gstat_ctx *ctx, const gstat_matrix *X, double *mean,
-                           double *M);
-  /* Scores on fitted components of data in this backend's memory: element b
-   * of Y (batch x m x k; this backend's memory or the host; any dtype and
-   * strides) = ((X_b - mean_b) / scale_b) comp_b^T, each column i divided by
-   * sqrt(ev_b[i]) when ev is not NULL (whitening; 0 where ev <= 0). X is
-   * batch x m x p here; mean, scale (NULL: 1) batch x p, comp batch x k x p
-   * row-major, ev batch x k: host doubles. Optional; uses pca_fit's buffers
-   * (pca_scores is invalid after it). */
-  gstat_status (*pca_project)(void *state, gstat_ctx *ctx, const gstat_matrix *X,
-                              const double *mean, const double *scale, const double *comp,
-                              const double *ev, int64_t k, gstat_matrix *Y);
+  /* ---- statistics primitives (src/linalg/sched.c runs them) ---- */
+
+  /* Fused co-moment: column means (host, p doubles) and M = sum_i (x_i -
+   * mean)(x_i - mean)^T (host, p x p doubles, both triangles, column-major)
+   * of the rows of element b of X (n >= 1 rows, any strides and dtype, in the
+   * host's memory or this backend's: a backend that takes host rows moves
+   * them itself), in X's compute type; NaN/Inf propagate (the caller decides).
+   * Optional. */
+  gstat_status (*comoment)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                           double *mean, double *M);
+  /* Centred projection: element b of Y (m x k; any dtype and strides; the
+   * host's memory or this backend's) = ((X_b - mean) / scale) comp^T, column i
+   * divided by sqrt(ev[i]) when ev is not NULL (whitening; 0 where ev <= 0).
+   * X_b is m x p (host or this backend's memory); mean (p), scale (p, NULL: 1),
+   * comp (k x p row-major) and ev (k) are host doubles. Optional. */
+  gstat_status (*project)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                          const double *mean, const double *scale, const double *comp,
+                          const double *ev, int64_t k, gstat_matrix *Y);
+  /* Every eigenvalue of each dense column-major matrix of A (its lower
+   * triangle, compute dtype, host) into w (ascending), and the eigenvectors
+   * of the k largest into A's last k columns (the sign rule applied; the rest
+   * of A is overwritten). A backend may compute all of them when that is
+   * faster. Optional (NULL: the scheduler runs the full eigh). */
+  gstat_status (*eigh_top)(void *state, gstat_ctx *ctx, gstat_matrix *A, int64_t k,
+                           gstat_matrix *w);
+  /* The first NaN/Inf of M (this backend's memory) as the index b * rows *
+   * cols + i * cols + j into *first, or -1 when there is none. Optional
+   * (NULL: the scheduler scans a host copy). */
+  gstat_status (*find_nonfinite)(void *state, gstat_ctx *ctx, const gstat_matrix *M,
+                                 int64_t *first);
+  /* Estimated seconds for primitive `op` on host data of this shape run here
+   * (moving the data included), from the backend's rules table; < 0 when it
+   * does not run it. The scheduler's cost model under GSTAT_BACKEND_AUTO.
+   * Optional (NULL: never chosen for host data under AUTO). */
+  double (*host_cost)(void *state, const gstat_ctx *ctx, const gstat_i_work *w);
+
   /* Batch spectral clustering of the dense graphs of r->A (the whole engine
    * on the device: Laplacians, components, batched eigh, embeddings, k-means;
    * results as the CPU engine's, src/spectral). GSTAT_OK when every graph was

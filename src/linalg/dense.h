@@ -82,21 +82,6 @@ bool gstat_i_eigh_runs_on_cpu(gstat_ctx *ctx, const gstat_matrix *A);
 gstat_status gstat_i_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, gstat_matrix *w,
                           gstat_matrix *V, int64_t *info);
 
-/* ---- PCA steps for data in device memory ----
- * Dispatched to the backend that owns X's memory (the CUDA module), as
- * gstat_i_backend_ops.pca_fit / pca_scores / comoment / pca_project describe them
- * (see backend.h);
- * GSTAT_EUNSUPPORTED with a message when no backend serves them. */
-gstat_status gstat_i_device_pca_fit(gstat_ctx *ctx, const gstat_matrix *X, int center, int scale,
-                                    double *mean, double *sd, void *w, void *V);
-gstat_status gstat_i_device_pca_scores(gstat_ctx *ctx, int64_t b, const double *components,
-                                       const double *scale, int64_t k, double *scores);
-gstat_status gstat_i_device_pca_project(gstat_ctx *ctx, const gstat_matrix *X, const double *mean,
-                                        const double *scale, const double *comp, const double *ev,
-                                        int64_t k, gstat_matrix *Y);
-gstat_status gstat_i_device_comoment(gstat_ctx *ctx, const gstat_matrix *X, double *mean,
-                                     double *M);
-
 /* Column-pivoted QR (LAPACK geqp3) of A (m x n, lda), overwritten by the
  * factorization; jpvt (n entries) receives the 0-based column order (the
  * first column of A*P is column jpvt[0] of A). ctx may be NULL (then no

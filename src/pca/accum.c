@@ -15,6 +15,7 @@
 
 #include "core/matrix.h"
 #include "linalg/dense.h"
+#include "linalg/sched.h"
 #include "pca/accum.h"
 #include "pca/data.h"
 
@@ -247,8 +248,9 @@ done:
   return st;
 }
 
-/* Add rows in CUDA memory: mean and co-moment on the device (the backend's
- * comoment), merged here. Unweighted, missing = EVERYTHING only. */
+/* Add rows in CUDA memory: mean and co-moment where they lie (the
+ * scheduler's fused co-moment), merged here. Unweighted, missing =
+ * EVERYTHING only. */
 static gstat_status add_device_rows(gstat_ctx *ctx, gstat_cov_accum *acc, const gstat_matrix *X,
                                     const double *weights, const char *fn) {
   gstat_status st = GSTAT_OK;
@@ -266,7 +268,7 @@ static gstat_status add_device_rows(gstat_ctx *ctx, gstat_cov_accum *acc, const 
   if (!ws) return GSTAT_ENOMEM;
   double *mb = (double *)(ws + o_m), *mean = (double *)(ws + o_mean);
   double *shift = (double *)(ws + o_shift), *delta = (double *)(ws + o_d);
-  TRY(gstat_i_device_comoment(ctx, X, mean, mb));
+  TRY(gstat_i_sched_comoment(ctx, fn, X, 0, mean, mb));
   /* the chunk's mean is its shift; a column with NaN/Inf is poisoned, as on the host */
   for (int64_t j = 0; j < p; j++) {
     if (isfinite(mean[j])) {
@@ -476,11 +478,6 @@ gstat_status gstat_cov_accum_covariance(gstat_ctx *ctx, const gstat_cov_accum *a
       goto done;
     }
   }
-  if (C->location != GSTAT_HOST || (mean && mean->location != GSTAT_HOST)) {
-    st = gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
-                      "%s: outputs in CUDA device memory are not supported", fn);
-    goto done;
-  }
   TRY(gstat_i_check_alias(ctx, fn, "mean", mean, "C", C, false));
   if (ddof < 0) {
     st = gstat_i_fail(ctx, GSTAT_EINVAL, "%s: ddof=%" PRId64 " must be >= 0", fn, ddof);
@@ -497,10 +494,10 @@ gstat_status gstat_cov_accum_covariance(gstat_ctx *ctx, const gstat_cov_accum *a
   double *c = (double *)(ws + o_c), *mu = (double *)(ws + o_mean);
   memcpy(c, acc->comoment, sizeof(double) * (size_t)(p * p));
   gstat_i_cov_finish(p, c, p, acc->weight - (double)ddof, correlation);
-  gstat_i_dense_store(GSTAT_F64, c, p, C, 0);
+  TRY(gstat_i_sched_store(ctx, fn, "C", GSTAT_F64, c, p, C, 0));
   if (mean) {
     for (int64_t j = 0; j < p; j++) mu[j] = acc->weight > 0 ? acc->mean[j] : NAN;
-    gstat_i_dense_store(GSTAT_F64, mu, p, mean, 0);
+    TRY(gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, mu, p, mean, 0));
   }
   ctx->last_backends |= GSTAT_RAN_CPU;
 done:

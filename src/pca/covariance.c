@@ -1,8 +1,9 @@
 /*
  * Covariance and correlation matrices of a batch of datasets.
  *
- * Tall unweighted data without NaN: one threaded pass (comoment.c). Otherwise,
- * per dataset: load it into a dense column-major buffer, drop incomplete rows
+ * Unweighted data without NaN: the scheduler's fused co-moment, on whichever
+ * backend runs it (host or device data). Otherwise, per dataset (device data
+ * through a host copy): load it into a dense column-major buffer, drop incomplete rows
  * (COMPLETE), take column means by a corrected two-pass sum, center, scale the
  * rows by sqrt(weight) and form C = Xc^T Xc with syrk, then divide by the
  * numpy/torch divisor. Never E[XY] - E[X]E[Y]: centering first keeps the
@@ -17,7 +18,7 @@
 #include "core/matrix.h"
 #include "gstat/covariance.h"
 #include "linalg/dense.h"
-#include "pca/comoment.h"
+#include "linalg/sched.h"
 #include "pca/data.h"
 
 void gstat_cov_options_init(gstat_cov_options *opt) {
@@ -254,11 +255,11 @@ static gstat_status one_dataset(gstat_ctx *ctx, cov_job *j) {
   return GSTAT_OK;
 }
 
-/* Tall unweighted data: means and co-moment in one threaded pass over X
- * (comoment.c), with no copy of it. Data without NaN give the same answer in
- * every missing mode; with a NaN or Inf (the means show it) only EVERYTHING
- * without finiteness checks is served here, else *served stays false and
- * the general path runs (and names an Inf). */
+/* Unweighted data: means and co-moment by the fused co-moment primitive
+ * (host or device data, no copy of X on the CPU). Data without NaN give the
+ * same answer in every missing mode; with a NaN or Inf (the means show it)
+ * only EVERYTHING without finiteness checks is served here, else *served
+ * stays false and the general path runs (and names an Inf). */
 static gstat_status one_pass(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
                              const gstat_cov_options *opt, gstat_matrix *C, gstat_matrix *mean,
                              bool *served) {
@@ -266,38 +267,32 @@ static gstat_status one_pass(gstat_ctx *ctx, const char *fn, const gstat_matrix 
   int64_t n = X->rows, p = X->cols;
   /* a batch whose later element holds an Inf must fail before anything is
    * written: with finiteness checks, batches take the general path */
-  if (weighted(opt) || n < 1 || opt->assume_centered || (X->batch > 1 && ctx->opt.check_finite) ||
-      !gstat_i_comoment_pays(n, p))
+  if (weighted(opt) || n < 1 || opt->assume_centered || (X->batch > 1 && ctx->opt.check_finite))
     return GSTAT_OK;
-  gstat_dtype ct = gstat_i_compute_dtype(X->dtype);
   gstat_i_ws_plan pl = {0, true};
   size_t o_c = gstat_i_ws_take(&pl, p * p, sizeof(double));
-  size_t o_cf = gstat_i_ws_take(&pl, ct == GSTAT_F64 ? 0 : p * p, sizeof(float));
   size_t o_mean = gstat_i_ws_take(&pl, p, sizeof(double));
   char *ws = pl.ok ? gstat_i_workspace(ctx, GSTAT_WS_COV, pl.size) : NULL;
   if (!ws)
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn,
                         pl.size);
   double *c = (double *)(ws + o_c), *m = (double *)(ws + o_mean);
-  void *out = ct == GSTAT_F64 ? (void *)c : (void *)(ws + o_cf);
   for (int64_t b = 0; b < X->batch; b++) {
-    gstat_status st = gstat_i_comoment(ctx, X, b, ct, m, out, p);
+    gstat_status st = gstat_i_sched_comoment(ctx, fn, X, b, m, c);
     if (st != GSTAT_OK) return st;
     bool finite = true;
     for (int64_t k = 0; k < p; k++) finite &= isfinite(m[k]) != 0;
     /* a NaN outside EVERYTHING mode, or maybe an Inf to refuse: the general path */
     if (!finite && (opt->missing != GSTAT_MISSING_EVERYTHING || ctx->opt.check_finite))
       return GSTAT_OK;
-    if (ct != GSTAT_F64)
-      for (int64_t k = 0; k < p * p; k++) c[k] = (double)((float *)out)[k];
     for (int64_t k = 0; k < p; k++) /* a NaN column: its row and column are NaN */
       if (!isfinite(m[k]))
         for (int64_t i = 0; i < p; i++) c[k + i * p] = c[i + k * p] = NAN;
     gstat_i_cov_finish(p, c, p, divisor(opt, (double)n, 0), opt->correlation);
-    gstat_i_dense_store(GSTAT_F64, c, p, C, b);
-    if (mean) gstat_i_dense_store(GSTAT_F64, m, p, mean, b);
+    if ((st = gstat_i_sched_store(ctx, fn, "C", GSTAT_F64, c, p, C, b)) != GSTAT_OK) return st;
+    if (mean && (st = gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, m, p, mean, b)) != GSTAT_OK)
+      return st;
   }
-  ctx->last_backends |= GSTAT_RAN_CPU;
   *served = true;
   return GSTAT_OK;
 }
@@ -312,6 +307,7 @@ gstat_status gstat_covariance(gstat_ctx *ctx, const gstat_matrix *X, const gstat
                               gstat_matrix *C, gstat_matrix *mean) {
   static const char fn[] = "covariance";
   gstat_status st = GSTAT_OK;
+  gstat_i_staged hx = {0};
   if (!ctx) return GSTAT_EINVAL;
   gstat_i_begin(ctx);
   gstat_cov_options defaults;
@@ -341,12 +337,6 @@ gstat_status gstat_covariance(gstat_ctx *ctx, const gstat_matrix *X, const gstat
                         fn, mean->batch, mean->rows, mean->cols, batch, p);
       goto done;
     }
-  }
-  if (X->location != GSTAT_HOST || C->location != GSTAT_HOST ||
-      (mean && mean->location != GSTAT_HOST)) {
-    st = gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
-                      "%s: arguments in CUDA device memory are not supported", fn);
-    goto done;
   }
   TRY(gstat_i_check_alias(ctx, fn, "C", C, "X", X, false));
   TRY(gstat_i_check_alias(ctx, fn, "mean", mean, "X", X, false));
@@ -378,6 +368,8 @@ gstat_status gstat_covariance(gstat_ctx *ctx, const gstat_matrix *X, const gstat
   bool served;
   TRY(one_pass(ctx, fn, X, opt, C, mean, &served));
   if (served) goto done;
+  TRY(gstat_i_sched_stage(ctx, fn, "X", X, true, &hx)); /* device data: a host copy */
+  X = &hx.m;
   int64_t bi, ri, ci;
   if (ctx->opt.check_finite && n > 0 && gstat_i_find_inf(X, &bi, &ri, &ci)) {
     st = gstat_i_fail(ctx, GSTAT_ENOTFINITE,
@@ -417,10 +409,11 @@ gstat_status gstat_covariance(gstat_ctx *ctx, const gstat_matrix *X, const gstat
   for (int64_t b = 0; b < batch; b++) {
     gstat_i_dense_load(X, b, j.ct, j.x, n > 0 ? n : 1);
     TRY(one_dataset(ctx, &j));
-    gstat_i_dense_store(GSTAT_F64, j.c, p, C, b);
-    if (mean) gstat_i_dense_store(GSTAT_F64, j.mean, p, mean, b);
+    TRY(gstat_i_sched_store(ctx, fn, "C", GSTAT_F64, j.c, p, C, b));
+    if (mean) TRY(gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, j.mean, p, mean, b));
   }
   ctx->last_backends |= GSTAT_RAN_CPU;
 done:
+  gstat_i_sched_release(ctx, &hx);
   return st;
 }

@@ -54,23 +54,4 @@ void gstat_i_cov_finish(int64_t p, double *c, int64_t ld, double divisor, int co
 void gstat_i_exact_constant_means(gstat_dtype ct, int64_t n, int64_t p, const void *buf,
                                   double *mean);
 
-/* Sections of one cached workspace block: each gstat_i_ws_take reserves
- * count * elem bytes at a 64-byte aligned offset and returns the offset;
- * an overflowing size clears ok. */
-typedef struct gstat_i_ws_plan {
-  size_t size;
-  bool ok;
-} gstat_i_ws_plan;
-
-static inline size_t gstat_i_ws_take(gstat_i_ws_plan *pl, int64_t count, size_t elem) {
-  size_t at = (pl->size + 63) / 64 * 64, bytes, end;
-  if (count < 0 || at < pl->size || !gstat_i_mul_size((size_t)count, elem, &bytes) ||
-      !gstat_i_add_size(at, bytes, &end)) {
-    pl->ok = false;
-    return 0;
-  }
-  pl->size = end;
-  return at;
-}
-
 #endif /* GSTAT_PCA_DATA_H */

@@ -11,6 +11,7 @@
 #include "core/matrix.h"
 #include "gstat/covariance.h"
 #include "linalg/dense.h"
+#include "linalg/sched.h"
 #include "pca/data.h"
 
 static inline double get(gstat_dtype ct, const void *x, int64_t k) {
@@ -61,6 +62,7 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
                                const gstat_matrix *S, int inverted, gstat_matrix *d2) {
   static const char fn[] = "mahalanobis";
   gstat_status st = GSTAT_OK;
+  gstat_i_staged hx = {0}, hs = {0}, hc = {0};
   if (!ctx) return GSTAT_EINVAL;
   gstat_i_begin(ctx);
   TRY(gstat_i_check_matrix(ctx, fn, "X", X));
@@ -79,12 +81,6 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
       goto done;
     }
   }
-  if (X->location != GSTAT_HOST || S->location != GSTAT_HOST || d2->location != GSTAT_HOST ||
-      (center && center->location != GSTAT_HOST)) {
-    st = gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
-                      "%s: arguments in CUDA device memory are not supported", fn);
-    goto done;
-  }
   TRY(gstat_i_check_alias(ctx, fn, "d2", d2, "X", X, false));
   TRY(gstat_i_check_alias(ctx, fn, "d2", d2, "S", S, false));
   TRY(gstat_i_check_alias(ctx, fn, "d2", d2, "center", center, false));
@@ -95,6 +91,13 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
     goto done;
   }
   if (batch == 0 || n == 0) goto done;
+  /* device data: host copies (no device primitive for this yet) */
+  TRY(gstat_i_sched_stage(ctx, fn, "X", X, true, &hx));
+  TRY(gstat_i_sched_stage(ctx, fn, "S", S, true, &hs));
+  if (center) TRY(gstat_i_sched_stage(ctx, fn, "center", center, true, &hc));
+  X = &hx.m;
+  S = &hs.m;
+  if (center) center = &hc.m;
   if (ctx->opt.check_finite) {
     TRY(check_finite(ctx, fn, "X", X, GSTAT_I_TRI_FULL));
     TRY(check_finite(ctx, fn, "center", center, GSTAT_I_TRI_FULL));
@@ -166,7 +169,7 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
           for (int64_t r = 0; r < n; r++) d[r] += get(ct, x, r + j * n) * get(ct, y, r + j * n);
       }
     }
-    gstat_i_dense_store(GSTAT_F64, d, n, d2, b);
+    TRY(gstat_i_sched_store(ctx, fn, "d2", GSTAT_F64, d, n, d2, b));
   }
   ctx->last_backends |= GSTAT_RAN_CPU;
   if (failed == 1)
@@ -181,5 +184,8 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
                       "); %" PRId64 " of %" PRId64 " elements failed",
                       fn, first, info[first], failed, batch);
 done:
+  gstat_i_sched_release(ctx, &hc);
+  gstat_i_sched_release(ctx, &hs);
+  gstat_i_sched_release(ctx, &hx);
   return st;
 }

@@ -13,9 +13,8 @@
 #include "core/matrix.h"
 #include "gstat/linalg.h"
 #include "linalg/dense.h"
+#include "linalg/sched.h"
 #include "pca/accum.h"
-#include "pca/comoment.h"
-#include "pca/project.h"
 #include "pca/data.h"
 #include "pca/pca_internal.h"
 
@@ -51,8 +50,7 @@ typedef struct fit {
   char *T;                   /* p x kmax: V^T for GRAM, a compute-type copy of V */
   char *Z;                   /* n x kmax scores in the compute type */
   double *mean, *scale;      /* batch x p */
-  bool on_device;            /* X is in device memory: the backend keeps the centered data */
-  const gstat_matrix *src;   /* host X of a one-pass fit: scores projected from it */
+  const gstat_matrix *src;   /* X of a co-moment fit (host or device): scores projected from it */
   gstat_pca_eigh_fn eigh;    /* caller's eigensolver (batch 1, F64), or NULL: gstat_eigh */
   void *eigh_user;
 } fit;
@@ -201,17 +199,11 @@ static gstat_status decompose(gstat_ctx *ctx, fit *f, bool build) {
   }
   gstat_matrix A = gstat_matrix_col_major(f->S, f->ct, f->batch, f->m, f->m);
   gstat_matrix w = gstat_vector_batch(f->w, f->ct, f->batch, f->m);
-  /* k components of a large matrix on the CPU: every eigenvalue (the totals
-   * and the noise variance need them) but only k eigenvectors, a fraction of a
-   * full eigh (1000 x 1000, k = 10 on the 2-core machine: see bench/README.md) */
+  /* k components of a large matrix: every eigenvalue (the totals and the
+   * noise variance need them) but only k eigenvectors where the backend
+   * offers that (the scheduler decides) */
   int64_t k = f->opt.n_components;
-  if (k > 0 && f->m >= 256 && 8 * k <= f->m && gstat_i_eigh_runs_on_cpu(ctx, &A)) {
-    for (int64_t b = 0; b < f->batch; b++)
-      TRY(gstat_i_eigh_top(ctx, f->ct, f->m, S_of(f, b), f->m, k,
-                           f->w + (size_t)(b * f->m) * f->esz));
-    ctx->last_backends |= GSTAT_RAN_CPU;
-    return GSTAT_OK;
-  }
+  if (k > 0 && k < f->m) return gstat_i_sched_eigh_top(ctx, &A, k, &w);
   return gstat_i_eigh(ctx, &A, GSTAT_LOWER, &w, &A, NULL);
 }
 
@@ -324,11 +316,10 @@ static gstat_status fill_scores(gstat_ctx *ctx, const fit *f, gstat_pca_result *
   int64_t k = res->n_components, p = f->p, n = f->n;
   const double *comp = res->components + b * k * p;
   double *out = res->scores + b * n * k;
-  if (f->on_device) {
-    TRY(gstat_i_device_pca_scores(ctx, b, comp, f->opt.scale ? f->scale + b * p : NULL, k, out));
-  } else if (f->src) {
-    TRY(gstat_i_pca_project(ctx, f->src, b, f->ct, f->mean + b * p,
-                            f->opt.scale ? f->scale + b * p : NULL, comp, k, out));
+  if (f->src) {
+    gstat_matrix Y = gstat_matrix_row_major(res->scores, GSTAT_F64, f->batch, n, k);
+    TRY(gstat_i_sched_project(ctx, f->fn, f->src, b, f->mean + b * p,
+                              f->opt.scale ? f->scale + b * p : NULL, comp, NULL, k, &Y));
   } else {
     const void *V = comp; /* k x p row-major is p x k column-major */
     if (f->ct != GSTAT_F64) {
@@ -352,7 +343,7 @@ static gstat_status fill_scores(gstat_ctx *ctx, const fit *f, gstat_pca_result *
 /* Everything after the eigen decompositions, for the exact methods. */
 static gstat_status finish_exact(gstat_ctx *ctx, fit *f, gstat_pca_result **res) {
   int64_t k = choose_k(f);
-  bool scores = (f->data || f->on_device || f->src) && f->opt.compute_scores;
+  bool scores = (f->data || f->src) && f->opt.compute_scores;
   TRY(gstat_i_pca_result_prepare(ctx, f->fn, res, f->batch, f->n, f->p, k, scores));
   gstat_pca_result *r = *res;
   r->method = f->method;
@@ -405,34 +396,6 @@ static gstat_status fit_randomized(gstat_ctx *ctx, fit *f, int64_t k, gstat_pca_
   return GSTAT_OK;
 }
 
-/* Data in device memory: the backend centers, builds the co-moments and
- * decomposes them there (only p x p results come back), and computes the
- * scores from its centered copy. Covariance method only. */
-static gstat_status fit_on_device(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
-                                  gstat_pca_result **res) {
-  if (f->opt.method != GSTAT_PCA_AUTO && f->opt.method != GSTAT_PCA_COVARIANCE_EIGH)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
-                        "pca: X in device memory supports the COVARIANCE_EIGH method only");
-  f->method = GSTAT_PCA_COVARIANCE_EIGH;
-  f->m = f->p;
-  f->on_device = true;
-  TRY(carve(ctx, f, false));
-  TRY(gstat_i_device_pca_fit(ctx, X, f->opt.center, f->opt.scale, f->mean, f->scale, f->w, f->S));
-  for (int64_t b = 0; b < f->batch; b++)
-    for (int64_t j = 0; j < f->p; j++) {
-      double *sc = f->scale + b * f->p + j;
-      if (!f->opt.scale)
-        *sc = 1;
-      else if (!(*sc > 0))
-        return gstat_i_fail(
-            ctx, GSTAT_EINVAL,
-            "%s: column %lld of dataset %lld is constant: it cannot be scaled to unit "
-            "variance",
-            f->fn, (long long)j, (long long)b);
-    }
-  return finish_exact(ctx, f, res);
-}
-
 /* The exact covariance-eigh fit from co-moments (f->S) and means (f->mean)
  * of every dataset, each of `weight` rows: moments about 0 when not
  * centering, the columns' deviations when scaling, then the eigen
@@ -464,28 +427,51 @@ static gstat_status fit_from_moments(gstat_ctx *ctx, fit *f, double weight,
   return finish_exact(ctx, f, res);
 }
 
-/* COVARIANCE_EIGH on tall host data: means and co-moments in one threaded pass
- * over X (comoment.c), no centred copy of the data; scores, when asked, by a
- * second blocked pass (project.c). A NaN or Inf shows up in the means; only
- * then is X scanned to name it. */
+/* COVARIANCE_EIGH: means and co-moments by the scheduler's fused co-moment
+ * (host or device data, no centred copy of X); scores, when asked, by its
+ * centred projection over X. A NaN or Inf shows up in the means; only then
+ * is X scanned to name it. */
 static gstat_status fit_one_pass(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
                                  gstat_pca_result **res) {
   TRY(carve(ctx, f, false));
+  size_t pp = (size_t)(f->p * f->p) * sizeof(double);
+  double *M = gstat_i_workspace(ctx, GSTAT_WS_COV, pp);
+  if (!M) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes", f->fn, pp);
   for (int64_t b = 0; b < f->batch; b++) {
     double *mean = f->mean + b * f->p;
-    TRY(gstat_i_comoment(ctx, X, b, f->ct, mean, S_of(f, b), f->p));
+    char *S = S_of(f, b);
+    TRY(gstat_i_sched_comoment(ctx, f->fn, X, b, mean, M));
     bool finite = true;
-    for (int64_t j = 0; j < f->p; j++) finite &= isfinite(mean[j]) != 0;
-    for (int64_t j = 0; j < f->p; j++) finite &= isfinite(get(f, S_of(f, b), j + j * f->p)) != 0;
+    for (int64_t j = 0; j < f->p; j++) finite &= isfinite(mean[j]) && isfinite(M[j + j * f->p]);
+    for (int64_t i = 0; i < f->p * f->p; i++) set(f, S, i, M[i]);
     int64_t b0, i0, j0;
-    if (!finite && gstat_i_find_nonfinite(X, GSTAT_I_TRI_FULL, &b0, &i0, &j0))
+    gstat_status st = GSTAT_OK;
+    if (!finite && gstat_i_sched_find_nonfinite(ctx, f->fn, "X", X, &b0, &i0, &j0, &st))
       return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
                           "pca: X[%lld] row %lld column %lld is NaN or Inf (PCA takes no missing "
                           "values)",
                           (long long)b0, (long long)i0, (long long)j0);
+    TRY(st);
   }
   f->src = X;
   return fit_from_moments(ctx, f, (double)f->n, res);
+}
+
+/* The other methods on host data: a centred (scaled) copy, then the Gram
+ * matrix or the randomized range finder. */
+static gstat_status fit_from_copy(gstat_ctx *ctx, fit *f, const gstat_matrix *X, int64_t k,
+                                  gstat_pca_result **res) {
+  int64_t b0, i0, j0;
+  if (gstat_i_find_nonfinite(X, GSTAT_I_TRI_FULL, &b0, &i0, &j0))
+    return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
+                        "pca: X[%lld] row %lld column %lld is NaN or Inf (PCA takes no missing "
+                        "values)",
+                        (long long)b0, (long long)i0, (long long)j0);
+  TRY(carve(ctx, f, true));
+  TRY(prepare_data(ctx, f, X));
+  if (f->method == GSTAT_PCA_RANDOMIZED) return fit_randomized(ctx, f, k, res);
+  TRY(decompose(ctx, f, true));
+  return finish_exact(ctx, f, res);
 }
 
 gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_options *opt,
@@ -519,20 +505,18 @@ gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_op
   int64_t k = f.opt.n_components > 0 ? f.opt.n_components : f.r;
   f.kmax = f.opt.variance_fraction > 0 ? f.r : k;
   if (f.batch == 0) return gstat_i_pca_result_prepare(ctx, f.fn, res, 0, f.n, f.p, k, false);
-  if (X->location != GSTAT_HOST) return fit_on_device(ctx, &f, X, res);
-  if (f.method == GSTAT_PCA_COVARIANCE_EIGH && gstat_i_comoment_pays(f.n, f.p))
-    return fit_one_pass(ctx, &f, X, res);
-  int64_t b0, i0, j0;
-  if (gstat_i_find_nonfinite(X, GSTAT_I_TRI_FULL, &b0, &i0, &j0))
-    return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
-                        "pca: X[%lld] row %lld column %lld is NaN or Inf (PCA takes no missing "
-                        "values)",
-                        (long long)b0, (long long)i0, (long long)j0);
-  TRY(carve(ctx, &f, true));
-  TRY(prepare_data(ctx, &f, X));
-  if (f.method == GSTAT_PCA_RANDOMIZED) return fit_randomized(ctx, &f, k, res);
-  TRY(decompose(ctx, &f, true));
-  return finish_exact(ctx, &f, res);
+  /* device data: AUTO takes the method with device primitives */
+  if (X->location != GSTAT_HOST && f.opt.method == GSTAT_PCA_AUTO) {
+    f.method = GSTAT_PCA_COVARIANCE_EIGH;
+    f.m = f.p;
+  }
+  if (f.method == GSTAT_PCA_COVARIANCE_EIGH) return fit_one_pass(ctx, &f, X, res);
+  if (X->location == GSTAT_HOST) return fit_from_copy(ctx, &f, X, k, res);
+  gstat_i_staged hx; /* GRAM and RANDOMIZED of device data: on a host copy */
+  TRY(gstat_i_sched_stage(ctx, f.fn, "X", X, true, &hx));
+  gstat_status st = fit_from_copy(ctx, &f, &hx.m, k, res);
+  gstat_i_sched_release(ctx, &hx);
+  return st;
 }
 
 gstat_status gstat_pca_from_accum(gstat_ctx *ctx, const gstat_cov_accum *acc,

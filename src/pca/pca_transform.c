@@ -4,9 +4,9 @@
 
 #include "core/matrix.h"
 #include "linalg/dense.h"
+#include "linalg/sched.h"
 #include "pca/data.h"
 #include "pca/pca_internal.h"
-#include "pca/project.h"
 
 #define TRY(expr)                  \
   do {                             \
@@ -17,20 +17,14 @@
 /* Shared checks: res, the input and output descriptors and their shapes. */
 static gstat_status check_args(gstat_ctx *ctx, const char *fn, const gstat_pca_result *res,
                                const char *in_name, const gstat_matrix *in, int64_t in_cols,
-                               const char *out_name, const gstat_matrix *out, int64_t out_cols,
-                               bool device_ok) {
+                               const char *out_name, const gstat_matrix *out, int64_t out_cols) {
   if (!res) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: res is NULL", fn);
   if (!in) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is NULL", fn, in_name);
   if (!out) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is NULL", fn, out_name);
   TRY(gstat_i_check_matrix(ctx, fn, in_name, in));
   TRY(gstat_i_check_matrix(ctx, fn, out_name, out));
-  if ((in->location != GSTAT_HOST || out->location != GSTAT_HOST) &&
-      !(device_ok && in->location == GSTAT_CUDA &&
-        (out->location == GSTAT_HOST || out->device == in->device)))
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
-                        in->location == GSTAT_HOST || !device_ok
-                            ? "%s: device memory is supported for the input of pca_transform only"
-                            : "%s: the output is on another device than the input",
+  if (in->location == GSTAT_CUDA && out->location == GSTAT_CUDA && out->device != in->device)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: the output is on another device than the input",
                         fn);
   if (in->batch != res->batch || in->cols != in_cols)
     return gstat_i_fail(ctx, GSTAT_EINVAL,
@@ -45,10 +39,11 @@ static gstat_status check_args(gstat_ctx *ctx, const char *fn, const gstat_pca_r
                         (long long)in->batch, (long long)in->rows, (long long)out_cols);
   TRY(gstat_i_check_alias(ctx, fn, out_name, out, in_name, in, false));
   int64_t b, i, j;
-  if (in->location == GSTAT_HOST && gstat_i_find_nonfinite(in, GSTAT_I_TRI_FULL, &b, &i, &j))
+  gstat_status st = GSTAT_OK;
+  if (gstat_i_sched_find_nonfinite(ctx, fn, in_name, in, &b, &i, &j, &st))
     return gstat_i_fail(ctx, GSTAT_ENOTFINITE, "%s: %s[%lld] row %lld column %lld is NaN or Inf",
                         fn, in_name, (long long)b, (long long)i, (long long)j);
-  return GSTAT_OK;
+  return st;
 }
 
 /* Workspace: the input rows (m x cin), the output (m x cout) and the
@@ -96,55 +91,10 @@ static void whiten_columns(const gstat_pca_result *res, int64_t b, gstat_dtype c
   }
 }
 
-gstat_status gstat_pca_transform(gstat_ctx *ctx, const gstat_pca_result *res, const gstat_matrix *X,
-                                 gstat_matrix *scores) {
-  const char *fn = "pca_transform";
-  if (!ctx) return GSTAT_EINVAL;
-  gstat_i_begin(ctx);
-  TRY(check_args(ctx, fn, res, "X", X, res ? res->n_features : 0, "scores", scores,
-                 res ? res->n_components : 0, true));
-  int64_t m = X->rows, p = res->n_features, k = res->n_components;
-  if (m == 0 || k == 0) return GSTAT_OK;
-  if (X->location == GSTAT_CUDA) /* centred and projected on the GPU (NaN/Inf: refused
-                                     there while the context checks finiteness) */
-    return gstat_i_device_pca_project(ctx, X, res->mean, res->scale, res->components,
-                                      res->whiten ? res->explained_variance : NULL, k, scores);
-  /* host: blocked centre + GEMM over X (project.c, no copy of X) into m x k
-   * row-major doubles, then whitening and the store */
-  size_t bytes;
-  if (!gstat_i_mul_size((size_t)(m * k), sizeof(double), &bytes))
-    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);
-  double *Z = gstat_i_workspace(ctx, GSTAT_WS_PCA, bytes);
-  if (!Z) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate workspace", fn);
-  gstat_dtype ct = gstat_i_compute_dtype(X->dtype);
-  for (int64_t b = 0; b < X->batch; b++) {
-    TRY(gstat_i_pca_project(ctx, X, b, ct, res->mean + b * p, res->scale + b * p,
-                            res->components + b * k * p, k, Z));
-    if (res->whiten)
-      for (int64_t i = 0; i < k; i++) {
-        double ev = res->explained_variance[b * k + i], f = ev > 0 ? 1.0 / sqrt(ev) : 0.0;
-        for (int64_t r = 0; r < m; r++) Z[r * k + i] *= f;
-      }
-    /* row-major m x k is column-major k x m: store through scores' transposed view */
-    gstat_matrix T = *scores;
-    T.rows = scores->cols;
-    T.cols = scores->rows;
-    T.row_stride = scores->col_stride;
-    T.col_stride = scores->row_stride;
-    gstat_i_dense_store(GSTAT_F64, Z, k, &T, b);
-  }
-  return GSTAT_OK;
-}
-
-gstat_status gstat_pca_inverse_transform(gstat_ctx *ctx, const gstat_pca_result *res,
-                                         const gstat_matrix *scores, gstat_matrix *X) {
-  const char *fn = "pca_inverse_transform";
-  if (!ctx) return GSTAT_EINVAL;
-  gstat_i_begin(ctx);
-  TRY(check_args(ctx, fn, res, "scores", scores, res ? res->n_components : 0, "X", X,
-                 res ? res->n_features : 0, false));
+/* X (host) = scores V^T * scale + mean, unwhitened first. */
+static gstat_status inverse_on_host(gstat_ctx *ctx, const char *fn, const gstat_pca_result *res,
+                                    const gstat_matrix *scores, const gstat_matrix *X) {
   int64_t m = scores->rows, p = res->n_features, k = res->n_components;
-  if (m == 0) return GSTAT_OK;
   gstat_dtype ct = gstat_i_compute_dtype(scores->dtype);
   char *Z = NULL, *A = NULL, *V = NULL;
   TRY(workspace(ctx, fn, ct, m, k, p, p, k, &Z, &A, &V));
@@ -165,4 +115,39 @@ gstat_status gstat_pca_inverse_transform(gstat_ctx *ctx, const gstat_pca_result 
     gstat_i_dense_store(ct, A, m, X, b);
   }
   return GSTAT_OK;
+}
+
+gstat_status gstat_pca_transform(gstat_ctx *ctx, const gstat_pca_result *res, const gstat_matrix *X,
+                                 gstat_matrix *scores) {
+  const char *fn = "pca_transform";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  TRY(check_args(ctx, fn, res, "X", X, res ? res->n_features : 0, "scores", scores,
+                 res ? res->n_components : 0));
+  int64_t m = X->rows, p = res->n_features, k = res->n_components;
+  if (m == 0 || k == 0) return GSTAT_OK;
+  /* centred and projected in one pass over X, where X lies (no copy of X) */
+  for (int64_t b = 0; b < X->batch; b++)
+    TRY(gstat_i_sched_project(ctx, fn, X, b, res->mean + b * p, res->scale + b * p,
+                              res->components + b * k * p,
+                              res->whiten ? res->explained_variance + b * k : NULL, k, scores));
+  return GSTAT_OK;
+}
+
+gstat_status gstat_pca_inverse_transform(gstat_ctx *ctx, const gstat_pca_result *res,
+                                         const gstat_matrix *scores, gstat_matrix *X) {
+  const char *fn = "pca_inverse_transform";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  TRY(check_args(ctx, fn, res, "scores", scores, res ? res->n_components : 0, "X", X,
+                 res ? res->n_features : 0));
+  if (scores->rows == 0) return GSTAT_OK;
+  gstat_i_staged hs, hx = {0}; /* device data: on host copies (no device primitive yet) */
+  TRY(gstat_i_sched_stage(ctx, fn, "scores", scores, true, &hs));
+  gstat_status st = gstat_i_sched_stage(ctx, fn, "X", X, false, &hx);
+  if (st == GSTAT_OK) st = inverse_on_host(ctx, fn, res, &hs.m, &hx.m);
+  if (st == GSTAT_OK) st = gstat_i_sched_unstage(ctx, fn, "X", &hx, X);
+  gstat_i_sched_release(ctx, &hx);
+  gstat_i_sched_release(ctx, &hs);
+  return st;
 }

@@ -16,6 +16,7 @@
 #include "core/matrix.h"
 #include "gstat/covariance.h"
 #include "linalg/dense.h"
+#include "linalg/sched.h"
 #include "pca/data.h"
 
 /* ||S - mu I||_F^2 and ||S||_F^2 of the p x p matrix s (ld p). */
@@ -79,6 +80,7 @@ gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrin
                               double *shrinkage) {
   static const char fn[] = "cov_shrink";
   gstat_status st = GSTAT_OK;
+  gstat_i_staged hx = {0};
   if (!ctx) return GSTAT_EINVAL;
   gstat_i_begin(ctx);
   st = gstat_i_check_matrix(ctx, fn, "X", X);
@@ -109,21 +111,12 @@ gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrin
                         fn, mean_out->batch, mean_out->rows, mean_out->cols, batch, p);
       goto done;
     }
-    if (mean_out->location != GSTAT_HOST) {
-      st = gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: mean is in CUDA device memory", fn);
-      goto done;
-    }
     st = gstat_i_check_alias(ctx, fn, "mean", mean_out, "X", X, false);
     if (st == GSTAT_OK) st = gstat_i_check_alias(ctx, fn, "mean", mean_out, "C", C, false);
     if (st != GSTAT_OK) goto done;
   }
   if (method != GSTAT_SHRINK_LEDOIT_WOLF && method != GSTAT_SHRINK_OAS) {
     st = gstat_i_fail(ctx, GSTAT_EINVAL, "%s: method=%d is not a gstat_shrinkage", fn, (int)method);
-    goto done;
-  }
-  if (X->location != GSTAT_HOST || C->location != GSTAT_HOST) {
-    st = gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
-                      "%s: arguments in CUDA device memory are not supported", fn);
     goto done;
   }
   st = gstat_i_check_alias(ctx, fn, "C", C, "X", X, false);
@@ -142,6 +135,9 @@ gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrin
     for (int64_t b = 0; shrinkage && b < batch; b++) shrinkage[b] = 0.0;
     goto done;
   }
+  st = gstat_i_sched_stage(ctx, fn, "X", X, true, &hx); /* device data: a host copy */
+  if (st != GSTAT_OK) goto done;
+  X = &hx.m;
   int64_t bi, ri, ci;
   if (gstat_i_find_nonfinite(X, GSTAT_I_TRI_FULL, &bi, &ri, &ci)) { /* whatever check_finite says */
     st = gstat_i_fail(ctx, GSTAT_ENOTFINITE,
@@ -186,7 +182,8 @@ gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrin
         mo.row_stride = mean_out->col_stride;
         mo.col_stride = mean_out->row_stride;
       }
-      gstat_i_dense_store(GSTAT_F64, mean, p, &mo, b);
+      st = gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, mean, p, &mo, b);
+      if (st != GSTAT_OK) goto done;
     }
     st = gstat_i_syrk(ctx, ct, GSTAT_TRANS, p, n, 1.0 / (double)n, x, n, 0.0, s, p);
     if (st != GSTAT_OK) goto done;
@@ -198,10 +195,12 @@ gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrin
     double mu = tr / (double)p;
     for (int64_t k = 0; k < p * p; k++) c[k] *= 1.0 - sh;
     for (int64_t i = 0; i < p; i++) c[i + i * p] += sh * mu;
-    gstat_i_dense_store(GSTAT_F64, c, p, C, b);
+    st = gstat_i_sched_store(ctx, fn, "C", GSTAT_F64, c, p, C, b);
+    if (st != GSTAT_OK) goto done;
     if (shrinkage) shrinkage[b] = sh;
   }
   ctx->last_backends |= GSTAT_RAN_CPU;
 done:
+  gstat_i_sched_release(ctx, &hx);
   return st;
 }

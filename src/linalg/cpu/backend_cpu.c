@@ -10,6 +10,7 @@
 #include "linalg/backend.h"
 #include "linalg/cpu/blas_threads.h"
 #include "linalg/cpu/cpu_job.h"
+#include "linalg/cpu/primitives_cpu.h"
 
 /* Item `it` of the batch: group `it` (of `lanes` elements) while it < groups,
  * then the elements after the last whole group one by one. */
@@ -128,4 +129,9 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .cholesky_solve = cpu_cholesky_solve,
     .triangular_solve = cpu_triangular_solve,
     .destroy = NULL,
+    .copy = gstat_i_cpu_copy,
+    .comoment = gstat_i_cpu_comoment,
+    .project = gstat_i_cpu_project,
+    .eigh_top = gstat_i_cpu_eigh_top,
+    .host_cost = gstat_i_cpu_host_cost,
 };

@@ -34,11 +34,11 @@ typedef enum {
   CU_PTRS,  /* pointer arrays for the *Batched routines */
   CU_WORK,  /* solver workspace (one slice per stream for the loop path) */
   CU_FLAG,  /* a scalar: the non-finite scan's first index, the info check's verdict */
-  CU_DATA,  /* PCA: the centered data of the last pca_fit */
-  CU_COV,   /* PCA: co-moment matrices */
-  CU_SUMS,  /* PCA: column sums, means and deviations (double) */
-  CU_PROJ,  /* PCA: components and scores */
-  CU_PART,  /* PCA: partial co-moments of row blocks */
+  CU_DATA,  /* co-moment, projection: centred rows */
+  CU_COV,   /* co-moment: its matrix (and the double accumulator of host chunks) */
+  CU_SUMS,  /* co-moment, projection: column sums, means, shifts (double) */
+  CU_PROJ,  /* projection: components and scores */
+  CU_PART,  /* co-moment: partial products of row blocks */
   CU_SC,    /* batch spectral clustering: one chunk's Laplacians, results, scratch */
   CU_NBUF
 } gstat_cu_role;
@@ -88,12 +88,9 @@ typedef struct gstat_cu_state {
   gstat_cu_buf dev[CU_NBUF];
   gstat_cu_buf host_work;              /* cuSOLVER's host workspace */
   gstat_cu_buf host_info;              /* info copied back */
-  gstat_cu_buf host_pca;               /* pinned: PCA components and scores */
+  gstat_cu_buf host_pca;               /* pinned: co-moments, means, components */
   gstat_cu_buf host_sc;                /* pinned: batch spectral clustering's per-graph results */
   gstat_cu_stager stage_in, stage_out; /* pinned: copies of the caller's host memory */
-  /* what pca_fit left in CU_DATA for pca_scores */
-  int64_t pca_batch, pca_n, pca_p;
-  int pca_cdt, pca_row_major;
   /* the batched eigensolver's graphs, captured on their own streams with
    * their own handles (no other call can touch what a graph holds), a
    * stream, handle and event per branch (capture[0]: the graph's origin) */
@@ -194,16 +191,15 @@ gstat_status gstat_cu_triangular_solve(void *state, gstat_ctx *ctx, const gstat_
                                        gstat_uplo uplo, gstat_trans trans, gstat_diag diag,
                                        const gstat_matrix *B, gstat_matrix *X, int64_t *info);
 
-gstat_status gstat_cu_pca_fit(void *state, gstat_ctx *ctx, const gstat_matrix *X, int center,
-                              int scale, double *mean, double *sd, void *w, void *V);
-gstat_status gstat_cu_pca_project(void *state, gstat_ctx *ctx, const gstat_matrix *X,
-                                  const double *mean, const double *scale, const double *comp,
-                                  const double *ev, int64_t k, gstat_matrix *Y);
-gstat_status gstat_cu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, double *mean,
-                               double *M);
+gstat_status gstat_cu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                               double *mean, double *M);
+gstat_status gstat_cu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                              const double *mean, const double *scale, const double *comp,
+                              const double *ev, int64_t k, gstat_matrix *Y);
+gstat_status gstat_cu_find_nonfinite_first(void *state, gstat_ctx *ctx, const gstat_matrix *M,
+                                           int64_t *first);
+double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w);
 gstat_status gstat_cu_spectral_dense(void *state, gstat_ctx *ctx, const gstat_i_sc_device_req *r);
-gstat_status gstat_cu_pca_scores(void *state, gstat_ctx *ctx, int64_t b, const double *components,
-                                 const double *scale, int64_t k, double *scores);
 
 /* Copy per-element device info (int) of a chunk into info (int64); elements
  * with a negative info (solver error) or a non-zero flag (NaN/Inf output;

@@ -419,10 +419,10 @@ static const gstat_i_backend_ops cuda_ops = {
     .device_stats = device_stats,
     .copy = copy_matrix,
     .info_clean = info_clean,
-    .pca_fit = gstat_cu_pca_fit,
-    .pca_scores = gstat_cu_pca_scores,
     .comoment = gstat_cu_comoment,
-    .pca_project = gstat_cu_pca_project,
+    .project = gstat_cu_project,
+    .find_nonfinite = gstat_cu_find_nonfinite_first,
+    .host_cost = gstat_cu_host_cost,
     .spectral_dense = gstat_cu_spectral_dense,
 };
 

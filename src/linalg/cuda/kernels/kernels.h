@@ -184,6 +184,10 @@ cudaError_t gstat_cu_center(int dtype, const void *x, void *y, int64_t n, int64_
 cudaError_t gstat_cu_sum_partials(int dtype, const void *P, int64_t R, int64_t rows, int64_t cols,
                                   void *S, int64_t lds, cudaStream_t stream);
 
+/* acc[e] += S[e] (count entries), in double. */
+cudaError_t gstat_cu_add_to_double(int dtype, const void *S, int64_t count, double *acc,
+                                   cudaStream_t stream);
+
 /* S(i, j) /= sd[i] sd[j] for a dense column-major p x p S. */
 cudaError_t gstat_cu_scale_sym(int dtype, void *S, int64_t p, const double *sd,
                                cudaStream_t stream);

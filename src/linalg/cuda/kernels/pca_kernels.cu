@@ -88,6 +88,15 @@ __global__ void __launch_bounds__(kLinearThreads)
   }
 }
 
+/* acc[e] += S[e] in double. */
+template <typename T>
+__global__ void __launch_bounds__(kLinearThreads)
+    add_to_double(const T *__restrict__ S, int64_t count, double *__restrict__ acc) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < count; e += stride)
+    acc[e] += (double)S[e];
+}
+
 } /* namespace */
 } /* namespace gstat_cu */
 
@@ -160,5 +169,18 @@ extern "C" cudaError_t gstat_cu_sum_partials(int dtype, const void *P, int64_t R
   else
     sum_partials<double>
         <<<blocks, kLinearThreads, 0, stream>>>((const double *)P, R, rows, cols, (double *)S, lds);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_add_to_double(int dtype, const void *S, int64_t count, double *acc,
+                                              cudaStream_t stream) {
+  if (!compute_dtype(dtype) || count < 0) return cudaErrorInvalidValue;
+  if (count == 0) return cudaSuccess;
+  if (!S || !acc) return cudaErrorInvalidValue;
+  unsigned blocks = linear_blocks(count);
+  if (dtype == kF32)
+    add_to_double<float><<<blocks, kLinearThreads, 0, stream>>>((const float *)S, count, acc);
+  else
+    add_to_double<double><<<blocks, kLinearThreads, 0, stream>>>((const double *)S, count, acc);
   return cudaGetLastError();
 }

@@ -1,6 +1,6 @@
 /*
- * Column means and co-moment of host data in one pass over memory (see
- * comoment.h). Each thread takes a contiguous range of rows and works
+ * The CPU backend's fused co-moment primitive: column means and co-moment of
+ * host data in one pass over memory (see comoment.h). Each thread takes a contiguous range of rows and works
  * through it in cache-sized blocks: pack the block column-major in the
  * compute type, take its exact two-pass mean, centre it, syrk; then merge the
  * block into the thread's running (count, mean, M) in double with Chan et
@@ -15,11 +15,11 @@
 #include <string.h>
 
 #include "core/matrix.h"
+#include "linalg/backend.h"
 #include "linalg/cpu/blas_threads.h"
+#include "linalg/cpu/comoment.h"
 #include "linalg/cpu/panel_syrk.h"
 #include "linalg/dense.h"
-#include "pca/comoment.h"
-#include "pca/data.h"
 
 /* Values per block: about 512 KiB of doubles, so a block stays in L2 while it
  * is packed, averaged, centred and multiplied. */
@@ -87,13 +87,11 @@ static void merge_block(int64_t p, running *a, double nb, const double *mb, cons
  * the rows, unmoved), with no transposition: pass 2, on the cached block,
  * writes x and sums its residues d. mb = m1 + d is the block mean; the
  * co-moment about m1 exceeds the block's by rows d d^T (d is rounding-sized). */
-#define DEFINE_CENTER_ROWS(T, SFX)                                                            \
-  DEFINE_BLOCK_MEAN(T, SFX)                                                                   \
+#define DEFINE_CENTER_ROWS(T, SFX, MS, XR)                                                     \
   __attribute__((target_clones("avx512f", "avx2", "default"))) static void center_rows_##SFX( \
-      const T *restrict X, int64_t ld, int64_t rows, int64_t p, T *restrict x,                \
-      double *restrict sum, double *restrict lo, double *restrict hi, double *restrict mb,    \
-      double *restrict d) {                                                                   \
-    block_mean_##SFX(X, ld, rows, p, sum, lo, hi, mb);                                        \
+      const T *XR X, int64_t ld, int64_t rows, int64_t p, T *XR x, double *restrict sum,      \
+      double *restrict lo, double *restrict hi, double *restrict mb, double *restrict d) {    \
+    block_mean_##MS(X, ld, rows, p, sum, lo, hi, mb);                                         \
     for (int64_t j = 0; j < p; j++) d[j] = 0;                                                 \
     for (int64_t r = 0; r < rows; r++) {                                                      \
       const T *row = X + r * ld;                                                              \
@@ -110,8 +108,13 @@ static void merge_block(int64_t p, running *a, double nb, const double *mb, cons
     }                                                                                         \
   }
 
-DEFINE_CENTER_ROWS(double, f64)
-DEFINE_CENTER_ROWS(float, f32)
+DEFINE_BLOCK_MEAN(double, f64)
+DEFINE_BLOCK_MEAN(float, f32)
+DEFINE_CENTER_ROWS(double, f64, f64, restrict)
+DEFINE_CENTER_ROWS(float, f32, f32, restrict)
+/* in place (x == X, ld == p): rows packed from other layouts and dtypes */
+DEFINE_CENTER_ROWS(double, f64_inplace, f64, )
+DEFINE_CENTER_ROWS(float, f32_inplace, f32, )
 
 /* As center_rows_f64, but into the panels of gstat_i_panel_syrk (np panels of
  * 8 columns, ps doubles apart; columns p..8 np - 1 are zero). The rounding-sized
@@ -164,8 +167,11 @@ static void merge_running(int64_t p, running *a, const running *b, double *delta
  * and cost O(p^2) memory traffic: about BLOCK_VALUES values, at least 256
  * rows and p / 2 for wide data. The panel kernel merges without a pass over
  * p x p: its blocks are sized for its caches instead (at most 1 MiB of panels
- * in L2, at most 512 rows so that one panel, 32 KiB, stays in L1). */
+ * in L2, at most 512 rows so that one panel, 32 KiB, stays in L1). Data that
+ * are not tall (gstat_i_comoment_pays) are one block: one syrk over the
+ * centred rows, with the context's threads inside BLAS. */
 static int64_t block_rows(int64_t n, int64_t p, bool panels) {
+  if (!gstat_i_comoment_pays(n, p)) return n;
   int64_t block = BLOCK_VALUES / p;
   if (panels) {
     block = 2 * BLOCK_VALUES / p;
@@ -199,13 +205,15 @@ static void add_block_panels(const double *X, int64_t ld, int64_t rows, int64_t 
   r->n = n;
 }
 
-gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, gstat_dtype ct,
-                              double *mean, void *S, int64_t lds) {
+gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, double *mean,
+                              double *M) {
   int64_t n = X->rows, p = X->cols;
+  gstat_dtype ct = X->dtype == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32;
   size_t es = gstat_dtype_size(ct);
   /* rows contiguous and already in the compute type: centred without transposing */
   bool rows_ready = X->col_stride == 1 && X->dtype == ct && X->row_stride >= p;
-  bool panels = rows_ready && ct == GSTAT_F64 && gstat_i_panel_syrk_available();
+  bool panels = rows_ready && ct == GSTAT_F64 && gstat_i_panel_syrk_available() &&
+                gstat_i_comoment_pays(n, p);
   int64_t block = block_rows(n, p, panels);
   int64_t blocks = (n + block - 1) / block;
   int64_t ldm = panels ? (p + 7) / 8 * 8 : p; /* ld of the running M */
@@ -265,16 +273,17 @@ gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
           center_rows_f32((const float *)src, X->row_stride, rows, p, x, sum, lo, hi, mb, dd);
         gstat_i_syrk_lower(bctx, ct, GSTAT_NO_TRANS, p, rows, 1.0, x, p, 0.0, Sb, p);
         merge_block(p, &r, (double)rows, mb, Sb, p, ct, dd, delta);
-      } else { /* other layouts and dtypes: packed column-major, then centred */
-        gstat_matrix part = Xb;
-        part.rows = rows;
+      } else { /* other layouts and dtypes: packed as rows in the compute type, then centred */
+        gstat_matrix part = gstat_i_transposed(&Xb);
+        part.cols = rows;
         part.data = (void *)src;
-        gstat_i_dense_load(&part, 0, ct, x, rows);
-        gstat_i_col_means(ct, rows, p, x, NULL, 0, mb);
-        gstat_i_exact_constant_means(ct, rows, p, x, mb);
-        gstat_i_center_scale(ct, rows, p, x, mb, NULL);
-        gstat_i_syrk_lower(bctx, ct, GSTAT_TRANS, p, rows, 1.0, x, rows, 0.0, Sb, p);
-        merge_block(p, &r, (double)rows, mb, Sb, p, ct, NULL, delta);
+        gstat_i_dense_load(&part, 0, ct, x, p);
+        if (ct == GSTAT_F64)
+          center_rows_f64_inplace(x, p, rows, p, x, sum, lo, hi, mb, dd);
+        else
+          center_rows_f32_inplace(x, p, rows, p, x, sum, lo, hi, mb, dd);
+        gstat_i_syrk_lower(bctx, ct, GSTAT_NO_TRANS, p, rows, 1.0, x, p, 0.0, Sb, p);
+        merge_block(p, &r, (double)rows, mb, Sb, p, ct, dd, delta);
       }
     }
 #pragma omp barrier
@@ -294,14 +303,7 @@ gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
       }
       for (int64_t j = 0; j < p; j++) {
         mean[j] = all.mean[j];
-        for (int64_t i = j; i < p; i++) {
-          double v = all.M[i + j * ldm];
-          if (ct == GSTAT_F64) {
-            ((double *)S)[i + j * lds] = ((double *)S)[j + i * lds] = v;
-          } else {
-            ((float *)S)[i + j * lds] = ((float *)S)[j + i * lds] = (float)v;
-          }
-        }
+        for (int64_t i = j; i < p; i++) M[i + j * p] = M[j + i * p] = all.M[i + j * ldm];
       }
     }
   }

@@ -1,0 +1,87 @@
+/*
+ * The CPU backend's statistics primitives (backend.h): the fused co-moment
+ * and centred projection (comoment.c, project.c), the top-k eigensolver,
+ * copies between host descriptors, and the rules table its cost model reads.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/matrix.h"
+#include "linalg/backend.h"
+#include "linalg/cpu/comoment.h"
+#include "linalg/cpu/primitives_cpu.h"
+#include "linalg/dense.h"
+
+/* The CPU's rules: one place for its crossover and rate numbers, measured as
+ * bench/README.md ("The cost model") tells. */
+static const struct {
+  double flops_per_thread[2]; /* sustained syrk/gemm rate of one thread: float32, float64 */
+  double bytes_per_thread;    /* memory read rate of one thread */
+  double bytes_max;           /* the memory system's */
+  int64_t top_min_order;      /* eigh_top: partial solve from this order ... */
+  int64_t top_max_fraction;   /* ... when k <= order / this */
+} cpu_rules = {{12e9, 6e9}, 6e9, 40e9, 256, 8};
+
+gstat_status gstat_i_cpu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                                  double *mean, double *M) {
+  (void)state;
+  return gstat_i_comoment(ctx, X, b, mean, M);
+}
+
+gstat_status gstat_i_cpu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                                const double *mean, const double *scale, const double *comp,
+                                const double *ev, int64_t k, gstat_matrix *Y) {
+  (void)state;
+  return gstat_i_project(ctx, X, b, mean, scale, comp, ev, k, Y);
+}
+
+/* k pairs of a large matrix: every eigenvalue but k vectors, a fraction of a
+ * full eigh (1000 x 1000, k = 10 on the 2-core machine: bench/README.md).
+ * GSTAT_EUNSUPPORTED, with no message, where the full eigh is faster. */
+gstat_status gstat_i_cpu_eigh_top(void *state, gstat_ctx *ctx, gstat_matrix *A, int64_t k,
+                                 gstat_matrix *w) {
+  (void)state;
+  int64_t m = A->rows;
+  /* below the crossover the full eigh is faster: the scheduler runs it */
+  if (m < cpu_rules.top_min_order || k * cpu_rules.top_max_fraction > m) return GSTAT_EUNSUPPORTED;
+  size_t es = gstat_dtype_size(A->dtype);
+  for (int64_t b = 0; b < A->batch; b++) {
+    gstat_status st = gstat_i_eigh_top(ctx, A->dtype, m, gstat_i_elem(A, b, 0, 0), A->col_stride,
+                                       k, (char *)w->data + (size_t)(b * w->batch_stride) * es);
+    if (st != GSTAT_OK) return st;
+  }
+  return GSTAT_OK;
+}
+
+/* Host to host, element by element through a dense buffer of the wider
+ * compute type (exact for every pair of dtypes but a narrowing, which rounds
+ * once). */
+gstat_status gstat_i_cpu_copy(void *state, gstat_ctx *ctx, const gstat_matrix *src,
+                             gstat_matrix *dst) {
+  (void)state;
+  gstat_dtype ct = src->dtype == GSTAT_F64 || dst->dtype == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32;
+  int64_t rows = src->rows, cols = src->cols;
+  size_t bytes;
+  if (rows == 0 || cols == 0) return GSTAT_OK;
+  if (!gstat_i_mul_size((size_t)(rows * cols), gstat_dtype_size(ct), &bytes))
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "copy: the buffer size overflows");
+  void *buf = gstat_i_alloc(ctx, bytes);
+  if (!buf) return gstat_i_fail(ctx, GSTAT_ENOMEM, "copy: cannot allocate %zu bytes", bytes);
+  for (int64_t b = 0; b < src->batch; b++) {
+    gstat_i_dense_load(src, b, ct, buf, rows);
+    gstat_i_dense_store(ct, buf, rows, dst, b);
+  }
+  gstat_i_free(ctx, buf, bytes);
+  return GSTAT_OK;
+}
+
+double gstat_i_cpu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w) {
+  (void)state;
+  double threads = ctx->num_threads > 0 ? (double)ctx->num_threads : 1.0;
+  double n = (double)w->n, p = (double)w->p, items = (double)w->batch;
+  double bytes = items * n * p * (double)gstat_dtype_size(w->dtype);
+  double flops = w->op == GSTAT_I_PRIM_COMOMENT ? items * n * p * p : 2 * items * n * p * (double)w->k;
+  double rate = cpu_rules.flops_per_thread[w->dtype == GSTAT_F64] * threads;
+  double bw = fmin(cpu_rules.bytes_per_thread * threads, cpu_rules.bytes_max);
+  return fmax(flops / rate, bytes / bw);
+}

@@ -1,0 +1,19 @@
+/* The CPU backend's statistics primitives (primitives_cpu.c), for its ops
+ * table in backend_cpu.c; their contracts are backend.h's. */
+#ifndef GSTAT_LINALG_CPU_PRIMITIVES_CPU_H
+#define GSTAT_LINALG_CPU_PRIMITIVES_CPU_H
+
+#include "linalg/backend.h"
+
+gstat_status gstat_i_cpu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                                  double *mean, double *M);
+gstat_status gstat_i_cpu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                                 const double *mean, const double *scale, const double *comp,
+                                 const double *ev, int64_t k, gstat_matrix *Y);
+gstat_status gstat_i_cpu_eigh_top(void *state, gstat_ctx *ctx, gstat_matrix *A, int64_t k,
+                                  gstat_matrix *w);
+gstat_status gstat_i_cpu_copy(void *state, gstat_ctx *ctx, const gstat_matrix *src,
+                              gstat_matrix *dst);
+double gstat_i_cpu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w);
+
+#endif /* GSTAT_LINALG_CPU_PRIMITIVES_CPU_H */

@@ -1,0 +1,259 @@
+/*
+ * The scheduler (sched.h): backend choice, transfers and the fallback policy
+ * for the statistics primitives. The eigensolvers and Cholesky of the public
+ * API go through dispatch.c, whose backend rule eigh_top shares.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/matrix.h"
+#include "linalg/backend.h"
+#include "linalg/dense.h"
+#include "linalg/sched.h"
+
+static const gstat_i_backend cpu = {&gstat_i_cpu_backend_ops, NULL};
+
+/* One primitive call, whichever backend runs it. */
+typedef struct prim_call {
+  gstat_i_prim op;
+  const char *fn;
+  const gstat_matrix *X;
+  int64_t b;
+  double *mean, *M;                         /* COMOMENT */
+  const double *center, *scale, *comp, *ev; /* PROJECT */
+  int64_t k;
+  gstat_matrix *Y;
+} prim_call;
+
+static bool has_op(const gstat_i_backend *be, gstat_i_prim op) {
+  return op == GSTAT_I_PRIM_COMOMENT ? be->ops->comoment != NULL : be->ops->project != NULL;
+}
+
+static gstat_status invoke(const gstat_i_backend *be, gstat_ctx *ctx, const prim_call *c) {
+  if (c->op == GSTAT_I_PRIM_COMOMENT)
+    return be->ops->comoment(be->state, ctx, c->X, c->b, c->mean, c->M);
+  return be->ops->project(be->state, ctx, c->X, c->b, c->center, c->scale, c->comp, c->ev, c->k,
+                          c->Y);
+}
+
+static gstat_i_work work_of(const prim_call *c) {
+  gstat_i_work w = {c->op, c->X->dtype, 1, c->X->rows, c->X->cols, c->k};
+  return w;
+}
+
+/* The backend owning device memory: the context's CUDA backend. */
+static gstat_status device_backend(gstat_ctx *ctx, const char *fn, const char *name,
+                                   gstat_i_backend *be) {
+  if (gstat_i_cuda_backend(ctx, be) == GSTAT_OK) return GSTAT_OK;
+  char why[sizeof ctx->last_error];
+  memcpy(why, ctx->last_error, sizeof why);
+  return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: %s is in CUDA device memory, but %s", fn, name,
+                      why);
+}
+
+/* Where a call on host data runs: the CPU unless the context asks for CUDA
+ * (and the module has the primitive) or, under AUTO, a usable GPU's estimate
+ * beats the CPU's (the backends' rules tables: bench/README.md). */
+static void choose_for_host(gstat_ctx *ctx, const prim_call *c, gstat_i_backend *be) {
+  *be = cpu;
+  if (ctx->opt.backend == GSTAT_BACKEND_CPU || !gstat_ctx_cuda_available(ctx)) return;
+  gstat_i_backend gpu;
+  if (gstat_i_cuda_backend(ctx, &gpu) != GSTAT_OK || !has_op(&gpu, c->op)) return;
+  gstat_i_work w = work_of(c);
+  if (ctx->opt.backend == GSTAT_BACKEND_CUDA) {
+    if (!gpu.ops->host_cost || gpu.ops->host_cost(gpu.state, ctx, &w) >= 0) *be = gpu;
+    return;
+  }
+  if (!gpu.ops->host_cost) return;
+  double there = gpu.ops->host_cost(gpu.state, ctx, &w);
+  if (there >= 0 && there < cpu.ops->host_cost(NULL, ctx, &w)) *be = gpu;
+}
+
+static bool retry_on_cpu(gstat_status st) {
+  return st == GSTAT_ENOMEM || st == GSTAT_EBACKEND || st == GSTAT_EUNSUPPORTED;
+}
+
+/* c on the CPU with host copies of the device-resident X_b and Y_b. */
+static gstat_status run_staged(gstat_ctx *ctx, const prim_call *c) {
+  gstat_i_staged hx = {0}, hy = {0};
+  gstat_matrix xb = *c->X, yb;
+  xb.data = (char *)c->X->data + (size_t)(c->b * c->X->batch_stride) * gstat_dtype_size(xb.dtype);
+  xb.batch = 1;
+  gstat_status st = gstat_i_sched_stage(ctx, c->fn, "X", &xb, true, &hx);
+  prim_call h = *c;
+  h.X = &hx.m;
+  h.b = 0;
+  if (st == GSTAT_OK && c->Y) {
+    yb = *c->Y;
+    yb.data =
+        (char *)c->Y->data + (size_t)(c->b * c->Y->batch_stride) * gstat_dtype_size(yb.dtype);
+    yb.batch = 1;
+    st = gstat_i_sched_stage(ctx, c->fn, "Y", &yb, false, &hy);
+    h.Y = &hy.m;
+  }
+  if (st == GSTAT_OK) st = invoke(&cpu, ctx, &h);
+  if (st == GSTAT_OK && c->Y) st = gstat_i_sched_unstage(ctx, c->fn, "Y", &hy, &yb);
+  gstat_i_sched_release(ctx, &hy);
+  gstat_i_sched_release(ctx, &hx);
+  if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
+  return st;
+}
+
+/* Whether a co-moment result has a NaN/Inf the data do not explain (a GPU
+ * fault): then it is recomputed on the CPU. */
+static bool comoment_suspect(gstat_ctx *ctx, const prim_call *c, gstat_status *st) {
+  int64_t p = c->X->cols;
+  bool finite = true;
+  for (int64_t j = 0; j < p && finite; j++)
+    finite = isfinite(c->mean[j]) && isfinite(c->M[j + j * p]);
+  if (finite) return false;
+  gstat_matrix xb = *c->X;
+  xb.data = (char *)c->X->data + (size_t)(c->b * c->X->batch_stride) * gstat_dtype_size(xb.dtype);
+  xb.batch = 1;
+  int64_t b, i, j;
+  return !gstat_i_sched_find_nonfinite(ctx, c->fn, "X", &xb, &b, &i, &j, st) && *st == GSTAT_OK;
+}
+
+static gstat_status run(gstat_ctx *ctx, const prim_call *c) {
+  bool on_device = c->X->location == GSTAT_CUDA || (c->Y && c->Y->location == GSTAT_CUDA);
+  gstat_i_backend be;
+  if (on_device) {
+    gstat_status st = device_backend(ctx, c->fn, c->X->location == GSTAT_CUDA ? "X" : "Y", &be);
+    if (st != GSTAT_OK) return st;
+  } else {
+    choose_for_host(ctx, c, &be);
+  }
+  gstat_status st = has_op(&be, c->op) ? invoke(&be, ctx, c) : GSTAT_EUNSUPPORTED;
+  if (st == GSTAT_OK && be.ops != cpu.ops && c->op == GSTAT_I_PRIM_COMOMENT &&
+      comoment_suspect(ctx, c, &st))
+    st = GSTAT_EBACKEND;
+  if (st == GSTAT_OK) {
+    ctx->last_backends |= be.ops->ran_flag;
+    return GSTAT_OK;
+  }
+  if (be.ops == cpu.ops || !retry_on_cpu(st)) return st;
+  ctx->last_error[0] = '\0'; /* the GPU's failure is not the call's */
+  if (on_device) return run_staged(ctx, c);
+  st = invoke(&cpu, ctx, c);
+  if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
+  return st;
+}
+
+gstat_status gstat_i_sched_comoment(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                    int64_t b, double *mean, double *M) {
+  prim_call c = {.op = GSTAT_I_PRIM_COMOMENT, .fn = fn, .X = X, .b = b, .mean = mean, .M = M};
+  return run(ctx, &c);
+}
+
+gstat_status gstat_i_sched_project(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                   int64_t b, const double *mean, const double *scale,
+                                   const double *comp, const double *ev, int64_t k,
+                                   gstat_matrix *Y) {
+  prim_call c = {.op = GSTAT_I_PRIM_PROJECT,
+                 .fn = fn,
+                 .X = X,
+                 .b = b,
+                 .center = mean,
+                 .scale = scale,
+                 .comp = comp,
+                 .ev = ev,
+                 .k = k,
+                 .Y = Y};
+  return run(ctx, &c);
+}
+
+gstat_status gstat_i_sched_eigh_top(gstat_ctx *ctx, gstat_matrix *A, int64_t k, gstat_matrix *w) {
+  if (gstat_i_eigh_runs_on_cpu(ctx, A) && cpu.ops->eigh_top) {
+    gstat_status st = cpu.ops->eigh_top(NULL, ctx, A, k, w);
+    if (st != GSTAT_EUNSUPPORTED) { /* else the full eigh is the faster plan */
+      if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
+      return st;
+    }
+  }
+  return gstat_i_eigh(ctx, A, GSTAT_LOWER, w, A, NULL);
+}
+
+/* ---- moving descriptors between memories ---- */
+
+gstat_status gstat_i_sched_stage(gstat_ctx *ctx, const char *fn, const char *name,
+                                 const gstat_matrix *M, bool with_data, gstat_i_staged *h) {
+  memset(h, 0, sizeof *h);
+  h->m = *M;
+  if (M->location == GSTAT_HOST) return GSTAT_OK;
+  gstat_i_backend be;
+  gstat_status st = device_backend(ctx, fn, name, &be);
+  if (st != GSTAT_OK) return st;
+  size_t count, bytes;
+  if (!gstat_i_mul_size((size_t)M->batch, (size_t)(M->rows * M->cols), &count) ||
+      !gstat_i_mul_size(count, gstat_dtype_size(M->dtype), &bytes))
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: a host copy's size overflows", fn);
+  h->mem = gstat_i_alloc(ctx, bytes ? bytes : 1);
+  if (!h->mem)
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes for a host copy", fn,
+                        bytes);
+  h->bytes = bytes ? bytes : 1;
+  h->m = gstat_matrix_col_major(h->mem, M->dtype, M->batch, M->rows, M->cols);
+  if (!with_data || count == 0) return GSTAT_OK;
+  if (!be.ops->copy)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: the CUDA backend cannot copy to the host", fn);
+  st = be.ops->copy(be.state, ctx, M, &h->m);
+  if (st != GSTAT_OK) gstat_i_sched_release(ctx, h);
+  return st;
+}
+
+gstat_status gstat_i_sched_unstage(gstat_ctx *ctx, const char *fn, const char *name,
+                                   const gstat_i_staged *h, const gstat_matrix *M) {
+  if (M->location == GSTAT_HOST || !h->mem) return GSTAT_OK;
+  gstat_i_backend be;
+  gstat_status st = device_backend(ctx, fn, name, &be);
+  if (st != GSTAT_OK) return st;
+  if (!be.ops->copy)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: the CUDA backend cannot copy to the device",
+                        fn);
+  return be.ops->copy(be.state, ctx, &h->m, (gstat_matrix *)M);
+}
+
+void gstat_i_sched_release(gstat_ctx *ctx, gstat_i_staged *h) {
+  if (h->mem) gstat_i_free(ctx, h->mem, h->bytes);
+  memset(h, 0, sizeof *h);
+}
+
+gstat_status gstat_i_sched_store(gstat_ctx *ctx, const char *fn, const char *name, gstat_dtype dt,
+                                 const void *src, int64_t ld, const gstat_matrix *M, int64_t b) {
+  if (M->location == GSTAT_HOST) {
+    gstat_i_dense_store(dt, src, ld, M, b);
+    return GSTAT_OK;
+  }
+  gstat_i_backend be;
+  gstat_status st = device_backend(ctx, fn, name, &be);
+  if (st != GSTAT_OK) return st;
+  gstat_matrix from = gstat_matrix_col_major((void *)src, dt, 1, M->rows, M->cols);
+  from.col_stride = ld;
+  gstat_matrix to = *M;
+  to.data = (char *)M->data + (size_t)(b * M->batch_stride) * gstat_dtype_size(M->dtype);
+  to.batch = 1;
+  return be.ops->copy(be.state, ctx, &from, &to);
+}
+
+bool gstat_i_sched_find_nonfinite(gstat_ctx *ctx, const char *fn, const char *name,
+                                  const gstat_matrix *M, int64_t *b, int64_t *i, int64_t *j,
+                                  gstat_status *st) {
+  *st = GSTAT_OK;
+  if (M->location == GSTAT_HOST) return gstat_i_find_nonfinite(M, GSTAT_I_TRI_FULL, b, i, j);
+  gstat_i_backend be;
+  if ((*st = device_backend(ctx, fn, name, &be)) != GSTAT_OK) return false;
+  if (be.ops->find_nonfinite) { /* a scan where the data lie */
+    int64_t first = -1, per = M->rows * M->cols;
+    if ((*st = be.ops->find_nonfinite(be.state, ctx, M, &first)) != GSTAT_OK || first < 0)
+      return false;
+    *b = first / per;
+    *i = first % per / M->cols;
+    *j = first % per % M->cols;
+    return true;
+  }
+  gstat_i_staged h;
+  if ((*st = gstat_i_sched_stage(ctx, fn, name, M, true, &h)) != GSTAT_OK) return false;
+  bool found = gstat_i_find_nonfinite(&h.m, GSTAT_I_TRI_FULL, b, i, j);
+  gstat_i_sched_release(ctx, &h);
+  return found;
+}
