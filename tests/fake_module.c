@@ -125,8 +125,7 @@ static gstat_status copy(void *s, gstat_ctx *ctx, const gstat_matrix *src, gstat
 }
 
 /* The first NaN/Inf in the kernels' order (element, row, column). */
-static gstat_status find_nonfinite(void *s, gstat_ctx *ctx, const gstat_matrix *M,
-                                   int64_t *first) {
+static gstat_status find_nonfinite(void *s, gstat_ctx *ctx, const gstat_matrix *M, int64_t *first) {
   (void)s;
   (void)ctx;
   *first = -1;

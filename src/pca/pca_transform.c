@@ -24,8 +24,8 @@ static gstat_status check_args(gstat_ctx *ctx, const char *fn, const gstat_pca_r
   TRY(gstat_i_check_matrix(ctx, fn, in_name, in));
   TRY(gstat_i_check_matrix(ctx, fn, out_name, out));
   if (in->location == GSTAT_CUDA && out->location == GSTAT_CUDA && out->device != in->device)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: the output is on another device than the input",
-                        fn);
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                        "%s: the output is on another device than the input", fn);
   if (in->batch != res->batch || in->cols != in_cols)
     return gstat_i_fail(ctx, GSTAT_EINVAL,
                         "%s: %s is %lld x %lld x %lld; the PCA needs batch %lld "

@@ -20,10 +20,10 @@
 /* The CUDA backend's rules for its cost model and chunking (bench/README.md,
  * "The cost model"). */
 static const struct {
-  double h2d_bytes;      /* the caller's pageable host memory to the device, per second */
-  double flops[2];       /* sustained GEMM rate: float32, float64 */
-  double call_seconds;   /* a call's fixed cost: launches, synchronizations */
-  size_t chunk_bytes;    /* host rows moved per chunk */
+  double h2d_bytes;    /* the caller's pageable host memory to the device, per second */
+  double flops[2];     /* sustained GEMM rate: float32, float64 */
+  double call_seconds; /* a call's fixed cost: launches, synchronizations */
+  size_t chunk_bytes;  /* host rows moved per chunk */
 } cuda_rules = {20e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20};
 
 #define TRY_CU(expr, what)                                             \
@@ -125,8 +125,8 @@ static cublasStatus_t tile_products(gstat_cu_state *s, int cdt, int row_major, i
  * one strided-batched GEMM per tile of the lower triangle (T x T tiles of
  * about p/T: (T+1)/2T of a full GEMM's work), summed in double afterwards,
  * which also shortens every fp32 accumulation chain from n to n/R terms. */
-static gstat_status syrk_tiles(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int row_major,
-                               int64_t n, int64_t p, const char *xc, void *S) {
+static gstat_status syrk_tiles(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int row_major, int64_t n,
+                               int64_t p, const char *xc, void *S) {
   size_t es = gstat_cu_dtype_bytes(cdt);
   int64_t R = n / (4 * p), T = p / 384;
   if (R > 64) R = 64;
@@ -168,8 +168,7 @@ static gstat_status syrk_tiles(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int r
 
 /* The lower triangle of the column-major p x p host buffer h (type cdt or
  * double) into both triangles of M (doubles), less n d d^T when d is given. */
-static void symmetric_out(int cdt, const void *h, int64_t p, double n, const double *d,
-                          double *M) {
+static void symmetric_out(int cdt, const void *h, int64_t p, double n, const double *d, double *M) {
   for (int64_t j = 0; j < p; j++)
     for (int64_t i = j; i < p; i++) {
       size_t o = (size_t)(i + j * p);
@@ -244,7 +243,8 @@ static gstat_status host_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gstat
   double *dSums = gstat_cu_buffer(s, ctx, CU_SUMS, 3 * sizeof(double) * (size_t)p);
   double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, pp * sizeof(double));
   if (!xc || !S || !dSums || !h) return GSTAT_ENOMEM;
-  double *dAcc = (double *)(S + (pp * es + 7) / 8 * 8), *dShift = dSums + p, *dTotal = dSums + 2 * p;
+  double *dAcc = (double *)(S + (pp * es + 7) / 8 * 8), *dShift = dSums + p,
+         *dTotal = dSums + 2 * p;
   TRY_CU(cudaMemsetAsync(dAcc, 0, pp * sizeof(double), s->stream), "zeroing the co-moment");
   TRY_CU(cudaMemsetAsync(dTotal, 0, sizeof(double) * (size_t)p, s->stream), "zeroing sums");
   bool nonfinite = false;
@@ -260,10 +260,11 @@ static gstat_status host_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gstat
     TRY_CU(gstat_cu_add_to_double(cdt, S, (int64_t)pp, dAcc, s->stream), "accumulating");
   }
   double d[1024], *dd = p <= 1024 ? d : malloc(sizeof(double) * (size_t)p);
-  if (!dd) return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "comoment: cannot allocate %lld doubles",
-                                      (long long)p);
-  cudaError_t err = cudaMemcpyAsync(h, dTotal, sizeof(double) * (size_t)p,
-                                    cudaMemcpyDeviceToHost, s->stream);
+  if (!dd)
+    return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "comoment: cannot allocate %lld doubles",
+                               (long long)p);
+  cudaError_t err =
+      cudaMemcpyAsync(h, dTotal, sizeof(double) * (size_t)p, cudaMemcpyDeviceToHost, s->stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
   for (int64_t j = 0; err == cudaSuccess && j < p; j++) {
     dd[j] = h[j] / (double)n;
@@ -323,8 +324,8 @@ static cublasStatus_t scores_gemm(gstat_cu_state *s, int cdt, int rm, int64_t m,
   int ldx = (int)(rm ? p : m);
   if (cdt == GSTAT_F64) {
     const double one = 1, zero = 0;
-    return cublasDgemm(s->blas, opx, CUBLAS_OP_N, (int)m, (int)k, (int)p, &one, xc, ldx, V,
-                       (int)p, &zero, Z, (int)m);
+    return cublasDgemm(s->blas, opx, CUBLAS_OP_N, (int)m, (int)k, (int)p, &one, xc, ldx, V, (int)p,
+                       &zero, Z, (int)m);
   }
   const float one = 1, zero = 0;
   return cublasSgemm(s->blas, opx, CUBLAS_OP_N, (int)m, (int)k, (int)p, &one, xc, ldx, V, (int)p,
@@ -387,9 +388,9 @@ gstat_status gstat_cu_find_nonfinite_first(void *state, gstat_ctx *ctx, const gs
   if (!d_first || !h_first) return GSTAT_ENOMEM;
   cudaError_t err = cudaMemsetAsync(d_first, 0xff, sizeof *d_first, s->stream);
   if (err == cudaSuccess)
-    err = gstat_cu_find_nonfinite((int)M->dtype, M->data, 0, M->batch, M->rows, M->cols,
-                                  M->batch_stride, M->row_stride, M->col_stride, d_first,
-                                  s->stream);
+    err =
+        gstat_cu_find_nonfinite((int)M->dtype, M->data, 0, M->batch, M->rows, M->cols,
+                                M->batch_stride, M->row_stride, M->col_stride, d_first, s->stream);
   if (err == cudaSuccess)
     err = cudaMemcpyAsync(h_first, d_first, sizeof *d_first, cudaMemcpyDeviceToHost, s->stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
@@ -403,8 +404,8 @@ double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work 
   (void)ctx;
   double n = (double)w->n, p = (double)w->p, items = (double)w->batch;
   double bytes = items * n * p * (double)gstat_cu_dtype_bytes((int)w->dtype);
-  double flops = w->op == GSTAT_I_PRIM_COMOMENT ? 2 * items * n * p * p
-                                                : 2 * items * n * p * (double)w->k;
+  double flops =
+      w->op == GSTAT_I_PRIM_COMOMENT ? 2 * items * n * p * p : 2 * items * n * p * (double)w->k;
   return cuda_rules.call_seconds + bytes / cuda_rules.h2d_bytes +
          flops / cuda_rules.flops[w->dtype == GSTAT_F64];
 }
