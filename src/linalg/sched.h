@@ -26,10 +26,9 @@ gstat_status gstat_i_sched_comoment(gstat_ctx *ctx, const char *fn, const gstat_
  * scale) comp^T, column i times 1/sqrt(ev[i]) when ev is given (0 where ev
  * <= 0). X_b m x p in any memory; mean, scale (NULL: 1), comp (k x p
  * row-major) and ev (k) host doubles. */
-gstat_status gstat_i_sched_project(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
-                                   int64_t b, const double *mean, const double *scale,
-                                   const double *comp, const double *ev, int64_t k,
-                                   gstat_matrix *Y);
+gstat_status gstat_i_sched_project(gstat_ctx *ctx, const char *fn, const gstat_matrix *X, int64_t b,
+                                   const double *mean, const double *scale, const double *comp,
+                                   const double *ev, int64_t k, gstat_matrix *Y);
 
 /* Every eigenvalue of each matrix of A (host, dense column-major, compute
  * dtype, lower triangle read) into w (host, batch x m), and the eigenvectors
@@ -38,9 +37,9 @@ gstat_status gstat_i_sched_project(gstat_ctx *ctx, const char *fn, const gstat_m
  * would pick; element failures are GSTAT_ENOCONV. */
 gstat_status gstat_i_sched_eigh_top(gstat_ctx *ctx, gstat_matrix *A, int64_t k, gstat_matrix *w);
 
-/* (name: the argument's, for messages.) A host view of M for a step that has no device primitive yet: M itself
- * when it lies on the host, else a dense host copy (same dtype) made through
- * the owning backend (with_data false: uninitialised, for an output). */
+/* (name: the argument's, for messages.) A host view of M for a step that has no device primitive
+ * yet: M itself when it lies on the host, else a dense host copy (same dtype) made through the
+ * owning backend (with_data false: uninitialised, for an output). */
 typedef struct gstat_i_staged {
   gstat_matrix m;
   void *mem;
