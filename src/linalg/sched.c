@@ -85,8 +85,7 @@ static gstat_status run_staged(gstat_ctx *ctx, const prim_call *c) {
   h.b = 0;
   if (st == GSTAT_OK && c->Y) {
     yb = *c->Y;
-    yb.data =
-        (char *)c->Y->data + (size_t)(c->b * c->Y->batch_stride) * gstat_dtype_size(yb.dtype);
+    yb.data = (char *)c->Y->data + (size_t)(c->b * c->Y->batch_stride) * gstat_dtype_size(yb.dtype);
     yb.batch = 1;
     st = gstat_i_sched_stage(ctx, c->fn, "Y", &yb, false, &hy);
     h.Y = &hy.m;
@@ -145,10 +144,9 @@ gstat_status gstat_i_sched_comoment(gstat_ctx *ctx, const char *fn, const gstat_
   return run(ctx, &c);
 }
 
-gstat_status gstat_i_sched_project(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
-                                   int64_t b, const double *mean, const double *scale,
-                                   const double *comp, const double *ev, int64_t k,
-                                   gstat_matrix *Y) {
+gstat_status gstat_i_sched_project(gstat_ctx *ctx, const char *fn, const gstat_matrix *X, int64_t b,
+                                   const double *mean, const double *scale, const double *comp,
+                                   const double *ev, int64_t k, gstat_matrix *Y) {
   prim_call c = {.op = GSTAT_I_PRIM_PROJECT,
                  .fn = fn,
                  .X = X,
@@ -195,7 +193,8 @@ gstat_status gstat_i_sched_stage(gstat_ctx *ctx, const char *fn, const char *nam
   h->m = gstat_matrix_col_major(h->mem, M->dtype, M->batch, M->rows, M->cols);
   if (!with_data || count == 0) return GSTAT_OK;
   if (!be.ops->copy)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: the CUDA backend cannot copy to the host", fn);
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: the CUDA backend cannot copy to the host",
+                        fn);
   st = be.ops->copy(be.state, ctx, M, &h->m);
   if (st != GSTAT_OK) gstat_i_sched_release(ctx, h);
   return st;
