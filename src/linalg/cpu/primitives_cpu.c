@@ -29,8 +29,8 @@ gstat_status gstat_i_cpu_comoment(void *state, gstat_ctx *ctx, const gstat_matri
 }
 
 gstat_status gstat_i_cpu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
-                                const double *mean, const double *scale, const double *comp,
-                                const double *ev, int64_t k, gstat_matrix *Y) {
+                                 const double *mean, const double *scale, const double *comp,
+                                 const double *ev, int64_t k, gstat_matrix *Y) {
   (void)state;
   return gstat_i_project(ctx, X, b, mean, scale, comp, ev, k, Y);
 }
@@ -39,15 +39,15 @@ gstat_status gstat_i_cpu_project(void *state, gstat_ctx *ctx, const gstat_matrix
  * full eigh (1000 x 1000, k = 10 on the 2-core machine: bench/README.md).
  * GSTAT_EUNSUPPORTED, with no message, where the full eigh is faster. */
 gstat_status gstat_i_cpu_eigh_top(void *state, gstat_ctx *ctx, gstat_matrix *A, int64_t k,
-                                 gstat_matrix *w) {
+                                  gstat_matrix *w) {
   (void)state;
   int64_t m = A->rows;
   /* below the crossover the full eigh is faster: the scheduler runs it */
   if (m < cpu_rules.top_min_order || k * cpu_rules.top_max_fraction > m) return GSTAT_EUNSUPPORTED;
   size_t es = gstat_dtype_size(A->dtype);
   for (int64_t b = 0; b < A->batch; b++) {
-    gstat_status st = gstat_i_eigh_top(ctx, A->dtype, m, gstat_i_elem(A, b, 0, 0), A->col_stride,
-                                       k, (char *)w->data + (size_t)(b * w->batch_stride) * es);
+    gstat_status st = gstat_i_eigh_top(ctx, A->dtype, m, gstat_i_elem(A, b, 0, 0), A->col_stride, k,
+                                       (char *)w->data + (size_t)(b * w->batch_stride) * es);
     if (st != GSTAT_OK) return st;
   }
   return GSTAT_OK;
@@ -57,7 +57,7 @@ gstat_status gstat_i_cpu_eigh_top(void *state, gstat_ctx *ctx, gstat_matrix *A, 
  * compute type (exact for every pair of dtypes but a narrowing, which rounds
  * once). */
 gstat_status gstat_i_cpu_copy(void *state, gstat_ctx *ctx, const gstat_matrix *src,
-                             gstat_matrix *dst) {
+                              gstat_matrix *dst) {
   (void)state;
   gstat_dtype ct = src->dtype == GSTAT_F64 || dst->dtype == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32;
   int64_t rows = src->rows, cols = src->cols;
@@ -80,7 +80,8 @@ double gstat_i_cpu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_wo
   double threads = ctx->num_threads > 0 ? (double)ctx->num_threads : 1.0;
   double n = (double)w->n, p = (double)w->p, items = (double)w->batch;
   double bytes = items * n * p * (double)gstat_dtype_size(w->dtype);
-  double flops = w->op == GSTAT_I_PRIM_COMOMENT ? items * n * p * p : 2 * items * n * p * (double)w->k;
+  double flops =
+      w->op == GSTAT_I_PRIM_COMOMENT ? items * n * p * p : 2 * items * n * p * (double)w->k;
   double rate = cpu_rules.flops_per_thread[w->dtype == GSTAT_F64] * threads;
   double bw = fmin(cpu_rules.bytes_per_thread * threads, cpu_rules.bytes_max);
   return fmax(flops / rate, bytes / bw);
