@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "stats_matrix.h"
 #include "testutil.h"
 
 static const double max_ratio = 60;
@@ -912,8 +913,9 @@ static void test_pca_device_data(void **state) {
           o.center = c;
           gstat_pca_result *r = NULL;
           assert_int_equal(gstat_pca(gpu, &D, &o, &r), GSTAT_ENOTFINITE);
-          assert_string_equal(gstat_ctx_last_error(gpu),
-                              "pca: batch element 1 of X has a non-finite value at (5, 3)");
+          assert_string_equal(
+              gstat_ctx_last_error(gpu),
+              "pca: X[1] row 5 column 3 is NaN or Inf (PCA takes no missing values)");
           gstat_pca_result_free(r);
         }
       }
@@ -1138,6 +1140,85 @@ static void test_spectral_device_batch(void **state) {
   free(lc);
 }
 
+/* ---- statistics through the scheduler, on the real device ---- */
+
+static void *device_alloc(size_t bytes) {
+  void *p = NULL;
+  assert_int_equal(cudaMalloc(&p, bytes), cudaSuccess);
+  return p;
+}
+static void device_put(void *dev, const void *host, size_t bytes) {
+  assert_int_equal(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+}
+static void device_get(void *host, const void *dev, size_t bytes) {
+  assert_int_equal(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+}
+static void device_release(void *dev) {
+  cudaFree(dev);
+}
+static const sm_memory cuda_memory = {device_alloc, device_put, device_get, device_release};
+
+/* Every statistic x {host, device} data x {CPU, CUDA, AUTO} x {f32, f64,
+ * bf16} against the CPU on host data (stats_matrix.h). */
+static void test_statistics_matrix(void **state) {
+  (void)state;
+  const double tol[3] = {1e-3, 1e-9, 1e-3};
+  sm_run_matrix(&cuda_memory, tol);
+}
+
+/* Host data streamed to the GPU in several row chunks (the co-moment about
+ * the first chunk's mean, summed in double on the device): the CPU's
+ * covariance, PCA and scores; under AUTO the cost model takes it there too. */
+static void test_host_data_offload(void **state) {
+  (void)state;
+  const int64_t n = 600000, p = 256; /* 614 MB of float32: 3 chunks of 256 MiB */
+  float *x = malloc(sizeof(float) * (size_t)(n * p));
+  tu_rng rng = tu_rng_new();
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < p; j++)
+      x[i * p + j] = (float)(1e3 + (double)j + tu_normal(&rng) * (1.0 + 0.01 * (double)j));
+  gstat_matrix X = gstat_matrix_row_major(x, GSTAT_F32, 1, n, p);
+  double *cg = malloc(sizeof(double) * (size_t)(p * p)),
+         *cc = malloc(sizeof(double) * (size_t)(p * p));
+  double mg[256], mc[256];
+  gstat_matrix Cg = gstat_matrix_row_major(cg, GSTAT_F64, 1, p, p),
+               Mg = gstat_vector_batch(mg, GSTAT_F64, 1, p);
+  gstat_matrix Cc = gstat_matrix_row_major(cc, GSTAT_F64, 1, p, p),
+               Mc = gstat_vector_batch(mc, GSTAT_F64, 1, p);
+  gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  assert_int_equal(gstat_covariance(cpu, &X, NULL, &Cc, &Mc), GSTAT_OK);
+  const gstat_backend backends[2] = {GSTAT_BACKEND_CUDA, GSTAT_BACKEND_AUTO};
+  for (int k = 0; k < 2; k++) {
+    gstat_ctx *ctx = tu_ctx(backends[k]);
+    assert_int_equal(gstat_covariance(ctx, &X, NULL, &Cg, &Mg), GSTAT_OK);
+    assert_int_equal(gstat_ctx_last_backends(ctx), GSTAT_RAN_CUDA);
+    for (int64_t j = 0; j < p; j++) assert_true(fabs(mg[j] - mc[j]) <= 1e-9 * fabs(mc[j]));
+    for (int64_t e = 0; e < p * p; e++)
+      assert_true(fabs(cg[e] - cc[e]) <= 1e-4 * (0.1 + fabs(cc[e])));
+    gstat_pca_options o;
+    gstat_pca_options_init(&o);
+    o.n_components = 4;
+    gstat_pca_result *rg = NULL, *rc = NULL;
+    assert_int_equal(gstat_pca(ctx, &X, &o, &rg), GSTAT_OK);
+    assert_true(gstat_ctx_last_backends(ctx) & GSTAT_RAN_CUDA);
+    assert_int_equal(gstat_pca(cpu, &X, &o, &rc), GSTAT_OK);
+    for (int64_t i = 0; i < 4; i++)
+      assert_true(fabs(rg->explained_variance[i] - rc->explained_variance[i]) <=
+                  1e-3 * rc->explained_variance[i]);
+    for (int64_t r = 0; r < n; r += 9973)
+      for (int64_t i = 0; i < 4; i++)
+        assert_true(fabs(rg->scores[r * 4 + i] - rc->scores[r * 4 + i]) <=
+                    1e-2 * (1 + fabs(rc->scores[r * 4 + i])));
+    gstat_pca_result_free(rg);
+    gstat_pca_result_free(rc);
+    gstat_ctx_destroy(ctx);
+  }
+  gstat_ctx_destroy(cpu);
+  free(x);
+  free(cg);
+  free(cc);
+}
+
 int main(void) {
   gstat_ctx *probe;
   if (gstat_ctx_create(&probe, NULL) != GSTAT_OK) return 1;
@@ -1167,6 +1248,8 @@ int main(void) {
       cmocka_unit_test(test_pca_device_data),
       cmocka_unit_test(test_accum_device_rows),
       cmocka_unit_test(test_spectral_device_batch),
+      cmocka_unit_test(test_statistics_matrix),
+      cmocka_unit_test(test_host_data_offload),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "stats_matrix.h"
 
 /* eigh + Cholesky of a batch on ctx; results equal the CPU's bit for bit
  * (the fake computes on the CPU too), so every recomputation is checked. */
@@ -178,6 +179,105 @@ static void test_device_stats_sizes(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* ---- statistics through the scheduler ---- */
+
+/* The fake's "device memory": host memory marked GSTAT_CUDA. */
+static void *fake_alloc(size_t bytes) {
+  return malloc(bytes);
+}
+static void fake_put(void *dev, const void *host, size_t bytes) {
+  memcpy(dev, host, bytes);
+}
+static void fake_get(void *host, const void *dev, size_t bytes) {
+  memcpy(host, dev, bytes);
+}
+static const sm_memory fake_memory = {fake_alloc, fake_put, fake_get, free};
+
+/* Every statistic on host and "device" data under every context: the fake
+ * computes with the CPU's code, so the results are the CPU's. */
+static void test_statistics_matrix(void **state) {
+  (void)state;
+  /* the accumulator merges in its own order: float rounding apart */
+  const double tol[3] = {1e-5, 1e-12, 1e-5};
+  sm_run_matrix(&fake_memory, tol);
+}
+
+/* Covariance and PCA of data on ctx: the values, and what ran. */
+static double fault_data[SM_NB * SM_N * SM_P];
+
+static void cov_and_pca(gstat_ctx *ctx, bool device, double *cov, double *comp, unsigned *ran) {
+  const double *x = fault_data;
+  sm_arg X = sm_arg_new(&fake_memory, device, GSTAT_F64, SM_NB, SM_N, SM_P, x);
+  gstat_matrix C = gstat_matrix_row_major(cov, GSTAT_F64, SM_NB, SM_P, SM_P);
+  assert_int_equal(gstat_covariance(ctx, &X.m, NULL, &C, NULL), GSTAT_OK);
+  ran[0] = gstat_ctx_last_backends(ctx);
+  gstat_pca_options o;
+  gstat_pca_options_init(&o);
+  o.n_components = SM_K;
+  gstat_pca_result *r = NULL;
+  assert_int_equal(gstat_pca(ctx, &X.m, &o, &r), GSTAT_OK);
+  ran[1] = gstat_ctx_last_backends(ctx);
+  memcpy(comp, r->components, sizeof(double) * SM_NB * SM_K * SM_P);
+  gstat_pca_result_free(r);
+  sm_arg_free(&fake_memory, &X);
+}
+
+/* Faults on the "GPU" inside a covariance and a PCA: a device out of memory
+ * reruns the primitive on the CPU (through host copies for device data); a
+ * co-moment that is not finite although the data are is recomputed on the
+ * CPU; the results are the CPU's and last_backends says what ran. */
+static void test_statistics_faults(void **state) {
+  (void)state;
+  double cov0[SM_NB * SM_P * SM_P], comp0[SM_NB * SM_K * SM_P];
+  double cov1[SM_NB * SM_P * SM_P], comp1[SM_NB * SM_K * SM_P];
+  unsigned ran[2];
+  gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU), *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  sm_data(fault_data);
+  cov_and_pca(cpu, false, cov0, comp0, ran);
+  assert_int_equal(ran[0], GSTAT_RAN_CPU);
+  for (int device = 0; device < 2; device++) {
+    cov_and_pca(gpu, device, cov1, comp1, ran); /* no fault: all on the "GPU" */
+    assert_int_equal(ran[0], GSTAT_RAN_CUDA);
+    assert_int_equal(ran[1], GSTAT_RAN_CUDA);
+    setenv("GSTAT_FAKE_FAULT", "oom", 1);
+    memset(cov1, 0, sizeof cov1);
+    cov_and_pca(gpu, device, cov1, comp1, ran);
+    assert_memory_equal(cov0, cov1, sizeof cov0);
+    assert_memory_equal(comp0, comp1, sizeof comp0);
+    assert_int_equal(ran[0], GSTAT_RAN_CPU);
+    assert_int_equal(ran[1], GSTAT_RAN_CPU);
+    setenv("GSTAT_FAKE_FAULT", "nonfinite", 1);
+    memset(cov1, 0, sizeof cov1);
+    cov_and_pca(gpu, device, cov1, comp1, ran);
+    assert_memory_equal(cov0, cov1, sizeof cov0);
+    assert_memory_equal(comp0, comp1, sizeof comp0);
+    assert_int_equal(ran[0], GSTAT_RAN_CUDA | GSTAT_RAN_CPU);
+    unsetenv("GSTAT_FAKE_FAULT");
+  }
+  gstat_ctx_destroy(cpu);
+  gstat_ctx_destroy(gpu);
+}
+
+/* AUTO takes host data to the GPU when its estimate is lower (the fake's is
+ * 0) and never when the context says CPU; a CPU context still runs device
+ * data on the device. */
+static void test_statistics_auto(void **state) {
+  (void)state;
+  double cov[SM_NB * SM_P * SM_P], comp[SM_NB * SM_K * SM_P];
+  unsigned ran[2];
+  gstat_ctx *automatic = tu_ctx(GSTAT_BACKEND_AUTO), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  sm_data(fault_data);
+  cov_and_pca(automatic, false, cov, comp, ran);
+  assert_int_equal(ran[0], GSTAT_RAN_CUDA); /* (the small eigh of the PCA: the CPU) */
+  cov_and_pca(cpu, false, cov, comp, ran);
+  assert_int_equal(ran[0], GSTAT_RAN_CPU);
+  assert_int_equal(ran[1], GSTAT_RAN_CPU);
+  cov_and_pca(cpu, true, cov, comp, ran);
+  assert_int_equal(ran[0], GSTAT_RAN_CUDA);
+  gstat_ctx_destroy(automatic);
+  gstat_ctx_destroy(cpu);
+}
+
 int main(void) {
   setenv("GSTAT_CUDA_MODULE", GSTAT_FAKE_MODULE_PATH, 1);
   const struct CMUnitTest tests[] = {
@@ -187,6 +287,9 @@ int main(void) {
       cmocka_unit_test(test_vouched_info_is_trusted),
       cmocka_unit_test(test_no_device),
       cmocka_unit_test(test_device_stats_sizes),
+      cmocka_unit_test(test_statistics_matrix),
+      cmocka_unit_test(test_statistics_faults),
+      cmocka_unit_test(test_statistics_auto),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

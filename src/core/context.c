@@ -1,16 +1,11 @@
-/* The context: options, cached workspace, last error and backends that ran. */
+/* The context: options, cached workspace, last error and backends that ran
+ * (creating and destroying it, which sets up its backends: linalg/backends.c). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "core/internal.h"
-#include "linalg/cpu/openblas_core.h"
-#include "linalg/backend.h"
 
 void gstat_ctx_options_init(gstat_ctx_options *opt) {
   if (!opt) return;
@@ -18,55 +13,6 @@ void gstat_ctx_options_init(gstat_ctx_options *opt) {
   opt->backend = GSTAT_BACKEND_AUTO;
   opt->num_threads = 0;
   opt->check_finite = 1;
-}
-
-static int default_threads(void) {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-
-gstat_status gstat_ctx_create(gstat_ctx **out, const gstat_ctx_options *opt) {
-  if (!out) return GSTAT_EINVAL;
-  *out = NULL;
-  gstat_ctx_options o;
-  gstat_ctx_options_init(&o);
-  if (opt) o = *opt;
-  if (o.backend != GSTAT_BACKEND_AUTO && o.backend != GSTAT_BACKEND_CPU &&
-      o.backend != GSTAT_BACKEND_CUDA)
-    return GSTAT_EINVAL;
-  if (o.num_threads < 0) return GSTAT_EINVAL;
-  if ((o.allocator.alloc == NULL) != (o.allocator.free == NULL)) return GSTAT_EINVAL;
-  if (o.cuda_device < 0) return GSTAT_EINVAL;
-
-  gstat_i_openblas_fix_core();
-
-  /* The context itself comes from the caller's allocator too. */
-  gstat_ctx tmp;
-  memset(&tmp, 0, sizeof tmp);
-  tmp.opt = o;
-  gstat_ctx *ctx = gstat_i_alloc(&tmp, sizeof *ctx);
-  if (!ctx) return GSTAT_ENOMEM;
-  *ctx = tmp;
-  ctx->num_threads = o.num_threads > 0 ? o.num_threads : default_threads();
-  if (ctx->num_threads < 1) ctx->num_threads = 1;
-  /* Asking for CUDA explicitly is refused when it cannot be served, rather
-   * than silently running on the CPU. */
-  if (o.backend == GSTAT_BACKEND_CUDA && !gstat_ctx_cuda_available(ctx)) {
-    gstat_ctx_destroy(ctx);
-    return GSTAT_EUNSUPPORTED;
-  }
-  *out = ctx;
-  return GSTAT_OK;
-}
-
-void gstat_ctx_destroy(gstat_ctx *ctx) {
-  if (!ctx) return;
-  if (ctx->cuda.ops && ctx->cuda.ops->destroy) ctx->cuda.ops->destroy(ctx->cuda.state);
-  gstat_ctx_release_workspace(ctx);
-  gstat_i_free(ctx, ctx, sizeof *ctx);
 }
 
 void gstat_ctx_release_workspace(gstat_ctx *ctx) {

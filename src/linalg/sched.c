@@ -124,8 +124,10 @@ static gstat_status run(gstat_ctx *ctx, const prim_call *c) {
   }
   gstat_status st = has_op(&be, c->op) ? invoke(&be, ctx, c) : GSTAT_EUNSUPPORTED;
   if (st == GSTAT_OK && be.ops != cpu.ops && c->op == GSTAT_I_PRIM_COMOMENT &&
-      comoment_suspect(ctx, c, &st))
+      comoment_suspect(ctx, c, &st)) {
+    ctx->last_backends |= be.ops->ran_flag; /* it ran; its result is not used */
     st = GSTAT_EBACKEND;
+  }
   if (st == GSTAT_OK) {
     ctx->last_backends |= be.ops->ran_flag;
     return GSTAT_OK;

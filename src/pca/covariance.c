@@ -255,43 +255,44 @@ static gstat_status one_dataset(gstat_ctx *ctx, cov_job *j) {
   return GSTAT_OK;
 }
 
-/* Unweighted data: means and co-moment by the fused co-moment primitive
- * (host or device data, no copy of X on the CPU). Data without NaN give the
- * same answer in every missing mode; with a NaN or Inf (the means show it)
- * only EVERYTHING without finiteness checks is served here, else *served
- * stays false and the general path runs (and names an Inf). */
+/* Unweighted data: means and co-moments by the fused co-moment primitive
+ * (host or device data, no copy of X on the CPU), every element's before
+ * anything is written. Data without NaN give the same answer in every
+ * missing mode; with a NaN or Inf (the means show it) only EVERYTHING
+ * without finiteness checks is served here, else *served stays false and the
+ * general path runs (and names an Inf). */
 static gstat_status one_pass(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
                              const gstat_cov_options *opt, gstat_matrix *C, gstat_matrix *mean,
                              bool *served) {
   *served = false;
-  int64_t n = X->rows, p = X->cols;
-  /* a batch whose later element holds an Inf must fail before anything is
-   * written: with finiteness checks, batches take the general path */
-  if (weighted(opt) || n < 1 || opt->assume_centered || (X->batch > 1 && ctx->opt.check_finite))
-    return GSTAT_OK;
+  int64_t n = X->rows, p = X->cols, batch = X->batch;
+  if (weighted(opt) || n < 1 || opt->assume_centered) return GSTAT_OK;
   gstat_i_ws_plan pl = {0, true};
-  size_t o_c = gstat_i_ws_take(&pl, p * p, sizeof(double));
-  size_t o_mean = gstat_i_ws_take(&pl, p, sizeof(double));
+  size_t o_c = gstat_i_ws_take(&pl, batch * p * p, sizeof(double));
+  size_t o_mean = gstat_i_ws_take(&pl, batch * p, sizeof(double));
   char *ws = pl.ok ? gstat_i_workspace(ctx, GSTAT_WS_COV, pl.size) : NULL;
   if (!ws)
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn,
                         pl.size);
-  double *c = (double *)(ws + o_c), *m = (double *)(ws + o_mean);
-  for (int64_t b = 0; b < X->batch; b++) {
-    gstat_status st = gstat_i_sched_comoment(ctx, fn, X, b, m, c);
+  double *cs = (double *)(ws + o_c), *ms = (double *)(ws + o_mean);
+  bool finite = true;
+  for (int64_t b = 0; b < batch; b++) {
+    gstat_status st = gstat_i_sched_comoment(ctx, fn, X, b, ms + b * p, cs + b * p * p);
     if (st != GSTAT_OK) return st;
-    bool finite = true;
-    for (int64_t k = 0; k < p; k++) finite &= isfinite(m[k]) != 0;
-    /* a NaN outside EVERYTHING mode, or maybe an Inf to refuse: the general path */
-    if (!finite && (opt->missing != GSTAT_MISSING_EVERYTHING || ctx->opt.check_finite))
-      return GSTAT_OK;
+    for (int64_t k = 0; k < p; k++) finite &= isfinite(ms[b * p + k]) != 0;
+  }
+  /* a NaN outside EVERYTHING mode, or maybe an Inf to refuse: the general path */
+  if (!finite && (opt->missing != GSTAT_MISSING_EVERYTHING || ctx->opt.check_finite))
+    return GSTAT_OK;
+  for (int64_t b = 0; b < batch; b++) {
+    double *c = cs + b * p * p, *m = ms + b * p;
     for (int64_t k = 0; k < p; k++) /* a NaN column: its row and column are NaN */
       if (!isfinite(m[k]))
         for (int64_t i = 0; i < p; i++) c[k + i * p] = c[i + k * p] = NAN;
     gstat_i_cov_finish(p, c, p, divisor(opt, (double)n, 0), opt->correlation);
-    if ((st = gstat_i_sched_store(ctx, fn, "C", GSTAT_F64, c, p, C, b)) != GSTAT_OK) return st;
-    if (mean && (st = gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, m, p, mean, b)) != GSTAT_OK)
-      return st;
+    gstat_status st = gstat_i_sched_store(ctx, fn, "C", GSTAT_F64, c, p, C, b);
+    if (st == GSTAT_OK && mean) st = gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, m, p, mean, b);
+    if (st != GSTAT_OK) return st;
   }
   *served = true;
   return GSTAT_OK;

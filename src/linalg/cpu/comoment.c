@@ -1,13 +1,11 @@
 /*
  * The CPU backend's fused co-moment primitive: column means and co-moment of
- * host data in one pass over memory (see comoment.h). Each thread takes a contiguous range of rows and works
- * through it in cache-sized blocks: pack the block column-major in the
- * compute type, take its exact two-pass mean, centre it, syrk; then merge the
- * block into the thread's running (count, mean, M) in double with Chan et
- * al.'s update. The threads' results merge in row order. Every product is of
- * centred data (the stability of the two-pass method), but X is read once,
- * where load + means + centring + syrk over the whole matrix read and wrote
- * it four to five times.
+ * host data in one pass over memory (see comoment.h). Each thread takes a contiguous range of rows
+ * and works through it in cache-sized blocks: pack the block column-major in the compute type, take
+ * its exact two-pass mean, centre it, syrk; then merge the block into the thread's running (count,
+ * mean, M) in double with Chan et al.'s update. The threads' results merge in row order. Every
+ * product is of centred data (the stability of the two-pass method), but X is read once, where load
+ * + means + centring + syrk over the whole matrix read and wrote it four to five times.
  */
 #include <math.h>
 #include <omp.h>
@@ -87,7 +85,7 @@ static void merge_block(int64_t p, running *a, double nb, const double *mb, cons
  * the rows, unmoved), with no transposition: pass 2, on the cached block,
  * writes x and sums its residues d. mb = m1 + d is the block mean; the
  * co-moment about m1 exceeds the block's by rows d d^T (d is rounding-sized). */
-#define DEFINE_CENTER_ROWS(T, SFX, MS, XR)                                                     \
+#define DEFINE_CENTER_ROWS(T, SFX, MS, XR)                                                    \
   __attribute__((target_clones("avx512f", "avx2", "default"))) static void center_rows_##SFX( \
       const T *XR X, int64_t ld, int64_t rows, int64_t p, T *XR x, double *restrict sum,      \
       double *restrict lo, double *restrict hi, double *restrict mb, double *restrict d) {    \
@@ -307,6 +305,5 @@ gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
       }
     }
   }
-  ctx->last_backends |= GSTAT_RAN_CPU;
   return GSTAT_OK;
 }
