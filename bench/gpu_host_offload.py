@@ -83,8 +83,7 @@ def main():
             st = lib.gstat_pca(ctx, ctypes.byref(m), ctypes.byref(opt), ctypes.byref(res))
             assert st == 0, lib.gstat_ctx_last_error(ctx).decode()
             ran[tag] = lib.gstat_ctx_last_backend_name(ctx).decode()
-            lib.gstat_pca_result_free(res)
-        return run
+        return run  # res is reused from call to call (gstat_pca's result block)
 
     def cov(ctx, tag, mat):
         def run():
@@ -127,6 +126,7 @@ def main():
     print(f"\nAUTO PCA moved {nbytes / 1e9:.2f} GB at {nbytes / rows[0][1] / 1e6:.1f} GB/s: "
           f"{pinned_ms / rows[0][1]:.2f} of the pinned H2D rate, {rows[5][1] / rows[0][1]:.2f} of "
           f"the pageable; PCA AUTO / CPU context: {rows[1][1] / rows[0][1]:.1f}x")
+    lib.gstat_pca_result_free(res)
     lib.gstat_ctx_destroy(auto)
     lib.gstat_ctx_destroy(cpu)
 
