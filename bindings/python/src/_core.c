@@ -641,6 +641,25 @@ static int lin_out(PyObject *obj, int vec, const char *name, long long stream, i
   return host_out(obj, vec, name, nd, shape, typenum_of(dt), a);
 }
 
+/* Whether obj is a CUDA tensor (DLPack device type CUDA or CUDA managed). */
+static int is_cuda_tensor(PyObject *obj) {
+  if (PyArray_Check(obj) || !PyObject_HasAttrString(obj, "__dlpack_device__")) return 0;
+  PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+  long kind = -1;
+  if (dev && PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) >= 1)
+    kind = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
+  Py_XDECREF(dev);
+  PyErr_Clear();
+  return kind == 2 || kind == 13;
+}
+
+/* A second input of a call on device data that may lie on either side (a
+ * fitted location or precision kept as numpy, say): the library moves it. */
+static int any_in(PyObject *obj, int vec, const char *name, long long stream, marg *a) {
+  return stream >= 0 && is_cuda_tensor(obj) ? dl_arg(obj, vec, name, stream, a)
+                                            : host_in(obj, vec, name, a);
+}
+
 static pooled *lin_ctx(PyObject *backend_obj, const marg *in, long long stream) {
   int backend;
   if (parse_backend(backend_obj, &backend) < 0) return NULL;
@@ -822,16 +841,18 @@ static int f64_vector(PyObject *o, const char *name, int64_t n, PyArrayObject **
 }
 
 /* cov(x, ddof, fweights, aweights, missing, correlation, dtype, out, backend, want_mean,
- *     assume_centered)
- * x is (..., n, p) observations in rows. Returns C (..., p, p), or (C, mean (..., p))
- * with want_mean. */
+ *     assume_centered, stream, mean_out)
+ * x is (..., n, p) observations in rows, numpy or (stream not None) a CUDA
+ * tensor, whose outputs out and mean_out the Python layer allocates. Returns C
+ * (..., p, p), or (C, mean (..., p)) with want_mean. */
 static PyObject *py_cov(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs(nargs, 11, "cov") < 0) return NULL;
+  if (check_nargs(nargs, 13, "cov") < 0) return NULL;
   int want_mean = PyObject_IsTrue(args[9]), assume_centered = PyObject_IsTrue(args[10]);
   int64_t ddof = to_i64(args[1]);
   int missing = (int)to_i64(args[4]);
   int corr = PyObject_IsTrue(args[5]);
+  long long stream = args[11] == Py_None ? -1 : to_i64(args[11]);
   if (PyErr_Occurred()) return NULL;
   marg X, C, M;
   memset(&C, 0, sizeof C);
@@ -839,9 +860,7 @@ static PyObject *py_cov(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
   PyArrayObject *fw = NULL, *aw = NULL;
   PyObject *ret = NULL;
   pooled *p = NULL;
-  int backend;
-  if (parse_backend(args[8], &backend) < 0) return NULL;
-  if (host_in(args[0], 0, "x", &X) < 0) return NULL;
+  if (lin_in(args[0], 0, "x", stream, &X) < 0) return NULL;
   gstat_dtype odt;
   if (parse_dtype_arg(args[6], X.m.dtype, &odt) < 0) goto done;
   if (f64_vector(args[2], "fweights", X.m.rows, &fw) < 0) goto done;
@@ -849,10 +868,9 @@ static PyObject *py_cov(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
   npy_intp shape[NPY_MAXDIMS];
   memcpy(shape, X.shape, sizeof(npy_intp) * (size_t)X.ndim);
   shape[X.ndim - 2] = X.shape[X.ndim - 1];
-  if (host_out(args[7], 0, "out", X.ndim, shape, typenum_of(odt), &C) < 0) goto done;
-  if (want_mean && host_out(Py_None, 1, "mean", X.ndim - 1, shape, typenum_of(odt), &M) < 0)
-    goto done;
-  if (!(p = ctx_acquire(backend, 0))) goto done;
+  if (lin_out(args[7], 0, "out", stream, X.ndim, shape, odt, &C) < 0) goto done;
+  if (want_mean && lin_out(args[12], 1, "mean", stream, X.ndim - 1, shape, odt, &M) < 0) goto done;
+  if (!(p = lin_ctx(args[8], &X, stream))) goto done;
   gstat_cov_options opt;
   gstat_cov_options_init(&opt);
   opt.ddof = ddof;
@@ -867,9 +885,11 @@ static PyObject *py_cov(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     raise_status(st, p);
     goto done;
   }
-  if (want_mean) {
+  if (stream >= 0) /* device: the caller's tensors, not the capsules */
+    ret = want_mean ? PyTuple_Pack(2, args[7], args[12]) : (Py_INCREF(args[7]), args[7]);
+  else if (want_mean)
     ret = PyTuple_Pack(2, C.owner, M.owner);
-  } else {
+  else {
     ret = C.owner;
     C.owner = NULL;
   }
@@ -883,29 +903,30 @@ done:
   return ret;
 }
 
-/* cov_shrink(x, method, assume_centered, backend) -> (C (..., p, p) float64,
- * shrinkage (batch,) float64, mean (..., p) float64: the location subtracted) */
+/* cov_shrink(x, method, assume_centered, backend, stream, C_out, mean_out) -> (C (..., p, p)
+ * float64, shrinkage (batch,) float64 numpy, mean (..., p) float64: the location
+ * subtracted); with a stream, x and the two outputs are CUDA tensors. */
 static PyObject *py_cov_shrink(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs(nargs, 4, "cov_shrink") < 0) return NULL;
+  if (check_nargs(nargs, 7, "cov_shrink") < 0) return NULL;
   int method = (int)to_i64(args[1]);
   int centered = PyObject_IsTrue(args[2]);
-  int backend;
-  if (PyErr_Occurred() || parse_backend(args[3], &backend) < 0) return NULL;
+  long long stream = args[4] == Py_None ? -1 : to_i64(args[4]);
+  if (PyErr_Occurred()) return NULL;
   marg X, C, M;
   memset(&C, 0, sizeof C);
   memset(&M, 0, sizeof M);
   PyObject *ret = NULL, *s = NULL;
   pooled *p = NULL;
-  if (host_in(args[0], 0, "X", &X) < 0) return NULL;
+  if (lin_in(args[0], 0, "X", stream, &X) < 0) return NULL;
   npy_intp shape[NPY_MAXDIMS];
   memcpy(shape, X.shape, sizeof(npy_intp) * (size_t)X.ndim);
   shape[X.ndim - 2] = X.shape[X.ndim - 1];
-  if (host_out(Py_None, 0, "C", X.ndim, shape, NPY_FLOAT64, &C) < 0) goto done;
-  if (host_out(Py_None, 1, "mean", X.ndim - 1, shape, NPY_FLOAT64, &M) < 0) goto done;
+  if (lin_out(args[5], 0, "C", stream, X.ndim, shape, GSTAT_F64, &C) < 0) goto done;
+  if (lin_out(args[6], 1, "mean", stream, X.ndim - 1, shape, GSTAT_F64, &M) < 0) goto done;
   npy_intp nb = (npy_intp)X.m.batch;
   if (!(s = PyArray_SimpleNew(1, &nb, NPY_FLOAT64))) goto done;
-  if (!(p = ctx_acquire(backend, 0))) goto done;
+  if (!(p = lin_ctx(args[3], &X, stream))) goto done;
   gstat_status st;
   double *sh = PyArray_DATA((PyArrayObject *)s);
   Py_BEGIN_ALLOW_THREADS st =
@@ -914,7 +935,7 @@ static PyObject *py_cov_shrink(PyObject *self, PyObject *const *args, Py_ssize_t
     raise_status(st, p);
     goto done;
   }
-  ret = PyTuple_Pack(3, C.owner, s, M.owner);
+  ret = stream >= 0 ? PyTuple_Pack(3, args[5], s, args[6]) : PyTuple_Pack(3, C.owner, s, M.owner);
 done:
   ctx_release(p);
   Py_XDECREF(s);
@@ -924,25 +945,26 @@ done:
   return ret;
 }
 
-/* mahalanobis(x (..., n, p), center (..., p) or None, S (..., p, p), inverted, backend)
- * -> d2 (..., n) float64 */
+/* mahalanobis(x (..., n, p), center (..., p) or None, S (..., p, p), inverted, backend,
+ * stream, out) -> d2 (..., n) float64; with a stream x and out are CUDA tensors and
+ * center and S may be either. */
 static PyObject *py_mahalanobis(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs(nargs, 5, "mahalanobis") < 0) return NULL;
+  if (check_nargs(nargs, 7, "mahalanobis") < 0) return NULL;
   int inverted = PyObject_IsTrue(args[3]);
-  int backend;
-  if (PyErr_Occurred() || parse_backend(args[4], &backend) < 0) return NULL;
+  long long stream = args[5] == Py_None ? -1 : to_i64(args[5]);
+  if (PyErr_Occurred()) return NULL;
   marg X, c, S, D;
   memset(&c, 0, sizeof c);
   memset(&S, 0, sizeof S);
   memset(&D, 0, sizeof D);
   PyObject *ret = NULL;
   pooled *p = NULL;
-  if (host_in(args[0], 0, "x", &X) < 0) return NULL;
-  if (args[1] != Py_None && host_in(args[1], 1, "center", &c) < 0) goto done;
-  if (host_in(args[2], 0, "cov", &S) < 0) goto done;
-  if (host_out(Py_None, 1, "d2", X.ndim - 1, X.shape, NPY_FLOAT64, &D) < 0) goto done;
-  if (!(p = ctx_acquire(backend, 0))) goto done;
+  if (lin_in(args[0], 0, "x", stream, &X) < 0) return NULL;
+  if (args[1] != Py_None && any_in(args[1], 1, "center", stream, &c) < 0) goto done;
+  if (any_in(args[2], 0, "cov", stream, &S) < 0) goto done;
+  if (lin_out(args[6], 1, "d2", stream, X.ndim - 1, X.shape, GSTAT_F64, &D) < 0) goto done;
+  if (!(p = lin_ctx(args[4], &X, stream))) goto done;
   gstat_status st;
   const gstat_matrix *cm = args[1] != Py_None ? &c.m : NULL;
   Py_BEGIN_ALLOW_THREADS st = gstat_mahalanobis(p->ctx, &X.m, cm, &S.m, inverted, &D.m);
@@ -950,8 +972,13 @@ static PyObject *py_mahalanobis(PyObject *self, PyObject *const *args, Py_ssize_
     raise_status(st, p);
     goto done;
   }
-  ret = D.owner;
-  D.owner = NULL;
+  if (stream >= 0) {
+    ret = args[6];
+    Py_INCREF(ret);
+  } else {
+    ret = D.owner;
+    D.owner = NULL;
+  }
 done:
   ctx_release(p);
   marg_clear(&X);
@@ -1751,9 +1778,11 @@ static PyMethodDef methods[] = {
     FAST("solve", py_solve, "solve(kind, t, b, upper, trans, unit, out, backend, stream)"),
     FAST("cov", py_cov,
          "cov(x, ddof, fweights, aweights, missing, correlation, dtype, out, backend, want_mean, "
-         "assume_centered)"),
-    FAST("cov_shrink", py_cov_shrink, "cov_shrink(X, method, assume_centered, backend)"),
-    FAST("mahalanobis", py_mahalanobis, "mahalanobis(x, center, cov, inverted, backend)"),
+         "assume_centered, stream, mean_out)"),
+    FAST("cov_shrink", py_cov_shrink,
+         "cov_shrink(X, method, assume_centered, backend, stream, C_out, mean_out)"),
+    FAST("mahalanobis", py_mahalanobis,
+         "mahalanobis(x, center, cov, inverted, backend, stream, out)"),
     FAST("pca_fit", py_pca_fit,
          "pca_fit(X, k, fraction, whiten, method, oversamples, power, seed, scores, backend, "
          "stream)"),

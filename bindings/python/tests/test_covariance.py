@@ -98,3 +98,23 @@ def test_assume_centered(rng):
         a, b = ours(assume_centered=True).fit(x), theirs(assume_centered=True).fit(x)
         np.testing.assert_allclose(a.covariance_, b.covariance_, rtol=1e-9)
         np.testing.assert_allclose(a.location_, b.location_)
+
+
+class _FakeCudaTensor:
+    """Quacks like a CUDA DLPack tensor (no GPU needed): the refusal path."""
+
+    shape = (4, 4)
+    ndim = 2
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None):
+        raise AssertionError("must not be read")
+
+
+def test_cuda_tensor_where_unsupported_is_a_gstat_error():
+    with pytest.raises(gstat.UnsupportedError, match="CUDA tensors are not supported here yet"):
+        gstat.laplacian(_FakeCudaTensor())
+    with pytest.raises(gstat.UnsupportedError, match="SpectralClustering"):
+        gstat.SpectralClustering(2).fit(_FakeCudaTensor())

@@ -168,3 +168,68 @@ def test_torch_spectral_batch_on_gpu(dtype):
         gstat.spectral_clustering_batch(t, 2)
     with pytest.raises(TypeError):
         gstat.spectral_clustering_batch(torch.zeros((2, 4, 4), dtype=torch.int32, device="cuda"), 2)
+
+
+def _data(n=2000, p=12, dtype="float64"):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((n, p)) * (1 + np.arange(p)) + 5.0
+    x[:, 1] += 0.5 * x[:, 0]
+    return x.astype(dtype)
+
+
+@needs_gpu
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_torch_covariance_functions_on_device(dtype):
+    x = _data(dtype=dtype)
+    xd = torch.from_numpy(x).to("cuda")
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for fn in (gstat.cov, gstat.corrcoef):
+        c = fn(xd)
+        assert isinstance(c, torch.Tensor) and c.device == xd.device and str(c.dtype) == f"torch.{dtype}"
+        assert gstat.last_backend() == "cuda"
+        np.testing.assert_allclose(c.cpu().numpy(), fn(x), rtol=tol, atol=tol)
+    ct = gstat.cov(xd.T, rowvar=True)  # numpy's orientation, a transposed view
+    np.testing.assert_allclose(ct.cpu().numpy(), np.cov(x, rowvar=False), rtol=tol, atol=tol)
+    s = np.cov(x, rowvar=False)
+    d2 = gstat.mahalanobis(xd, torch.from_numpy(x.mean(0)).to("cuda"),
+                           torch.from_numpy(s).to("cuda"))
+    assert isinstance(d2, torch.Tensor) and d2.dtype == torch.float64 and d2.device == xd.device
+    np.testing.assert_allclose(d2.cpu().numpy(), gstat.mahalanobis(x, x.mean(0), s), rtol=1e-4)
+
+
+@needs_gpu
+@needs_torch
+@pytest.mark.parametrize("cls", ["EmpiricalCovariance", "LedoitWolf", "OAS"])
+def test_torch_covariance_estimators_on_device(cls):
+    x = _data()
+    xd = torch.from_numpy(x).to("cuda")
+    est, ref = getattr(gstat, cls)().fit(xd), getattr(gstat, cls)().fit(x)
+    assert est.n_features_in_ == x.shape[1]
+    np.testing.assert_allclose(est.covariance_, ref.covariance_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(est.location_, ref.location_, rtol=1e-12)
+    d2 = est.mahalanobis(xd)
+    assert isinstance(d2, torch.Tensor) and d2.device == xd.device
+    np.testing.assert_allclose(d2.cpu().numpy(), ref.mahalanobis(x), rtol=1e-8)
+
+
+@needs_gpu
+@needs_cupy
+def test_cupy_covariance_on_device():
+    x = _data(dtype="float32")
+    xc = cupy.asarray(x)
+    c = gstat.cov(xc)
+    assert isinstance(c, cupy.ndarray) and c.dtype == cupy.float32
+    np.testing.assert_allclose(c.get(), gstat.cov(x), rtol=1e-4, atol=1e-4)
+    lw = gstat.LedoitWolf().fit(xc)
+    np.testing.assert_allclose(lw.covariance_, gstat.LedoitWolf().fit(x).covariance_, rtol=1e-4)
+
+
+@needs_gpu
+@needs_torch
+def test_torch_unsupported_is_a_gstat_error():
+    xd = torch.from_numpy(_data()).to("cuda")
+    with pytest.raises(gstat.UnsupportedError, match="CUDA tensors are not supported here yet"):
+        gstat.SpectralClustering(3).fit(xd)
+    with pytest.raises(gstat.UnsupportedError, match="CUDA tensors are not supported here yet"):
+        gstat.laplacian(torch.ones(4, 4, device="cuda", dtype=torch.float64))

@@ -4,6 +4,8 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._device import cuda_device as _cuda_device, empty_like as _empty_like, stream as _stream
+from ._device import to_numpy as _to_numpy
 from ._sk import BaseEstimator, check_is_fitted, validate
 
 __all__ = ["cov", "corrcoef", "mahalanobis", "EmpiricalCovariance", "LedoitWolf", "OAS"]
@@ -20,15 +22,34 @@ def _missing(m):
 
 
 def _prepare(x, rowvar):
-    x = np.asarray(x)
+    dev = _cuda_device(x)
+    if dev is None:
+        x = np.asarray(x)
     if x.ndim == 0:
         raise ValueError("x must be at least 1-dimensional")
     scalar = x.ndim == 1
     if scalar:  # one variable, observations along the axis (numpy)
         x = x[:, None]
     elif rowvar:  # variables in rows: a transposed view, no copy
-        x = np.swapaxes(x, -1, -2)
+        x = x.swapaxes(-1, -2)
     return x, scalar
+
+
+def _cov_call(x, ddof, fweights, aweights, missing, correlation, dtype, out, backend,
+              want_mean=False, assume_centered=False):
+    """_core.cov on numpy or, outputs allocated alike, on a CUDA tensor."""
+    dev = _cuda_device(x)
+    if dev is None:
+        return _core.cov(x, ddof, fweights, aweights, missing, correlation, dtype, out, backend,
+                         want_mean, assume_centered, None, None)
+    if dtype is not None and np.dtype(dtype).name != str(x.dtype).split(".")[-1]:
+        raise ValueError("dtype= must be the input's for a CUDA tensor (cast the tensor first)")
+    p = x.shape[-1]
+    if out is None:
+        out = _empty_like(x, tuple(x.shape[:-2]) + (p, p), dev)
+    mean = _empty_like(x, tuple(x.shape[:-2]) + (p,), dev) if want_mean else None
+    return _core.cov(x, ddof, fweights, aweights, missing, correlation, None, out, backend,
+                     want_mean, assume_centered, _stream(x, dev), mean)
 
 
 def cov(x, rowvar=False, ddof=1, fweights=None, aweights=None, missing="everything", *,
@@ -59,8 +80,7 @@ def cov(x, rowvar=False, ddof=1, fweights=None, aweights=None, missing="everythi
     ndarray, shape (..., p, p) (0-d for 1-D `x`)
     """
     x, scalar = _prepare(x, rowvar)
-    c = _core.cov(x, int(ddof), fweights, aweights, _missing(missing), False, dtype, out, backend,
-                  False, False)
+    c = _cov_call(x, int(ddof), fweights, aweights, _missing(missing), False, dtype, out, backend)
     return c[0, 0] if scalar and out is None else c
 
 
@@ -76,8 +96,7 @@ def corrcoef(x, rowvar=False, fweights=None, aweights=None, missing="everything"
     ndarray, shape (..., p, p)
     """
     x, scalar = _prepare(x, rowvar)
-    c = _core.cov(x, 1, fweights, aweights, _missing(missing), True, dtype, out, backend, False,
-                  False)
+    c = _cov_call(x, 1, fweights, aweights, _missing(missing), True, dtype, out, backend)
     return c[0, 0] if scalar and out is None else c
 
 
@@ -105,10 +124,21 @@ def mahalanobis(x, center, cov, *, inverted=False, backend=None):
     gstat.LinAlgError
         `cov` is not positive definite.
     """
-    x = np.asarray(x)
+    dev = _cuda_device(x)
+    if dev is None:
+        x = np.asarray(x)
     single = x.ndim == 1
-    d2 = _core.mahalanobis(x[None, :] if single else x, center, cov, inverted, backend)
+    d2 = _mahalanobis_call(x[None, :] if single else x, center, cov, inverted, backend)
     return float(d2[0]) if single else d2
+
+
+def _mahalanobis_call(x, center, cov, inverted, backend):
+    """_core.mahalanobis on numpy or a CUDA tensor (center and cov either)."""
+    dev = _cuda_device(x)
+    if dev is None:
+        return _core.mahalanobis(x, center, cov, inverted, backend, None, None)
+    out = _empty_like(x, tuple(x.shape[:-1]), dev, "float64")
+    return _core.mahalanobis(x, center, cov, inverted, backend, _stream(x, dev), out)
 
 
 def _precision(c, backend):
@@ -122,6 +152,26 @@ def _precision(c, backend):
         w, v = linalg.eigh(c, backend=backend)
         keep = np.abs(w) > np.abs(w).max(initial=0.0) * p * np.finfo(np.float64).eps
         return (v[:, keep] / w[keep]) @ v[:, keep].T
+
+
+def _validated(est, X, reset=True):
+    """scikit-learn's validation for host data; a CUDA tensor is checked for
+    shape only (it stays on its device)."""
+    if _cuda_device(X) is None:
+        return validate(est, X, reset=reset, ensure_min_samples=1)
+    if len(X.shape) != 2 or X.shape[0] < 1:
+        raise ValueError(f"Expected a 2-D tensor with at least one row, got shape {tuple(X.shape)}")
+    if reset:
+        est.n_features_in_ = int(X.shape[1])
+    elif int(X.shape[1]) != est.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is expecting "
+                         f"{est.n_features_in_} features as input")
+    return X
+
+
+def _host64(a):
+    """A fitted attribute as a float64 numpy array (from a CUDA tensor too)."""
+    return np.asarray(_to_numpy(a) if _cuda_device(a) is not None else a, dtype=np.float64)
 
 
 def linalg_error():
@@ -157,14 +207,15 @@ class EmpiricalCovariance(BaseEstimator):
         self.precision_ = _precision(covariance, self.backend) if self.store_precision else None
 
     def fit(self, X, y=None):
-        """Fit the covariance of `X` (n_samples, n_features). Returns self."""
-        X = validate(self, X, ensure_min_samples=1)
+        """Fit the covariance of `X` (n_samples, n_features; a CUDA tensor is
+        reduced on its device). Returns self."""
+        X = _validated(self, X)
         if X.shape[0] == 1:
             warnings.warn("Only one sample available. You may want to reshape your data array")
-        c, m = _core.cov(X, 0, None, None, 0, False, np.float64, None, self.backend, True,
-                         bool(self.assume_centered))
-        self.location_ = m
-        self._set_covariance(c)
+        c, m = _cov_call(X, 0, None, None, 0, False, None if _cuda_device(X) is not None
+                         else np.float64, None, self.backend, True, bool(self.assume_centered))
+        self.location_ = _host64(m)
+        self._set_covariance(_host64(c))
         return self
 
     def get_precision(self):
@@ -177,8 +228,8 @@ class EmpiricalCovariance(BaseEstimator):
     def mahalanobis(self, X):
         """Squared Mahalanobis distances of the rows of `X` to `location_`."""
         check_is_fitted(self)
-        X = validate(self, X, reset=False)
-        return _core.mahalanobis(X, self.location_, self.get_precision(), True, self.backend)
+        X = _validated(self, X, reset=False)
+        return _mahalanobis_call(X, self.location_, self.get_precision(), True, self.backend)
 
 
 class _Shrunk(EmpiricalCovariance):
@@ -190,11 +241,19 @@ class _Shrunk(EmpiricalCovariance):
 
     def fit(self, X, y=None):
         """Fit the shrunk covariance of `X` (n_samples, n_features). Returns self."""
-        X = validate(self, X, ensure_min_samples=1)
-        c, s, self.location_ = _core.cov_shrink(X, self._method, self.assume_centered,
-                                                self.backend)
+        X = _validated(self, X)
+        dev = _cuda_device(X)
+        if dev is None:
+            c, s, m = _core.cov_shrink(X, self._method, self.assume_centered, self.backend, None,
+                                       None, None)
+        else:
+            p = X.shape[-1]
+            c, s, m = _core.cov_shrink(X, self._method, self.assume_centered, self.backend,
+                                       _stream(X, dev), _empty_like(X, (p, p), dev, "float64"),
+                                       _empty_like(X, (p,), dev, "float64"))
+        self.location_ = _host64(m)
         self.shrinkage_ = float(s[0])
-        self._set_covariance(c)
+        self._set_covariance(_host64(c))
         return self
 
 

@@ -31,17 +31,36 @@ def stream(x, device):
     return 0
 
 
-def empty_like(x, shape, device):
-    """An uninitialised tensor of x's kind, dtype and device."""
+def empty_like(x, shape, device, dtype=None):
+    """An uninitialised tensor of x's kind and device, of x's dtype or the
+    one named ("float64", ...)."""
     shape = tuple(int(s) for s in shape)
+    lib = _library(x)
     if hasattr(x, "new_empty"):  # torch
-        return x.new_empty(shape)
+        return x.new_empty(shape, dtype=getattr(lib, dtype) if dtype else None)
     ns = getattr(x, "__array_namespace__", None)
     if ns is not None:
         try:
-            return ns().empty(shape, dtype=x.dtype, device=x.device)
+            return ns().empty(shape, dtype=dtype or x.dtype, device=x.device)
         except TypeError:
             pass
-    lib = _library(x)
     with lib.cuda.Device(device):  # CuPy
-        return lib.empty(shape, dtype=x.dtype)
+        return lib.empty(shape, dtype=dtype or x.dtype)
+
+
+def to_numpy(x):
+    """A CUDA tensor's values as a numpy array on the host."""
+    if hasattr(x, "detach"):  # torch
+        return x.detach().cpu().numpy()
+    if hasattr(x, "get"):  # CuPy
+        return x.get()
+    import numpy as np
+    return np.from_dlpack(x)
+
+
+def refuse(x, what):
+    """gstat's UnsupportedError for a CUDA tensor where only host data are served."""
+    if cuda_device(x) is not None:
+        from ._core import UnsupportedError
+        raise UnsupportedError(f"{what}: CUDA tensors are not supported here yet; pass host data "
+                               f"(for torch, x.cpu().numpy())")

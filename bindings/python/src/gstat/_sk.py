@@ -103,6 +103,8 @@ def validate(est, X, reset=True, c_checks_finite=False, **kw):
     ValueError naming the entry), so scikit-learn's extra pass over the data
     is skipped.
     """
+    from ._device import refuse
+    refuse(X, type(est).__name__)
     kw.setdefault("dtype", [np.float64, np.float32])
     if c_checks_finite and _FINITE_KW:
         kw[_FINITE_KW] = False

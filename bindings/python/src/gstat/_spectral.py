@@ -40,6 +40,7 @@ def _csr(a):
 
 
 def _graph(adjacency):
+    _device.refuse(adjacency, "gstat")
     return _csr(adjacency) if _issparse(adjacency) else np.asarray(adjacency)
 
 
@@ -68,6 +69,7 @@ def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetri
     L : ndarray (float64) for dense input, scipy.sparse CSR (same kind) for sparse input
     d : ndarray, only with `return_diag`
     """
+    _device.refuse(adjacency, "laplacian")
     k = _choice(_KIND, kind, "kind") if kind is not None else (1 if normed else 0)
     sym, loops = _choice(_SYM, symmetrize, "symmetrize"), _choice(_LOOPS, self_loops, "self_loops")
     if _issparse(adjacency):
