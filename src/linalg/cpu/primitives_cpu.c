@@ -20,7 +20,7 @@ static const struct {
   double bytes_max;           /* the memory system's */
   int64_t top_min_order;      /* eigh_top: partial solve from this order ... */
   int64_t top_max_fraction;   /* ... when k <= order / this */
-} cpu_rules = {{12e9, 6e9}, 6e9, 40e9, 256, 8};
+} cpu_rules = {{74e9, 46e9}, 6e9, 40e9, 256, 8};
 
 gstat_status gstat_i_cpu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
                                   double *mean, double *M) {

@@ -24,7 +24,7 @@ static const struct {
   double flops[2];     /* sustained GEMM rate: float32, float64 */
   double call_seconds; /* a call's fixed cost: launches, synchronizations */
   size_t chunk_bytes;  /* host rows moved per chunk */
-} cuda_rules = {20e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20};
+} cuda_rules = {30e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20};
 
 #define TRY_CU(expr, what)                                             \
   do {                                                                 \
