@@ -27,6 +27,8 @@ static const gstat_i_host_services *host;
 typedef struct {
   const int64_t *clean_info;
   int64_t clean_count;
+  void *chain; /* the workspace primitive's memory */
+  size_t chain_bytes;
 } fake_state;
 
 static const char *fault(void) {
@@ -103,12 +105,33 @@ static gstat_status triangular_solve(void *s, gstat_ctx *ctx, const gstat_matrix
 }
 
 static gstat_status comoment(void *s, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
-                             double *mean, double *M) {
+                             double *mean, double *M, const gstat_matrix *S) {
   (void)s;
   if (!strcmp(fault(), "oom")) return oom(ctx);
-  gstat_status st = host->cpu->comoment(NULL, ctx, X, b, mean, M);
-  if (st == GSTAT_OK && !strcmp(fault(), "nonfinite")) M[0] = NAN;
+  gstat_status st = host->cpu->comoment(NULL, ctx, X, b, mean, M, S);
+  if (st == GSTAT_OK && !strcmp(fault(), "nonfinite")) mean[0] = NAN;
   return st;
+}
+
+static gstat_status scale_sym(void *s, gstat_ctx *ctx, const gstat_matrix *S, const double *d) {
+  (void)s;
+  return host->cpu->scale_sym(NULL, ctx, S, d);
+}
+
+/* "device memory" for a chain: one growing buffer the state keeps */
+static void *workspace(void *state, gstat_ctx *ctx, size_t bytes) {
+  fake_state *s = state;
+  if (!strcmp(fault(), "oom")) return NULL;
+  if (bytes > s->chain_bytes) {
+    void *grown = realloc(s->chain, bytes);
+    if (!grown) {
+      host->fail(ctx, GSTAT_ENOMEM, "fake: cannot allocate %zu bytes", bytes);
+      return NULL;
+    }
+    s->chain = grown;
+    s->chain_bytes = bytes;
+  }
+  return s->chain;
 }
 
 static gstat_status project(void *s, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
@@ -159,6 +182,7 @@ static int64_t allocations(void *s) {
 }
 
 static void destroy(void *s) {
+  free(((fake_state *)s)->chain);
   free(s);
 }
 
@@ -175,6 +199,8 @@ static const gstat_i_backend_ops ops = {
     .info_clean = info_clean,
     .copy = copy,
     .comoment = comoment,
+    .scale_sym = scale_sym,
+    .workspace = workspace,
     .project = project,
     .find_nonfinite = find_nonfinite,
     .host_cost = host_cost,

@@ -197,7 +197,7 @@ static void sm_pca_method(gstat_ctx *ctx, const sm_memory *mem, bool device, gst
   o.method = method;
   o.n_components = SM_K;
   o.whiten = method == GSTAT_PCA_GRAM_EIGH;
-  o.scale = method == GSTAT_PCA_RANDOMIZED;
+  o.scale = method != GSTAT_PCA_GRAM_EIGH;
   gstat_pca_result *r = NULL;
   sm_check(ctx, gstat_pca(ctx, &X.m, &o, &r));
   sm_check(ctx, gstat_pca_transform(ctx, r, &X.m, &Z.m));

@@ -96,9 +96,11 @@ typedef struct gstat_i_backend_ops {
    * of the rows of element b of X (n >= 1 rows, any strides and dtype, in the
    * host's memory or this backend's: a backend that takes host rows moves
    * them itself), in X's compute type; NaN/Inf propagate (the caller decides).
-   * Optional. */
+   * With M NULL the co-moment goes instead into S (p x p in X's compute dtype,
+   * at least its lower triangle; S lies in X's memory), so that a chain of
+   * primitives on device data keeps it there. Optional. */
   gstat_status (*comoment)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
-                           double *mean, double *M);
+                           double *mean, double *M, const gstat_matrix *S);
   /* Centred projection: element b of Y (m x k; any dtype and strides; the
    * host's memory or this backend's) = ((X_b - mean) / scale) comp^T, column i
    * divided by sqrt(ev[i]) when ev is not NULL (whitening; 0 where ev <= 0).
@@ -114,6 +116,14 @@ typedef struct gstat_i_backend_ops {
    * faster. Optional (NULL: the scheduler runs the full eigh). */
   gstat_status (*eigh_top)(void *state, gstat_ctx *ctx, gstat_matrix *A, int64_t k,
                            gstat_matrix *w);
+  /* S(i, j) /= d[i] d[j] for each p x p matrix of S (this backend's memory,
+   * dense column-major, compute dtype), d host doubles (batch x p).
+   * Optional. */
+  gstat_status (*scale_sym)(void *state, gstat_ctx *ctx, const gstat_matrix *S, const double *d);
+  /* Memory of this backend for a statistic's chain of primitives (bytes),
+   * kept by the state and valid until the next workspace call on it.
+   * Optional (NULL for the CPU: statistics use host workspace). */
+  void *(*workspace)(void *state, gstat_ctx *ctx, size_t bytes);
   /* The first NaN/Inf of M (this backend's memory) as the index b * rows *
    * cols + i * cols + j into *first, or -1 when there is none. Optional
    * (NULL: the scheduler scans a host copy). */

@@ -19,7 +19,8 @@ typedef struct prim_call {
   const char *fn;
   const gstat_matrix *X;
   int64_t b;
-  double *mean, *M;                         /* COMOMENT */
+  double *mean, *M;                         /* COMOMENT: M on the host, or */
+  const gstat_matrix *S;                    /* S in X's memory */
   const double *center, *scale, *comp, *ev; /* PROJECT */
   int64_t k;
   gstat_matrix *Y;
@@ -31,7 +32,7 @@ static bool has_op(const gstat_i_backend *be, gstat_i_prim op) {
 
 static gstat_status invoke(const gstat_i_backend *be, gstat_ctx *ctx, const prim_call *c) {
   if (c->op == GSTAT_I_PRIM_COMOMENT)
-    return be->ops->comoment(be->state, ctx, c->X, c->b, c->mean, c->M);
+    return be->ops->comoment(be->state, ctx, c->X, c->b, c->mean, c->M, c->S);
   return be->ops->project(be->state, ctx, c->X, c->b, c->center, c->scale, c->comp, c->ev, c->k,
                           c->Y);
 }
@@ -90,7 +91,15 @@ static gstat_status run_staged(gstat_ctx *ctx, const prim_call *c) {
     st = gstat_i_sched_stage(ctx, c->fn, "Y", &yb, false, &hy);
     h.Y = &hy.m;
   }
+  double *M = NULL; /* a co-moment for S: on the host, then copied there */
+  size_t mbytes = sizeof(double) * (size_t)(c->X->cols * c->X->cols);
+  if (st == GSTAT_OK && c->S && !(M = gstat_i_alloc(ctx, mbytes ? mbytes : 1)))
+    st = gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes", c->fn, mbytes);
+  if (M) h.M = M;
   if (st == GSTAT_OK) st = invoke(&cpu, ctx, &h);
+  if (st == GSTAT_OK && M)
+    st = gstat_i_sched_store(ctx, c->fn, "S", GSTAT_F64, M, c->X->cols, c->S, 0);
+  if (M) gstat_i_free(ctx, M, mbytes ? mbytes : 1);
   if (st == GSTAT_OK && c->Y) st = gstat_i_sched_unstage(ctx, c->fn, "Y", &hy, &yb);
   gstat_i_sched_release(ctx, &hy);
   gstat_i_sched_release(ctx, &hx);
@@ -104,7 +113,7 @@ static bool comoment_suspect(gstat_ctx *ctx, const prim_call *c, gstat_status *s
   int64_t p = c->X->cols;
   bool finite = true;
   for (int64_t j = 0; j < p && finite; j++)
-    finite = isfinite(c->mean[j]) && isfinite(c->M[j + j * p]);
+    finite = isfinite(c->mean[j]) && (!c->M || isfinite(c->M[j + j * p]));
   if (finite) return false;
   gstat_matrix xb = *c->X;
   xb.data = (char *)c->X->data + (size_t)(c->b * c->X->batch_stride) * gstat_dtype_size(xb.dtype);
@@ -141,8 +150,9 @@ static gstat_status run(gstat_ctx *ctx, const prim_call *c) {
 }
 
 gstat_status gstat_i_sched_comoment(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
-                                    int64_t b, double *mean, double *M) {
-  prim_call c = {.op = GSTAT_I_PRIM_COMOMENT, .fn = fn, .X = X, .b = b, .mean = mean, .M = M};
+                                    int64_t b, double *mean, double *M, const gstat_matrix *S) {
+  prim_call c = {
+      .op = GSTAT_I_PRIM_COMOMENT, .fn = fn, .X = X, .b = b, .mean = mean, .M = M, .S = S};
   return run(ctx, &c);
 }
 
@@ -257,4 +267,42 @@ bool gstat_i_sched_find_nonfinite(gstat_ctx *ctx, const char *fn, const char *na
   bool found = gstat_i_find_nonfinite(&h.m, GSTAT_I_TRI_FULL, b, i, j);
   gstat_i_sched_release(ctx, &h);
   return found;
+}
+
+gstat_status gstat_i_sched_copy(gstat_ctx *ctx, const char *fn, const char *name,
+                                const gstat_matrix *src, gstat_matrix *dst) {
+  gstat_i_backend be = cpu;
+  if (src->location == GSTAT_CUDA || dst->location == GSTAT_CUDA) {
+    gstat_status st = device_backend(ctx, fn, name, &be);
+    if (st != GSTAT_OK) return st;
+  }
+  return be.ops->copy(be.state, ctx, src, dst);
+}
+
+gstat_status gstat_i_sched_device_memory(gstat_ctx *ctx, const char *fn, const gstat_matrix *like,
+                                         size_t bytes, void **mem) {
+  *mem = NULL;
+  gstat_i_backend be;
+  if (like->location != GSTAT_CUDA) return GSTAT_EUNSUPPORTED;
+  gstat_status st = device_backend(ctx, fn, "X", &be);
+  if (st != GSTAT_OK) return st;
+  if (!be.ops->workspace) return GSTAT_EUNSUPPORTED;
+  *mem = be.ops->workspace(be.state, ctx, bytes);
+  return *mem ? GSTAT_OK : GSTAT_ENOMEM;
+}
+
+gstat_status gstat_i_sched_scale_sym(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,
+                                     const double *d) {
+  gstat_i_backend be = cpu;
+  if (S->location == GSTAT_CUDA) {
+    gstat_status st = device_backend(ctx, fn, "S", &be);
+    if (st != GSTAT_OK) return st;
+  }
+  if (be.ops->scale_sym) return be.ops->scale_sym(be.state, ctx, S, d);
+  gstat_i_staged h; /* a backend without it: on a host copy */
+  gstat_status st = gstat_i_sched_stage(ctx, fn, "S", S, true, &h);
+  if (st == GSTAT_OK) st = cpu.ops->scale_sym(NULL, ctx, &h.m, d);
+  if (st == GSTAT_OK) st = gstat_i_sched_unstage(ctx, fn, "S", &h, S);
+  gstat_i_sched_release(ctx, &h);
+  return st;
 }

@@ -18,9 +18,11 @@
 
 /* Column means (p doubles) and co-moment (p x p doubles, column-major, both
  * triangles) of the rows of element b of X (host or device memory, n >= 1,
- * any strides and dtype), in X's compute type; NaN/Inf propagate. */
+ * any strides and dtype), in X's compute type; NaN/Inf propagate. With M
+ * NULL the co-moment goes into S instead (p x p, X's compute dtype, its
+ * lower triangle at least, in X's memory: a chain that stays on the device). */
 gstat_status gstat_i_sched_comoment(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
-                                    int64_t b, double *mean, double *M);
+                                    int64_t b, double *mean, double *M, const gstat_matrix *S);
 
 /* Element b of Y (m x k, host or device memory, any dtype) = ((X_b - mean) /
  * scale) comp^T, column i times 1/sqrt(ev[i]) when ev is given (0 where ev
@@ -64,5 +66,20 @@ gstat_status gstat_i_sched_store(gstat_ctx *ctx, const char *fn, const char *nam
 bool gstat_i_sched_find_nonfinite(gstat_ctx *ctx, const char *fn, const char *name,
                                   const gstat_matrix *M, int64_t *b, int64_t *i, int64_t *j,
                                   gstat_status *st);
+
+/* src into dst (same shape; any dtypes, strides and memories). */
+gstat_status gstat_i_sched_copy(gstat_ctx *ctx, const char *fn, const char *name,
+                                const gstat_matrix *src, gstat_matrix *dst);
+
+/* bytes of the memory `like` lies in (device memory only), kept by its
+ * backend and valid until the next call: a chain's intermediate results.
+ * GSTAT_EUNSUPPORTED (no message) where there is none. */
+gstat_status gstat_i_sched_device_memory(gstat_ctx *ctx, const char *fn, const gstat_matrix *like,
+                                         size_t bytes, void **mem);
+
+/* S(i, j) /= d[i] d[j] for each p x p matrix of S (dense column-major,
+ * compute dtype, host or device memory); d host doubles, batch x p. */
+gstat_status gstat_i_sched_scale_sym(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,
+                                     const double *d);
 
 #endif /* GSTAT_LINALG_SCHED_H */

@@ -268,7 +268,7 @@ static gstat_status add_device_rows(gstat_ctx *ctx, gstat_cov_accum *acc, const 
   if (!ws) return GSTAT_ENOMEM;
   double *mb = (double *)(ws + o_m), *mean = (double *)(ws + o_mean);
   double *shift = (double *)(ws + o_shift), *delta = (double *)(ws + o_d);
-  TRY(gstat_i_sched_comoment(ctx, fn, X, 0, mean, mb));
+  TRY(gstat_i_sched_comoment(ctx, fn, X, 0, mean, mb, NULL));
   /* the chunk's mean is its shift; a column with NaN/Inf is poisoned, as on the host */
   for (int64_t j = 0; j < p; j++) {
     if (isfinite(mean[j])) {

@@ -277,7 +277,7 @@ static gstat_status one_pass(gstat_ctx *ctx, const char *fn, const gstat_matrix 
   double *cs = (double *)(ws + o_c), *ms = (double *)(ws + o_mean);
   bool finite = true;
   for (int64_t b = 0; b < batch; b++) {
-    gstat_status st = gstat_i_sched_comoment(ctx, fn, X, b, ms + b * p, cs + b * p * p);
+    gstat_status st = gstat_i_sched_comoment(ctx, fn, X, b, ms + b * p, cs + b * p * p, NULL);
     if (st != GSTAT_OK) return st;
     for (int64_t k = 0; k < p; k++) finite &= isfinite(ms[b * p + k]) != 0;
   }

@@ -427,12 +427,80 @@ static gstat_status fit_from_moments(gstat_ctx *ctx, fit *f, double weight,
   return finish_exact(ctx, f, res);
 }
 
+/* A NaN or Inf showed in the moments (finite false): name it in X. */
+static gstat_status check_moments(gstat_ctx *ctx, const fit *f, const gstat_matrix *X,
+                                  bool finite) {
+  int64_t b0, i0, j0;
+  gstat_status st = GSTAT_OK;
+  if (!finite && gstat_i_sched_find_nonfinite(ctx, f->fn, "X", X, &b0, &i0, &j0, &st))
+    return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
+                        "pca: X[%lld] row %lld column %lld is NaN or Inf (PCA takes no missing "
+                        "values)",
+                        (long long)b0, (long long)i0, (long long)j0);
+  return st;
+}
+
+/* The covariance fit of centred device data as a chain that stays there: the
+ * co-moments into device memory, their diagonals (the deviations) to the
+ * host, the scaling and the batched eigh on the device; only the
+ * eigenvectors and eigenvalues come back. GSTAT_EUNSUPPORTED (no message)
+ * when the device offers no memory for the chain. */
+static gstat_status fit_device_chain(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
+                                     gstat_pca_result **res) {
+  int64_t p = f->p, nb = f->batch;
+  size_t sbytes = (size_t)(nb * p * p) * f->esz, wbytes = (size_t)(nb * p) * f->esz;
+  void *dev;
+  gstat_status st = gstat_i_sched_device_memory(ctx, f->fn, X, sbytes + wbytes + 64, &dev);
+  if (st != GSTAT_OK) return st;
+  TRY(carve(ctx, f, false));
+  gstat_matrix S = gstat_matrix_col_major(dev, f->ct, nb, p, p);
+  gstat_matrix w = gstat_vector_batch((char *)dev + (sbytes + 63) / 64 * 64, f->ct, nb, p);
+  S.location = w.location = X->location;
+  S.device = w.device = X->device;
+  for (int64_t b = 0; b < nb; b++) {
+    gstat_matrix Sb = S;
+    Sb.data = (char *)dev + (size_t)(b * p * p) * f->esz;
+    Sb.batch = 1;
+    TRY(gstat_i_sched_comoment(ctx, f->fn, X, b, f->mean + b * p, NULL, &Sb));
+  }
+  gstat_matrix diag = S, sd = gstat_vector_batch(f->scale, GSTAT_F64, nb, p);
+  diag.cols = 1;
+  diag.row_stride = p + 1;
+  TRY(gstat_i_sched_copy(ctx, f->fn, "S", &diag, &sd));
+  bool finite = true;
+  for (int64_t i = 0; i < nb * p; i++) finite &= isfinite(f->mean[i]) && isfinite(f->scale[i]);
+  TRY(check_moments(ctx, f, X, finite));
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t j = 0; j < p; j++) {
+      double *sc = f->scale + b * p + j;
+      *sc = f->opt.scale ? (f->dof > 0 ? sqrt(*sc / f->dof) : 0) : 1;
+      if (!(*sc > 0)) return constant_column(ctx, f, b, j);
+    }
+  if (f->opt.scale) TRY(gstat_i_sched_scale_sym(ctx, f->fn, &S, f->scale));
+  int64_t k = f->opt.n_components;
+  TRY(k > 0 && k < p ? gstat_i_sched_eigh_top(ctx, &S, k, &w)
+                     : gstat_i_eigh(ctx, &S, GSTAT_LOWER, &w, &S, NULL));
+  gstat_matrix hS = gstat_matrix_col_major(f->S, f->ct, nb, p, p);
+  gstat_matrix hw = gstat_vector_batch(f->w, f->ct, nb, p);
+  TRY(gstat_i_sched_copy(ctx, f->fn, "S", &S, &hS));
+  TRY(gstat_i_sched_copy(ctx, f->fn, "w", &w, &hw));
+  f->src = X;
+  return finish_exact(ctx, f, res);
+}
+
 /* COVARIANCE_EIGH: means and co-moments by the scheduler's fused co-moment
  * (host or device data, no centred copy of X); scores, when asked, by its
  * centred projection over X. A NaN or Inf shows up in the means; only then
  * is X scanned to name it. */
 static gstat_status fit_one_pass(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
                                  gstat_pca_result **res) {
+  if (X->location != GSTAT_HOST && f->opt.center && !f->eigh) {
+    gstat_status st = fit_device_chain(ctx, f, X, res);
+    /* no device memory for the chain, or a device failure in it: step by
+     * step below, where each primitive falls back by itself */
+    if (st != GSTAT_EUNSUPPORTED && st != GSTAT_ENOMEM && st != GSTAT_EBACKEND) return st;
+    ctx->last_error[0] = '\0';
+  }
   TRY(carve(ctx, f, false));
   size_t pp = (size_t)(f->p * f->p) * sizeof(double);
   double *M = gstat_i_workspace(ctx, GSTAT_WS_COV, pp);
@@ -440,18 +508,11 @@ static gstat_status fit_one_pass(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
   for (int64_t b = 0; b < f->batch; b++) {
     double *mean = f->mean + b * f->p;
     char *S = S_of(f, b);
-    TRY(gstat_i_sched_comoment(ctx, f->fn, X, b, mean, M));
+    TRY(gstat_i_sched_comoment(ctx, f->fn, X, b, mean, M, NULL));
     bool finite = true;
     for (int64_t j = 0; j < f->p; j++) finite &= isfinite(mean[j]) && isfinite(M[j + j * f->p]);
     for (int64_t i = 0; i < f->p * f->p; i++) set(f, S, i, M[i]);
-    int64_t b0, i0, j0;
-    gstat_status st = GSTAT_OK;
-    if (!finite && gstat_i_sched_find_nonfinite(ctx, f->fn, "X", X, &b0, &i0, &j0, &st))
-      return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
-                          "pca: X[%lld] row %lld column %lld is NaN or Inf (PCA takes no missing "
-                          "values)",
-                          (long long)b0, (long long)i0, (long long)j0);
-    TRY(st);
+    TRY(check_moments(ctx, f, X, finite));
   }
   f->src = X;
   return fit_from_moments(ctx, f, (double)f->n, res);

@@ -131,6 +131,7 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .destroy = NULL,
     .copy = gstat_i_cpu_copy,
     .comoment = gstat_i_cpu_comoment,
+    .scale_sym = gstat_i_cpu_scale_sym,
     .project = gstat_i_cpu_project,
     .eigh_top = gstat_i_cpu_eigh_top,
     .host_cost = gstat_i_cpu_host_cost,

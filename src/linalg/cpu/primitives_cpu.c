@@ -23,9 +23,34 @@ static const struct {
 } cpu_rules = {{74e9, 46e9}, 6e9, 40e9, 256, 8};
 
 gstat_status gstat_i_cpu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
-                                  double *mean, double *M) {
+                                  double *mean, double *M, const gstat_matrix *S) {
   (void)state;
-  return gstat_i_comoment(ctx, X, b, mean, M);
+  if (M) return gstat_i_comoment(ctx, X, b, mean, M);
+  size_t bytes = sizeof(double) * (size_t)(X->cols * X->cols); /* into S through doubles */
+  double *tmp = gstat_i_alloc(ctx, bytes ? bytes : 1);
+  if (!tmp) return gstat_i_fail(ctx, GSTAT_ENOMEM, "comoment: cannot allocate %zu bytes", bytes);
+  gstat_status st = gstat_i_comoment(ctx, X, b, mean, tmp);
+  if (st == GSTAT_OK) gstat_i_dense_store(GSTAT_F64, tmp, X->cols, S, 0);
+  gstat_i_free(ctx, tmp, bytes ? bytes : 1);
+  return st;
+}
+
+gstat_status gstat_i_cpu_scale_sym(void *state, gstat_ctx *ctx, const gstat_matrix *S,
+                                   const double *d) {
+  (void)state;
+  (void)ctx;
+  int64_t p = S->rows;
+  for (int64_t b = 0; b < S->batch; b++)
+    for (int64_t j = 0; j < p; j++)
+      for (int64_t i = 0; i < p; i++) {
+        void *e = gstat_i_elem(S, b, i, j);
+        double f = 1.0 / (d[b * p + i] * d[b * p + j]);
+        if (S->dtype == GSTAT_F64)
+          *(double *)e *= f;
+        else
+          *(float *)e = (float)(*(float *)e * f);
+      }
+  return GSTAT_OK;
 }
 
 gstat_status gstat_i_cpu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,

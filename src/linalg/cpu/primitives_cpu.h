@@ -6,7 +6,9 @@
 #include "linalg/backend.h"
 
 gstat_status gstat_i_cpu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
-                                  double *mean, double *M);
+                                  double *mean, double *M, const gstat_matrix *S);
+gstat_status gstat_i_cpu_scale_sym(void *state, gstat_ctx *ctx, const gstat_matrix *S,
+                                   const double *d);
 gstat_status gstat_i_cpu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
                                  const double *mean, const double *scale, const double *comp,
                                  const double *ev, int64_t k, gstat_matrix *Y);

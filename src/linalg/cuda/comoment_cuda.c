@@ -186,14 +186,15 @@ static void symmetric_out(int cdt, const void *h, int64_t p, double n, const dou
 }
 
 /* Element b of device-resident X: the means of the whole element, one
- * centred copy, its co-moment (syrk_tiles). */
+ * centred copy, its co-moment (syrk_tiles) into M on the host, or left in
+ * the dense device matrix dS when given. */
 static gstat_status device_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gstat_matrix *X,
-                                    int64_t b, double *mean, double *M) {
+                                    int64_t b, double *mean, double *M, char *dS) {
   int cdt = gstat_cu_compute_dtype(X->dtype);
   size_t es = gstat_cu_dtype_bytes(cdt);
   int64_t n = X->rows, p = X->cols;
   char *xc = gstat_cu_buffer(s, ctx, CU_DATA, (size_t)(n * p) * es);
-  char *S = gstat_cu_buffer(s, ctx, CU_COV, (size_t)(p * p) * es);
+  char *S = dS ? dS : gstat_cu_buffer(s, ctx, CU_COV, (size_t)(p * p) * es);
   double *dSums = gstat_cu_buffer(s, ctx, CU_SUMS, 3 * sizeof(double) * (size_t)p);
   if (!xc || !S || !dSums) return GSTAT_ENOMEM;
   int row_major = 0;
@@ -207,6 +208,7 @@ static gstat_status device_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gst
   TRY(column_means(s, ctx, cdt, src, n, p, row_major, dSums, dSums + p, mean, &nonfinite));
   TRY_CU(gstat_cu_center(cdt, src, xc, n, p, row_major, dSums + p, s->stream), "centering");
   TRY(syrk_tiles(s, ctx, cdt, row_major, n, p, xc, S));
+  if (dS) return GSTAT_OK; /* stream-ordered: the next primitive reads it there */
   char *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, (size_t)(p * p) * es);
   if (!h) return GSTAT_ENOMEM;
   TRY_CU(cudaMemcpyAsync(h, S, (size_t)(p * p) * es, cudaMemcpyDeviceToHost, s->stream),
@@ -285,8 +287,34 @@ static gstat_status host_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gstat
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "comoment", "co-moment", err);
 }
 
+/* Host rows into the dense device matrix dS: through a host co-moment. */
+static gstat_status host_comoment_to_device(gstat_cu_state *s, gstat_ctx *ctx,
+                                            const gstat_matrix *X, int64_t b, double *mean,
+                                            char *dS) {
+  int cdt = gstat_cu_compute_dtype(X->dtype);
+  size_t pp = (size_t)(X->cols * X->cols), es = gstat_cu_dtype_bytes(cdt);
+  double *M = malloc(sizeof(double) * (pp ? pp : 1));
+  if (!M)
+    return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "comoment: cannot allocate %zu doubles", pp);
+  gstat_status st = host_comoment(s, ctx, X, b, mean, M);
+  char *h = st == GSTAT_OK ? gstat_cu_host_buffer(s, ctx, &s->host_pca, pp * es) : NULL;
+  if (st == GSTAT_OK && !h) st = GSTAT_ENOMEM;
+  for (size_t e = 0; h && e < pp; e++) {
+    if (cdt == GSTAT_F64)
+      ((double *)h)[e] = M[e];
+    else
+      ((float *)h)[e] = (float)M[e];
+  }
+  cudaError_t err = cudaSuccess;
+  if (h) err = cudaMemcpyAsync(dS, h, pp * es, cudaMemcpyHostToDevice, s->stream);
+  if (h && err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
+  free(M);
+  if (err != cudaSuccess) return gstat_cu_fail(ctx, "comoment", "co-moment", err);
+  return st;
+}
+
 gstat_status gstat_cu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
-                               double *mean, double *M) {
+                               double *mean, double *M, const gstat_matrix *S) {
   gstat_cu_state *s = state;
   cudaSetDevice(s->device);
   if (X->rows > INT32_MAX || X->cols > INT32_MAX)
@@ -294,7 +322,12 @@ gstat_status gstat_cu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *
                                "comoment: n or p exceeds cuBLAS's int range");
   if (gstat_cu_fault_now() == FAULT_OOM)
     return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "comoment: simulated device out of memory");
-  gstat_status st = X->location == GSTAT_CUDA ? device_comoment(s, ctx, X, b, mean, M)
+  char *dS = NULL;
+  if (!M && !(dS = gstat_cu_dense(S, gstat_cu_compute_dtype(X->dtype), 0)))
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "comoment: S must be dense and column-major in device memory");
+  gstat_status st = X->location == GSTAT_CUDA ? device_comoment(s, ctx, X, b, mean, M, dS)
+                    : dS                      ? host_comoment_to_device(s, ctx, X, b, mean, dS)
                                               : host_comoment(s, ctx, X, b, mean, M);
   if (st == GSTAT_OK && gstat_cu_fault_now() == FAULT_NONFINITE) mean[0] = NAN;
   return st;
@@ -415,4 +448,35 @@ double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work 
       w->op == GSTAT_I_PRIM_COMOMENT ? 2 * items * n * p * p : 2 * items * n * p * (double)w->k;
   return cuda_rules.call_seconds + bytes / cuda_rules.h2d_bytes +
          flops / cuda_rules.flops[w->dtype == GSTAT_F64];
+}
+
+gstat_status gstat_cu_scale_sym_op(void *state, gstat_ctx *ctx, const gstat_matrix *S,
+                                   const double *d) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  int cdt = (int)S->dtype;
+  int64_t p = S->rows;
+  char *dS = gstat_cu_dense(S, cdt, 0);
+  if (!dS || (cdt != GSTAT_F32 && cdt != GSTAT_F64))
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "scale_sym: S must be dense float32/float64 in device memory");
+  double *dd = gstat_cu_buffer(s, ctx, CU_SUMS, sizeof(double) * (size_t)(S->batch * p));
+  double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, sizeof(double) * (size_t)(S->batch * p));
+  if (!dd || !h) return GSTAT_ENOMEM;
+  memcpy(h, d, sizeof(double) * (size_t)(S->batch * p));
+  TRY_CU(cudaMemcpyAsync(dd, h, sizeof(double) * (size_t)(S->batch * p), cudaMemcpyHostToDevice,
+                         s->stream),
+         "deviations");
+  for (int64_t b = 0; b < S->batch; b++)
+    TRY_CU(gstat_cu_scale_sym(cdt, dS + (size_t)(b * p * p) * gstat_cu_dtype_bytes(cdt), p,
+                              dd + b * p, s->stream),
+           "scaling");
+  TRY_CU(cudaStreamSynchronize(s->stream), "scaling"); /* h is reused */
+  return GSTAT_OK;
+}
+
+void *gstat_cu_workspace(void *state, gstat_ctx *ctx, size_t bytes) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  return gstat_cu_buffer(s, ctx, CU_CHAIN, bytes);
 }

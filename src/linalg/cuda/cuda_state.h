@@ -40,6 +40,7 @@ typedef enum {
   CU_PROJ,  /* projection: components and scores */
   CU_PART,  /* co-moment: partial products of row blocks */
   CU_SC,    /* batch spectral clustering: one chunk's Laplacians, results, scratch */
+  CU_CHAIN, /* a statistic's chain of primitives on device data (workspace) */
   CU_NBUF
 } gstat_cu_role;
 
@@ -192,7 +193,10 @@ gstat_status gstat_cu_triangular_solve(void *state, gstat_ctx *ctx, const gstat_
                                        const gstat_matrix *B, gstat_matrix *X, int64_t *info);
 
 gstat_status gstat_cu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
-                               double *mean, double *M);
+                               double *mean, double *M, const gstat_matrix *S);
+gstat_status gstat_cu_scale_sym_op(void *state, gstat_ctx *ctx, const gstat_matrix *S,
+                                   const double *d);
+void *gstat_cu_workspace(void *state, gstat_ctx *ctx, size_t bytes);
 gstat_status gstat_cu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
                               const double *mean, const double *scale, const double *comp,
                               const double *ev, int64_t k, gstat_matrix *Y);
