@@ -23,7 +23,7 @@ import time
 import numpy as np
 import torch
 
-from gpu_pca_vs_torch import Matrix, PcaOptions, PcaResult
+from gpu_pca_vs_torch import Matrix, PcaOptions, PcaResult, timed as _timed
 
 AUTO, CPU = 0, 1
 
@@ -41,15 +41,7 @@ def context(lib, backend):
 
 
 def timed(fn, reps):
-    fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3
+    return _timed(fn, reps)[0]
 
 
 def main():

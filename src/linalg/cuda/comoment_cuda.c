@@ -422,21 +422,7 @@ gstat_status gstat_cu_find_nonfinite_first(void *state, gstat_ctx *ctx, const gs
                                            int64_t *first) {
   gstat_cu_state *s = state;
   cudaSetDevice(s->device);
-  *first = -1;
-  unsigned long long *d_first = gstat_cu_buffer(s, ctx, CU_FLAG, sizeof *d_first);
-  unsigned long long *h_first = gstat_cu_host_buffer(s, ctx, &s->host_info, sizeof *h_first);
-  if (!d_first || !h_first) return GSTAT_ENOMEM;
-  cudaError_t err = cudaMemsetAsync(d_first, 0xff, sizeof *d_first, s->stream);
-  if (err == cudaSuccess)
-    err =
-        gstat_cu_find_nonfinite((int)M->dtype, M->data, 0, M->batch, M->rows, M->cols,
-                                M->batch_stride, M->row_stride, M->col_stride, d_first, s->stream);
-  if (err == cudaSuccess)
-    err = cudaMemcpyAsync(h_first, d_first, sizeof *d_first, cudaMemcpyDeviceToHost, s->stream);
-  if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
-  if (err != cudaSuccess) return gstat_cu_fail(ctx, "finiteness check", "scan", err);
-  if (*h_first != ~0ull) *first = (int64_t)*h_first;
-  return GSTAT_OK;
+  return gstat_cu_first_nonfinite(s, ctx, "finiteness check", M, 0, first);
 }
 
 double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w) {

@@ -171,6 +171,11 @@ cudaError_t gstat_cu_copy_in(gstat_cu_state *s, cudaStream_t stream, void *dev, 
 cudaError_t gstat_cu_copy_out(gstat_cu_state *s, cudaStream_t stream, void *host, const void *dev,
                               size_t bytes);
 
+/* The first NaN/Inf of part `tri` of device-resident m as the index b * rows
+ * * cols + i * cols + j into *first (-1: none). */
+gstat_status gstat_cu_first_nonfinite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                      const gstat_matrix *m, int tri, int64_t *first);
+
 /* GSTAT_ENOTFINITE naming the first NaN/Inf of part `tri` (the kernels'
  * codes: 0 full, 1 lower, 2 upper, 3/4 strict) of a device-resident input,
  * when the context checks finiteness; host inputs were checked already. */

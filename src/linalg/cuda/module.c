@@ -150,9 +150,9 @@ gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, c
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "copy to the host", err);
 }
 
-gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
-                                   const char *name, const gstat_matrix *m, int tri) {
-  if (m->location != GSTAT_CUDA || !gstat_cu_host->check_finite(ctx)) return GSTAT_OK;
+gstat_status gstat_cu_first_nonfinite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                      const gstat_matrix *m, int tri, int64_t *first) {
+  *first = -1;
   unsigned long long *d_first = gstat_cu_buffer(s, ctx, CU_FLAG, sizeof *d_first);
   unsigned long long *h_first = gstat_cu_host_buffer(s, ctx, &s->host_info, sizeof *h_first);
   if (!d_first || !h_first) return GSTAT_ENOMEM;
@@ -165,9 +165,17 @@ gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char
     err = cudaMemcpyAsync(h_first, d_first, sizeof *d_first, cudaMemcpyDeviceToHost, s->stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "finiteness check", err);
-  unsigned long long k = *h_first;
-  if (k == ~0ull) return GSTAT_OK;
-  unsigned long long per = (unsigned long long)(m->rows * m->cols);
+  if (*h_first != ~0ull) *first = (int64_t)*h_first;
+  return GSTAT_OK;
+}
+
+gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                   const char *name, const gstat_matrix *m, int tri) {
+  if (m->location != GSTAT_CUDA || !gstat_cu_host->check_finite(ctx)) return GSTAT_OK;
+  int64_t first;
+  gstat_status st = gstat_cu_first_nonfinite(s, ctx, fn, m, tri, &first);
+  if (st != GSTAT_OK || first < 0) return st;
+  unsigned long long k = (unsigned long long)first, per = (unsigned long long)(m->rows * m->cols);
   return gstat_cu_host->fail(ctx, GSTAT_ENOTFINITE,
                              "%s: batch element %llu of %s has a non-finite value at (%llu, %llu)",
                              fn, k / per, name, (k % per) / (unsigned long long)m->cols,
