@@ -306,3 +306,8 @@ gstat_status gstat_i_sched_scale_sym(gstat_ctx *ctx, const char *fn, const gstat
   gstat_i_sched_release(ctx, &h);
   return st;
 }
+
+bool gstat_i_sched_eigh_stays_on_device(gstat_ctx *ctx, gstat_dtype dt, int64_t batch, int64_t m) {
+  gstat_matrix host = gstat_matrix_col_major(NULL, dt, batch, m, m);
+  return !gstat_i_eigh_runs_on_cpu(ctx, &host);
+}

@@ -77,6 +77,12 @@ gstat_status gstat_i_sched_copy(gstat_ctx *ctx, const char *fn, const char *name
 gstat_status gstat_i_sched_device_memory(gstat_ctx *ctx, const char *fn, const gstat_matrix *like,
                                          size_t bytes, void **mem);
 
+/* Whether a chain on device data should keep its batch x m x m symmetric
+ * intermediate there for an eigh, rather than take it to the host: where
+ * gstat_eigh would run such a matrix of host memory on the GPU too (small
+ * ones are faster on the CPU). */
+bool gstat_i_sched_eigh_stays_on_device(gstat_ctx *ctx, gstat_dtype dt, int64_t batch, int64_t m);
+
 /* S(i, j) /= d[i] d[j] for each p x p matrix of S (dense column-major,
  * compute dtype, host or device memory); d host doubles, batch x p. */
 gstat_status gstat_i_sched_scale_sym(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,

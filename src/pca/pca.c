@@ -494,7 +494,8 @@ static gstat_status fit_device_chain(gstat_ctx *ctx, fit *f, const gstat_matrix 
  * is X scanned to name it. */
 static gstat_status fit_one_pass(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
                                  gstat_pca_result **res) {
-  if (X->location != GSTAT_HOST && f->opt.center && !f->eigh) {
+  if (X->location != GSTAT_HOST && f->opt.center && !f->eigh &&
+      gstat_i_sched_eigh_stays_on_device(ctx, f->ct, f->batch, f->p)) {
     gstat_status st = fit_device_chain(ctx, f, X, res);
     /* no device memory for the chain, or a device failure in it: step by
      * step below, where each primitive falls back by itself */
