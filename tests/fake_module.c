@@ -109,7 +109,14 @@ static gstat_status comoment(void *s, gstat_ctx *ctx, const gstat_matrix *X, int
   (void)s;
   if (!strcmp(fault(), "oom")) return oom(ctx);
   gstat_status st = host->cpu->comoment(NULL, ctx, X, b, mean, M, S);
-  if (st == GSTAT_OK && !strcmp(fault(), "nonfinite")) mean[0] = NAN;
+  if (st == GSTAT_OK && !strcmp(fault(), "nonfinite")) { /* a NaN on the diagonal */
+    if (M)
+      M[0] = NAN;
+    else if (S->dtype == GSTAT_F64)
+      *(double *)S->data = NAN;
+    else
+      *(float *)S->data = NAN;
+  }
   return st;
 }
 

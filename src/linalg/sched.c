@@ -56,18 +56,26 @@ static gstat_status device_backend(gstat_ctx *ctx, const char *fn, const char *n
  * (and the module has the primitive) or, under AUTO, a usable GPU's estimate
  * beats the CPU's (the backends' rules tables: bench/README.md). */
 static void choose_for_host(gstat_ctx *ctx, const prim_call *c, gstat_i_backend *be) {
+  /* Work the CPU does in less than this never starts the CUDA backend under
+   * AUTO (its state's creation alone costs more); like dispatch.c's
+   * auto_gpu_min_work, to move into the rules tables. */
+  static const double auto_min_cpu_seconds = 1e-3;
   *be = cpu;
-  if (ctx->opt.backend == GSTAT_BACKEND_CPU || !gstat_ctx_cuda_available(ctx)) return;
+  gstat_i_work w = work_of(c);
+  double here = cpu.ops->host_cost(NULL, ctx, &w);
+  if (ctx->opt.backend == GSTAT_BACKEND_CPU ||
+      (ctx->opt.backend == GSTAT_BACKEND_AUTO && here < auto_min_cpu_seconds) ||
+      !gstat_ctx_cuda_available(ctx))
+    return;
   gstat_i_backend gpu;
   if (gstat_i_cuda_backend(ctx, &gpu) != GSTAT_OK || !has_op(&gpu, c->op)) return;
-  gstat_i_work w = work_of(c);
   if (ctx->opt.backend == GSTAT_BACKEND_CUDA) {
     if (!gpu.ops->host_cost || gpu.ops->host_cost(gpu.state, ctx, &w) >= 0) *be = gpu;
     return;
   }
   if (!gpu.ops->host_cost) return;
   double there = gpu.ops->host_cost(gpu.state, ctx, &w);
-  if (there >= 0 && there < cpu.ops->host_cost(NULL, ctx, &w)) *be = gpu;
+  if (there >= 0 && there < here) *be = gpu;
 }
 
 static bool retry_on_cpu(gstat_status st) {
@@ -204,10 +212,9 @@ gstat_status gstat_i_sched_stage(gstat_ctx *ctx, const char *fn, const char *nam
   h->bytes = bytes ? bytes : 1;
   h->m = gstat_matrix_col_major(h->mem, M->dtype, M->batch, M->rows, M->cols);
   if (!with_data || count == 0) return GSTAT_OK;
-  if (!be.ops->copy)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: the CUDA backend cannot copy to the host",
-                        fn);
-  st = be.ops->copy(be.state, ctx, M, &h->m);
+  st = be.ops->copy ? be.ops->copy(be.state, ctx, M, &h->m)
+                    : gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                                   "%s: the CUDA backend cannot copy to the host", fn);
   if (st != GSTAT_OK) gstat_i_sched_release(ctx, h);
   return st;
 }
@@ -243,6 +250,9 @@ gstat_status gstat_i_sched_store(gstat_ctx *ctx, const char *fn, const char *nam
   gstat_matrix to = *M;
   to.data = (char *)M->data + (size_t)(b * M->batch_stride) * gstat_dtype_size(M->dtype);
   to.batch = 1;
+  if (!be.ops->copy)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: the CUDA backend cannot copy to the device",
+                        fn);
   return be.ops->copy(be.state, ctx, &from, &to);
 }
 

@@ -271,9 +271,7 @@ static gstat_status one_pass(gstat_ctx *ctx, const char *fn, const gstat_matrix 
   size_t o_c = gstat_i_ws_take(&pl, batch * p * p, sizeof(double));
   size_t o_mean = gstat_i_ws_take(&pl, batch * p, sizeof(double));
   char *ws = pl.ok ? gstat_i_workspace(ctx, GSTAT_WS_COV, pl.size) : NULL;
-  if (!ws)
-    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn,
-                        pl.size);
+  if (!ws) return GSTAT_OK; /* every element's p x p at once did not fit: one at a time */
   double *cs = (double *)(ws + o_c), *ms = (double *)(ws + o_mean);
   bool finite = true;
   for (int64_t b = 0; b < batch; b++) {

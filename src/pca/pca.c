@@ -448,7 +448,10 @@ static gstat_status check_moments(gstat_ctx *ctx, const fit *f, const gstat_matr
 static gstat_status fit_device_chain(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
                                      gstat_pca_result **res) {
   int64_t p = f->p, nb = f->batch;
-  size_t sbytes = (size_t)(nb * p * p) * f->esz, wbytes = (size_t)(nb * p) * f->esz;
+  size_t sbytes, wbytes;
+  if (!gstat_i_mul_size((size_t)(nb * p), (size_t)p * f->esz, &sbytes) ||
+      !gstat_i_mul_size((size_t)(nb * p), f->esz, &wbytes))
+    return GSTAT_EUNSUPPORTED; /* no room for the chain: step by step */
   void *dev;
   gstat_status st = gstat_i_sched_device_memory(ctx, f->fn, X, sbytes + wbytes + 64, &dev);
   if (st != GSTAT_OK) return st;
@@ -470,6 +473,8 @@ static gstat_status fit_device_chain(gstat_ctx *ctx, fit *f, const gstat_matrix 
   bool finite = true;
   for (int64_t i = 0; i < nb * p; i++) finite &= isfinite(f->mean[i]) && isfinite(f->scale[i]);
   TRY(check_moments(ctx, f, X, finite));
+  if (!finite) /* not explained by X: the device's fault; the caller goes step by step */
+    return gstat_i_fail(ctx, GSTAT_EBACKEND, "pca: the device's co-moment is not finite");
   for (int64_t b = 0; b < nb; b++)
     for (int64_t j = 0; j < p; j++) {
       double *sc = f->scale + b * p + j;

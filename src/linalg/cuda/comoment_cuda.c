@@ -228,8 +228,16 @@ static gstat_matrix row_range(const gstat_matrix *m, int64_t b, int64_t r0, int6
   return part;
 }
 
-/* Rows per chunk of host data: the rules' chunk bytes, at least 1024 rows. */
+/* Whether the rows of m lie one after another (a range of rows is one span). */
+static bool rows_contiguous(const gstat_matrix *m) {
+  return m->cols <= 1 || m->col_stride == 1;
+}
+
+/* Rows per chunk of host data: the rules' chunk bytes, at least 1024 rows;
+ * one chunk when a range of rows is not one span (a column-major chunk's
+ * copy would span the whole element). */
 static int64_t chunk_rows(const gstat_matrix *X) {
+  if (!rows_contiguous(X)) return X->rows;
   size_t row = (size_t)X->cols * gstat_cu_dtype_bytes(gstat_cu_compute_dtype(X->dtype));
   int64_t rows = (int64_t)(cuda_rules.chunk_bytes / (row ? row : 1));
   if (rows < 1024) rows = 1024;
@@ -386,7 +394,9 @@ gstat_status gstat_cu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X
     return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "project: simulated device out of memory");
   if (n == 0 || k == 0) return GSTAT_OK;
   /* device data in one piece, host data in row chunks */
-  int64_t R = X->location == GSTAT_CUDA ? n : chunk_rows(X);
+  int64_t R = X->location == GSTAT_CUDA || (Y->location == GSTAT_HOST && !rows_contiguous(Y))
+                  ? n
+                  : chunk_rows(X);
   size_t vbytes = (size_t)(p * k) * es, zbytes = (size_t)(R * k) * es;
   char *xc = gstat_cu_buffer(s, ctx, CU_DATA, (size_t)(R * p) * es);
   char *dV = gstat_cu_buffer(s, ctx, CU_PROJ, vbytes + zbytes + 256);
