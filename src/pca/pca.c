@@ -179,6 +179,15 @@ static gstat_status prepare_data(gstat_ctx *ctx, fit *f, const gstat_matrix *X) 
   return GSTAT_OK;
 }
 
+/* The batched eigh of A in place (eigenvalues into w): for k components
+ * every eigenvalue (the totals and the noise variance need them) but only k
+ * eigenvectors where a backend offers that (the scheduler decides). */
+static gstat_status eigen_step(gstat_ctx *ctx, const fit *f, gstat_matrix *A, gstat_matrix *w) {
+  int64_t k = f->opt.n_components;
+  if (k > 0 && k < A->rows) return gstat_i_sched_eigh_top(ctx, A, k, w);
+  return gstat_i_eigh(ctx, A, GSTAT_LOWER, w, A, NULL);
+}
+
 /* Co-moment or Gram matrices of every dataset, then one batched eigh. */
 static gstat_status decompose(gstat_ctx *ctx, fit *f, bool build) {
   if (build)
@@ -199,12 +208,7 @@ static gstat_status decompose(gstat_ctx *ctx, fit *f, bool build) {
   }
   gstat_matrix A = gstat_matrix_col_major(f->S, f->ct, f->batch, f->m, f->m);
   gstat_matrix w = gstat_vector_batch(f->w, f->ct, f->batch, f->m);
-  /* k components of a large matrix: every eigenvalue (the totals and the
-   * noise variance need them) but only k eigenvectors where the backend
-   * offers that (the scheduler decides) */
-  int64_t k = f->opt.n_components;
-  if (k > 0 && k < f->m) return gstat_i_sched_eigh_top(ctx, &A, k, &w);
-  return gstat_i_eigh(ctx, &A, GSTAT_LOWER, &w, &A, NULL);
+  return eigen_step(ctx, f, &A, &w);
 }
 
 /* k from the options and, for a variance fraction, the spectra: the
@@ -482,9 +486,7 @@ static gstat_status fit_device_chain(gstat_ctx *ctx, fit *f, const gstat_matrix 
       if (!(*sc > 0)) return constant_column(ctx, f, b, j);
     }
   if (f->opt.scale) TRY(gstat_i_sched_scale_sym(ctx, f->fn, &S, f->scale));
-  int64_t k = f->opt.n_components;
-  TRY(k > 0 && k < p ? gstat_i_sched_eigh_top(ctx, &S, k, &w)
-                     : gstat_i_eigh(ctx, &S, GSTAT_LOWER, &w, &S, NULL));
+  TRY(eigen_step(ctx, f, &S, &w));
   gstat_matrix hS = gstat_matrix_col_major(f->S, f->ct, nb, p, p);
   gstat_matrix hw = gstat_vector_batch(f->w, f->ct, nb, p);
   TRY(gstat_i_sched_copy(ctx, f->fn, "S", &S, &hS));

@@ -75,13 +75,13 @@ static void load_components(const gstat_pca_result *res, int64_t b, gstat_dtype 
   }
 }
 
-/* Multiply column i of the m x k buffer by f(explained_variance[i]). */
-static void whiten_columns(const gstat_pca_result *res, int64_t b, gstat_dtype ct, int64_t m,
-                           char *Z, int inverse) {
+/* Undo the whitening: column i of the m x k buffer times sqrt(explained_variance[i]). */
+static void unwhiten_columns(const gstat_pca_result *res, int64_t b, gstat_dtype ct, int64_t m,
+                             char *Z) {
   int64_t k = res->n_components;
   for (int64_t i = 0; i < k; i++) {
     double ev = res->explained_variance[b * k + i];
-    double f = inverse ? sqrt(ev > 0 ? ev : 0) : ev > 0 ? 1.0 / sqrt(ev) : 0.0;
+    double f = sqrt(ev > 0 ? ev : 0);
     for (int64_t r = 0; r < m; r++) {
       if (ct == GSTAT_F64)
         ((double *)Z)[r + i * m] *= f;
@@ -100,7 +100,7 @@ static gstat_status inverse_on_host(gstat_ctx *ctx, const char *fn, const gstat_
   TRY(workspace(ctx, fn, ct, m, k, p, p, k, &Z, &A, &V));
   for (int64_t b = 0; b < scores->batch; b++) {
     gstat_i_dense_load(scores, b, ct, Z, m);
-    if (res->whiten) whiten_columns(res, b, ct, m, Z, 1);
+    if (res->whiten) unwhiten_columns(res, b, ct, m, Z);
     load_components(res, b, ct, V);
     /* A (m x p) = Z (m x k) V^T, V being p x k */
     TRY(gstat_i_gemm(ctx, ct, GSTAT_NO_TRANS, GSTAT_TRANS, m, p, k, 1.0, Z, m, V, p, 0.0, A, m));
