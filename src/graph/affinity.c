@@ -6,8 +6,9 @@
 
 #include "core/matrix.h"
 #include "graph/graph_internal.h"
-#include "graph/knn.h"
+#include "graph/pairwise.h"
 #include "linalg/dense.h"
+#include "linalg/sched.h"
 
 void gstat_affinity_options_init(gstat_affinity_options *opt) {
   if (!opt) return;
@@ -121,11 +122,18 @@ static void mirror_upper(double *D, int64_t n, int64_t ld, int nt) {
   }
 }
 
-/* The directed graph of one dataset (X: n x p double), symmetrized into a
- * new CSR. `scratch` holds gstat_i_pairwise_scratch(n) doubles. */
+static bool is_knn(const gstat_affinity_options *o) {
+  return o->kind == GSTAT_AFFINITY_KNN || o->kind == GSTAT_AFFINITY_MUTUAL_KNN;
+}
+
+/* The directed graph of element b of X (n x p), symmetrized into a new CSR.
+ * kNN kinds search X itself (the scheduler's knn); the others read x (X_b in
+ * double, n x p column-major) with `scratch` of gstat_i_pairwise_scratch(n)
+ * doubles. */
 static gstat_status build_csr(gstat_ctx *ctx, const char *fn, const gstat_affinity_options *o,
-                              int64_t n, int64_t p, const double *X, double *scratch,
+                              const gstat_matrix *Xm, int64_t b, const double *X, double *scratch,
                               gstat_csr **out) {
+  int64_t n = Xm->rows, p = Xm->cols;
   gstat_status st = GSTAT_OK;
   build bd = {.o = o,
               .n = n,
@@ -159,7 +167,7 @@ static gstat_status build_csr(gstat_ctx *ctx, const char *fn, const gstat_affini
   } else if (o->kind == GSTAT_AFFINITY_RBF) {
     st = gstat_i_pairwise_rows(ctx, n, p, X, scratch, rbf_row, &bd);
   } else {
-    st = gstat_i_knn(ctx, n, p, X, scratch, per, o->include_self != 0, bd.indices, bd.weights);
+    st = gstat_i_sched_knn(ctx, fn, Xm, b, per, o->include_self != 0, bd.indices, bd.weights);
     for (size_t c = 0; c < cells; c++)
       bd.weights[c] = o->weights == GSTAT_KNN_DISTANCE ? sqrt(bd.weights[c]) : 1.0;
     sym = o->kind == GSTAT_AFFINITY_MUTUAL_KNN ? GSTAT_SYM_MIN : o->symmetrize;
@@ -211,12 +219,13 @@ gstat_status gstat_affinity_csr(gstat_ctx *ctx, const gstat_matrix *X,
   if (X->batch != 1)
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: X holds %lld datasets; this function takes one", fn,
                         (long long)X->batch);
+  if (is_knn(opt)) return build_csr(ctx, fn, opt, X, 0, NULL, NULL, out);
   int64_t n = X->rows, p = X->cols;
   double *scratch, *square;
   double *x = carve(ctx, fn, n, p, false, &scratch, &square);
   if (!x) return GSTAT_ENOMEM;
   gstat_i_dense_load(X, 0, GSTAT_F64, x, n > 0 ? n : 1);
-  return build_csr(ctx, fn, opt, n, p, x, scratch, out);
+  return build_csr(ctx, fn, opt, X, 0, x, scratch, out);
 }
 
 gstat_status gstat_affinity_dense(gstat_ctx *ctx, const gstat_matrix *X,
@@ -248,7 +257,7 @@ gstat_status gstat_affinity_dense(gstat_ctx *ctx, const gstat_matrix *X,
   double *x = carve(ctx, fn, n, p, !(direct && opt->kind == GSTAT_AFFINITY_RBF), &scratch, &D);
   if (!x) return GSTAT_ENOMEM;
   for (int64_t b = 0; b < batch; b++) {
-    gstat_i_dense_load(X, b, GSTAT_F64, x, n);
+    if (!is_knn(opt)) gstat_i_dense_load(X, b, GSTAT_F64, x, n);
     if (opt->kind == GSTAT_AFFINITY_RBF) {
       double *out = direct ? (double *)gstat_i_elem(A, b, 0, 0) : D;
       int64_t ld = direct ? ald : n;
@@ -263,7 +272,7 @@ gstat_status gstat_affinity_dense(gstat_ctx *ctx, const gstat_matrix *X,
       if (direct) continue;
     } else {
       gstat_csr *c = NULL;
-      st = build_csr(ctx, fn, opt, n, p, x, scratch, &c);
+      st = build_csr(ctx, fn, opt, X, b, x, scratch, &c);
       if (st != GSTAT_OK) return st;
       gstat_i_csr_in in = {n, 0, c->offsets, c->indices, c->weights};
       gstat_i_csr_to_dense(&in, GSTAT_SYM_CHECK, GSTAT_LOOPS_KEEP, D);

@@ -24,7 +24,7 @@
 #include "gstat/linalg.h"
 #include "gstat/spectral.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 9
+#define GSTAT_I_BACKEND_API_VERSION 10
 
 /* Batch spectral clustering of dense graphs in a backend's memory: what
  * src/spectral/spectral_device.c asks of spectral_dense. Host arrays. */
@@ -43,10 +43,10 @@ typedef struct gstat_i_sc_device_req {
 } gstat_i_sc_device_req;
 
 /* The primitives a cost model compares (host_cost). */
-typedef enum { GSTAT_I_PRIM_COMOMENT, GSTAT_I_PRIM_PROJECT } gstat_i_prim;
+typedef enum { GSTAT_I_PRIM_COMOMENT, GSTAT_I_PRIM_PROJECT, GSTAT_I_PRIM_KNN } gstat_i_prim;
 
 /* One primitive call's shape: element count, rows, columns, k (PROJECT's
- * components), the data's dtype. */
+ * components, KNN's neighbours), the data's dtype. */
 typedef struct gstat_i_work {
   gstat_i_prim op;
   gstat_dtype dtype;
@@ -129,6 +129,15 @@ typedef struct gstat_i_backend_ops {
    * (NULL: the scheduler scans a host copy). */
   gstat_status (*find_nonfinite)(void *state, gstat_ctx *ctx, const gstat_matrix *M,
                                  int64_t *first);
+  /* The k nearest rows (Euclidean) of every row i of element b of X (n x p,
+   * finite; any dtype and strides; the host's memory or this backend's):
+   * nbr[i * k ...] (host, sorted by index) and their squared distances d2
+   * (host doubles). With include_self, i is one of its own k (distance 0)
+   * beside k - 1 others; the others are the best by (distance, index), so
+   * ties go to the smaller index. 1 <= k, k - include_self <= n - 1.
+   * Optional. */
+  gstat_status (*knn)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b, int64_t k,
+                      bool include_self, int64_t *nbr, double *d2);
   /* Estimated seconds for primitive `op` on host data of this shape run here
    * (moving the data included), from the backend's rules table; < 0 when it
    * does not run it. The scheduler's cost model under GSTAT_BACKEND_AUTO.

@@ -24,15 +24,25 @@ typedef struct prim_call {
   const double *center, *scale, *comp, *ev; /* PROJECT */
   int64_t k;
   gstat_matrix *Y;
+  bool include_self; /* KNN */
+  int64_t *nbr;
+  double *d2;
 } prim_call;
 
 static bool has_op(const gstat_i_backend *be, gstat_i_prim op) {
-  return op == GSTAT_I_PRIM_COMOMENT ? be->ops->comoment != NULL : be->ops->project != NULL;
+  switch (op) {
+    case GSTAT_I_PRIM_COMOMENT: return be->ops->comoment != NULL;
+    case GSTAT_I_PRIM_PROJECT: return be->ops->project != NULL;
+    case GSTAT_I_PRIM_KNN: return be->ops->knn != NULL;
+  }
+  return false;
 }
 
 static gstat_status invoke(const gstat_i_backend *be, gstat_ctx *ctx, const prim_call *c) {
   if (c->op == GSTAT_I_PRIM_COMOMENT)
     return be->ops->comoment(be->state, ctx, c->X, c->b, c->mean, c->M, c->S);
+  if (c->op == GSTAT_I_PRIM_KNN)
+    return be->ops->knn(be->state, ctx, c->X, c->b, c->k, c->include_self, c->nbr, c->d2);
   return be->ops->project(be->state, ctx, c->X, c->b, c->center, c->scale, c->comp, c->ev, c->k,
                           c->Y);
 }
@@ -189,6 +199,19 @@ gstat_status gstat_i_sched_eigh_top(gstat_ctx *ctx, gstat_matrix *A, int64_t k, 
     }
   }
   return gstat_i_eigh(ctx, A, GSTAT_LOWER, w, A, NULL);
+}
+
+gstat_status gstat_i_sched_knn(gstat_ctx *ctx, const char *fn, const gstat_matrix *X, int64_t b,
+                               int64_t k, bool include_self, int64_t *nbr, double *d2) {
+  prim_call c = {.op = GSTAT_I_PRIM_KNN,
+                 .fn = fn,
+                 .X = X,
+                 .b = b,
+                 .k = k,
+                 .include_self = include_self,
+                 .nbr = nbr,
+                 .d2 = d2};
+  return run(ctx, &c);
 }
 
 /* ---- moving descriptors between memories ---- */

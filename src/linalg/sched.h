@@ -32,6 +32,14 @@ gstat_status gstat_i_sched_project(gstat_ctx *ctx, const char *fn, const gstat_m
                                    const double *mean, const double *scale, const double *comp,
                                    const double *ev, int64_t k, gstat_matrix *Y);
 
+/* The k nearest rows of every row of element b of X (host or device memory,
+ * finite, any dtype and strides): nbr (n x k, host, each row sorted by
+ * index) and squared distances d2 (host doubles); with include_self the row
+ * itself is one of them beside k - 1 others; ties go to the smaller index
+ * (backend.h's knn). */
+gstat_status gstat_i_sched_knn(gstat_ctx *ctx, const char *fn, const gstat_matrix *X, int64_t b,
+                               int64_t k, bool include_self, int64_t *nbr, double *d2);
+
 /* Every eigenvalue of each matrix of A (host, dense column-major, compute
  * dtype, lower triangle read) into w (host, batch x m), and the eigenvectors
  * of the k largest into A's last k columns (ascending, the sign rule

@@ -134,5 +134,6 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .scale_sym = gstat_i_cpu_scale_sym,
     .project = gstat_i_cpu_project,
     .eigh_top = gstat_i_cpu_eigh_top,
+    .knn = gstat_i_cpu_knn,
     .host_cost = gstat_i_cpu_host_cost,
 };

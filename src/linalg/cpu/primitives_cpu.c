@@ -9,6 +9,7 @@
 #include "core/matrix.h"
 #include "linalg/backend.h"
 #include "linalg/cpu/comoment.h"
+#include "linalg/cpu/knn.h"
 #include "linalg/cpu/primitives_cpu.h"
 #include "linalg/dense.h"
 
@@ -20,7 +21,10 @@ static const struct {
   double bytes_max;           /* the memory system's */
   int64_t top_min_order;      /* eigh_top: partial solve from this order ... */
   int64_t top_max_fraction;   /* ... when k <= order / this */
-} cpu_rules = {{74e9, 46e9}, 6e9, 40e9, 256, 8};
+  int64_t knn_tree_max_dims;  /* knn: the k-d tree up to this many dimensions (faster from
+                                 64 points on), GEMM distances above */
+  double knn_tree_seconds;    /* the tree's cost per point and tree level, one thread (10-d) */
+} cpu_rules = {{74e9, 46e9}, 6e9, 40e9, 256, 8, 16, 1.2e-6};
 
 gstat_status gstat_i_cpu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
                                   double *mean, double *M, const gstat_matrix *S) {
@@ -78,6 +82,14 @@ gstat_status gstat_i_cpu_eigh_top(void *state, gstat_ctx *ctx, gstat_matrix *A, 
   return GSTAT_OK;
 }
 
+gstat_status gstat_i_cpu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                             int64_t k, bool include_self, int64_t *nbr, double *d2) {
+  (void)state;
+  if (X->cols <= cpu_rules.knn_tree_max_dims && X->cols <= GSTAT_I_KNN_TREE_MAX_DIMS)
+    return gstat_i_knn_tree(ctx, X, b, k, include_self, nbr, d2);
+  return gstat_i_knn_gemm(ctx, X, b, k, include_self, nbr, d2);
+}
+
 /* Host to host, element by element through a dense buffer of the wider
  * compute type (exact for every pair of dtypes but a narrowing, which rounds
  * once). */
@@ -105,9 +117,14 @@ double gstat_i_cpu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_wo
   double threads = ctx->num_threads > 0 ? (double)ctx->num_threads : 1.0;
   double n = (double)w->n, p = (double)w->p, items = (double)w->batch;
   double bytes = items * n * p * (double)gstat_dtype_size(w->dtype);
+  double rate = cpu_rules.flops_per_thread[w->dtype == GSTAT_F64] * threads;
+  if (w->op == GSTAT_I_PRIM_KNN) {
+    if (p <= (double)cpu_rules.knn_tree_max_dims)
+      return items * n * log2(n) * cpu_rules.knn_tree_seconds / threads;
+    return items * 2 * n * n * p / rate;
+  }
   double flops =
       w->op == GSTAT_I_PRIM_COMOMENT ? items * n * p * p : 2 * items * n * p * (double)w->k;
-  double rate = cpu_rules.flops_per_thread[w->dtype == GSTAT_F64] * threads;
   double bw = fmin(cpu_rules.bytes_per_thread * threads, cpu_rules.bytes_max);
   return fmax(flops / rate, bytes / bw);
 }

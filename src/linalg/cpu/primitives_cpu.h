@@ -16,6 +16,8 @@ gstat_status gstat_i_cpu_eigh_top(void *state, gstat_ctx *ctx, gstat_matrix *A, 
                                   gstat_matrix *w);
 gstat_status gstat_i_cpu_copy(void *state, gstat_ctx *ctx, const gstat_matrix *src,
                               gstat_matrix *dst);
+gstat_status gstat_i_cpu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                             int64_t k, bool include_self, int64_t *nbr, double *d2);
 double gstat_i_cpu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w);
 
 #endif /* GSTAT_LINALG_CPU_PRIMITIVES_CPU_H */

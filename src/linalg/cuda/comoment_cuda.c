@@ -438,6 +438,7 @@ gstat_status gstat_cu_find_nonfinite_first(void *state, gstat_ctx *ctx, const gs
 double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w) {
   (void)state;
   (void)ctx;
+  if (w->op != GSTAT_I_PRIM_COMOMENT && w->op != GSTAT_I_PRIM_PROJECT) return -1.0;
   double n = (double)w->n, p = (double)w->p, items = (double)w->batch;
   double bytes = items * n * p * (double)gstat_cu_dtype_bytes((int)w->dtype);
   double flops =

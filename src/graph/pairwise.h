@@ -1,7 +1,7 @@
-/* Pairwise squared distances by blocked GEMM, and k-nearest-neighbour lists
- * (internal, for affinity.c). */
-#ifndef GSTAT_GRAPH_KNN_H
-#define GSTAT_GRAPH_KNN_H
+/* Pairwise squared distances by blocked GEMM, row by row (internal, for
+ * affinity.c; kNN lists are the scheduler's knn primitive). */
+#ifndef GSTAT_GRAPH_PAIRWISE_H
+#define GSTAT_GRAPH_PAIRWISE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,10 +18,4 @@ int64_t gstat_i_pairwise_scratch(int64_t n);
 gstat_status gstat_i_pairwise_rows(gstat_ctx *ctx, int64_t n, int64_t p, const double *X,
                                    double *block, gstat_i_dist_row_fn row, void *user);
 
-/* The k nearest neighbours of every point: nbr[i*k + r] (sorted by index in
- * each row) and their squared distances d2[i*k + r]. With include_self, i
- * is its own first neighbour and k - 1 others follow; ties by the smaller index. */
-gstat_status gstat_i_knn(gstat_ctx *ctx, int64_t n, int64_t p, const double *X, double *block,
-                         int64_t k, bool include_self, int64_t *nbr, double *d2);
-
-#endif /* GSTAT_GRAPH_KNN_H */
+#endif /* GSTAT_GRAPH_PAIRWISE_H */
