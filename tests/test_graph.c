@@ -433,6 +433,37 @@ static void expect_fail(gstat_ctx *ctx, gstat_status got, gstat_status want, con
   assert_string_equal(gstat_ctx_last_error(ctx), msg);
 }
 
+/* gstat_knn: scikit-learn's kneighbors order (distance, then index), the
+ * point itself first with include_self, float32 data, its refusals. */
+static void test_knn_lists(void **state) {
+  (void)state;
+  gstat_ctx *ctx = NULL;
+  assert_int_equal(gstat_ctx_create(&ctx, NULL), GSTAT_OK);
+  /* 1-d points 0, 2, 4, 5, 9: point 1's two nearest tie at distance 2 */
+  float x[5] = {0, 2, 4, 5, 9};
+  gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F32, 1, 5, 1);
+  int64_t ind[10];
+  double dist[10];
+  assert_int_equal(gstat_knn(ctx, &X, 2, 0, ind, dist), GSTAT_OK);
+  const int64_t want[10] = {1, 2, 0, 2, 3, 1, 2, 1, 3, 2};
+  const double wd[10] = {2, 4, 2, 2, 1, 2, 1, 3, 4, 5};
+  for (int e = 0; e < 10; e++) {
+    assert_int_equal(ind[e], want[e]);
+    assert_true(dist[e] == wd[e]);
+  }
+  assert_int_equal(gstat_knn(ctx, &X, 3, 1, ind, NULL), GSTAT_OK);
+  const int64_t self[6] = {0, 1, 2, 1, 0, 2}; /* rows 0 and 1 */
+  for (int e = 0; e < 6; e++) assert_int_equal(ind[e], self[e]);
+  assert_int_equal(gstat_knn(ctx, &X, 5, 1, ind, NULL), GSTAT_OK);
+  expect_fail(ctx, gstat_knn(ctx, &X, 5, 0, ind, dist), GSTAT_EINVAL,
+              "knn: k=5 must be in [1, 4] for 5 points");
+  expect_fail(ctx, gstat_knn(ctx, &X, 1, 0, NULL, dist), GSTAT_EINVAL, "knn: indices is NULL");
+  x[3] = NAN;
+  expect_fail(ctx, gstat_knn(ctx, &X, 1, 0, ind, dist), GSTAT_ENOTFINITE,
+              "knn: X row 3 column 0 is NaN or Inf");
+  gstat_ctx_destroy(ctx);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
@@ -567,9 +598,13 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_laplacian_vs_scipy),   cmocka_unit_test(test_laplacian_dtypes_batches),
-      cmocka_unit_test(test_laplacian_identities), cmocka_unit_test(test_edges_and_symmetrization),
-      cmocka_unit_test(test_affinities),           cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_laplacian_vs_scipy),
+      cmocka_unit_test(test_laplacian_dtypes_batches),
+      cmocka_unit_test(test_laplacian_identities),
+      cmocka_unit_test(test_edges_and_symmetrization),
+      cmocka_unit_test(test_affinities),
+      cmocka_unit_test(test_knn_lists),
+      cmocka_unit_test(test_bad_input),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

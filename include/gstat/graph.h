@@ -9,9 +9,10 @@
  *   symmetric is refused (GSTAT_EINVAL naming the first asymmetric pair)
  *   unless its descriptor asks for a symmetrization: MAX (w_ij = max(a_ij,
  *   a_ji)), MEAN ((a_ij + a_ji) / 2, scikit-learn's 0.5 (A + A^T)) or SUM
- *   (a_ij + a_ji). A missing entry counts as 0. Dense inputs are taken as
- *   symmetric when a_ij and a_ji agree to a few units in the last place of
- *   their dtype (then their mean is used).
+ *   (a_ij + a_ji). A missing entry counts as 0. An input is taken as
+ *   symmetric when each a_ij and a_ji agree to 1e-10 relative (float64; 64
+ *   units in the last place for float32, 4 for bfloat16), the rounding
+ *   other libraries' kernels leave; then their mean is used.
  * - Self-loops (a_ii) are dropped by default, as scipy.sparse.csgraph
  *   does; GSTAT_LOOPS_KEEP counts them in the degree.
  * - Weights must be finite (NaN/Inf: GSTAT_ENOTFINITE, whatever the context's
@@ -222,10 +223,10 @@ GSTAT_API void gstat_affinity_options_init(gstat_affinity_options *opt);
 /*
  * An affinity graph of the points of X (rows = points, any dtype/strides,
  * host), as a library-owned CSR (free with gstat_csr_free). Rows sorted;
- * the result is symmetric. Distances come from blocked GEMM products
+ * the result is symmetric. kNN kinds find their neighbours as gstat_knn;
+ * RBF and epsilon distances come from blocked GEMM products
  * (||x||^2 + ||y||^2 - 2 x.y in float64, clipped at 0, exactly 0 on the
- * diagonal); kNN ties are broken by the smaller index. X must be a single
- * dataset (batch 1) with n >= 1 points.
+ * diagonal). X must be a single dataset (batch 1) with n >= 1 points.
  *
  * Statuses: GSTAT_OK; GSTAT_EINVAL (shape, options: n_neighbors outside
  * [1, n] with include_self or [1, n - 1] without, epsilon <= 0 or not
@@ -234,6 +235,27 @@ GSTAT_API void gstat_affinity_options_init(gstat_affinity_options *opt);
  */
 GSTAT_API gstat_status gstat_affinity_csr(gstat_ctx *ctx, const gstat_matrix *X,
                                           const gstat_affinity_options *opt, gstat_csr **out);
+
+/*
+ * The k nearest neighbours (Euclidean) of every point (row) of X among X's
+ * own points, as scikit-learn's NearestNeighbors().fit(X).kneighbors(): row
+ * i of indices (n x k int64, row-major, the caller's) lists them by
+ * (distance, index), so ties go to the smaller index, and distances (n x k
+ * doubles, row-major, or NULL) holds their distances. With include_self the
+ * point itself comes first (distance 0) and k - 1 others follow; without,
+ * k others. X: any dtype and strides, host or CUDA device memory (searched
+ * on the CPU through a host copy today), batch 1. Up to 16 dimensions a k-d
+ * tree searches (exact float64 distances; its cost grows like n log n on
+ * clustered data); above, blocked GEMM distances (float32 ones for float32
+ * data) rank the candidates, whose distances are then measured exactly.
+ * Reports progress ("knn") and honours cancellation.
+ *
+ * Statuses: GSTAT_OK; GSTAT_EINVAL (NULL, shape, k outside [1, n] with
+ * include_self or [1, n - 1] without); GSTAT_ENOTFINITE (NaN/Inf in X,
+ * named); GSTAT_ENOMEM; GSTAT_ECANCELED.
+ */
+GSTAT_API gstat_status gstat_knn(gstat_ctx *ctx, const gstat_matrix *X, int64_t k, int include_self,
+                                 int64_t *indices, double *distances);
 
 /*
  * The same affinities as dense matrices, batched: X batch x n x p, A

@@ -114,7 +114,8 @@ static int64_t find_entry(const gstat_i_csr_in *g, int64_t i, int64_t col) {
 }
 
 gstat_status gstat_i_csr_check_symmetric(gstat_i_err *err, const char *fn, const char *name,
-                                         const gstat_i_csr_in *g) {
+                                         const gstat_i_csr_in *g, bool *exact) {
+  bool equal = true;
   for (int64_t i = 0; i < g->n; i++)
     for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
       int64_t j = g->indices[e] - g->base;
@@ -122,6 +123,7 @@ gstat_status gstat_i_csr_check_symmetric(gstat_i_err *err, const char *fn, const
       int64_t m = find_entry(g, j, g->base + i);
       double a = g->weights ? g->weights[e] : 1.0;
       double b = m < 0 ? 0.0 : g->weights ? g->weights[m] : 1.0;
+      equal = equal && a == b;
       if (gstat_i_sym_close(a, b, GSTAT_F64)) continue;
       return gstat_i_err_set(err, GSTAT_EINVAL,
                              "%s: %s is not symmetric: entry (%lld, %lld)=%g but (%lld, %lld)=%g "
@@ -142,6 +144,7 @@ gstat_status gstat_i_csr_check_symmetric(gstat_i_err *err, const char *fn, const
                                fn, name, (long long)(g->base + i), (long long)(g->base + j), a,
                                (long long)(g->base + j), (long long)(g->base + i));
     }
+  if (exact) *exact = equal;
   return GSTAT_OK;
 }
 
@@ -335,11 +338,13 @@ gstat_status gstat_i_graph_from(gstat_ctx *ctx, const char *fn, const gstat_grap
   if (gstat_i_csr_validate(&err, fn, "G", &in, &loops) != GSTAT_OK)
     return gstat_i_err_raise(ctx, &err);
   gstat_i_err probe = {0};
-  bool symmetric = gstat_i_csr_check_symmetric(&probe, fn, "G", &in) == GSTAT_OK;
+  bool exact = false;
+  bool symmetric = gstat_i_csr_check_symmetric(&probe, fn, "G", &in, &exact) == GSTAT_OK;
   if (G->symmetrize == GSTAT_SYM_CHECK && !symmetric) return gstat_i_err_raise(ctx, &probe);
-  /* MAX, MEAN, MIN (and CHECK) leave a symmetric graph as it is */
+  /* MAX, MEAN, MIN (and CHECK) leave an exactly symmetric graph as it is;
+   * CHECK averages pairs that agree only to its tolerance */
   bool borrow =
-      symmetric && G->symmetrize != GSTAT_SYM_SUM && !(loops && G->self_loops == GSTAT_LOOPS_DROP);
+      exact && G->symmetrize != GSTAT_SYM_SUM && !(loops && G->self_loops == GSTAT_LOOPS_DROP);
   if (borrow) {
     out->n = in.n;
     out->nnz = G->csr.nnz;

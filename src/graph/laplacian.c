@@ -146,8 +146,9 @@ gstat_status gstat_laplacian_csr(gstat_ctx *ctx, const gstat_graph *G, gstat_lap
       if (j == n || !(w > 0)) continue;
       indices[out] = j;
       values[out++] = kind == GSTAT_LAPLACIAN_UNNORMALIZED ? -w
-                      : kind == GSTAT_LAPLACIAN_SYMMETRIC  ? -w * si * gstat_i_inv_sqrt_degree(d[j])
-                                                           : -w / di;
+                      : kind == GSTAT_LAPLACIAN_SYMMETRIC
+                          ? -w * (si * gstat_i_inv_sqrt_degree(d[j]))
+                          : -w / di;
     }
     offsets[i + 1] = out;
   }

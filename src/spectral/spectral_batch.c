@@ -71,7 +71,8 @@ static gstat_status check_graph(const sc *s, const char *fn, int64_t g, gstat_i_
   if (s->G->format == GSTAT_GRAPH_CSR) {
     gstat_i_csr_in in = slice(s, g);
     if (gstat_i_csr_validate(err, fn, name, &in, NULL) != GSTAT_OK) return err->status;
-    if (s->G->symmetrize == GSTAT_SYM_CHECK) return gstat_i_csr_check_symmetric(err, fn, name, &in);
+    if (s->G->symmetrize == GSTAT_SYM_CHECK)
+      return gstat_i_csr_check_symmetric(err, fn, name, &in, NULL);
     return GSTAT_OK;
   }
   return gstat_i_dense_adjacency(err, fn, name, &s->G->adjacency, g, size_of(s, g),

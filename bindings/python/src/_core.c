@@ -1456,6 +1456,45 @@ done:
   return ret;
 }
 
+/* knn(X (n, p), k, include_self, stream, backend) -> (indices int64 (n, k), distances (n, k)),
+ * host arrays; X may be a CUDA tensor (stream: its producer's, else None) */
+static PyObject *py_knn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (check_nargs(nargs, 5, "knn") < 0) return NULL;
+  int64_t k = to_i64(args[1]);
+  int include_self = PyObject_IsTrue(args[2]);
+  long long stream = args[3] == Py_None ? -1 : to_i64(args[3]);
+  if (PyErr_Occurred()) return NULL;
+  marg X;
+  if (any_in(args[0], 0, "X", stream, &X) < 0) return NULL;
+  PyObject *ret = NULL, *ind = NULL, *dist = NULL;
+  pooled *p = NULL;
+  if (X.ndim != 2) {
+    PyErr_SetString(PyExc_ValueError, "knn: X must be 2-D (points x features)");
+    goto done;
+  }
+  if (!(p = lin_ctx(args[4], &X, stream))) goto done;
+  npy_intp shape[2] = {(npy_intp)X.m.rows, (npy_intp)(k > 0 ? k : 0)};
+  if (!(ind = PyArray_SimpleNew(2, shape, NPY_INT64)) ||
+      !(dist = PyArray_SimpleNew(2, shape, NPY_FLOAT64)))
+    goto done;
+  int64_t *ip = PyArray_DATA((PyArrayObject *)ind);
+  double *dp = PyArray_DATA((PyArrayObject *)dist);
+  gstat_status st;
+  Py_BEGIN_ALLOW_THREADS st = gstat_knn(p->ctx, &X.m, k, include_self, ip, dp);
+  Py_END_ALLOW_THREADS if (st != GSTAT_OK) {
+    raise_status(st, p);
+    goto done;
+  }
+  ret = PyTuple_Pack(2, ind, dist);
+done:
+  Py_XDECREF(ind);
+  Py_XDECREF(dist);
+  ctx_release(p);
+  marg_clear(&X);
+  return ret;
+}
+
 /* ---- spectral ------------------------------------------------------------------------------ */
 
 /* opts: (n_clusters, max_clusters, n_components, laplacian, drop_first, normalize_rows,
@@ -1797,6 +1836,7 @@ static PyMethodDef methods[] = {
          "accum_pca(p, missing, state, n_components, fraction, whiten, backend)"),
     FAST("raise_status", py_raise_status, "raise_status(status, message)"),
     FAST("laplacian", py_laplacian, "laplacian(graph, kind, symmetrize, loops, sparse, backend)"),
+    FAST("knn", py_knn, "knn(X, k, include_self, stream, backend)"),
     FAST("affinity", py_affinity,
          "affinity(X, kind, gamma, k, include_self, weights, sym, eps, dense, backend)"),
     FAST("graph_components", py_graph_components, "graph_components(graph, sym, loops, backend)"),

@@ -86,3 +86,32 @@ def test_batch_progress_and_errors(rng):
         gstat.spectral_clustering_batch([graphs[0], bad], 2)
     labs = gstat.spectral_clustering_batch([graphs[0], bad], 2, errors="ignore")
     assert (labs[1] == -1).all() and (labs[0] >= 0).all()
+
+
+def test_affinity_from_other_libraries_is_accepted():
+    """scikit-learn's RBF kernel is symmetric only to its rounding (a few
+    ulps): 'check' takes it, a kNN graph from kneighbors_graph clusters as
+    scikit-learn clusters it, and a clear asymmetry is still refused."""
+    from sklearn.cluster import SpectralClustering as SkSC
+    from sklearn.datasets import make_blobs
+    from sklearn.metrics import adjusted_rand_score, pairwise_kernels
+    from sklearn.neighbors import kneighbors_graph
+
+    X, _ = make_blobs(300, n_features=5, centers=3, random_state=1)
+    A = pairwise_kernels(X, metric="rbf", gamma=0.1)
+    assert not (A == A.T).all()  # the premise: not exactly symmetric
+    lab = gstat.SpectralClustering(3, affinity="precomputed", random_state=0).fit(A).labels_
+    ref = SkSC(3, affinity="precomputed", random_state=0).fit(A).labels_
+    assert adjusted_rand_score(lab, ref) == 1.0
+    L = gstat.laplacian(A, normed=True)
+    assert (L == L.T).all()
+    K = kneighbors_graph(X, 10, include_self=True)
+    K = 0.5 * (K + K.T)
+    lab = gstat.SpectralClustering(3, affinity="precomputed",
+                                   random_state=0).fit(K).labels_
+    ref = SkSC(3, affinity="precomputed", random_state=0).fit(K.toarray()).labels_
+    assert adjusted_rand_score(lab, ref) == 1.0
+    B = A.copy()
+    B[3, 7] *= 1 + 1e-6
+    with pytest.raises(ValueError, match=r"not symmetric: entry \(7, 3\)|not symmetric: entry \(3, 7\)"):
+        gstat.laplacian(B)

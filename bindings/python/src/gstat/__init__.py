@@ -12,6 +12,7 @@ from . import _core, linalg
 from ._core import BackendError, LinAlgError, UnsupportedError
 from ._accumulator import CovarianceAccumulator
 from ._covariance import OAS, EmpiricalCovariance, LedoitWolf, corrcoef, cov, mahalanobis
+from ._neighbors import kneighbors, kneighbors_graph
 from ._pca import PCA
 from ._spectral import SpectralClustering, SpectralEmbedding, laplacian, spectral_clustering_batch
 
@@ -20,7 +21,8 @@ __c_version__ = _core.c_version
 
 __all__ = [
     "linalg", "cov", "CovarianceAccumulator", "corrcoef", "mahalanobis", "PCA", "EmpiricalCovariance", "LedoitWolf", "OAS",
-    "SpectralClustering", "SpectralEmbedding", "laplacian", "spectral_clustering_batch",
+    "SpectralClustering", "SpectralEmbedding", "laplacian", "spectral_clustering_batch", "kneighbors",
+    "kneighbors_graph",
     "LinAlgError", "UnsupportedError", "BackendError", "last_backend", "last_device_stats", "set_backend",
     "get_backend", "use_backend", "set_num_threads", "get_num_threads", "cuda_available",
 ]

@@ -1,0 +1,65 @@
+"""kNN graphs and spectral clustering at scale, gstat against scikit-learn in
+one process on the same data (make_blobs, 10 centers):
+
+    python bench/knn_vs_sklearn.py [--n 100000] [--dim 10] [--k 10] [--spectral]
+
+kNN: gstat.kneighbors_graph vs sklearn.neighbors.kneighbors_graph (both
+include_self=False; the graphs are checked equal). --spectral adds end-to-end
+SpectralClustering(10, affinity="nearest_neighbors", n_neighbors=k): gstat
+vs scikit-learn's eigen_solver="amg" (with pyamg; else "arpack"), with ARI
+against the blob labels. Prints a table, times in seconds (one run each,
+after a warm-up of gstat on 1000 points)."""
+import argparse
+import time
+
+import numpy as np
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+
+import gstat
+
+
+def timed(f):
+    t = time.perf_counter()
+    r = f()
+    return time.perf_counter() - t, r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=100000)
+    ap.add_argument("--dim", type=int, default=10)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--spectral", action="store_true")
+    a = ap.parse_args()
+    X, y = make_blobs(n_samples=a.n, n_features=a.dim, centers=10, random_state=0)
+    from sklearn.neighbors import kneighbors_graph
+
+    gstat.kneighbors_graph(X[:1000], a.k)
+    rows = []
+    tg, G = timed(lambda: gstat.kneighbors_graph(X, a.k))
+    ts, S = timed(lambda: kneighbors_graph(X, a.k))
+    same = (G != S).nnz == 0
+    rows.append(("kNN graph", tg, ts, "sklearn (kd_tree)", f"graphs equal: {same}"))
+    if a.spectral:
+        from sklearn.cluster import SpectralClustering as SkSC
+
+        kw = dict(affinity="nearest_neighbors", n_neighbors=a.k, random_state=0)
+        tg, lg = timed(lambda: gstat.SpectralClustering(10, **kw).fit(X).labels_)
+        solvers = ["amg"]
+        try:
+            import pyamg  # noqa: F401
+        except ImportError:
+            solvers = ["arpack"]
+        for solver in solvers:
+            ts, ls = timed(lambda: SkSC(10, eigen_solver=solver, **kw).fit(X).labels_)
+            rows.append((f"spectral clustering", tg, ts, f"sklearn {solver}",
+                         f"ARI gstat {adjusted_rand_score(y, lg):.4f}, sklearn {adjusted_rand_score(y, ls):.4f}"))
+    print(f"n={a.n} dim={a.dim} k={a.k} threads={gstat.get_num_threads()}")
+    print(f"{'what':<20} {'gstat s':>9} {'other s':>9} {'other/gstat':>11}  against, check")
+    for what, tg, ts, who, note in rows:
+        print(f"{what:<20} {tg:9.3f} {ts:9.3f} {ts / tg:10.1f}x  {who}; {note}")
+
+
+if __name__ == "__main__":
+    main()
