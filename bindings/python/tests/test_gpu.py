@@ -233,3 +233,16 @@ def test_torch_unsupported_is_a_gstat_error():
         gstat.SpectralClustering(3).fit(xd)
     with pytest.raises(gstat.UnsupportedError, match="CUDA tensors are not supported here yet"):
         gstat.laplacian(torch.ones(4, 4, device="cuda", dtype=torch.float64))
+
+
+@needs_gpu
+@needs_torch
+def test_torch_kneighbors_of_device_points():
+    """A CUDA tensor's kNN lists (searched on the CPU through a host copy
+    today) equal those of the same points on the host."""
+    x = _data()
+    xd = torch.from_numpy(x).to("cuda")
+    dist, ind = gstat.kneighbors(xd, 6, include_self=True)
+    hd, hi = gstat.kneighbors(x, 6, include_self=True)
+    np.testing.assert_array_equal(ind, hi)
+    np.testing.assert_array_equal(dist, hd)
