@@ -442,8 +442,8 @@ static void test_knn_lists(void **state) {
   /* 1-d points 0, 2, 4, 5, 9: point 1's two nearest tie at distance 2 */
   float x[5] = {0, 2, 4, 5, 9};
   gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F32, 1, 5, 1);
-  int64_t ind[10];
-  double dist[10];
+  int64_t ind[25]; /* 5 points x k up to 5 */
+  double dist[25];
   assert_int_equal(gstat_knn(ctx, &X, 2, 0, ind, dist), GSTAT_OK);
   const int64_t want[10] = {1, 2, 0, 2, 3, 1, 2, 1, 3, 2};
   const double wd[10] = {2, 4, 2, 2, 1, 2, 1, 3, 4, 5};

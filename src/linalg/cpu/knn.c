@@ -293,7 +293,7 @@ static void search_node(kd_search *s, int64_t node, double rd) {
   }
   int64_t c = t->cut[node];
   double below = s->q[c] - t->left_max[node], above = s->q[c] - t->right_min[node];
-  bool left_first = below + above < 0;
+  bool left_first = below + above <= 0; /* a tie: the smaller rows first (the tie rule) */
   int64_t near = left_first ? node + 1 : r, far = left_first ? r : node + 1;
   double crossed = left_first ? above * above : below * below;
   search_node(s, near, rd);
