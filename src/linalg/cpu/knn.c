@@ -81,28 +81,25 @@ static best_k row_slots(int64_t i, int64_t k, bool include_self, int64_t *nbr, d
   return h;
 }
 
+/* Entry `at` of the first `size` sifted down a max-heap by index. */
+static void sift_down_by_index(best_k *h, int64_t at, int64_t size) {
+  for (;;) {
+    int64_t l = 2 * at + 1, r = l + 1, top = at;
+    if (l < size && h->j[l] > h->j[top]) top = l;
+    if (r < size && h->j[r] > h->j[top]) top = r;
+    if (top == at) return;
+    swap_at(h, at, top);
+    at = top;
+  }
+}
+
+/* Heapsort by index (indices are distinct): k may be as large as n. */
 static void sort_row_by_index(int64_t *j, double *d, int64_t k) {
   best_k h = {d, j, k, k};
-  /* a max-heap by index (distances unique per index), then the heap's sort */
-  for (int64_t at = k / 2 - 1; at >= 0; at--)
-    for (int64_t a = at;;) {
-      int64_t l = 2 * a + 1, r = l + 1, top = a;
-      if (l < k && j[l] > j[top]) top = l;
-      if (r < k && j[r] > j[top]) top = r;
-      if (top == a) break;
-      swap_at(&h, a, top);
-      a = top;
-    }
+  for (int64_t at = k / 2 - 1; at >= 0; at--) sift_down_by_index(&h, at, k);
   for (int64_t end = k - 1; end > 0; end--) {
     swap_at(&h, 0, end);
-    for (int64_t a = 0;;) {
-      int64_t l = 2 * a + 1, r = l + 1, top = a;
-      if (l < end && j[l] > j[top]) top = l;
-      if (r < end && j[r] > j[top]) top = r;
-      if (top == a) break;
-      swap_at(&h, a, top);
-      a = top;
-    }
+    sift_down_by_index(&h, 0, end);
   }
 }
 
