@@ -123,7 +123,6 @@ typedef struct kd_tree {
   int64_t *cut;      /* the coordinate it splits */
   double *left_max;  /* the largest value of it in the left child ... */
   double *right_min; /* ... and the smallest in the right one */
-  int64_t nodes;
 } kd_tree;
 
 typedef struct kd_build {
@@ -386,7 +385,6 @@ static gstat_status kd_make(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, kd
   gstat_i_dense_load(&xt, b, GSTAT_F64, bd.R, p);
   for (int64_t s = 0; s < n; s++) t->row[s] = s;
   build_node(&bd, 0, n);
-  t->nodes = bd.next;
   fill_points(t, bd.R);
   return GSTAT_OK;
 }
