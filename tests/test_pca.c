@@ -555,6 +555,60 @@ static void expect_fail(gstat_ctx *ctx, gstat_status got, gstat_status want, con
   assert_string_equal(gstat_ctx_last_error(ctx), msg);
 }
 
+static int power_reports;
+static int cancel_third_power_iteration(int64_t done, int64_t total, const char *what, void *user) {
+  (void)user;
+  if (strcmp(what, "pca: power iterations") != 0 || total != GSTAT_PCA_MAX_POWER_ITERATIONS)
+    return 0;
+  power_reports++;
+  return done >= 3;
+}
+
+/* Randomized PCA: every power iteration reports progress and can be
+ * cancelled; the count has a documented cap; an oversampling count near
+ * INT64_MAX is the exact sketch (l = min(n, p)), not an overflow. */
+static void test_randomized_limits(void **state) {
+  (void)state;
+  gstat_ctx_options co;
+  gstat_ctx_options_init(&co);
+  co.backend = GSTAT_BACKEND_CPU;
+  co.progress = cancel_third_power_iteration;
+  gstat_ctx *ctx;
+  assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
+  tu_rng rng = tu_rng_new();
+  double x[50 * 6];
+  make_data(&rng, 50, 6, x);
+  gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F64, 1, 50, 6);
+  gstat_pca_result *res = NULL, *exact = NULL;
+  gstat_pca_options o = options(GSTAT_PCA_RANDOMIZED, 2);
+  o.power_iterations = GSTAT_PCA_MAX_POWER_ITERATIONS;
+  power_reports = 0;
+  assert_int_equal(gstat_pca(ctx, &X, &o, &res), GSTAT_ECANCELED);
+  assert_int_equal(power_reports, 4); /* at 0, 1, 2 and 3 of 1000 */
+  assert_string_equal(gstat_ctx_last_error(ctx),
+                      "pca: power iterations: cancelled by the progress callback at 3 of 1000");
+  o.power_iterations = GSTAT_PCA_MAX_POWER_ITERATIONS + 1;
+  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+              "pca: opt.power_iterations=1001 must be -1 (automatic) or in [0, 1000]");
+  o.power_iterations = INT64_MAX;
+  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+              "pca: opt.power_iterations=9223372036854775807 must be -1 (automatic) or in [0, "
+              "1000]");
+  o.power_iterations = 2;
+  o.oversamples = INT64_MAX;
+  assert_int_equal(gstat_pca(ctx, &X, &o, &res), GSTAT_OK);
+  o.method = GSTAT_PCA_COVARIANCE_EIGH;
+  assert_int_equal(gstat_pca(ctx, &X, &o, &exact), GSTAT_OK);
+  for (int64_t i = 0; i < 2; i++) {
+    assert_true(rel(res->explained_variance[i], exact->explained_variance[i]) < 1e-12);
+    for (int64_t j = 0; j < 6; j++)
+      assert_true(fabs(res->components[i * 6 + j] - exact->components[i * 6 + j]) < 1e-9);
+  }
+  gstat_pca_result_free(res);
+  gstat_pca_result_free(exact);
+  gstat_ctx_destroy(ctx);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
@@ -776,8 +830,9 @@ int main(void) {
       cmocka_unit_test(test_variance_fraction),   cmocka_unit_test(test_rank_deficient_and_tiny),
       cmocka_unit_test(test_from_accumulator),    cmocka_unit_test(test_from_accumulator_callback),
       cmocka_unit_test(test_randomized),          cmocka_unit_test(test_reuse_allocates_nothing),
-      cmocka_unit_test(test_progress_and_cancel), cmocka_unit_test(test_bad_input),
-      cmocka_unit_test(test_one_pass_fit),        cmocka_unit_test(test_top_k_eigensolver),
+      cmocka_unit_test(test_progress_and_cancel), cmocka_unit_test(test_randomized_limits),
+      cmocka_unit_test(test_bad_input),           cmocka_unit_test(test_one_pass_fit),
+      cmocka_unit_test(test_top_k_eigensolver),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

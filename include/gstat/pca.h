@@ -33,6 +33,11 @@ typedef enum gstat_pca_method {
   GSTAT_PCA_RANDOMIZED = 3       /* randomized range finder (Halko et al.): k << min(n, p) */
 } gstat_pca_method;
 
+/* The cap on opt.power_iterations. The sketch's error shrinks like
+ * (sigma_{l+1} / sigma_k)^(2q+1): beyond a few dozen iterations nothing
+ * changes in float64, so a larger count is a mistake, not a request. */
+#define GSTAT_PCA_MAX_POWER_ITERATIONS 1000
+
 typedef struct gstat_pca_options {
   /* Number of components k: > 0 a count (at most min(n, p)); 0 means all
    * min(n, p), unless variance_fraction is set. */
@@ -49,7 +54,10 @@ typedef struct gstat_pca_options {
   gstat_pca_method method;  /* default GSTAT_PCA_AUTO */
   int64_t oversamples;      /* randomized: extra random vectors, default 10 */
   int64_t power_iterations; /* randomized: default -1 = scikit-learn's rule
-                               (7 when k < 0.1 min(n, p), else 4) */
+                               (7 when k < 0.1 min(n, p), else 4); at most
+                               GSTAT_PCA_MAX_POWER_ITERATIONS. Each iteration
+                               reports progress ("pca: power iterations") and
+                               may be cancelled there */
   uint64_t seed;            /* randomized: seed of the random test matrix */
   int compute_scores;       /* default 1: fill result->scores */
 } gstat_pca_options;

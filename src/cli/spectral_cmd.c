@@ -99,6 +99,26 @@ static gstat_symmetrize edge_sym(const spectral_args *a) {
   return a->symmetrize >= 0 ? (gstat_symmetrize)a->symmetrize : GSTAT_SYM_MAX;
 }
 
+/* Isolated nodes an int-id graph may have beyond its edges' own ids without
+ * --nodes: the input's size bounds the work, so that one line "0 99999999"
+ * is a question, not a graph of 10^8 nodes. */
+#define EDGE_IMPLIED_ISOLATED_MAX INT64_C(65536)
+
+static int too_many_isolated(const job *j, const edge_graph *G) {
+  if (j->a->ids != EDGE_IDS_INT || j->a->nodes > 0) return 0;
+  if (G->n <= 2 * G->m + EDGE_IMPLIED_ISOLATED_MAX) return 0;
+  char what[160] = "";
+  if (j->a->kind == IN_BATCH)
+    snprintf(what, sizeof what, "graph '%s' (first on line %lld): ", G->id, (long long)G->line);
+  fail(
+      "%s: %snode ids up to %lld make a graph of %lld nodes from %lld edge%s, so at least "
+      "%lld nodes would be isolated; pass --nodes %lld if that is meant, or --node-ids label "
+      "to number only the ids that appear",
+      j->name, what, (long long)G->n - 1, (long long)G->n, (long long)G->m, G->m == 1 ? "" : "s",
+      (long long)(G->n - 2 * G->m), (long long)G->n);
+  return 1;
+}
+
 static int read_edges(job *j) {
   char err[1024];
   edge_config cfg = {j->a->kind == IN_BATCH, j->a->ids, j->a->nodes, j->a->header};
@@ -110,6 +130,7 @@ static int read_edges(job *j) {
   if (!j->csr) return fail("out of memory");
   for (int64_t g = 0; g < j->es.count; g++) {
     const edge_graph *G = &j->es.g[g];
+    if (too_many_isolated(j, G)) return CLI_EXIT_FAILURE;
     gstat_status st =
         gstat_csr_from_edges(j->ctx, G->n, G->m, G->src, G->dst, G->w, edge_sym(j->a), &j->csr[g]);
     if (st != GSTAT_OK) {

@@ -99,9 +99,10 @@ static gstat_status check_options(gstat_ctx *ctx, const char *fn, const gstat_pc
   if (o->oversamples < 0)
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.oversamples=%lld must be >= 0", fn,
                         (long long)o->oversamples);
-  if (o->power_iterations < -1)
-    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.power_iterations=%lld must be >= -1", fn,
-                        (long long)o->power_iterations);
+  if (o->power_iterations < -1 || o->power_iterations > GSTAT_PCA_MAX_POWER_ITERATIONS)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: opt.power_iterations=%lld must be -1 (automatic) or in [0, %d]", fn,
+                        (long long)o->power_iterations, GSTAT_PCA_MAX_POWER_ITERATIONS);
   return GSTAT_OK;
 }
 
@@ -378,8 +379,8 @@ static gstat_status fit_randomized(gstat_ctx *ctx, fit *f, int64_t k, gstat_pca_
   gstat_pca_result *r = *res;
   r->method = f->method;
   r->whiten = f->opt.whiten != 0;
-  int64_t l = k + f->opt.oversamples;
-  if (l > f->r) l = f->r;
+  /* oversamples beyond min(n, p) - k add nothing: the sketch spans the range */
+  int64_t l = f->opt.oversamples >= f->r - k ? f->r : k + f->opt.oversamples;
   int64_t q = f->opt.power_iterations;
   if (q < 0) q = (double)k < 0.1 * (double)f->r ? 7 : 4;
   for (int64_t b = 0; b < f->batch; b++) {

@@ -52,12 +52,14 @@ gstat_status gstat_i_pca_randomized(gstat_ctx *ctx, gstat_dtype ct, int64_t n, i
   }
   TRY(gstat_i_gemm(ctx, ct, GSTAT_NO_TRANS, GSTAT_NO_TRANS, n, l, p, 1.0, Xc, n, Z, p, 0.0, Y, n));
   for (int64_t it = 0; it < q; it++) {
+    TRY(gstat_i_progress(ctx, "pca: power iterations", it, q));
     TRY(gstat_i_orthonormalize(ctx, ct, n, l, Y, n, qr));
     TRY(gstat_i_gemm(ctx, ct, GSTAT_TRANS, GSTAT_NO_TRANS, p, l, n, 1.0, Xc, n, Y, n, 0.0, Z, p));
     TRY(gstat_i_orthonormalize(ctx, ct, p, l, Z, p, qr));
     TRY(gstat_i_gemm(ctx, ct, GSTAT_NO_TRANS, GSTAT_NO_TRANS, n, l, p, 1.0, Xc, n, Z, p, 0.0, Y,
                      n));
   }
+  if (q > 0) TRY(gstat_i_progress(ctx, "pca: power iterations", q, q));
   TRY(gstat_i_orthonormalize(ctx, ct, n, l, Y, n, qr));
   /* Z = Xc^T Q = B^T (p x l), then everything small in double */
   TRY(gstat_i_gemm(ctx, ct, GSTAT_TRANS, GSTAT_NO_TRANS, p, l, n, 1.0, Xc, n, Y, n, 0.0, Z, p));

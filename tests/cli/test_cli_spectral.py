@@ -262,6 +262,33 @@ def test_malformed(data_dir):
         check(rc == 1 and msg in err and out == "",
               "gstat spectral %s: rc %d, stderr %r (want %r)" % (" ".join(args), rc, err, msg))
     check(not os.path.exists(o), "an output file was left after a failure")
+    check_bounded_work()
+
+
+def check_bounded_work():
+    """An 11-byte edge list must not make a graph of 10^8 nodes: refused within 1 s and
+    100 MB (peak RSS of the tool, measured in a child that runs only it)."""
+    tiny = write("far.edges", "0 99999999\n")
+    probe = ("import resource, subprocess, sys, time; t = time.time(); "
+             "p = subprocess.run(sys.argv[1:], capture_output=True); "
+             "print(p.returncode, time.time() - t, "
+             "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+             "sys.stderr.write(p.stderr.decode())")
+    import subprocess
+    p = subprocess.run([sys.executable, "-c", probe] + base.WRAPPER +
+                       [base.GSTAT, "spectral", "-k", "2", tiny], capture_output=True, timeout=60)
+    rc, secs, rss_kb = p.stdout.decode().split()
+    err = p.stderr.decode()
+    check(rc == "1" and "pass --nodes 100000000 if that is meant" in err,
+          "far ids: rc %s, stderr %r" % (rc, err))
+    check(float(secs) < 1.0 or base.WRAPPER, "far ids took %s s (limit 1 s)" % secs)
+    check(int(rss_kb) < 100 * 1024 or base.WRAPPER, "far ids peaked at %s kB (limit 100 MB)" % rss_kb)
+    # --nodes says it is meant; a modest gap needs nothing
+    rc, out, err = run(["spectral", "-k", "2", write("near.edges", TRI + "3 4\n4 5\n5 3\n9 10\n")])
+    check("connected components" in err and "if that is meant" not in err,
+          "a small gap of ids should reach the solver: %r" % err)
+    rc, out, err = run(["spectral", "-k", "2", "--nodes", "12", write("far2.edges", TRI + "3 4\n")])
+    check("connected components" in err, "--nodes should be taken as meant: %r" % err)
 
 
 # ---- Zachary's karate club -----------------------------------------------------------------

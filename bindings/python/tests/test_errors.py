@@ -119,6 +119,40 @@ def test_ctrl_c_interrupts_long_batch(rng):
     assert elapsed < 0.3 + 4 * per_chunk + 0.5, (elapsed, per_chunk)
 
 
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach the main thread only")
+def test_ctrl_c_interrupts_randomized_pca(rng):
+    x = rng.standard_normal((3000, 600))
+    est = gstat.PCA(10, svd_solver="randomized", iterated_power=2, random_state=0)
+    t1 = time.perf_counter()
+    est.fit(x)
+    per_iteration = (time.perf_counter() - t1) / 3  # two power iterations and the sketch
+    est.set_params(iterated_power=1000)  # minutes of work: only Ctrl-C ends it
+    previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
+    t0 = time.perf_counter()
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            est.fit(x)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 0.3 + 0.5 + 2 * per_iteration, (elapsed, per_iteration)
+
+
+def test_randomized_pca_arguments_named():
+    x = np.random.default_rng(0).standard_normal((40, 6))
+    with pytest.raises(ValueError, match="iterated_power must be 'auto' or an int in"):
+        gstat.PCA(2, svd_solver="randomized", iterated_power=10**7).fit(x)
+    with pytest.raises(ValueError, match="n_oversamples must be an int >= 0"):
+        gstat.PCA(2, svd_solver="randomized", n_oversamples=-1).fit(x)
+    # more oversamples than min(n, p) - k: the exact sketch, not an overflow
+    big = gstat.PCA(2, svd_solver="randomized", n_oversamples=2**63 - 1, iterated_power=1).fit(x)
+    full = gstat.PCA(2, svd_solver="full").fit(x)
+    np.testing.assert_allclose(big.explained_variance_, full.explained_variance_, rtol=1e-10)
+
+
 def test_progress_callback_can_cancel():
     g = [np.ones((8, 8)) - np.eye(8) for _ in range(50)]
 

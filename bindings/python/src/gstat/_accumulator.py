@@ -123,7 +123,7 @@ class CovarianceAccumulator:
         """
         est = PCA(n_components=n_components, whiten=whiten, svd_solver="covariance_eigh",
                   backend=backend)
-        k, frac, _, _ = est._options(self.n_samples, self.n_features)
+        k, frac, _, _, _ = est._options(self.n_samples, self.n_features)
         r = _core.accum_pca(*self._args(), k, frac, whiten, backend)
         return est._set_fitted(r, np.float64)
 

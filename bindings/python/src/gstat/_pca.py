@@ -12,6 +12,7 @@ __all__ = ["PCA"]
 
 # gstat_pca_method
 _AUTO, _COV, _GRAM, _RANDOMIZED = 0, 1, 2, 3
+_MAX_POWER_ITERATIONS = 1000  # GSTAT_PCA_MAX_POWER_ITERATIONS
 _METHOD_NAMES = {_COV: "covariance_eigh", _GRAM: "gram_eigh", _RANDOMIZED: "randomized"}
 
 
@@ -31,9 +32,13 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         'full' and 'arpack' run an exact eigen decomposition (of the p x p
         covariance when n >= p, else of the n x n Gram matrix); 'randomized'
         Halko et al.'s range finder; 'auto' chooses by shape.
-    iterated_power : int or 'auto'
-        Power iterations of the randomized solver.
+    iterated_power : int in [0, 1000] or 'auto'
+        Power iterations of the randomized solver ('auto': 7 when
+        n_components < 0.1 min(n, p), else 4). Each iteration checks for
+        Ctrl-C and reports progress.
     n_oversamples : int, default 10
+        Extra random vectors of the randomized solver; more than
+        min(n, p) - n_components change nothing.
     random_state : int, RandomState or None
         Seed of the randomized solver.
     backend : {'auto', 'cpu', 'cuda'} or None
@@ -89,8 +94,18 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         else:
             raise ValueError(f"svd_solver must be 'auto', 'full', 'covariance_eigh', 'gram_eigh', "
                              f"'randomized' or 'arpack', got {solver!r}")
-        power = -1 if self.iterated_power == "auto" else int(self.iterated_power)
-        return k, frac, method, power
+        power = self.iterated_power
+        if isinstance(power, str) and power == "auto":
+            power = -1
+        elif not (isinstance(power, numbers.Integral) and not isinstance(power, bool)
+                  and 0 <= power <= _MAX_POWER_ITERATIONS):
+            raise ValueError(f"iterated_power must be 'auto' or an int in [0, "
+                             f"{_MAX_POWER_ITERATIONS}], got {power!r}")
+        over = self.n_oversamples
+        if not (isinstance(over, numbers.Integral) and not isinstance(over, bool) and over >= 0):
+            raise ValueError(f"n_oversamples must be an int >= 0, got {over!r}")
+        # beyond min(n, p) extra vectors change nothing; the C int64 cannot hold more
+        return k, frac, method, int(power), min(int(over), min(n, p))
 
     def _fit(self, X, scores):
         dev = _cuda_device(X)
@@ -104,8 +119,8 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             n, p = X.shape
             dtype = X.dtype
             stream = None
-        k, frac, method, power = self._options(n, p)
-        r = _core.pca_fit(X, k, frac, self.whiten, method, int(self.n_oversamples), power,
+        k, frac, method, power, over = self._options(n, p)
+        r = _core.pca_fit(X, k, frac, self.whiten, method, over, power,
                           seed_from(self.random_state), scores, self.backend, stream)
         self._set_fitted(r, dtype)
         return r["scores"][0].astype(dtype, copy=False) if scores else None

@@ -139,7 +139,7 @@ def pca(comm, x, n_components=None, *, whiten=False, root=None, backend=None, de
     est = PCA(n_components=n_components, whiten=whiten, svd_solver="covariance_eigh",
               backend=backend)
     p = x.shape[1]
-    k, frac, _, _ = est._options(max(p, 1), max(p, 1))  # n is only known after the merge
+    k, frac, _, _, _ = est._options(max(p, 1), max(p, 1))  # n is only known after the merge
     res = _mpi.pca(f, r, recv, x, k, frac, whiten, be, dev, th)
     return None if res is None else est._set_fitted(res, x.dtype)
 
