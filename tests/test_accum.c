@@ -419,7 +419,9 @@ static void test_small_counts(void **state) {
   assert_true(c[1] == 0 && c[2] == 0 && c[3] == 0);
   from_acc(ctx, acc, 1, 1, c, m);
   assert_true(c[0] == 1 && isnan(c[1]) && isnan(c[2]) && isnan(c[3]));
-  from_acc(ctx, acc, 3, 0, c, m); /* weight 3 - ddof 3 = 0 */
+  from_acc(ctx, acc, 3, 0, c, m); /* weight 3 - ddof 3 = 0: numpy's division by 0 */
+  assert_true(c[0] == INFINITY && isnan(c[1]) && isnan(c[2]) && isnan(c[3]));
+  from_acc(ctx, acc, 3, 1, c, m);
   for (int k = 0; k < 4; k++) assert_true(isnan(c[k]));
   /* zero weights only: nothing is defined yet */
   double zw[2] = {0, 0};

@@ -132,8 +132,10 @@ static void ref_cov(const spec *s, const double *v, double *C, double *mean) {
             vk += w * dk * dk;
           }
         ld fact = s->ddof == 0 ? W : !s->a ? W - (ld)s->ddof : W - (ld)s->ddof * WA / W;
-        if (!(fact > 0) || isnan((double)cjk))
+        if (isnan((double)cjk) || isnan((double)fact) || (!(fact > 0) && (s->corr || cjk == 0)))
           out = NAN;
+        else if (!(fact > 0)) /* numpy: co-moment / max(fact, 0) */
+          out = cjk > 0 ? INFINITY : -INFINITY;
         else if (!s->corr)
           out = (double)(cjk / fact);
         else if (vj > 0 && vk > 0)
@@ -156,7 +158,7 @@ static void expect_matrix_floor(const char *what, int64_t p, const double *got, 
         double d = fmax(sqrt(fabs(ref[j + j * p] * ref[k + k * p])), floor);
         scale = isfinite(d) && d > 0 ? d : fmax(fabs(r), 1e-300);
       }
-      bool ok = isnan(r) ? isnan(g) : fabs(g - r) <= tol * scale;
+      bool ok = isnan(r) ? isnan(g) : isinf(r) ? g == r : fabs(g - r) <= tol * scale;
       if (!ok) {
         fprintf(stderr, "%s: entry (%lld, %lld) = %.17g, expected %.17g (tol %g x %g)\n", what,
                 (long long)j, (long long)k, g, r, tol, scale);
@@ -302,14 +304,17 @@ static void test_ddof_and_weights(void **state) {
           gstat_dtype t = dt ? GSTAT_F32 : GSTAT_F64;
           cov_case(ctx, t, TU_ROW_MAJOR, GSTAT_F64, TU_COL_MAJOR, nb, n, p, v, &o, tol_of(t));
         }
-  /* a divisor <= 0 gives NaN (n = 12 rows, ddof 12 and 13) */
-  for (int64_t dd = 12; dd <= 13; dd++) {
-    gen_data(&rng, nb * n, p, 0, v);
-    gstat_cov_options o;
-    gstat_cov_options_init(&o);
-    o.ddof = dd;
-    cov_case(ctx, GSTAT_F64, TU_ROW_MAJOR, GSTAT_F64, TU_ROW_MAJOR, nb, n, p, v, &o, 1e-12);
-  }
+  /* a divisor <= 0 divides by 0 as numpy does: +-Inf, NaN for correlations
+   * (n = 12 rows, ddof 12 and 13) */
+  for (int64_t dd = 12; dd <= 13; dd++)
+    for (int corr = 0; corr <= 1; corr++) {
+      gen_data(&rng, nb * n, p, 0, v);
+      gstat_cov_options o;
+      gstat_cov_options_init(&o);
+      o.ddof = dd;
+      o.correlation = corr;
+      cov_case(ctx, GSTAT_F64, TU_ROW_MAJOR, GSTAT_F64, TU_ROW_MAJOR, nb, n, p, v, &o, 1e-12);
+    }
   gstat_ctx_destroy(ctx);
 }
 

@@ -320,8 +320,14 @@ static void test_rank_deficient_and_tiny(void **state) {
   gstat_pca_result *res = NULL;
   assert_int_equal(gstat_pca(ctx, &X1, NULL, &res), GSTAT_OK);
   assert_int_equal(res->n_components, 1);
-  assert_true(res->explained_variance[0] == 0 && res->explained_variance_ratio[0] == 0);
+  /* one row: no variance; its share is 0 / 0 = NaN, as scikit-learn's */
+  assert_true(res->explained_variance[0] == 0 && isnan(res->explained_variance_ratio[0]));
   assert_true(res->scores[0] == 0 && !isnan(res->components[0]));
+  double same[4 * 2] = {5, 5, 5, 5, -1, -1, -1, -1}; /* constant columns: likewise */
+  gstat_matrix Xc = gstat_matrix_col_major(same, GSTAT_F64, 1, 4, 2);
+  assert_int_equal(gstat_pca(ctx, &Xc, NULL, &res), GSTAT_OK);
+  for (int64_t i = 0; i < res->n_components; i++)
+    assert_true(res->explained_variance[i] == 0 && isnan(res->explained_variance_ratio[i]));
   gstat_pca_result_free(res);
   gstat_ctx_destroy(ctx);
 }

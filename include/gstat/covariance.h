@@ -68,9 +68,11 @@ GSTAT_API void gstat_cov_options_init(gstat_cov_options *opt);
  * mean  optional batch x p x 1 output: the (weighted) column means used
  *       (for PAIRWISE: the means over each column's present rows).
  *
- * A divisor <= 0 (e.g. n = 1 with ddof = 1, n = 0, zero total weight, or no
- * complete row for COMPLETE) gives NaN entries, as R and numpy do, and the
- * call still returns GSTAT_OK; means over no rows (or no weight) are NaN.
+ * A divisor <= 0 (e.g. n = 1 with ddof = 1, ddof > n, n = 0, zero total
+ * weight, or no complete row for COMPLETE) divides by 0 as numpy does: a
+ * nonzero co-moment gives +-Inf, a zero one (n <= 1, no rows) NaN, and a
+ * correlation NaN; the call still returns GSTAT_OK (R's cov gives NA for
+ * n = 1); means over no rows (or no weight) are NaN.
  * A zero-variance column gives NaN correlations in its row and column, its
  * diagonal entry included (numpy; R returns NA off the diagonal, 1 on it,
  * with a warning); a constant column's covariances are exact zeros.
@@ -223,8 +225,9 @@ GSTAT_API gstat_status gstat_cov_accum_merge_state(gstat_ctx *ctx, gstat_cov_acc
 /*
  * Covariance (correlation when `correlation` is nonzero) from the
  * accumulator: C (1 x p x p) = M / (weight - ddof), ddof >= 0; mean
- * (optional, 1 x p x 1). weight - ddof <= 0 gives NaN entries (GSTAT_OK), and
- * zero weight NaN means, as gstat_covariance; correlations follow its rules.
+ * (optional, 1 x p x 1). weight - ddof <= 0 divides by 0 (+-Inf, NaN for a
+ * zero co-moment; GSTAT_OK), and zero weight gives NaN means, as
+ * gstat_covariance; correlations follow its rules.
  */
 GSTAT_API gstat_status gstat_cov_accum_covariance(gstat_ctx *ctx, const gstat_cov_accum *acc,
                                                   int64_t ddof, int correlation, gstat_matrix *C,

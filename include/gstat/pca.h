@@ -71,7 +71,8 @@ GSTAT_API void gstat_pca_options_init(gstat_pca_options *opt);
  * context; free it with gstat_pca_result_free). For dataset b of the batch:
  *   components[(b*k + i)*p + j]       component i (unit length), feature j
  *   explained_variance[b*k + i]       variance along component i (divisor n-1)
- *   explained_variance_ratio[b*k + i] its share of the total variance
+ *   explained_variance_ratio[b*k + i] its share of the total variance (NaN
+ *                                     when the data have none, as sklearn)
  *   singular_values[b*k + i]          of the centered (scaled) data
  *   mean[b*p + j], scale[b*p + j]     centering and scaling used (0 / 1 when off)
  *   noise_variance[b]                 mean variance of the discarded directions

@@ -228,7 +228,7 @@ static void pairwise_path(cov_job *j) {
         double cab = sab - ea * eb / ws, vaa = saa - ea * ea / ws, vbb = sbb - eb * eb / ws;
         double d = divisor(opt, ws, was);
         if (!(d > 0)) {
-          v = NAN;
+          v = gstat_i_over_no_dof(cab, d, opt->correlation);
         } else if (!opt->correlation) {
           v = cab / d;
         } else if (vaa > 0 && vbb > 0) {

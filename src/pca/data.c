@@ -142,10 +142,16 @@ gstat_status gstat_i_check_weights(gstat_ctx *ctx, const char *fn, const char *n
   return GSTAT_OK;
 }
 
+double gstat_i_over_no_dof(double comoment, double divisor, int correlation) {
+  if (correlation || isnan(divisor) || isnan(comoment) || comoment == 0) return NAN;
+  return comoment > 0 ? INFINITY : -INFINITY;
+}
+
 void gstat_i_cov_finish(int64_t p, double *c, int64_t ld, double divisor, int correlation) {
   if (!(divisor > 0)) {
     for (int64_t j = 0; j < p; j++)
-      for (int64_t i = 0; i < p; i++) c[i + j * ld] = NAN;
+      for (int64_t i = 0; i < p; i++)
+        c[i + j * ld] = gstat_i_over_no_dof(c[i + j * ld], divisor, correlation);
     return;
   }
   for (int64_t j = 0; j < p; j++)

@@ -41,8 +41,13 @@ bool gstat_i_find_inf(const gstat_matrix *m, int64_t *b, int64_t *i, int64_t *j)
 gstat_status gstat_i_check_weights(gstat_ctx *ctx, const char *fn, const char *name,
                                    const double *w, int64_t n, bool integer);
 
+/* An entry whose divisor is <= 0 (ddof >= n, n = 1, no rows): numpy's
+ * co-moment / max(divisor, 0), i.e. +-Inf, or NaN for a zero co-moment, a
+ * NaN divisor or a correlation. */
+double gstat_i_over_no_dof(double comoment, double divisor, int correlation);
+
 /* Turn the co-moment matrix c (p x p, both triangles, ld) into a covariance
- * by dividing by `divisor` (NaN everywhere when divisor <= 0 or NaN), then
+ * by dividing by `divisor` (gstat_i_over_no_dof when divisor <= 0), then
  * into a correlation when asked: unit diagonal, entries clamped to [-1, 1],
  * NaN in the row and column (diagonal included) of a variable whose variance
  * is zero or NaN. */

@@ -251,7 +251,8 @@ static void fill_variances(const fit *f, gstat_pca_result *res, int64_t b, doubl
   for (int64_t i = 0; i < k; i++) {
     double lam = ev[i];
     ev[i] = lam / denom;
-    res->explained_variance_ratio[b * k + i] = total > 0 ? ev[i] / total : 0;
+    /* no variance at all: 0 / 0, as scikit-learn and R's summary(prcomp) */
+    res->explained_variance_ratio[b * k + i] = total > 0 ? ev[i] / total : NAN;
     res->singular_values[b * k + i] = sqrt(lam);
   }
   res->noise_variance[b] = k < f->r && noise_ss > 0 ? noise_ss / denom / (double)(f->r - k) : 0;

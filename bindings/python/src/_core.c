@@ -322,8 +322,34 @@ static int describe_ndarray(marg *a, PyArrayObject *arr, int vec) {
  * and bfloat16 are used as they are; other real types are converted (integers
  * and bool to float64, float16 to float32), as numpy.linalg does. One copy is
  * made only when the strides cannot be described. */
+/* A numpy masked array with masked entries: its mask would be silently lost
+ * in the conversion, so it is refused (-1 with TypeError). */
+static int refuse_masked(PyObject *obj, const char *name) {
+  static PyObject *is_masked; /* numpy.ma.is_masked, imported once */
+  if (!PyArray_Check(obj) || PyArray_CheckExact(obj)) return 0;
+  if (!is_masked) {
+    PyObject *ma = PyImport_ImportModule("numpy.ma");
+    if (!ma) return -1;
+    is_masked = PyObject_GetAttrString(ma, "is_masked");
+    Py_DECREF(ma);
+    if (!is_masked) return -1;
+  }
+  PyObject *r = PyObject_CallOneArg(is_masked, obj);
+  if (!r) return -1;
+  int masked = PyObject_IsTrue(r);
+  Py_DECREF(r);
+  if (masked < 0) return -1;
+  if (masked)
+    PyErr_Format(PyExc_TypeError,
+                 "%s: masked arrays are not supported (the mask would be ignored); pass "
+                 "x.filled(value), or x.filled(np.nan) to a function with a missing-value mode",
+                 name);
+  return masked ? -1 : 0;
+}
+
 static int host_in(PyObject *obj, int vec, const char *name, marg *a) {
   memset(a, 0, sizeof *a);
+  if (refuse_masked(obj, name) < 0) return -1;
   PyArrayObject *arr =
       (PyArrayObject *)PyArray_FROM_OF(obj, NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED);
   if (!arr) return -1;

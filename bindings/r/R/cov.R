@@ -34,6 +34,8 @@ cov_cor <- function(x, y, use, method, cor, fname) {
     xy <- cbind(x, y)
   }
   if (use == "all.obs" && anyNA(xy)) stop(fname, ": missing observations in cov/cor", call. = FALSE)
+  if (use == "complete.obs" && !any(stats::complete.cases(xy)))
+    stop(fname, ": no complete element pairs", call. = FALSE) # as stats::cov
   missing <- switch(use, everything = , all.obs = MISSING_EVERYTHING,
                     complete.obs = , na.or.complete = MISSING_COMPLETE,
                     pairwise.complete.obs = MISSING_PAIRWISE)

@@ -5,7 +5,7 @@ import numpy as np
 
 from . import _core
 from ._device import cuda_device as _cuda_device, empty_like as _empty_like, stream as _stream
-from ._device import to_numpy as _to_numpy
+from ._device import refuse_masked as _refuse_masked, to_numpy as _to_numpy
 from ._sk import BaseEstimator, check_is_fitted, validate
 
 __all__ = ["cov", "corrcoef", "mahalanobis", "EmpiricalCovariance", "LedoitWolf", "OAS"]
@@ -21,9 +21,15 @@ def _missing(m):
         raise ValueError(f"missing must be one of {sorted(_MISSING)}, got {m!r}") from None
 
 
-def _prepare(x, rowvar):
+def _prepare(x, rowvar, missing):
     dev = _cuda_device(x)
     if dev is None:
+        if isinstance(x, np.ma.MaskedArray) and np.ma.is_masked(x):
+            if missing == _MISSING["everything"]:
+                _refuse_masked(x, "cov", "pass missing='pairwise' or 'complete' to treat the "
+                               "masked entries as missing, or x.filled(value)")
+            # masked entries are missing values: NaN under a missing-value mode
+            x = np.ma.filled(x.astype(np.result_type(x.dtype, np.float32)), np.nan)
         x = np.asarray(x)
     if x.ndim == 0:
         raise ValueError("x must be at least 1-dimensional")
@@ -65,11 +71,17 @@ def cov(x, rowvar=False, ddof=1, fweights=None, aweights=None, missing="everythi
         True: variables in rows (numpy's default).
     ddof : int, optional
         Divisor ``sum(weights) - ddof`` (1: unbiased, 0: maximum likelihood).
+        A divisor <= 0 divides by 0 as numpy.cov does: +-inf entries, NaN where
+        the co-moment is 0 (no warning is issued).
     fweights, aweights : array_like, shape (n,), optional
         Integer frequency and non-negative analytic weights, as numpy.cov.
     missing : {'everything', 'complete', 'pairwise'}, optional
         NaN handling as R's cov(use=): NaN propagates, rows with a NaN are
-        dropped, or each pair uses the rows where both are present.
+        dropped, or each pair uses the rows where both are present. The
+        masked entries of a numpy masked array are missing values under
+        'complete' and 'pairwise' (unlike np.ma.cov, which centres each
+        column over all its present rows); with 'everything' a masked array
+        is refused (TypeError).
     dtype : dtype, optional
         Output dtype (float32, float64, bfloat16); default the input's.
     out : ndarray, shape (..., p, p), optional
@@ -79,7 +91,7 @@ def cov(x, rowvar=False, ddof=1, fweights=None, aweights=None, missing="everythi
     -------
     ndarray, shape (..., p, p) (0-d for 1-D `x`)
     """
-    x, scalar = _prepare(x, rowvar)
+    x, scalar = _prepare(x, rowvar, _missing(missing))
     c = _cov_call(x, int(ddof), fweights, aweights, _missing(missing), False, dtype, out, backend)
     return c[0, 0] if scalar and out is None else c
 
@@ -95,7 +107,7 @@ def corrcoef(x, rowvar=False, fweights=None, aweights=None, missing="everything"
     -------
     ndarray, shape (..., p, p)
     """
-    x, scalar = _prepare(x, rowvar)
+    x, scalar = _prepare(x, rowvar, _missing(missing))
     c = _cov_call(x, 1, fweights, aweights, _missing(missing), True, dtype, out, backend)
     return c[0, 0] if scalar and out is None else c
 
@@ -126,6 +138,7 @@ def mahalanobis(x, center, cov, *, inverted=False, backend=None):
     """
     dev = _cuda_device(x)
     if dev is None:
+        _refuse_masked(x, "mahalanobis")
         x = np.asarray(x)
     single = x.ndim == 1
     d2 = _mahalanobis_call(x[None, :] if single else x, center, cov, inverted, backend)

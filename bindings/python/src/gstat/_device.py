@@ -3,6 +3,8 @@ producer's current stream, and outputs allocated through the input's own
 library so results come back as the same kind of tensor on the same device."""
 import sys
 
+import numpy as np
+
 _CUDA_DEVICE_TYPES = (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged
 
 
@@ -54,12 +56,21 @@ def to_numpy(x):
         return x.detach().cpu().numpy()
     if hasattr(x, "get"):  # CuPy
         return x.get()
-    import numpy as np
     return np.from_dlpack(x)
 
 
+def refuse_masked(x, what, hint="pass x.filled(value)"):
+    """TypeError for a numpy masked array with masked entries: converting it
+    would silently drop its mask."""
+    if isinstance(x, np.ma.MaskedArray) and np.ma.is_masked(x):
+        raise TypeError(f"{what}: masked arrays are not supported (the mask would be ignored); "
+                        f"{hint}")
+
+
 def refuse(x, what):
-    """gstat's UnsupportedError for a CUDA tensor where only host data are served."""
+    """gstat's UnsupportedError for a CUDA tensor where only host data are served (and
+    TypeError for a masked array)."""
+    refuse_masked(x, what)
     if cuda_device(x) is not None:
         from ._core import UnsupportedError
         raise UnsupportedError(f"{what}: CUDA tensors are not supported here yet; pass host data "

@@ -3,7 +3,7 @@
 import numpy as np
 
 from . import _core
-from ._device import cuda_device as _cuda_device, stream as _stream
+from ._device import cuda_device as _cuda_device, refuse_masked as _refuse_masked, stream as _stream
 
 
 def _is_sparse(x):
@@ -46,6 +46,7 @@ def kneighbors(X, n_neighbors=5, *, include_self=False, return_distance=True, ba
         raise TypeError("kneighbors: sparse X is not supported; pass a dense array")
     dev = _cuda_device(X)
     if dev is None:
+        _refuse_masked(X, "kneighbors")
         X = np.asarray(X)
         if X.ndim != 2:
             raise ValueError(f"kneighbors: X must be 2-D (points x features), got {X.ndim}-D")

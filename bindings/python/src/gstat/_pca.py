@@ -131,6 +131,8 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.n_features_in_ = int(r["n_features"])
         self.components_ = r["components"][0].astype(dtype, copy=False)
         self.explained_variance_ = r["explained_variance"][0].astype(dtype, copy=False)
+        if int(r["n_samples"]) == 1:  # divisor n - 1 = 0: scikit-learn's 0 / 0
+            self.explained_variance_ = np.full_like(self.explained_variance_, np.nan)
         self.explained_variance_ratio_ = r["explained_variance_ratio"][0].astype(dtype, copy=False)
         self.singular_values_ = r["singular_values"][0].astype(dtype, copy=False)
         self.mean_ = r["mean"][0].astype(dtype, copy=False)

@@ -382,6 +382,8 @@ def _batch_request(graphs, n_clusters, laplacian, assign_labels, n_init, normali
             data = np.concatenate([p[3] for p in parts] or [[]])
             kind, a, b = 0, node_off, (indptr, indices.astype(np.int64), data.astype(np.float64))
         else:
+            for g in graphs:
+                _device.refuse_masked(g, "spectral_clustering_batch")
             arrs = [np.asarray(g) for g in graphs]
             sizes = [g.shape[0] for g in arrs]
             for g in arrs:

@@ -10,6 +10,7 @@ import numpy as _np
 
 from . import _core
 from ._device import cuda_device as _cuda_device, empty_like as _empty_like, stream as _stream
+from ._device import refuse_masked as _refuse_masked
 
 __all__ = ["eigh", "eigvalsh", "cholesky", "cholesky_solve", "solve_triangular", "EighResult"]
 
@@ -117,6 +118,8 @@ def _solve(kind, t, b, upper, trans, unit, out, backend):
     dev = _cuda_device(t)
     vector = getattr(b, "ndim", None) == 1 or (dev is None and _np.ndim(b) == 1)
     if vector:  # a single right-hand side vector, as numpy.linalg.solve
+        if dev is None:
+            _refuse_masked(b, "b")
         b = b[:, None] if dev is not None else _np.asarray(b)[:, None]
         if out is not None:
             out = out[:, None]

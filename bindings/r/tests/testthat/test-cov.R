@@ -94,3 +94,13 @@ test_that("bad covariance input gives clear errors", {
   expect_error(gs_cov(1:3, 1:4), "incompatible")
   expect_error(gs_cov(list(1, 2), 1:2), "numeric")
 })
+
+test_that("no complete row: complete.obs stops as cov does, the other modes give NA", {
+  x <- cbind(a = c(1, NA, 3), b = c(NA, 2, NA))
+  expect_error(cov(x, use = "complete.obs"), "no complete element pairs")
+  expect_error(gs_cov(x, use = "complete.obs"), "no complete element pairs")
+  expect_error(gs_cor(x, use = "complete.obs"), "no complete element pairs")
+  for (u in c("na.or.complete", "everything", "pairwise.complete.obs")) {
+    expect_identical(is.na(gs_cov(x, use = u)), is.na(cov(x, use = u)))
+  }
+})
