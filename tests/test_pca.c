@@ -524,6 +524,17 @@ static void test_reuse_allocates_nothing(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* A CPU context whose progress reports go to `progress`. */
+static gstat_ctx *cpu_ctx_reporting_to(gstat_progress_fn progress) {
+  gstat_ctx_options co;
+  gstat_ctx_options_init(&co);
+  co.backend = GSTAT_BACKEND_CPU;
+  co.progress = progress;
+  gstat_ctx *ctx = NULL;
+  assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
+  return ctx;
+}
+
 static int progress_calls;
 static int cancel_after_two(int64_t done, int64_t total, const char *what, void *user) {
   (void)user;
@@ -536,12 +547,7 @@ static int cancel_after_two(int64_t done, int64_t total, const char *what, void 
 /* The context's progress callback sees every dataset of a batch and can cancel. */
 static void test_progress_and_cancel(void **state) {
   (void)state;
-  gstat_ctx_options co;
-  gstat_ctx_options_init(&co);
-  co.backend = GSTAT_BACKEND_CPU;
-  co.progress = cancel_after_two;
-  gstat_ctx *ctx;
-  assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
+  gstat_ctx *ctx = cpu_ctx_reporting_to(cancel_after_two);
   tu_rng rng = tu_rng_new();
   double x[4 * 30 * 3];
   for (int64_t b = 0; b < 4; b++) make_data(&rng, 30, 3, x + b * 90);
@@ -575,12 +581,7 @@ static int cancel_third_power_iteration(int64_t done, int64_t total, const char 
  * INT64_MAX is the exact sketch (l = min(n, p)), not an overflow. */
 static void test_randomized_limits(void **state) {
   (void)state;
-  gstat_ctx_options co;
-  gstat_ctx_options_init(&co);
-  co.backend = GSTAT_BACKEND_CPU;
-  co.progress = cancel_third_power_iteration;
-  gstat_ctx *ctx;
-  assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
+  gstat_ctx *ctx = cpu_ctx_reporting_to(cancel_third_power_iteration);
   tu_rng rng = tu_rng_new();
   double x[50 * 6];
   make_data(&rng, 50, 6, x);
