@@ -12,6 +12,7 @@ import os
 import random
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -274,7 +275,6 @@ def check_bounded_work():
              "print(p.returncode, time.time() - t, "
              "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
              "sys.stderr.write(p.stderr.decode())")
-    import subprocess
     p = subprocess.run([sys.executable, "-c", probe] + base.WRAPPER +
                        [base.GSTAT, "spectral", "-k", "2", tiny], capture_output=True, timeout=60)
     rc, secs, rss_kb = p.stdout.decode().split()

@@ -21,12 +21,12 @@ def _missing(m):
         raise ValueError(f"missing must be one of {sorted(_MISSING)}, got {m!r}") from None
 
 
-def _prepare(x, rowvar, missing):
+def _prepare(x, rowvar, missing, what):
     dev = _cuda_device(x)
     if dev is None:
         if isinstance(x, np.ma.MaskedArray) and np.ma.is_masked(x):
             if missing == _MISSING["everything"]:
-                _refuse_masked(x, "cov", "pass missing='pairwise' or 'complete' to treat the "
+                _refuse_masked(x, what, "pass missing='pairwise' or 'complete' to treat the "
                                "masked entries as missing, or x.filled(value)")
             # masked entries are missing values: NaN under a missing-value mode
             x = np.ma.filled(x.astype(np.result_type(x.dtype, np.float32)), np.nan)
@@ -91,8 +91,9 @@ def cov(x, rowvar=False, ddof=1, fweights=None, aweights=None, missing="everythi
     -------
     ndarray, shape (..., p, p) (0-d for 1-D `x`)
     """
-    x, scalar = _prepare(x, rowvar, _missing(missing))
-    c = _cov_call(x, int(ddof), fweights, aweights, _missing(missing), False, dtype, out, backend)
+    missing = _missing(missing)
+    x, scalar = _prepare(x, rowvar, missing, "cov")
+    c = _cov_call(x, int(ddof), fweights, aweights, missing, False, dtype, out, backend)
     return c[0, 0] if scalar and out is None else c
 
 
@@ -107,8 +108,9 @@ def corrcoef(x, rowvar=False, fweights=None, aweights=None, missing="everything"
     -------
     ndarray, shape (..., p, p)
     """
-    x, scalar = _prepare(x, rowvar, _missing(missing))
-    c = _cov_call(x, 1, fweights, aweights, _missing(missing), True, dtype, out, backend)
+    missing = _missing(missing)
+    x, scalar = _prepare(x, rowvar, missing, "corrcoef")
+    c = _cov_call(x, 1, fweights, aweights, missing, True, dtype, out, backend)
     return c[0, 0] if scalar and out is None else c
 
 
