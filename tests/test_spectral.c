@@ -537,6 +537,46 @@ static void test_edge_cases(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* NaN/Inf weights are one graph's failure in a batch (labels -1, ENOTFINITE
+ * naming the entry), CSR and dense alike; the other graphs are clustered. */
+static void batch_nonfinite_weights(gstat_ctx *ctx) {
+  /* two paths of 3 nodes; graph 0's edge (1, 2) is NaN */
+  int64_t node_off[] = {0, 3, 6}, off[] = {0, 1, 3, 4, 5, 7, 8}, idx[] = {1, 0, 2, 1, 4, 3, 5, 4};
+  double w[] = {1, 1, NAN, NAN, 1, 1, 1, 1};
+  gstat_graph_batch b;
+  memset(&b, 0, sizeof b);
+  b.format = GSTAT_GRAPH_CSR;
+  b.count = 2;
+  b.node_offsets = node_off;
+  b.offsets = off;
+  b.indices = idx;
+  b.weights = w;
+  int64_t ks[] = {2, 2}, lab[6];
+  gstat_spectral_batch_result *res = NULL;
+  expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, lab, &res),
+              GSTAT_ENOTFINITE,
+              "spectral_batch: Gs graph 0.weights[2] (row 1, column 2) is NaN or Inf");
+  assert_non_null(res);
+  assert_int_equal(res->status[0], GSTAT_ENOTFINITE);
+  assert_int_equal(res->status[1], GSTAT_OK);
+  assert_true(lab[0] == -1 && lab[1] == -1 && lab[2] == -1);
+  assert_true(lab[3] >= 0 && lab[5] >= 0 && lab[3] != lab[5]);
+  gstat_spectral_batch_result_free(res);
+  /* dense: graph 1 holds +Inf */
+  double a[2 * 9] = {0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0, INFINITY, 0, INFINITY, 0};
+  gstat_matrix A = gstat_matrix_row_major(a, GSTAT_F64, 2, 3, 3);
+  b.format = GSTAT_GRAPH_DENSE;
+  b.adjacency = A;
+  res = NULL;
+  assert_int_equal(gstat_spectral_clustering_batch(ctx, &b, ks, NULL, lab, &res),
+                   GSTAT_ENOTFINITE);
+  assert_non_null(strstr(gstat_ctx_last_error(ctx), "graph 1"));
+  assert_int_equal(res->status[0], GSTAT_OK);
+  assert_int_equal(res->status[1], GSTAT_ENOTFINITE);
+  assert_true(lab[0] >= 0 && lab[0] != lab[2] && lab[3] == -1 && lab[5] == -1);
+  gstat_spectral_batch_result_free(res);
+}
+
 static void test_batch_graph_failure(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
@@ -561,6 +601,7 @@ static void test_batch_graph_failure(void **state) {
   assert_true(lab[0] >= 0 && lab[3] == -1 && lab[5] == -1);
   assert_true(lab[0] != lab[2]); /* the path's ends apart */
   gstat_spectral_batch_result_free(res);
+  batch_nonfinite_weights(ctx);
   gstat_ctx_destroy(ctx);
 }
 

@@ -217,10 +217,11 @@ GSTAT_API void gstat_spectral_batch_result_free(gstat_spectral_batch_result *res
  * res         optional: *res receives a new batch result.
  *
  * A graph that fails on its own (disconnected with c > k, k-means not
- * converged) gets labels -1 and its status in res; the others are computed,
- * and the call returns the first such status with a message naming the
- * graph. Argument errors (descriptor, options, any graph's CSR, weights or
- * k outside [1, n]) fail the whole call before anything is written.
+ * converged, NaN or Inf weights: GSTAT_ENOTFINITE) gets labels -1 and its
+ * status in res; the others are computed, and the call returns the first
+ * such status with a message naming the graph. Argument errors (descriptor,
+ * options, any graph's CSR structure, negative or asymmetric weights, k
+ * outside [1, n]) fail the whole call before anything is written.
  */
 GSTAT_API gstat_status gstat_spectral_clustering_batch(gstat_ctx *ctx, const gstat_graph_batch *Gs,
                                                        const int64_t *n_clusters,

@@ -275,8 +275,9 @@ GSTAT_HD static inline int64_t gstat_i_eigengap_impl(const double *w, int64_t km
   return best;
 }
 
-/* Why a graph failed on its own. */
-enum { WHY_OK = 0, WHY_SPLIT, WHY_REJECT, WHY_TOO_MANY, WHY_EIGH, WHY_QR };
+/* Why a graph failed on its own (WHY_NONFINITE: a batch graph with NaN/Inf
+ * weights, skipped rather than failing the whole batch). */
+enum { WHY_OK = 0, WHY_SPLIT, WHY_REJECT, WHY_TOO_MANY, WHY_EIGH, WHY_QR, WHY_NONFINITE };
 
 /* The per-graph record: k used, components, k-means iterations, failure,
  * embedding columns, inertia, whether it was processed. */

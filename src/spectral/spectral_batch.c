@@ -221,6 +221,7 @@ gstat_status gstat_i_sc_status(int64_t why) {
   return why == WHY_OK     ? GSTAT_OK
          : why == WHY_EIGH ? GSTAT_ENOCONV
          : why == WHY_QR   ? GSTAT_EBACKEND
+         : why == WHY_NONFINITE ? GSTAT_ENOTFINITE
                            : GSTAT_EINVAL;
 }
 
@@ -255,12 +256,13 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
   sizeidx *order = (sizeidx *)(recs + count + 1);
   int64_t *bad = (int64_t *)(order + count + 1);
 
-  /* validate every graph's contents before writing anything */
+  /* validate every graph's contents before writing anything; in a batch, NaN or
+   * Inf weights are the graph's own failure (labels -1), not the call's */
   int nt = ctx->num_threads;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 16) if (count > 1)
-  for (int64_t g = 0; g < count; g++) bad[g] = check_graph(&s, fn, g, NULL) != GSTAT_OK;
+  for (int64_t g = 0; g < count; g++) bad[g] = check_graph(&s, fn, g, NULL);
   for (int64_t g = 0; g < count; g++)
-    if (bad[g]) {
+    if (bad[g] != GSTAT_OK && (bad[g] != GSTAT_ENOTFINITE || B->single)) {
       gstat_i_err err = {0};
       check_graph(&s, fn, g, &err);
       return gstat_i_err_raise(ctx, &err);
@@ -271,7 +273,8 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
   for (int64_t i = 0; out->labels && i < total_nodes; i++) out->labels[i] = -1;
   for (int64_t g = 0; g < count; g++) {
     memset(&recs[g], 0, sizeof(rec));
-    order[g].n = size_of(&s, g);
+    if (bad[g] != GSTAT_OK) recs[g].why = WHY_NONFINITE;
+    order[g].n = bad[g] != GSTAT_OK ? 0 : size_of(&s, g); /* skipped as an empty graph */
     order[g].g = g;
   }
   qsort(order, (size_t)count, sizeof(sizeidx), by_size);
@@ -412,8 +415,13 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
     if (out->status)
       out->status[g] = r->done || st == GSTAT_OK ? gstat_i_sc_status(r->why) : GSTAT_ECANCELED;
     if (out->dim && g == 0) *out->dim = r->dim;
-    if (st == GSTAT_OK && first == GSTAT_OK && r->why != WHY_OK)
+    if (st == GSTAT_OK && first == GSTAT_OK && r->why == WHY_NONFINITE) {
+      gstat_i_err err = {0};
+      check_graph(&s, fn, g, &err); /* the message names the entry */
+      first = gstat_i_err_raise(ctx, &err);
+    } else if (st == GSTAT_OK && first == GSTAT_OK && r->why != WHY_OK) {
       first = gstat_i_sc_failure(ctx, fn, B->single ? -1 : g, r, k_of(&s, g), o->max_clusters);
+    }
   }
   return st != GSTAT_OK ? st : first;
 }

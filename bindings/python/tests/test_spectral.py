@@ -84,7 +84,31 @@ def test_batch_progress_and_errors(rng):
     bad = np.kron(np.eye(3), np.ones((4, 4)))
     with pytest.raises(ValueError, match="graph 1"):
         gstat.spectral_clustering_batch([graphs[0], bad], 2)
-    labs = gstat.spectral_clustering_batch([graphs[0], bad], 2, errors="ignore")
+    with pytest.warns(RuntimeWarning, match=r"1 of 2 graphs failed .*graphs 1 \(GSTAT_EINVAL\)"):
+        labs = gstat.spectral_clustering_batch([graphs[0], bad], 2, errors="ignore")
+    assert (labs[1] == -1).all() and (labs[0] >= 0).all()
+
+
+@pytest.mark.parametrize("bad_value", [np.nan, np.inf])
+def test_batch_nonfinite_weights_fail_one_graph(rng, bad_value):
+    """A graph with NaN/Inf weights is that graph's failure: errors='ignore'
+    labels it -1 and names it; the others are clustered as alone."""
+    graphs = [random_graph(rng, 12, 0.6) + 0.01 * (1 - np.eye(12)) for _ in range(3)]
+    poisoned = graphs[1].copy()
+    poisoned[2, 5] = poisoned[5, 2] = bad_value
+    alone = gstat.spectral_clustering_batch([graphs[0], graphs[2]], 2)
+    for form in (np.stack, list):  # dense batch, and a list of graphs (CSR for scipy, dense here)
+        batch = form([graphs[0], poisoned, graphs[2]])
+        with pytest.raises(ValueError, match="graph 1.*NaN or Inf"):
+            gstat.spectral_clustering_batch(batch, 2)
+        with pytest.warns(RuntimeWarning, match=r"graphs 1 \(GSTAT_ENOTFINITE\).*NaN or Inf"):
+            labs = gstat.spectral_clustering_batch(batch, 2, errors="ignore")
+        assert (labs[1] == -1).all()
+        np.testing.assert_array_equal(labs[0], alone[0])
+        np.testing.assert_array_equal(labs[2], alone[1])
+    sparse = [sp.csr_matrix(g) for g in (graphs[0], poisoned, graphs[2])]
+    with pytest.warns(RuntimeWarning, match="GSTAT_ENOTFINITE"):
+        labs = gstat.spectral_clustering_batch(sparse, 2, errors="ignore")
     assert (labs[1] == -1).all() and (labs[0] >= 0).all()
 
 

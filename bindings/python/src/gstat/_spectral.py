@@ -311,8 +311,9 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
         Seed of k-means++ (the same for every graph).
     symmetrize : {'check', 'max', 'mean', 'sum', 'min'}
     errors : {'raise', 'ignore'}
-        'ignore': a graph that fails on its own (e.g. more components than
-        clusters) gets labels -1 instead of raising.
+        'ignore': a graph that fails on its own (more components than
+        clusters, NaN or Inf weights) gets labels -1 instead of raising; a
+        RuntimeWarning names those graphs and the first one's reason.
     progress : bool or callable
         True: a tqdm progress bar (when tqdm is installed); a callable is
         called as ``progress(done, total, what)``. Ctrl-C cancels between
@@ -339,7 +340,21 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
     finally:
         if close:
             close()
+    _warn_failed_graphs(info)
     return _split_labels(labels, sizes)
+
+
+def _warn_failed_graphs(info):
+    """Under errors='ignore', say which graphs were labelled -1 and why."""
+    failed = [g for g, s in enumerate(info["status"]) if s != "GSTAT_OK"]
+    if failed:
+        import warnings
+
+        shown = ", ".join(f"{g} ({info['status'][g]})" for g in failed[:10])
+        more = f" and {len(failed) - 10} more" if len(failed) > 10 else ""
+        warnings.warn(f"spectral_clustering_batch: {len(failed)} of {len(info['status'])} graphs "
+                      f"failed and are labelled -1: graphs {shown}{more}; the first: "
+                      f"{info['message']}", RuntimeWarning, stacklevel=3)
 
 
 def _split_labels(labels, sizes):
