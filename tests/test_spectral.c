@@ -450,6 +450,82 @@ static void test_progress_and_cancel(void **state) {
   free_batch(&r);
 }
 
+static void expect_fail(gstat_ctx *ctx, gstat_status got, gstat_status want, const char *msg);
+
+typedef struct kmeans_log {
+  int kmeans_calls, cancel;
+  int64_t total;
+} kmeans_log;
+
+static int on_kmeans(int64_t done, int64_t total, const char *what, void *user) {
+  kmeans_log *p = user;
+  if (strcmp(what, "kmeans: iterations") != 0) return 0;
+  assert_true(done >= 0 && done < total);
+  p->total = total;
+  p->kmeans_calls++;
+  return p->cancel;
+}
+
+/* One graph's k-means reports every iteration (of n_init x max_iter) and stops
+ * when cancelled, dense and sparse solver alike; the caps are refused. */
+static void test_kmeans_progress_and_cancel(void **state) {
+  (void)state;
+  enum { N = 60 };
+  double *a = calloc(N * N, sizeof(double));
+  for (int i = 0; i < N; i++) /* two dense blocks joined by one weak edge */
+    for (int j = 0; j < N; j++)
+      if (i != j && (i < N / 2) == (j < N / 2)) a[i * N + j] = 1;
+  a[0 * N + N - 1] = a[(N - 1) * N + 0] = 0.01;
+  gstat_matrix A = gstat_matrix_row_major(a, GSTAT_F64, 1, N, N);
+  gstat_graph G = gstat_graph_dense(&A);
+  for (int solver = GSTAT_EIGEN_DENSE; solver <= GSTAT_EIGEN_SPARSE; solver++)
+    for (int cancel = 0; cancel < 2; cancel++) {
+      kmeans_log log = {0, cancel, 0};
+      gstat_ctx_options co;
+      gstat_ctx_options_init(&co);
+      co.backend = GSTAT_BACKEND_CPU;
+      co.progress = on_kmeans;
+      co.progress_user = &log;
+      gstat_ctx *ctx = NULL;
+      assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
+      gstat_spectral_options o;
+      gstat_spectral_options_init(&o);
+      o.n_clusters = 2;
+      o.solver = (gstat_eigen_solver)solver;
+      int64_t lab[N];
+      gstat_status st = gstat_spectral_clustering(ctx, &G, &o, lab, NULL);
+      assert_int_equal(log.total, o.n_init * o.max_iter);
+      if (cancel) {
+        assert_int_equal(st, GSTAT_ECANCELED);
+        assert_int_equal(log.kmeans_calls, 1);
+        assert_non_null(strstr(gstat_ctx_last_error(ctx), "kmeans: iterations: cancelled"));
+        for (int i = 0; i < N; i++) assert_int_equal(lab[i], -1);
+      } else {
+        assert_int_equal(st, GSTAT_OK);
+        assert_true(log.kmeans_calls >= o.n_init); /* at least one iteration a run */
+        assert_true(lab[0] != lab[N - 1] && lab[1] == lab[0]);
+      }
+      gstat_ctx_destroy(ctx);
+    }
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  gstat_spectral_options o;
+  int64_t lab[N];
+  gstat_spectral_options_init(&o);
+  o.n_init = GSTAT_SPECTRAL_MAX_N_INIT + 1;
+  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
+              "spectral_clustering: opt.n_init=1001 must be in [1, 1000]");
+  gstat_spectral_options_init(&o);
+  o.max_iter = INT64_MAX;
+  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
+              "spectral_clustering: opt.max_iter=9223372036854775807 must be in [1, 100000]");
+  gstat_spectral_options_init(&o);
+  o.eig_max_iter = GSTAT_SPECTRAL_MAX_EIG_ITER + 1;
+  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
+              "spectral_clustering: opt.eig_max_iter=1000001 must be in [0, 1000000]");
+  gstat_ctx_destroy(ctx);
+  free(a);
+}
+
 static void expect_fail(gstat_ctx *ctx, gstat_status got, gstat_status want, const char *msg) {
   if (got != want || strcmp(gstat_ctx_last_error(ctx), msg) != 0)
     fprintf(stderr, "got %d \"%s\"\nwant %d \"%s\"\n", (int)got, gstat_ctx_last_error(ctx),
@@ -553,8 +629,7 @@ static void batch_nonfinite_weights(gstat_ctx *ctx) {
   b.weights = w;
   int64_t ks[] = {2, 2}, lab[6];
   gstat_spectral_batch_result *res = NULL;
-  expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, lab, &res),
-              GSTAT_ENOTFINITE,
+  expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, lab, &res), GSTAT_ENOTFINITE,
               "spectral_batch: Gs graph 0.weights[2] (row 1, column 2) is NaN or Inf");
   assert_non_null(res);
   assert_int_equal(res->status[0], GSTAT_ENOTFINITE);
@@ -568,8 +643,7 @@ static void batch_nonfinite_weights(gstat_ctx *ctx) {
   b.format = GSTAT_GRAPH_DENSE;
   b.adjacency = A;
   res = NULL;
-  assert_int_equal(gstat_spectral_clustering_batch(ctx, &b, ks, NULL, lab, &res),
-                   GSTAT_ENOTFINITE);
+  assert_int_equal(gstat_spectral_clustering_batch(ctx, &b, ks, NULL, lab, &res), GSTAT_ENOTFINITE);
   assert_non_null(strstr(gstat_ctx_last_error(ctx), "graph 1"));
   assert_int_equal(res->status[0], GSTAT_OK);
   assert_int_equal(res->status[1], GSTAT_ENOTFINITE);
@@ -620,7 +694,7 @@ static void test_bad_input(void **state) {
   gstat_spectral_options_init(&o);
   o.n_init = 0;
   expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
-              "spectral_clustering: opt.n_init=0 must be >= 1");
+              "spectral_clustering: opt.n_init=0 must be in [1, 1000]");
   gstat_spectral_options_init(&o);
   o.assign = GSTAT_ASSIGN_CLUSTER_QR;
   o.n_components = 3;
@@ -716,10 +790,15 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_quality_vs_sklearn),   cmocka_unit_test(test_eigengap_and_embedding),
-      cmocka_unit_test(test_sparse_matches_dense), cmocka_unit_test(test_batch_equals_single),
-      cmocka_unit_test(test_progress_and_cancel),  cmocka_unit_test(test_edge_cases),
-      cmocka_unit_test(test_batch_graph_failure),  cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_quality_vs_sklearn),
+      cmocka_unit_test(test_eigengap_and_embedding),
+      cmocka_unit_test(test_sparse_matches_dense),
+      cmocka_unit_test(test_batch_equals_single),
+      cmocka_unit_test(test_progress_and_cancel),
+      cmocka_unit_test(test_edge_cases),
+      cmocka_unit_test(test_batch_graph_failure),
+      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_kmeans_progress_and_cancel),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

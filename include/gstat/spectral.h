@@ -60,6 +60,15 @@ typedef enum gstat_eigen_solver {
   GSTAT_EIGEN_SPARSE = 2 /* iterative solver on the Laplacian operator (single graphs) */
 } gstat_eigen_solver;
 
+/* Caps on the iterative steps' counts (bounded work whatever the arguments;
+ * larger values are GSTAT_EINVAL naming the option). Single graphs report
+ * k-means ("kmeans: iterations") and the sparse solver ("sparse_eigs")
+ * through the progress callback at every iteration, and stop with
+ * GSTAT_ECANCELED when it says so; batches report between chunks of graphs. */
+#define GSTAT_SPECTRAL_MAX_N_INIT 1000
+#define GSTAT_SPECTRAL_MAX_ITER 100000
+#define GSTAT_SPECTRAL_MAX_EIG_ITER 1000000
+
 typedef struct gstat_spectral_options {
   int64_t n_clusters;             /* k >= 1; 0 (default): choose k by the eigengap, the largest
                                      lambda_{k+1} - lambda_k, never below the number of components */
@@ -69,8 +78,8 @@ typedef struct gstat_spectral_options {
   int drop_first;                 /* default 0: keep the first eigenvector */
   int normalize_rows;             /* default 0; 1: Ng-Jordan-Weiss row normalization */
   gstat_assign_labels assign;     /* default KMEANS */
-  int64_t n_init;                 /* k-means restarts, default 10 */
-  int64_t max_iter;               /* k-means iterations per run, default 300 */
+  int64_t n_init;                 /* k-means restarts, default 10 (at most 1000) */
+  int64_t max_iter;               /* k-means iterations per run, default 300 (at most 100000) */
   double tol;    /* k-means: stop when the centres move by at most tol times the mean
                     variance of the embedding's columns (scikit-learn's rule), default 1e-4 */
   uint64_t seed; /* k-means++ and the sparse solver's start (default 0) */
@@ -78,7 +87,8 @@ typedef struct gstat_spectral_options {
   gstat_eigen_solver solver;       /* default AUTO */
   int64_t dense_limit;             /* AUTO: largest n solved densely (default 2048) */
   double eig_tol;                  /* sparse solver tolerance, relative (default 1e-8) */
-  int64_t eig_max_iter;            /* sparse solver iteration limit (0, default: its own) */
+  int64_t eig_max_iter;            /* sparse solver iteration limit (0, default: its own, 10000;
+                                      at most GSTAT_SPECTRAL_MAX_EIG_ITER) */
 } gstat_spectral_options;
 
 /* Defaults as documented in gstat_spectral_options (n_clusters = 0: eigengap). */

@@ -250,7 +250,7 @@ static int apply(spectral_args *a, const opt_spec *o, const char *v, const char 
       a->assign = idx == 0 ? GSTAT_ASSIGN_KMEANS : GSTAT_ASSIGN_CLUSTER_QR;
       break;
     case O_N_INIT:
-      if (cli_parse_i64(v, 1, 100000, &a->n_init))
+      if (cli_parse_i64(v, 1, GSTAT_SPECTRAL_MAX_N_INIT, &a->n_init))
         return usage("%s: '%s' is not a whole number from 1 to 100000", shown, v);
       break;
     case O_SEED:

@@ -22,10 +22,16 @@
 #include "graph/weights_impl.h"
 #include "gstat/spectral.h"
 
+/* Called on the host before each Lloyd iteration with (done, total)
+ * iterations of all runs; false stops k-means (cancellation). */
+typedef bool (*gstat_i_km_tick)(void *arg, int64_t done, int64_t total);
+
 typedef struct gstat_i_kmeans_opt {
   int64_t k, n_init, max_iter;
   double tol;
   uint64_t seed;
+  gstat_i_km_tick tick; /* NULL: none (batches, the device) */
+  void *tick_arg;
 } gstat_i_kmeans_opt;
 
 /* Doubles of scratch the k-means needs. */
@@ -158,7 +164,8 @@ GSTAT_HD static inline bool gstat_i_km_same(const int64_t *a, const int64_t *b, 
   return true;
 }
 
-GSTAT_HD static inline void gstat_i_kmeans_impl(const double *X, int64_t n, int64_t dim,
+/* Returns false when opt->tick stopped it (labels then incomplete). */
+GSTAT_HD static inline bool gstat_i_kmeans_impl(const double *X, int64_t n, int64_t dim,
                                                 const gstat_i_kmeans_opt *opt, int64_t *labels,
                                                 double *inertia, int64_t *iterations,
                                                 double *scratch) {
@@ -191,6 +198,11 @@ GSTAT_HD static inline void gstat_i_kmeans_impl(const double *X, int64_t n, int6
     int64_t it = 0;                     /* Lloyd updates done */
     int64_t *prev = (int64_t *)m.trial; /* trial is free after seeding */
     while (it < opt->max_iter) {
+#ifndef __CUDA_ARCH__
+      if (opt->tick &&
+          !opt->tick(opt->tick_arg, r * opt->max_iter + it, opt->n_init * opt->max_iter))
+        return false;
+#endif
       if (it > 0) memcpy(prev, m.lab, sizeof(int64_t) * (size_t)n);
       gstat_i_km_assign(&m);
       if (it > 0 && gstat_i_km_same(prev, m.lab, n)) break; /* strict */
@@ -205,6 +217,7 @@ GSTAT_HD static inline void gstat_i_kmeans_impl(const double *X, int64_t n, int6
     }
   }
   *inertia = best;
+  return true;
 }
 
 GSTAT_HD static inline void gstat_i_relabel_impl(int64_t *labels, int64_t n, int64_t k,
@@ -277,13 +290,25 @@ GSTAT_HD static inline int64_t gstat_i_eigengap_impl(const double *w, int64_t km
 
 /* Why a graph failed on its own (WHY_NONFINITE: a batch graph with NaN/Inf
  * weights, skipped rather than failing the whole batch). */
-enum { WHY_OK = 0, WHY_SPLIT, WHY_REJECT, WHY_TOO_MANY, WHY_EIGH, WHY_QR, WHY_NONFINITE };
+enum {
+  WHY_OK = 0,
+  WHY_SPLIT,
+  WHY_REJECT,
+  WHY_TOO_MANY,
+  WHY_EIGH,
+  WHY_QR,
+  WHY_NONFINITE,
+  WHY_CANCELED
+};
 
 /* The per-graph record: k used, components, k-means iterations, failure,
- * embedding columns, inertia, whether it was processed. */
+ * embedding columns, whether it was processed, inertia; the k-means tick of
+ * a single graph (progress and cancellation, host only). */
 typedef struct gstat_i_sc_rec {
   int64_t k, comps, iters, why, dim, done;
   double inertia;
+  gstat_i_km_tick tick;
+  void *tick_arg;
 } gstat_i_sc_rec;
 
 /* Embedding columns for k clusters. */
@@ -345,9 +370,12 @@ GSTAT_HD static inline bool gstat_i_sc_assign_impl(const gstat_spectral_options 
   } else if (o->assign == GSTAT_ASSIGN_CLUSTER_QR) {
     return true;
   } else {
-    gstat_i_kmeans_opt ko = {k, o->n_init, o->max_iter, o->tol, o->seed};
+    gstat_i_kmeans_opt ko = {k, o->n_init, o->max_iter, o->tol, o->seed, r->tick, r->tick_arg};
     double inertia;
-    gstat_i_kmeans_impl(E, n, dim, &ko, labels, &inertia, &r->iters, work);
+    if (!gstat_i_kmeans_impl(E, n, dim, &ko, labels, &inertia, &r->iters, work)) {
+      r->why = WHY_CANCELED;
+      return false;
+    }
   }
   gstat_i_relabel_impl(labels, n, k, (int64_t *)work);
   r->inertia = gstat_i_inertia_impl(E, n, dim, labels, k, work);

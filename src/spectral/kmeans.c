@@ -1,5 +1,6 @@
 /* k-means, renumbering and inertia: the library's entry points over the
  * shared per-graph code (assign_impl.h; the CUDA module runs the same). */
+#include "core/internal.h"
 #include "spectral/assign_impl.h"
 #include "spectral/spectral_internal.h"
 
@@ -7,13 +8,17 @@ size_t gstat_i_kmeans_scratch(int64_t n, int64_t dim, int64_t k) {
   return gstat_i_kmeans_scratch_impl(n, dim, k);
 }
 
-void gstat_i_kmeans(const double *X, int64_t n, int64_t dim, const gstat_i_kmeans_opt *opt,
+bool gstat_i_kmeans(const double *X, int64_t n, int64_t dim, const gstat_i_kmeans_opt *opt,
                     int64_t *labels, double *inertia, int64_t *iterations, double *scratch) {
-  gstat_i_kmeans_impl(X, n, dim, opt, labels, inertia, iterations, scratch);
+  return gstat_i_kmeans_impl(X, n, dim, opt, labels, inertia, iterations, scratch);
 }
 
 void gstat_i_relabel(int64_t *labels, int64_t n, int64_t k, int64_t *map) {
   gstat_i_relabel_impl(labels, n, k, map);
+}
+
+bool gstat_i_sc_km_tick(void *ctx, int64_t done, int64_t total) {
+  return gstat_i_progress((gstat_ctx *)ctx, "kmeans: iterations", done, total) == GSTAT_OK;
 }
 
 double gstat_i_inertia(const double *X, int64_t n, int64_t dim, const int64_t *labels, int64_t k,

@@ -41,8 +41,12 @@ gstat_status gstat_i_sc_check_options(gstat_ctx *ctx, const char *fn,
       "%s: opt.assign=%d is not a gstat_assign_labels", fn, (int)o->assign);
   BAD(o->assign == GSTAT_ASSIGN_CLUSTER_QR && o->n_components > 0,
       "%s: cluster-QR uses k embedding columns: leave opt.n_components at 0", fn);
-  BAD(o->n_init < 1, "%s: opt.n_init=%lld must be >= 1", fn, (long long)o->n_init);
-  BAD(o->max_iter < 1, "%s: opt.max_iter=%lld must be >= 1", fn, (long long)o->max_iter);
+  BAD(o->n_init < 1 || o->n_init > GSTAT_SPECTRAL_MAX_N_INIT,
+      "%s: opt.n_init=%lld must be in [1, %d]", fn, (long long)o->n_init,
+      GSTAT_SPECTRAL_MAX_N_INIT);
+  BAD(o->max_iter < 1 || o->max_iter > GSTAT_SPECTRAL_MAX_ITER,
+      "%s: opt.max_iter=%lld must be in [1, %d]", fn, (long long)o->max_iter,
+      GSTAT_SPECTRAL_MAX_ITER);
   BAD(!(o->tol >= 0 && isfinite(o->tol)), "%s: opt.tol=%g must be >= 0 and finite", fn, o->tol);
   BAD(o->disconnected != GSTAT_DISCONNECTED_AUTO && o->disconnected != GSTAT_DISCONNECTED_REJECT,
       "%s: opt.disconnected=%d is not a gstat_disconnected", fn, (int)o->disconnected);
@@ -51,8 +55,9 @@ gstat_status gstat_i_sc_check_options(gstat_ctx *ctx, const char *fn,
   BAD(o->dense_limit < 0, "%s: opt.dense_limit=%lld must be >= 0", fn, (long long)o->dense_limit);
   BAD(!(o->eig_tol >= 0 && isfinite(o->eig_tol)), "%s: opt.eig_tol=%g must be >= 0 and finite", fn,
       o->eig_tol);
-  BAD(o->eig_max_iter < 0, "%s: opt.eig_max_iter=%lld must be >= 0", fn,
-      (long long)o->eig_max_iter);
+  BAD(o->eig_max_iter < 0 || o->eig_max_iter > GSTAT_SPECTRAL_MAX_EIG_ITER,
+      "%s: opt.eig_max_iter=%lld must be in [0, %d]", fn, (long long)o->eig_max_iter,
+      GSTAT_SPECTRAL_MAX_EIG_ITER);
 #undef BAD
   return GSTAT_OK;
 }

@@ -212,17 +212,19 @@ gstat_status gstat_i_sc_failure(gstat_ctx *ctx, const char *fn, int64_t g, const
                           fn, who, (long long)r->comps, (long long)max_clusters);
     case WHY_EIGH:
       return gstat_i_fail(ctx, GSTAT_ENOCONV, "%s: %s: the eigensolver did not converge", fn, who);
+    case WHY_CANCELED: /* the progress report said so already */ return GSTAT_ECANCELED;
     default:
       return gstat_i_fail(ctx, GSTAT_EBACKEND, "%s: %s: cluster-QR's LAPACK call failed", fn, who);
   }
 }
 
 gstat_status gstat_i_sc_status(int64_t why) {
-  return why == WHY_OK     ? GSTAT_OK
-         : why == WHY_EIGH ? GSTAT_ENOCONV
-         : why == WHY_QR   ? GSTAT_EBACKEND
+  return why == WHY_OK          ? GSTAT_OK
+         : why == WHY_EIGH      ? GSTAT_ENOCONV
+         : why == WHY_QR        ? GSTAT_EBACKEND
          : why == WHY_NONFINITE ? GSTAT_ENOTFINITE
-                           : GSTAT_EINVAL;
+         : why == WHY_CANCELED  ? GSTAT_ECANCELED
+                                : GSTAT_EINVAL;
 }
 
 gstat_status gstat_i_sc_check_ks(gstat_ctx *ctx, const char *fn, const gstat_i_sc_batch *B,
@@ -274,6 +276,10 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
   for (int64_t g = 0; g < count; g++) {
     memset(&recs[g], 0, sizeof(rec));
     if (bad[g] != GSTAT_OK) recs[g].why = WHY_NONFINITE;
+    if (B->single) { /* one graph: k-means reports progress and can be cancelled */
+      recs[g].tick = gstat_i_sc_km_tick;
+      recs[g].tick_arg = ctx;
+    }
     order[g].n = bad[g] != GSTAT_OK ? 0 : size_of(&s, g); /* skipped as an empty graph */
     order[g].g = g;
   }

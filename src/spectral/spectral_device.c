@@ -98,7 +98,7 @@ gstat_status gstat_i_sc_device(gstat_ctx *ctx, const char *fn, const gstat_i_sc_
     ctx->last_backends |= be.ops->ran_flag;
     gstat_status first = GSTAT_OK;
     for (int64_t g = 0; g < count; g++) {
-      gstat_i_sc_rec rec = {k_used[g], comps[g], iters[g], why[g], 0, 1, inertia[g]};
+      gstat_i_sc_rec rec = {k_used[g], comps[g], iters[g], why[g], 0, 1, inertia[g], NULL, NULL};
       if (out->k) out->k[g] = rec.k;
       if (out->components) out->components[g] = rec.comps;
       if (out->inertia) out->inertia[g] = rec.why == WHY_OK ? rec.inertia : NAN;

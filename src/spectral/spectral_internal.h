@@ -29,8 +29,11 @@ int64_t gstat_i_eigengap(const double *w, int64_t kmax);
 size_t gstat_i_kmeans_scratch(int64_t n, int64_t dim, int64_t k);
 /* Best of n_init k-means++ / Lloyd runs on the rows of X (n x dim,
  * row-major): labels (n), inertia, Lloyd iterations of the best run. */
-void gstat_i_kmeans(const double *X, int64_t n, int64_t dim, const gstat_i_kmeans_opt *opt,
+bool gstat_i_kmeans(const double *X, int64_t n, int64_t dim, const gstat_i_kmeans_opt *opt,
                     int64_t *labels, double *inertia, int64_t *iterations, double *scratch);
+/* The k-means tick of a single graph: progress "kmeans: iterations" through
+ * the context (ctx), false when the caller cancelled. */
+bool gstat_i_sc_km_tick(void *ctx, int64_t done, int64_t total);
 
 /* Doubles of scratch gstat_i_cluster_qr needs. */
 size_t gstat_i_cluster_qr_scratch(int64_t n, int64_t k);

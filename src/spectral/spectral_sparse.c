@@ -64,6 +64,8 @@ gstat_status gstat_i_sc_sparse(gstat_ctx *ctx, const char *fn, const gstat_graph
     st = es;
     goto done;
   }
+  r->tick = gstat_i_sc_km_tick;
+  r->tick_arg = ctx;
   gstat_i_sc_assign(o, n, k, V, w, d, r, labels, eig_out, emb_out, embed_only, scratch);
   if (r->why != WHY_OK) goto fail;
   if (es == GSTAT_ENOCONV)
