@@ -32,6 +32,12 @@ CASES = [  # (op, dtype, batch, n)
     ("eigh", "bf16", 1024, 32), ("eigh", "bf16", 64, 512),
     ("cholesky", "f32", 1024, 32), ("cholesky", "f32", 512, 64), ("cholesky", "f32", 64, 512),
     ("cholesky", "f32", 16, 1024),
+    # Cholesky at torch.linalg.cholesky_ex's sizes (issue 30): batches, then single matrices
+    ("cholesky", "f32", 4096, 32), ("cholesky", "f32", 1024, 64), ("cholesky", "f32", 256, 128),
+    ("cholesky", "f32", 64, 256), ("cholesky", "f32", 60, 1024), ("cholesky", "f32", 4, 2048),
+    ("cholesky", "f32", 1, 512), ("cholesky", "f32", 1, 1024), ("cholesky", "f32", 1, 2048),
+    ("cholesky", "f32", 1, 4096), ("cholesky", "f32", 1, 8192), ("cholesky", "f32", 1, 16384),
+    ("cholesky", "f32", 1, 32768), ("cholesky", "f64", 1, 4096), ("cholesky", "f64", 1, 8192),
 ]
 QUICK = {(1024, 32), (64, 512), (100000, 16), (512, 64), (1, 128), (1, 1024)}
 
@@ -64,7 +70,8 @@ def torch_ms(op, dtype, batch, n, reps, path):
         if dtype == "bf16":
             return math.nan  # torch has no bf16 eigh
         a = torch.from_numpy(load_input(path, dtype, batch, n)).cuda()
-        fn = (lambda: torch.linalg.eigh(a)) if op == "eigh" else (lambda: torch.linalg.cholesky(a))
+        # cholesky_ex: no host check of info, as gstat's device path
+        fn = (lambda: torch.linalg.eigh(a)) if op == "eigh" else (lambda: torch.linalg.cholesky_ex(a))
         ms = time_cuda(fn, reps)
         del a
         torch.cuda.empty_cache()
@@ -94,6 +101,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--cholesky", action="store_true", help="only the Cholesky cases")
     ap.add_argument("--only", default="", help="comma-separated BATCHxN shapes, e.g. 1x8192,4x2048")
     args = ap.parse_args()
     only = {tuple(int(v) for v in s.split("x")) for s in args.only.split(",") if s}
@@ -103,6 +111,8 @@ def main():
     path = os.path.join(tmp.name, "input.bin")
     for op, dtype, batch, n in CASES:
         if (args.quick and (batch, n) not in QUICK) or (only and (batch, n) not in only):
+            continue
+        if args.cholesky and op != "cholesky":
             continue
         reps = args.reps if batch * n * n * n < 2e11 else 3
         if os.path.exists(path):
@@ -116,7 +126,8 @@ def main():
         g = f.get("gstat_ms", math.nan)
         others = {"torch": torch_ms(op, dtype, batch, n, reps, path), "cupy": cupy_ms(op, dtype, batch, n, reps, path),
                   "syevBatched": f.get("syevBatched_ms", math.nan), "syevjBatched": f.get("syevjBatched_ms", math.nan),
-                  "syevd_loop": f.get("syevd_loop_ms", math.nan), "potrfBatched": f.get("potrfBatched_ms", math.nan)}
+                  "syevd_loop": f.get("syevd_loop_ms", math.nan), "potrfBatched": f.get("potrfBatched_ms", math.nan),
+                  "xpotrf": f.get("xpotrf_loop_ms", math.nan)}
         finite = [v for v in others.values() if not math.isnan(v)]
         best = min(finite) if finite else math.nan
         mib = f.get("gstat_device_MiB", math.nan)
@@ -125,9 +136,9 @@ def main():
     # MiB: device memory gstat allocated (workspace, working copies); +caller:
     # with the caller's own A, w and V, i.e. the whole footprint of the call
     print(f"\n{'op':8} {'dt':4} {'batch x n':>10} {'gstat':>9} {'torch':>9} {'cupy':>9} {'syevBat':>9} "
-          f"{'syevjBat':>9} {'syevdLoop':>9} {'potrfBat':>9} {'best/gs':>8} {'MiB':>7} {'+caller':>8}")
+          f"{'syevjBat':>9} {'syevdLoop':>9} {'potrfBat':>9} {'Xpotrf':>9} {'best/gs':>8} {'MiB':>7} {'+caller':>8}")
     for op, dt, shape, g, o, best, ratio, mib, total in rows:
-        cells = " ".join(f"{o[k]:9.3f}" for k in ("torch", "cupy", "syevBatched", "syevjBatched", "syevd_loop", "potrfBatched"))
+        cells = " ".join(f"{o[k]:9.3f}" for k in ("torch", "cupy", "syevBatched", "syevjBatched", "syevd_loop", "potrfBatched", "xpotrf"))
         print(f"{op:8} {dt:4} {shape:>10} {g:9.3f} {cells} {ratio:8.2f} {mib:7.1f} {total:8.1f}")
     return 0
 

@@ -4,7 +4,8 @@
  * transposed view (U = L^T), so one code path serves both.
  *   factor: n <= 64    our register kernel (kernels/cholesky_small.cu)
  *           n < 512    potrfBatched and one pass that zeroes the upper triangles
- *           n >= 512   blocked: our kernels per block column and a GEMM
+ *           n >= 512   blocked: our kernels per block column and a GEMM;
+ *                      a single matrix: cuSOLVER's Xpotrf
  *   solves: cublas trsmBatched (twice for Cholesky)
  */
 #include <string.h>
@@ -23,6 +24,32 @@ static const int64_t small_chol_max_n = 64;
  * 2x8192 59.6 / 61.3. Double 64x512 through gstat's potrfBatched path (its
  * pointer array, the zeroing pass) took 1.016 ms, blocked 1.002: 512 for both. */
 static const int64_t blocked_chol_min_n = 512;
+/* Single large matrices: cuSOLVER's Xpotrf (its own blocked, tuned
+ * factorization) beats our block columns, whose latency chain does not
+ * amortize without a batch (issue 30: 1x4096 float 5.73 ms against torch's
+ * potrf 1.85; bench/README.md has the measured crossover). */
+static const int64_t xpotrf_min_n = 512, xpotrf_max_batch = 1;
+
+/* Xpotrf on each matrix of the chunk in turn (lower, in place). */
+static gstat_status factor_xpotrf(gstat_cu_state *s, gstat_ctx *ctx, int cdt, char *dA, int64_t n,
+                                  int64_t nb, int *dInfo) {
+  cudaDataType t = cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F;
+  size_t dev = 0, host = 0;
+  cusolverStatus_t cs = cusolverDnXpotrf_bufferSize(s->solver, s->params, CUBLAS_FILL_MODE_LOWER, n,
+                                                    t, dA, n, t, &dev, &host);
+  if (cs != CUSOLVER_STATUS_SUCCESS)
+    return gstat_cu_solver_fail(ctx, "cholesky", "Xpotrf_bufferSize", cs);
+  void *dwork = gstat_cu_buffer(s, ctx, CU_WORK, dev ? dev : 1);
+  void *hwork = gstat_cu_host_buffer(s, ctx, &s->host_work, host ? host : 1);
+  if (!dwork || !hwork) return GSTAT_ENOMEM;
+  size_t stride = (size_t)(n * n) * gstat_cu_dtype_bytes(cdt);
+  for (int64_t b = 0; b < nb && cs == CUSOLVER_STATUS_SUCCESS; b++)
+    cs = cusolverDnXpotrf(s->solver, s->params, CUBLAS_FILL_MODE_LOWER, n, t, dA + stride * b, n, t,
+                          dwork, dev, hwork, host, dInfo + b);
+  if (cs != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(ctx, "cholesky", "Xpotrf", cs);
+  cudaError_t err = gstat_cu_finish_cholesky(cdt, dA, n, nb, dInfo, s->stream);
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "cholesky", "Xpotrf", err);
+}
 
 /* The `uplo` triangle of T as a lower triangle: T itself or its transpose. */
 static gstat_matrix as_lower(const gstat_matrix *T, gstat_uplo uplo) {
@@ -112,6 +139,8 @@ static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const gstat_ma
   if (err != cudaSuccess) return gstat_cu_fail(ctx, "cholesky", "copying the input", err);
   if (n <= small_chol_max_n) {
     err = gstat_cu_cholesky_small(cdt, dA, n, nb, dInfo, s->stream);
+  } else if (n >= xpotrf_min_n && A->batch <= xpotrf_max_batch) {
+    if ((st = factor_xpotrf(s, ctx, cdt, dA, n, nb, dInfo)) != GSTAT_OK) return st;
   } else if (n >= blocked_chol_min_n) {
     if ((st = factor_blocked(s, ctx, cdt, dA, n, nb, dInfo)) != GSTAT_OK) return st;
   } else {
