@@ -5,7 +5,7 @@
  *   factor: n <= 64    our register kernel (kernels/cholesky_small.cu)
  *           n < 512    potrfBatched and one pass that zeroes the upper triangles
  *           n >= 512   blocked: our kernels per block column and a GEMM;
- *                      a single matrix: cuSOLVER's Xpotrf
+ *                      one matrix (up to 4 from n = 2048): cuSOLVER's Xpotrf
  *   solves: cublas trsmBatched (twice for Cholesky)
  */
 #include <string.h>
@@ -24,11 +24,14 @@ static const int64_t small_chol_max_n = 64;
  * 2x8192 59.6 / 61.3. Double 64x512 through gstat's potrfBatched path (its
  * pointer array, the zeroing pass) took 1.016 ms, blocked 1.002: 512 for both. */
 static const int64_t blocked_chol_min_n = 512;
-/* Single large matrices: cuSOLVER's Xpotrf (its own blocked, tuned
- * factorization) beats our block columns, whose latency chain does not
- * amortize without a batch (issue 30: 1x4096 float 5.73 ms against torch's
- * potrf 1.85; bench/README.md has the measured crossover). */
-static const int64_t xpotrf_min_n = 512, xpotrf_max_batch = 1;
+/* Few large matrices: cuSOLVER's Xpotrf (its own blocked, tuned
+ * factorization) one after another beats our block columns, whose latency
+ * chain does not amortize without a batch: a single matrix from n = 512, up
+ * to 4 from n = 2048 (H200 float: 1x4096 1.59 ms against 5.73 blocked,
+ * 4x2048 2.72 against 3.15; bench/README.md, "Cholesky against torch"). */
+static bool uses_xpotrf(int64_t n, int64_t batch) {
+  return (n >= 512 && batch == 1) || (n >= 2048 && batch <= 4);
+}
 
 /* Xpotrf on each matrix of the chunk in turn (lower, in place). */
 static gstat_status factor_xpotrf(gstat_cu_state *s, gstat_ctx *ctx, int cdt, char *dA, int64_t n,
@@ -139,7 +142,7 @@ static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const gstat_ma
   if (err != cudaSuccess) return gstat_cu_fail(ctx, "cholesky", "copying the input", err);
   if (n <= small_chol_max_n) {
     err = gstat_cu_cholesky_small(cdt, dA, n, nb, dInfo, s->stream);
-  } else if (n >= xpotrf_min_n && A->batch <= xpotrf_max_batch) {
+  } else if (uses_xpotrf(n, A->batch)) {
     if ((st = factor_xpotrf(s, ctx, cdt, dA, n, nb, dInfo)) != GSTAT_OK) return st;
   } else if (n >= blocked_chol_min_n) {
     if ((st = factor_blocked(s, ctx, cdt, dA, n, nb, dInfo)) != GSTAT_OK) return st;
