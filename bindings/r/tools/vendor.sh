@@ -30,6 +30,6 @@ for d in src/core src/linalg; do
   mkdir -p "$dest/$d"
   cp "$repo/$d"/*.h "$dest/$d/"
 done
-version=$(sed -n 's/^project(gstat VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")
+version=$(cat "$repo/VERSION")
 sed "s/@PROJECT_VERSION@/$version/" "$repo/src/core/gstat_version.h.in" > "$dest/generated/gstat_version.h"
 echo "vendor.sh: gstat $version, $(wc -l < "$dest/SOURCES") sources copied into $dest"

@@ -16,7 +16,7 @@ from ._neighbors import kneighbors, kneighbors_graph
 from ._pca import PCA
 from ._spectral import SpectralClustering, SpectralEmbedding, laplacian, spectral_clustering_batch
 
-__version__ = "0.1.0"
+__version__ = _core.c_version  # the C library's, built from the repository's VERSION file
 __c_version__ = _core.c_version
 
 __all__ = [

@@ -1,0 +1,30 @@
+# ctest script: one version everywhere. The repository's VERSION file is the
+# source; the R package's DESCRIPTION must repeat it (R reads it literally),
+# the Python package must take it from VERSION (pyproject's regex provider),
+# the library's SONAME must be its major number, and LICENSE must be there for
+# every artefact to carry.
+file(STRINGS "${ROOT}/VERSION" version LIMIT_COUNT 1)
+if(NOT version MATCHES "^[0-9]+\\.[0-9]+\\.[0-9]+$")
+  message(FATAL_ERROR "VERSION holds '${version}', not MAJOR.MINOR.PATCH")
+endif()
+file(STRINGS "${ROOT}/bindings/r/DESCRIPTION" r_line REGEX "^Version:")
+if(NOT r_line STREQUAL "Version: ${version}")
+  message(FATAL_ERROR "bindings/r/DESCRIPTION says '${r_line}', VERSION says ${version}")
+endif()
+file(READ "${ROOT}/bindings/python/pyproject.toml" py)
+if(NOT py MATCHES "dynamic = \\[\"version\"\\]" OR NOT py MATCHES "input = \"../../VERSION\"")
+  message(FATAL_ERROR "bindings/python/pyproject.toml must take its version from ../../VERSION")
+endif()
+string(REGEX MATCH "^[0-9]+" major "${version}")
+execute_process(COMMAND readelf -d ${LIB} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT dyn MATCHES "SONAME[^\n]*\\[libgstat\\.so\\.${major}\\]")
+  message(FATAL_ERROR "${LIB}: SONAME is not libgstat.so.${major}")
+endif()
+if(NOT EXISTS "${ROOT}/LICENSE")
+  message(FATAL_ERROR "no LICENSE at the repository root")
+endif()
+file(READ "${ROOT}/LICENSE" lic LIMIT 200)
+if(NOT lic MATCHES "Apache License")
+  message(FATAL_ERROR "LICENSE is not the Apache License 2.0")
+endif()
+message(STATUS "gstat ${version}: DESCRIPTION, pyproject, SONAME and LICENSE agree")
