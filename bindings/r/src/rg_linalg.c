@@ -1,10 +1,16 @@
 /* .Call glue for eigen, Cholesky and Cholesky solves. Inputs are R's
  * column-major doubles described in place; R reads the lower triangle for
  * eigen() and the upper one for chol(), and so does this glue. */
+#define USE_FC_LEN_T /* Fortran string lengths passed as R's headers say */
 #include <stdbool.h>
 #include <string.h>
 
 #include "rgstat.h"
+
+#include <R_ext/Lapack.h>
+#ifndef FCONE
+#define FCONE
+#endif
 
 /* gstat gives ascending eigenvalues; R's eigen() gives them decreasing. */
 static void reverse_order(int64_t n, double *w, double *v) {
@@ -43,7 +49,7 @@ SEXP rg_eigen(SEXP x, SEXP only_values) {
   gstat_matrix w = gstat_vector_batch(REAL(values), GSTAT_F64, 1, n);
   gstat_matrix V = rg_colmajor(vals_only ? NULL : REAL(vectors), 1, n, n);
   rg_call c;
-  rg_begin(&c, "gs_eigen", 0);
+  rg_begin(&c, "gs_eigen");
   rg_check(&c, gstat_eigh(c.ctx, &A, GSTAT_LOWER, &w, vals_only ? NULL : &V, NULL));
   rg_end(&c);
   reverse_order(n, REAL(values), vals_only ? NULL : REAL(vectors));
@@ -100,7 +106,7 @@ SEXP rg_eigen_batch(SEXP xs, SEXP only_values) {
   gstat_matrix w = gstat_vector_batch(REAL(values), GSTAT_F64, batch, n);
   gstat_matrix V = rg_colmajor(vals_only ? NULL : REAL(vectors), batch, n, n);
   rg_call c;
-  rg_begin(&c, "gs_eigen_batch", 0);
+  rg_begin(&c, "gs_eigen_batch");
   rg_check(&c, gstat_eigh(c.ctx, &A, GSTAT_LOWER, &w, vals_only ? NULL : &V, NULL));
   rg_end(&c);
   SEXP out;
@@ -144,11 +150,45 @@ SEXP rg_chol(SEXP x) {
   SEXP f = PROTECT(Rf_allocMatrix(REALSXP, (int)n, (int)n));
   gstat_matrix A = rg_colmajor(a, 1, n, n), F = rg_colmajor(REAL(f), 1, n, n);
   rg_call c;
-  rg_begin(&c, "gs_chol", 0);
+  rg_begin(&c, "gs_chol");
   rg_check(&c, gstat_cholesky(c.ctx, &A, GSTAT_UPPER, &F, NULL));
   rg_end(&c);
   UNPROTECT(1);
   return f;
+}
+
+/* chol(x, pivot = TRUE): the pivoted Cholesky factorization of LAPACK's
+ * dpstrf, which gstat's backends do not have, called in R's own LAPACK so
+ * that the factor, pivot and rank are the very ones base R computes. Like
+ * chol() the lower triangle is zero and only the upper one is read. Returns
+ * list(R, pivot, rank, info); info > 0 (rank deficient or not positive
+ * semidefinite) is R's warning, raised by the R wrapper. */
+SEXP rg_chol_pivot(SEXP x, SEXP tol) {
+  static const char *names[] = {"R", "pivot", "rank", "info"};
+  int64_t n, m;
+  const double *a = rg_real_matrix(x, "x", &n, &m);
+  if (n != m || n > INT32_MAX)
+    Rf_error("gs_chol: 'x' must be a square matrix (it is %lld x %lld)", (long long)n,
+             (long long)m);
+  double t = rg_double(tol, "tol");
+  int ni = (int)n, rank = 0, info = 0;
+  SEXP out = PROTECT(rg_named_list(4, names));
+  SEXP f = Rf_allocMatrix(REALSXP, ni, ni);
+  SET_VECTOR_ELT(out, 0, f);
+  SEXP piv = Rf_allocVector(INTSXP, n);
+  SET_VECTOR_ELT(out, 1, piv);
+  double *r = REAL(f);
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < n; i++) r[i + j * n] = i <= j ? a[i + j * n] : 0.0;
+  if (n > 0) {
+    double *work = (double *)R_alloc(2 * (size_t)n, sizeof(double));
+    F77_CALL(dpstrf)("U", &ni, r, &ni, INTEGER(piv), &rank, &t, work, &info FCONE);
+  }
+  if (info < 0) Rf_error("gs_chol: LAPACK dpstrf refused argument %d", -info);
+  SET_VECTOR_ELT(out, 2, Rf_ScalarInteger(rank));
+  SET_VECTOR_ELT(out, 3, Rf_ScalarInteger(info));
+  UNPROTECT(1);
+  return out;
 }
 
 static void factor_shape(SEXP r, const char *fname, int64_t *n) {
@@ -170,7 +210,7 @@ SEXP rg_chol_solve(SEXP r, SEXP b) {
   gstat_matrix F = rg_colmajor(REAL(r), 1, n, n), B = rg_colmajor(bd, 1, n, nrhs),
                X = rg_colmajor(REAL(x), 1, n, nrhs);
   rg_call c;
-  rg_begin(&c, "gs_chol_solve", 0);
+  rg_begin(&c, "gs_chol_solve");
   rg_check(&c, gstat_cholesky_solve(c.ctx, &F, GSTAT_UPPER, &B, &X, NULL));
   rg_end(&c);
   UNPROTECT(1);
@@ -186,7 +226,7 @@ SEXP rg_chol2inv(SEXP r) {
   for (int64_t i = 0; i < n; i++) xd[i * n + i] = 1.0;
   gstat_matrix F = rg_colmajor(REAL(r), 1, n, n), X = rg_colmajor(xd, 1, n, n);
   rg_call c;
-  rg_begin(&c, "gs_chol2inv", 0);
+  rg_begin(&c, "gs_chol2inv");
   rg_check(&c, gstat_cholesky_solve(c.ctx, &F, GSTAT_UPPER, &X, &X, NULL)); /* in place */
   rg_end(&c);
   UNPROTECT(1);
