@@ -297,6 +297,41 @@ def test_malformed():
 
 # ---- formats: same numbers from every spelling of the table ---------------------------------
 
+def check_table_notation():
+    """Each numeric column of the text summary has one notation: fixed with the
+    same decimals in every row (decimal points aligned), or scientific in every
+    row when the variances span too many powers of ten; the numbers are the
+    JSON summary's, every variance to 6 significant digits."""
+    rng = random.Random(33)
+    for name, scales in (("narrow", [2.0, 1.0, 0.5, 0.3]),
+                         ("wide", [700.0, 90.0, 3.0, 0.2, 0.01])):
+        rows = [["%.9g" % (rng.gauss(0, 1) * sc) for sc in scales] for _ in range(80)]
+        path = write("fmt_notation_%s.csv" % name, table_text(rows, ["c%d" % j for j in range(len(scales))]))
+        rc, out, err = run(["pca", path])
+        rc2, js, _ = run(["pca", "--format", "json", path])
+        if not check(rc == 0 and rc2 == 0, "%s: pca failed: %s" % (name, err)):
+            continue
+        ref = json.loads(js)
+        lines = out.strip("\n").split("\n")
+        cols = list(zip(*[line.split() for line in lines[1:]]))
+        for c, cells in enumerate(cols[1:], start=1):
+            sci = [bool(re.match(r"^-?\d\.\d{5}e[+-]\d\d+$", x)) for x in cells]
+            dec = set(len(x.split(".")[1]) if "." in x and "e" not in x else -1 for x in cells)
+            check(all(sci) or (not any(sci) and len(dec) == 1 and -1 not in dec),
+                  "%s: column %d mixes notations or decimals: %r" % (name, c, cells))
+            ends = set(len(line) - line.index(cells[i]) - len(cells[i])
+                       for i, line in enumerate(lines[1:]))
+            check(len(set(len(x) for x in cells)) == 1 or len(ends) == 1,
+                  "%s: column %d not aligned" % (name, c))
+        var = [float(x) for x in cols[1]]
+        check(close_list(var, ref["explained_variance"], 5e-6),
+              "%s: table variances %r vs JSON %r" % (name, var, ref["explained_variance"]))
+        if name == "narrow":
+            check("e" not in out.split("\n", 1)[1], "narrow range went scientific: %r" % out)
+        else:
+            check(all("e" in x for x in cols[1]), "wide range not scientific: %r" % out)
+
+
 def test_formats():
     rows = random_table(60, 4, 7)
     names = ["alpha", "beta", "gamma", "delta"]
@@ -363,6 +398,7 @@ def test_formats():
             check(close(float(cells[1]), ref["explained_variance"][i], 1e-5) and
                   close(float(cells[2]), ref["explained_variance_ratio"][i], 1e-5),
                   "table row %d %r vs JSON" % (i, line))
+    check_table_notation()
     # CSV summary
     rc, out, _ = run(["pca", "--format", "csv", "-k", "2", write("fmt_c.csv", variants["csv"])])
     head, vals = read_csv_numbers(out, row_names=True)

@@ -260,22 +260,16 @@ SEXP rg_backend_info(void) {
 /* through void (*)(void), the generic function pointer type, as C allows */
 #define ENTRY(name, n) \
   { #name, (DL_FUNC)(void (*)(void)) & name, n }
-static const R_CallMethodDef call_methods[] = {ENTRY(rg_backend_info, 0),
-                                               ENTRY(rg_eigen, 2),
-                                               ENTRY(rg_eigen_batch, 2),
-                                               ENTRY(rg_chol, 1),
-                                               ENTRY(rg_chol_pivot, 2),
-                                               ENTRY(rg_chol_solve, 2),
-                                               ENTRY(rg_chol2inv, 1),
-                                               ENTRY(rg_cov, 5),
-                                               ENTRY(rg_cov_shrink, 3),
-                                               ENTRY(rg_mahalanobis, 4),
-                                               ENTRY(rg_pca, 6),
-                                               ENTRY(rg_laplacian, 3),
-                                               ENTRY(rg_spectral, 2),
-                                               ENTRY(rg_spectral_batch, 3),
-                                               ENTRY(rg_set_progress, 1),
-                                               {NULL, NULL, 0}};
+static const R_CallMethodDef call_methods[] = {
+    ENTRY(rg_backend_info, 0), ENTRY(rg_eigen, 2),
+    ENTRY(rg_eigen_batch, 2),  ENTRY(rg_chol, 1),
+    ENTRY(rg_chol_pivot, 2),   ENTRY(rg_chol_solve, 2),
+    ENTRY(rg_chol2inv, 1),     ENTRY(rg_cov, 5),
+    ENTRY(rg_cov_shrink, 3),   ENTRY(rg_mahalanobis, 4),
+    ENTRY(rg_pca, 6),          ENTRY(rg_laplacian, 3),
+    ENTRY(rg_spectral, 2),     ENTRY(rg_spectral_batch, 3),
+    ENTRY(rg_set_progress, 1), {NULL, NULL, 0},
+};
 
 void attribute_visible R_init_rgstat(DllInfo *dll) {
   R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
