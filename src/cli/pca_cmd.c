@@ -416,7 +416,8 @@ static int write_plot(job *j) {
                     j->n_pts,
                     j->pc1,
                     k >= 2 ? j->pc2 : NULL,
-                    j->n_fit};
+                    j->n_fit,
+                    {NULL, 0, NULL, NULL}};
   if (k < 2) {
     fprintf(stderr,
             "gstat pca: --plot: only %lld component, so the plot shows a histogram of the "
