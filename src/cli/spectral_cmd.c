@@ -153,8 +153,9 @@ static int read_points(job *j) {
   const spectral_args *a = j->a;
   char err[1200];
   csv_reader *rd = NULL;
-  csv_config cfg = {a->delimiter, a->header ? CSV_HEADER_YES : CSV_HEADER_AUTO, 1, NULL, NULL,
-                    NULL};
+  csv_config cfg = {
+      a->delimiter, a->header ? CSV_HEADER_YES : CSV_HEADER_AUTO, 1, NULL, NULL, NULL, NULL, NULL,
+      NULL};
   if (csv_open(&rd, j->in, j->name, &cfg, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
     return CLI_EXIT_FAILURE;
