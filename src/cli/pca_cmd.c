@@ -221,9 +221,15 @@ static void track_range(job *j, const double *rows, const unsigned char *miss, i
 static int read_input(job *j) {
   const pca_args *a = j->a;
   char err[1200];
-  csv_config cfg = {a->delimiter,    a->header, a->missing_error,
-                    progress_update, &j->pr,    j->spool,
-                    a->color_by,     on_label,  j};
+  csv_config cfg = {.delimiter = a->delimiter,
+                    .header = a->header,
+                    .missing_is_error = a->missing_error,
+                    .progress = progress_update,
+                    .progress_user = &j->pr,
+                    .tee = j->spool,
+                    .label_column = a->color_by,
+                    .label = on_label,
+                    .label_user = j};
   snprintf(j->label, sizeof j->label, "gstat pca: reading %s", j->name);
   progress_init(&j->pr, j->label, S_ISREG(j->st.st_mode) ? (int64_t)j->st.st_size : 0);
   if (csv_open(&j->rd, j->in, j->name, &cfg, err, sizeof err)) {
@@ -602,6 +608,8 @@ static int create_context(job *j) {
   gstat_ctx_options_init(&o);
   o.backend = j->a->backend;
   o.num_threads = j->a->threads;
+  o.progress = progress_library; /* shown on a terminal during a long fit */
+  o.progress_user = &j->pr;
   gstat_status st = gstat_ctx_create(&j->ctx, &o);
   if (st != GSTAT_OK) {
     return fail("cannot set up the %s backend: %s%s",
@@ -665,7 +673,11 @@ int pca_main(int argc, char **argv) {
             (long long)j.first_missing_line, a.scores ? ", NA scores" : "");
   }
   double t1 = seconds();
-  if ((rc = fit(&j, a.scores || a.plot))) goto done;
+  snprintf(j.label, sizeof j.label, "gstat pca: %s", j.name);
+  progress_stage(&j.pr, j.label);
+  rc = fit(&j, a.scores || a.plot);
+  progress_done(&j.pr);
+  if (rc) goto done;
   double t2 = seconds();
   if (a.verbose) {
     fprintf(stderr,

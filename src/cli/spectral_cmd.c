@@ -22,6 +22,7 @@
 #include "gstat/graph.h"
 #include "gstat/spectral.h"
 #include "output.h"
+#include "progress.h"
 #include "spectral_args.h"
 #include "svg_plot.h"
 
@@ -51,6 +52,8 @@ typedef struct job {
   gstat_spectral_result *res;
   gstat_spectral_batch_result *bres;
   cli_outputs out;
+  progress pr; /* reading points, then the library's kNN, eigensolver, batches */
+  char label[96];
 } job;
 
 /* failures name this subcommand */
@@ -153,9 +156,13 @@ static int read_points(job *j) {
   const spectral_args *a = j->a;
   char err[1200];
   csv_reader *rd = NULL;
-  csv_config cfg = {
-      a->delimiter, a->header ? CSV_HEADER_YES : CSV_HEADER_AUTO, 1, NULL, NULL, NULL, NULL, NULL,
-      NULL};
+  csv_config cfg = {.delimiter = a->delimiter,
+                    .header = a->header ? CSV_HEADER_YES : CSV_HEADER_AUTO,
+                    .missing_is_error = 1,
+                    .progress = progress_update,
+                    .progress_user = &j->pr};
+  snprintf(j->label, sizeof j->label, "gstat spectral: reading %s", j->name);
+  progress_init(&j->pr, j->label, S_ISREG(j->st.st_mode) ? (int64_t)j->st.st_size : 0);
   if (csv_open(&rd, j->in, j->name, &cfg, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
     return CLI_EXIT_FAILURE;
@@ -183,6 +190,7 @@ static int read_points(job *j) {
   }
   rc = 0;
 done:
+  progress_done(&j->pr);
   csv_close(rd);
   return rc;
 }
@@ -552,6 +560,8 @@ static int create_context(job *j) {
   gstat_ctx_options_init(&o);
   o.backend = j->a->backend;
   o.num_threads = j->a->threads;
+  o.progress = progress_library; /* shown on a terminal once a step is long */
+  o.progress_user = &j->pr;
   gstat_status st = gstat_ctx_create(&j->ctx, &o);
   if (st != GSTAT_OK)
     return fail("cannot set up the %s backend: %s%s",
@@ -637,9 +647,12 @@ int spectral_main(int argc, char **argv) {
   rc = a.kind == IN_POINTS ? read_points(&j) : read_edges(&j);
   if (rc) goto done;
   double t1 = seconds();
+  snprintf(j.label, sizeof j.label, "gstat spectral: %s", j.name);
+  progress_stage(&j.pr, j.label);
   rc = a.kind == IN_POINTS  ? cluster_points(&j)
        : a.kind == IN_BATCH ? cluster_batch(&j)
                             : cluster_edges(&j);
+  progress_done(&j.pr);
   if (rc) goto done;
   if (a.verbose) report(&j, t1 - t0, seconds() - t1);
   rc = write_results(&j);

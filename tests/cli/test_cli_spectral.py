@@ -3,7 +3,7 @@
 
 usage: test_cli_spectral.py GSTAT_BINARY GROUP [--data-dir DIR]
 
-GROUP is one of: help, usage, malformed, karate, points, batch, json, plot, fuzz.
+GROUP is one of: help, usage, malformed, karate, points, batch, json, plot, progress, fuzz.
 Exit status 0 pass, 1 fail, 77 skipped.
 """
 import argparse
@@ -410,6 +410,53 @@ def test_plot(data_dir):
     return None
 
 
+def on_terminal(args, env):
+    """Run gstat with stderr on a pseudo-terminal; (rc, what it wrote there)."""
+    master, slave = base.pty.openpty()
+    e = dict(os.environ)
+    e.update(env)
+    proc = subprocess.Popen([base.GSTAT] + args, stdout=subprocess.DEVNULL, stderr=slave, env=e)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    proc.wait()
+    os.close(master)
+    return proc.returncode, seen.decode("utf-8", "replace")
+
+
+def test_progress(data_dir):
+    """The library's progress (kNN, batches, power iterations) on a terminal's
+    stderr, one rewritten line erased at the end; never when stderr is not a
+    terminal. GSTAT_CLI_PROGRESS_AFTER=0 shows it without the 1 s wait."""
+    if base.WRAPPER:
+        return SKIP
+    rng = random.Random(5)
+    pts = write("prog.csv", "x,y\n" + "".join("%.5f,%.5f\n" % (rng.gauss(i % 3 * 6, 1), rng.gauss(0, 1))
+                                              for i in range(300)))
+    batch = write("prog.batch", "".join("g%d %d %d\n" % (g, i, (i + 1) % 8)
+                                        for g in range(40) for i in range(8)))
+    now = {"GSTAT_CLI_PROGRESS_AFTER": "0"}
+    for args, want in ((["spectral", "--points", "--affinity", "knn", "-k", "3", pts], "knn 300 of 300"),
+                       (["spectral", "--batch", "-k", "2", batch], "spectral_batch: graphs"),
+                       (["pca", "-k", "1", "--method", "randomized", pts], "power iterations")):
+        rc, seen = on_terminal(args, now)
+        check(rc == 0 and want in seen and seen.endswith("\r\x1b[K"),
+              "%s: no progress line %r on a terminal: %r" % (args[0], want, seen[:400]))
+        rc, out, err = run(args, env=now)
+        check(rc == 0 and err == "", "%s: progress without a terminal: %r" % (args[0], err))
+        if want.startswith("knn"):  # reported early: quiet within the default second
+            rc, seen = on_terminal(args, {})
+            check(rc == 0 and want not in seen, "quick kNN shows progress: %r" % seen)
+    return None
+
+
 def out_of(args):
     rc, out, err = run(args)
     check(rc == 0, "gstat %s: %s" % (" ".join(args), err))
@@ -579,7 +626,8 @@ def main():
     base.TMP = tempfile.mkdtemp(prefix="gstat-cli-spectral-")
     groups = {"help": test_help, "usage": test_usage, "malformed": test_malformed,
               "karate": test_karate, "points": test_points, "batch": test_batch,
-              "json": test_json, "plot": test_plot, "fuzz": test_fuzz}
+              "json": test_json, "plot": test_plot, "progress": test_progress,
+              "fuzz": test_fuzz}
     if args.group not in groups:
         print("unknown group %s (one of %s)" % (args.group, ", ".join(groups)))
         return 2
