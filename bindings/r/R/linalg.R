@@ -12,11 +12,29 @@ gs_eigen <- function(x, symmetric, only.values = FALSE) {
   structure(list(values = r$values, vectors = r$vectors), class = "eigen")
 }
 
-gs_eigen_batch <- function(xs, only.values = FALSE, progress = NULL) {
+# As gs_eigen: without 'symmetric' every matrix is checked the way
+# isSymmetric() checks one (rg_asymmetry measures all.equal(x, t(x))), and a
+# non-symmetric one is an error naming it.
+check_batch_symmetric <- function(xs, symmetric, index = NULL) {
+  if (!missing(symmetric) && !isTRUE(symmetric))
+    stop("gs_eigen_batch: symmetric = FALSE: gstat has only the symmetric eigensolver; ",
+         "use lapply(xs, eigen) for general matrices", call. = FALSE)
+  if (!missing(symmetric)) return(invisible())
+  bad <- which(.Call(rg_asymmetry, xs, 100 * .Machine$double.eps) > 100 * .Machine$double.eps)
+  if (length(bad)) {
+    i <- if (is.null(index)) bad[1L] else index[bad[1L]]
+    stop(sprintf(paste0("gs_eigen_batch: matrix %d is not symmetric and gstat has only the ",
+                        "symmetric eigensolver; use eigen() for it, or symmetric = TRUE to use ",
+                        "the lower triangles"), i), call. = FALSE)
+  }
+}
+
+gs_eigen_batch <- function(xs, symmetric, only.values = FALSE, progress = NULL) {
   ov <- isTRUE(only.values)
   if (is.array(xs) && length(dim(xs)) == 3L) {
     if (!is.numeric(xs)) stop("gs_eigen_batch: 'xs' must be numeric", call. = FALSE)
     if (storage.mode(xs) != "double") storage.mode(xs) <- "double"
+    if (dim(xs)[1L] == dim(xs)[2L]) check_batch_symmetric(xs, symmetric)
     r <- gs_call(rg_eigen_batch, xs, ov, .index = seq_len(dim(xs)[3L]), .progress = progress)
     return(list(values = r$values, vectors = r$vectors))
   }
@@ -26,6 +44,7 @@ gs_eigen_batch <- function(xs, only.values = FALSE, progress = NULL) {
   # coerce only what is not already a double matrix (C checks the shapes)
   ok <- vapply(xs, function(m) is.double(m) && is.matrix(m), NA)
   for (i in which(!ok)) xs[[i]] <- square_matrix(xs[[i]], "gs_eigen_batch", sprintf("xs[[%d]]", i))
+  check_batch_symmetric(xs, symmetric)
   out <- vector("list", length(xs))
   if (!length(xs)) return(out)
   # one batched C call per distinct size

@@ -2,6 +2,7 @@
  * column-major doubles described in place; R reads the lower triangle for
  * eigen() and the upper one for chol(), and so does this glue. */
 #define USE_FC_LEN_T /* Fortran string lengths passed as R's headers say */
+#include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -138,6 +139,58 @@ SEXP rg_eigen_batch(SEXP xs, SEXP only_values) {
     out = eigen_result(values, vectors);
   }
   UNPROTECT(nprot);
+  return out;
+}
+
+/* isSymmetric()'s measure of each n x n matrix of a list or 3-d array, as
+ * all.equal(x, t(x)) computes it: over the entries where x and t(x) differ,
+ * the mean absolute difference relative to the mean absolute value of x when
+ * that exceeds tol (else absolute); NA/NaN entries left out (the solver
+ * reports them). One
+ * pass over each matrix, so gs_eigen_batch can check a batch as eigen()
+ * checks each matrix without R copies of the array. */
+static double asymmetry(const double *a, int64_t n, double tol) {
+  double diff = 0, size = 0;
+  int64_t count = 0;
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < n; i++) {
+      double x = a[i + j * n], y = a[j + i * n];
+      if (ISNAN(x) || ISNAN(y) || x == y) continue; /* all.equal counts differing pairs */
+      diff += fabs(x - y);
+      size += fabs(x);
+      count++;
+    }
+  if (count == 0) return 0;
+  diff /= (double)count;
+  size /= (double)count;
+  return isfinite(size) && size > tol ? diff / size : diff;
+}
+
+SEXP rg_asymmetry(SEXP xs, SEXP tol) {
+  double t = rg_double(tol, "tol");
+  int list = TYPEOF(xs) == VECSXP;
+  int64_t n = 0, batch, r, cc;
+  if (list) {
+    batch = XLENGTH(xs);
+  } else {
+    SEXP dim = Rf_getAttrib(xs, R_DimSymbol);
+    if (TYPEOF(xs) != REALSXP || TYPEOF(dim) != INTSXP || XLENGTH(dim) != 3)
+      Rf_error("internal: rg_asymmetry needs a list or a 3-d double array");
+    n = INTEGER(dim)[0];
+    batch = INTEGER(dim)[2];
+  }
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, batch));
+  for (int64_t b = 0; b < batch; b++) {
+    const double *a;
+    if (list) {
+      a = rg_real_matrix(VECTOR_ELT(xs, b), "every element of xs", &r, &cc);
+      n = r == cc ? r : 0;
+    } else {
+      a = REAL(xs) + b * n * n;
+    }
+    REAL(out)[b] = asymmetry(a, n, t);
+  }
+  UNPROTECT(1);
   return out;
 }
 

@@ -268,7 +268,8 @@ static const R_CallMethodDef call_methods[] = {
     ENTRY(rg_cov_shrink, 3),   ENTRY(rg_mahalanobis, 4),
     ENTRY(rg_pca, 6),          ENTRY(rg_laplacian, 3),
     ENTRY(rg_spectral, 2),     ENTRY(rg_spectral_batch, 3),
-    ENTRY(rg_set_progress, 1), {NULL, NULL, 0},
+    ENTRY(rg_set_progress, 1), ENTRY(rg_asymmetry, 2),
+    {NULL, NULL, 0},
 };
 
 void attribute_visible R_init_rgstat(DllInfo *dll) {

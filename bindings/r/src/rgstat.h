@@ -45,6 +45,7 @@ SEXP rg_eigen(SEXP x, SEXP only_values);
 SEXP rg_eigen_batch(SEXP xs, SEXP only_values);
 SEXP rg_chol(SEXP x);
 SEXP rg_chol_pivot(SEXP x, SEXP tol);
+SEXP rg_asymmetry(SEXP xs, SEXP tol);
 SEXP rg_chol_solve(SEXP r, SEXP b);
 SEXP rg_chol2inv(SEXP r);
 SEXP rg_cov(SEXP x, SEXP missing, SEXP cor, SEXP ddof, SEXP aweights);

@@ -35,6 +35,30 @@ test_that("gs_eigen refuses a non-symmetric matrix where eigen() would not treat
   expect_close(gs_eigen(S, only.values = TRUE)$values, eigen(S, only.values = TRUE)$values)
 })
 
+test_that("gs_eigen_batch checks symmetry as eigen() checks each matrix", {
+  set.seed(11)
+  S <- crossprod(matrix(rnorm(36), 6))
+  A <- S
+  A[1, 2] <- A[1, 2] + 1                               # clearly not symmetric
+  expect_error(gs_eigen_batch(list(S, A, S)), "matrix 2 is not symmetric")
+  expect_error(gs_eigen_batch(list(diag(2), S, A)), "matrix 3 is not symmetric") # two sizes
+  expect_error(gs_eigen_batch(array(c(S, S, A), c(6, 6, 3))), "matrix 3 is not symmetric")
+  expect_error(gs_eigen_batch(list(S), symmetric = FALSE), "symmetric = FALSE")
+  out <- gs_eigen_batch(list(S, A), symmetric = TRUE)
+  expect_close(out[[2]]$values, eigen(A, symmetric = TRUE)$values)
+  # the same verdict as isSymmetric() at every size of asymmetry
+  for (e in 10^-(16:10)) {
+    B <- S
+    B[5, 2] <- B[5, 2] * (1 + e)
+    if (isSymmetric(B)) {
+      expect_close(gs_eigen_batch(list(B))[[1]]$values, eigen(B)$values)
+    } else {
+      expect_error(gs_eigen_batch(list(B)), "not symmetric")
+      expect_error(eigen(B, only.values = TRUE)$values, NA) # eigen() goes general
+    }
+  }
+})
+
 test_that("gs_chol(pivot = TRUE) is chol(pivot = TRUE): factor, pivot, rank, names, warning", {
   set.seed(7)
   full <- cov(mtcars)
