@@ -106,23 +106,26 @@ gs_spectral <- function(x, k = NULL, affinity = c("rbf", "knn", "precomputed"), 
 # share minus the squared degree share, as igraph::modularity() computes it
 # for an undirected weighted graph (resolution 1).
 graph_modularity <- function(spec, cl, symmetrize) {
-  if (spec$type == "dense") {
-    A <- spec$A
+  combine <- function(A, At) {
+    switch(symmetrize, check = A, sum = A + At, mean = (A + At) / 2,
+           max = (A + At + abs(A - At)) / 2, min = (A + At - abs(A - At)) / 2)
+  }
+  if (spec$type == "dense") { # base R only: no Matrix needed for a dense graph
+    A <- combine(spec$A, t(spec$A))
+    diag(A) <- 0 # gstat's Laplacians leave self-loops out
+    within <- sum(A[outer(cl, cl, "==")])
   } else {
     A <- Matrix::sparseMatrix(i = spec$j, p = spec$p, x = spec$x, dims = c(spec$n, spec$n),
                               index1 = FALSE)
+    A <- combine(A, Matrix::t(A))
+    A <- methods::as(A - Matrix::Diagonal(x = Matrix::diag(A)), "TsparseMatrix")
+    within <- sum(A@x[cl[A@i + 1L] == cl[A@j + 1L]])
   }
-  At <- Matrix::t(A)
-  A <- switch(symmetrize, check = A, sum = A + At, mean = (A + At) / 2,
-              max = (A + At + abs(A - At)) / 2, min = (A + At - abs(A - At)) / 2)
-  A <- A - Matrix::Diagonal(x = Matrix::diag(A)) # gstat's Laplacians leave self-loops out
   two_m <- sum(A)
   if (!(two_m > 0)) return(NA_real_)
-  deg <- as.numeric(Matrix::rowSums(A))
-  M <- Matrix::sparseMatrix(i = seq_along(cl), j = cl, x = 1, dims = c(length(cl), max(cl, 1L)))
-  within <- sum(Matrix::diag(Matrix::crossprod(M, A %*% M)))
-  share <- as.numeric(Matrix::crossprod(M, deg)) / two_m
-  within / two_m - sum(share^2)
+  deg <- as.numeric(if (is.matrix(A)) rowSums(A) else Matrix::rowSums(A))
+  share <- vapply(split(deg, factor(cl, levels = seq_len(max(cl, 1L)))), sum, 0)
+  within / two_m - sum((share / two_m)^2)
 }
 
 print.gs_spectral <- function(x, ...) {
@@ -131,6 +134,7 @@ print.gs_spectral <- function(x, ...) {
               x$affinity, x$laplacian, x$n, x$k))
   cat("Cluster sizes:", sizes, "\n")
   cat("Smallest eigenvalues:", format(utils::head(x$eigenvalues, 10L), digits = 4), "\n")
+  if (is.numeric(x$modularity)) cat("Modularity:", format(x$modularity, digits = 4), "\n")
   invisible(x)
 }
 

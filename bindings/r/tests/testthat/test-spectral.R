@@ -171,6 +171,18 @@ test_that("igraph graphs cluster directly and the result is an igraph communitie
   S <- Matrix::Matrix(A, sparse = TRUE)
   expect_close(igraph::modularity(gs_spectral(S, k = 2)), wq)
   expect_error(gs_spectral(g, k = 2, affinity = "rbf"), "is a graph")
+  # a directed (non-symmetric) matrix: the modularity of the graph as symmetrized
+  set.seed(6)
+  D <- matrix(runif(144), 12)
+  diag(D) <- 0
+  sd <- gs_spectral(D, k = 2, affinity = "precomputed", symmetrize = "max")
+  gu <- igraph::graph_from_adjacency_matrix(pmax(D, t(D)), mode = "undirected", weighted = TRUE)
+  expect_close(igraph::modularity(sd), igraph::modularity(gu, sd$cluster,
+                                                          weights = igraph::E(gu)$weight))
+  expect_close(igraph::modularity(gs_spectral(Matrix::Matrix(D, sparse = TRUE), k = 2,
+                                              symmetrize = "max")), igraph::modularity(sd))
+  expect_output(print(sd), "Modularity")
+  expect_null(gs_spectral(two_blobs(), k = 2)$modularity) # data: no given graph
 })
 
 test_that("progress: txtProgressBar on stderr when asked, nothing when not", {
