@@ -49,7 +49,9 @@ struct csv_reader {
   int64_t first_line;    /* line of the first record (header or data) */
   int64_t first_unnamed; /* 1-based column with an empty header name, 0 if none */
   char **names;
-  int pending; /* rec holds a parsed data record not returned yet */
+  int64_t label_j;   /* physical column of cfg.label_column, -1 if none */
+  char **data_names; /* names without the label column (names when none) */
+  int pending;       /* rec holds a parsed data record not returned yet */
   int64_t rows, rows_missing, first_missing_line;
   int failed;
   char err[ERR_SIZE];
@@ -457,6 +459,45 @@ static int set_names(csv_reader *r, int from_header) {
   return 0;
 }
 
+/* cfg.label_column to a physical column: a header name first, else a
+ * 1-based number. The data names are then the others. 0, or -1 (r->err). */
+static int find_label_column(csv_reader *r) {
+  const char *want = r->cfg.label_column;
+  r->label_j = -1;
+  r->data_names = r->names;
+  if (!want) return 0;
+  for (int64_t j = 0; j < r->p && r->label_j < 0; j++)
+    if (r->has_header && strcmp(r->names[j], want) == 0) r->label_j = j;
+  char *end = NULL;
+  long long num = strtoll(want, &end, 10);
+  if (r->label_j < 0 && *want && end && *end == '\0' && num >= 1 && num <= r->p)
+    r->label_j = (int64_t)num - 1;
+  if (r->label_j < 0) {
+    int at = snprintf(r->err, sizeof r->err, "%s: no column '%s' to colour by: the columns are ",
+                      r->name, want);
+    for (int64_t j = 0; j < r->p && at > 0 && (size_t)at < sizeof r->err; j++)
+      at += snprintf(r->err + at, sizeof r->err - (size_t)at, "%s%s", j ? ", " : "", r->names[j]);
+    if (!r->has_header && at > 0 && (size_t)at < sizeof r->err)
+      snprintf(r->err + at, sizeof r->err - (size_t)at, " (no header: give a number 1..%lld)",
+               (long long)r->p);
+    return -1;
+  }
+  if (r->p < 2) {
+    snprintf(r->err, sizeof r->err, "%s: the colour column '%s' is the only column: no data left",
+             r->name, want);
+    return -1;
+  }
+  r->data_names = calloc((size_t)r->p, sizeof(char *));
+  if (!r->data_names) {
+    r->data_names = r->names;
+    snprintf(r->err, sizeof r->err, "%s: out of memory", r->name);
+    return -1;
+  }
+  for (int64_t j = 0, o = 0; j < r->p; j++)
+    if (j != r->label_j) r->data_names[o++] = r->names[j];
+  return 0;
+}
+
 int csv_open(csv_reader **out, FILE *in, const char *name, const csv_config *cfg, char *err,
              size_t errlen) {
   *out = NULL;
@@ -498,6 +539,7 @@ int csv_open(csv_reader **out, FILE *in, const char *name, const csv_config *cfg
     snprintf(r->err, sizeof r->err, "%s: out of memory", r->name);
     goto fail;
   }
+  if (find_label_column(r)) goto fail;
   *out = r;
   return 0;
 fail:
@@ -511,6 +553,7 @@ void csv_close(csv_reader *r) {
   if (r->names) {
     for (int64_t j = 0; j < r->p; j++) free(r->names[j]);
   }
+  if (r->data_names != r->names) free(r->data_names);
   free(r->names);
   free(r->blk);
   free(r->name);
@@ -522,13 +565,16 @@ void csv_close(csv_reader *r) {
 }
 
 int64_t csv_columns(const csv_reader *r) {
-  return r->p;
+  return r->p - (r->label_j >= 0);
 }
 const char *csv_column_name(const csv_reader *r, int64_t j) {
-  return r->names[j];
+  return r->data_names[j];
+}
+const char *csv_label_name(const csv_reader *r) {
+  return r->label_j >= 0 ? r->names[r->label_j] : NULL;
 }
 const char *const *csv_column_names(const csv_reader *r) {
-  return (const char *const *)r->names;
+  return (const char *const *)r->data_names;
 }
 int csv_has_header(const csv_reader *r) {
   return r->has_header;
@@ -565,7 +611,7 @@ static int convert_record(csv_reader *r, double *row, int *has_missing) {
     return -1;
   }
   *has_missing = 0;
-  for (int64_t j = 0; j < r->p; j++) {
+  for (int64_t j = 0, o = 0; j < r->p; j++) {
     size_t n;
     const char *t = field_text(r, (size_t)j, &n);
     double v = 0;
@@ -575,9 +621,13 @@ static int convert_record(csv_reader *r, double *row, int *has_missing) {
       r->failed = 1;
       return -1;
     }
+    if (j == r->label_j) { /* not data: its text to the caller */
+      if (r->cfg.label) r->cfg.label(r->cfg.label_user, r->rows, t, n);
+      continue;
+    }
     size_t at = r->f[j].cstart - (size_t)r->f[j].quoted; /* at the opening quote if any */
     switch (classify(r, t, n, &v)) {
-      case VAL_NUMBER: row[j] = v; break;
+      case VAL_NUMBER: row[o++] = v; break;
       case VAL_MISSING:
         if (r->cfg.missing_is_error) {
           show_text(shown, sizeof shown, t, n);
@@ -585,7 +635,7 @@ static int convert_record(csv_reader *r, double *row, int *has_missing) {
                   n ? shown : "(empty field)", (long long)j + 1, r->names[j]);
           return -1;
         }
-        row[j] = NAN;
+        row[o++] = NAN;
         *has_missing = 1;
         break;
       case VAL_INF:
@@ -629,7 +679,7 @@ int csv_read_rows(csv_reader *r, double *rows, int64_t max_rows, int64_t *got,
     }
     r->pending = 0;
     int has_missing;
-    if (convert_record(r, rows + *got * r->p, &has_missing)) return -1;
+    if (convert_record(r, rows + *got * csv_columns(r), &has_missing)) return -1;
     if (has_missing) {
       if (r->rows_missing++ == 0) r->first_missing_line = r->rec_line;
     }

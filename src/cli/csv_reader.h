@@ -31,6 +31,13 @@ typedef struct csv_config {
   void (*progress)(void *user, int64_t bytes);
   void *progress_user;
   FILE *tee; /* non-NULL: every byte read is copied there (spooling stdin) */
+  /* A column that is not data (e.g. --color-by species): its header name,
+   * or its 1-based number. It is left out of the rows and the column names,
+   * and label(user, row, text, n) gets its text for every data row (row
+   * counted from 0 over all data rows). NULL: every column is data. */
+  const char *label_column;
+  void (*label)(void *user, int64_t row, const char *text, size_t n);
+  void *label_user;
 } csv_config;
 
 typedef struct csv_reader csv_reader;
@@ -44,10 +51,13 @@ int csv_open(csv_reader **out, FILE *in, const char *name, const csv_config *cfg
 
 void csv_close(csv_reader *r);
 
+/* Data columns (the label column is not one). */
 int64_t csv_columns(const csv_reader *r);
 /* Header name of column j, or "x<j+1>" without a header (or for an empty name). */
 const char *csv_column_name(const csv_reader *r, int64_t j);
 const char *const *csv_column_names(const csv_reader *r);
+/* Name of cfg.label_column (as csv_column_name names columns), NULL if none. */
+const char *csv_label_name(const csv_reader *r);
 int csv_has_header(const csv_reader *r);
 char csv_delimiter(const csv_reader *r);
 

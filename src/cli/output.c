@@ -93,6 +93,47 @@ static int finish(FILE *f) {
 
 /* ---- summary ---------------------------------------------------------------------- */
 
+/* One notation for a whole column, as R's format() and numpy's printing pick
+ * it: fixed notation with the decimals that show the smallest value to
+ * SUMMARY_DIGITS significant digits, the same for every row so that the
+ * decimal points line up; scientific notation for every row when that is
+ * narrower (a column from 4e5 down to 1e-4). %g instead switched notation
+ * and decimals row by row (99201.8 above 0.918974). */
+#define SUMMARY_DIGITS 6
+
+typedef struct column_format {
+  int scientific, decimals;
+} column_format;
+
+static column_format pick_column_format(const double *v, int64_t n) {
+  int lo = INT32_MAX, hi = INT32_MIN, neg = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (!isfinite(v[i]) || v[i] == 0) continue;
+    char b[40]; /* the exponent as printed: rounding may carry into the next power */
+    snprintf(b, sizeof b, "%.*e", SUMMARY_DIGITS - 1, fabs(v[i]));
+    int e = atoi(strchr(b, 'e') + 1);
+    if (e < lo) lo = e;
+    if (e > hi) hi = e;
+    neg |= v[i] < 0;
+  }
+  column_format cf = {0, 0};
+  if (lo > hi) return cf; /* only zeros (or nothing finite) */
+  int decimals = SUMMARY_DIGITS - 1 - lo > 0 ? SUMMARY_DIGITS - 1 - lo : 0;
+  int fixed = neg + (hi >= 0 ? hi + 1 : 1) + (decimals ? 1 + decimals : 0);
+  int exp_digits = (hi >= 100 || lo <= -100) ? 3 : 2;
+  int sci = neg + 1 + 1 + (SUMMARY_DIGITS - 1) + 2 + exp_digits;
+  cf.scientific = fixed > sci;
+  cf.decimals = cf.scientific ? SUMMARY_DIGITS - 1 : decimals;
+  return cf;
+}
+
+static void format_cell(char *b, size_t cap, double v, column_format cf) {
+  if (!isfinite(v))
+    snprintf(b, cap, "%s", isnan(v) ? "NaN" : v > 0 ? "Inf" : "-Inf");
+  else
+    snprintf(b, cap, cf.scientific ? "%.*e" : "%.*f", cf.decimals, v);
+}
+
 static int summary_text(FILE *f, const out_summary *s) {
   const gstat_pca_result *r = s->res;
   int64_t k = r->n_components;
@@ -102,12 +143,14 @@ static int summary_text(FILE *f, const out_summary *s) {
   char(*cells)[4][40] = calloc((size_t)(k > 0 ? k : 1), sizeof *cells);
   if (!cells) return -1;
   double cum = 0;
+  /* ratios lie in [0, 1]: six decimals (a fixed column) say them all */
+  column_format var = pick_column_format(r->explained_variance, k), ratio = {0, 6};
   for (int64_t i = 0; i < k; i++) {
     cum += r->explained_variance_ratio[i];
     out_component_name(cells[i][0], sizeof cells[i][0], i);
-    snprintf(cells[i][1], sizeof cells[i][1], "%.6g", r->explained_variance[i]);
-    snprintf(cells[i][2], sizeof cells[i][2], "%.6f", r->explained_variance_ratio[i]);
-    snprintf(cells[i][3], sizeof cells[i][3], "%.6f", cum);
+    format_cell(cells[i][1], sizeof cells[i][1], r->explained_variance[i], var);
+    format_cell(cells[i][2], sizeof cells[i][2], r->explained_variance_ratio[i], ratio);
+    format_cell(cells[i][3], sizeof cells[i][3], cum, ratio);
     for (int c = 0; c < 4; c++) {
       size_t l = strlen(cells[i][c]);
       if (l > w[c]) w[c] = l;

@@ -62,6 +62,9 @@ static const char *const HELP[] = {
     "      --plot FILE.svg    draw a scree plot and the PC1/PC2 score scatter as SVG\n"
     "                         (at most 5000 points, evenly sampled; with one\n"
     "                         component, a histogram of the PC1 scores)\n"
+    "      --color-by COLUMN  colour the --plot scatter by COLUMN (a header name,\n"
+    "                         or a number from 1), e.g. a species or class column;\n"
+    "                         it is a label, not data: left out of the PCA\n"
     "  -v, --verbose          report shape, method, backend and timing on stderr\n"
     "  -h, --help             show this help and exit\n"
     "An output FILE of '-' is standard output; the summary is then left out\n"
@@ -149,6 +152,7 @@ enum opt_id {
   O_SCORES,
   O_FORMAT,
   O_PLOT,
+  O_COLOR_BY,
   O_VERBOSE,
   O_HELP
 };
@@ -183,6 +187,7 @@ static const opt_spec OPTS[] = {
     {"scores", 0, 1, O_SCORES},
     {"format", 0, 1, O_FORMAT},
     {"plot", 0, 1, O_PLOT},
+    {"color-by", 0, 1, O_COLOR_BY},
     {"verbose", 'v', 0, O_VERBOSE},
     {"help", 'h', 0, O_HELP},
 };
@@ -277,6 +282,7 @@ static int apply(pca_args *a, const opt_spec *o, const char *v, const char *show
       a->format = idx == 0 ? OUT_CSV : OUT_JSON;
       break;
     case O_PLOT: a->plot = v; break;
+    case O_COLOR_BY: a->color_by = v; break;
     case O_VERBOSE: a->verbose = 1; break;
     case O_HELP: a->help = 1; break;
   }
@@ -339,6 +345,8 @@ int pca_parse_args(int argc, char **argv, pca_args *a) {
   if (a->method == GSTAT_PCA_RANDOMIZED && a->k == 0) {
     return usage("--method randomized needs -k (the number of components)");
   }
+  if (a->color_by && !a->plot)
+    return usage("--color-by colours the --plot scatter: give --plot too");
   if (cli_is_stdout(a->components) + cli_is_stdout(a->scores) + cli_is_stdout(a->plot) > 1) {
     return usage("only one of --components, --scores and --plot can write to standard output");
   }

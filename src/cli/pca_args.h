@@ -28,6 +28,7 @@ typedef struct pca_args {
   int missing_error;
   /* output */
   const char *output, *components, *scores, *plot; /* NULL = not written */
+  const char *color_by; /* --plot points coloured by this column (not data), NULL = none */
   out_format format;
   int verbose;
   int help;

@@ -26,6 +26,8 @@
 #include "svg_plot.h"
 
 #define PLOT_POINTS 5000
+/* --color-by: distinct labels kept apart; more (an id column, say) are grey */
+#define MAX_LABELS 1000
 #define CHUNK_BYTES ((int64_t)4 << 20)
 
 typedef struct job {
@@ -56,6 +58,14 @@ typedef struct job {
   /* sampled score points for the plot */
   double *pc1, *pc2;
   int64_t n_pts, pts_cap, stride, kept_seen;
+  int32_t *pt_group; /* --color-by: the label of each sampled point */
+  /* --color-by: each data row's label (index into label_names, -1 none), the
+   * fitted rows' labels, the distinct labels in order of appearance */
+  int32_t *row_label, *fit_label;
+  int64_t n_row_labels, row_label_cap, n_fit_labels;
+  char **label_names;
+  int64_t n_labels;
+  int label_oom, label_overflow;
   /* per-column range of the fitted rows: names a constant column for --scale */
   double *col_min, *col_max;
   cli_outputs out; /* output files created, removed again on failure */
@@ -89,6 +99,63 @@ static const char *method_name(gstat_pca_method m) {
 }
 
 /* ---- output files ---------------------------------------------------------------------- */
+
+/* ---- --color-by labels ------------------------------------------------------------------ */
+
+/* The label's index among those seen so far (a new one is added); -1 for an
+ * empty or missing label and beyond MAX_LABELS distinct ones. */
+static int32_t intern_label(job *j, const char *text, size_t n) {
+  if (n == 0 ||
+      (n == 2 && (text[0] == 'N' || text[0] == 'n') && (text[1] == 'A' || text[1] == 'a')))
+    return -1;
+  for (int64_t i = 0; i < j->n_labels; i++)
+    if (strlen(j->label_names[i]) == n && memcmp(j->label_names[i], text, n) == 0)
+      return (int32_t)i;
+  if (j->n_labels == MAX_LABELS) {
+    j->label_overflow = 1;
+    return -1;
+  }
+  if (!j->label_names && !(j->label_names = calloc(MAX_LABELS, sizeof(char *)))) goto oom;
+  char *s = malloc(n + 1);
+  if (!s) goto oom;
+  memcpy(s, text, n);
+  s[n] = '\0';
+  j->label_names[j->n_labels] = s;
+  return (int32_t)j->n_labels++;
+oom:
+  j->label_oom = 1;
+  return -1;
+}
+
+/* csv_config.label: row's label text. The second pass (scores of streamed
+ * data) reads the rows again; their labels are known by then. */
+static void on_label(void *user, int64_t row, const char *text, size_t n) {
+  job *j = user;
+  if (row < j->n_row_labels || j->label_oom) return;
+  if (j->n_row_labels == j->row_label_cap) {
+    int64_t cap = j->row_label_cap ? 2 * j->row_label_cap : 4096;
+    int32_t *p = realloc(j->row_label, sizeof(int32_t) * (size_t)cap);
+    if (!p) {
+      j->label_oom = 1;
+      return;
+    }
+    j->row_label = p;
+    j->row_label_cap = cap;
+  }
+  j->row_label[j->n_row_labels++] = intern_label(j, text, n);
+}
+
+/* The labels of the rows just read (from data row `first`) that are fitted. */
+static int keep_fit_labels(job *j, int64_t first, int64_t got, const unsigned char *miss) {
+  if (!j->a->color_by || got == 0) return 0;
+  if (j->label_oom) return fail("out of memory (--color-by labels)");
+  int32_t *p = realloc(j->fit_label, sizeof(int32_t) * (size_t)(j->n_fit_labels + got));
+  if (!p) return fail("out of memory (--color-by labels)");
+  j->fit_label = p;
+  for (int64_t i = 0; i < got; i++)
+    if (!miss[i]) j->fit_label[j->n_fit_labels++] = j->row_label[first + i];
+  return 0;
+}
 
 /* ---- pass 1: read the rows ------------------------------------------------------------ */
 
@@ -154,7 +221,15 @@ static void track_range(job *j, const double *rows, const unsigned char *miss, i
 static int read_input(job *j) {
   const pca_args *a = j->a;
   char err[1200];
-  csv_config cfg = {a->delimiter, a->header, a->missing_error, progress_update, &j->pr, j->spool};
+  csv_config cfg = {.delimiter = a->delimiter,
+                    .header = a->header,
+                    .missing_is_error = a->missing_error,
+                    .progress = progress_update,
+                    .progress_user = &j->pr,
+                    .tee = j->spool,
+                    .label_column = a->color_by,
+                    .label = on_label,
+                    .label_user = j};
   snprintf(j->label, sizeof j->label, "gstat pca: reading %s", j->name);
   progress_init(&j->pr, j->label, S_ISREG(j->st.st_mode) ? (int64_t)j->st.st_size : 0);
   if (csv_open(&j->rd, j->in, j->name, &cfg, err, sizeof err)) {
@@ -196,10 +271,13 @@ static int read_input(job *j) {
       if (csv_read_rows(j->rd, j->data + j->n_rows * j->p, room, &got, j->miss + j->n_rows)) {
         break;
       }
+      if (keep_fit_labels(j, j->n_rows, got, j->miss + j->n_rows)) return CLI_EXIT_FAILURE;
       track_range(j, j->data + j->n_rows * j->p, j->miss + j->n_rows, got);
       j->n_rows += got;
     } else {
+      int64_t first = csv_rows(j->rd);
       if (csv_read_rows(j->rd, j->chunk, j->chunk_rows, &got, j->chunk_miss)) break;
+      if (keep_fit_labels(j, first, got, j->chunk_miss)) return CLI_EXIT_FAILURE;
       track_range(j, j->chunk, j->chunk_miss, got);
       if (add_rows(j, j->chunk, got)) return CLI_EXIT_FAILURE;
     }
@@ -285,6 +363,7 @@ static int sample_points(job *j, const double *s, int64_t m) {
     if (j->n_pts == j->pts_cap) return fail("internal error: plot sample overflow");
     j->pc1[j->n_pts] = s[i * k];
     j->pc2[j->n_pts] = k > 1 ? s[i * k + 1] : 0;
+    j->pt_group[j->n_pts] = j->fit_label ? j->fit_label[j->kept_seen] : -1;
     j->n_pts++;
   }
   return 0;
@@ -311,7 +390,10 @@ static int second_pass(job *j, out_scores *w) {
                     a->missing_error,
                     progress_update,
                     &j->pr,
-                    NULL};
+                    NULL,
+                    a->color_by,
+                    on_label,
+                    j};
   snprintf(j->label, sizeof j->label, "gstat pca: scores of %s", j->name);
   progress_init(&j->pr, j->label, S_ISREG(j->st.st_mode) ? (int64_t)j->st.st_size : 0);
   if (csv_open(&rd, in, j->name, &cfg, err, sizeof err)) {
@@ -366,7 +448,8 @@ static int alloc_plot_sample(job *j) {
   j->pts_cap = (j->n_fit + j->stride - 1) / j->stride;
   j->pc1 = malloc(sizeof(double) * (size_t)(j->pts_cap + 1));
   j->pc2 = malloc(sizeof(double) * (size_t)(j->pts_cap + 1));
-  return j->pc1 && j->pc2 ? 0 : fail("out of memory");
+  j->pt_group = malloc(sizeof(int32_t) * (size_t)(j->pts_cap + 1));
+  return j->pc1 && j->pc2 && j->pt_group ? 0 : fail("out of memory");
 }
 
 static int write_scores_and_sample(job *j) {
@@ -416,7 +499,15 @@ static int write_plot(job *j) {
                     j->n_pts,
                     j->pc1,
                     k >= 2 ? j->pc2 : NULL,
-                    j->n_fit};
+                    j->n_fit,
+                    {a->color_by ? j->pt_group : NULL, j->n_labels,
+                     (const char *const *)j->label_names, csv_label_name(j->rd)}};
+  if (j->label_overflow) {
+    fprintf(stderr,
+            "gstat pca: --color-by %s: more than %d distinct labels; the points of the others "
+            "are grey\n",
+            a->color_by, MAX_LABELS);
+  }
   if (k < 2) {
     fprintf(stderr,
             "gstat pca: --plot: only %lld component, so the plot shows a histogram of the "
@@ -517,6 +608,8 @@ static int create_context(job *j) {
   gstat_ctx_options_init(&o);
   o.backend = j->a->backend;
   o.num_threads = j->a->threads;
+  o.progress = progress_library; /* shown on a terminal during a long fit */
+  o.progress_user = &j->pr;
   gstat_status st = gstat_ctx_create(&j->ctx, &o);
   if (st != GSTAT_OK) {
     return fail("cannot set up the %s backend: %s%s",
@@ -549,6 +642,11 @@ static void job_free(job *j, int failed) {
   free(j->chunk_scores);
   free(j->pc1);
   free(j->pc2);
+  free(j->pt_group);
+  free(j->row_label);
+  free(j->fit_label);
+  for (int64_t i = 0; i < j->n_labels; i++) free(j->label_names[i]);
+  free(j->label_names);
   free(j->col_min);
   free(j->col_max);
 }
@@ -575,7 +673,11 @@ int pca_main(int argc, char **argv) {
             (long long)j.first_missing_line, a.scores ? ", NA scores" : "");
   }
   double t1 = seconds();
-  if ((rc = fit(&j, a.scores || a.plot))) goto done;
+  snprintf(j.label, sizeof j.label, "gstat pca: %s", j.name);
+  progress_stage(&j.pr, j.label);
+  rc = fit(&j, a.scores || a.plot);
+  progress_done(&j.pr);
+  if (rc) goto done;
   double t2 = seconds();
   if (a.verbose) {
     fprintf(stderr,

@@ -91,7 +91,7 @@ static int read_range(const char *path, int64_t start, int64_t end, char delim, 
   }
   /* line numbers in messages count from the start of this range */
   snprintf(name, sizeof name, "%s[bytes %lld-%lld]", path, (long long)start, (long long)end);
-  csv_config cfg = {delim, CSV_HEADER_NO, missing_error, NULL, NULL, NULL};
+  csv_config cfg = {delim, CSV_HEADER_NO, missing_error, NULL, NULL, NULL, NULL, NULL, NULL};
   if (csv_open(&rd, in, name, &cfg, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
     goto done;
@@ -201,7 +201,7 @@ done:
 static void read_header(const pca_args *a, csv_reader **hd, FILE **hf, int64_t info[5]) {
   char err[1400];
   struct stat st;
-  csv_config cfg = {a->delimiter, a->header, a->missing_error, NULL, NULL, NULL};
+  csv_config cfg = {a->delimiter, a->header, a->missing_error, NULL, NULL, NULL, NULL, NULL, NULL};
   if (stat(a->input, &st) || !S_ISREG(st.st_mode) || !(*hf = fopen(a->input, "rb"))) {
     fprintf(stderr, "gstat pca: --distributed needs a regular file: cannot open %s\n", a->input);
     return;

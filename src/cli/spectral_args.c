@@ -75,6 +75,11 @@ static const char *const HELP[] = {
     "                         column per eigenvector (not with --batch)\n"
     "      --eigenvalues FILE write the smallest Laplacian eigenvalues\n"
     "                         (with --batch: graph,index,eigenvalue)\n"
+    "      --plot FILE.svg    draw the spectral embedding as an SVG scatter, coloured\n"
+    "                         by cluster: its first two informative eigenvectors\n"
+    "                         (the constant first one of a connected graph is\n"
+    "                         skipped; one left: against the node number)\n"
+    "                         (not with --batch)\n"
     "      --format F         csv (default) or json, for all of the above\n"
     "  -v, --verbose          report size, k, components, inertia, timing on stderr\n"
     "  -h, --help             show this help and exit\n"
@@ -131,6 +136,7 @@ enum opt_id {
   O_OUTPUT,
   O_EMBEDDING,
   O_EIGENVALUES,
+  O_PLOT,
   O_FORMAT,
   O_VERBOSE,
   O_HELP
@@ -169,6 +175,7 @@ static const opt_spec OPTS[] = {
     {"output", 'o', 1, O_OUTPUT},
     {"embedding", 0, 1, O_EMBEDDING},
     {"eigenvalues", 0, 1, O_EIGENVALUES},
+    {"plot", 0, 1, O_PLOT},
     {"format", 0, 1, O_FORMAT},
     {"verbose", 'v', 0, O_VERBOSE},
     {"help", 'h', 0, O_HELP},
@@ -272,6 +279,7 @@ static int apply(spectral_args *a, const opt_spec *o, const char *v, const char 
     case O_OUTPUT: a->output = v; break;
     case O_EMBEDDING: a->embedding = v; break;
     case O_EIGENVALUES: a->eigenvalues = v; break;
+    case O_PLOT: a->plot = v; break;
     case O_FORMAT:
       if (cli_pick("spectral", shown, v, formats, 2, &idx)) return CLI_EXIT_USAGE;
       a->format = idx == 0 ? OUT_CSV : OUT_JSON;
@@ -312,9 +320,10 @@ static int check(spectral_args *a) {
   }
   if (a->kind == IN_BATCH && a->embedding)
     return usage("--embedding is for a single graph, not --batch");
-  if (cli_is_stdout(a->embedding) + cli_is_stdout(a->eigenvalues) > 1 ||
-      ((cli_is_stdout(a->embedding) || cli_is_stdout(a->eigenvalues)) &&
-       (!a->output || cli_is_stdout(a->output))))
+  if (a->kind == IN_BATCH && a->plot) return usage("--plot is for a single graph, not --batch");
+  int to_stdout =
+      cli_is_stdout(a->embedding) + cli_is_stdout(a->eigenvalues) + cli_is_stdout(a->plot);
+  if (to_stdout > 1 || (to_stdout && (!a->output || cli_is_stdout(a->output))))
     return usage("only one output can go to standard output (the labels unless -o names a file)");
   return 0;
 }

@@ -42,6 +42,7 @@ typedef struct spectral_args {
   int threads;
   /* output */
   const char *output, *embedding, *eigenvalues; /* NULL = not written (output: stdout) */
+  const char *plot;                             /* SVG of the embedding, NULL = none */
   out_format format;
   int verbose;
   int help;

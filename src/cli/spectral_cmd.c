@@ -22,7 +22,9 @@
 #include "gstat/graph.h"
 #include "gstat/spectral.h"
 #include "output.h"
+#include "progress.h"
 #include "spectral_args.h"
+#include "svg_plot.h"
 
 /* RBF builds a dense n x n matrix: refuse what cannot sensibly fit. */
 #define RBF_MAX_BYTES ((double)((int64_t)4 << 30))
@@ -50,6 +52,8 @@ typedef struct job {
   gstat_spectral_result *res;
   gstat_spectral_batch_result *bres;
   cli_outputs out;
+  progress pr; /* reading points, then the library's kNN, eigensolver, batches */
+  char label[96];
 } job;
 
 /* failures name this subcommand */
@@ -152,8 +156,13 @@ static int read_points(job *j) {
   const spectral_args *a = j->a;
   char err[1200];
   csv_reader *rd = NULL;
-  csv_config cfg = {a->delimiter, a->header ? CSV_HEADER_YES : CSV_HEADER_AUTO, 1, NULL, NULL,
-                    NULL};
+  csv_config cfg = {.delimiter = a->delimiter,
+                    .header = a->header ? CSV_HEADER_YES : CSV_HEADER_AUTO,
+                    .missing_is_error = 1,
+                    .progress = progress_update,
+                    .progress_user = &j->pr};
+  snprintf(j->label, sizeof j->label, "gstat spectral: reading %s", j->name);
+  progress_init(&j->pr, j->label, S_ISREG(j->st.st_mode) ? (int64_t)j->st.st_size : 0);
   if (csv_open(&rd, j->in, j->name, &cfg, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
     return CLI_EXIT_FAILURE;
@@ -181,6 +190,7 @@ static int read_points(job *j) {
   }
   rc = 0;
 done:
+  progress_done(&j->pr);
   csv_close(rd);
   return rc;
 }
@@ -458,6 +468,53 @@ static int write_eigenvalues(job *j, FILE *f) {
   return ferror(f) ? -1 : 0;
 }
 
+/* Nodes drawn by --plot: beyond this an evenly spaced sample (an SVG of a
+ * million circles helps nobody). */
+#define PLOT_POINTS 20000
+
+/* --plot: the embedding's first two informative columns, coloured by
+ * cluster. Of a connected graph the first eigenvector is the trivial one
+ * (constant, or sqrt(degree) for the sym Laplacian) unless --drop-first
+ * removed it, so it is skipped as R's plot(gs_spectral) skips it; with
+ * several components the first eigenvectors are the component indicators,
+ * kept. */
+static int write_plot(job *j, FILE *f) {
+  const gstat_spectral_result *r = j->res;
+  int64_t n = r->n, d = r->n_components, k = r->n_clusters;
+  int64_t c0 = (!j->a->drop_first && r->graph_components == 1 && d >= 2) ? 1 : 0;
+  int64_t stride = (n + PLOT_POINTS - 1) / PLOT_POINTS, m = 0;
+  if (stride < 1) stride = 1;
+  int64_t cap = n / stride + 1;
+  double *x = malloc(sizeof(double) * (size_t)cap), *y = malloc(sizeof(double) * (size_t)cap);
+  int64_t *node = malloc(sizeof(int64_t) * (size_t)cap);
+  int32_t *group = malloc(sizeof(int32_t) * (size_t)cap);
+  char(*names)[32] = calloc((size_t)(k > 0 ? k : 1), sizeof *names);
+  const char **name_ptr = calloc((size_t)(k > 0 ? k : 1), sizeof *name_ptr);
+  int rc = -1;
+  if (!x || !y || !node || !group || !names || !name_ptr || d == 0) goto done;
+  for (int64_t i = 0; i < n; i += stride, m++) {
+    x[m] = r->embedding[i * d + c0];
+    y[m] = c0 + 1 < d ? r->embedding[i * d + c0 + 1] : 0;
+    node[m] = i;
+    group[m] = (int32_t)j->labels[i];
+  }
+  for (int64_t c = 0; c < k; c++) {
+    snprintf(names[c], sizeof names[c], "cluster %lld", (long long)c);
+    name_ptr[c] = names[c];
+  }
+  char lx[64], ly[64]; /* eigenvectors counted from 1, the smallest first */
+  int64_t first = c0 + 1 + (j->a->drop_first != 0);
+  snprintf(lx, sizeof lx, "eigenvector %lld", (long long)first);
+  snprintf(ly, sizeof ly, "eigenvector %lld", (long long)first + 1);
+  svg_spectral_plot p = {
+      j->name, n, k, m, node, x, c0 + 1 < d ? y : NULL, lx, ly, {group, k, name_ptr, "cluster"}};
+  rc = svg_write_spectral_plot(f, &p);
+done:
+  if (rc && d == 0) fail("%s: --plot: the embedding has no column to draw", j->name);
+  free(x), free(y), free(node), free(group), free(names), free(name_ptr);
+  return rc;
+}
+
 static int write_one(job *j, const char *path, const char *what, int (*fn)(job *, FILE *)) {
   FILE *f = cli_open_output(&j->out, path, what);
   if (!f) return CLI_EXIT_FAILURE;
@@ -470,6 +527,7 @@ static int write_results(job *j) {
     return CLI_EXIT_FAILURE;
   if (a->eigenvalues && write_one(j, a->eigenvalues, "eigenvalues", write_eigenvalues))
     return CLI_EXIT_FAILURE;
+  if (a->plot && write_one(j, a->plot, "plot", write_plot)) return CLI_EXIT_FAILURE;
   return write_one(j, a->output ? a->output : "-", "labels", write_labels);
 }
 
@@ -487,8 +545,8 @@ static int open_input(job *j) {
   if (S_ISDIR(j->st.st_mode)) return fail("%s is a directory, not an input file", a->input);
   if (!(j->in = fopen(a->input, "rb")))
     return fail("cannot open %s: %s", a->input, strerror(errno));
-  const char *outs[3] = {a->output, a->embedding, a->eigenvalues};
-  for (int i = 0; i < 3; i++) {
+  const char *outs[4] = {a->output, a->embedding, a->eigenvalues, a->plot};
+  for (int i = 0; i < 4; i++) {
     if (outs[i] && strcmp(outs[i], "-") && cli_same_file(j->is_stdin ? NULL : &j->st, outs[i])) {
       fprintf(stderr, "gstat spectral: %s would overwrite the input file\n", outs[i]);
       return CLI_EXIT_USAGE;
@@ -502,6 +560,8 @@ static int create_context(job *j) {
   gstat_ctx_options_init(&o);
   o.backend = j->a->backend;
   o.num_threads = j->a->threads;
+  o.progress = progress_library; /* shown on a terminal once a step is long */
+  o.progress_user = &j->pr;
   gstat_status st = gstat_ctx_create(&j->ctx, &o);
   if (st != GSTAT_OK)
     return fail("cannot set up the %s backend: %s%s",
@@ -587,9 +647,12 @@ int spectral_main(int argc, char **argv) {
   rc = a.kind == IN_POINTS ? read_points(&j) : read_edges(&j);
   if (rc) goto done;
   double t1 = seconds();
+  snprintf(j.label, sizeof j.label, "gstat spectral: %s", j.name);
+  progress_stage(&j.pr, j.label);
   rc = a.kind == IN_POINTS  ? cluster_points(&j)
        : a.kind == IN_BATCH ? cluster_batch(&j)
                             : cluster_edges(&j);
+  progress_done(&j.pr);
   if (rc) goto done;
   if (a.verbose) report(&j, t1 - t0, seconds() - t1);
   rc = write_results(&j);

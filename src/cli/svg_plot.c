@@ -213,6 +213,59 @@ static void sample_note(FILE *f, const svg_pca_plot *d, const panel *pn, const c
   text(f, (pn->left + pn->right) / 2, pn->top - 8, "middle", "font-size=\"11\"", b);
 }
 
+/* Tableau's 10 colours (matplotlib's default cycle): distinct, and known to
+ * users of the tools they would otherwise plot with. Groups beyond 10 reuse
+ * them. */
+static const char *const PALETTE[10] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                        "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+#define COLOR_NONE "#b0b0b0"
+#define LEGEND_MAX 12
+
+static const char *group_color(const svg_groups *g, int64_t i) {
+  if (!g->group) return COLOR_BAR;
+  return g->group[i] < 0 ? COLOR_NONE : PALETTE[g->group[i] % 10];
+}
+
+/* The points, one <circle> each, with the group's colour and name (a
+ * tooltip) when there are groups. y NULL: x against the point's index. */
+static void points(FILE *f, const axis *xa, const axis *ya, const double *x, const double *y,
+                   const int64_t *index, int64_t n, const svg_groups *g) {
+  fprintf(f, "<g fill-opacity=\"%s\">\n", g->group ? "0.75" : "0.55");
+  for (int64_t i = 0; i < n; i++) {
+    double yv = y ? y[i] : x[i], xv = y ? x[i] : (double)(index ? index[i] : i);
+    if (!isfinite(xv) || !isfinite(yv)) continue;
+    fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" fill=\"%s\"", axis_map(xa, xv),
+            axis_map(ya, yv), group_color(g, i));
+    if (g->group && g->group[i] >= 0 && g->names) {
+      fputs("><title>", f);
+      svg_write_escaped(f, g->names[g->group[i]]);
+      fputs("</title></circle>\n", f);
+    } else {
+      fputs("/>\n", f);
+    }
+  }
+  fputs("</g>\n", f);
+}
+
+/* The legend at the right of a panel: a swatch and the name per group. */
+static void legend(FILE *f, const panel *pn, const svg_groups *g) {
+  if (!g->group || g->count <= 0) return;
+  double x = pn->right + 10, y = pn->top + 4;
+  if (g->title) text(f, x, y + 9, "start", "font-weight=\"bold\"", g->title);
+  int64_t shown = g->count < LEGEND_MAX ? g->count : LEGEND_MAX;
+  for (int64_t i = 0; i < shown; i++) {
+    y += 16;
+    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n", x + 4, y + 5,
+            PALETTE[i % 10]);
+    text(f, x + 12, y + 9, "start", NULL, g->names ? g->names[i] : "");
+  }
+  if (shown < g->count) {
+    char b[64];
+    snprintf(b, sizeof b, "+ %lld more", (long long)(g->count - shown));
+    text(f, x, y + 25, "start", NULL, b);
+  }
+}
+
 static void scatter(FILE *f, const svg_pca_plot *d, const panel *pn) {
   double x0, x1, y0, y1;
   char lx[96], ly[96];
@@ -228,14 +281,9 @@ static void scatter(FILE *f, const svg_pca_plot *d, const panel *pn) {
   percent_label(ly, sizeof ly, d, 1);
   x_axis(f, pn, &xa, lx);
   y_axis(f, pn, &ya, ly);
-  fputs("<g fill=\"" COLOR_BAR "\" fill-opacity=\"0.55\">\n", f);
-  for (int64_t i = 0; i < d->n_points; i++) {
-    if (!isfinite(d->pc1[i]) || !isfinite(d->pc2[i])) continue;
-    fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\"/>\n", axis_map(&xa, d->pc1[i]),
-            axis_map(&ya, d->pc2[i]));
-  }
-  fputs("</g>\n", f);
+  points(f, &xa, &ya, d->pc1, d->pc2, NULL, d->n_points, &d->groups);
   frame(f, pn);
+  legend(f, pn, &d->groups);
 }
 
 /* One component only: no second axis to scatter on, so show PC1's distribution. */
@@ -275,17 +323,64 @@ static void histogram(FILE *f, const svg_pca_plot *d, const panel *pn) {
   frame(f, pn);
 }
 
-int svg_write_pca_plot(FILE *f, const svg_pca_plot *d) {
+static void svg_begin(FILE *f, int width) {
   fprintf(f,
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
           "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\" "
           "font-size=\"12\">\n",
-          WIDTH, HEIGHT, WIDTH, HEIGHT);
+          width, HEIGHT, width, HEIGHT);
+}
+
+int svg_write_spectral_plot(FILE *f, const svg_spectral_plot *d) {
+  const int width = 760;
+  svg_begin(f, width);
+  fputs("<title>gstat spectral: ", f);
+  svg_write_escaped(f, d->title);
+  fputs("</title>\n", f);
+  fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", width, HEIGHT);
+  fprintf(f,
+          "<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" "
+          "font-weight=\"bold\">Spectral embedding of ",
+          width / 2.0 - 50);
+  svg_write_escaped(f, d->title);
+  fprintf(f, " (%lld nodes, %lld clusters)</text>\n", (long long)d->n_nodes, (long long)d->k);
+  panel pn = {90, 610, 80, 400};
+  double x0, x1, y0, y1;
+  axis xa, ya;
+  if (d->y) {
+    range_of(d->x, d->n_points, &x0, &x1);
+    range_of(d->y, d->n_points, &y0, &y1);
+  } else { /* one informative eigenvector: against the node number */
+    x0 = 0;
+    x1 = d->n_nodes > 1 ? (double)(d->n_nodes - 1) : 1;
+    range_of(d->x, d->n_points, &y0, &y1);
+  }
+  axis_fit(&xa, x0, x1, 6, pn.left, pn.right);
+  axis_fit(&ya, y0, y1, 6, pn.bottom, pn.top);
+  char note[128];
+  if (d->n_points < d->n_nodes)
+    snprintf(note, sizeof note, "%lld of %lld nodes shown (evenly spaced sample)",
+             (long long)d->n_points, (long long)d->n_nodes);
+  else
+    snprintf(note, sizeof note, "%lld nodes, coloured by cluster", (long long)d->n_points);
+  text(f, (pn.left + pn.right) / 2, pn.top - 8, "middle", "font-size=\"11\"", note);
+  x_axis(f, &pn, &xa, d->y ? d->x_label : "node");
+  y_axis(f, &pn, &ya, d->y ? d->y_label : d->x_label);
+  points(f, &xa, &ya, d->x, d->y, d->node, d->n_points, &d->groups);
+  frame(f, &pn);
+  legend(f, &pn, &d->groups);
+  fputs("</svg>\n", f);
+  return ferror(f) ? -1 : 0;
+}
+
+int svg_write_pca_plot(FILE *f, const svg_pca_plot *d) {
+  int width = WIDTH + (d->groups.group ? 140 : 0); /* room for the legend */
+  svg_begin(f, width);
   fputs("<title>gstat pca: ", f);
   svg_write_escaped(f, d->title);
   fputs("</title>\n", f);
-  fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", WIDTH, HEIGHT);
+  fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", width, HEIGHT);
   /* the title is written unformatted: truncating it could split a UTF-8 character */
   fprintf(f,
           "<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" "

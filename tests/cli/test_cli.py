@@ -297,6 +297,41 @@ def test_malformed():
 
 # ---- formats: same numbers from every spelling of the table ---------------------------------
 
+def check_table_notation():
+    """Each numeric column of the text summary has one notation: fixed with the
+    same decimals in every row (decimal points aligned), or scientific in every
+    row when the variances span too many powers of ten; the numbers are the
+    JSON summary's, every variance to 6 significant digits."""
+    rng = random.Random(33)
+    for name, scales in (("narrow", [2.0, 1.0, 0.5, 0.3]),
+                         ("wide", [700.0, 90.0, 3.0, 0.2, 0.01])):
+        rows = [["%.9g" % (rng.gauss(0, 1) * sc) for sc in scales] for _ in range(80)]
+        path = write("fmt_notation_%s.csv" % name, table_text(rows, ["c%d" % j for j in range(len(scales))]))
+        rc, out, err = run(["pca", path])
+        rc2, js, _ = run(["pca", "--format", "json", path])
+        if not check(rc == 0 and rc2 == 0, "%s: pca failed: %s" % (name, err)):
+            continue
+        ref = json.loads(js)
+        lines = out.strip("\n").split("\n")
+        cols = list(zip(*[line.split() for line in lines[1:]]))
+        for c, cells in enumerate(cols[1:], start=1):
+            sci = [bool(re.match(r"^-?\d\.\d{5}e[+-]\d\d+$", x)) for x in cells]
+            dec = set(len(x.split(".")[1]) if "." in x and "e" not in x else -1 for x in cells)
+            check(all(sci) or (not any(sci) and len(dec) == 1 and -1 not in dec),
+                  "%s: column %d mixes notations or decimals: %r" % (name, c, cells))
+            ends = set(len(line) - line.index(cells[i]) - len(cells[i])
+                       for i, line in enumerate(lines[1:]))
+            check(len(set(len(x) for x in cells)) == 1 or len(ends) == 1,
+                  "%s: column %d not aligned" % (name, c))
+        var = [float(x) for x in cols[1]]
+        check(close_list(var, ref["explained_variance"], 5e-6),
+              "%s: table variances %r vs JSON %r" % (name, var, ref["explained_variance"]))
+        if name == "narrow":
+            check("e" not in out.split("\n", 1)[1], "narrow range went scientific: %r" % out)
+        else:
+            check(all("e" in x for x in cols[1]), "wide range not scientific: %r" % out)
+
+
 def test_formats():
     rows = random_table(60, 4, 7)
     names = ["alpha", "beta", "gamma", "delta"]
@@ -363,6 +398,7 @@ def test_formats():
             check(close(float(cells[1]), ref["explained_variance"][i], 1e-5) and
                   close(float(cells[2]), ref["explained_variance_ratio"][i], 1e-5),
                   "table row %d %r vs JSON" % (i, line))
+    check_table_notation()
     # CSV summary
     rc, out, _ = run(["pca", "--format", "csv", "-k", "2", write("fmt_c.csv", variants["csv"])])
     head, vals = read_csv_numbers(out, row_names=True)
@@ -673,12 +709,72 @@ def test_plot():
             points = [c for c in root.iter(SVG_NS + "circle") if c.get("r") == "2.5"]
             check(3000 <= len(points) <= 5000, "%s: %d points" % (extra, len(points)))
             check(any("of 12000 rows shown" in t for t in svg_texts(root)), "sampling note")
+    check_color_by()
     # --plot - writes the SVG to stdout
     rc, out, err = run(["pca", "--plot", "-", path])
     try:
         check(rc == 0 and ET.fromstring(out.encode()).tag == SVG_NS + "svg", "--plot -")
     except ET.ParseError as exc:
         fail("--plot - output does not parse: %s" % exc)
+
+
+def check_color_by():
+    """--color-by COLUMN: that column is a label, not data (the fit equals the
+    fit without it), and each scatter point takes its row's label: its colour
+    (one per label, in order of appearance) and its tooltip; rows dropped for
+    a missing value drop their label too, in memory and streamed alike."""
+    rows = random_table(90, 3, 21)
+    kinds = ["setosa", "versicolor", "virginica", ""]
+    labels = [kinds[(i * 7) % 4] if i % 11 else "NA" for i in range(90)]
+    rows[5][1] = "NA"  # left out of the fit, with its label
+    with_label = write("cb.csv", table_text([r[:2] + [lab] + r[2:] for r, lab in zip(rows, labels)],
+                                            ["a", "b", "species", "c"]))
+    plain = write("cb_plain.csv", table_text(rows, ["a", "b", "c"]))
+    _, ref, _ = run(["pca", "--format", "json", plain])
+    svgs = []
+    for extra in ([], ["--method", "covariance", "--chunk-rows", "7"], ["--color-by", "3"]):
+        svg = os.path.join(TMP, "cb%d.svg" % len(svgs))
+        opts = extra if "--color-by" in extra else ["--color-by", "species"] + extra
+        rc, out, err = run(["pca", "--format", "json", "--plot", svg] + opts + [with_label])
+        if not check(rc == 0, "--color-by %s: rc %d %s" % (opts, rc, err)):
+            return
+        check(close_list(json.loads(out)["explained_variance"],
+                         json.loads(ref)["explained_variance"], 1e-10) and
+              json.loads(out)["features"] == ["a", "b", "c"], "--color-by changed the fit")
+        root = parse_svg(svg, "--color-by")
+        if root is None:
+            return
+        svgs.append(root)
+        pts = [c for c in root.iter(SVG_NS + "circle") if c.get("r") == "2.5"]
+        kept = [lab for i, lab in enumerate(labels) if i != 5]
+        check(len(pts) == len(kept), "--color-by: %d points, want %d" % (len(pts), len(kept)))
+        order = []
+        for lab in kept:
+            if lab not in ("", "NA") and lab not in order:
+                order.append(lab)
+        colour = {}
+        for c, lab in zip(pts, kept):
+            title = c.find(SVG_NS + "title")
+            if lab in ("", "NA"):
+                check(title is None and c.get("fill") == "#b0b0b0", "unlabelled point not grey")
+                continue
+            check(title is not None and title.text == lab, "point label %r, want %r" %
+                  (title.text if title is not None else None, lab))
+            colour.setdefault(lab, c.get("fill"))
+            check(c.get("fill") == colour[lab], "label %s in two colours" % lab)
+        check(len(set(colour.values())) == len(order), "labels share a colour: %s" % colour)
+        texts = svg_texts(root)
+        check(all(lab in texts for lab in order) and "species" in texts, "legend: %s" % texts)
+    if len(svgs) == 3:
+        xy = [[(c.get("cx"), c.get("cy"), c.get("fill")) for c in r.iter(SVG_NS + "circle")]
+              for r in svgs]
+        check(xy[0] == xy[1] == xy[2], "streamed / numbered --color-by plots differ")
+    rc, _, err = run(["pca", "--plot", os.path.join(TMP, "x.svg"), "--color-by", "nope", with_label])
+    check(rc == 1 and "no column 'nope'" in err and "species" in err, "unknown column: %s" % err)
+    rc, out, _ = run(["pca", "--help"])
+    check("--color-by COLUMN" in out, "pca --help lacks --color-by")
+    rc, _, err = run(["pca", "--color-by", "species", with_label])
+    check(rc == 2 and "--plot" in err, "--color-by without --plot: %d %s" % (rc, err))
 
 
 # ---- progress line: only on a terminal ---------------------------------------------------------

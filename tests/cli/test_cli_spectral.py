@@ -3,7 +3,7 @@
 
 usage: test_cli_spectral.py GSTAT_BINARY GROUP [--data-dir DIR]
 
-GROUP is one of: help, usage, malformed, karate, points, batch, json, fuzz.
+GROUP is one of: help, usage, malformed, karate, points, batch, json, plot, progress, fuzz.
 Exit status 0 pass, 1 fail, 77 skipped.
 """
 import argparse
@@ -74,7 +74,8 @@ SPECTRAL_OPTIONS = ["--points", "--batch", "--node-ids", "--nodes", "--header", 
                     "--symmetrize", "--affinity", "--gamma", "--neighbors", "--eps", "--clusters",
                     "--eigengap", "--max-clusters", "--laplacian", "--assign", "--n-init",
                     "--seed", "--normalize-rows", "--drop-first", "--backend", "--threads",
-                    "--output", "--embedding", "--eigenvalues", "--format", "--verbose", "--help"]
+                    "--output", "--embedding", "--eigenvalues", "--plot", "--format", "--verbose",
+                    "--help"]
 
 
 def test_help(data_dir):
@@ -111,6 +112,7 @@ def test_help(data_dir):
         ["-k", "2", "--drop-first", edges], ["-k", "2", "--backend", "cpu", "--threads", "1", edges],
         ["-k", "2", "--output", o, "--embedding", o + "e", "--eigenvalues", o + "v", edges],
         ["-k", "2", "--format", "json", "--verbose", edges],
+        ["-k", "2", "--plot", o + ".svg", edges],
         ["--points", "-k", "3", pts], ["--points", "-k", "3", "--delimiter", ",", pts],
         ["--points", "-k", "3", "--affinity", "rbf", "--gamma", "0.5", pts],
         ["--points", "-k", "3", "--affinity", "knn", "--neighbors", "5", "--symmetrize", "max",
@@ -345,6 +347,116 @@ def test_karate(data_dir):
     return None
 
 
+def corr(a, b):
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    sab = sum((x - ma) * (y - mb) for x, y in zip(a, b))
+    saa = sum((x - ma) ** 2 for x in a)
+    sbb = sum((y - mb) ** 2 for y in b)
+    return sab / (saa * sbb) ** 0.5 if saa > 0 and sbb > 0 else 0.0
+
+
+def test_plot(data_dir):
+    """--plot draws the embedding written by --embedding in the same run: its
+    first informative columns (the constant first eigenvector of a connected
+    graph left out), one point per node, coloured by the labels written."""
+    edges = os.path.join(data_dir or "", "karate.edges")
+    if not (data_dir and os.path.exists(edges)):
+        print("no data/karate.edges: skipped")
+        return SKIP
+    d = TMP()
+    svg, emb = os.path.join(d, "k.svg"), os.path.join(d, "k.emb")
+    for k, extra in ((3, []), (2, []), (3, ["--drop-first"]), (3, ["--laplacian", "sym"])):
+        rc, out, err = run(["spectral", "-k", str(k), "--plot", svg, "--embedding", emb] + extra +
+                           [edges])
+        if not check(rc == 0, "plot %s: %s" % (extra, err)):
+            continue
+        labels = [int(r[1]) for r in labels_csv(out)[1]]
+        with open(emb) as f:
+            e = [[float(v) for v in line.split(",")[1:]] for line in f.read().split("\n")[1:] if line]
+        root = base.parse_svg(svg, "spectral plot")
+        if root is None:
+            continue
+        pts = [c for c in root.iter(base.SVG_NS + "circle") if c.get("r") == "2.5"]
+        check(len(pts) == 34, "plot: %d points, want 34" % len(pts))
+        cx = [float(c.get("cx")) for c in pts]
+        cy = [float(c.get("cy")) for c in pts]
+        col = lambda j: [row[j] for row in e]
+        texts = base.svg_texts(root)
+        if "--drop-first" in extra:  # nothing trivial left to skip
+            x, y, names = col(0), col(1), ("eigenvector 2", "eigenvector 3")
+        else:
+            spread0 = max(col(0)) - min(col(0))
+            if "--laplacian" not in extra:  # rw: the first column is constant, really trivial
+                check(spread0 <= 1e-9 * max(abs(v) for v in col(0)), "e1 not constant")
+            x, y = col(1), (col(2) if k == 3 else None)
+            names = ("eigenvector 2", "eigenvector 3") if k == 3 else ("eigenvector 2",)
+        if y is None:  # one informative column: against the node number
+            check(corr(cx, list(range(34))) > 1 - 1e-9, "k=2: x is not the node number")
+            check(corr(cy, x) < -1 + 1e-6, "k=2: y is not eigenvector 2")
+        else:
+            check(corr(cx, x) > 1 - 1e-6 and corr(cy, y) < -1 + 1e-6,
+                  "%s: points are not the embedding's columns" % extra)
+        check(all(n in texts for n in names), "%s: axis labels %s" % (extra, texts))
+        colour = {}
+        for c, lab in zip(pts, labels):
+            colour.setdefault(lab, c.get("fill"))
+            check(c.get("fill") == colour[lab] and c.find(base.SVG_NS + "title").text ==
+                  "cluster %d" % lab, "point colour/title does not follow its cluster")
+        check(len(set(colour.values())) == k, "clusters share a colour")
+    rc, _, err = run(["spectral", "-k", "2", "--batch", "--plot", svg, edges])
+    check(rc == 2 and "not --batch" in err, "--batch --plot: %d %s" % (rc, err))
+    rc, out, err = run(["spectral", "-k", "2", "--plot", "-", "-o", os.path.join(d, "l"), edges])
+    check(rc == 0 and out.startswith("<?xml"), "--plot - : %d %s" % (rc, err))
+    return None
+
+
+def on_terminal(args, env):
+    """Run gstat with stderr on a pseudo-terminal; (rc, what it wrote there)."""
+    master, slave = base.pty.openpty()
+    e = dict(os.environ)
+    e.update(env)
+    proc = subprocess.Popen([base.GSTAT] + args, stdout=subprocess.DEVNULL, stderr=slave, env=e)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    proc.wait()
+    os.close(master)
+    return proc.returncode, seen.decode("utf-8", "replace")
+
+
+def test_progress(data_dir):
+    """The library's progress (kNN, batches, power iterations) on a terminal's
+    stderr, one rewritten line erased at the end; never when stderr is not a
+    terminal. GSTAT_CLI_PROGRESS_AFTER=0 shows it without the 1 s wait."""
+    if base.WRAPPER:
+        return SKIP
+    rng = random.Random(5)
+    pts = write("prog.csv", "x,y\n" + "".join("%.5f,%.5f\n" % (rng.gauss(i % 3 * 6, 1), rng.gauss(0, 1))
+                                              for i in range(300)))
+    batch = write("prog.batch", "".join("g%d %d %d\n" % (g, i, (i + 1) % 8)
+                                        for g in range(40) for i in range(8)))
+    now = {"GSTAT_CLI_PROGRESS_AFTER": "0"}
+    for args, want in ((["spectral", "--points", "--affinity", "knn", "-k", "3", pts], "knn 300 of 300"),
+                       (["spectral", "--batch", "-k", "2", batch], "spectral_batch: graphs"),
+                       (["pca", "-k", "1", "--method", "randomized", pts], "power iterations")):
+        rc, seen = on_terminal(args, now)
+        check(rc == 0 and want in seen and seen.endswith("\r\x1b[K"),
+              "%s: no progress line %r on a terminal: %r" % (args[0], want, seen[:400]))
+        rc, out, err = run(args, env=now)
+        check(rc == 0 and err == "", "%s: progress without a terminal: %r" % (args[0], err))
+        if want.startswith("knn"):  # reported early: quiet within the default second
+            rc, seen = on_terminal(args, {})
+            check(rc == 0 and want not in seen, "quick kNN shows progress: %r" % seen)
+    return None
+
+
 def out_of(args):
     rc, out, err = run(args)
     check(rc == 0, "gstat %s: %s" % (" ".join(args), err))
@@ -514,7 +626,8 @@ def main():
     base.TMP = tempfile.mkdtemp(prefix="gstat-cli-spectral-")
     groups = {"help": test_help, "usage": test_usage, "malformed": test_malformed,
               "karate": test_karate, "points": test_points, "batch": test_batch,
-              "json": test_json, "fuzz": test_fuzz}
+              "json": test_json, "plot": test_plot, "progress": test_progress,
+              "fuzz": test_fuzz}
     if args.group not in groups:
         print("unknown group %s (one of %s)" % (args.group, ", ".join(groups)))
         return 2

@@ -125,7 +125,7 @@ gs_mahalanobis <- function(x, center, cov, inverted = FALSE, ...) {
   cov <- square_matrix(cov, fname, "cov")
   center <- if (isFALSE(center)) NULL else as.double(center)
   if (!is.null(center) && length(center) == 1L && ncol(x) > 1L) center <- rep(center, ncol(x))
-  d <- gs_call(rg_mahalanobis, x, center, cov, isTRUE(inverted))
+  d <- gs_call(rg_mahalanobis, x, center, cov, isTRUE(inverted), .what = "cov")
   setNames(d, rownames(x))
 }
 

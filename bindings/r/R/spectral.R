@@ -60,9 +60,17 @@ gs_spectral <- function(x, k = NULL, affinity = c("rbf", "knn", "precomputed"), 
                         n_neighbors = 10L, laplacian = c("rw", "sym", "unnormalized"),
                         assign = c("kmeans", "cluster_qr"), n_init = 10L, seed = 0,
                         normalize_rows = FALSE, drop_first = FALSE, n_components = NULL,
-                        max_clusters = 10L, symmetrize = c("check", "max", "mean", "sum", "min")) {
+                        max_clusters = 10L, symmetrize = c("check", "max", "mean", "sum", "min"),
+                        progress = NULL) {
   fname <- "gs_spectral"
+  # a graph (igraph, Matrix sparse matrix) is clustered as it is, as igraph's
+  # cluster_*() functions take it: its edge weights are the affinities
+  is_graph <- inherits(x, "igraph") || methods::is(x, "sparseMatrix")
+  if (missing(affinity) && is_graph) affinity <- "precomputed"
   affinity <- match.arg(affinity)
+  if (is_graph && affinity != "precomputed")
+    stop(fname, ": 'x' is a graph: its weights are the affinities (affinity = \"precomputed\"), ",
+         "not data to build an \"", affinity, "\" graph from", call. = FALSE)
   laplacian <- match.arg(laplacian)
   assign <- match.arg(assign)
   symmetrize <- match.arg(symmetrize)
@@ -78,10 +86,46 @@ gs_spectral <- function(x, k = NULL, affinity = c("rbf", "knn", "precomputed"), 
   }
   opts <- spectral_opts(k, laplacian, assign, n_init, seed, normalize_rows, drop_first,
                         n_components, max_clusters, symmetrize)
-  r <- gs_call(rg_spectral, spec, opts)
-  structure(c(r, list(n = length(r$cluster), affinity = affinity, laplacian = laplacian,
-                      call = match.call())),
-            class = "gs_spectral")
+  r <- gs_call(rg_spectral, spec, opts, .progress = progress)
+  n <- length(r$cluster)
+  nm <- if (inherits(x, "igraph")) igraph::vertex_attr(x, "name") else rownames(x)
+  # igraph's communities fields (membership, algorithm, modularity, names,
+  # vcount), so that membership(), sizes(), length(), modularity(),
+  # algorithm() and groups() of igraph work on the result as on
+  # cluster_louvain()'s
+  comm <- list(membership = r$cluster, algorithm = "spectral", vcount = n,
+               modularity = if (affinity == "precomputed") graph_modularity(spec, r$cluster, symmetrize))
+  if (!is.null(nm)) comm$names <- nm
+  structure(c(r, list(n = n, affinity = affinity, laplacian = laplacian,
+                      drop_first = isTRUE(drop_first), call = match.call()), comm),
+            class = c("gs_spectral", "communities"))
+}
+
+# Newman's modularity of the clustering on the graph as gstat used it (the
+# symmetrization applied): sum over clusters of the within-cluster weight
+# share minus the squared degree share, as igraph::modularity() computes it
+# for an undirected weighted graph (resolution 1).
+graph_modularity <- function(spec, cl, symmetrize) {
+  combine <- function(A, At) {
+    switch(symmetrize, check = A, sum = A + At, mean = (A + At) / 2,
+           max = (A + At + abs(A - At)) / 2, min = (A + At - abs(A - At)) / 2)
+  }
+  if (spec$type == "dense") { # base R only: no Matrix needed for a dense graph
+    A <- combine(spec$A, t(spec$A))
+    diag(A) <- 0 # gstat's Laplacians leave self-loops out
+    within <- sum(A[outer(cl, cl, "==")])
+  } else {
+    A <- Matrix::sparseMatrix(i = spec$j, p = spec$p, x = spec$x, dims = c(spec$n, spec$n),
+                              index1 = FALSE)
+    A <- combine(A, Matrix::t(A))
+    A <- methods::as(A - Matrix::Diagonal(x = Matrix::diag(A)), "TsparseMatrix")
+    within <- sum(A@x[cl[A@i + 1L] == cl[A@j + 1L]])
+  }
+  two_m <- sum(A)
+  if (!(two_m > 0)) return(NA_real_)
+  deg <- as.numeric(if (is.matrix(A)) rowSums(A) else Matrix::rowSums(A))
+  share <- vapply(split(deg, factor(cl, levels = seq_len(max(cl, 1L)))), sum, 0)
+  within / two_m - sum((share / two_m)^2)
 }
 
 print.gs_spectral <- function(x, ...) {
@@ -90,6 +134,7 @@ print.gs_spectral <- function(x, ...) {
               x$affinity, x$laplacian, x$n, x$k))
   cat("Cluster sizes:", sizes, "\n")
   cat("Smallest eigenvalues:", format(utils::head(x$eigenvalues, 10L), digits = 4), "\n")
+  if (is.numeric(x$modularity)) cat("Modularity:", format(x$modularity, digits = 4), "\n")
   invisible(x)
 }
 
@@ -127,11 +172,33 @@ plot.gs_spectral <- function(x, data = NULL, which = c("data", "embedding", "eig
               main = "Spectral clusters", ...)
     return(invisible(x))
   }
-  e <- x$embedding
-  if (ncol(e) >= 2L) plot(e[, 1:2], col = col, pch = 19, xlab = "embedding 1",
-                          ylab = "embedding 2", main = "Spectral embedding", ...)
-  else plot(e[, 1L], col = col, pch = 19, ylab = "embedding 1", main = "Spectral embedding", ...)
+  xy <- embedding_coords(x)
+  if (ncol(xy) >= 2L) {
+    plot(xy[, 1:2], col = col, pch = 19, xlab = colnames(xy)[1L], ylab = colnames(xy)[2L],
+         main = "Spectral embedding", ...)
+  } else {
+    plot(xy[, 1L], col = col, pch = 19, xlab = "node", ylab = colnames(xy)[1L],
+         main = "Spectral embedding", ...)
+  }
   invisible(x)
+}
+
+# The two embedding columns plot() draws, named by the eigenvector they hold.
+# Of a connected graph the first eigenvector is the trivial one (constant for
+# the rw and unnormalized Laplacians, sqrt(degree) for sym): every node has
+# the same coordinate up to scale, so drawing it shows nothing. It is skipped
+# unless drop_first already left it out or it is the only column. With several
+# components the first eigenvectors span the component indicators, so none
+# of them is trivial and none is skipped.
+embedding_coords <- function(x) {
+  e <- x$embedding
+  first <- if (isTRUE(x$drop_first)) 2L else 1L
+  skip <- !isTRUE(x$drop_first) && identical(as.integer(x$graph_components), 1L) && ncol(e) >= 2L
+  j <- if (skip) 2L else 1L
+  j <- utils::head(seq.int(j, ncol(e)), 2L)
+  xy <- e[, j, drop = FALSE]
+  colnames(xy) <- paste("eigenvector", j + first - 1L)
+  xy
 }
 
 STATUS <- c("OK", "EINVAL", "ENOMEM", "ENOTFINITE", "ENOTPD", "ESINGULAR", "ENOCONV",
@@ -142,7 +209,7 @@ gs_spectral_batch <- function(graphs, k = NULL, laplacian = c("rw", "sym", "unno
                               normalize_rows = FALSE, drop_first = FALSE, n_components = NULL,
                               max_clusters = 10L,
                               symmetrize = c("check", "max", "mean", "sum", "min"),
-                              progress = interactive()) {
+                              progress = NULL) {
   fname <- "gs_spectral_batch"
   laplacian <- match.arg(laplacian)
   assign <- match.arg(assign)
@@ -182,8 +249,8 @@ gs_spectral_batch <- function(graphs, k = NULL, laplacian = c("rw", "sym", "unno
   }
   opts <- spectral_opts(0L, laplacian, assign, n_init, seed, normalize_rows, drop_first,
                         n_components, max_clusters, symmetrize)
-  r <- gs_call(rg_spectral_batch, batch, k, opts, isTRUE(progress))
-  if (nzchar(r$message)) warning(fname, ": ", r$message, call. = FALSE)
+  r <- gs_call(rg_spectral_batch, batch, k, opts, .index = seq_len(count), .progress = progress)
+  if (nzchar(r$message)) warning(r_message(paste0(fname, ": ", r$message)), call. = FALSE)
   gid <- factor(rep(seq_len(count), sizes), levels = seq_len(count))
   eid <- factor(rep(seq_len(count), diff(r$eig_offsets)), levels = seq_len(count))
   structure(list(cluster = setNames(split(r$labels, gid), names(graphs)), k = r$k,
@@ -197,7 +264,10 @@ gs_spectral_batch <- function(graphs, k = NULL, laplacian = c("rw", "sym", "unno
 print.gs_spectral_batch <- function(x, ...) {
   cat(sprintf("Spectral clustering of %d graphs (%d to %d nodes)\n", length(x$k),
               if (length(x$sizes)) min(x$sizes) else 0L, if (length(x$sizes)) max(x$sizes) else 0L))
-  cat("Clusters per graph:", format(table(x$k)), "\n")
+  # a table printed as base R prints it: the cluster counts as names, how
+  # many graphs have each below them
+  cat("Clusters per graph:\n")
+  print(table(k = x$k, useNA = "ifany"))
   bad <- sum(x$status != "OK")
   if (bad) cat(bad, "graph(s) failed:", unique(x$status[x$status != "OK"]), "\n")
   invisible(x)

@@ -24,7 +24,7 @@ SEXP rg_cov(SEXP x, SEXP missing, SEXP cor, SEXP ddof, SEXP aweights) {
   gstat_matrix X = rg_colmajor(xd, 1, n, p), C = rg_colmajor(REAL(cm), 1, p, p);
   gstat_matrix M = gstat_vector_batch(REAL(mean), GSTAT_F64, 1, p);
   rg_call c;
-  rg_begin(&c, "gs_cov", 0);
+  rg_begin(&c, "gs_cov");
   rg_check(&c, gstat_covariance(c.ctx, &X, &opt, &C, &M));
   rg_end(&c);
   UNPROTECT(1);
@@ -42,7 +42,7 @@ SEXP rg_cov_shrink(SEXP x, SEXP method, SEXP assume_centered) {
   SET_VECTOR_ELT(out, 1, s);
   gstat_matrix X = rg_colmajor(xd, 1, n, p), C = rg_colmajor(REAL(cm), 1, p, p);
   rg_call c;
-  rg_begin(&c, "gs_cov_shrink", 0);
+  rg_begin(&c, "gs_cov_shrink");
   rg_check(&c, gstat_cov_shrink(c.ctx, &X, (gstat_shrinkage)rg_int(method, "method"),
                                 Rf_asLogical(assume_centered) == TRUE, &C, NULL, REAL(s)));
   rg_end(&c);
@@ -64,7 +64,7 @@ SEXP rg_mahalanobis(SEXP x, SEXP center, SEXP cov, SEXP inverted) {
   gstat_matrix D = gstat_vector_batch(REAL(d2), GSTAT_F64, 1, n);
   gstat_matrix C = gstat_vector_batch(center == R_NilValue ? NULL : REAL(center), GSTAT_F64, 1, p);
   rg_call c;
-  rg_begin(&c, "gs_mahalanobis", 0);
+  rg_begin(&c, "gs_mahalanobis");
   rg_check(&c, gstat_mahalanobis(c.ctx, &X, center == R_NilValue ? NULL : &C, &S,
                                  Rf_asLogical(inverted) == TRUE, &D));
   rg_end(&c);

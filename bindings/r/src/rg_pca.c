@@ -21,7 +21,7 @@ SEXP rg_pca(SEXP x, SEXP center, SEXP scale, SEXP k, SEXP method, SEXP seed) {
   gstat_matrix X = rg_colmajor(xd, 1, n, p);
   gstat_pca_result *res = NULL;
   rg_call c;
-  rg_begin(&c, "gs_prcomp", 0);
+  rg_begin(&c, "gs_prcomp");
   gstat_status st = gstat_pca(c.ctx, &X, &opt, &res);
   if (st != GSTAT_OK) gstat_pca_result_free(res);
   rg_check(&c, st);

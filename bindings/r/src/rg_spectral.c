@@ -89,7 +89,7 @@ SEXP rg_laplacian(SEXP graph, SEXP kind, SEXP symmetrize) {
   static const char *snames[] = {"p", "j", "x", "degrees"};
   gstat_laplacian_kind k = (gstat_laplacian_kind)rg_int(kind, "type");
   rg_call c;
-  rg_begin(&c, "gs_laplacian", 0);
+  rg_begin(&c, "gs_laplacian");
   rg_graph G;
   rg_check(&c, make_graph(&c, graph, rg_int(symmetrize, "symmetrize"), &G));
   int64_t n = G.n;
@@ -145,7 +145,7 @@ SEXP rg_spectral(SEXP graph, SEXP opts) {
   gstat_spectral_options o;
   spectral_options(opts, &o);
   rg_call c;
-  rg_begin(&c, "gs_spectral", 0);
+  rg_begin(&c, "gs_spectral");
   rg_graph G;
   rg_check(&c, make_graph(&c, graph, rg_int(list_elt(opts, "symmetrize"), "symmetrize"), &G));
   int64_t n = G.n;
@@ -184,7 +184,7 @@ SEXP rg_spectral(SEXP graph, SEXP opts) {
   return out;
 }
 
-SEXP rg_spectral_batch(SEXP graphs, SEXP k, SEXP opts, SEXP progress) {
+SEXP rg_spectral_batch(SEXP graphs, SEXP k, SEXP opts) {
   static const char *names[] = {"labels", "k",           "graph_components", "inertia",
                                 "status", "eig_offsets", "eigenvalues",      "message"};
   gstat_spectral_options o;
@@ -221,7 +221,7 @@ SEXP rg_spectral_batch(SEXP graphs, SEXP k, SEXP opts, SEXP progress) {
   int64_t *labels = (int64_t *)R_alloc(total > 0 ? (size_t)total : 1, sizeof(int64_t));
   gstat_spectral_batch_result *res = NULL;
   rg_call c;
-  rg_begin(&c, "gs_spectral_batch", Rf_asLogical(progress) == TRUE);
+  rg_begin(&c, "gs_spectral_batch");
   gstat_status st = gstat_spectral_clustering_batch(c.ctx, &B, kk, &o, labels, &res);
   /* Graphs failing on their own (disconnected with more components than k,
    * ...) come back with their status and labels NA: a warning, not an error.

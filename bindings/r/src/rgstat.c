@@ -42,6 +42,33 @@ static void check_interrupt(void *unused) {
   R_CheckUserInterrupt();
 }
 
+/* The R function progress_reporter()'s update(what, done, total) for the
+ * call in progress (NULL: none), set by the R wrapper around the call. */
+static SEXP progress_fn = NULL;
+
+SEXP rg_set_progress(SEXP fn) {
+  if (progress_fn) R_ReleaseObject(progress_fn);
+  progress_fn = NULL;
+  if (fn != R_NilValue) {
+    R_PreserveObject(fn);
+    progress_fn = fn;
+  }
+  return R_NilValue;
+}
+
+typedef struct progress_args {
+  const char *what;
+  int64_t done, total;
+} progress_args;
+
+static void call_progress_fn(void *data) {
+  const progress_args *p = data;
+  SEXP call = PROTECT(Rf_lang4(progress_fn, Rf_mkString(p->what), Rf_ScalarReal((double)p->done),
+                               Rf_ScalarReal((double)p->total)));
+  Rf_eval(call, R_GlobalEnv);
+  UNPROTECT(1);
+}
+
 /* The context that every call uses, kept between calls so that its
  * workspace (and on a GPU its handles, device buffers and solver graphs) is
  * reused: a repeated call of one shape allocates nothing. It is re-created
@@ -73,24 +100,27 @@ static int progress_cb(int64_t done, int64_t total, const char *what, void *user
     c->interrupted = 1;
     return 1;
   }
-  if (c->progress && total > 0) {
+  if (progress_fn && total > 0) {
+    /* R is called only when the bar would move (R's txtProgressBar draws
+     * in 1/50ths), and inside R_ToplevelExec so that an error in it cannot
+     * jump over the C library's cleanup: a failed update leaves the bar. */
     int pct = (int)(100 * done / total);
-    if (pct != c->last_percent) {
-      int bar = pct / 4;
-      REprintf("\r%s [%.*s%*s] %3d%%", what, bar, "=========================", 25 - bar, "", pct);
-      if (done >= total) REprintf("\n");
+    if (pct != c->last_percent || (what && strcmp(what, c->last_what) != 0)) {
+      progress_args p = {what ? what : "", done, total};
+      snprintf(c->last_what, sizeof c->last_what, "%s", p.what);
       c->last_percent = pct;
+      R_ToplevelExec(call_progress_fn, &p);
     }
   }
   return 0;
 }
 
-void rg_begin(rg_call *c, const char *fname, int progress) {
+void rg_begin(rg_call *c, const char *fname) {
   c->ctx = NULL;
   c->fname = fname;
   c->interrupted = 0;
-  c->progress = progress;
   c->last_percent = -1;
+  c->last_what[0] = '\0';
   gstat_backend backend = option_backend();
   int threads = option_threads();
   if (shared.ctx && (shared.backend != backend || shared.threads != threads)) shared_drop();
@@ -143,7 +173,6 @@ void rg_check(rg_call *c, gstat_status st) {
   snprintf(msg, sizeof msg, "%s", gstat_ctx_last_error(c->ctx));
   if (!*msg) snprintf(msg, sizeof msg, "%s", gstat_status_string(st));
   rg_end(c); /* the context stays usable: only its last error changed */
-  if (c->progress && c->last_percent >= 0) REprintf("\n");
   if (c->interrupted && st == GSTAT_ECANCELED) Rf_onintr();
   Rf_error("%s: %s", c->fname, msg);
 }
@@ -231,20 +260,17 @@ SEXP rg_backend_info(void) {
 /* through void (*)(void), the generic function pointer type, as C allows */
 #define ENTRY(name, n) \
   { #name, (DL_FUNC)(void (*)(void)) & name, n }
-static const R_CallMethodDef call_methods[] = {ENTRY(rg_backend_info, 0),
-                                               ENTRY(rg_eigen, 2),
-                                               ENTRY(rg_eigen_batch, 2),
-                                               ENTRY(rg_chol, 1),
-                                               ENTRY(rg_chol_solve, 2),
-                                               ENTRY(rg_chol2inv, 1),
-                                               ENTRY(rg_cov, 5),
-                                               ENTRY(rg_cov_shrink, 3),
-                                               ENTRY(rg_mahalanobis, 4),
-                                               ENTRY(rg_pca, 6),
-                                               ENTRY(rg_laplacian, 3),
-                                               ENTRY(rg_spectral, 2),
-                                               ENTRY(rg_spectral_batch, 4),
-                                               {NULL, NULL, 0}};
+static const R_CallMethodDef call_methods[] = {
+    ENTRY(rg_backend_info, 0), ENTRY(rg_eigen, 2),
+    ENTRY(rg_eigen_batch, 2),  ENTRY(rg_chol, 1),
+    ENTRY(rg_chol_pivot, 2),   ENTRY(rg_chol_solve, 2),
+    ENTRY(rg_chol2inv, 1),     ENTRY(rg_cov, 5),
+    ENTRY(rg_cov_shrink, 3),   ENTRY(rg_mahalanobis, 4),
+    ENTRY(rg_pca, 6),          ENTRY(rg_laplacian, 3),
+    ENTRY(rg_spectral, 2),     ENTRY(rg_spectral_batch, 3),
+    ENTRY(rg_set_progress, 1), ENTRY(rg_asymmetry, 2),
+    {NULL, NULL, 0},
+};
 
 void attribute_visible R_init_rgstat(DllInfo *dll) {
   R_registerRoutines(dll, NULL, call_methods, NULL, NULL);

@@ -15,13 +15,13 @@ typedef struct rg_call {
   gstat_ctx *ctx;
   const char *fname; /* R function name, prefixed to error messages */
   int interrupted;   /* the user pressed Ctrl-C during the C call */
-  int progress;      /* draw a text progress bar */
-  int last_percent;
+  int last_percent;  /* of the last progress report passed to R */
+  char last_what[64];
 } rg_call;
 
 /* Take the package's context for options(rgstat.backend, rgstat.threads),
  * creating it when there is none or the options changed. */
-void rg_begin(rg_call *c, const char *fname, int progress);
+void rg_begin(rg_call *c, const char *fname);
 /* Record which backend ran and what the GPU did. On failure: end the call
  * (the context stays), then signal the interrupt or
  * Rf_error("<fname>: <gstat message>"). Free every non-R resource first. */
@@ -44,6 +44,8 @@ SEXP rg_backend_info(void);
 SEXP rg_eigen(SEXP x, SEXP only_values);
 SEXP rg_eigen_batch(SEXP xs, SEXP only_values);
 SEXP rg_chol(SEXP x);
+SEXP rg_chol_pivot(SEXP x, SEXP tol);
+SEXP rg_asymmetry(SEXP xs, SEXP tol);
 SEXP rg_chol_solve(SEXP r, SEXP b);
 SEXP rg_chol2inv(SEXP r);
 SEXP rg_cov(SEXP x, SEXP missing, SEXP cor, SEXP ddof, SEXP aweights);
@@ -52,6 +54,8 @@ SEXP rg_mahalanobis(SEXP x, SEXP center, SEXP cov, SEXP inverted);
 SEXP rg_pca(SEXP x, SEXP center, SEXP scale, SEXP k, SEXP method, SEXP seed);
 SEXP rg_laplacian(SEXP graph, SEXP kind, SEXP symmetrize);
 SEXP rg_spectral(SEXP graph, SEXP opts);
-SEXP rg_spectral_batch(SEXP graphs, SEXP k, SEXP opts, SEXP progress);
+SEXP rg_spectral_batch(SEXP graphs, SEXP k, SEXP opts);
+/* The R progress function for the next calls (NULL: none). */
+SEXP rg_set_progress(SEXP fn);
 
 #endif
