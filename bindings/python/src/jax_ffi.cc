@@ -7,6 +7,7 @@
 // descriptor: all leading dimensions fold into gstat's batch, the last two
 // are the matrix. jax.py broadcasts the operands of a solve to one batch
 // shape before the call, so a handler only checks that they agree.
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -112,11 +113,17 @@ ffi::Error Describe(const char *op, const char *name, const ffi::AnyBuffer &buf,
   return ffi::Error::Success();
 }
 
+// GSTAT_RAN_* bits of every call since the last GstatJaxBackendsRan(1):
+// the calls run on XLA's threads, whose contexts Python cannot ask, and the
+// tests need to see that a GPU array really ran on gstat's CUDA backend.
+std::atomic<unsigned> backends_ran{0};
+
 // gstat's statuses as XLA errors. An element that failed numerically (not
 // positive definite, singular, not converged) already has NaN outputs while
 // the others are computed: that is JAX's convention for these failures
 // (jnp.linalg.cholesky gives NaN), so it is a success here.
 ffi::Error Finish(const char *op, gstat_ctx *ctx, gstat_status st) {
+  backends_ran.fetch_or(gstat_ctx_last_backends(ctx), std::memory_order_relaxed);
   switch (st) {
     case GSTAT_OK:
     case GSTAT_ENOTPD:
@@ -215,6 +222,12 @@ GSTAT_JAX_EXPORT(GstatCholeskyCpu);
 GSTAT_JAX_EXPORT(GstatCholeskyCuda);
 GSTAT_JAX_EXPORT(GstatSolveCpu);
 GSTAT_JAX_EXPORT(GstatSolveCuda);
+
+// Which backends (GSTAT_RAN_* bits) ran the handlers' calls since the last
+// reset; `reset` nonzero clears the record after reading it.
+extern "C" __attribute__((visibility("default"))) unsigned GstatJaxBackendsRan(int reset) {
+  return reset ? backends_ran.exchange(0) : backends_ran.load();
+}
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(GstatEighCpu,
                               [](ffi::AnyBuffer a, ffi::Result<ffi::AnyBuffer> w,

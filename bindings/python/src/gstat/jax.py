@@ -19,11 +19,16 @@ Conventions follow ``jax.numpy.linalg`` / ``jax.scipy.linalg``:
   with ``symmetrize_input=False`` only the named triangle is read and
   gradients are those of the matrix that triangle describes.
 
-Eigenvector derivatives divide by eigenvalue gaps ``w_j - w_i``. gstat
+Eigenvector derivatives divide by eigenvalue gaps ``d = w_j - w_i``. gstat
 replaces ``1 / d`` by ``d / (d**2 + eta**2)`` with ``eta = n * eps * max|w|``
 per matrix (eps of the dtype): gaps below that eigenvalue accuracy carry no
-information, and exactly degenerate eigenvalues then give finite (zero)
-terms instead of inf/NaN. Larger gaps are unchanged to rounding.
+information, and degenerate eigenvalues then give finite terms (zero at
+``d = 0``) where ``jax.numpy.linalg.eigh`` gives inf/NaN. Gaps well above
+eta are unchanged to rounding. Losses of the eigenvalues stay exact at
+degenerate points; a function of the vectors that is smooth there, such as
+``V f(W) V^T``, loses the pair terms whose limit is ``f'(w)`` (first-order
+eigenvector derivatives cannot express it), so its gradient is finite but
+not exact at exactly repeated eigenvalues.
 
 This module needs JAX and the FFI library ``libgstat_jax_ffi.so`` that the
 package build makes when it finds JAX's FFI headers (``jax.ffi.include_dir()``).
@@ -126,13 +131,18 @@ def _call(target, results, *args, **attrs):
 def _gap_inverse(w):
     """F[..., i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it, broadened
     near zero gaps (see the module docstring)."""
-    d = w[..., None, :] - w[..., :, None]
     n = w.shape[-1]
+    off = ~_jnp.eye(n, dtype=bool)
+    # The diagonal's zero gaps are replaced before the division: their
+    # derivative would be 1 / eta**2, and second derivatives (reverse over
+    # forward) would cancel such huge terms in rounding.
+    d = _jnp.where(off, w[..., None, :] - w[..., :, None], 1)
     eps = _jnp.finfo(w.dtype).eps
-    eta = n * eps * _jnp.max(_jnp.abs(w), axis=-1, keepdims=True)[..., None]
+    eta = _jax.lax.stop_gradient(n * eps * _jnp.max(_jnp.abs(w), axis=-1))[..., None, None]
     den = d * d + eta * eta
-    # den == 0 only where d == 0 and eta == 0 (a zero matrix): no information.
-    return _jnp.where(den > 0, d / _jnp.where(den > 0, den, 1), 0)
+    # den == 0 only where a gap and eta are both 0 (a zero matrix): no information.
+    ok = off & (den > 0)
+    return _jnp.where(ok, d / _jnp.where(ok, den, 1), 0)
 
 
 @_functools.partial(_jax.custom_jvp, nondiff_argnums=(1,))
@@ -260,7 +270,9 @@ def _solve_operands(t, b, name):
     _square(t, name)
     dtype = _jnp.promote_types(t.dtype, b.dtype)
     t, b = t.astype(dtype), b.astype(dtype)
-    vector = b.ndim == t.ndim - 1  # (..., n): one right-hand side per matrix
+    # (..., n) with a's batch: one right-hand side per matrix (JAX's rule);
+    # otherwise (..., n, k), broadcast against a's batch.
+    vector = b.ndim == 1 or (b.ndim == t.ndim - 1 and b.shape[-1] == t.shape[-1])
     if vector:
         b = b[..., None]
     if b.ndim < 2 or b.shape[-2] != t.shape[-1]:
@@ -336,3 +348,16 @@ def cholesky_solve(l, b, upper=False):
         lambda y: lo @ (_mT(lo) @ y), b,
         solve=lambda _, y: _gstat_solve(l, y, upper, -1, 0), symmetric=True)
     return x[..., 0] if vector else x
+
+
+_lib.GstatJaxBackendsRan.restype = _ctypes.c_uint
+_lib.GstatJaxBackendsRan.argtypes = [_ctypes.c_int]
+
+
+def _backends_ran(reset=False):
+    """The backends that ran gstat.jax's calls since the last reset: "cpu",
+    "cuda", "cuda+cpu" or "none" (for tests: the calls run on XLA's threads,
+    where :func:`gstat.last_backend` does not see them)."""
+    bits = _lib.GstatJaxBackendsRan(int(bool(reset)))
+    names = [name for bit, name in ((2, "cuda"), (1, "cpu")) if bits & bit]
+    return "+".join(names) or "none"
