@@ -313,6 +313,8 @@ def test_empty_and_int_inputs(rng):
     np.testing.assert_allclose(w, [1, 3], atol=1e-12)
     with pytest.raises(TypeError, match="float16"):
         gj.eigh(jnp.eye(3, dtype=jnp.float16))
+    with pytest.raises(TypeError, match="real"):
+        gj.eigvalsh(jnp.eye(3, dtype=jnp.complex64))
     with pytest.raises(ValueError, match="shape"):
         gj.cholesky(jnp.zeros((3, 4)))
 

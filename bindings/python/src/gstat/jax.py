@@ -94,6 +94,8 @@ class EighResult(_NamedTuple):
 
 def _as_float(x, name):
     x = _jnp.asarray(x)
+    if _jnp.issubdtype(x.dtype, _jnp.complexfloating):
+        raise TypeError(f"gstat.jax: {name} must be real (gstat has no complex routines), got {x.dtype}")
     if not _jnp.issubdtype(x.dtype, _jnp.floating):
         x = x.astype(_jnp.result_type(float))  # ints as JAX promotes them (float32 unless x64)
     if x.dtype not in (_jnp.float32, _jnp.float64, _jnp.bfloat16):
