@@ -128,8 +128,7 @@ ffi::Error Finish(const char *op, gstat_ctx *ctx, gstat_status st) {
     case GSTAT_OK:
     case GSTAT_ENOTPD:
     case GSTAT_ESINGULAR:
-    case GSTAT_ENOCONV:
-      return ffi::Error::Success();
+    case GSTAT_ENOCONV: return ffi::Error::Success();
     case GSTAT_ENOMEM:
       return ffi::Error(ffi::ErrorCode::kResourceExhausted,
                         std::string("gstat ") + op + ": " + gstat_ctx_last_error(ctx));
@@ -158,8 +157,8 @@ ffi::Error EighImpl(const Place &place, ffi::AnyBuffer a, ffi::Result<ffi::AnyBu
   if (auto e = SameDtype(op, A, W); e.failure()) return e;
   gstat_ctx *ctx;
   if (auto e = GetContext(op, place, &ctx); e.failure()) return e;
-  gstat_status st = gstat_eigh(ctx, &A, upper ? GSTAT_UPPER : GSTAT_LOWER, &W, v ? &V : nullptr,
-                               nullptr);
+  gstat_status st =
+      gstat_eigh(ctx, &A, upper ? GSTAT_UPPER : GSTAT_LOWER, &W, v ? &V : nullptr, nullptr);
   return Finish(op, ctx, st);
 }
 
@@ -191,17 +190,18 @@ ffi::Error SolveImpl(const Place &place, ffi::AnyBuffer t, ffi::AnyBuffer b,
   gstat_ctx *ctx;
   if (auto e = GetContext(op, place, &ctx); e.failure()) return e;
   gstat_uplo uplo = upper ? GSTAT_UPPER : GSTAT_LOWER;
-  gstat_status st =
-      triangular < 0
-          ? gstat_cholesky_solve(ctx, &T, uplo, &B, &X, nullptr)
-          : gstat_triangular_solve(ctx, &T, uplo, triangular ? GSTAT_TRANS : GSTAT_NO_TRANS,
-                                   unit ? GSTAT_UNIT : GSTAT_NON_UNIT, &B, &X, nullptr);
+  gstat_status st = triangular < 0 ? gstat_cholesky_solve(ctx, &T, uplo, &B, &X, nullptr)
+                                   : gstat_triangular_solve(
+                                         ctx, &T, uplo, triangular ? GSTAT_TRANS : GSTAT_NO_TRANS,
+                                         unit ? GSTAT_UNIT : GSTAT_NON_UNIT, &B, &X, nullptr);
   return Finish(op, ctx, st);
 }
 
 constexpr Place kHost{GSTAT_HOST, 0, nullptr};
 
-Place OnDevice(void *stream, int32_t device) { return Place{GSTAT_CUDA, device, stream}; }
+Place OnDevice(void *stream, int32_t device) {
+  return Place{GSTAT_CUDA, device, stream};
+}
 
 }  // namespace
 
@@ -229,87 +229,76 @@ extern "C" __attribute__((visibility("default"))) unsigned GstatJaxBackendsRan(i
   return reset ? backends_ran.exchange(0) : backends_ran.load();
 }
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(GstatEighCpu,
-                              [](ffi::AnyBuffer a, ffi::Result<ffi::AnyBuffer> w,
-                                 ffi::Result<ffi::AnyBuffer> v, int32_t upper) {
-                                return EighImpl(kHost, a, w, &v, upper);
-                              },
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Attr<int32_t>("upper"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    GstatEighCpu,
+    [](ffi::AnyBuffer a, ffi::Result<ffi::AnyBuffer> w, ffi::Result<ffi::AnyBuffer> v,
+       int32_t upper) { return EighImpl(kHost, a, w, &v, upper); },
+    ffi::Ffi::Bind()
+        .Arg<ffi::AnyBuffer>()
+        .Ret<ffi::AnyBuffer>()
+        .Ret<ffi::AnyBuffer>()
+        .Attr<int32_t>("upper"));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(GstatEighCuda,
-                              [](void *stream, int32_t device, ffi::AnyBuffer a,
-                                 ffi::Result<ffi::AnyBuffer> w, ffi::Result<ffi::AnyBuffer> v,
-                                 int32_t upper) {
-                                return EighImpl(OnDevice(stream, device), a, w, &v, upper);
-                              },
-                              ffi::Ffi::Bind() GSTAT_CUDA_CTX.Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Attr<int32_t>("upper"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    GstatEighCuda,
+    [](void *stream, int32_t device, ffi::AnyBuffer a, ffi::Result<ffi::AnyBuffer> w,
+       ffi::Result<ffi::AnyBuffer> v,
+       int32_t upper) { return EighImpl(OnDevice(stream, device), a, w, &v, upper); },
+    ffi::Ffi::Bind() GSTAT_CUDA_CTX.Arg<ffi::AnyBuffer>()
+        .Ret<ffi::AnyBuffer>()
+        .Ret<ffi::AnyBuffer>()
+        .Attr<int32_t>("upper"));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(GstatEigvalshCpu,
-                              [](ffi::AnyBuffer a, ffi::Result<ffi::AnyBuffer> w, int32_t upper) {
-                                return EighImpl(kHost, a, w, nullptr, upper);
-                              },
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Attr<int32_t>("upper"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    GstatEigvalshCpu,
+    [](ffi::AnyBuffer a, ffi::Result<ffi::AnyBuffer> w, int32_t upper) {
+      return EighImpl(kHost, a, w, nullptr, upper);
+    },
+    ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>().Attr<int32_t>("upper"));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(GstatEigvalshCuda,
-                              [](void *stream, int32_t device, ffi::AnyBuffer a,
-                                 ffi::Result<ffi::AnyBuffer> w, int32_t upper) {
-                                return EighImpl(OnDevice(stream, device), a, w, nullptr, upper);
-                              },
-                              ffi::Ffi::Bind() GSTAT_CUDA_CTX.Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Attr<int32_t>("upper"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    GstatEigvalshCuda,
+    [](void *stream, int32_t device, ffi::AnyBuffer a, ffi::Result<ffi::AnyBuffer> w,
+       int32_t upper) { return EighImpl(OnDevice(stream, device), a, w, nullptr, upper); },
+    ffi::Ffi::Bind() GSTAT_CUDA_CTX.Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>().Attr<int32_t>(
+        "upper"));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(GstatCholeskyCpu,
-                              [](ffi::AnyBuffer a, ffi::Result<ffi::AnyBuffer> l, int32_t upper) {
-                                return CholeskyImpl(kHost, a, l, upper);
-                              },
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Attr<int32_t>("upper"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    GstatCholeskyCpu,
+    [](ffi::AnyBuffer a, ffi::Result<ffi::AnyBuffer> l, int32_t upper) {
+      return CholeskyImpl(kHost, a, l, upper);
+    },
+    ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>().Attr<int32_t>("upper"));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(GstatCholeskyCuda,
-                              [](void *stream, int32_t device, ffi::AnyBuffer a,
-                                 ffi::Result<ffi::AnyBuffer> l, int32_t upper) {
-                                return CholeskyImpl(OnDevice(stream, device), a, l, upper);
-                              },
-                              ffi::Ffi::Bind() GSTAT_CUDA_CTX.Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Attr<int32_t>("upper"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    GstatCholeskyCuda,
+    [](void *stream, int32_t device, ffi::AnyBuffer a, ffi::Result<ffi::AnyBuffer> l,
+       int32_t upper) { return CholeskyImpl(OnDevice(stream, device), a, l, upper); },
+    ffi::Ffi::Bind() GSTAT_CUDA_CTX.Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>().Attr<int32_t>(
+        "upper"));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(GstatSolveCpu,
-                              [](ffi::AnyBuffer t, ffi::AnyBuffer b, ffi::Result<ffi::AnyBuffer> x,
-                                 int32_t upper, int32_t triangular, int32_t unit) {
-                                return SolveImpl(kHost, t, b, x, upper, triangular, unit);
-                              },
-                              ffi::Ffi::Bind()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Attr<int32_t>("upper")
-                                  .Attr<int32_t>("triangular")
-                                  .Attr<int32_t>("unit"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    GstatSolveCpu,
+    [](ffi::AnyBuffer t, ffi::AnyBuffer b, ffi::Result<ffi::AnyBuffer> x, int32_t upper,
+       int32_t triangular,
+       int32_t unit) { return SolveImpl(kHost, t, b, x, upper, triangular, unit); },
+    ffi::Ffi::Bind()
+        .Arg<ffi::AnyBuffer>()
+        .Arg<ffi::AnyBuffer>()
+        .Ret<ffi::AnyBuffer>()
+        .Attr<int32_t>("upper")
+        .Attr<int32_t>("triangular")
+        .Attr<int32_t>("unit"));
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(GstatSolveCuda,
-                              [](void *stream, int32_t device, ffi::AnyBuffer t, ffi::AnyBuffer b,
-                                 ffi::Result<ffi::AnyBuffer> x, int32_t upper, int32_t triangular,
-                                 int32_t unit) {
-                                return SolveImpl(OnDevice(stream, device), t, b, x, upper,
-                                                 triangular, unit);
-                              },
-                              ffi::Ffi::Bind() GSTAT_CUDA_CTX.Arg<ffi::AnyBuffer>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Attr<int32_t>("upper")
-                                  .Attr<int32_t>("triangular")
-                                  .Attr<int32_t>("unit"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    GstatSolveCuda,
+    [](void *stream, int32_t device, ffi::AnyBuffer t, ffi::AnyBuffer b,
+       ffi::Result<ffi::AnyBuffer> x, int32_t upper, int32_t triangular, int32_t unit) {
+      return SolveImpl(OnDevice(stream, device), t, b, x, upper, triangular, unit);
+    },
+    ffi::Ffi::Bind() GSTAT_CUDA_CTX.Arg<ffi::AnyBuffer>()
+        .Arg<ffi::AnyBuffer>()
+        .Ret<ffi::AnyBuffer>()
+        .Attr<int32_t>("upper")
+        .Attr<int32_t>("triangular")
+        .Attr<int32_t>("unit"));
