@@ -20,21 +20,29 @@ the gradient is the symmetric one (as if the input were symmetric), for the
 triangular solves it is restricted to the triangle that is read.
 
 Degenerate eigenvalues. ``torch.linalg.eigh``'s backward divides by
-``lambda_j - lambda_i`` and returns NaN/Inf when two eigenvalues coincide.
-Here pairs in one (numerically) degenerate block, ``|lambda_i - lambda_j| <=
-n * eps * max|lambda|``, contribute nothing. This is the exact gradient when
-the loss is invariant under rotations within the eigenspace (a function of
-the projector onto it, e.g. of ``V diag(f(w)) V^T`` with f equal on the
-block): then the antisymmetric part of ``V^T dV`` vanishes within the block.
-For losses that are not, no gradient exists; ``broadening=eps > 0`` replaces
+``lambda_j - lambda_i`` and returns NaN/Inf (or rounding noise times 1e16)
+when two eigenvalues coincide (pytorch issues 47599, 76531). Here pairs in
+one numerically degenerate block, ``|lambda_i - lambda_j| <= n * eps *
+max|lambda|``, contribute nothing. That is the exact gradient when the loss
+depends on the eigenvectors only through what rotations within a block leave
+unchanged for nearby eigenvalues too: the eigenvalues, and projectors onto
+spaces spanned by whole blocks (``V[:, :k] V[:, :k]^T`` with no block cut at
+k); then the antisymmetric part of ``V^T dV`` vanishes within every block.
+A matrix function ``V diag(f(w)) V^T`` is invariant only at exact
+degeneracy: its exact within-block term, ``f'(lambda) (V^T G V)_ij``, cannot
+be told from the eigenvector gradient, so there the gradient is finite but
+lacks that term (well separated eigenvalues are unaffected). For losses that
+are not invariant no gradient exists; ``broadening=eps > 0`` replaces
 ``1/(lambda_j - lambda_i)`` by ``(lambda_j - lambda_i) / ((lambda_j -
 lambda_i)^2 + eps)`` for every pair (eps in units of eigenvalue squared): a
-finite, smooth surrogate also for nearly degenerate pairs, with a bias of
-order eps / gap^2 on well separated ones.
-"""
-from typing import NamedTuple, Optional
+finite, smooth surrogate also for nearly degenerate pairs, with a relative
+bias of eps / gap^2 on well separated ones.
 
-import numpy as np
+Forward-mode AD (``torch.func.jvp``, ``torch.autograd.forward_ad``) is not
+available: ``torch.library`` custom operators have no forward-mode formula.
+"""
+from typing import NamedTuple
+
 import torch
 
 from . import linalg as _linalg, _core
