@@ -94,9 +94,15 @@ def _refuse_capture(what):
             f"forbids); call it outside the captured region")
 
 
+def _plain(t):
+    """t as gstat may take it: inside a custom operator the inputs still
+    require grad, which DLPack refuses to export; no negative view bit."""
+    return t.detach().resolve_neg()
+
+
 def _np_view(t):
     """A numpy view of a CPU tensor (float32/float64), no copy."""
-    return t.detach().resolve_conj().resolve_neg().numpy()
+    return _plain(t).numpy()
 
 
 def _host_compute(outs):
@@ -121,6 +127,7 @@ def _run_eigh(A, upper, w, v):
     uplo = "U" if upper else "L"
     if A.is_cuda:
         _refuse_capture("eigh")
+        A = _plain(A)
         if v is None:
             _linalg.eigvalsh(A, uplo, out=w)
         else:
@@ -139,7 +146,7 @@ def _run_eigh(A, upper, w, v):
 def _run_cholesky(A, upper, out):
     if A.is_cuda:
         _refuse_capture("cholesky")
-        _linalg.cholesky(A, upper, out=out)
+        _linalg.cholesky(_plain(A), upper, out=out)
         return
     bufs = _host_compute([out])
     (a,) = _host_inputs(A)
@@ -151,7 +158,7 @@ def _run_solve(kind, A, B, upper, trans, unit, out):
     """op(A) X = B with A triangular (kind 'tri') or A = the Cholesky product of A ('chol')."""
     if A.is_cuda:
         _refuse_capture("cholesky_solve" if kind == "chol" else "solve_triangular")
-        args = (A, B)
+        args = (_plain(A), _plain(B))
     else:
         args = _host_inputs(A, B)
     bufs = [out] if A.is_cuda else _host_compute([out])
@@ -171,6 +178,7 @@ def _run_project(X, mean, components, ev, whiten, out):
         # copy (and a synchronisation) per call in a training loop. The
         # same single GEMM over the centred rows in torch keeps the
         # parameters on the device.
+        # (inside the operator: no autograd recording here)
         y = torch.addmm(-(mean @ components.mT), X, components.mT)
         out.copy_(y * ev.rsqrt() if whiten else y)
         return
