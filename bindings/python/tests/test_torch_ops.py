@@ -349,6 +349,7 @@ def test_cuda_on_a_side_stream():
     # work queued on a non-default stream: gstat must run after it, on it
     s = torch.cuda.Stream()
     a = sym(64, 32, torch.float32, "cuda", spd=True)
+    s.wait_stream(torch.cuda.current_stream())  # a was made on the default stream
     with torch.cuda.stream(s):
         big = torch.randn(4096, 4096, device="cuda")
         for _ in range(4):
