@@ -144,6 +144,8 @@ def test_out_refuses_autograd_and_bad_shapes():
 def test_bad_dtype_refused():
     with pytest.raises(TypeError, match="not supported"):
         gt.eigh(torch.eye(3, dtype=torch.float16))
+    with pytest.raises(ValueError, match="one dtype"):
+        gt.cholesky_solve(torch.ones(3, 1), torch.eye(3, dtype=torch.float64))
 
 
 # ---- gradients ------------------------------------------------------------------------------

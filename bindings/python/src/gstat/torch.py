@@ -82,8 +82,9 @@ def _check(what, *tensors):
                             f"(float32, float64, bfloat16)")
         if t.device.type not in ("cpu", "cuda"):
             raise TypeError(f"gstat.torch.{what}: tensors on {t.device} are not supported")
-    if len({t.device for t in tensors}) > 1:
-        raise ValueError(f"gstat.torch.{what}: all tensors must be on one device")
+    if len({t.device for t in tensors}) > 1 or len({t.dtype for t in tensors}) > 1:
+        raise ValueError(f"gstat.torch.{what}: all tensors must be on one device and of one "
+                         f"dtype, got " + ", ".join(f"{t.dtype} on {t.device}" for t in tensors))
 
 
 def _refuse_capture(what):
@@ -177,8 +178,8 @@ def _run_project(X, mean, components, ev, whiten, out):
         # gstat's device projection takes its parameters from the host: a
         # copy (and a synchronisation) per call in a training loop. The
         # same single GEMM over the centred rows in torch keeps the
-        # parameters on the device.
-        # (inside the operator: no autograd recording here)
+        # parameters on the device (autograd does not record inside the
+        # operator: its backward is _project_bwd).
         y = torch.addmm(-(mean @ components.mT), X, components.mT)
         out.copy_(y * ev.rsqrt() if whiten else y)
         return
