@@ -344,6 +344,50 @@ def test_import_gstat_does_not_import_torch():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+class _DlpackLinalg:
+    """Stands in for gstat.linalg on the device path: exports every tensor
+    through DLPack as gstat's CUDA path does (which refuses tensors that
+    require grad), then computes with gstat on the CPU into `out`."""
+
+    def __getattr__(self, name):
+        real = getattr(gstat.linalg, name)
+
+        def call(*args, out, **kw):
+            outs = out if isinstance(out, tuple) else (out,)
+            for t in args + outs:
+                if isinstance(t, torch.Tensor):
+                    t.__dlpack__()
+            real(*(a.numpy() if isinstance(a, torch.Tensor) else a for a in args),
+                 out=tuple(o.numpy() for o in outs) if isinstance(out, tuple) else out.numpy(), **kw)
+            return out
+        return call
+
+
+def test_device_path_arguments_on_the_cpu(monkeypatch):
+    # the CUDA branches of gstat.torch, run here with CPU tensors: what they
+    # pass (detached inputs, out tensors, triangle/transpose flags) must give
+    # the CPU path's values and gradients
+    a = sym(3, 5, spd=True).requires_grad_()
+    b = torch.randn(3, 5, 2, dtype=torch.float64, requires_grad=True)
+
+    def everything():
+        w, v = gt.eigh(a)
+        L = gt.cholesky(a)
+        U = gt.cholesky(a, upper=True)
+        parts = [w, v.abs(), gt.eigvalsh(a), L, gt.cholesky_solve(b, L), gt.cholesky_solve(b, U, True),
+                 gt.solve_triangular(U, b, upper=True), gt.solve_triangular(L, b.mT, upper=False, left=False),
+                 gt.pca_project(b[0], b[0].mean(0), b[1, :2], b[2, :2, 0].abs() + 1, whiten=True)]
+        return parts, torch.autograd.grad(sum(p.sum() for p in parts), (a, b))
+
+    ref_parts, ref_grads = everything()
+    monkeypatch.setattr(gt, "_on_device", lambda t: True)
+    monkeypatch.setattr(gt, "_refuse_capture", lambda what: None)
+    monkeypatch.setattr(gt, "_linalg", _DlpackLinalg())
+    parts, grads = everything()
+    for x, y in zip(parts + list(grads), ref_parts + list(ref_grads)):
+        torch.testing.assert_close(x, y)
+
+
 # ---- CUDA -----------------------------------------------------------------------------------
 
 @needs_cuda

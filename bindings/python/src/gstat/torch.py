@@ -95,6 +95,11 @@ def _refuse_capture(what):
             f"forbids); call it outside the captured region")
 
 
+def _on_device(t):
+    """Whether t goes to gstat's CUDA path (one place, for the tests)."""
+    return t.is_cuda
+
+
 def _plain(t):
     """t as gstat may take it: inside a custom operator the inputs still
     require grad, which DLPack refuses to export; no negative view bit."""
@@ -126,7 +131,7 @@ def _finish(outs, bufs):
 
 def _run_eigh(A, upper, w, v):
     uplo = "U" if upper else "L"
-    if A.is_cuda:
+    if _on_device(A):
         _refuse_capture("eigh")
         A = _plain(A)
         if v is None:
@@ -145,7 +150,7 @@ def _run_eigh(A, upper, w, v):
 
 
 def _run_cholesky(A, upper, out):
-    if A.is_cuda:
+    if _on_device(A):
         _refuse_capture("cholesky")
         _linalg.cholesky(_plain(A), upper, out=out)
         return
@@ -157,24 +162,24 @@ def _run_cholesky(A, upper, out):
 
 def _run_solve(kind, A, B, upper, trans, unit, out):
     """op(A) X = B with A triangular (kind 'tri') or A = the Cholesky product of A ('chol')."""
-    if A.is_cuda:
+    if _on_device(A):
         _refuse_capture("cholesky_solve" if kind == "chol" else "solve_triangular")
         args = (_plain(A), _plain(B))
     else:
         args = _host_inputs(A, B)
-    bufs = [out] if A.is_cuda else _host_compute([out])
-    o = bufs[0] if A.is_cuda else _np_view(bufs[0])
+    bufs = [out] if _on_device(A) else _host_compute([out])
+    o = bufs[0] if _on_device(A) else _np_view(bufs[0])
     if kind == "chol":
         _linalg.cholesky_solve(args[0], args[1], upper=upper, out=o)
     else:
         _linalg.solve_triangular(args[0], args[1], trans=1 if trans else 0, lower=not upper,
                                  unit_diagonal=unit, out=o)
-    if not A.is_cuda:
+    if not _on_device(A):
         _finish([out], bufs)
 
 
 def _run_project(X, mean, components, ev, whiten, out):
-    if X.is_cuda:
+    if _on_device(X):
         # gstat's device projection takes its parameters from the host: a
         # copy (and a synchronisation) per call in a training loop. The
         # same single GEMM over the centred rows in torch keeps the
