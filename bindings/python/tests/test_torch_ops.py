@@ -457,3 +457,18 @@ def test_cuda_compiled_inductor(dtype):
         x = sym(b, 16, dtype, "cuda", spd=True, seed=b)
         tol = 5e-2 if dtype == torch.bfloat16 else None  # fused products round differently
         torch.testing.assert_close(cf(x).float(), f(x).float(), rtol=tol, atol=tol)
+
+
+@needs_cuda
+def test_cuda_compiled_reduce_overhead():
+    # inductor's CUDA graphs must leave the gstat operators out (cudagraph_unsafe)
+    # rather than capture them (they would refuse)
+    def f(x):
+        w, v = gt.eigh(x)
+        return v @ torch.diag_embed(w.abs().sqrt()) @ v.mT
+
+    torch._dynamo.reset()
+    cf = torch.compile(f, mode="reduce-overhead")
+    x = sym(32, 16, torch.float32, "cuda", spd=True)
+    for _ in range(3):
+        torch.testing.assert_close(cf(x), f(x), rtol=1e-4, atol=1e-4)
