@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""gstat.torch.eigh against torch.linalg.eigh inside autograd: forward,
+forward + backward (a gauge-invariant loss of eigenvalues and vectors), and
+one compiled training step of a model with a group-ZCA whitening layer
+(the vignette's model, larger), on CUDA (CUDA events, median) and a small
+CPU table (wall clock, median). Prints one table; ratio = torch / gstat
+(> 1: gstat faster).
+
+usage: bench/torch_ops.py [--reps 20] [--cpu-only] [--no-compile]
+Needs gstat (scripts/python-gpu-check's build, on PYTHONPATH) and torch.
+"""
+import argparse
+import statistics
+import time
+
+import torch
+
+import gstat.torch as gt
+
+CUDA_CASES = [(torch.float32, 64, 512), (torch.float32, 1024, 32), (torch.float64, 64, 512),
+              (torch.float64, 1024, 32)]
+CPU_CASES = [(torch.float32, 256, 32), (torch.float32, 16, 128), (torch.float64, 256, 32)]
+
+
+def sym_batch(batch, n, dtype, device, seed=0):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    x = torch.randn(batch, n, n, generator=g, dtype=torch.float64)
+    return ((x + x.mT) / 2).to(device=device, dtype=dtype)
+
+
+def loss_of(w, v, cw, cv):
+    # gauge invariant: eigenvector signs never change it
+    return (w * cw).sum() + (v * v * cv).sum()
+
+
+def timer(device):
+    """Median milliseconds of fn over reps (after one warm-up)."""
+    def run(fn, reps):
+        fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times = []
+        for _ in range(reps):
+            if device == "cuda":
+                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                e0.record()
+                fn()
+                e1.record()
+                e1.synchronize()
+                times.append(e0.elapsed_time(e1))
+            else:
+                t0 = time.perf_counter()
+                fn()
+                times.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(times)
+    return run
+
+
+def eigh_rows(device, cases, reps):
+    run, rows = timer(device), []
+    for dtype, batch, n in cases:
+        a = sym_batch(batch, n, dtype, device).requires_grad_()
+        cw, cv = torch.randn(batch, n, device=device, dtype=dtype), torch.randn_like(a)
+        for name, eigh in (("gstat", gt.eigh), ("torch", torch.linalg.eigh)):
+            def fwd():
+                with torch.no_grad():
+                    eigh(a)
+
+            def fwd_bwd():
+                torch.autograd.grad(loss_of(*eigh(a), cw, cv), a)
+
+            r = reps if batch * n ** 3 < 2 ** 27 or name == "gstat" else max(3, reps // 5)
+            rows.append((device, str(dtype)[6:], f"{batch}x{n}", name, run(fwd, r), run(fwd_bwd, r)))
+    return rows
+
+
+class GroupZCA(torch.nn.Module):
+    """Whitens each group of features with the inverse square root of its
+    batch covariance: (x - mean) V diag((w + eps)^-1/2) V^T."""
+
+    def __init__(self, features, group, eigh, eps=1e-3):
+        super().__init__()
+        self.group, self.eigh, self.eps = group, eigh, eps
+
+    def forward(self, x):
+        b, f = x.shape
+        xg = (x - x.mean(0)).reshape(b, f // self.group, self.group).transpose(0, 1)
+        cov = xg.mT @ xg / (b - 1)
+        w, v = self.eigh(cov)
+        whiten = v @ torch.diag_embed((w.clamp_min(0) + self.eps).rsqrt()) @ v.mT
+        return (xg @ whiten).transpose(0, 1).reshape(b, f)
+
+
+def make_model(eigh, features=1024, group=32, classes=10, inputs=256):
+    return torch.nn.Sequential(torch.nn.Linear(inputs, features), GroupZCA(features, group, eigh),
+                               torch.nn.ReLU(), torch.nn.Linear(features, classes))
+
+
+def train_step_rows(device, reps, compile_):
+    run, rows = timer(device), []
+    for name, eigh in (("gstat", gt.eigh), ("torch", torch.linalg.eigh)):
+        torch.manual_seed(0)
+        model = make_model(eigh).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        x, y = torch.randn(512, 256, device=device), torch.randint(0, 10, (512,), device=device)
+
+        def loss_of(xb, yb):
+            return torch.nn.functional.cross_entropy(model(xb), yb)
+
+        # the forward and (through AOT autograd) its backward compiled
+        loss_fn = torch.compile(loss_of, fullgraph=True) if compile_ else loss_of
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss_fn(x, y).backward()
+            opt.step()
+
+        rows.append((device, "float32", "train step, 32 x 32x32 groups", name, float("nan"),
+                     run(step, reps)))
+    return rows
+
+
+def print_table(rows):
+    print(f"| device | dtype | case | gstat fwd | torch fwd | gstat fwd+bwd | torch fwd+bwd | "
+          f"ratio fwd | ratio fwd+bwd |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    by = {}
+    for dev, dt, case, name, f, fb in rows:
+        by.setdefault((dev, dt, case), {})[name] = (f, fb)
+    for (dev, dt, case), r in by.items():
+        (gf, gfb), (tf, tfb) = r["gstat"], r["torch"]
+        print(f"| {dev} | {dt} | {case} | {gf:.3f} | {tf:.3f} | {gfb:.3f} | {tfb:.3f} | "
+              f"{tf / gf:.2f} | {tfb / gfb:.2f} |".replace("nan", "-"))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--cpu-only", action="store_true")
+    ap.add_argument("--no-compile", action="store_true")
+    args = ap.parse_args()
+    rows = eigh_rows("cpu", CPU_CASES, max(3, args.reps // 4))
+    if torch.cuda.is_available() and not args.cpu_only:
+        rows += eigh_rows("cuda", CUDA_CASES, args.reps)
+        rows += train_step_rows("cuda", args.reps, not args.no_compile)
+    print(f"torch {torch.version.__version__}, "
+          f"{torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU'}; median ms")
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()

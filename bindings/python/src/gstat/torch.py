@@ -1,0 +1,581 @@
+"""gstat's linear algebra as differentiable torch operators.
+
+``import gstat.torch`` registers ``torch.library`` custom operators in the
+``gstat`` namespace (``torch.ops.gstat.eigh`` ...) with fake (meta)
+implementations, so ``torch.compile(dynamic=True)`` traces through them
+without graph breaks or recompiles when the batch size changes, and with
+autograd formulas written in differentiable torch operations, so
+``gradgradcheck`` (double backward) works. ``import gstat`` alone never
+imports torch.
+
+CPU tensors go to gstat's CPU path as zero-copy numpy views; CUDA tensors go
+to the CUDA module, which runs on torch's current stream (no extra
+synchronisation needed). gstat checks its input for NaN/Inf and reads the
+solvers' info on the host, so a call synchronises the host with the stream:
+under CUDA graph capture the operators refuse with a RuntimeError rather than
+break the capture.
+
+Gradients follow ``torch.linalg``: for ``eigh``/``eigvalsh``/``cholesky``
+the gradient is the symmetric one (as if the input were symmetric), for the
+triangular solves it is restricted to the triangle that is read.
+
+Degenerate eigenvalues. ``torch.linalg.eigh``'s backward divides by
+``lambda_j - lambda_i`` and returns NaN/Inf (or rounding noise times 1e16)
+when two eigenvalues coincide (pytorch issues 47599, 76531). Here pairs in
+one numerically degenerate block, ``|lambda_i - lambda_j| <= n * eps *
+max|lambda|``, contribute nothing. That is the exact gradient when the loss
+depends on the eigenvectors only through what rotations within a block leave
+unchanged for nearby eigenvalues too: the eigenvalues, and projectors onto
+spaces spanned by whole blocks (``V[:, :k] V[:, :k]^T`` with no block cut at
+k); then the antisymmetric part of ``V^T dV`` vanishes within every block.
+A matrix function ``V diag(f(w)) V^T`` is invariant only at exact
+degeneracy: its exact within-block term, ``f'(lambda) (V^T G V)_ij``, cannot
+be told from the eigenvector gradient, so there the gradient is finite but
+lacks that term (well separated eigenvalues are unaffected). For losses that
+are not invariant no gradient exists; ``broadening=eps > 0`` replaces
+``1/(lambda_j - lambda_i)`` by ``(lambda_j - lambda_i) / ((lambda_j -
+lambda_i)^2 + eps)`` for every pair (eps in units of eigenvalue squared): a
+finite, smooth surrogate also for nearly degenerate pairs, with a relative
+bias of eps / gap^2 on well separated ones.
+
+Forward-mode AD (``torch.func.jvp``, ``torch.autograd.forward_ad``) is not
+available: ``torch.library`` custom operators have no forward-mode formula.
+"""
+from typing import NamedTuple
+
+import torch
+
+from . import linalg as _linalg, _core
+
+__all__ = ["eigh", "eigvalsh", "cholesky", "cholesky_solve", "solve_triangular", "pca_project",
+           "EighResult"]
+
+_DTYPES = (torch.float32, torch.float64, torch.bfloat16)
+_LIB = "gstat"
+
+
+class EighResult(NamedTuple):
+    eigenvalues: torch.Tensor
+    eigenvectors: torch.Tensor
+
+
+def _tags():
+    # inductor's CUDA graphs (mode="reduce-overhead") must leave these ops
+    # out of their captures: gstat synchronises with the host
+    tag = getattr(torch.Tag, "cudagraph_unsafe", None)
+    return (tag,) if tag is not None else ()
+
+
+def _op(name, mutates_args=()):
+    try:
+        return torch.library.custom_op(f"{_LIB}::{name}", mutates_args=mutates_args, tags=_tags())
+    except TypeError:  # a torch whose custom_op takes no tags
+        return torch.library.custom_op(f"{_LIB}::{name}", mutates_args=mutates_args)
+
+
+# ---- running gstat on torch tensors ------------------------------------------------------
+
+def _check(what, *tensors):
+    for t in tensors:
+        if t.dtype not in _DTYPES:
+            raise TypeError(f"gstat.torch.{what}: dtype {t.dtype} is not supported "
+                            f"(float32, float64, bfloat16)")
+        if t.device.type not in ("cpu", "cuda"):
+            raise TypeError(f"gstat.torch.{what}: tensors on {t.device} are not supported")
+    if len({t.device for t in tensors}) > 1 or len({t.dtype for t in tensors}) > 1:
+        raise ValueError(f"gstat.torch.{what}: all tensors must be on one device and of one "
+                         f"dtype, got " + ", ".join(f"{t.dtype} on {t.device}" for t in tensors))
+
+
+def _refuse_capture(what):
+    if torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(
+            f"gstat.torch.{what}: not capturable in a CUDA graph (gstat checks the input for "
+            f"NaN/Inf and reads the solver's status on the host, a synchronisation that capture "
+            f"forbids); call it outside the captured region")
+
+
+def _on_device(t):
+    """Whether t goes to gstat's CUDA path (one place, for the tests)."""
+    return t.is_cuda
+
+
+def _plain(t):
+    """t as gstat may take it: inside a custom operator the inputs still
+    require grad, which DLPack refuses to export; no negative view bit."""
+    return t.detach().resolve_neg()
+
+
+def _np_view(t):
+    """A numpy view of a CPU tensor (float32/float64), no copy."""
+    return _plain(t).numpy()
+
+
+def _host_compute(outs):
+    """Where gstat writes on the CPU: the outputs themselves (numpy views),
+    or float32 buffers for bfloat16 ones (gstat's CPU path computes bf16 in
+    float32 anyway; torch's copy rounds to nearest even, as gstat does)."""
+    return [o if o.dtype != torch.bfloat16 else torch.empty(o.shape, dtype=torch.float32)
+            for o in outs]
+
+
+def _host_inputs(*ts):
+    return [_np_view(t.float() if t.dtype == torch.bfloat16 else t) for t in ts]
+
+
+def _finish(outs, bufs):
+    for o, b in zip(outs, bufs):
+        if o is not b:
+            o.copy_(b)
+
+
+def _run_eigh(A, upper, w, v):
+    uplo = "U" if upper else "L"
+    if _on_device(A):
+        _refuse_capture("eigh")
+        A = _plain(A)
+        if v is None:
+            _linalg.eigvalsh(A, uplo, out=w)
+        else:
+            _linalg.eigh(A, uplo, out=(w, v))
+        return
+    outs = [w] if v is None else [w, v]
+    bufs = _host_compute(outs)
+    (a,) = _host_inputs(A)
+    if v is None:
+        _linalg.eigvalsh(a, uplo, out=_np_view(bufs[0]))
+    else:
+        _linalg.eigh(a, uplo, out=(_np_view(bufs[0]), _np_view(bufs[1])))
+    _finish(outs, bufs)
+
+
+def _run_cholesky(A, upper, out):
+    if _on_device(A):
+        _refuse_capture("cholesky")
+        _linalg.cholesky(_plain(A), upper, out=out)
+        return
+    bufs = _host_compute([out])
+    (a,) = _host_inputs(A)
+    _linalg.cholesky(a, upper, out=_np_view(bufs[0]))
+    _finish([out], bufs)
+
+
+def _run_solve(kind, A, B, upper, trans, unit, out):
+    """op(A) X = B with A triangular (kind 'tri') or A = the Cholesky product of A ('chol')."""
+    if _on_device(A):
+        _refuse_capture("cholesky_solve" if kind == "chol" else "solve_triangular")
+        args = (_plain(A), _plain(B))
+    else:
+        args = _host_inputs(A, B)
+    bufs = [out] if _on_device(A) else _host_compute([out])
+    o = bufs[0] if _on_device(A) else _np_view(bufs[0])
+    if kind == "chol":
+        _linalg.cholesky_solve(args[0], args[1], upper=upper, out=o)
+    else:
+        _linalg.solve_triangular(args[0], args[1], trans=1 if trans else 0, lower=not upper,
+                                 unit_diagonal=unit, out=o)
+    if not _on_device(A):
+        _finish([out], bufs)
+
+
+def _run_project(X, mean, components, ev, whiten, out):
+    if _on_device(X):
+        # gstat's device projection takes its parameters from the host: a
+        # copy (and a synchronisation) per call in a training loop. The
+        # same single GEMM over the centred rows in torch keeps the
+        # parameters on the device (autograd does not record inside the
+        # operator: its backward is _project_bwd).
+        y = torch.addmm(-(mean @ components.mT), X, components.mT)
+        out.copy_(y * ev.rsqrt() if whiten else y)
+        return
+    c, m, e = (t.detach().double().numpy() for t in (components, mean, ev))
+    bufs = _host_compute([out])
+    (x,) = _host_inputs(X)
+    o = _np_view(bufs[0])
+    o[...] = _core.pca_transform(False, x, c, m, e, whiten, None, None, None, None)
+    _finish([out], bufs)
+
+
+# ---- the operators -------------------------------------------------------------------------
+
+@_op("eigh")
+def _eigh_op(A: torch.Tensor, upper: bool, broadening: float) -> tuple[torch.Tensor, torch.Tensor]:
+    w, v = A.new_empty(A.shape[:-1]), A.new_empty(A.shape)
+    _run_eigh(A, upper, w, v)
+    return w, v
+
+
+@_eigh_op.register_fake
+def _(A, upper, broadening):
+    return A.new_empty(A.shape[:-1]), A.new_empty(A.shape)
+
+
+@_op("eigvalsh")
+def _eigvalsh_op(A: torch.Tensor, upper: bool) -> torch.Tensor:
+    w = A.new_empty(A.shape[:-1])
+    _run_eigh(A, upper, w, None)
+    return w
+
+
+@_eigvalsh_op.register_fake
+def _(A, upper):
+    return A.new_empty(A.shape[:-1])
+
+
+@_op("cholesky")
+def _cholesky_op(A: torch.Tensor, upper: bool) -> torch.Tensor:
+    out = torch.empty_like(A, memory_format=torch.contiguous_format)
+    _run_cholesky(A, upper, out)
+    return out
+
+
+@_cholesky_op.register_fake
+def _(A, upper):
+    return torch.empty_like(A, memory_format=torch.contiguous_format)
+
+
+@_op("cholesky_solve")
+def _cholesky_solve_op(B: torch.Tensor, L: torch.Tensor, upper: bool) -> torch.Tensor:
+    out = torch.empty_like(B, memory_format=torch.contiguous_format)
+    _run_solve("chol", L, B, upper, False, False, out)
+    return out
+
+
+@_cholesky_solve_op.register_fake
+def _(B, L, upper):
+    return torch.empty_like(B, memory_format=torch.contiguous_format)
+
+
+@_op("solve_triangular")
+def _solve_triangular_op(A: torch.Tensor, B: torch.Tensor, upper: bool, trans: bool,
+                         unitriangular: bool) -> torch.Tensor:
+    out = torch.empty_like(B, memory_format=torch.contiguous_format)
+    _run_solve("tri", A, B, upper, trans, unitriangular, out)
+    return out
+
+
+@_solve_triangular_op.register_fake
+def _(A, B, upper, trans, unitriangular):
+    return torch.empty_like(B, memory_format=torch.contiguous_format)
+
+
+@_op("pca_project")
+def _pca_project_op(X: torch.Tensor, mean: torch.Tensor, components: torch.Tensor,
+                    explained_variance: torch.Tensor, whiten: bool) -> torch.Tensor:
+    out = X.new_empty((X.shape[0], components.shape[0]))
+    _run_project(X, mean, components, explained_variance, whiten, out)
+    return out
+
+
+@_pca_project_op.register_fake
+def _(X, mean, components, explained_variance, whiten):
+    return X.new_empty((X.shape[0], components.shape[0]))
+
+
+# out= variants: the same computations written into the caller's tensors
+@_op("eigh_out", mutates_args=("w", "v"))
+def _eigh_out_op(A: torch.Tensor, upper: bool, w: torch.Tensor, v: torch.Tensor) -> None:
+    _run_eigh(A, upper, w, v)
+
+
+@_op("eigvalsh_out", mutates_args=("w",))
+def _eigvalsh_out_op(A: torch.Tensor, upper: bool, w: torch.Tensor) -> None:
+    _run_eigh(A, upper, w, None)
+
+
+@_op("cholesky_out", mutates_args=("out",))
+def _cholesky_out_op(A: torch.Tensor, upper: bool, out: torch.Tensor) -> None:
+    _run_cholesky(A, upper, out)
+
+
+@_op("cholesky_solve_out", mutates_args=("out",))
+def _cholesky_solve_out_op(B: torch.Tensor, L: torch.Tensor, upper: bool, out: torch.Tensor) -> None:
+    _run_solve("chol", L, B, upper, False, False, out)
+
+
+@_op("solve_triangular_out", mutates_args=("out",))
+def _solve_triangular_out_op(A: torch.Tensor, B: torch.Tensor, upper: bool, trans: bool,
+                             unitriangular: bool, out: torch.Tensor) -> None:
+    _run_solve("tri", A, B, upper, trans, unitriangular, out)
+
+
+@_op("pca_project_out", mutates_args=("out",))
+def _pca_project_out_op(X: torch.Tensor, mean: torch.Tensor, components: torch.Tensor,
+                        explained_variance: torch.Tensor, whiten: bool, out: torch.Tensor) -> None:
+    _run_project(X, mean, components, explained_variance, whiten, out)
+
+
+# ---- autograd: every backward is made of differentiable torch operations, ----------------
+# ---- so it can itself be differentiated (double backward) ---------------------------------
+
+def _half_inverse_gaps(w, broadening):
+    """F_ij = 1/(2 (w_j - w_i)), zero within degenerate blocks, or broadened.
+    (The 1/2 of the skew part folded in; few kernels: the backward of a
+    batch of small matrices is bound by launches.)"""
+    gaps = w.unsqueeze(-2) - w.unsqueeze(-1)
+    with torch.no_grad():  # which pairs are degenerate is piecewise constant in w
+        tol = torch.linalg.vector_norm(w, float("inf"), dim=-1)[..., None, None]
+        block = gaps.abs() <= tol * (w.shape[-1] * torch.finfo(w.dtype).eps)  # with the diagonal
+    if broadening > 0:
+        inv = gaps / (2 * (gaps * gaps + broadening))
+    else:  # the inner where keeps 0 * inf out of the double backward
+        inv = 0.5 / torch.where(block, 1.0, gaps)
+    return torch.where(block, 0.0, inv)
+
+
+def _eigh_backward(w, v, gw, gv, broadening):
+    # torch.linalg's symmetric gradient: V (diag(gw) + F o skew(V^T gV)) V^T
+    if gv is None:
+        return None if gw is None else (v * gw.unsqueeze(-2)) @ v.mT
+    vtg = v.mT @ gv
+    inner = (vtg - vtg.mT) * _half_inverse_gaps(w, broadening)
+    if gw is not None:  # the diagonal of inner is zero
+        inner = inner.diagonal_scatter(gw, 0, -2, -1)
+    return v @ inner @ v.mT
+
+
+def _eigh_setup(ctx, inputs, output):
+    ctx.broadening = inputs[2]
+    ctx.save_for_backward(*output)
+
+
+def _eigh_bwd(ctx, gw, gv):
+    w, v = ctx.saved_tensors
+    return _eigh_backward(w, v, gw, gv, ctx.broadening), None, None
+
+
+_eigh_op.register_autograd(_eigh_bwd, setup_context=_eigh_setup)
+
+
+def _cholesky_setup(ctx, inputs, output):
+    ctx.upper = inputs[1]
+    ctx.save_for_backward(output)
+
+
+def _cholesky_bwd(ctx, gL):
+    # torch.linalg's symmetric gradient L^-T Phi(L^T gL) L^-1, Phi: the lower
+    # triangle with its diagonal halved, symmetrised
+    (L,) = ctx.saved_tensors
+    if ctx.upper:
+        L, gL = L.mT, gL.mT
+    P = (L.mT @ gL).tril()
+    P = 0.5 * (P + P.tril(-1).mT)
+    P = torch.linalg.solve_triangular(L.mT, P, upper=True)
+    return torch.linalg.solve_triangular(L, P, upper=False, left=False), None
+
+
+_cholesky_op.register_autograd(_cholesky_bwd, setup_context=_cholesky_setup)
+
+
+def _chol_solve_setup(ctx, inputs, output):
+    ctx.upper = inputs[2]
+    ctx.save_for_backward(inputs[1], output)
+
+
+def _chol_solve_bwd(ctx, gX):
+    # X = A^-1 B with A = L L^T: gB = A^-1 gX, gA = -gB X^T (symmetrised),
+    # pushed through A = L L^T onto the triangle that is read
+    L, X = ctx.saved_tensors
+    # only L's triangle is read: the other one must not receive second-order terms
+    L = L.triu() if ctx.upper else L.tril()
+    gB = _cholesky_solve_op(gX, L, ctx.upper)
+    S = gB @ X.mT
+    S = S + S.mT
+    gL = -(L @ S).triu() if ctx.upper else -(S @ L).tril()
+    return gB, gL, None
+
+
+_cholesky_solve_op.register_autograd(_chol_solve_bwd, setup_context=_chol_solve_setup)
+
+
+def _solve_tri_setup(ctx, inputs, output):
+    ctx.upper, ctx.trans, ctx.unit = inputs[2], inputs[3], inputs[4]
+    ctx.save_for_backward(inputs[0], output)
+
+
+def _solve_tri_bwd(ctx, gX):
+    # op(A) X = B: gB = op(A)^-T gX, g op(A) = -gB X^T, kept on the triangle read
+    A, X = ctx.saved_tensors
+    gB = _solve_triangular_op(A, gX, ctx.upper, not ctx.trans, ctx.unit)
+    gA = -(X @ gB.mT) if ctx.trans else -(gB @ X.mT)
+    gA = gA.triu() if ctx.upper else gA.tril()
+    if ctx.unit:
+        gA = gA - torch.diag_embed(gA.diagonal(0, -2, -1))
+    return gA, gB, None, None, None
+
+
+_solve_triangular_op.register_autograd(_solve_tri_bwd, setup_context=_solve_tri_setup)
+
+
+def _project_setup(ctx, inputs, output):
+    X, mean, components, ev, whiten = inputs
+    ctx.whiten = whiten
+    ctx.save_for_backward(X, mean, components, ev, output)
+
+
+def _project_bwd(ctx, gY):
+    # Y = ((X - mean) C^T) s with s = ev^-1/2 when whitened, else 1
+    X, mean, C, ev, Y = ctx.saved_tensors
+    gZ = gY * ev.rsqrt() if ctx.whiten else gY
+    gX = gZ @ C
+    gC = gZ.mT @ (X - mean)
+    gev = (gY * Y).sum(0) * (-0.5 / ev) if ctx.whiten else None
+    return gX, -gX.sum(0), gC, gev, None
+
+
+_pca_project_op.register_autograd(_project_bwd, setup_context=_project_setup)
+
+
+# ---- the public functions ------------------------------------------------------------------
+
+def _upper(UPLO):
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
+    return UPLO == "U"
+
+
+def _refuse_grad(what, *tensors):
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        raise RuntimeError(f"gstat.torch.{what}: out= does not support automatic differentiation "
+                           f"(as torch's out= functions); call it without out=")
+
+
+def _check_out(what, out, shape, like):
+    if tuple(out.shape) != tuple(shape) or out.dtype != like.dtype or out.device != like.device:
+        raise ValueError(f"gstat.torch.{what}: out has shape {tuple(out.shape)}, {out.dtype} on "
+                         f"{out.device}; expected {tuple(shape)}, {like.dtype} on {like.device}")
+
+
+def eigh(A, UPLO="L", *, broadening=0.0, out=None):
+    """Eigenvalues (ascending) and eigenvectors of a batch of symmetric matrices.
+
+    As ``torch.linalg.eigh`` (only the triangle named by `UPLO` is read;
+    eigenvectors are columns, signed so that the entry of largest magnitude is
+    positive), differentiable, with finite gradients at degenerate eigenvalues
+    (see the module's documentation and `broadening`).
+
+    Parameters
+    ----------
+    A : Tensor (..., n, n), float32, float64 or bfloat16, CPU or CUDA
+    UPLO : {'L', 'U'}
+    broadening : float, optional
+        0 (default): exact 1/(w_j - w_i) in the backward, pairs within a
+        degenerate block dropped. eps > 0: (w_j - w_i) / ((w_j - w_i)^2 + eps).
+    out : tuple (w, v) of tensors, optional
+        Written in place; not differentiable.
+
+    Returns
+    -------
+    EighResult(eigenvalues, eigenvectors)
+    """
+    _check("eigh", A)
+    upper = _upper(UPLO)
+    if out is None:
+        return EighResult(*torch.ops.gstat.eigh(A, upper, float(broadening)))
+    w, v = out
+    _refuse_grad("eigh", A)
+    _check_out("eigh", w, A.shape[:-1], A)
+    _check_out("eigh", v, A.shape, A)
+    torch.ops.gstat.eigh_out(A, upper, w, v)
+    return EighResult(w, v)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """Eigenvalues (ascending) of a batch of symmetric matrices, as
+    ``torch.linalg.eigvalsh``; differentiable (the backward needs the
+    eigenvectors, so a call that records a gradient computes them)."""
+    _check("eigvalsh", A)
+    upper = _upper(UPLO)
+    if out is not None:
+        _refuse_grad("eigvalsh", A)
+        _check_out("eigvalsh", out, A.shape[:-1], A)
+        torch.ops.gstat.eigvalsh_out(A, upper, out)
+        return out
+    if torch.is_grad_enabled() and A.requires_grad:
+        return torch.ops.gstat.eigh(A, upper, 0.0)[0]
+    return torch.ops.gstat.eigvalsh(A, upper)
+
+
+def cholesky(A, upper=False, *, out=None):
+    """Cholesky factor of a batch of symmetric positive definite matrices, as
+    ``torch.linalg.cholesky``: lower L with A = L L^T (upper U with A = U^T U);
+    only that triangle of A is read, the other strict triangle is zero.
+    Raises gstat.LinAlgError naming the first element that is not positive
+    definite."""
+    _check("cholesky", A)
+    if out is None:
+        return torch.ops.gstat.cholesky(A, bool(upper))
+    _refuse_grad("cholesky", A)
+    _check_out("cholesky", out, A.shape, A)
+    torch.ops.gstat.cholesky_out(A, bool(upper), out)
+    return out
+
+
+def _broadcast(what, A, B):
+    if B.dim() < 2:
+        raise ValueError(f"gstat.torch.{what}: B must have shape (..., n, k)")
+    batch = torch.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+    if A.shape[:-2] != batch:
+        A = A.expand(*batch, *A.shape[-2:]).contiguous()
+    if B.shape[:-2] != batch:
+        B = B.expand(*batch, *B.shape[-2:]).contiguous()
+    return A, B
+
+
+def cholesky_solve(B, L, upper=False, *, out=None):
+    """X with A X = B, given A's Cholesky factor L: ``torch.cholesky_solve``'s
+    argument order (B first). Batch dimensions broadcast."""
+    _check("cholesky_solve", B, L)
+    L, B = _broadcast("cholesky_solve", L, B)
+    if out is None:
+        return torch.ops.gstat.cholesky_solve(B, L, bool(upper))
+    _refuse_grad("cholesky_solve", B, L)
+    _check_out("cholesky_solve", out, B.shape, B)
+    torch.ops.gstat.cholesky_solve_out(B, L, bool(upper), out)
+    return out
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with A X = B (left) or X A = B (left=False), A triangular, as
+    ``torch.linalg.solve_triangular``. Batch dimensions broadcast."""
+    _check("solve_triangular", A, B)
+    A, B = _broadcast("solve_triangular", A, B)
+    upper, unit = bool(upper), bool(unitriangular)
+    if out is None:
+        if left:
+            return torch.ops.gstat.solve_triangular(A, B, upper, False, unit)
+        # X A = B  <=>  A^T X^T = B^T
+        return torch.ops.gstat.solve_triangular(A, B.mT, upper, True, unit).mT
+    _refuse_grad("solve_triangular", A, B)
+    _check_out("solve_triangular", out, B.shape, B)
+    if left:
+        torch.ops.gstat.solve_triangular_out(A, B, upper, False, unit, out)
+    else:
+        torch.ops.gstat.solve_triangular_out(A, B.mT, upper, True, unit, out.mT)
+    return out
+
+
+def pca_project(X, mean, components, explained_variance=None, *, whiten=False, out=None):
+    """PCA scores ``(X - mean) @ components.T``, divided by
+    ``sqrt(explained_variance)`` when `whiten`; differentiable in all four.
+
+    X is (m, p), mean (p,), components (k, p), explained_variance (k,). CPU
+    tensors run gstat's fused centred projection; on CUDA one GEMM in torch
+    (gstat's device projection reads its parameters from the host).
+    """
+    if explained_variance is None:
+        if whiten:
+            raise ValueError("gstat.torch.pca_project: whiten needs explained_variance")
+        explained_variance = components.new_ones(components.shape[0])
+    _check("pca_project", X, mean, components, explained_variance)
+    if X.dim() != 2 or components.dim() != 2 or mean.shape != X.shape[-1:] or \
+            components.shape[1] != X.shape[1] or explained_variance.shape != components.shape[:1]:
+        raise ValueError(f"gstat.torch.pca_project: inconsistent shapes X {tuple(X.shape)}, mean "
+                         f"{tuple(mean.shape)}, components {tuple(components.shape)}, "
+                         f"explained_variance {tuple(explained_variance.shape)}")
+    if out is None:
+        return torch.ops.gstat.pca_project(X, mean, components, explained_variance, bool(whiten))
+    _refuse_grad("pca_project", X, mean, components, explained_variance)
+    _check_out("pca_project", out, (X.shape[0], components.shape[0]), X)
+    torch.ops.gstat.pca_project_out(X, mean, components, explained_variance, bool(whiten), out)
+    return out

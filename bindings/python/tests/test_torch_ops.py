@@ -1,0 +1,474 @@
+"""gstat.torch: registered, differentiable, torch.compile-ready operators.
+
+Skipped as a whole (visibly) without torch; the CUDA tests skip visibly
+without a GPU."""
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed")
+
+import gstat  # noqa: E402
+import gstat.torch as gt  # noqa: E402
+
+needs_cuda = pytest.mark.skipif(not (torch.cuda.is_available() and gstat.cuda_available()),
+                                reason="no CUDA GPU (or no gstat CUDA backend) here")
+DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]
+
+
+def sym(b, n, dtype=torch.float64, device="cpu", seed=0, spd=False):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, n, n, generator=g, dtype=torch.float64)
+    a = x @ x.mT + n * torch.eye(n, dtype=torch.float64) if spd else (x + x.mT) / 2
+    return a.to(device=device, dtype=dtype)
+
+
+def with_spectrum(w, seed=0):
+    """A symmetric matrix with eigenvalues w (a repeated value repeats)."""
+    g = torch.Generator().manual_seed(seed)
+    q, _ = torch.linalg.qr(torch.randn(len(w), len(w), generator=g, dtype=torch.float64))
+    return q @ torch.diag(torch.tensor(w, dtype=torch.float64)) @ q.mT
+
+
+def symmetrized(f):
+    """f of a symmetric matrix made from any square input: the gradient of
+    eigh/cholesky is defined on symmetric matrices, as torch.linalg's."""
+    return lambda x, *rest: f(x + x.mT, *rest)
+
+
+# ---- forward results ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh_matches_torch(device, dtype, uplo):
+    a = sym(8, 12, dtype, device)
+    ref = a.double()
+    w, v = gt.eigh(a, uplo)
+    assert w.dtype == dtype and v.dtype == dtype and w.device == a.device
+    wr, vr = torch.linalg.eigh(ref, UPLO=uplo)
+    tol = {torch.float64: 1e-10, torch.float32: 1e-4, torch.bfloat16: 5e-2}[dtype]
+    torch.testing.assert_close(w.double(), wr, rtol=tol, atol=tol * 10)
+    # vectors up to sign: |<v_j, vr_j>| = 1 (eigenvalues are distinct here)
+    dots = (v.double() * vr).sum(-2).abs()
+    torch.testing.assert_close(dots, torch.ones_like(dots), rtol=0, atol=tol * 10)
+    # gstat's sign rule: the entry of largest magnitude is positive
+    idx = v.double().abs().argmax(-2, keepdim=True)
+    assert (v.double().gather(-2, idx) > 0).all()
+    torch.testing.assert_close(gt.eigvalsh(a, uplo).double(), w.double())
+
+
+def test_eigh_reads_one_triangle():
+    a = sym(4, 6)
+    garbage = a.triu(1) * 0 + torch.randn(4, 6, 6, dtype=torch.float64).triu(1)
+    w, _ = gt.eigh(a.tril() + garbage)
+    torch.testing.assert_close(w, torch.linalg.eigvalsh(a))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_and_solves_match_torch(device, dtype, upper):
+    a = sym(6, 10, dtype, device, spd=True)
+    L = gt.cholesky(a, upper)
+    tol = 1e-4 if dtype == torch.float32 else 1e-10
+    torch.testing.assert_close(L, torch.linalg.cholesky(a, upper=upper), rtol=tol, atol=tol)
+    b = torch.randn(6, 10, 3, dtype=dtype, device=device)
+    torch.testing.assert_close(gt.cholesky_solve(b, L, upper),
+                               torch.cholesky_solve(b, L, upper=upper), rtol=tol * 10, atol=tol * 10)
+    for left in (True, False):
+        bb = b if left else b.mT
+        for unit in (False, True):
+            x = gt.solve_triangular(L, bb, upper=upper, left=left, unitriangular=unit)
+            xr = torch.linalg.solve_triangular(L, bb, upper=upper, left=left, unitriangular=unit)
+            torch.testing.assert_close(x, xr, rtol=tol * 10, atol=tol * 10)
+
+
+def test_solves_broadcast_batch():
+    L = torch.linalg.cholesky(sym(1, 5, spd=True))
+    b = torch.randn(4, 5, 2, dtype=torch.float64)
+    torch.testing.assert_close(gt.cholesky_solve(b, L), torch.cholesky_solve(b, L))
+
+
+@pytest.mark.parametrize("whiten", [False, True])
+def test_pca_project_matches_formula(whiten):
+    X = torch.randn(50, 7, dtype=torch.float64)
+    mean = X.mean(0)
+    ev, comp = torch.linalg.eigh(torch.cov(X.T))
+    comp, ev = comp.mT[-3:].contiguous(), ev[-3:].contiguous()
+    y = gt.pca_project(X, mean, comp, ev, whiten=whiten)
+    ref = (X - mean) @ comp.T
+    if whiten:
+        ref = ref / ev.sqrt()
+    torch.testing.assert_close(y, ref)
+
+
+# ---- out= -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_variants_write_in_place(device):
+    a = sym(5, 8, torch.float32, device, spd=True)
+    w, v = torch.full((5, 8), float("nan"), device=device), torch.full((5, 8, 8), float("nan"), device=device)
+    rw, rv = gt.eigh(a, out=(w, v))
+    assert rw is w and rv is v
+    wr, vr = gt.eigh(a)
+    torch.testing.assert_close(w, wr)
+    torch.testing.assert_close(v, vr)
+    w2 = torch.full_like(w, float("nan"))
+    assert gt.eigvalsh(a, out=w2) is w2
+    torch.testing.assert_close(w2, wr)
+    L = torch.full_like(a, float("nan"))
+    assert gt.cholesky(a, out=L) is L
+    torch.testing.assert_close(L, gt.cholesky(a))
+    b = torch.randn(5, 8, 2, device=device)
+    x = torch.full_like(b, float("nan"))
+    assert gt.cholesky_solve(b, L, out=x) is x
+    torch.testing.assert_close(x, gt.cholesky_solve(b, L))
+    for left in (True, False):
+        bb = b if left else b.mT.contiguous()
+        x = torch.full_like(bb, float("nan"))
+        assert gt.solve_triangular(L, bb, upper=False, left=left, out=x) is x
+        torch.testing.assert_close(x, gt.solve_triangular(L, bb, upper=False, left=left))
+    X = torch.randn(20, 8, device=device)
+    y = torch.full((20, 3), float("nan"), device=device)
+    assert gt.pca_project(X, X.mean(0), v[0, :, :3].mT.contiguous(), out=y) is y
+    torch.testing.assert_close(y, gt.pca_project(X, X.mean(0), v[0, :, :3].mT.contiguous()))
+
+
+def test_out_refuses_autograd_and_bad_shapes():
+    a = sym(2, 4).requires_grad_()
+    with pytest.raises(RuntimeError, match="out="):
+        gt.eigh(a, out=(torch.empty(2, 4, dtype=torch.float64), torch.empty(2, 4, 4, dtype=torch.float64)))
+    with pytest.raises(ValueError, match="out has shape"):
+        gt.cholesky(a.detach(), out=torch.empty(2, 4, 5, dtype=torch.float64))
+
+
+def test_bad_dtype_refused():
+    with pytest.raises(TypeError, match="not supported"):
+        gt.eigh(torch.eye(3, dtype=torch.float16))
+    with pytest.raises(ValueError, match="one dtype"):
+        gt.cholesky_solve(torch.ones(3, 1), torch.eye(3, dtype=torch.float64))
+
+
+# ---- gradients ------------------------------------------------------------------------------
+
+def _gauge_invariant(w, v):
+    # functions of V diag(f(w)) V^T and of w: unchanged by eigenvector signs
+    m = v @ torch.diag_embed(torch.sin(w)) @ v.mT
+    return (m * m.flip(-1)).sum() + (w ** 3).sum() + (v ** 4).sum()
+
+
+def test_gradcheck_eigh():
+    a = sym(2, 5).requires_grad_()
+    f = symmetrized(lambda x: _gauge_invariant(*gt.eigh(x)))
+    assert torch.autograd.gradcheck(f, (a,))
+    assert torch.autograd.gradgradcheck(f, (a,))
+    g = symmetrized(lambda x: gt.eigvalsh(x, "U"))
+    assert torch.autograd.gradcheck(g, (a,))
+    assert torch.autograd.gradgradcheck(g, (a,))
+
+
+def test_eigh_gradient_equals_torch():
+    a = sym(3, 6).requires_grad_()
+    g1, = torch.autograd.grad(_gauge_invariant(*gt.eigh(a)), a)
+    g2, = torch.autograd.grad(_gauge_invariant(*torch.linalg.eigh(a)), a)
+    torch.testing.assert_close(g1, g2)
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_gradcheck_cholesky_and_solves(upper):
+    # small shapes and gradgradcheck's fast mode (random projections of the
+    # Jacobian): the 2-core CI machine runs these in seconds
+    a = sym(2, 3, spd=True).requires_grad_()
+    f = symmetrized(lambda x: gt.cholesky(x, upper))
+    assert torch.autograd.gradcheck(f, (a,))
+    assert torch.autograd.gradgradcheck(f, (a,), fast_mode=True)
+    L = torch.linalg.cholesky(sym(2, 3, spd=True, seed=1), upper=upper).requires_grad_()
+    B = torch.randn(2, 3, 2, dtype=torch.float64, requires_grad=True)
+    h = lambda L, B: gt.cholesky_solve(B, L, upper)  # noqa: E731
+    assert torch.autograd.gradcheck(h, (L, B))
+    assert torch.autograd.gradgradcheck(h, (L, B), fast_mode=True)
+    for left in (True, False):
+        for unit in (False, True):
+            Bx = B if left else B.detach().mT.contiguous().requires_grad_()
+            s = lambda L, B: gt.solve_triangular(L, B, upper=upper, left=left,  # noqa: E731
+                                                 unitriangular=unit)
+            assert torch.autograd.gradcheck(s, (L, Bx))
+            assert torch.autograd.gradgradcheck(s, (L, Bx), fast_mode=True)
+
+
+def test_gradcheck_through_chained_ops():
+    # the whitening pattern: L = chol(C), y = L^-1 x
+    a = sym(2, 4, spd=True).requires_grad_()
+    x = torch.randn(2, 4, 2, dtype=torch.float64, requires_grad=True)
+    f = lambda a, x: gt.solve_triangular(gt.cholesky(a + a.mT), x, upper=False)  # noqa: E731
+    assert torch.autograd.gradcheck(f, (a, x))
+
+
+@pytest.mark.parametrize("whiten", [False, True])
+def test_gradcheck_pca_project(whiten):
+    X = torch.randn(9, 5, dtype=torch.float64, requires_grad=True)
+    mean = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    comp = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    ev = (torch.rand(3, dtype=torch.float64) + 0.5).requires_grad_()
+    f = lambda *t: gt.pca_project(*t, whiten=whiten)  # noqa: E731
+    assert torch.autograd.gradcheck(f, (X, mean, comp, ev))
+    assert torch.autograd.gradgradcheck(f, (X, mean, comp, ev))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_backward_in_low_precision(dtype):
+    a = sym(4, 6, dtype).requires_grad_()
+    w, v = gt.eigh(a)
+    _gauge_invariant(w.float(), v.float()).backward()
+    assert a.grad.dtype == dtype and torch.isfinite(a.grad).all()
+
+
+# ---- degenerate eigenvalues -----------------------------------------------------------------
+
+def _subspace_loss(w, v, W, k):
+    # depends on the vectors only through the projector on the first k
+    # (whole degenerate blocks): invariant under rotations within any block
+    p = v[..., :k] @ v[..., :k].mT
+    return (p * W).sum() + (w ** 3).sum()
+
+
+def _subspace_gradient(a, W, k):
+    """The analytic symmetric gradient of _subspace_loss, written
+    independently: dP = sum_{i<k<=j} (v_j v_i^T + v_i v_j^T) v_j^T dA v_i / (w_i - w_j),
+    whose gaps are all non-zero when the first k are whole blocks."""
+    w, v = torch.linalg.eigh(a)
+    S = W + W.mT
+    g = v @ torch.diag(3 * w ** 2) @ v.mT
+    for i in range(k):
+        for j in range(k, len(w)):
+            c = v[:, j] @ S @ v[:, i] / (w[i] - w[j])
+            g = g + c * torch.outer(v[:, j], v[:, i])
+    return (g + g.mT) / 2
+
+
+@pytest.mark.parametrize("spectrum,k", [([1.0] * 5, 5), ([1.0, 1.0, 1.0, 2.0, 3.0], 3),
+                                        ([-2.0, 0.5, 0.5, 4.0, 4.0], 3), ([0.5, 0.5, 4.0, 4.0, 4.0], 2)])
+def test_degenerate_gradient_is_finite_and_exact(spectrum, k):
+    n = len(spectrum)
+    a0 = torch.eye(n, dtype=torch.float64) if k == n else with_spectrum(spectrum)
+    W = torch.randn(n, n, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    a = a0.clone().requires_grad_()
+    g, = torch.autograd.grad(_subspace_loss(*gt.eigh(a), W, k), a)
+    ref = _subspace_gradient(a0, W, k)
+    torch.testing.assert_close(g, ref, rtol=1e-7, atol=1e-7)
+    # torch.linalg.eigh divides by the (rounded) zero gaps (pytorch issues
+    # 47599, 76531): NaN/Inf, or noise amplified by 1/1e-16
+    c = a0.clone().requires_grad_()
+    gt_, = torch.autograd.grad(_subspace_loss(*torch.linalg.eigh(c), W, k), c)
+    assert not torch.isfinite(gt_).all() or (gt_ - ref).abs().max() > 1e-3
+
+
+def test_broadening_gives_finite_gradients_for_non_invariant_losses():
+    a0 = with_spectrum([1.0, 1.0 + 1e-13, 2.0, 3.0])
+    a = a0.clone().requires_grad_()
+    w, v = gt.eigh(a, broadening=1e-6)
+    (v[:, 0] ** 4).sum().backward()  # depends on the vector chosen in the block
+    assert torch.isfinite(a.grad).all()
+    # far from degeneracy the broadened gradient tends to the exact one
+    s = sym(1, 5).requires_grad_()
+    g0, = torch.autograd.grad(_gauge_invariant(*gt.eigh(s)), s)
+    g1, = torch.autograd.grad(_gauge_invariant(*gt.eigh(s, broadening=1e-12)), s)
+    torch.testing.assert_close(g0, g1, rtol=1e-6, atol=1e-8)
+    g2, = torch.autograd.grad(_gauge_invariant(*gt.eigh(s, broadening=10.0)), s)
+    assert not torch.allclose(g0, g2)  # the parameter is used
+
+
+# ---- torch.compile --------------------------------------------------------------------------
+
+def _compiled_fns():
+    def f_eigh(x):
+        w, v = gt.eigh(x)
+        return (v @ torch.diag_embed(w.clamp_min(0).sqrt()) @ v.mT).sum()
+
+    def f_eigvalsh(x):
+        return gt.eigvalsh(x).sum()
+
+    def f_chol(x):
+        L = gt.cholesky(x)
+        y = gt.solve_triangular(L, x[..., :2], upper=False)
+        return gt.cholesky_solve(y, L).sum()
+
+    def f_project(x):
+        flat = x.reshape(-1, x.shape[-1])
+        comp = flat[:3]
+        return gt.pca_project(flat, flat.mean(0), comp, comp.norm(dim=1) + 1, whiten=True).sum()
+
+    return {"eigh": f_eigh, "eigvalsh": f_eigvalsh, "cholesky+solves": f_chol, "pca_project": f_project}
+
+
+@pytest.mark.parametrize("name", list(_compiled_fns()))
+def test_compile_no_graph_breaks_no_recompiles(name):
+    import torch._dynamo as dynamo
+
+    f = _compiled_fns()[name]
+    dynamo.reset()
+    assert dynamo.explain(f)(sym(16, 6, spd=True)).graph_break_count == 0
+    dynamo.reset()
+    graphs = []
+
+    def counting(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    cf = torch.compile(f, backend=counting, dynamic=True, fullgraph=True)
+    for b in (16, 32, 64, 128):
+        x = sym(b, 6, spd=True, seed=b)
+        torch.testing.assert_close(cf(x), f(x))
+    assert len(graphs) == 1
+
+
+def test_compile_training_step_aot_eager():
+    # forward and backward through the registered autograd in one compiled graph
+    def step(x):
+        w, v = gt.eigh(x)
+        return (v @ torch.diag_embed(w.abs().add(1).rsqrt()) @ v.mT).square().sum()
+
+    torch._dynamo.reset()
+    cf = torch.compile(step, backend="aot_eager", dynamic=True, fullgraph=True)
+    for b in (16, 32):
+        x = sym(b, 5, seed=b).requires_grad_()
+        g1, = torch.autograd.grad(cf(x), x)
+        g2, = torch.autograd.grad(step(x), x)
+        torch.testing.assert_close(g1, g2)
+
+
+def test_import_gstat_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, gstat; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+class _DlpackLinalg:
+    """Stands in for gstat.linalg on the device path: exports every tensor
+    through DLPack as gstat's CUDA path does (which refuses tensors that
+    require grad), then computes with gstat on the CPU into `out`."""
+
+    def __getattr__(self, name):
+        real = getattr(gstat.linalg, name)
+
+        def call(*args, out, **kw):
+            outs = out if isinstance(out, tuple) else (out,)
+            for t in args + outs:
+                if isinstance(t, torch.Tensor):
+                    t.__dlpack__()
+            real(*(a.numpy() if isinstance(a, torch.Tensor) else a for a in args),
+                 out=tuple(o.numpy() for o in outs) if isinstance(out, tuple) else out.numpy(), **kw)
+            return out
+        return call
+
+
+def test_device_path_arguments_on_the_cpu(monkeypatch):
+    # the CUDA branches of gstat.torch, run here with CPU tensors: what they
+    # pass (detached inputs, out tensors, triangle/transpose flags) must give
+    # the CPU path's values and gradients
+    a = sym(3, 5, spd=True).requires_grad_()
+    b = torch.randn(3, 5, 2, dtype=torch.float64, requires_grad=True)
+
+    def everything():
+        w, v = gt.eigh(a)
+        L = gt.cholesky(a)
+        U = gt.cholesky(a, upper=True)
+        parts = [w, v.abs(), gt.eigvalsh(a), L, gt.cholesky_solve(b, L), gt.cholesky_solve(b, U, True),
+                 gt.solve_triangular(U, b, upper=True), gt.solve_triangular(L, b.mT, upper=False, left=False),
+                 gt.pca_project(b[0], b[0].mean(0), b[1, :2], b[2, :2, 0].abs() + 1, whiten=True)]
+        return parts, torch.autograd.grad(sum(p.sum() for p in parts), (a, b))
+
+    ref_parts, ref_grads = everything()
+    monkeypatch.setattr(gt, "_on_device", lambda t: True)
+    monkeypatch.setattr(gt, "_refuse_capture", lambda what: None)
+    monkeypatch.setattr(gt, "_linalg", _DlpackLinalg())
+    parts, grads = everything()
+    for x, y in zip(parts + list(grads), ref_parts + list(ref_grads)):
+        torch.testing.assert_close(x, y)
+
+
+# ---- CUDA -----------------------------------------------------------------------------------
+
+@needs_cuda
+def test_cuda_on_a_side_stream():
+    # work queued on a non-default stream: gstat must run after it, on it
+    s = torch.cuda.Stream()
+    a = sym(64, 32, torch.float32, "cuda", spd=True)
+    s.wait_stream(torch.cuda.current_stream())  # a was made on the default stream
+    with torch.cuda.stream(s):
+        big = torch.randn(4096, 4096, device="cuda")
+        for _ in range(4):
+            big = big @ big / 4096  # keeps the stream busy
+        b = a * 2 + big[:1, :1] * 0
+        w, _ = gt.eigh(b)
+        L = gt.cholesky(b)
+    s.synchronize()
+    torch.testing.assert_close(w, torch.linalg.eigvalsh(a * 2), rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(L, torch.linalg.cholesky(a * 2), rtol=1e-4, atol=1e-4)
+
+
+@needs_cuda
+def test_cuda_graph_capture_is_refused_clearly():
+    a = sym(16, 8, torch.float32, "cuda", spd=True)
+    gt.eigh(a)  # warm up outside capture
+    g = torch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="not capturable"):
+        with torch.cuda.graph(g):
+            gt.eigh(a)
+    # the backward is made of torch operations: it captures and replays
+    w, v = gt.eigh(a)
+    gv = torch.randn_like(v)
+    ref = gt._eigh_backward(w, v, None, gv, 0.0)  # also the warm-up before capture
+    torch.cuda.synchronize()
+    g2 = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g2):
+        out = gt._eigh_backward(w, v, None, gv, 0.0)
+    out.fill_(float("nan"))
+    g2.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, ref)
+
+
+@needs_cuda
+def test_gradcheck_cuda():
+    a = sym(2, 5, device="cuda").requires_grad_()
+    f = symmetrized(lambda x: _gauge_invariant(*gt.eigh(x)))
+    assert torch.autograd.gradcheck(f, (a,))
+    assert torch.autograd.gradgradcheck(f, (a,))
+    s = sym(2, 4, device="cuda", spd=True).requires_grad_()
+    assert torch.autograd.gradcheck(symmetrized(lambda x: gt.cholesky(x)), (s,))
+    L = torch.linalg.cholesky(sym(2, 4, device="cuda", spd=True, seed=1)).requires_grad_()
+    B = torch.randn(2, 4, 3, dtype=torch.float64, device="cuda", requires_grad=True)
+    assert torch.autograd.gradcheck(lambda L, B: gt.cholesky_solve(B, L), (L, B))
+    assert torch.autograd.gradcheck(lambda L, B: gt.solve_triangular(L, B, upper=False), (L, B))
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_cuda_compiled_inductor(dtype):
+    def f(x):
+        w, v = gt.eigh(x)
+        return v @ torch.diag_embed(w.clamp_min(0).sqrt()) @ v.mT
+
+    torch._dynamo.reset()
+    cf = torch.compile(f, dynamic=True)
+    for b in (16, 32):
+        x = sym(b, 16, dtype, "cuda", spd=True, seed=b)
+        tol = 0.25 if dtype == torch.bfloat16 else None  # fused products round differently
+        torch.testing.assert_close(cf(x).float(), f(x).float(), rtol=tol, atol=tol)
+
+
+@needs_cuda
+def test_cuda_compiled_reduce_overhead():
+    # inductor's CUDA graphs must leave the gstat operators out (cudagraph_unsafe)
+    # rather than capture them (they would refuse)
+    def f(x):
+        w, v = gt.eigh(x)
+        return v @ torch.diag_embed(w.abs().sqrt()) @ v.mT
+
+    torch._dynamo.reset()
+    cf = torch.compile(f, mode="reduce-overhead")
+    x = sym(32, 16, torch.float32, "cuda", spd=True)
+    for _ in range(3):
+        torch.testing.assert_close(cf(x), f(x), rtol=1e-4, atol=1e-4)
