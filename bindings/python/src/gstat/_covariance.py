@@ -21,6 +21,35 @@ def _missing(m):
         raise ValueError(f"missing must be one of {sorted(_MISSING)}, got {m!r}") from None
 
 
+class _Default:
+    """The rowvar default: True as numpy, told apart from an explicit True so
+    callers that relied on the old default (False) hear about it."""
+
+    def __bool__(self):
+        return True
+
+    def __repr__(self):
+        return "True"
+
+
+_ROWVAR_DEFAULT = _Default()
+
+
+def _rowvar(x, rowvar, what):
+    """The rowvar to use; a FutureWarning (this release only) when the default
+    meets a non-square matrix, where the old default gave another shape."""
+    if rowvar is not _ROWVAR_DEFAULT:
+        return bool(rowvar)
+    shape = tuple(x.shape)
+    if len(shape) >= 2 and shape[-2] != shape[-1]:
+        warnings.warn(
+            f"gstat.{what}: rowvar now defaults to True as numpy.{what} (variables in rows: "
+            f"shape {shape} gives {shape[-2]}x{shape[-2]}); gstat 0.1 defaulted to False "
+            f"({shape[-1]}x{shape[-1]}). Pass rowvar= explicitly to silence this warning.",
+            FutureWarning, stacklevel=4)
+    return True
+
+
 def _prepare(x, rowvar, missing, what):
     dev = _cuda_device(x)
     if dev is None:
@@ -33,6 +62,7 @@ def _prepare(x, rowvar, missing, what):
         x = np.asarray(x)
     if x.ndim == 0:
         raise ValueError("x must be at least 1-dimensional")
+    rowvar = _rowvar(x, rowvar, what)
     scalar = x.ndim == 1
     if scalar:  # one variable, observations along the axis (numpy)
         x = x[:, None]
@@ -58,17 +88,22 @@ def _cov_call(x, ddof, fweights, aweights, missing, correlation, dtype, out, bac
                      want_mean, assume_centered, _stream(x, dev), mean)
 
 
-def cov(x, rowvar=False, ddof=1, fweights=None, aweights=None, missing="everything", *,
+def cov(x, rowvar=_ROWVAR_DEFAULT, ddof=1, fweights=None, aweights=None, missing="everything", *,
         dtype=None, out=None, backend=None):
     """Covariance matrix of each dataset of a batch.
 
     Parameters
     ----------
-    x : array_like, shape (..., n, p)
-        Observations in rows, variables in columns (``rowvar=False``, the
-        default here, unlike numpy.cov). A 1-D `x` is one variable.
-    rowvar : bool, optional
-        True: variables in rows (numpy's default).
+    x : array_like, shape (..., p, n) or, with ``rowvar=False``, (..., n, p)
+        Variables in rows, observations in columns (numpy.cov's default).
+        A 1-D `x` is one variable.
+    rowvar : bool, default True
+        True (numpy's default): each row is a variable. False: each column
+        is a variable, observations in rows (scikit-learn's layout).
+        **Changed in 0.2**: the default was False; for this release a
+        FutureWarning is issued when the default meets a non-square matrix
+        (where the two readings give different shapes). Pass `rowvar`
+        explicitly to silence it.
     ddof : int, optional
         Divisor ``sum(weights) - ddof`` (1: unbiased, 0: maximum likelihood).
         A divisor <= 0 divides by 0 as numpy.cov does: +-inf entries, NaN where
@@ -97,7 +132,7 @@ def cov(x, rowvar=False, ddof=1, fweights=None, aweights=None, missing="everythi
     return c[0, 0] if scalar and out is None else c
 
 
-def corrcoef(x, rowvar=False, fweights=None, aweights=None, missing="everything", *,
+def corrcoef(x, rowvar=_ROWVAR_DEFAULT, fweights=None, aweights=None, missing="everything", *,
              dtype=None, out=None, backend=None):
     """Correlation matrix of each dataset of a batch (Pearson).
 
