@@ -50,8 +50,11 @@ typedef enum gstat_assign_labels {
 } gstat_assign_labels;
 
 typedef enum gstat_disconnected {
-  GSTAT_DISCONNECTED_AUTO = 0,  /* cluster when components <= k, else GSTAT_EINVAL */
-  GSTAT_DISCONNECTED_REJECT = 1 /* any graph with more than one component: GSTAT_EINVAL */
+  GSTAT_DISCONNECTED_AUTO = 0,   /* cluster when components <= k, else GSTAT_EINVAL */
+  GSTAT_DISCONNECTED_REJECT = 1, /* any graph with more than one component: GSTAT_EINVAL */
+  /* more components than k: cluster anyway from the k smallest eigenvectors
+   * (some basis of the null space), as scikit-learn does after its warning */
+  GSTAT_DISCONNECTED_PROCEED = 2
 } gstat_disconnected;
 
 typedef enum gstat_eigen_solver {

@@ -44,7 +44,7 @@ gstat_status gstat_i_sc_check_options(gstat_ctx *ctx, const char *fn,
   BAD(o->n_init < 1, "%s: opt.n_init=%lld must be >= 1", fn, (long long)o->n_init);
   BAD(o->max_iter < 1, "%s: opt.max_iter=%lld must be >= 1", fn, (long long)o->max_iter);
   BAD(!(o->tol >= 0 && isfinite(o->tol)), "%s: opt.tol=%g must be >= 0 and finite", fn, o->tol);
-  BAD(o->disconnected != GSTAT_DISCONNECTED_AUTO && o->disconnected != GSTAT_DISCONNECTED_REJECT,
+  BAD(o->disconnected < GSTAT_DISCONNECTED_AUTO || o->disconnected > GSTAT_DISCONNECTED_PROCEED,
       "%s: opt.disconnected=%d is not a gstat_disconnected", fn, (int)o->disconnected);
   BAD(o->solver < GSTAT_EIGEN_AUTO || o->solver > GSTAT_EIGEN_SPARSE,
       "%s: opt.solver=%d is not a gstat_eigen_solver", fn, (int)o->solver);

@@ -1524,7 +1524,8 @@ done:
 /* ---- spectral ------------------------------------------------------------------------------ */
 
 /* opts: (n_clusters, max_clusters, n_components, laplacian, drop_first, normalize_rows,
- *        assign, n_init, max_iter, tol, seed, solver, dense_limit, eig_tol, eig_max_iter) */
+ *        assign, n_init, max_iter, tol, seed, solver, dense_limit, eig_tol, eig_max_iter,
+ *        [disconnected]) */
 static int64_t graph_nodes(const graph_arg *g) {
   return g->g.format == GSTAT_GRAPH_CSR ? g->g.csr.n : g->dense.m.rows;
 }

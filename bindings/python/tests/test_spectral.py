@@ -115,3 +115,27 @@ def test_affinity_from_other_libraries_is_accepted():
     B[3, 7] *= 1 + 1e-6
     with pytest.raises(ValueError, match=r"not symmetric: entry \(7, 3\)|not symmetric: entry \(3, 7\)"):
         gstat.laplacian(B)
+
+
+@pytest.mark.parametrize("solver", ["dense", "sparse"])
+def test_more_components_than_clusters_warns_and_labels(solver):
+    # scikit-learn warns that the graph is not fully connected and clusters
+    # anyway; so does gstat (it used to refuse with "ask for at least ...")
+    cliques = sp.block_diag([np.ones((20, 20)) - np.eye(20)] * 5).tocsr()
+    for X, kw in ((cliques, {"affinity": "precomputed"}), (_breast_cancer(), {})):
+        with pytest.warns(UserWarning, match="Graph is not fully connected"):
+            sk = SkSC(2, random_state=0, **kw).fit(X)
+        with pytest.warns(UserWarning, match="Graph is not fully connected"):
+            ours = gstat.SpectralClustering(2, random_state=0, eigen_solver=solver, **kw).fit(X)
+        assert ours.labels_.shape == sk.labels_.shape
+        assert set(np.unique(ours.labels_)) <= {0, 1}
+    with pytest.warns(UserWarning):
+        lab = gstat.SpectralClustering(2, random_state=0, eigen_solver=solver,
+                                       affinity="precomputed").fit(cliques).labels_
+    # each component lies in one cluster
+    assert all(len(np.unique(lab[20 * c:20 * (c + 1)])) == 1 for c in range(5))
+
+
+def _breast_cancer():
+    from sklearn.datasets import load_breast_cancer
+    return load_breast_cancer().data  # unscaled: most RBF weights underflow

@@ -88,11 +88,16 @@ def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetri
 
 def _spectral_opts(n_clusters, n_components, laplacian_kind, drop_first, normalize_rows, assign,
                    n_init, max_iter, tol, seed, solver, dense_limit=2048, eig_tol=1e-8,
-                   eig_max_iter=1000, max_clusters=10):
+                   eig_max_iter=1000, max_clusters=10, disconnected=0):
     return (int(n_clusters), int(max_clusters), int(n_components), int(laplacian_kind),
             int(drop_first), int(normalize_rows), int(assign), int(n_init), int(max_iter),
             float(tol), int(seed), int(solver), int(dense_limit), float(eig_tol),
-            int(eig_max_iter))
+            int(eig_max_iter), int(disconnected))
+
+
+# gstat_disconnected: GSTAT_DISCONNECTED_PROCEED clusters a graph with more
+# components than clusters from its k smallest eigenvectors (scikit-learn)
+_PROCEED = 2
 
 
 def _eig_tol(t):
@@ -183,9 +188,16 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
             self.n_clusters, self.n_components or 0, 2, False, False,
             _choice(_ASSIGN, self.assign_labels, "assign_labels"), self.n_init, 300, 1e-4,
             seed_from(self.random_state), _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
-            eig_tol=_eig_tol(self.eigen_tol))
+            eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
         labels, info = _core.spectral_clustering(graph, 2 if _issparse(X) else 0, 0, opts,
                                                  self.backend)
+        if info["graph_components"] > 1:
+            # scikit-learn's warning; gstat clusters each component apart when
+            # there are at most n_clusters of them, else (GSTAT_DISCONNECTED_PROCEED)
+            # from the k smallest eigenvectors, as scikit-learn does
+            warnings.warn(f"Graph is not fully connected ({info['graph_components']} connected "
+                          f"components), spectral embedding may not work as expected.",
+                          UserWarning, stacklevel=2)
         self.labels_ = labels
         self.eigenvalues_ = info["eigenvalues"]
         self.graph_components_ = info["graph_components"]
