@@ -254,19 +254,16 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
         graph, self.affinity_matrix_ = self._affinity(X, False)
         sym = 2 if _issparse(X) else 0
         k = int(self.n_components)
-        n = graph[0] if isinstance(graph, tuple) else graph.shape[-1]
         comps = int(_core.graph_components(graph, sym, 0, self.backend)[0][0])
-        dim = k
         if comps > 1:
-            # scikit-learn warns and embeds anyway; the C call wants at least
-            # one column per component, so ask for more and keep the first k.
+            # scikit-learn warns and embeds anyway: with more components than
+            # columns, some basis of the Laplacian's null space (PROCEED)
             warnings.warn("Graph is not fully connected, spectral embedding may not work as "
-                          "expected.", UserWarning)
-            dim = min(max(k, comps), n - 1)
-        opts = _spectral_opts(1, dim, 2, True, False, 0, 1, 300, 1e-4,
+                          "expected.", UserWarning, stacklevel=2)
+        opts = _spectral_opts(1, k, 2, True, False, 0, 1, 300, 1e-4,
                               seed_from(self.random_state),
                               _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
-                              eig_tol=_eig_tol(self.eigen_tol))
+                              eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
         emb, ev = _core.spectral_embedding(graph, sym, 0, opts, self.backend)
         self.embedding_, self.eigenvalues_ = emb[:, :k], ev[:k + 1]
         return self
