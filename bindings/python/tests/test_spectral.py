@@ -139,3 +139,43 @@ def test_more_components_than_clusters_warns_and_labels(solver):
 def _breast_cancer():
     from sklearn.datasets import load_breast_cancer
     return load_breast_cancer().data  # unscaled: most RBF weights underflow
+
+
+@pytest.mark.parametrize("param, value", [
+    ("n_clusters", 0), ("n_clusters", -1), ("n_clusters", "gap"), ("eigen_solver", "lanczos"),
+    ("assign_labels", "nearest"), ("affinity", "cosine_distance"), ("n_init", 0), ("gamma", -1.0),
+    ("eigen_tol", "tight"), ("n_neighbors", 0)])
+def test_invalid_parameters_raise_as_sklearn(param, value):
+    from sklearn.utils._param_validation import InvalidParameterError
+    X, _ = make_blobs(40, random_state=0)
+    kw = {"n_clusters": 2, param: value}
+    with pytest.raises(InvalidParameterError, match=param):
+        SkSC(**kw).fit(X)
+    with pytest.raises(InvalidParameterError, match=param):
+        gstat.SpectralClustering(**kw).fit(X)
+    if param in ("eigen_solver", "eigen_tol", "n_neighbors"):
+        with pytest.raises(InvalidParameterError, match=param):
+            gstat.SpectralEmbedding(**{param: value}).fit(X)
+
+
+def test_eigengap_is_a_named_choice():
+    X, y = make_blobs(150, centers=3, cluster_std=0.4, random_state=1)
+    m = gstat.SpectralClustering("eigengap", random_state=0).fit(X)
+    assert m.n_clusters_ == 3
+    ref = gstat.SpectralClustering(3, random_state=0).fit(X)
+    np.testing.assert_array_equal(m.labels_, ref.labels_)
+    g = gstat.SpectralClustering(affinity="precomputed").fit(ref.affinity_matrix_).affinity_matrix_
+    (lab,) = gstat.spectral_clustering_batch([g], "eigengap")
+    assert len(np.unique(lab)) == 3
+
+
+@pytest.mark.parametrize("solver", ["arpack", "lobpcg", "amg"])
+def test_sklearn_solver_names_mean_the_iterative_solver(solver):
+    X, y = make_blobs(300, centers=3, cluster_std=0.5, random_state=2)
+    kw = dict(affinity="nearest_neighbors", n_neighbors=10, random_state=0)
+    ours = gstat.SpectralClustering(3, eigen_solver=solver, **kw).fit(X)
+    sparse = gstat.SpectralClustering(3, eigen_solver="sparse", **kw).fit(X)
+    np.testing.assert_array_equal(ours.labels_, sparse.labels_)
+    sk_solver = "arpack" if solver == "amg" else solver  # amg needs pyamg
+    sk = SkSC(3, eigen_solver=sk_solver, **kw).fit(X)
+    assert adjusted_rand_score(ours.labels_, sk.labels_) > 0.99

@@ -5,7 +5,8 @@ import warnings
 import numpy as np
 
 from . import _core, _device
-from ._sk import BaseEstimator, ClusterMixin, check_is_fitted, seed_from, validate
+from ._sk import (BaseEstimator, ClusterMixin, check_is_fitted, constraints, seed_from, validate,
+                  validate_params)
 
 __all__ = ["laplacian", "SpectralClustering", "SpectralEmbedding", "spectral_clustering_batch"]
 
@@ -13,7 +14,19 @@ _SYM = {"check": 0, "max": 1, "mean": 2, "sum": 3, "min": 4}
 _LOOPS = {"drop": 0, "keep": 1}
 _KIND = {"unnormalized": 0, "symmetric": 1, "random_walk": 2}
 _ASSIGN = {"kmeans": 0, "cluster_qr": 1}
-_SOLVER = {None: 0, "auto": 0, "dense": 1, "sparse": 2, "arpack": 0, "lobpcg": 0, "amg": 0}
+# gstat_eigen_solver; scikit-learn's names are its iterative solvers (ARPACK's
+# Lanczos, LOBPCG, LOBPCG preconditioned by AMG): gstat's iterative solver
+_SOLVER = {None: 0, "auto": 0, "dense": 1, "sparse": 2, "arpack": 2, "lobpcg": 2, "amg": 2}
+_BACKENDS = {"auto", "cpu", "cuda"}
+
+
+def _common_constraints(I, S):
+    return {
+        "eigen_solver": [S(set(k for k in _SOLVER if k)), None],
+        "eigen_tol": [I(numbers.Real, 0.0, None, closed="left"), S({"auto"})],
+        "random_state": ["random_state"],
+        "backend": [S(_BACKENDS), None],
+    }
 
 
 def _choice(table, value, name):
@@ -140,10 +153,15 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_clusters : int, default 8
-    eigen_solver : {None, 'auto', 'dense', 'sparse'}
+    n_clusters : int >= 1 or 'eigengap', default 8
+        'eigengap': k chosen by the largest gap among the 11 smallest
+        eigenvalues of the Laplacian (never fewer than the graph's connected
+        components); the k used is `n_clusters_`.
+    eigen_solver : {None, 'auto', 'dense', 'sparse', 'arpack', 'lobpcg', 'amg'}
         None/'auto': dense up to 2048 nodes, an iterative sparse solver above
-        (sparse graphs). scikit-learn's 'arpack', 'lobpcg', 'amg' mean 'auto'.
+        (sparse graphs). scikit-learn's 'arpack', 'lobpcg' and 'amg' (all
+        iterative) mean gstat's iterative solver, 'sparse' (no pyamg
+        needed). Other values raise InvalidParameterError.
     n_components : int or None
         Embedding columns (default n_clusters).
     random_state : int, RandomState or None
@@ -164,7 +182,24 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
     n_features_in_ : int
     eigenvalues_ : ndarray
         The smallest eigenvalues of the Laplacian that were used.
+    n_clusters_ : int
+        The number of clusters (`n_clusters`, or chosen by the eigengap).
+    graph_components_ : int
+        Connected components of the graph; with more than `n_clusters` a
+        UserWarning is issued and the k smallest eigenvectors (some basis of
+        the Laplacian's null space) are clustered, as scikit-learn does.
     """
+
+    _parameter_constraints = constraints(lambda I, S: {
+        "n_clusters": [I(numbers.Integral, 1, None, closed="left"), S({"eigengap"})],
+        "n_components": [I(numbers.Integral, 1, None, closed="left"), None],
+        "n_init": [I(numbers.Integral, 1, None, closed="left")],
+        "gamma": [I(numbers.Real, 0, None, closed="left")],
+        "affinity": [S({"rbf", "nearest_neighbors", "precomputed",
+                        "precomputed_nearest_neighbors"})],
+        "n_neighbors": [I(numbers.Integral, 1, None, closed="left")],
+        "assign_labels": [S(set(_ASSIGN))],
+        **_common_constraints(I, S)})
 
     def __init__(self, n_clusters=8, *, eigen_solver=None, n_components=None, random_state=None,
                  n_init=10, gamma=1.0, affinity="rbf", n_neighbors=10, eigen_tol="auto",
@@ -183,9 +218,11 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Cluster the rows of `X` (or the graph `X` when affinity='precomputed'). Returns self."""
+        validate_params(self)
         graph, self.affinity_matrix_ = self._affinity(X, True)
+        k = 0 if isinstance(self.n_clusters, str) and self.n_clusters == "eigengap" else self.n_clusters
         opts = _spectral_opts(
-            self.n_clusters, self.n_components or 0, 2, False, False,
+            k, self.n_components or 0, 2, False, False,
             _choice(_ASSIGN, self.assign_labels, "assign_labels"), self.n_init, 300, 1e-4,
             seed_from(self.random_state), _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
             eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
@@ -200,6 +237,7 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
                           UserWarning, stacklevel=2)
         self.labels_ = labels
         self.eigenvalues_ = info["eigenvalues"]
+        self.n_clusters_ = int(info["n_clusters"])
         self.graph_components_ = info["graph_components"]
         self.inertia_ = info["inertia"]
         return self
@@ -223,7 +261,8 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
     gamma : float or None
         RBF coefficient (None: 1 / n_features).
     random_state : int, RandomState or None
-    eigen_solver : {None, 'auto', 'dense', 'sparse'}
+    eigen_solver : {None, 'auto', 'dense', 'sparse', 'arpack', 'lobpcg', 'amg'}
+        As :class:`SpectralClustering` (scikit-learn's names: the iterative solver).
     eigen_tol : float or 'auto'
     n_neighbors : int or None
         None: max(n_samples / 10, 1).
@@ -236,6 +275,14 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
     eigenvalues_ : ndarray (n_components + 1,)
     n_features_in_ : int
     """
+
+    _parameter_constraints = constraints(lambda I, S: {
+        "n_components": [I(numbers.Integral, 1, None, closed="left")],
+        "affinity": [S({"nearest_neighbors", "rbf", "precomputed",
+                        "precomputed_nearest_neighbors"})],
+        "gamma": [I(numbers.Real, 0, None, closed="left"), None],
+        "n_neighbors": [I(numbers.Integral, 1, None, closed="left"), None],
+        **_common_constraints(I, S)})
 
     def __init__(self, n_components=2, *, affinity="nearest_neighbors", gamma=None,
                  random_state=None, eigen_solver=None, eigen_tol="auto", n_neighbors=None,
@@ -251,6 +298,7 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Compute the embedding of `X`. Returns self."""
+        validate_params(self)
         graph, self.affinity_matrix_ = self._affinity(X, False)
         sym = 2 if _issparse(X) else 0
         k = int(self.n_components)
@@ -309,8 +357,9 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
         or float64 is clustered on its GPU (Laplacians, eigen
         decompositions, embeddings and k-means all on the device, no copy
         of the graphs); the labels still come back as numpy arrays.
-    n_clusters : int or sequence of int
-        Clusters per graph (0: chosen by the eigengap).
+    n_clusters : int, 'eigengap' or sequence of int
+        Clusters per graph ('eigengap', or 0 in a sequence: chosen by the
+        eigengap).
     laplacian : {'random_walk', 'symmetric', 'unnormalized'}
     assign_labels : {'kmeans', 'cluster_qr'}
     n_init : int
@@ -406,7 +455,12 @@ def _batch_request(graphs, n_clusters, laplacian, assign_labels, n_init, normali
             for g, m in enumerate(arrs):
                 a[g, :m.shape[0], :m.shape[0]] = m
             kind, b = 1, np.asarray(sizes, dtype=np.int64)
-    if isinstance(n_clusters, numbers.Integral):
+    if isinstance(n_clusters, str):
+        if n_clusters != "eigengap":
+            raise ValueError(f"n_clusters must be an int >= 1, 'eigengap' or a sequence of ints, "
+                             f"got {n_clusters!r}")
+        k_all, kv = 0, None
+    elif isinstance(n_clusters, numbers.Integral):
         k_all, kv = int(n_clusters), None
     else:
         kv = np.asarray(n_clusters, dtype=np.int64)
