@@ -58,7 +58,9 @@ typedef enum gstat_disconnected {
 } gstat_disconnected;
 
 typedef enum gstat_eigen_solver {
-  GSTAT_EIGEN_AUTO = 0,  /* dense up to dense_limit nodes, iterative above */
+  GSTAT_EIGEN_AUTO = 0,  /* dense up to dense_limit nodes, iterative above, and for a
+                            CSR graph whose entries are few for its n (nnz 6000 < n^3:
+                            kNN graphs from ~300 nodes; bench/README.md) */
   GSTAT_EIGEN_DENSE = 1, /* the core's batched eigh of the whole Laplacian */
   GSTAT_EIGEN_SPARSE = 2 /* iterative solver on the Laplacian operator (single graphs) */
 } gstat_eigen_solver;

@@ -158,8 +158,7 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         eigenvalues of the Laplacian (never fewer than the graph's connected
         components); the k used is `n_clusters_`.
     eigen_solver : {None, 'auto', 'dense', 'sparse', 'arpack', 'lobpcg', 'amg'}
-        None/'auto': dense up to 2048 nodes, an iterative sparse solver above
-        (sparse graphs). scikit-learn's 'arpack', 'lobpcg' and 'amg' (all
+        None/'auto': the faster for the graph at hand (see `eigen_solver_`). scikit-learn's 'arpack', 'lobpcg' and 'amg' (all
         iterative) mean gstat's iterative solver, 'sparse' (no pyamg
         needed). Other values raise InvalidParameterError.
     n_components : int or None
@@ -184,6 +183,10 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         The smallest eigenvalues of the Laplacian that were used.
     n_clusters_ : int
         The number of clusters (`n_clusters`, or chosen by the eigengap).
+    eigen_solver_ : {'dense', 'sparse'}
+        The eigensolver that ran. 'auto' takes the iterative one above 2048
+        nodes and for a sparse graph whose stored entries are few for its
+        size (6000 nnz < n^3: kNN graphs from about 300 nodes).
     graph_components_ : int
         Connected components of the graph; with more than `n_clusters` a
         UserWarning is issued and the k smallest eigenvectors (some basis of
@@ -238,6 +241,7 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         self.labels_ = labels
         self.eigenvalues_ = info["eigenvalues"]
         self.n_clusters_ = int(info["n_clusters"])
+        self.eigen_solver_ = "sparse" if info["used_sparse"] else "dense"
         self.graph_components_ = info["graph_components"]
         self.inertia_ = info["inertia"]
         return self
