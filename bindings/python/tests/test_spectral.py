@@ -198,3 +198,20 @@ def test_auto_solver_is_the_fast_one_for_the_graph():
     g = (a + a.T + sp.eye(400, k=1) + sp.eye(400, k=-1)).tocsr()
     m = gstat.SpectralClustering(2, affinity="precomputed", random_state=0).fit(g)
     assert m.eigen_solver_ == "dense"
+
+
+@pytest.mark.parametrize("kw", [
+    {"assign_labels": "discretize"},
+    {"assign_labels": "discretize", "affinity": "nearest_neighbors"},
+    {"affinity": "laplacian", "gamma": 1.0}, {"affinity": "poly", "gamma": 1.0, "degree": 2},
+    {"affinity": "sigmoid", "gamma": 0.5, "coef0": 1.5},
+    {"affinity": lambda a, b: np.exp(-3.0 * np.sum((a - b) ** 2))},
+    {"affinity": lambda a, b, s=1: np.exp(-s * np.sum((a - b) ** 2)), "kernel_params": {"s": 3}}])
+def test_discretize_and_kernels_match_sklearn(kw):
+    X, y = make_blobs(200, centers=3, cluster_std=0.6, random_state=0)
+    X = X / np.abs(X).max()
+    ours = gstat.SpectralClustering(3, random_state=0, **kw).fit(X)
+    theirs = SkSC(3, random_state=0, **kw).fit(X)
+    assert adjusted_rand_score(ours.labels_, theirs.labels_) == 1.0
+    if not callable(kw.get("affinity")) and kw.get("affinity") in ("laplacian", "poly", "sigmoid"):
+        np.testing.assert_allclose(ours.affinity_matrix_, theirs.affinity_matrix_, rtol=1e-12)

@@ -5,8 +5,8 @@ import warnings
 import numpy as np
 
 from . import _core, _device
-from ._sk import (BaseEstimator, ClusterMixin, check_is_fitted, constraints, seed_from, validate,
-                  validate_params)
+from ._sk import (BaseEstimator, ClusterMixin, check_is_fitted, check_random_state, constraints,
+                  seed_from, validate, validate_params)
 
 __all__ = ["laplacian", "SpectralClustering", "SpectralEmbedding", "spectral_clustering_batch"]
 
@@ -14,6 +14,9 @@ _SYM = {"check": 0, "max": 1, "mean": 2, "sum": 3, "min": 4}
 _LOOPS = {"drop": 0, "keep": 1}
 _KIND = {"unnormalized": 0, "symmetric": 1, "random_walk": 2}
 _ASSIGN = {"kmeans": 0, "cluster_qr": 1}
+# scikit-learn's pairwise kernels beyond 'rbf' (sklearn.metrics.pairwise.PAIRWISE_KERNEL_FUNCTIONS)
+_KERNELS = {"additive_chi2", "chi2", "linear", "poly", "polynomial", "laplacian", "sigmoid",
+            "cosine"}
 # gstat_eigen_solver; scikit-learn's names are its iterative solvers (ARPACK's
 # Lanczos, LOBPCG, LOBPCG preconditioned by AMG): gstat's iterative solver
 _SOLVER = {None: 0, "auto": 0, "dense": 1, "sparse": 2, "arpack": 2, "lobpcg": 2, "amg": 2}
@@ -128,6 +131,9 @@ class _AffinityMixin:
             X = validate(self, X, accept_sparse=["csr", "csc", "coo"])
             return _graph(X), X
         X = validate(self, X, ensure_min_samples=2)
+        if callable(aff) or aff in _KERNELS:
+            A = self._kernel(X)
+            return A, A
         gamma = getattr(self, "gamma", None)
         gamma = 0.0 if gamma is None else float(gamma)
         if aff == "rbf":
@@ -144,8 +150,21 @@ class _AffinityMixin:
                 return g, sp.csr_matrix((w, ix, ip), shape=(X.shape[0], X.shape[0]))
             except ImportError:  # pragma: no cover
                 return g, g
-        raise ValueError(f"affinity must be 'rbf', 'nearest_neighbors' or 'precomputed', got "
-                         f"{aff!r}")
+        raise ValueError(f"affinity must be 'rbf', 'nearest_neighbors', 'precomputed', a kernel "
+                         f"name of sklearn.metrics.pairwise_kernels or a callable, got {aff!r}")
+
+    def _kernel(self, X):
+        """The affinity from scikit-learn's pairwise_kernels (a kernel name or a
+        callable), with the estimator's gamma/degree/coef0/kernel_params as
+        scikit-learn's SpectralClustering passes them."""
+        from sklearn.metrics.pairwise import pairwise_kernels
+        if callable(self.affinity) and not hasattr(self, "degree"):  # SpectralEmbedding
+            return np.asarray(self.affinity(X), dtype=np.float64)
+        params = dict(getattr(self, "kernel_params", None) or {})
+        if not callable(self.affinity):  # a callable gets kernel_params only
+            params.update(gamma=self.gamma, degree=self.degree, coef0=self.coef0)
+        return np.asarray(pairwise_kernels(X, metric=self.affinity, filter_params=True, **params),
+                          dtype=np.float64)
 
 
 class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
@@ -168,10 +187,23 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
     n_init : int, default 10
     gamma : float, default 1.0
         RBF kernel coefficient.
-    affinity : {'rbf', 'nearest_neighbors', 'precomputed'}
+    affinity : str or callable, default 'rbf'
+        'rbf' and 'nearest_neighbors' (computed by gstat), 'precomputed' (X is
+        the graph), a kernel of sklearn.metrics.pairwise_kernels ('poly',
+        'sigmoid', 'laplacian', 'linear', 'cosine', 'chi2', ...) or a
+        callable ``f(x, y) -> float`` as pairwise_kernels takes (these
+        computed by scikit-learn's pairwise_kernels).
     n_neighbors : int, default 10
     eigen_tol : float or 'auto'
-    assign_labels : {'kmeans', 'cluster_qr'}
+    assign_labels : {'kmeans', 'discretize', 'cluster_qr'}
+        'discretize': Yu & Shi's (2003) rotation of the embedding towards an
+        indicator matrix, as scikit-learn's (seeded by `random_state`).
+    degree : float, default 3
+        Degree of the 'poly' kernel.
+    coef0 : float, default 1
+        Zero coefficient of the 'poly' and 'sigmoid' kernels.
+    kernel_params : dict or None
+        Further keyword arguments of a callable or named kernel.
     backend : {'auto', 'cpu', 'cuda'} or None
 
     Attributes
@@ -198,15 +230,18 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         "n_components": [I(numbers.Integral, 1, None, closed="left"), None],
         "n_init": [I(numbers.Integral, 1, None, closed="left")],
         "gamma": [I(numbers.Real, 0, None, closed="left")],
-        "affinity": [S({"rbf", "nearest_neighbors", "precomputed",
-                        "precomputed_nearest_neighbors"})],
+        "affinity": [callable, S({"rbf", "nearest_neighbors", "precomputed",
+                                  "precomputed_nearest_neighbors"} | _KERNELS)],
         "n_neighbors": [I(numbers.Integral, 1, None, closed="left")],
-        "assign_labels": [S(set(_ASSIGN))],
+        "assign_labels": [S(set(_ASSIGN) | {"discretize"})],
+        "degree": [I(numbers.Real, 0, None, closed="left")],
+        "coef0": [I(numbers.Real, None, None, closed="neither")],
+        "kernel_params": [dict, None],
         **_common_constraints(I, S)})
 
     def __init__(self, n_clusters=8, *, eigen_solver=None, n_components=None, random_state=None,
                  n_init=10, gamma=1.0, affinity="rbf", n_neighbors=10, eigen_tol="auto",
-                 assign_labels="kmeans", backend=None):
+                 assign_labels="kmeans", degree=3, coef0=1, kernel_params=None, backend=None):
         self.n_clusters = n_clusters
         self.eigen_solver = eigen_solver
         self.n_components = n_components
@@ -217,6 +252,9 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         self.n_neighbors = n_neighbors
         self.eigen_tol = eigen_tol
         self.assign_labels = assign_labels
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
         self.backend = backend
 
     def fit(self, X, y=None):
@@ -224,6 +262,8 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         validate_params(self)
         graph, self.affinity_matrix_ = self._affinity(X, True)
         k = 0 if isinstance(self.n_clusters, str) and self.n_clusters == "eigengap" else self.n_clusters
+        if self.assign_labels == "discretize":
+            return self._fit_discretize(X, graph, k)
         opts = _spectral_opts(
             k, self.n_components or 0, 2, False, False,
             _choice(_ASSIGN, self.assign_labels, "assign_labels"), self.n_init, 300, 1e-4,
@@ -246,9 +286,73 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         self.inertia_ = info["inertia"]
         return self
 
+    def _fit_discretize(self, X, graph, k):
+        """labels_ by Yu & Shi's discretization of the k-column embedding."""
+        if k == 0:
+            raise ValueError("n_clusters='eigengap' needs assign_labels='kmeans' or 'cluster_qr'")
+        sym = 2 if _issparse(X) else 0
+        comps = int(_core.graph_components(graph, sym, 0, self.backend)[0][0])
+        if comps > 1:
+            warnings.warn(f"Graph is not fully connected ({comps} connected components), spectral "
+                          f"embedding may not work as expected.", UserWarning, stacklevel=3)
+        opts = _spectral_opts(k, self.n_components or k, 2, False, False, 0, 1, 300, 1e-4,
+                              seed_from(self.random_state),
+                              _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
+                              eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
+        emb, ev = _core.spectral_embedding(graph, sym, 0, opts, self.backend)
+        self.labels_ = _discretize(emb, check_random_state(self.random_state))
+        self.eigenvalues_ = ev
+        self.n_clusters_ = int(k)
+        self.eigen_solver_ = "dense" if self.eigen_solver == "dense" else "auto"
+        self.graph_components_ = comps
+        self.inertia_ = None
+        return self
+
     def fit_predict(self, X, y=None):
         """Fit and return `labels_`."""
         return self.fit(X).labels_
+
+
+def _discretize(vectors, rng, max_restarts=30, max_iter=20):
+    """Yu & Shi (2003), "Multiclass spectral clustering": the discrete
+    partition nearest to the embedding's span. Alternate between the
+    indicator matrix closest to the rotated, row-normalized embedding and the
+    rotation (orthogonal Procrustes, one SVD) closest to that indicator,
+    until the relaxed normalized cut stops changing."""
+    V = np.array(vectors, dtype=np.float64)
+    n, k = V.shape
+    # columns to the length of the all-ones vector, oriented so their first
+    # entry is negative (the sign of an eigenvector is arbitrary)
+    V *= np.sqrt(n) / np.maximum(np.linalg.norm(V, axis=0), np.finfo(float).tiny)
+    first = np.sign(V[0])
+    V *= np.where(first != 0, -first, 1.0)
+    V /= np.sqrt((V * V).sum(axis=1))[:, None]
+    eps = np.finfo(float).eps
+    for _ in range(max_restarts):
+        # the first axis a random row, each next the row least aligned with those so far
+        R = np.zeros((k, k))
+        R[:, 0] = V[rng.randint(n)]
+        spread = np.zeros(n)
+        for j in range(1, k):
+            spread += np.abs(V @ R[:, j - 1])
+            R[:, j] = V[spread.argmin()]
+        last, it = 0.0, 0
+        while True:
+            it += 1
+            labels = (V @ R).argmax(axis=1)
+            # indicator^T V, one row per cluster: the sums of its rows of V
+            M = np.zeros((k, k))
+            np.add.at(M, labels, V)
+            try:
+                U, S, Vt = np.linalg.svd(M)
+            except np.linalg.LinAlgError:
+                break  # a restart
+            ncut = 2.0 * (n - S.sum())
+            if abs(ncut - last) < eps or it > max_iter:
+                return labels.astype(np.int64)
+            last = ncut
+            R = Vt.T @ U.T
+    raise np.linalg.LinAlgError("SVD did not converge")
 
 
 class SpectralEmbedding(_AffinityMixin, BaseEstimator):
@@ -261,7 +365,8 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
     Parameters
     ----------
     n_components : int, default 2
-    affinity : {'nearest_neighbors', 'rbf', 'precomputed'}
+    affinity : {'nearest_neighbors', 'rbf', 'precomputed'} or callable
+        A callable takes X and returns the affinity matrix (scikit-learn's).
     gamma : float or None
         RBF coefficient (None: 1 / n_features).
     random_state : int, RandomState or None
@@ -283,7 +388,7 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
     _parameter_constraints = constraints(lambda I, S: {
         "n_components": [I(numbers.Integral, 1, None, closed="left")],
         "affinity": [S({"nearest_neighbors", "rbf", "precomputed",
-                        "precomputed_nearest_neighbors"})],
+                        "precomputed_nearest_neighbors"}), callable],
         "gamma": [I(numbers.Real, 0, None, closed="left"), None],
         "n_neighbors": [I(numbers.Integral, 1, None, closed="left"), None],
         **_common_constraints(I, S)})
