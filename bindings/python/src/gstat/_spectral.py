@@ -61,7 +61,7 @@ def _graph(adjacency):
 
 
 def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetrize="check",
-              self_loops="drop", backend=None):
+              self_loops="drop", form="array", dtype=None, backend=None):
     """Graph Laplacian of an undirected graph (scipy.sparse.csgraph.laplacian).
 
     Parameters
@@ -81,14 +81,25 @@ def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetri
         averaged.
     self_loops : {'drop', 'keep'}, optional
         Whether the diagonal counts in the degrees (scipy drops it).
+    form : {'array', 'function', 'lo'}, optional
+        As scipy.sparse.csgraph.laplacian: the matrix, a function ``x -> L @ x``
+        (x of shape (n,) or (n, m)), or a scipy.sparse.linalg.LinearOperator.
+        gstat forms L either way (for one graph only).
+    dtype : dtype, optional
+        Of L and d. Default as scipy: the input's floating dtype (float32
+        stays float32); an integer graph keeps its dtype unnormalized and
+        gives float64 normalized.
     backend : {'auto', 'cpu', 'cuda'}, optional
 
     Returns
     -------
-    L : ndarray (float64) for dense input, scipy.sparse CSR (same kind) for sparse input
+    L : ndarray for dense input, scipy.sparse CSR (same kind) for sparse input,
+        or a function / LinearOperator (`form`)
     d : ndarray, only with `return_diag`
     """
     _device.refuse(adjacency, "laplacian")
+    if form not in ("array", "function", "lo"):
+        raise ValueError(f"form must be 'array', 'function' or 'lo', got {form!r}")
     k = _choice(_KIND, kind, "kind") if kind is not None else (1 if normed else 0)
     sym, loops = _choice(_SYM, symmetrize, "symmetrize"), _choice(_LOOPS, self_loops, "self_loops")
     if _issparse(adjacency):
@@ -98,8 +109,33 @@ def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetri
         cls = sp.csr_array if isinstance(adjacency, getattr(sp, "sparray", ())) else sp.csr_matrix
         L = cls((v, ix, ip), shape=(g[0], g[0]))
     else:
-        L, d = _core.laplacian(np.asarray(adjacency), k, sym, loops, False, backend)
+        adjacency = np.asarray(adjacency)
+        L, d = _core.laplacian(adjacency, k, sym, loops, False, backend)
+    # computed in float64; handed back in the input's dtype as scipy does
+    kind_in = np.dtype(adjacency.dtype).kind
+    out = (np.dtype(dtype) if dtype is not None
+           else adjacency.dtype if kind_in == "f" or (kind_in in "iu" and k == 0)
+           else np.dtype(np.float64))
+    L, d = L.astype(out, copy=False), d.astype(out, copy=False)
+    if form != "array":
+        L = _as_operator(L, form)
     return (L, d) if return_diag else L
+
+
+def _as_operator(L, form):
+    """L as a function x -> L @ x or a scipy LinearOperator (scipy's forms)."""
+    if L.ndim != 2:
+        raise ValueError(f"form={form!r} takes one graph, got a batch of shape {L.shape}")
+
+    def apply(x):
+        return L @ np.asarray(x)
+
+    if form == "function":
+        return apply
+    from scipy.sparse.linalg import LinearOperator
+    # the random-walk Laplacian is not symmetric: the adjoint is L^T
+    return LinearOperator(L.shape, matvec=apply, matmat=apply, rmatvec=lambda x: L.T @ x,
+                          rmatmat=lambda x: L.T @ x, dtype=L.dtype)
 
 
 def _spectral_opts(n_clusters, n_components, laplacian_kind, drop_first, normalize_rows, assign,
