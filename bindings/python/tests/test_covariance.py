@@ -71,9 +71,9 @@ def test_mahalanobis_matches_scipy(rng):
     c = x.mean(axis=0)
     vi = np.linalg.inv(s)
     ref = np.array([scipy.spatial.distance.mahalanobis(r, c, vi) ** 2 for r in x])
-    np.testing.assert_allclose(gstat.mahalanobis(x, c, s), ref, rtol=1e-10)
-    np.testing.assert_allclose(gstat.mahalanobis(x, c, vi, inverted=True), ref, rtol=1e-10)
-    assert isinstance(gstat.mahalanobis(x[0], c, s), float)
+    np.testing.assert_allclose(gstat.mahalanobis(x, c, s, squared=True), ref, rtol=1e-10)
+    np.testing.assert_allclose(gstat.mahalanobis(x, c, vi, inverted=True, squared=True), ref, rtol=1e-10)
+    assert isinstance(gstat.mahalanobis(x[0], c, s, squared=True), float)
 
 
 @pytest.mark.parametrize("ours, theirs", [
@@ -140,3 +140,27 @@ def test_cov_rowvar_default_is_numpys(rng):
             np.testing.assert_allclose(ours(sq), theirs(sq), rtol=1e-10, atol=1e-12)
             v = rng.standard_normal(9)
             np.testing.assert_allclose(ours(v), theirs(v), rtol=1e-12)
+
+
+def test_mahalanobis_squared_or_distance_explicitly(rng):
+    x = rng.standard_normal((25, 3))
+    s = np.cov(x, rowvar=False)
+    c = x.mean(axis=0)
+    vi = np.linalg.inv(s)
+    dist = np.array([scipy.spatial.distance.mahalanobis(r, c, vi) for r in x])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(gstat.mahalanobis(x, c, vi, inverted=True, squared=False), dist,
+                                   rtol=1e-10)
+        np.testing.assert_allclose(gstat.mahalanobis(x, c, s, squared=True), dist ** 2,
+                                   rtol=1e-10)
+        assert gstat.mahalanobis(x[3], c, vi, inverted=True, squared=False) == pytest.approx(
+            scipy.spatial.distance.mahalanobis(x[3], c, vi), rel=1e-10)
+    with pytest.warns(FutureWarning, match="squared=False"):
+        legacy = gstat.mahalanobis(x, c, s)  # gstat 0.1: squared
+    np.testing.assert_allclose(legacy, dist ** 2, rtol=1e-10)
+    # the estimator's method is scikit-learn's: squared, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(gstat.EmpiricalCovariance().fit(x).mahalanobis(x),
+                                   skcov.EmpiricalCovariance().fit(x).mahalanobis(x), rtol=1e-9)

@@ -71,4 +71,4 @@ def test_masked_arrays_are_refused_or_honoured():
     with pytest.raises(TypeError, match="masked arrays are not supported"):
         gstat.kneighbors(x, 3)
     with pytest.raises(TypeError, match="masked arrays are not supported"):
-        gstat.mahalanobis(x, None, np.eye(3))
+        gstat.mahalanobis(x, None, np.eye(3), squared=True)

@@ -59,7 +59,7 @@ def test_nonfinite_is_valueerror(rng):
     (lambda: gstat.cov(np.ones((4, 2)), rowvar=False, fweights=[1, -1, 1, 1]), ValueError, "fweights"),
     (lambda: gstat.cov(np.ones((4, 2)), rowvar=False, fweights=[1, 1]), ValueError, "length 4"),
     (lambda: gstat.cov(np.ones((4, 2)), rowvar=False, ddof=-1), ValueError, "ddof"),
-    (lambda: gstat.mahalanobis(np.ones((3, 2)), None, -np.eye(2)), gstat.LinAlgError, "positive definite"),
+    (lambda: gstat.mahalanobis(np.ones((3, 2)), None, -np.eye(2), squared=True), gstat.LinAlgError, "positive definite"),
     (lambda: gstat.PCA(n_components=7).fit(np.ones((5, 3))), ValueError, "n_components"),
     (lambda: gstat.PCA(svd_solver="magic").fit(np.ones((5, 3))), ValueError, "svd_solver"),
     (lambda: gstat.laplacian(-np.eye(3) + 1 - 2 * np.eye(3)[0]), ValueError, "negative"),

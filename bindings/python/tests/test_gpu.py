@@ -193,9 +193,9 @@ def test_torch_covariance_functions_on_device(dtype):
     np.testing.assert_allclose(ct.cpu().numpy(), np.cov(x, rowvar=False), rtol=tol, atol=tol)
     s = np.cov(x, rowvar=False)
     d2 = gstat.mahalanobis(xd, torch.from_numpy(x.mean(0)).to("cuda"),
-                           torch.from_numpy(s).to("cuda"))
+                           torch.from_numpy(s).to("cuda"), squared=True)
     assert isinstance(d2, torch.Tensor) and d2.dtype == torch.float64 and d2.device == xd.device
-    np.testing.assert_allclose(d2.cpu().numpy(), gstat.mahalanobis(x, x.mean(0), s), rtol=1e-4)
+    np.testing.assert_allclose(d2.cpu().numpy(), gstat.mahalanobis(x, x.mean(0), s, squared=True), rtol=1e-4)
 
 
 @needs_gpu

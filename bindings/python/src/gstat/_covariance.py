@@ -149,8 +149,17 @@ def corrcoef(x, rowvar=_ROWVAR_DEFAULT, fweights=None, aweights=None, missing="e
     return c[0, 0] if scalar and out is None else c
 
 
-def mahalanobis(x, center, cov, *, inverted=False, backend=None):
-    """Squared Mahalanobis distances ``(x - center)^T cov^-1 (x - center)``, as R.
+def mahalanobis(x, center, cov, *, inverted=False, squared=None, backend=None):
+    """Mahalanobis distances of the rows of `x` to `center`.
+
+    **Squared or not -- say which.** ``squared=True`` gives
+    ``(x - center)^T cov^-1 (x - center)`` (R's ``mahalanobis()``,
+    scikit-learn's ``EmpiricalCovariance.mahalanobis``); ``squared=False``
+    its square root, the distance of ``scipy.spatial.distance.mahalanobis``
+    (which takes the inverse: pass it here with ``inverted=True``).
+    Without `squared` the result is squared, as gstat 0.1 gave it, with a
+    FutureWarning: the default becomes ``squared=False`` (scipy's, whose
+    name this function has) in the next release.
 
     Parameters
     ----------
@@ -162,6 +171,10 @@ def mahalanobis(x, center, cov, *, inverted=False, backend=None):
         Covariance (only its lower triangle is read), factored by Cholesky;
         with ``inverted=True`` it is already the inverse (precision).
     inverted : bool, optional
+        `cov` is the precision matrix (scipy's ``VI``).
+    squared : bool, optional
+        True: squared distances (R, scikit-learn); False: distances (scipy).
+        Not given: squared, with a FutureWarning (see above).
     backend : {'auto', 'cpu', 'cuda'}, optional
 
     Returns
@@ -177,9 +190,16 @@ def mahalanobis(x, center, cov, *, inverted=False, backend=None):
     if dev is None:
         _refuse_masked(x, "mahalanobis")
         x = np.asarray(x)
+    if squared is None:
+        warnings.warn("gstat.mahalanobis returns squared distances (R's convention) when squared= "
+                      "is not given; the default becomes squared=False (scipy's distance) in the "
+                      "next release. Pass squared=True or squared=False to silence this warning.",
+                      FutureWarning, stacklevel=2)
+        squared = True
     single = x.ndim == 1
     d2 = _mahalanobis_call(x[None, :] if single else x, center, cov, inverted, backend)
-    return float(d2[0]) if single else d2
+    d = d2 if squared else d2 ** 0.5  # ** also works on a CUDA tensor
+    return float(d[0]) if single else d
 
 
 def _mahalanobis_call(x, center, cov, inverted, backend):
@@ -276,7 +296,9 @@ class EmpiricalCovariance(BaseEstimator):
         return _precision(self.covariance_, self.backend)
 
     def mahalanobis(self, X):
-        """Squared Mahalanobis distances of the rows of `X` to `location_`."""
+        """**Squared** Mahalanobis distances of the rows of `X` to `location_`
+        (scikit-learn's ``EmpiricalCovariance.mahalanobis``; the distances are
+        their square roots)."""
         check_is_fitted(self)
         X = _validated(self, X, reset=False)
         return _mahalanobis_call(X, self.location_, self.get_precision(), True, self.backend)
