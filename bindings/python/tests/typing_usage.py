@@ -32,3 +32,5 @@ L = gstat.laplacian(np.ones((3, 3)) - np.eye(3), normed=True, form="lo", dtype=n
 batch: list[np.ndarray] = gstat.spectral_clustering_batch([np.ones((4, 4))], "eigengap")
 est = gstat.LedoitWolf().fit(X)
 shrink: float = est.shrinkage_
+w, v = gstat.linalg.eigh(np.eye(3)[None], progress=False)
+fitted = gstat.PCA(2, progress=lambda done, total, what: None).fit(X)

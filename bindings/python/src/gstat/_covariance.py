@@ -3,7 +3,7 @@ import warnings
 
 import numpy as np
 
-from . import _core
+from . import _core, _progress
 from ._device import cuda_device as _cuda_device, empty_like as _empty_like, stream as _stream
 from ._device import refuse_masked as _refuse_masked, to_numpy as _to_numpy
 from ._sk import BaseEstimator, check_is_fitted, validate
@@ -71,6 +71,12 @@ def _prepare(x, rowvar, missing, what):
     return x, scalar
 
 
+def _work(x):
+    """Multiply-adds of the co-moments of x (..., n, p)."""
+    shape = tuple(int(s) for s in x.shape)
+    return float(np.prod(shape[:-1], dtype=float)) * shape[-1] * shape[-1] / 2.0
+
+
 def _cov_call(x, ddof, fweights, aweights, missing, correlation, dtype, out, backend,
               want_mean=False, assume_centered=False):
     """_core.cov on numpy or, outputs allocated alike, on a CUDA tensor."""
@@ -89,7 +95,7 @@ def _cov_call(x, ddof, fweights, aweights, missing, correlation, dtype, out, bac
 
 
 def cov(x, rowvar=_ROWVAR_DEFAULT, ddof=1, fweights=None, aweights=None, missing="everything", *,
-        dtype=None, out=None, backend=None):
+        dtype=None, out=None, backend=None, progress=None):
     """Covariance matrix of each dataset of a batch.
 
     Parameters
@@ -121,6 +127,10 @@ def cov(x, rowvar=_ROWVAR_DEFAULT, ddof=1, fweights=None, aweights=None, missing
         Output dtype (float32, float64, bfloat16); default the input's.
     out : ndarray, shape (..., p, p), optional
     backend : {'auto', 'cpu', 'cuda'}, optional
+    progress : bool, callable or None, optional
+        A tqdm bar over the batch: None (default) shows one when the call is
+        long and stderr is a terminal or a notebook runs it; True/False
+        force it; a callable is called as ``progress(done, total, what)``.
 
     Returns
     -------
@@ -128,12 +138,13 @@ def cov(x, rowvar=_ROWVAR_DEFAULT, ddof=1, fweights=None, aweights=None, missing
     """
     missing = _missing(missing)
     x, scalar = _prepare(x, rowvar, missing, "cov")
-    c = _cov_call(x, int(ddof), fweights, aweights, missing, False, dtype, out, backend)
+    with _progress.scope(progress, "cov", _work(x), "dataset"):
+        c = _cov_call(x, int(ddof), fweights, aweights, missing, False, dtype, out, backend)
     return c[0, 0] if scalar and out is None else c
 
 
 def corrcoef(x, rowvar=_ROWVAR_DEFAULT, fweights=None, aweights=None, missing="everything", *,
-             dtype=None, out=None, backend=None):
+             dtype=None, out=None, backend=None, progress=None):
     """Correlation matrix of each dataset of a batch (Pearson).
 
     Parameters are those of :func:`cov`. A constant column gives NaN in its
@@ -145,7 +156,8 @@ def corrcoef(x, rowvar=_ROWVAR_DEFAULT, fweights=None, aweights=None, missing="e
     """
     missing = _missing(missing)
     x, scalar = _prepare(x, rowvar, missing, "corrcoef")
-    c = _cov_call(x, 1, fweights, aweights, missing, True, dtype, out, backend)
+    with _progress.scope(progress, "corrcoef", _work(x), "dataset"):
+        c = _cov_call(x, 1, fweights, aweights, missing, True, dtype, out, backend)
     return c[0, 0] if scalar and out is None else c
 
 

@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-from . import _core
+from . import _core, _progress
 from ._device import cuda_device as _cuda_device, empty_like as _empty_like, stream as _stream
 from ._sk import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, check_array,
                   check_is_fitted, seed_from, validate)
@@ -48,6 +48,10 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     random_state : int, RandomState or None
         Seed of the randomized solver.
     backend : {'auto', 'cpu', 'cuda'} or None
+    progress : bool, callable or None
+        A tqdm bar while fitting: None (default) shows one when the fit is
+        long and stderr is a terminal or a notebook runs it; True/False
+        force it; a callable is called as ``progress(done, total, what)``.
 
     Attributes
     ----------
@@ -62,7 +66,8 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_components=None, *, copy=True, whiten=False, svd_solver="auto",
-                 iterated_power="auto", n_oversamples=10, random_state=None, backend=None):
+                 iterated_power="auto", n_oversamples=10, random_state=None, backend=None,
+                 progress=None):
         self.n_components = n_components
         self.copy = copy
         self.whiten = whiten
@@ -71,6 +76,7 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.n_oversamples = n_oversamples
         self.random_state = random_state
         self.backend = backend
+        self.progress = progress
 
     def _options(self, n, p):
         k, frac = self.n_components, 0.0
@@ -136,8 +142,11 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             dtype = X.dtype
             stream = None
         k, frac, method, power, over = self._options(n, p)
-        r = _core.pca_fit(X, k, frac, self.whiten, method, over, power,
-                          seed_from(self.random_state), scores and not mle, self.backend, stream)
+        work = float(n) * p * min(n, p) + float(min(n, p)) ** 3
+        with _progress.scope(self.progress, "PCA", work):
+            r = _core.pca_fit(X, k, frac, self.whiten, method, over, power,
+                              seed_from(self.random_state), scores and not mle, self.backend,
+                              stream)
         self._set_fitted(r, dtype)
         if mle:
             self._keep(_mle_components(self.explained_variance_, n))

@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 
-from . import _core, _device
+from . import _core, _device, _progress
 from ._sk import (BaseEstimator, ClusterMixin, check_is_fitted, check_random_state, constraints,
                   seed_from, validate, validate_params)
 
@@ -466,27 +466,9 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
         return self.fit(X).embedding_
 
 
-def _progress_callback(progress, total):
-    """(callback, closer) for the C progress reports."""
-    if callable(progress):
-        return progress, None
-    if not progress:
-        return None, None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None, None
-    bar = tqdm(total=total, desc="spectral_clustering_batch", unit="graph")
-
-    def update(done, total_, what):
-        bar.update(int(done) - bar.n)
-
-    return update, bar.close
-
-
 def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", assign_labels="kmeans",
                               n_init=10, normalize_rows=False, random_state=0,
-                              symmetrize="check", errors="raise", progress=False, backend=None):
+                              symmetrize="check", errors="raise", progress=None, backend=None):
     """Spectral clustering of many graphs of any sizes in one call.
 
     Each graph is labelled exactly as :class:`SpectralClustering` with
@@ -516,10 +498,12 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
     errors : {'raise', 'ignore'}
         'ignore': a graph that fails on its own (e.g. more components than
         clusters) gets labels -1 instead of raising.
-    progress : bool or callable
-        True: a tqdm progress bar (when tqdm is installed); a callable is
-        called as ``progress(done, total, what)``. Ctrl-C cancels between
-        chunks of graphs.
+    progress : bool, callable or None
+        A tqdm bar over the graphs: None (default) shows one when the batch
+        is long and stderr is a terminal or a notebook runs it; True/False
+        force it (True without tqdm warns once); a callable is called as
+        ``progress(done, total, what)``. Ctrl-C cancels between chunks of
+        graphs.
     backend : {'auto', 'cpu', 'cuda'}, optional
 
     Returns
@@ -532,8 +516,8 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
     kind, a, b, sym, kv, opts, sizes = _batch_request(graphs, n_clusters, laplacian, assign_labels,
                                                       n_init, normalize_rows, random_state,
                                                       symmetrize)
-    count = len(sizes)
-    cb, close = _progress_callback(progress, count)
+    work = float(sum(float(n) ** 3 for n in sizes))
+    cb, close = _progress.callback(progress, "spectral_clustering_batch", work, "graph")
     try:
         dev = _device.cuda_device(a)
         stream = None if dev is None else _device.stream(a, dev)

@@ -6,9 +6,11 @@ other real types are converted to float64 as numpy.linalg does) of shape
 CuPy) that is processed on the GPU in place and answered with tensors of the
 same kind on the same device.
 """
+import functools as _functools
+
 import numpy as _np
 
-from . import _core
+from . import _core, _progress
 from ._device import cuda_device as _cuda_device, empty_like as _empty_like, stream as _stream
 from ._device import refuse_masked as _refuse_masked
 
@@ -17,7 +19,35 @@ __all__ = ["eigh", "eigvalsh", "cholesky", "cholesky_solve", "solve_triangular",
 EighResult = _core.EighResult
 _ndarray = _np.ndarray
 
+_PROGRESS_DOC = """
+    progress : bool, callable or None, optional
+        A tqdm bar over the batch: None (default) shows one when the call is
+        long (about a second of work or more) and stderr is a terminal or a
+        notebook runs it; True/False force it; a callable is called as
+        ``progress(done, total, what)``. Ctrl-C cancels between chunks."""
 
+
+def _with_progress(desc, flops_per_n3):
+    """Add progress= to a batch function of a (..., n, n) first argument."""
+    def wrap(fn):
+        @_functools.wraps(fn)
+        def call(a, *args, progress=None, **kw):
+            shape = getattr(a, "shape", ())
+            work = 0.0
+            if len(shape) >= 2:
+                work = float(_np.prod(shape[:-2], dtype=float)) * float(shape[-1]) ** 3
+            work *= flops_per_n3
+            if progress is None and work < _progress.LONG_WORK:  # the common, short call
+                return fn(a, *args, **kw)
+            with _progress.scope(progress, desc, work, "matrix"):
+                return fn(a, *args, **kw)
+        call.__doc__ = (fn.__doc__ or "").replace("\n\n    Returns", _PROGRESS_DOC +
+                                                  "\n\n    Returns", 1)
+        return call
+    return wrap
+
+
+@_with_progress("eigh", 4.0)
 def eigh(a, UPLO="L", *, out=None, backend=None):
     """Eigenvalues and eigenvectors of a batch of symmetric matrices.
 
@@ -58,6 +88,7 @@ def eigh(a, UPLO="L", *, out=None, backend=None):
     return _core.eigh(a, UPLO, True, w, v, backend, None)
 
 
+@_with_progress("eigvalsh", 1.5)
 def eigvalsh(a, UPLO="L", *, out=None, backend=None):
     """Eigenvalues of a batch of symmetric matrices, ascending.
 
@@ -81,6 +112,7 @@ def eigvalsh(a, UPLO="L", *, out=None, backend=None):
     return _core.eigh(a, UPLO, False, out, None, backend, None)
 
 
+@_with_progress("cholesky", 1.0 / 3.0)
 def cholesky(a, upper=False, *, out=None, backend=None):
     """Cholesky factor of a batch of symmetric positive definite matrices.
 
