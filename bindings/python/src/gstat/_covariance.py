@@ -135,6 +135,19 @@ def cov(x, rowvar=_ROWVAR_DEFAULT, ddof=1, fweights=None, aweights=None, missing
     Returns
     -------
     ndarray, shape (..., p, p) (0-d for 1-D `x`)
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> x = np.array([[0., 2.], [1., 1.], [2., 0.]])   # 3 observations of 2 variables
+    >>> gstat.cov(x, rowvar=False)                      # columns are the variables
+    array([[ 1., -1.],
+           [-1.,  1.]])
+    >>> gstat.cov(x.T, rowvar=True)                     # numpy.cov's layout: rows
+    array([[ 1., -1.],
+           [-1.,  1.]])
+    >>> gstat.cov(np.stack([x, 2 * x]), rowvar=False).shape   # a batch of datasets
+    (2, 2, 2)
     """
     missing = _missing(missing)
     x, scalar = _prepare(x, rowvar, missing, "cov")
@@ -153,6 +166,14 @@ def corrcoef(x, rowvar=_ROWVAR_DEFAULT, fweights=None, aweights=None, missing="e
     Returns
     -------
     ndarray, shape (..., p, p)
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> x = np.array([[1., 2., 3., 4.], [2., 4., 6., 9.]])  # 2 variables in rows
+    >>> np.round(gstat.corrcoef(x, rowvar=True), 4)
+    array([[1.    , 0.9944],
+           [0.9944, 1.    ]])
     """
     missing = _missing(missing)
     x, scalar = _prepare(x, rowvar, missing, "corrcoef")
@@ -197,6 +218,17 @@ def mahalanobis(x, center, cov, *, inverted=False, squared=None, backend=None):
     ------
     gstat.LinAlgError
         `cov` is not positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> x = np.array([[1., 0.], [0., 2.]])
+    >>> cov = np.array([[1., 0.], [0., 4.]])
+    >>> gstat.mahalanobis(x, [0., 0.], cov, squared=True)    # R, scikit-learn
+    array([1., 1.])
+    >>> gstat.mahalanobis(x, [0., 0.], np.linalg.inv(cov), inverted=True,
+    ...                   squared=False)                      # scipy's distance
+    array([1., 1.])
     """
     dev = _cuda_device(x)
     if dev is None:
@@ -277,6 +309,17 @@ class EmpiricalCovariance(BaseEstimator):
     location_ : ndarray (p,)
     precision_ : ndarray (p, p) or None
     n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> X = np.array([[0., 0.], [2., 0.], [0., 2.], [2., 2.]])
+    >>> est = gstat.EmpiricalCovariance().fit(X)
+    >>> est.covariance_
+    array([[1., 0.],
+           [0., 1.]])
+    >>> est.mahalanobis(X)          # squared, as scikit-learn's
+    array([2., 2., 2., 2.])
     """
 
     def __init__(self, *, store_precision=True, assume_centered=False, backend=None):
@@ -353,6 +396,14 @@ class LedoitWolf(_Shrunk):
     Attributes
     ----------
     covariance_, location_, precision_, shrinkage_, n_features_in_
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> X = np.random.default_rng(0).standard_normal((50, 5))
+    >>> lw = gstat.LedoitWolf().fit(X)
+    >>> lw.covariance_.shape, 0.0 <= lw.shrinkage_ <= 1.0
+    ((5, 5), True)
     """
 
     _method = 0
@@ -362,6 +413,14 @@ class OAS(_Shrunk):
     """Oracle Approximating Shrinkage covariance (scikit-learn >= 1.3's OAS).
 
     Parameters and attributes as :class:`LedoitWolf`.
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> X = np.random.default_rng(0).standard_normal((50, 5))
+    >>> oas = gstat.OAS().fit(X)
+    >>> oas.covariance_.shape, 0.0 <= oas.shrinkage_ <= 1.0
+    ((5, 5), True)
     """
 
     _method = 1

@@ -63,6 +63,20 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     n_components_, n_samples_, n_features_in_ : int
     backend_ : str
         The backend(s) that ran the fit ("cpu", "cuda", "cuda+cpu").
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> X = np.array([[-1., -1.], [-2., -1.], [-3., -2.], [1., 1.], [2., 1.], [3., 2.]])
+    >>> pca = gstat.PCA(n_components=2).fit(X)
+    >>> np.round(pca.explained_variance_ratio_, 4)
+    array([0.9924, 0.0076])
+    >>> np.round(pca.singular_values_, 4)
+    array([6.3006, 0.5498])
+    >>> pca.transform(X).shape
+    (6, 2)
+    >>> round(pca.score(X), 4)      # mean log-likelihood (probabilistic PCA)
+    -2.3042
     """
 
     def __init__(self, n_components=None, *, copy=True, whiten=False, svd_solver="auto",

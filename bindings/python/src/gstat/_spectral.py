@@ -96,6 +96,17 @@ def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetri
     L : ndarray for dense input, scipy.sparse CSR (same kind) for sparse input,
         or a function / LinearOperator (`form`)
     d : ndarray, only with `return_diag`
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> A = np.array([[0., 1., 1.], [1., 0., 0.], [1., 0., 0.]])
+    >>> gstat.laplacian(A)
+    array([[ 2., -1., -1.],
+           [-1.,  1.,  0.],
+           [-1.,  0.,  1.]])
+    >>> gstat.laplacian(A.astype(np.float32), normed=True).dtype   # kept, as scipy
+    dtype('float32')
     """
     _device.refuse(adjacency, "laplacian")
     if form not in ("array", "function", "lo"):
@@ -259,6 +270,17 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         Connected components of the graph; with more than `n_clusters` a
         UserWarning is issued and the k smallest eigenvectors (some basis of
         the Laplacian's null space) are clustered, as scikit-learn does.
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> X = np.array([[1., 1.], [2., 1.], [1., 0.], [4., 7.], [3., 5.], [3., 6.]])
+    >>> sc = gstat.SpectralClustering(n_clusters=2, assign_labels="discretize",
+    ...                               random_state=0).fit(X)
+    >>> bool(sc.labels_[0] == sc.labels_[1] == sc.labels_[2] != sc.labels_[3])
+    True
+    >>> gstat.SpectralClustering("eigengap", random_state=0).fit(X).n_clusters_
+    2
     """
 
     _parameter_constraints = constraints(lambda I, S: {
@@ -419,6 +441,13 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
     affinity_matrix_ : ndarray or scipy.sparse matrix
     eigenvalues_ : ndarray (n_components + 1,)
     n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> X = np.random.default_rng(0).standard_normal((100, 5))
+    >>> gstat.SpectralEmbedding(n_components=2, random_state=0).fit_transform(X).shape
+    (100, 2)
     """
 
     _parameter_constraints = constraints(lambda I, S: {
@@ -510,6 +539,13 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
     -------
     list of ndarray of int64
         The labels of each graph.
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> two_triangles = np.kron(np.eye(2), np.ones((3, 3))) - np.eye(6)
+    >>> gstat.spectral_clustering_batch([two_triangles, two_triangles[:3, :3]], [2, 1])
+    [array([0, 0, 0, 1, 1, 1]), array([0, 0, 0])]
     """
     if errors not in ("raise", "ignore"):
         raise ValueError(f"errors must be 'raise' or 'ignore', got {errors!r}")

@@ -77,6 +77,17 @@ def eigh(a, UPLO="L", *, out=None, backend=None):
         An element did not converge.
     ValueError
         Bad shapes, strides, NaN/Inf input.
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> a = np.array([[[2., 1.], [1., 2.]], [[1., 0.], [0., 3.]]])   # a batch of 2
+    >>> w, v = gstat.linalg.eigh(a)
+    >>> w
+    array([[1., 3.],
+           [1., 3.]])
+    >>> np.allclose(a @ v, v * w[:, None, :])
+    True
     """
     if out is None and type(a) is _ndarray:
         return _core.eigh(a, UPLO, True, None, None, backend, None)
@@ -102,6 +113,12 @@ def eigvalsh(a, UPLO="L", *, out=None, backend=None):
     Returns
     -------
     w : ndarray or tensor, shape (..., n)
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> gstat.linalg.eigvalsh(np.array([[2., 1.], [1., 2.]]))
+    array([1., 3.])
     """
     if out is None and type(a) is _ndarray:
         return _core.eigh(a, UPLO, False, None, None, backend, None)
@@ -136,6 +153,13 @@ def cholesky(a, upper=False, *, out=None, backend=None):
     gstat.LinAlgError
         An element is not positive definite (the message names the first one
         and the order of its failing leading minor).
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> gstat.linalg.cholesky(np.array([[4., 2.], [2., 5.]]))
+    array([[2., 0.],
+           [1., 2.]])
     """
     if out is None and type(a) is _ndarray:
         return _core.cholesky(a, upper, None, backend, None)
@@ -187,6 +211,14 @@ def cholesky_solve(l, b, *, upper=False, out=None, backend=None):
     ------
     gstat.LinAlgError
         A factor has a zero on its diagonal.
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> a = np.array([[4., 2.], [2., 5.]])
+    >>> x = gstat.linalg.cholesky_solve(gstat.linalg.cholesky(a), np.array([[2.], [3.]]))
+    >>> np.allclose(a @ x, [[2.], [3.]])
+    True
     """
     return _solve(False, l, b, upper, False, False, out, backend)
 
@@ -211,6 +243,14 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, *, out=Non
     Returns
     -------
     x : ndarray or tensor, same shape as `b`
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> l = np.array([[2., 0.], [1., 2.]])
+    >>> gstat.linalg.solve_triangular(l, np.array([[2.], [5.]]), lower=True)
+    array([[1.],
+           [2.]])
     """
     if trans in (0, "N", "n"):
         t = False
