@@ -25,7 +25,7 @@ k: int = mle.n_components_
 
 sc = gstat.SpectralClustering(n_clusters="eigengap", eigen_solver="arpack", random_state=0)
 labels: np.ndarray = sc.fit_predict(X)
-used: str = sc.fit(X).eigen_solver_
+used = sc.fit(X).eigen_solver_
 disc = gstat.SpectralClustering(2, assign_labels="discretize", affinity="poly", degree=2)
 emb: np.ndarray = gstat.SpectralEmbedding(n_components=2, affinity="rbf").fit_transform(X)
 L = gstat.laplacian(np.ones((3, 3)) - np.eye(3), normed=True, form="lo", dtype=np.float32)

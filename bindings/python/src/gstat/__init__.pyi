@@ -112,7 +112,7 @@ class SpectralClustering(_Estimator):
     eigenvalues_: np.ndarray
     n_features_in_: int
     n_clusters_: int
-    eigen_solver_: str
+    eigen_solver_: Optional[str]
     graph_components_: int
     inertia_: Optional[float]
     def __init__(self, n_clusters: Union[int, Literal["eigengap"]] = ..., *,

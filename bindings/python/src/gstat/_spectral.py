@@ -262,8 +262,8 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         The smallest eigenvalues of the Laplacian that were used.
     n_clusters_ : int
         The number of clusters (`n_clusters`, or chosen by the eigengap).
-    eigen_solver_ : {'dense', 'sparse'}
-        The eigensolver that ran. 'auto' takes the iterative one above 2048
+    eigen_solver_ : {'dense', 'sparse'} or None
+        The eigensolver that ran (None with assign_labels='discretize'). 'auto' takes the iterative one above 2048
         nodes and for a sparse graph whose stored entries are few for its
         size (6000 nnz < n^3: kNN graphs from about 300 nodes).
     graph_components_ : int
@@ -361,7 +361,7 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         self.labels_ = _discretize(emb, check_random_state(self.random_state))
         self.eigenvalues_ = ev
         self.n_clusters_ = int(k)
-        self.eigen_solver_ = "dense" if self.eigen_solver == "dense" else "auto"
+        self.eigen_solver_ = None  # the embedding call does not report it
         self.graph_components_ = comps
         self.inertia_ = None
         return self
