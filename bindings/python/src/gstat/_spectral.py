@@ -224,9 +224,10 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         eigenvalues of the Laplacian (never fewer than the graph's connected
         components); the k used is `n_clusters_`.
     eigen_solver : {None, 'auto', 'dense', 'sparse', 'arpack', 'lobpcg', 'amg'}
-        None/'auto': the faster for the graph at hand (see `eigen_solver_`). scikit-learn's 'arpack', 'lobpcg' and 'amg' (all
-        iterative) mean gstat's iterative solver, 'sparse' (no pyamg
-        needed). Other values raise InvalidParameterError.
+        None/'auto': the faster for the graph at hand (see `eigen_solver_`).
+        scikit-learn's 'arpack', 'lobpcg' and 'amg' (all iterative) mean
+        gstat's iterative solver, 'sparse' (no pyamg needed). Other values
+        raise InvalidParameterError.
     n_components : int or None
         Embedding columns (default n_clusters).
     random_state : int, RandomState or None
@@ -263,9 +264,10 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
     n_clusters_ : int
         The number of clusters (`n_clusters`, or chosen by the eigengap).
     eigen_solver_ : {'dense', 'sparse'} or None
-        The eigensolver that ran (None with assign_labels='discretize'). 'auto' takes the iterative one above 2048
-        nodes and for a sparse graph whose stored entries are few for its
-        size (6000 nnz < n^3: kNN graphs from about 300 nodes).
+        The eigensolver that ran (None with assign_labels='discretize').
+        'auto' takes the iterative one above 2048 nodes and for a sparse
+        graph whose stored entries are few for its size (6000 nnz < n^3:
+        kNN graphs from about 300 nodes).
     graph_components_ : int
         Connected components of the graph; with more than `n_clusters` a
         UserWarning is issued and the k smallest eigenvectors (some basis of
