@@ -241,3 +241,12 @@ def test_laplacian_dtype_and_forms_follow_scipy(rng, dtype, normed):
     f = gstat.laplacian(a, normed=normed, form="function")
     np.testing.assert_allclose(f(x), want @ x, rtol=tol, atol=tol)
     assert gstat.laplacian(a, dtype=np.float32).dtype == np.float32
+
+
+def test_batch_eigengap_spelled_zero_warns():
+    g = np.kron(np.eye(2), np.ones((3, 3))) - np.eye(6)
+    with pytest.warns(FutureWarning, match="'eigengap'"):
+        (old,) = gstat.spectral_clustering_batch([g], 0)
+    (new,) = gstat.spectral_clustering_batch([g], "eigengap")
+    np.testing.assert_array_equal(old, new)
+    assert len(np.unique(new)) == 2

@@ -517,7 +517,7 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
         of the graphs); the labels still come back as numpy arrays.
     n_clusters : int, 'eigengap' or sequence of int
         Clusters per graph ('eigengap', or 0 in a sequence: chosen by the
-        eigengap).
+        eigengap; a scalar 0 still means 'eigengap' with a FutureWarning).
     laplacian : {'random_walk', 'symmetric', 'unnormalized'}
     assign_labels : {'kmeans', 'cluster_qr'}
     n_init : int
@@ -629,6 +629,9 @@ def _batch_request(graphs, n_clusters, laplacian, assign_labels, n_init, normali
         k_all, kv = 0, None
     elif isinstance(n_clusters, numbers.Integral):
         k_all, kv = int(n_clusters), None
+        if k_all == 0:  # gstat 0.1's spelling of the eigengap choice
+            warnings.warn("n_clusters=0 for the eigengap is deprecated: pass n_clusters='eigengap'",
+                          FutureWarning, stacklevel=3)
     else:
         kv = np.asarray(n_clusters, dtype=np.int64)
         k_all = 0
