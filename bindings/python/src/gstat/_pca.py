@@ -185,7 +185,8 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         state = np.concatenate((_accum_header(p, n), np.zeros(p), mu,
                                 comoment[np.triu_indices(p)]))
         acc = CovarianceAccumulator.from_state(p, "everything", state)
-        r = _core.accum_pca(*acc._args(), k, frac, self.whiten, self.backend)
+        with _progress.scope(self.progress, "PCA", float(p) ** 3):
+            r = _core.accum_pca(*acc._args(), k, frac, self.whiten, self.backend)
         self._set_fitted(r, X.dtype)
         if mle:
             self._keep(_mle_components(self.explained_variance_, n))

@@ -7,6 +7,7 @@ CuPy) that is processed on the GPU in place and answered with tensors of the
 same kind on the same device.
 """
 import functools as _functools
+import inspect as _inspect
 
 import numpy as _np
 
@@ -41,6 +42,9 @@ def _with_progress(desc, flops_per_n3):
                 return fn(a, *args, **kw)
             with _progress.scope(progress, desc, work, "matrix"):
                 return fn(a, *args, **kw)
+        sig = _inspect.signature(fn)  # help() and IDEs show progress= too
+        call.__signature__ = sig.replace(parameters=[*sig.parameters.values(), _inspect.Parameter(
+            "progress", _inspect.Parameter.KEYWORD_ONLY, default=None)])
         call.__doc__ = (fn.__doc__ or "").replace("\n\n    Returns", _PROGRESS_DOC +
                                                   "\n\n    Returns", 1)
         return call
