@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(kLapThreads)
           if (i == j) v += dj;
         } else {
           double sj = gstat_i_inv_sqrt_degree(dj), si = gstat_i_inv_sqrt_degree(d[i]);
-          v = -a * (si * sj); /* as the CPU: symmetric */
+          v = -gstat_i_norm_weight(a, si, sj); /* as the CPU: symmetric, no overflow */
           if (i == j) v += dj > 0 ? 1.0 : 0.0;
         }
       }
