@@ -231,6 +231,32 @@ static void test_sparse_matches_dense(void **state) {
   assert_true(ari(ld, ls, n) == 1.0);
   gstat_spectral_result_free(ra);
   free(a);
+  /* AUTO below dense_limit: a kNN graph goes to the iterative solver when
+   * nnz 6000 < n^3, a complete graph of 100 nodes stays dense
+   * (bench/README.md, "Dense or iterative eigensolver") */
+  o.dense_limit = 2048;
+  assert_int_equal(gstat_spectral_clustering(ctx, &G, &o, ls, &ra), GSTAT_OK);
+  assert_int_equal(ra->used_sparse, (double)c->nnz * 6000.0 < (double)n * (double)n * (double)n);
+  printf("  AUTO on the %lld-node kNN graph (%lld entries): %s\n", (long long)n, (long long)c->nnz,
+         ra->used_sparse ? "iterative" : "dense");
+  gstat_spectral_result_free(ra);
+  int64_t m = 100, ne = m * (m - 1), e = 0;
+  int64_t *src = malloc(sizeof(int64_t) * (size_t)ne), *dst = malloc(sizeof(int64_t) * (size_t)ne);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < m; j++)
+      if (i != j) src[e] = i, dst[e++] = j;
+  gstat_csr *full = NULL;
+  assert_int_equal(gstat_csr_from_edges(ctx, m, ne, src, dst, NULL, GSTAT_SYM_CHECK, &full),
+                   GSTAT_OK);
+  gstat_graph Gf = gstat_graph_csr(full->n, full->offsets, full->indices, full->weights);
+  int64_t *lf = malloc(sizeof(int64_t) * (size_t)m);
+  assert_int_equal(gstat_spectral_clustering(ctx, &Gf, &o, lf, &ra), GSTAT_OK);
+  assert_int_equal(ra->used_sparse, 0);
+  gstat_spectral_result_free(ra);
+  gstat_csr_free(full);
+  free(lf);
+  free(src);
+  free(dst);
   gstat_spectral_result_free(rd);
   gstat_spectral_result_free(rs);
   gstat_csr_free(c);
@@ -608,6 +634,21 @@ static void test_edge_cases(void **state) {
   expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, &res), GSTAT_EINVAL,
               "spectral_clustering: G has 3 connected components (opt.disconnected rejects "
               "disconnected graphs)");
+  /* PROCEED (scikit-learn's way): 2 clusters of 3 components from the 2
+   * smallest eigenvectors; each component is one point of the embedding, so
+   * it lands in one cluster, on both solvers */
+  o.disconnected = GSTAT_DISCONNECTED_PROCEED;
+  o.n_clusters = 2;
+  for (int sv = GSTAT_EIGEN_DENSE; sv <= GSTAT_EIGEN_SPARSE; sv++) {
+    o.solver = (gstat_eigen_solver)sv;
+    assert_int_equal(gstat_spectral_clustering(ctx, &G, &o, lab, &res), GSTAT_OK);
+    assert_int_equal(res->graph_components, 3);
+    for (int i = 0; i < 6; i++) assert_true(lab[i] == 0 || lab[i] == 1);
+    assert_true(lab[0] == lab[1] && lab[1] == lab[2] && lab[3] == lab[4]);
+    gstat_spectral_result_free(res);
+  }
+  o.solver = GSTAT_EIGEN_AUTO;
+  o.disconnected = GSTAT_DISCONNECTED_AUTO;
   /* in a batch, that graph fails alone; the others are labelled */
   gstat_csr_free(c);
   gstat_ctx_destroy(ctx);

@@ -50,12 +50,17 @@ typedef enum gstat_assign_labels {
 } gstat_assign_labels;
 
 typedef enum gstat_disconnected {
-  GSTAT_DISCONNECTED_AUTO = 0,  /* cluster when components <= k, else GSTAT_EINVAL */
-  GSTAT_DISCONNECTED_REJECT = 1 /* any graph with more than one component: GSTAT_EINVAL */
+  GSTAT_DISCONNECTED_AUTO = 0,   /* cluster when components <= k, else GSTAT_EINVAL */
+  GSTAT_DISCONNECTED_REJECT = 1, /* any graph with more than one component: GSTAT_EINVAL */
+  /* more components than k: cluster anyway from the k smallest eigenvectors
+   * (some basis of the null space), as scikit-learn does after its warning */
+  GSTAT_DISCONNECTED_PROCEED = 2
 } gstat_disconnected;
 
 typedef enum gstat_eigen_solver {
-  GSTAT_EIGEN_AUTO = 0,  /* dense up to dense_limit nodes, iterative above */
+  GSTAT_EIGEN_AUTO = 0,  /* dense up to dense_limit nodes, iterative above, and for a
+                            CSR graph whose entries are few for its n (nnz 6000 < n^3:
+                            kNN graphs from ~300 nodes; bench/README.md) */
   GSTAT_EIGEN_DENSE = 1, /* the core's batched eigh of the whole Laplacian */
   GSTAT_EIGEN_SPARSE = 2 /* iterative solver on the Laplacian operator (single graphs) */
 } gstat_eigen_solver;

@@ -164,8 +164,8 @@ void gstat_i_dense_laplacian(int64_t n, double *A, gstat_laplacian_kind kind, do
       col[j] += d[j];
     } else if (kind == GSTAT_LAPLACIAN_SYMMETRIC) {
       double sj = gstat_i_inv_sqrt_degree(d[j]);
-      /* (s_i s_j) first: the same product for (i, j) and (j, i), so L stays symmetric */
-      for (int64_t i = 0; i < n; i++) col[i] = -col[i] * (gstat_i_inv_sqrt_degree(d[i]) * sj);
+      for (int64_t i = 0; i < n; i++)
+        col[i] = -gstat_i_norm_weight(col[i], gstat_i_inv_sqrt_degree(d[i]), sj);
       col[j] += d[j] > 0 ? 1.0 : 0.0;
     } else { /* random walk: row i scaled by 1 / d_i */
       for (int64_t i = 0; i < n; i++) col[i] = d[i] > 0 ? -col[i] / d[i] : -col[i];

@@ -147,7 +147,7 @@ gstat_status gstat_laplacian_csr(gstat_ctx *ctx, const gstat_graph *G, gstat_lap
       indices[out] = j;
       values[out++] = kind == GSTAT_LAPLACIAN_UNNORMALIZED ? -w
                       : kind == GSTAT_LAPLACIAN_SYMMETRIC
-                          ? -w * (si * gstat_i_inv_sqrt_degree(d[j]))
+                          ? -gstat_i_norm_weight(w, si, gstat_i_inv_sqrt_degree(d[j]))
                           : -w / di;
     }
     offsets[i + 1] = out;

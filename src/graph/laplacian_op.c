@@ -87,7 +87,9 @@ gstat_status gstat_i_laplacian_op_new(gstat_ctx *ctx, const char *fn, const gsta
   if (op->dense && kind == GSTAT_LAPLACIAN_SYMMETRIC) {
 #pragma omp parallel for num_threads(nt) if (nt > 1)
     for (int64_t j = 0; j < n; j++)
-      for (int64_t i = 0; i < n; i++) op->dense[i + j * n] *= op->scale[i] * op->scale[j];
+      for (int64_t i = 0; i < n; i++)
+        op->dense[i + j * n] =
+            gstat_i_norm_weight(op->dense[i + j * n], op->scale[i], op->scale[j]);
   }
   *out = op;
   return GSTAT_OK;

@@ -34,4 +34,12 @@ GSTAT_HD static inline double gstat_i_inv_sqrt_degree(double d) {
   return d > 0 ? 1.0 / sqrt(d) : 1.0;
 }
 
+/* w s_i s_j of the symmetric Laplacian without overflow: s_i s_j alone passes
+ * DBL_MAX for subnormal degrees (an RBF graph of unscaled data), while
+ * w <= min(d_i, d_j) keeps the result in [0, 1]. The smaller factor first,
+ * the same operands for (i, j) and (j, i): L stays exactly symmetric. */
+GSTAT_HD static inline double gstat_i_norm_weight(double w, double si, double sj) {
+  return si < sj ? (w * si) * sj : (w * sj) * si;
+}
+
 #endif /* GSTAT_GRAPH_WEIGHTS_IMPL_H */

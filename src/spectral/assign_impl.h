@@ -210,7 +210,10 @@ GSTAT_HD static inline bool gstat_i_kmeans_impl(const double *X, int64_t n, int6
       if (gstat_i_km_update(&m) <= tol) break;
     }
     double total = gstat_i_km_assign(&m);
-    if (total < best) {
+    /* the first run always counts: an embedding whose squared distances
+     * overflow (degrees near underflow) has an infinite or NaN inertia, and
+     * labels must be written all the same */
+    if (r == 0 || total < best) {
       best = total;
       memcpy(labels, m.lab, sizeof(int64_t) * (size_t)n);
       *iterations = it;

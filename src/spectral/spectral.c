@@ -48,7 +48,7 @@ gstat_status gstat_i_sc_check_options(gstat_ctx *ctx, const char *fn,
       "%s: opt.max_iter=%lld must be in [1, %d]", fn, (long long)o->max_iter,
       GSTAT_SPECTRAL_MAX_ITER);
   BAD(!(o->tol >= 0 && isfinite(o->tol)), "%s: opt.tol=%g must be >= 0 and finite", fn, o->tol);
-  BAD(o->disconnected != GSTAT_DISCONNECTED_AUTO && o->disconnected != GSTAT_DISCONNECTED_REJECT,
+  BAD(o->disconnected < GSTAT_DISCONNECTED_AUTO || o->disconnected > GSTAT_DISCONNECTED_PROCEED,
       "%s: opt.disconnected=%d is not a gstat_disconnected", fn, (int)o->disconnected);
   BAD(o->solver < GSTAT_EIGEN_AUTO || o->solver > GSTAT_EIGEN_SPARSE,
       "%s: opt.solver=%d is not a gstat_eigen_solver", fn, (int)o->solver);
@@ -101,11 +101,25 @@ static int64_t nodes(const gstat_graph *G) {
   return G->format == GSTAT_GRAPH_DENSE ? G->adjacency.rows : G->csr.n;
 }
 
+/* AUTO's crossover for a CSR graph below dense_limit: the iterative solver
+ * when nnz * SPARSE_PER_NNZ < n^3. Its cost grows with the stored entries
+ * (2.5-3.8 us per entry, 1 thread, k = 4), the dense solve's with n^3
+ * (0.7 ms at n = 100, 48 ms at 400, 285 ms at 800, whatever the density):
+ * kNN graphs (~14 entries a node) go sparse from about 300 nodes, graphs
+ * with a third of the pairs stay dense. Measured on the 2-core Xeon;
+ * bench/README.md, "Dense or iterative eigensolver". */
+#define SPARSE_PER_NNZ 6000.0
+
 static bool use_sparse(const gstat_graph *G, const gstat_spectral_options *o) {
   if (o->solver == GSTAT_EIGEN_SPARSE) return true;
+  if (o->solver != GSTAT_EIGEN_AUTO) return false;
   /* a full eigh costs O(n^3) for the few vectors we need: large graphs,
    * dense ones included (as a CSR copy), go to the iterative solver */
-  return o->solver == GSTAT_EIGEN_AUTO && nodes(G) > o->dense_limit;
+  int64_t n = nodes(G);
+  if (n > o->dense_limit) return true;
+  if (G->format != GSTAT_GRAPH_CSR) return false; /* n^2 entries: dense below dense_limit */
+  double cube = (double)n * (double)n * (double)n;
+  return (double)G->csr.nnz * SPARSE_PER_NNZ < cube;
 }
 
 /* One graph through the dense engine (a batch of one) or the sparse path. */

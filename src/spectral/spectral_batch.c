@@ -129,7 +129,7 @@ static void build_one(const sc *s, const char *fn, int64_t g, double *A, double 
   r->comps = gstat_i_dense_components(n, A, lab, lab + n);
   if (s->o->disconnected == GSTAT_DISCONNECTED_REJECT && r->comps > 1)
     r->why = WHY_REJECT;
-  else if (k > 0 && r->comps > k)
+  else if (k > 0 && r->comps > k && s->o->disconnected != GSTAT_DISCONNECTED_PROCEED)
     r->why = WHY_SPLIT;
   gstat_i_dense_laplacian(n, A,
                           s->o->laplacian == GSTAT_LAPLACIAN_UNNORMALIZED

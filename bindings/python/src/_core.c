@@ -79,6 +79,11 @@ typedef struct pooled {
 
 static pooled *pool_head;
 
+/* The progress callback of this thread's calls that take none of their own
+ * (gstat._progress sets it around a PCA, covariance or eigh call): one per
+ * Python thread, so a bar never shows another thread's work. Owned. */
+static _Thread_local PyObject *thread_progress;
+
 /* Called by the library between units of work, from the calling thread with
  * the GIL released: take it, look for Ctrl-C, report progress. */
 static int progress_trampoline(int64_t done, int64_t total, const char *what, void *user) {
@@ -118,6 +123,7 @@ static pooled *ctx_acquire(int backend, int device) {
   for (pooled *p = pool_head; p; p = p->next)
     if (!p->busy && p->backend == backend && p->device == device && p->threads == default_threads) {
       p->busy = 1;
+      p->callback = thread_progress;
       gstat_ctx_device_stats(p->ctx, &p->before, sizeof p->before);
       return p;
     }
@@ -147,6 +153,7 @@ static pooled *ctx_acquire(int backend, int device) {
   p->device = device;
   p->threads = default_threads;
   p->busy = 1;
+  p->callback = thread_progress;
   gstat_ctx_device_stats(p->ctx, &p->before, sizeof p->before);
   p->next = pool_head;
   pool_head = p;
@@ -1524,7 +1531,8 @@ done:
 /* ---- spectral ------------------------------------------------------------------------------ */
 
 /* opts: (n_clusters, max_clusters, n_components, laplacian, drop_first, normalize_rows,
- *        assign, n_init, max_iter, tol, seed, solver, dense_limit, eig_tol, eig_max_iter) */
+ *        assign, n_init, max_iter, tol, seed, solver, dense_limit, eig_tol, eig_max_iter,
+ *        [disconnected]) */
 static int64_t graph_nodes(const graph_arg *g) {
   return g->g.format == GSTAT_GRAPH_CSR ? g->g.csr.n : g->dense.m.rows;
 }
@@ -1758,6 +1766,21 @@ static PyObject *py_set_num_threads(PyObject *self, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+static PyObject *py_set_progress(PyObject *self, PyObject *arg) {
+  (void)self;
+  if (arg != Py_None && !PyCallable_Check(arg)) {
+    PyErr_SetString(PyExc_TypeError, "progress must be a callable or None");
+    return NULL;
+  }
+  Py_XDECREF(thread_progress);
+  thread_progress = NULL;
+  if (arg != Py_None) {
+    Py_INCREF(arg);
+    thread_progress = arg;
+  }
+  Py_RETURN_NONE;
+}
+
 static PyObject *py_get_num_threads(PyObject *self, PyObject *unused) {
   (void)self;
   (void)unused;
@@ -1874,6 +1897,8 @@ static PyMethodDef methods[] = {
     {"set_default_backend", py_set_default_backend, METH_O, "set the default backend"},
     {"get_default_backend", py_get_default_backend, METH_NOARGS, "the default backend"},
     {"set_num_threads", py_set_num_threads, METH_O, "CPU threads per call (0: OpenMP default)"},
+    {"set_progress", py_set_progress, METH_O,
+     "this thread's progress callback (done, total, what) for calls without one, or None"},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "CPU threads per call"},
     {"last_backend", py_last_backend, METH_NOARGS, "backend(s) of this thread's last call"},
     {"last_device_stats", py_last_device_stats, METH_NOARGS,

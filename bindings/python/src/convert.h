@@ -95,11 +95,11 @@ static inline int k_per_graph(PyObject *k, int64_t count, PyArrayObject **hold,
 static inline int spectral_opts(PyObject *o, gstat_spectral_options *opt) {
   gstat_spectral_options_init(opt);
   long long k, mk, nc, ni, mi, dl, emi;
-  int lap, df, nr, as, sv;
+  int lap, df, nr, as, sv, disc = GSTAT_DISCONNECTED_AUTO;
   unsigned long long seed;
   double tol, etol;
-  if (!PyArg_ParseTuple(o, "LLLiiiiLLdKiLdL", &k, &mk, &nc, &lap, &df, &nr, &as, &ni, &mi, &tol,
-                        &seed, &sv, &dl, &etol, &emi))
+  if (!PyArg_ParseTuple(o, "LLLiiiiLLdKiLdL|i", &k, &mk, &nc, &lap, &df, &nr, &as, &ni, &mi, &tol,
+                        &seed, &sv, &dl, &etol, &emi, &disc))
     return -1;
   opt->n_clusters = k;
   opt->max_clusters = mk;
@@ -116,6 +116,7 @@ static inline int spectral_opts(PyObject *o, gstat_spectral_options *opt) {
   opt->dense_limit = dl;
   opt->eig_tol = etol;
   opt->eig_max_iter = emi;
+  opt->disconnected = (gstat_disconnected)disc;
   return 0;
 }
 

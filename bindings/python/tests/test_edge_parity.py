@@ -16,11 +16,11 @@ def test_cov_divisor_at_or_below_zero_is_numpys_division_by_zero():
         warnings.simplefilter("ignore", RuntimeWarning)
         for ddof in (3, 5):
             want = np.cov(x, rowvar=False, ddof=ddof)
-            got = gstat.cov(x, ddof=ddof)
+            got = gstat.cov(x, rowvar=False, ddof=ddof)
             assert np.isinf(want).any() and np.isnan(want).any()
             np.testing.assert_array_equal(got, want)
         one = np.array([[1.0, 2.0]])
-        np.testing.assert_array_equal(gstat.cov(one), np.cov(one, rowvar=False))  # all NaN
+        np.testing.assert_array_equal(gstat.cov(one, rowvar=False), np.cov(one, rowvar=False))  # all NaN
 
 
 @pytest.mark.parametrize("x", [np.array([[1.0, 2.0, 3.0]]), np.ones((5, 3)),
@@ -53,7 +53,7 @@ def test_masked_arrays_are_refused_or_honoured():
     x[[2, 7], 0] = np.ma.masked
     x[11, 2] = np.ma.masked
     with pytest.raises(TypeError, match="missing='pairwise'"):
-        gstat.cov(x)
+        gstat.cov(x, rowvar=False)
     # pairwise (R's pairwise.complete.obs): each pair over the rows where both are present
     # (np.ma.cov differs: it centres each column over all of its own present rows)
     want = np.empty((3, 3))
@@ -62,13 +62,13 @@ def test_masked_arrays_are_refused_or_honoured():
         for j in range(3):
             rows = present[:, i] & present[:, j]
             want[i, j] = np.cov(np.ma.getdata(x)[rows][:, [i, j]], rowvar=False)[0, 1]
-    np.testing.assert_allclose(gstat.cov(x, missing="pairwise"), want, rtol=1e-12)
+    np.testing.assert_allclose(gstat.cov(x, rowvar=False, missing="pairwise"), want, rtol=1e-12)
     keep = ~np.ma.getmaskarray(x).any(axis=1)
-    np.testing.assert_allclose(gstat.cov(x, missing="complete"),
+    np.testing.assert_allclose(gstat.cov(x, rowvar=False, missing="complete"),
                                np.cov(np.ma.getdata(x)[keep], rowvar=False), rtol=1e-12)
     with pytest.raises(TypeError, match="masked arrays are not supported"):
         gstat.PCA(2).fit(x)
     with pytest.raises(TypeError, match="masked arrays are not supported"):
         gstat.kneighbors(x, 3)
     with pytest.raises(TypeError, match="masked arrays are not supported"):
-        gstat.mahalanobis(x, None, np.eye(3))
+        gstat.mahalanobis(x, None, np.eye(3), squared=True)

@@ -185,17 +185,17 @@ def test_torch_covariance_functions_on_device(dtype):
     xd = torch.from_numpy(x).to("cuda")
     tol = 1e-4 if dtype == "float32" else 1e-10
     for fn in (gstat.cov, gstat.corrcoef):
-        c = fn(xd)
+        c = fn(xd, rowvar=False)
         assert isinstance(c, torch.Tensor) and c.device == xd.device and str(c.dtype) == f"torch.{dtype}"
         assert gstat.last_backend() == "cuda"
-        np.testing.assert_allclose(c.cpu().numpy(), fn(x), rtol=tol, atol=tol)
+        np.testing.assert_allclose(c.cpu().numpy(), fn(x, rowvar=False), rtol=tol, atol=tol)
     ct = gstat.cov(xd.T, rowvar=True)  # numpy's orientation, a transposed view
     np.testing.assert_allclose(ct.cpu().numpy(), np.cov(x, rowvar=False), rtol=tol, atol=tol)
     s = np.cov(x, rowvar=False)
     d2 = gstat.mahalanobis(xd, torch.from_numpy(x.mean(0)).to("cuda"),
-                           torch.from_numpy(s).to("cuda"))
+                           torch.from_numpy(s).to("cuda"), squared=True)
     assert isinstance(d2, torch.Tensor) and d2.dtype == torch.float64 and d2.device == xd.device
-    np.testing.assert_allclose(d2.cpu().numpy(), gstat.mahalanobis(x, x.mean(0), s), rtol=1e-4)
+    np.testing.assert_allclose(d2.cpu().numpy(), gstat.mahalanobis(x, x.mean(0), s, squared=True), rtol=1e-4)
 
 
 @needs_gpu
@@ -218,9 +218,9 @@ def test_torch_covariance_estimators_on_device(cls):
 def test_cupy_covariance_on_device():
     x = _data(dtype="float32")
     xc = cupy.asarray(x)
-    c = gstat.cov(xc)
+    c = gstat.cov(xc, rowvar=False)
     assert isinstance(c, cupy.ndarray) and c.dtype == cupy.float32
-    np.testing.assert_allclose(c.get(), gstat.cov(x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(c.get(), gstat.cov(x, rowvar=False), rtol=1e-4, atol=1e-4)
     lw = gstat.LedoitWolf().fit(xc)
     np.testing.assert_allclose(lw.covariance_, gstat.LedoitWolf().fit(x).covariance_, rtol=1e-4)
 

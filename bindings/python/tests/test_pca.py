@@ -90,3 +90,56 @@ def test_get_set_params():
     assert p.n_components == 2 and p.backend == "cpu"
     p.fit(np.random.default_rng(0).standard_normal((30, 4)))
     assert p.backend_ == "cpu"
+
+
+def _low_rank(rng, n=200, p=10):
+    scale = np.array([5, 4, 3, 1, 1, 0.1, 0.1, 0.1, 0.1, 0.1])[:p]
+    return rng.standard_normal((n, p)) @ rng.standard_normal((p, p)) * scale + 3
+
+
+@pytest.mark.parametrize("kw", [{"n_components": 3}, {"n_components": 3, "whiten": True},
+                                {"n_components": "mle"}, {"n_components": 0.9}, {}])
+def test_probabilistic_model_matches_sklearn(rng, kw):
+    from sklearn.decomposition import PCA as SkPCA
+    X = _low_rank(rng)
+    ours, theirs = gstat.PCA(**kw).fit(X), SkPCA(**kw).fit(X)
+    assert ours.n_components_ == theirs.n_components_
+    np.testing.assert_allclose(ours.noise_variance_, theirs.noise_variance_, rtol=1e-9)
+    np.testing.assert_allclose(ours.get_covariance(), theirs.get_covariance(), rtol=1e-9,
+                               atol=1e-9)
+    np.testing.assert_allclose(ours.get_precision(), theirs.get_precision(), rtol=1e-7,
+                               atol=1e-9)
+    # the precision has a condition number ~1e4 here: rounding of the fits shows
+    np.testing.assert_allclose(ours.score_samples(X), theirs.score_samples(X), rtol=1e-7)
+    np.testing.assert_allclose(ours.score(X), theirs.score(X), rtol=1e-8)
+    if kw.get("n_components") == "mle":
+        np.testing.assert_allclose(np.abs(ours.fit_transform(X)),
+                                   np.abs(theirs.transform(X)), rtol=1e-7, atol=1e-9)
+
+
+def test_mle_refusals_match_sklearn(rng):
+    with pytest.raises(ValueError, match="n_samples >= n_features"):
+        gstat.PCA("mle").fit(rng.standard_normal((5, 8)))
+    with pytest.raises(ValueError, match="arpack"):
+        gstat.PCA("mle", svd_solver="arpack").fit(rng.standard_normal((50, 8)))
+
+
+@pytest.mark.parametrize("kw", [{"n_components": 4}, {"n_components": 4, "whiten": True},
+                                {"n_components": "mle"}])
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_sparse_input_matches_sklearn(kw, fmt):
+    import scipy.sparse as sp
+    from sklearn.decomposition import PCA as SkPCA
+    X = sp.random(300, 12, density=0.2, random_state=0, format=fmt) * 10
+    ours = gstat.PCA(**kw).fit(X)
+    theirs = SkPCA(svd_solver="covariance_eigh", **kw).fit(X)
+    assert ours.n_components_ == theirs.n_components_
+    for a in ("components_", "explained_variance_", "explained_variance_ratio_",
+              "singular_values_", "mean_"):
+        np.testing.assert_allclose(getattr(ours, a), getattr(theirs, a), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ours.noise_variance_, theirs.noise_variance_, rtol=1e-9)
+    np.testing.assert_allclose(ours.transform(X), theirs.transform(X), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(gstat.PCA(**kw).fit_transform(X), theirs.transform(X), rtol=1e-9,
+                               atol=1e-11)
+    with pytest.raises(TypeError, match="sparse"):
+        gstat.PCA(2, svd_solver="randomized").fit(X)

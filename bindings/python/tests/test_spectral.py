@@ -139,3 +139,138 @@ def test_affinity_from_other_libraries_is_accepted():
     B[3, 7] *= 1 + 1e-6
     with pytest.raises(ValueError, match=r"not symmetric: entry \(7, 3\)|not symmetric: entry \(3, 7\)"):
         gstat.laplacian(B)
+
+
+@pytest.mark.parametrize("solver", ["dense", "sparse"])
+def test_more_components_than_clusters_warns_and_labels(solver):
+    # scikit-learn warns that the graph is not fully connected and clusters
+    # anyway; so does gstat (it used to refuse with "ask for at least ...")
+    cliques = sp.block_diag([np.ones((20, 20)) - np.eye(20)] * 5).tocsr()
+    for X, kw in ((cliques, {"affinity": "precomputed"}), (_breast_cancer(), {})):
+        with pytest.warns(UserWarning, match="Graph is not fully connected"):
+            sk = SkSC(2, random_state=0, **kw).fit(X)
+        with pytest.warns(UserWarning, match="Graph is not fully connected"):
+            ours = gstat.SpectralClustering(2, random_state=0, eigen_solver=solver, **kw).fit(X)
+        assert ours.labels_.shape == sk.labels_.shape
+        assert set(np.unique(ours.labels_)) <= {0, 1}
+    with pytest.warns(UserWarning):
+        lab = gstat.SpectralClustering(2, random_state=0, eigen_solver=solver,
+                                       affinity="precomputed").fit(cliques).labels_
+    # each component lies in one cluster
+    assert all(len(np.unique(lab[20 * c:20 * (c + 1)])) == 1 for c in range(5))
+
+
+def _breast_cancer():
+    from sklearn.datasets import load_breast_cancer
+    return load_breast_cancer().data  # unscaled: most RBF weights underflow
+
+
+@pytest.mark.parametrize("param, value", [
+    ("n_clusters", 0), ("n_clusters", -1), ("n_clusters", "gap"), ("eigen_solver", "lanczos"),
+    ("assign_labels", "nearest"), ("affinity", "cosine_distance"), ("n_init", 0), ("gamma", -1.0),
+    ("eigen_tol", "tight"), ("n_neighbors", 0)])
+def test_invalid_parameters_raise_as_sklearn(param, value):
+    from sklearn.utils._param_validation import InvalidParameterError
+    X, _ = make_blobs(40, random_state=0)
+    kw = {"n_clusters": 2, param: value}
+    with pytest.raises(InvalidParameterError, match=param):
+        SkSC(**kw).fit(X)
+    with pytest.raises(InvalidParameterError, match=param):
+        gstat.SpectralClustering(**kw).fit(X)
+    if param in ("eigen_solver", "eigen_tol", "n_neighbors"):
+        with pytest.raises(InvalidParameterError, match=param):
+            gstat.SpectralEmbedding(**{param: value}).fit(X)
+
+
+def test_eigengap_is_a_named_choice():
+    X, y = make_blobs(150, centers=3, cluster_std=0.4, random_state=1)
+    m = gstat.SpectralClustering("eigengap", random_state=0).fit(X)
+    assert m.n_clusters_ == 3
+    ref = gstat.SpectralClustering(3, random_state=0).fit(X)
+    np.testing.assert_array_equal(m.labels_, ref.labels_)
+    g = gstat.SpectralClustering(affinity="precomputed").fit(ref.affinity_matrix_).affinity_matrix_
+    (lab,) = gstat.spectral_clustering_batch([g], "eigengap")
+    assert len(np.unique(lab)) == 3
+
+
+@pytest.mark.parametrize("solver", ["arpack", "lobpcg", "amg"])
+def test_sklearn_solver_names_mean_the_iterative_solver(solver):
+    X, y = make_blobs(300, centers=3, cluster_std=0.5, random_state=2)
+    kw = dict(affinity="nearest_neighbors", n_neighbors=10, random_state=0)
+    ours = gstat.SpectralClustering(3, eigen_solver=solver, **kw).fit(X)
+    sparse = gstat.SpectralClustering(3, eigen_solver="sparse", **kw).fit(X)
+    np.testing.assert_array_equal(ours.labels_, sparse.labels_)
+    sk_solver = "arpack" if solver == "amg" else solver  # amg needs pyamg
+    sk = SkSC(3, eigen_solver=sk_solver, **kw).fit(X)
+    assert adjusted_rand_score(ours.labels_, sk.labels_) > 0.99
+
+
+def test_auto_solver_is_the_fast_one_for_the_graph():
+    # a kNN graph of 1000 nodes: 0.28 s dense, 0.036 s iterative (1 thread);
+    # the rule (bench/README.md) sends it to the iterative solver
+    X, y = make_blobs(1000, centers=3, cluster_std=0.6, random_state=3)
+    kw = dict(affinity="nearest_neighbors", n_neighbors=10, random_state=0)
+    auto = gstat.SpectralClustering(3, **kw).fit(X)
+    assert auto.eigen_solver_ == "sparse"
+    sk = SkSC(3, **kw).fit(X)
+    assert adjusted_rand_score(auto.labels_, sk.labels_) > 0.99
+    # small or dense graphs stay with the dense solver
+    assert gstat.SpectralClustering(3, **kw).fit(X[:150]).eigen_solver_ == "dense"
+    assert gstat.SpectralClustering(3, random_state=0).fit(X[:400]).eigen_solver_ == "dense"
+    rng = np.random.default_rng(0)
+    a = sp.random(400, 400, density=0.2, random_state=1, format="csr")
+    g = (a + a.T + sp.eye(400, k=1) + sp.eye(400, k=-1)).tocsr()
+    m = gstat.SpectralClustering(2, affinity="precomputed", random_state=0).fit(g)
+    assert m.eigen_solver_ == "dense"
+
+
+@pytest.mark.parametrize("kw", [
+    {"assign_labels": "discretize"},
+    {"assign_labels": "discretize", "affinity": "nearest_neighbors"},
+    {"affinity": "laplacian", "gamma": 1.0}, {"affinity": "poly", "gamma": 1.0, "degree": 2},
+    {"affinity": "sigmoid", "gamma": 0.5, "coef0": 1.5},
+    {"affinity": lambda a, b: np.exp(-3.0 * np.sum((a - b) ** 2))},
+    {"affinity": lambda a, b, s=1: np.exp(-s * np.sum((a - b) ** 2)), "kernel_params": {"s": 3}}])
+def test_discretize_and_kernels_match_sklearn(kw):
+    X, y = make_blobs(200, centers=3, cluster_std=0.6, random_state=0)
+    X = X / np.abs(X).max()
+    ours = gstat.SpectralClustering(3, random_state=0, **kw).fit(X)
+    theirs = SkSC(3, random_state=0, **kw).fit(X)
+    assert adjusted_rand_score(ours.labels_, theirs.labels_) == 1.0
+    if not callable(kw.get("affinity")) and kw.get("affinity") in ("laplacian", "poly", "sigmoid"):
+        np.testing.assert_allclose(ours.affinity_matrix_, theirs.affinity_matrix_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("normed", [False, True])
+def test_laplacian_dtype_and_forms_follow_scipy(rng, dtype, normed):
+    a = (random_graph(rng, 9) * 10).astype(dtype)
+    for graph in (a, sp.csr_array(a)):
+        want, wd = csgraph.laplacian(graph, normed=normed, return_diag=True)
+        got, gd = gstat.laplacian(graph, normed=normed, return_diag=True)
+        assert got.dtype == want.dtype and gd.dtype == wd.dtype
+        tol = 1e-5 if want.dtype == np.float32 else 1e-12
+        dense = got.toarray() if sp.issparse(got) else got
+        np.testing.assert_allclose(dense, want.toarray() if sp.issparse(want) else want,
+                                   rtol=tol, atol=tol)
+    x = rng.standard_normal((9, 2))
+    want = csgraph.laplacian(a, normed=normed, form="lo")
+    lo = gstat.laplacian(a, normed=normed, form="lo")
+    assert lo.shape == want.shape and lo.dtype == want.dtype
+    tol = 1e-5 if want.dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(lo @ x, want @ x, rtol=tol, atol=tol)
+    # (scipy 1.17's own operator fails on a 1-D vector: compared with its matrix)
+    np.testing.assert_allclose(lo.matvec(x[:, 0]), csgraph.laplacian(a, normed=normed) @ x[:, 0],
+                               rtol=tol, atol=tol)
+    f = gstat.laplacian(a, normed=normed, form="function")
+    np.testing.assert_allclose(f(x), want @ x, rtol=tol, atol=tol)
+    assert gstat.laplacian(a, dtype=np.float32).dtype == np.float32
+
+
+def test_batch_eigengap_spelled_zero_warns():
+    g = np.kron(np.eye(2), np.ones((3, 3))) - np.eye(6)
+    with pytest.warns(FutureWarning, match="'eigengap'"):
+        (old,) = gstat.spectral_clustering_batch([g], 0)
+    (new,) = gstat.spectral_clustering_batch([g], "eigengap")
+    np.testing.assert_array_equal(old, new)
+    assert len(np.unique(new)) == 2

@@ -94,7 +94,7 @@ def test_repeated_calls_do_not_grow(rng):
         gstat.linalg.eigh(a)
         gstat.linalg.eigh(a, out=(out_w, out_v))
         gstat.linalg.cholesky_solve(gstat.linalg.cholesky(s), a)
-        gstat.cov(x)
+        gstat.cov(x, rowvar=False)
         gstat.LedoitWolf().fit(x)
         gstat.PCA(3).fit(x).transform(x)
         try:

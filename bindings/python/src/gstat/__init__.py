@@ -43,6 +43,13 @@ def last_backend():
     str
         "cpu", "cuda", "cuda+cpu" (GPU with elements recomputed on the CPU) or
         "none" (nothing computed, e.g. an empty batch or a rejected argument).
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> _ = gstat.linalg.eigvalsh(np.eye(3), backend="cpu")
+    >>> gstat.last_backend()
+    'cpu'
     """
     return _core.last_backend()
 
@@ -66,6 +73,13 @@ def last_device_stats():
         reduction for large float32). ``own_tridiag_degenerate``: of those,
         chunks whose eigenvalue gaps were too small for its vectors (solved
         again by cuSOLVER alone).
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> _ = gstat.linalg.eigvalsh(np.eye(3), backend="cpu")
+    >>> gstat.last_device_stats()["allocations"]
+    0
     """
     return _core.last_device_stats()
 
@@ -76,18 +90,42 @@ def set_backend(backend):
     'auto' (the default) sends CUDA tensors and large host batches to the GPU
     when the CUDA module and a device are usable, everything else to the CPU.
     The setting is process-wide.
+
+    Examples
+    --------
+    >>> import gstat
+    >>> gstat.set_backend("cpu")
+    >>> gstat.get_backend()
+    'cpu'
+    >>> gstat.set_backend("auto")
     """
     _core.set_default_backend(backend)
 
 
 def get_backend():
-    """The default backend ('auto', 'cpu' or 'cuda')."""
+    """The default backend ('auto', 'cpu' or 'cuda').
+
+    Examples
+    --------
+    >>> import gstat
+    >>> gstat.get_backend()
+    'auto'
+    """
     return _core.get_default_backend()
 
 
 @_contextlib.contextmanager
 def use_backend(backend):
-    """Context manager: ``with gstat.use_backend('cpu'): ...`` (process-wide while inside)."""
+    """Context manager: ``with gstat.use_backend('cpu'): ...`` (process-wide while inside).
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> with gstat.use_backend("cpu"):
+    ...     w = gstat.linalg.eigvalsh(np.eye(2))
+    >>> gstat.get_backend()
+    'auto'
+    """
     old = get_backend()
     set_backend(backend)
     try:
@@ -97,15 +135,38 @@ def use_backend(backend):
 
 
 def set_num_threads(n):
-    """CPU threads per call for contexts created from now on (0: OpenMP's default)."""
+    """CPU threads per call for contexts created from now on (0: OpenMP's default).
+
+    Examples
+    --------
+    >>> import gstat
+    >>> gstat.set_num_threads(1)
+    >>> gstat.get_num_threads()
+    1
+    >>> gstat.set_num_threads(0)
+    """
     _core.set_num_threads(n)
 
 
 def get_num_threads():
-    """CPU threads per call (0: OpenMP's default)."""
+    """CPU threads per call (0: OpenMP's default).
+
+    Examples
+    --------
+    >>> import gstat
+    >>> gstat.get_num_threads()     # 0: OpenMP's default
+    0
+    """
     return _core.get_num_threads()
 
 
 def cuda_available(device=0):
-    """Whether the CUDA backend module loads and finds `device`."""
+    """Whether the CUDA backend module loads and finds `device`.
+
+    Examples
+    --------
+    >>> import gstat
+    >>> gstat.cuda_available() in (True, False)
+    True
+    """
     return _core.cuda_available(device)

@@ -32,11 +32,15 @@ class CovarianceAccumulator:
 
     Examples
     --------
+    >>> import numpy as np, gstat
+    >>> rows = np.random.default_rng(0).standard_normal((1000, 3))
     >>> acc = gstat.CovarianceAccumulator(3)
-    >>> for chunk in chunks:
-    ...     acc.add(chunk)
-    >>> acc.covariance()              # as numpy.cov(all_rows, rowvar=False)
-    >>> acc.pca(n_components=2)       # a fitted gstat.PCA
+    >>> for chunk in np.array_split(rows, 4):
+    ...     _ = acc.add(chunk)
+    >>> np.allclose(acc.covariance(), np.cov(rows, rowvar=False))
+    True
+    >>> acc.pca(n_components=2).components_.shape   # a fitted gstat.PCA
+    (2, 3)
     """
 
     def __init__(self, n_features, missing="everything"):

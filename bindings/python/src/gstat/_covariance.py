@@ -3,7 +3,7 @@ import warnings
 
 import numpy as np
 
-from . import _core
+from . import _core, _progress
 from ._device import cuda_device as _cuda_device, empty_like as _empty_like, stream as _stream
 from ._device import refuse_masked as _refuse_masked, to_numpy as _to_numpy
 from ._sk import BaseEstimator, check_is_fitted, validate
@@ -21,6 +21,35 @@ def _missing(m):
         raise ValueError(f"missing must be one of {sorted(_MISSING)}, got {m!r}") from None
 
 
+class _Default:
+    """The rowvar default: True as numpy, told apart from an explicit True so
+    callers that relied on the old default (False) hear about it."""
+
+    def __bool__(self):
+        return True
+
+    def __repr__(self):
+        return "True"
+
+
+_ROWVAR_DEFAULT = _Default()
+
+
+def _rowvar(x, rowvar, what):
+    """The rowvar to use; a FutureWarning (this release only) when the default
+    meets a non-square matrix, where the old default gave another shape."""
+    if rowvar is not _ROWVAR_DEFAULT:
+        return bool(rowvar)
+    shape = tuple(x.shape)
+    if len(shape) >= 2 and shape[-2] != shape[-1]:
+        warnings.warn(
+            f"gstat.{what}: rowvar now defaults to True as numpy.{what} (variables in rows: "
+            f"shape {shape} gives {shape[-2]}x{shape[-2]}); gstat 0.1 defaulted to False "
+            f"({shape[-1]}x{shape[-1]}). Pass rowvar= explicitly to silence this warning.",
+            FutureWarning, stacklevel=4)
+    return True
+
+
 def _prepare(x, rowvar, missing, what):
     dev = _cuda_device(x)
     if dev is None:
@@ -33,12 +62,19 @@ def _prepare(x, rowvar, missing, what):
         x = np.asarray(x)
     if x.ndim == 0:
         raise ValueError("x must be at least 1-dimensional")
+    rowvar = _rowvar(x, rowvar, what)
     scalar = x.ndim == 1
     if scalar:  # one variable, observations along the axis (numpy)
         x = x[:, None]
     elif rowvar:  # variables in rows: a transposed view, no copy
         x = x.swapaxes(-1, -2)
     return x, scalar
+
+
+def _work(x):
+    """Multiply-adds of the co-moments of x (..., n, p)."""
+    shape = tuple(int(s) for s in x.shape)
+    return float(np.prod(shape[:-1], dtype=float)) * shape[-1] * shape[-1] / 2.0
 
 
 def _cov_call(x, ddof, fweights, aweights, missing, correlation, dtype, out, backend,
@@ -58,17 +94,22 @@ def _cov_call(x, ddof, fweights, aweights, missing, correlation, dtype, out, bac
                      want_mean, assume_centered, _stream(x, dev), mean)
 
 
-def cov(x, rowvar=False, ddof=1, fweights=None, aweights=None, missing="everything", *,
-        dtype=None, out=None, backend=None):
+def cov(x, rowvar=_ROWVAR_DEFAULT, ddof=1, fweights=None, aweights=None, missing="everything", *,
+        dtype=None, out=None, backend=None, progress=None):
     """Covariance matrix of each dataset of a batch.
 
     Parameters
     ----------
-    x : array_like, shape (..., n, p)
-        Observations in rows, variables in columns (``rowvar=False``, the
-        default here, unlike numpy.cov). A 1-D `x` is one variable.
-    rowvar : bool, optional
-        True: variables in rows (numpy's default).
+    x : array_like, shape (..., p, n) or, with ``rowvar=False``, (..., n, p)
+        Variables in rows, observations in columns (numpy.cov's default).
+        A 1-D `x` is one variable.
+    rowvar : bool, default True
+        True (numpy's default): each row is a variable. False: each column
+        is a variable, observations in rows (scikit-learn's layout).
+        **Changed in 0.2**: the default was False; for this release a
+        FutureWarning is issued when the default meets a non-square matrix
+        (where the two readings give different shapes). Pass `rowvar`
+        explicitly to silence it.
     ddof : int, optional
         Divisor ``sum(weights) - ddof`` (1: unbiased, 0: maximum likelihood).
         A divisor <= 0 divides by 0 as numpy.cov does: +-inf entries, NaN where
@@ -86,19 +127,37 @@ def cov(x, rowvar=False, ddof=1, fweights=None, aweights=None, missing="everythi
         Output dtype (float32, float64, bfloat16); default the input's.
     out : ndarray, shape (..., p, p), optional
     backend : {'auto', 'cpu', 'cuda'}, optional
+    progress : bool, callable or None, optional
+        A tqdm bar over the batch: None (default) shows one when the call is
+        long and stderr is a terminal or a notebook runs it; True/False
+        force it; a callable is called as ``progress(done, total, what)``.
 
     Returns
     -------
     ndarray, shape (..., p, p) (0-d for 1-D `x`)
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> x = np.array([[0., 2.], [1., 1.], [2., 0.]])   # 3 observations of 2 variables
+    >>> gstat.cov(x, rowvar=False)                      # columns are the variables
+    array([[ 1., -1.],
+           [-1.,  1.]])
+    >>> gstat.cov(x.T, rowvar=True)                     # numpy.cov's layout: rows
+    array([[ 1., -1.],
+           [-1.,  1.]])
+    >>> gstat.cov(np.stack([x, 2 * x]), rowvar=False).shape   # a batch of datasets
+    (2, 2, 2)
     """
     missing = _missing(missing)
     x, scalar = _prepare(x, rowvar, missing, "cov")
-    c = _cov_call(x, int(ddof), fweights, aweights, missing, False, dtype, out, backend)
+    with _progress.scope(progress, "cov", _work(x), "dataset"):
+        c = _cov_call(x, int(ddof), fweights, aweights, missing, False, dtype, out, backend)
     return c[0, 0] if scalar and out is None else c
 
 
-def corrcoef(x, rowvar=False, fweights=None, aweights=None, missing="everything", *,
-             dtype=None, out=None, backend=None):
+def corrcoef(x, rowvar=_ROWVAR_DEFAULT, fweights=None, aweights=None, missing="everything", *,
+             dtype=None, out=None, backend=None, progress=None):
     """Correlation matrix of each dataset of a batch (Pearson).
 
     Parameters are those of :func:`cov`. A constant column gives NaN in its
@@ -107,15 +166,33 @@ def corrcoef(x, rowvar=False, fweights=None, aweights=None, missing="everything"
     Returns
     -------
     ndarray, shape (..., p, p)
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> x = np.array([[1., 2., 3., 4.], [2., 4., 6., 9.]])  # 2 variables in rows
+    >>> np.round(gstat.corrcoef(x, rowvar=True), 4)
+    array([[1.    , 0.9944],
+           [0.9944, 1.    ]])
     """
     missing = _missing(missing)
     x, scalar = _prepare(x, rowvar, missing, "corrcoef")
-    c = _cov_call(x, 1, fweights, aweights, missing, True, dtype, out, backend)
+    with _progress.scope(progress, "corrcoef", _work(x), "dataset"):
+        c = _cov_call(x, 1, fweights, aweights, missing, True, dtype, out, backend)
     return c[0, 0] if scalar and out is None else c
 
 
-def mahalanobis(x, center, cov, *, inverted=False, backend=None):
-    """Squared Mahalanobis distances ``(x - center)^T cov^-1 (x - center)``, as R.
+def mahalanobis(x, center, cov, *, inverted=False, squared=None, backend=None):
+    """Mahalanobis distances of the rows of `x` to `center`.
+
+    **Squared or not -- say which.** ``squared=True`` gives
+    ``(x - center)^T cov^-1 (x - center)`` (R's ``mahalanobis()``,
+    scikit-learn's ``EmpiricalCovariance.mahalanobis``); ``squared=False``
+    its square root, the distance of ``scipy.spatial.distance.mahalanobis``
+    (which takes the inverse: pass it here with ``inverted=True``).
+    Without `squared` the result is squared, as gstat 0.1 gave it, with a
+    FutureWarning: the default becomes ``squared=False`` (scipy's, whose
+    name this function has) in the next release.
 
     Parameters
     ----------
@@ -127,6 +204,10 @@ def mahalanobis(x, center, cov, *, inverted=False, backend=None):
         Covariance (only its lower triangle is read), factored by Cholesky;
         with ``inverted=True`` it is already the inverse (precision).
     inverted : bool, optional
+        `cov` is the precision matrix (scipy's ``VI``).
+    squared : bool, optional
+        True: squared distances (R, scikit-learn); False: distances (scipy).
+        Not given: squared, with a FutureWarning (see above).
     backend : {'auto', 'cpu', 'cuda'}, optional
 
     Returns
@@ -137,14 +218,32 @@ def mahalanobis(x, center, cov, *, inverted=False, backend=None):
     ------
     gstat.LinAlgError
         `cov` is not positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> x = np.array([[1., 0.], [0., 2.]])
+    >>> cov = np.array([[1., 0.], [0., 4.]])
+    >>> gstat.mahalanobis(x, [0., 0.], cov, squared=True)    # R, scikit-learn
+    array([1., 1.])
+    >>> gstat.mahalanobis(x, [0., 0.], np.linalg.inv(cov), inverted=True,
+    ...                   squared=False)                      # scipy's distance
+    array([1., 1.])
     """
     dev = _cuda_device(x)
     if dev is None:
         _refuse_masked(x, "mahalanobis")
         x = np.asarray(x)
+    if squared is None:
+        warnings.warn("gstat.mahalanobis returns squared distances (R's convention) when squared= "
+                      "is not given; the default becomes squared=False (scipy's distance) in the "
+                      "next release. Pass squared=True or squared=False to silence this warning.",
+                      FutureWarning, stacklevel=2)
+        squared = True
     single = x.ndim == 1
     d2 = _mahalanobis_call(x[None, :] if single else x, center, cov, inverted, backend)
-    return float(d2[0]) if single else d2
+    d = d2 if squared else d2 ** 0.5  # ** also works on a CUDA tensor
+    return float(d[0]) if single else d
 
 
 def _mahalanobis_call(x, center, cov, inverted, backend):
@@ -210,6 +309,17 @@ class EmpiricalCovariance(BaseEstimator):
     location_ : ndarray (p,)
     precision_ : ndarray (p, p) or None
     n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> X = np.array([[0., 0.], [2., 0.], [0., 2.], [2., 2.]])
+    >>> est = gstat.EmpiricalCovariance().fit(X)
+    >>> est.covariance_
+    array([[1., 0.],
+           [0., 1.]])
+    >>> est.mahalanobis(X)          # squared, as scikit-learn's
+    array([2., 2., 2., 2.])
     """
 
     def __init__(self, *, store_precision=True, assume_centered=False, backend=None):
@@ -241,7 +351,9 @@ class EmpiricalCovariance(BaseEstimator):
         return _precision(self.covariance_, self.backend)
 
     def mahalanobis(self, X):
-        """Squared Mahalanobis distances of the rows of `X` to `location_`."""
+        """**Squared** Mahalanobis distances of the rows of `X` to `location_`
+        (scikit-learn's ``EmpiricalCovariance.mahalanobis``; the distances are
+        their square roots)."""
         check_is_fitted(self)
         X = _validated(self, X, reset=False)
         return _mahalanobis_call(X, self.location_, self.get_precision(), True, self.backend)
@@ -284,6 +396,14 @@ class LedoitWolf(_Shrunk):
     Attributes
     ----------
     covariance_, location_, precision_, shrinkage_, n_features_in_
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> X = np.random.default_rng(0).standard_normal((50, 5))
+    >>> lw = gstat.LedoitWolf().fit(X)
+    >>> lw.covariance_.shape, 0.0 <= lw.shrinkage_ <= 1.0
+    ((5, 5), True)
     """
 
     _method = 0
@@ -293,6 +413,14 @@ class OAS(_Shrunk):
     """Oracle Approximating Shrinkage covariance (scikit-learn >= 1.3's OAS).
 
     Parameters and attributes as :class:`LedoitWolf`.
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> X = np.random.default_rng(0).standard_normal((50, 5))
+    >>> oas = gstat.OAS().fit(X)
+    >>> oas.covariance_.shape, 0.0 <= oas.shrinkage_ <= 1.0
+    ((5, 5), True)
     """
 
     _method = 1

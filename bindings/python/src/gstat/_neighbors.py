@@ -41,6 +41,14 @@ def kneighbors(X, n_neighbors=5, *, include_self=False, return_distance=True, ba
     ``n log n`` on clustered data) with float64 distances; above, blocked
     GEMM distances rank the candidates (float32 ones for float32 data) and
     the chosen neighbours' distances are measured exactly.
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> X = np.array([[0.], [1.], [3.]])
+    >>> dist, ind = gstat.kneighbors(X, 1)
+    >>> ind.ravel(), dist.ravel()
+    (array([1, 0, 1]), array([1., 1., 2.]))
     """
     if _is_sparse(X):
         raise TypeError("kneighbors: sparse X is not supported; pass a dense array")
@@ -74,6 +82,15 @@ def kneighbors_graph(X, n_neighbors, *, mode="connectivity", include_self=False,
     -------
     scipy.sparse.csr_matrix, shape (n, n)
         Row i holds point i's neighbours (column indices sorted).
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> X = np.array([[0.], [1.], [3.]])
+    >>> gstat.kneighbors_graph(X, 1).toarray()
+    array([[0., 1., 0.],
+           [1., 0., 0.],
+           [0., 1., 0.]])
     """
     if mode not in ("connectivity", "distance"):
         raise ValueError(f"kneighbors_graph: mode must be 'connectivity' or 'distance', got {mode!r}")

@@ -21,9 +21,17 @@ try:
         def _validate_data(est, X="no_validation", y="no_validation", reset=True, **kw):
             return est._validate_data(X, reset=reset, **kw)
 
+    try:
+        from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
+    except ImportError:  # scikit-learn < 1.2: no declarative validation
+        Interval = StrOptions = None
+        InvalidParameterError = ValueError
+
     HAVE_SKLEARN = True
 except ImportError:  # pragma: no cover - exercised only without scikit-learn
     HAVE_SKLEARN = False
+    Interval = StrOptions = None
+    InvalidParameterError = ValueError
 
     class BaseEstimator:
         @classmethod
@@ -109,6 +117,21 @@ def validate(est, X, reset=True, c_checks_finite=False, **kw):
     if c_checks_finite and _FINITE_KW:
         kw[_FINITE_KW] = False
     return _validate_data(est, X, reset=reset, **kw)
+
+
+def constraints(make):
+    """An estimator's `_parameter_constraints` (scikit-learn's declarative
+    rules) from make(Interval, StrOptions); {} where scikit-learn cannot
+    check them (the estimator's own checks still raise ValueError)."""
+    return make(Interval, StrOptions) if Interval is not None else {}
+
+
+def validate_params(est):
+    """Refuse invalid hyper-parameters with scikit-learn's InvalidParameterError
+    (a ValueError) as its estimators do at fit."""
+    check = getattr(est, "_validate_params", None)
+    if check is not None and getattr(est, "_parameter_constraints", None):
+        check()
 
 
 def seed_from(random_state):

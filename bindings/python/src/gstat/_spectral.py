@@ -4,8 +4,9 @@ import warnings
 
 import numpy as np
 
-from . import _core, _device
-from ._sk import BaseEstimator, ClusterMixin, check_is_fitted, seed_from, validate
+from . import _core, _device, _progress
+from ._sk import (BaseEstimator, ClusterMixin, check_is_fitted, check_random_state, constraints,
+                  seed_from, validate, validate_params)
 
 __all__ = ["laplacian", "SpectralClustering", "SpectralEmbedding", "spectral_clustering_batch"]
 
@@ -13,7 +14,22 @@ _SYM = {"check": 0, "max": 1, "mean": 2, "sum": 3, "min": 4}
 _LOOPS = {"drop": 0, "keep": 1}
 _KIND = {"unnormalized": 0, "symmetric": 1, "random_walk": 2}
 _ASSIGN = {"kmeans": 0, "cluster_qr": 1}
-_SOLVER = {None: 0, "auto": 0, "dense": 1, "sparse": 2, "arpack": 0, "lobpcg": 0, "amg": 0}
+# scikit-learn's pairwise kernels beyond 'rbf' (sklearn.metrics.pairwise.PAIRWISE_KERNEL_FUNCTIONS)
+_KERNELS = {"additive_chi2", "chi2", "linear", "poly", "polynomial", "laplacian", "sigmoid",
+            "cosine"}
+# gstat_eigen_solver; scikit-learn's names are its iterative solvers (ARPACK's
+# Lanczos, LOBPCG, LOBPCG preconditioned by AMG): gstat's iterative solver
+_SOLVER = {None: 0, "auto": 0, "dense": 1, "sparse": 2, "arpack": 2, "lobpcg": 2, "amg": 2}
+_BACKENDS = {"auto", "cpu", "cuda"}
+
+
+def _common_constraints(I, S):
+    return {
+        "eigen_solver": [S(set(k for k in _SOLVER if k)), None],
+        "eigen_tol": [I(numbers.Real, 0.0, None, closed="left"), S({"auto"})],
+        "random_state": ["random_state"],
+        "backend": [S(_BACKENDS), None],
+    }
 
 
 def _choice(table, value, name):
@@ -45,7 +61,7 @@ def _graph(adjacency):
 
 
 def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetrize="check",
-              self_loops="drop", backend=None):
+              self_loops="drop", form="array", dtype=None, backend=None):
     """Graph Laplacian of an undirected graph (scipy.sparse.csgraph.laplacian).
 
     Parameters
@@ -65,14 +81,36 @@ def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetri
         averaged.
     self_loops : {'drop', 'keep'}, optional
         Whether the diagonal counts in the degrees (scipy drops it).
+    form : {'array', 'function', 'lo'}, optional
+        As scipy.sparse.csgraph.laplacian: the matrix, a function ``x -> L @ x``
+        (x of shape (n,) or (n, m)), or a scipy.sparse.linalg.LinearOperator.
+        gstat forms L either way (for one graph only).
+    dtype : dtype, optional
+        Of L and d. Default as scipy: the input's floating dtype (float32
+        stays float32); an integer graph keeps its dtype unnormalized and
+        gives float64 normalized.
     backend : {'auto', 'cpu', 'cuda'}, optional
 
     Returns
     -------
-    L : ndarray (float64) for dense input, scipy.sparse CSR (same kind) for sparse input
+    L : ndarray for dense input, scipy.sparse CSR (same kind) for sparse input,
+        or a function / LinearOperator (`form`)
     d : ndarray, only with `return_diag`
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> A = np.array([[0., 1., 1.], [1., 0., 0.], [1., 0., 0.]])
+    >>> gstat.laplacian(A)
+    array([[ 2., -1., -1.],
+           [-1.,  1.,  0.],
+           [-1.,  0.,  1.]])
+    >>> gstat.laplacian(A.astype(np.float32), normed=True).dtype   # kept, as scipy
+    dtype('float32')
     """
     _device.refuse(adjacency, "laplacian")
+    if form not in ("array", "function", "lo"):
+        raise ValueError(f"form must be 'array', 'function' or 'lo', got {form!r}")
     k = _choice(_KIND, kind, "kind") if kind is not None else (1 if normed else 0)
     sym, loops = _choice(_SYM, symmetrize, "symmetrize"), _choice(_LOOPS, self_loops, "self_loops")
     if _issparse(adjacency):
@@ -82,17 +120,47 @@ def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetri
         cls = sp.csr_array if isinstance(adjacency, getattr(sp, "sparray", ())) else sp.csr_matrix
         L = cls((v, ix, ip), shape=(g[0], g[0]))
     else:
-        L, d = _core.laplacian(np.asarray(adjacency), k, sym, loops, False, backend)
+        adjacency = np.asarray(adjacency)
+        L, d = _core.laplacian(adjacency, k, sym, loops, False, backend)
+    # computed in float64; handed back in the input's dtype as scipy does
+    kind_in = np.dtype(adjacency.dtype).kind
+    out = (np.dtype(dtype) if dtype is not None
+           else adjacency.dtype if kind_in == "f" or (kind_in in "iu" and k == 0)
+           else np.dtype(np.float64))
+    L, d = L.astype(out, copy=False), d.astype(out, copy=False)
+    if form != "array":
+        L = _as_operator(L, form)
     return (L, d) if return_diag else L
+
+
+def _as_operator(L, form):
+    """L as a function x -> L @ x or a scipy LinearOperator (scipy's forms)."""
+    if L.ndim != 2:
+        raise ValueError(f"form={form!r} takes one graph, got a batch of shape {L.shape}")
+
+    def apply(x):
+        return L @ np.asarray(x)
+
+    if form == "function":
+        return apply
+    from scipy.sparse.linalg import LinearOperator
+    # the random-walk Laplacian is not symmetric: the adjoint is L^T
+    return LinearOperator(L.shape, matvec=apply, matmat=apply, rmatvec=lambda x: L.T @ x,
+                          rmatmat=lambda x: L.T @ x, dtype=L.dtype)
 
 
 def _spectral_opts(n_clusters, n_components, laplacian_kind, drop_first, normalize_rows, assign,
                    n_init, max_iter, tol, seed, solver, dense_limit=2048, eig_tol=1e-8,
-                   eig_max_iter=1000, max_clusters=10):
+                   eig_max_iter=1000, max_clusters=10, disconnected=0):
     return (int(n_clusters), int(max_clusters), int(n_components), int(laplacian_kind),
             int(drop_first), int(normalize_rows), int(assign), int(n_init), int(max_iter),
             float(tol), int(seed), int(solver), int(dense_limit), float(eig_tol),
-            int(eig_max_iter))
+            int(eig_max_iter), int(disconnected))
+
+
+# gstat_disconnected: GSTAT_DISCONNECTED_PROCEED clusters a graph with more
+# components than clusters from its k smallest eigenvectors (scikit-learn)
+_PROCEED = 2
 
 
 def _eig_tol(t):
@@ -110,6 +178,9 @@ class _AffinityMixin:
             X = validate(self, X, accept_sparse=["csr", "csc", "coo"])
             return _graph(X), X
         X = validate(self, X, ensure_min_samples=2)
+        if callable(aff) or aff in _KERNELS:
+            A = self._kernel(X)
+            return A, A
         gamma = getattr(self, "gamma", None)
         gamma = 0.0 if gamma is None else float(gamma)
         if aff == "rbf":
@@ -126,8 +197,21 @@ class _AffinityMixin:
                 return g, sp.csr_matrix((w, ix, ip), shape=(X.shape[0], X.shape[0]))
             except ImportError:  # pragma: no cover
                 return g, g
-        raise ValueError(f"affinity must be 'rbf', 'nearest_neighbors' or 'precomputed', got "
-                         f"{aff!r}")
+        raise ValueError(f"affinity must be 'rbf', 'nearest_neighbors', 'precomputed', a kernel "
+                         f"name of sklearn.metrics.pairwise_kernels or a callable, got {aff!r}")
+
+    def _kernel(self, X):
+        """The affinity from scikit-learn's pairwise_kernels (a kernel name or a
+        callable), with the estimator's gamma/degree/coef0/kernel_params as
+        scikit-learn's SpectralClustering passes them."""
+        from sklearn.metrics.pairwise import pairwise_kernels
+        if callable(self.affinity) and not hasattr(self, "degree"):  # SpectralEmbedding
+            return np.asarray(self.affinity(X), dtype=np.float64)
+        params = dict(getattr(self, "kernel_params", None) or {})
+        if not callable(self.affinity):  # a callable gets kernel_params only
+            params.update(gamma=self.gamma, degree=self.degree, coef0=self.coef0)
+        return np.asarray(pairwise_kernels(X, metric=self.affinity, filter_params=True, **params),
+                          dtype=np.float64)
 
 
 class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
@@ -135,10 +219,15 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_clusters : int, default 8
-    eigen_solver : {None, 'auto', 'dense', 'sparse'}
-        None/'auto': dense up to 2048 nodes, an iterative sparse solver above
-        (sparse graphs). scikit-learn's 'arpack', 'lobpcg', 'amg' mean 'auto'.
+    n_clusters : int >= 1 or 'eigengap', default 8
+        'eigengap': k chosen by the largest gap among the 11 smallest
+        eigenvalues of the Laplacian (never fewer than the graph's connected
+        components); the k used is `n_clusters_`.
+    eigen_solver : {None, 'auto', 'dense', 'sparse', 'arpack', 'lobpcg', 'amg'}
+        None/'auto': the faster for the graph at hand (see `eigen_solver_`).
+        scikit-learn's 'arpack', 'lobpcg' and 'amg' (all iterative) mean
+        gstat's iterative solver, 'sparse' (no pyamg needed). Other values
+        raise InvalidParameterError.
     n_components : int or None
         Embedding columns (default n_clusters).
     random_state : int, RandomState or None
@@ -146,10 +235,23 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
     n_init : int, default 10
     gamma : float, default 1.0
         RBF kernel coefficient.
-    affinity : {'rbf', 'nearest_neighbors', 'precomputed'}
+    affinity : str or callable, default 'rbf'
+        'rbf' and 'nearest_neighbors' (computed by gstat), 'precomputed' (X is
+        the graph), a kernel of sklearn.metrics.pairwise_kernels ('poly',
+        'sigmoid', 'laplacian', 'linear', 'cosine', 'chi2', ...) or a
+        callable ``f(x, y) -> float`` as pairwise_kernels takes (these
+        computed by scikit-learn's pairwise_kernels).
     n_neighbors : int, default 10
     eigen_tol : float or 'auto'
-    assign_labels : {'kmeans', 'cluster_qr'}
+    assign_labels : {'kmeans', 'discretize', 'cluster_qr'}
+        'discretize': Yu & Shi's (2003) rotation of the embedding towards an
+        indicator matrix, as scikit-learn's (seeded by `random_state`).
+    degree : float, default 3
+        Degree of the 'poly' kernel.
+    coef0 : float, default 1
+        Zero coefficient of the 'poly' and 'sigmoid' kernels.
+    kernel_params : dict or None
+        Further keyword arguments of a callable or named kernel.
     backend : {'auto', 'cpu', 'cuda'} or None
 
     Attributes
@@ -159,11 +261,47 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
     n_features_in_ : int
     eigenvalues_ : ndarray
         The smallest eigenvalues of the Laplacian that were used.
+    n_clusters_ : int
+        The number of clusters (`n_clusters`, or chosen by the eigengap).
+    eigen_solver_ : {'dense', 'sparse'} or None
+        The eigensolver that ran (None with assign_labels='discretize').
+        'auto' takes the iterative one above 2048 nodes and for a sparse
+        graph whose stored entries are few for its size (6000 nnz < n^3:
+        kNN graphs from about 300 nodes).
+    graph_components_ : int
+        Connected components of the graph; with more than `n_clusters` a
+        UserWarning is issued and the k smallest eigenvectors (some basis of
+        the Laplacian's null space) are clustered, as scikit-learn does.
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> X = np.array([[1., 1.], [2., 1.], [1., 0.], [4., 7.], [3., 5.], [3., 6.]])
+    >>> sc = gstat.SpectralClustering(n_clusters=2, assign_labels="discretize",
+    ...                               random_state=0).fit(X)
+    >>> bool(sc.labels_[0] == sc.labels_[1] == sc.labels_[2] != sc.labels_[3])
+    True
+    >>> gstat.SpectralClustering("eigengap", random_state=0).fit(X).n_clusters_
+    2
     """
+
+    _parameter_constraints = constraints(lambda I, S: {
+        "n_clusters": [I(numbers.Integral, 1, None, closed="left"), S({"eigengap"})],
+        "n_components": [I(numbers.Integral, 1, None, closed="left"), None],
+        "n_init": [I(numbers.Integral, 1, None, closed="left")],
+        "gamma": [I(numbers.Real, 0, None, closed="left")],
+        "affinity": [callable, S({"rbf", "nearest_neighbors", "precomputed",
+                                  "precomputed_nearest_neighbors"} | _KERNELS)],
+        "n_neighbors": [I(numbers.Integral, 1, None, closed="left")],
+        "assign_labels": [S(set(_ASSIGN) | {"discretize"})],
+        "degree": [I(numbers.Real, 0, None, closed="left")],
+        "coef0": [I(numbers.Real, None, None, closed="neither")],
+        "kernel_params": [dict, None],
+        **_common_constraints(I, S)})
 
     def __init__(self, n_clusters=8, *, eigen_solver=None, n_components=None, random_state=None,
                  n_init=10, gamma=1.0, affinity="rbf", n_neighbors=10, eigen_tol="auto",
-                 assign_labels="kmeans", backend=None):
+                 assign_labels="kmeans", degree=3, coef0=1, kernel_params=None, backend=None):
         self.n_clusters = n_clusters
         self.eigen_solver = eigen_solver
         self.n_components = n_components
@@ -174,27 +312,107 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         self.n_neighbors = n_neighbors
         self.eigen_tol = eigen_tol
         self.assign_labels = assign_labels
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
         self.backend = backend
 
     def fit(self, X, y=None):
         """Cluster the rows of `X` (or the graph `X` when affinity='precomputed'). Returns self."""
+        validate_params(self)
         graph, self.affinity_matrix_ = self._affinity(X, True)
+        k = 0 if isinstance(self.n_clusters, str) and self.n_clusters == "eigengap" else self.n_clusters
+        if self.assign_labels == "discretize":
+            return self._fit_discretize(X, graph, k)
         opts = _spectral_opts(
-            self.n_clusters, self.n_components or 0, 2, False, False,
+            k, self.n_components or 0, 2, False, False,
             _choice(_ASSIGN, self.assign_labels, "assign_labels"), self.n_init, 300, 1e-4,
             seed_from(self.random_state), _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
-            eig_tol=_eig_tol(self.eigen_tol))
+            eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
         labels, info = _core.spectral_clustering(graph, 2 if _issparse(X) else 0, 0, opts,
                                                  self.backend)
+        if info["graph_components"] > 1:
+            # scikit-learn's warning; gstat clusters each component apart when
+            # there are at most n_clusters of them, else (GSTAT_DISCONNECTED_PROCEED)
+            # from the k smallest eigenvectors, as scikit-learn does
+            warnings.warn(f"Graph is not fully connected ({info['graph_components']} connected "
+                          f"components), spectral embedding may not work as expected.",
+                          UserWarning, stacklevel=2)
         self.labels_ = labels
         self.eigenvalues_ = info["eigenvalues"]
+        self.n_clusters_ = int(info["n_clusters"])
+        self.eigen_solver_ = "sparse" if info["used_sparse"] else "dense"
         self.graph_components_ = info["graph_components"]
         self.inertia_ = info["inertia"]
+        return self
+
+    def _fit_discretize(self, X, graph, k):
+        """labels_ by Yu & Shi's discretization of the k-column embedding."""
+        if k == 0:
+            raise ValueError("n_clusters='eigengap' needs assign_labels='kmeans' or 'cluster_qr'")
+        sym = 2 if _issparse(X) else 0
+        comps = int(_core.graph_components(graph, sym, 0, self.backend)[0][0])
+        if comps > 1:
+            warnings.warn(f"Graph is not fully connected ({comps} connected components), spectral "
+                          f"embedding may not work as expected.", UserWarning, stacklevel=3)
+        opts = _spectral_opts(k, self.n_components or k, 2, False, False, 0, 1, 300, 1e-4,
+                              seed_from(self.random_state),
+                              _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
+                              eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
+        emb, ev = _core.spectral_embedding(graph, sym, 0, opts, self.backend)
+        self.labels_ = _discretize(emb, check_random_state(self.random_state))
+        self.eigenvalues_ = ev
+        self.n_clusters_ = int(k)
+        self.eigen_solver_ = None  # the embedding call does not report it
+        self.graph_components_ = comps
+        self.inertia_ = None
         return self
 
     def fit_predict(self, X, y=None):
         """Fit and return `labels_`."""
         return self.fit(X).labels_
+
+
+def _discretize(vectors, rng, max_restarts=30, max_iter=20):
+    """Yu & Shi (2003), "Multiclass spectral clustering": the discrete
+    partition nearest to the embedding's span. Alternate between the
+    indicator matrix closest to the rotated, row-normalized embedding and the
+    rotation (orthogonal Procrustes, one SVD) closest to that indicator,
+    until the relaxed normalized cut stops changing."""
+    V = np.array(vectors, dtype=np.float64)
+    n, k = V.shape
+    # columns to the length of the all-ones vector, oriented so their first
+    # entry is negative (the sign of an eigenvector is arbitrary)
+    V *= np.sqrt(n) / np.maximum(np.linalg.norm(V, axis=0), np.finfo(float).tiny)
+    first = np.sign(V[0])
+    V *= np.where(first != 0, -first, 1.0)
+    V /= np.sqrt((V * V).sum(axis=1))[:, None]
+    eps = np.finfo(float).eps
+    for _ in range(max_restarts):
+        # the first axis a random row, each next the row least aligned with those so far
+        R = np.zeros((k, k))
+        R[:, 0] = V[rng.randint(n)]
+        spread = np.zeros(n)
+        for j in range(1, k):
+            spread += np.abs(V @ R[:, j - 1])
+            R[:, j] = V[spread.argmin()]
+        last, it = 0.0, 0
+        while True:
+            it += 1
+            labels = (V @ R).argmax(axis=1)
+            # indicator^T V, one row per cluster: the sums of its rows of V
+            M = np.zeros((k, k))
+            np.add.at(M, labels, V)
+            try:
+                U, S, Vt = np.linalg.svd(M)
+            except np.linalg.LinAlgError:
+                break  # a restart
+            ncut = 2.0 * (n - S.sum())
+            if abs(ncut - last) < eps or it > max_iter:
+                return labels.astype(np.int64)
+            last = ncut
+            R = Vt.T @ U.T
+    raise np.linalg.LinAlgError("SVD did not converge")
 
 
 class SpectralEmbedding(_AffinityMixin, BaseEstimator):
@@ -207,11 +425,13 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
     Parameters
     ----------
     n_components : int, default 2
-    affinity : {'nearest_neighbors', 'rbf', 'precomputed'}
+    affinity : {'nearest_neighbors', 'rbf', 'precomputed'} or callable
+        A callable takes X and returns the affinity matrix (scikit-learn's).
     gamma : float or None
         RBF coefficient (None: 1 / n_features).
     random_state : int, RandomState or None
-    eigen_solver : {None, 'auto', 'dense', 'sparse'}
+    eigen_solver : {None, 'auto', 'dense', 'sparse', 'arpack', 'lobpcg', 'amg'}
+        As :class:`SpectralClustering` (scikit-learn's names: the iterative solver).
     eigen_tol : float or 'auto'
     n_neighbors : int or None
         None: max(n_samples / 10, 1).
@@ -223,7 +443,22 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
     affinity_matrix_ : ndarray or scipy.sparse matrix
     eigenvalues_ : ndarray (n_components + 1,)
     n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> X = np.random.default_rng(0).standard_normal((100, 5))
+    >>> gstat.SpectralEmbedding(n_components=2, random_state=0).fit_transform(X).shape
+    (100, 2)
     """
+
+    _parameter_constraints = constraints(lambda I, S: {
+        "n_components": [I(numbers.Integral, 1, None, closed="left")],
+        "affinity": [S({"nearest_neighbors", "rbf", "precomputed",
+                        "precomputed_nearest_neighbors"}), callable],
+        "gamma": [I(numbers.Real, 0, None, closed="left"), None],
+        "n_neighbors": [I(numbers.Integral, 1, None, closed="left"), None],
+        **_common_constraints(I, S)})
 
     def __init__(self, n_components=2, *, affinity="nearest_neighbors", gamma=None,
                  random_state=None, eigen_solver=None, eigen_tol="auto", n_neighbors=None,
@@ -239,22 +474,20 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Compute the embedding of `X`. Returns self."""
+        validate_params(self)
         graph, self.affinity_matrix_ = self._affinity(X, False)
         sym = 2 if _issparse(X) else 0
         k = int(self.n_components)
-        n = graph[0] if isinstance(graph, tuple) else graph.shape[-1]
         comps = int(_core.graph_components(graph, sym, 0, self.backend)[0][0])
-        dim = k
         if comps > 1:
-            # scikit-learn warns and embeds anyway; the C call wants at least
-            # one column per component, so ask for more and keep the first k.
+            # scikit-learn warns and embeds anyway: with more components than
+            # columns, some basis of the Laplacian's null space (PROCEED)
             warnings.warn("Graph is not fully connected, spectral embedding may not work as "
-                          "expected.", UserWarning)
-            dim = min(max(k, comps), n - 1)
-        opts = _spectral_opts(1, dim, 2, True, False, 0, 1, 300, 1e-4,
+                          "expected.", UserWarning, stacklevel=2)
+        opts = _spectral_opts(1, k, 2, True, False, 0, 1, 300, 1e-4,
                               seed_from(self.random_state),
                               _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
-                              eig_tol=_eig_tol(self.eigen_tol))
+                              eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
         emb, ev = _core.spectral_embedding(graph, sym, 0, opts, self.backend)
         self.embedding_, self.eigenvalues_ = emb[:, :k], ev[:k + 1]
         return self
@@ -264,27 +497,9 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
         return self.fit(X).embedding_
 
 
-def _progress_callback(progress, total):
-    """(callback, closer) for the C progress reports."""
-    if callable(progress):
-        return progress, None
-    if not progress:
-        return None, None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None, None
-    bar = tqdm(total=total, desc="spectral_clustering_batch", unit="graph")
-
-    def update(done, total_, what):
-        bar.update(int(done) - bar.n)
-
-    return update, bar.close
-
-
 def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", assign_labels="kmeans",
                               n_init=10, normalize_rows=False, random_state=0,
-                              symmetrize="check", errors="raise", progress=False, backend=None):
+                              symmetrize="check", errors="raise", progress=None, backend=None):
     """Spectral clustering of many graphs of any sizes in one call.
 
     Each graph is labelled exactly as :class:`SpectralClustering` with
@@ -300,8 +515,9 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
         or float64 is clustered on its GPU (Laplacians, eigen
         decompositions, embeddings and k-means all on the device, no copy
         of the graphs); the labels still come back as numpy arrays.
-    n_clusters : int or sequence of int
-        Clusters per graph (0: chosen by the eigengap).
+    n_clusters : int, 'eigengap' or sequence of int
+        Clusters per graph ('eigengap', or 0 in a sequence: chosen by the
+        eigengap; a scalar 0 still means 'eigengap' with a FutureWarning).
     laplacian : {'random_walk', 'symmetric', 'unnormalized'}
     assign_labels : {'kmeans', 'cluster_qr'}
     n_init : int
@@ -314,24 +530,33 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
         'ignore': a graph that fails on its own (more components than
         clusters, NaN or Inf weights) gets labels -1 instead of raising; a
         RuntimeWarning names those graphs and the first one's reason.
-    progress : bool or callable
-        True: a tqdm progress bar (when tqdm is installed); a callable is
-        called as ``progress(done, total, what)``. Ctrl-C cancels between
-        chunks of graphs.
+    progress : bool, callable or None
+        A tqdm bar over the graphs: None (default) shows one when the batch
+        is long and stderr is a terminal or a notebook runs it; True/False
+        force it (True without tqdm warns once); a callable is called as
+        ``progress(done, total, what)``. Ctrl-C cancels between chunks of
+        graphs.
     backend : {'auto', 'cpu', 'cuda'}, optional
 
     Returns
     -------
     list of ndarray of int64
         The labels of each graph.
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> two_triangles = np.kron(np.eye(2), np.ones((3, 3))) - np.eye(6)
+    >>> gstat.spectral_clustering_batch([two_triangles, two_triangles[:3, :3]], [2, 1])
+    [array([0, 0, 0, 1, 1, 1]), array([0, 0, 0])]
     """
     if errors not in ("raise", "ignore"):
         raise ValueError(f"errors must be 'raise' or 'ignore', got {errors!r}")
     kind, a, b, sym, kv, opts, sizes = _batch_request(graphs, n_clusters, laplacian, assign_labels,
                                                       n_init, normalize_rows, random_state,
                                                       symmetrize)
-    count = len(sizes)
-    cb, close = _progress_callback(progress, count)
+    work = float(sum(float(n) ** 3 for n in sizes))
+    cb, close = _progress.callback(progress, "spectral_clustering_batch", work, "graph")
     try:
         dev = _device.cuda_device(a)
         stream = None if dev is None else _device.stream(a, dev)
@@ -412,8 +637,16 @@ def _batch_request(graphs, n_clusters, laplacian, assign_labels, n_init, normali
             for g, m in enumerate(arrs):
                 a[g, :m.shape[0], :m.shape[0]] = m
             kind, b = 1, np.asarray(sizes, dtype=np.int64)
-    if isinstance(n_clusters, numbers.Integral):
+    if isinstance(n_clusters, str):
+        if n_clusters != "eigengap":
+            raise ValueError(f"n_clusters must be an int >= 1, 'eigengap' or a sequence of ints, "
+                             f"got {n_clusters!r}")
+        k_all, kv = 0, None
+    elif isinstance(n_clusters, numbers.Integral):
         k_all, kv = int(n_clusters), None
+        if k_all == 0:  # gstat 0.1's spelling of the eigengap choice
+            warnings.warn("n_clusters=0 for the eigengap is deprecated: pass n_clusters='eigengap'",
+                          FutureWarning, stacklevel=3)
     else:
         kv = np.asarray(n_clusters, dtype=np.int64)
         k_all = 0

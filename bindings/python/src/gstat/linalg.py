@@ -6,9 +6,12 @@ other real types are converted to float64 as numpy.linalg does) of shape
 CuPy) that is processed on the GPU in place and answered with tensors of the
 same kind on the same device.
 """
+import functools as _functools
+import inspect as _inspect
+
 import numpy as _np
 
-from . import _core
+from . import _core, _progress
 from ._device import cuda_device as _cuda_device, empty_like as _empty_like, stream as _stream
 from ._device import refuse_masked as _refuse_masked
 
@@ -17,7 +20,38 @@ __all__ = ["eigh", "eigvalsh", "cholesky", "cholesky_solve", "solve_triangular",
 EighResult = _core.EighResult
 _ndarray = _np.ndarray
 
+_PROGRESS_DOC = """
+    progress : bool, callable or None, optional
+        A tqdm bar over the batch: None (default) shows one when the call is
+        long (about a second of work or more) and stderr is a terminal or a
+        notebook runs it; True/False force it; a callable is called as
+        ``progress(done, total, what)``. Ctrl-C cancels between chunks."""
 
+
+def _with_progress(desc, flops_per_n3):
+    """Add progress= to a batch function of a (..., n, n) first argument."""
+    def wrap(fn):
+        @_functools.wraps(fn)
+        def call(a, *args, progress=None, **kw):
+            shape = getattr(a, "shape", ())
+            work = 0.0
+            if len(shape) >= 2:
+                work = float(_np.prod(shape[:-2], dtype=float)) * float(shape[-1]) ** 3
+            work *= flops_per_n3
+            if progress is None and work < _progress.LONG_WORK:  # the common, short call
+                return fn(a, *args, **kw)
+            with _progress.scope(progress, desc, work, "matrix"):
+                return fn(a, *args, **kw)
+        sig = _inspect.signature(fn)  # help() and IDEs show progress= too
+        call.__signature__ = sig.replace(parameters=[*sig.parameters.values(), _inspect.Parameter(
+            "progress", _inspect.Parameter.KEYWORD_ONLY, default=None)])
+        call.__doc__ = (fn.__doc__ or "").replace("\n\n    Returns", _PROGRESS_DOC +
+                                                  "\n\n    Returns", 1)
+        return call
+    return wrap
+
+
+@_with_progress("eigh", 4.0)
 def eigh(a, UPLO="L", *, out=None, backend=None):
     """Eigenvalues and eigenvectors of a batch of symmetric matrices.
 
@@ -47,6 +81,17 @@ def eigh(a, UPLO="L", *, out=None, backend=None):
         An element did not converge.
     ValueError
         Bad shapes, strides, NaN/Inf input.
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> a = np.array([[[2., 1.], [1., 2.]], [[1., 0.], [0., 3.]]])   # a batch of 2
+    >>> w, v = gstat.linalg.eigh(a)
+    >>> w
+    array([[1., 3.],
+           [1., 3.]])
+    >>> np.allclose(a @ v, v * w[:, None, :])
+    True
     """
     if out is None and type(a) is _ndarray:
         return _core.eigh(a, UPLO, True, None, None, backend, None)
@@ -58,6 +103,7 @@ def eigh(a, UPLO="L", *, out=None, backend=None):
     return _core.eigh(a, UPLO, True, w, v, backend, None)
 
 
+@_with_progress("eigvalsh", 1.5)
 def eigvalsh(a, UPLO="L", *, out=None, backend=None):
     """Eigenvalues of a batch of symmetric matrices, ascending.
 
@@ -71,6 +117,12 @@ def eigvalsh(a, UPLO="L", *, out=None, backend=None):
     Returns
     -------
     w : ndarray or tensor, shape (..., n)
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> gstat.linalg.eigvalsh(np.array([[2., 1.], [1., 2.]]))
+    array([1., 3.])
     """
     if out is None and type(a) is _ndarray:
         return _core.eigh(a, UPLO, False, None, None, backend, None)
@@ -81,6 +133,7 @@ def eigvalsh(a, UPLO="L", *, out=None, backend=None):
     return _core.eigh(a, UPLO, False, out, None, backend, None)
 
 
+@_with_progress("cholesky", 1.0 / 3.0)
 def cholesky(a, upper=False, *, out=None, backend=None):
     """Cholesky factor of a batch of symmetric positive definite matrices.
 
@@ -104,6 +157,13 @@ def cholesky(a, upper=False, *, out=None, backend=None):
     gstat.LinAlgError
         An element is not positive definite (the message names the first one
         and the order of its failing leading minor).
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> gstat.linalg.cholesky(np.array([[4., 2.], [2., 5.]]))
+    array([[2., 0.],
+           [1., 2.]])
     """
     if out is None and type(a) is _ndarray:
         return _core.cholesky(a, upper, None, backend, None)
@@ -155,6 +215,14 @@ def cholesky_solve(l, b, *, upper=False, out=None, backend=None):
     ------
     gstat.LinAlgError
         A factor has a zero on its diagonal.
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> a = np.array([[4., 2.], [2., 5.]])
+    >>> x = gstat.linalg.cholesky_solve(gstat.linalg.cholesky(a), np.array([[2.], [3.]]))
+    >>> np.allclose(a @ x, [[2.], [3.]])
+    True
     """
     return _solve(False, l, b, upper, False, False, out, backend)
 
@@ -179,6 +247,14 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, *, out=Non
     Returns
     -------
     x : ndarray or tensor, same shape as `b`
+
+    Examples
+    --------
+    >>> import numpy as np, gstat
+    >>> l = np.array([[2., 0.], [1., 2.]])
+    >>> gstat.linalg.solve_triangular(l, np.array([[2.], [5.]]), lower=True)
+    array([[1.],
+           [2.]])
     """
     if trans in (0, "N", "n"):
         t = False

@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(kLapThreads)
           if (i == j) v += dj;
         } else {
           double sj = gstat_i_inv_sqrt_degree(dj), si = gstat_i_inv_sqrt_degree(d[i]);
-          v = -a * (si * sj); /* as the CPU: symmetric */
+          v = -gstat_i_norm_weight(a, si, sj); /* as the CPU: symmetric, no overflow */
           if (i == j) v += dj > 0 ? 1.0 : 0.0;
         }
       }
@@ -133,7 +133,7 @@ __global__ void assign_kernel(gstat_spectral_options o, int64_t count, int64_t N
   }
   if (o.disconnected == GSTAT_DISCONNECTED_REJECT && r.comps > 1)
     r.why = WHY_REJECT;
-  else if (k > 0 && r.comps > k)
+  else if (k > 0 && r.comps > k && o.disconnected != GSTAT_DISCONNECTED_PROCEED)
     r.why = WHY_SPLIT;
   if (info != 0 && r.why == WHY_OK) r.why = WHY_EIGH;
   const int64_t m = gstat_i_sc_eig_count_impl(&o, n, k);
