@@ -108,11 +108,11 @@ static void test_batch_threads(void **state) {
   for (int i = 0; i < ROWS * COLS; i++) x[i] = tu_normal(&r);
   gstat_matrix X = gstat_matrix_row_major(x, GSTAT_F64, 1, ROWS, COLS);
   gstat_matrix C = gstat_matrix_row_major(c, GSTAT_F64, 1, COLS, COLS);
-  assert_int_equal(gstat_covariance(four, &X, NULL, &C), GSTAT_OK);
+  assert_int_equal(gstat_covariance(four, &X, NULL, &C, NULL), GSTAT_OK);
   assert_int_equal(gstat_ctx_last_threads(four), 4);
   gstat_matrix Xs = gstat_matrix_row_major(x, GSTAT_F64, 1, 50, 4);
   gstat_matrix Cs = gstat_matrix_row_major(c, GSTAT_F64, 1, 4, 4);
-  assert_int_equal(gstat_covariance(four, &Xs, NULL, &Cs), GSTAT_OK);
+  assert_int_equal(gstat_covariance(four, &Xs, NULL, &Cs, NULL), GSTAT_OK);
   assert_int_equal(gstat_ctx_last_threads(four), 1);
   free(x);
   free(c);
