@@ -4,9 +4,10 @@ Imported before ``gstat._core`` (which loads the OpenMP runtime): unless the
 user chose an OpenMP wait policy, the runtime gstat loads is asked for a
 passive one, so that threads waiting at the end of a parallel region sleep
 instead of spinning on a core that another process needs (bench/README.md,
-"Threads on a shared machine": 4-8x slower under contention otherwise). The
-variable is removed again once the runtime has read it (``restore_env``), so
-child processes and runtimes loaded later see the user's environment.
+"Threads on a shared machine": 1.5-8.6x slower than one thread under
+contention otherwise). The variable is removed again as soon as ``_core``
+(and with it libgomp) has loaded, so child processes and runtimes loaded
+later see the user's environment.
 
 ``register`` then makes gstat's thread setting (``gstat.set_num_threads``)
 known to threadpoolctl, so that ``threadpoolctl.threadpool_limits`` and
@@ -36,13 +37,11 @@ def _runtime_loaded():
 wait_policy_set = False
 if not any(v in os.environ for v in _USER_CHOICE):
     wait_policy_set = None if _runtime_loaded() else True
-    if wait_policy_set:
-        os.environ["OMP_WAIT_POLICY"] = "passive"
-
-
-def restore_env():
-    """Remove the variable set above (the runtime read it when it loaded)."""
-    if wait_policy_set:
+if wait_policy_set:
+    os.environ["OMP_WAIT_POLICY"] = "passive"
+    try:
+        from . import _core  # noqa: F401  (loads libgomp, which reads the variable now)
+    finally:  # gone before any other runtime (scikit-learn's own libgomp) loads
         os.environ.pop("OMP_WAIT_POLICY", None)
 
 
@@ -81,8 +80,7 @@ def _make_controller(LibController):
 
 
 def register():
-    """Restore the environment and register gstat's controller with threadpoolctl (>= 3.4)."""
-    restore_env()
+    """Register gstat's controller with threadpoolctl (3.x with ``register``)."""
     try:
         import threadpoolctl
     except ImportError:
