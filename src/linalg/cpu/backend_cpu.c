@@ -26,8 +26,8 @@ static void run_item(const gstat_i_cpu_job *job, int64_t it, int64_t groups, int
 
 /* One-thread seconds of one element: the kernel's flops (eigh with vectors
  * ~9 n^3, values ~2 n^3; Cholesky n^3 / 3; solves 2 n^2 per right-hand
- * side) and packing, at the rules' small-kernel rate (LAPACK's larger
- * elements run faster per flop: more threads, which they fill). */
+ * side) and packing, at the rules' small-kernel rate (LAPACK runs larger
+ * elements faster per flop: their estimate errs toward threads they fill). */
 static double element_seconds(const gstat_i_cpu_job *job) {
   double n = (double)job->n, flops;
   if (job->w)
