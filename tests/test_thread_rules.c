@@ -24,6 +24,8 @@ static void test_rule(void **state) {
   assert_int_equal(gstat_i_cpu_rule_threads(1, 1000, 1.0), 1);      /* the limit */
   assert_int_equal(gstat_i_cpu_rule_threads(8, 1000, 0.0), 1);      /* no work */
   assert_int_equal(gstat_i_cpu_rule_threads(8, INT64_MAX, 1e9), 8); /* no overflow */
+  assert_int_equal(gstat_i_cpu_rule_threads(8, INT64_MAX, 1e300), 8);
+  assert_int_equal(gstat_i_cpu_rule_threads(8, INT64_MAX, NAN), 1);
   /* a thread per rules.thread_seconds of work: the count grows with it */
   int prev = 1;
   for (double s = 1e-5; s < 1; s *= 2) {
@@ -35,6 +37,7 @@ static void test_rule(void **state) {
   assert_int_equal(gstat_i_cpu_slices(0), 1);
   assert_int_equal(gstat_i_cpu_slices(1e-4), 1);
   assert_int_equal(gstat_i_cpu_slices(100), 16);
+  assert_int_equal(gstat_i_cpu_slices(NAN), 1);
   assert_true(gstat_i_cpu_slices(0.05) > 1);
 }
 

@@ -36,7 +36,8 @@ static const struct {
 } cpu_rules = {{74e9, 46e9}, 6e9, 40e9, 256, 8, 16, 1.2e-6, {4e9, 3e9}, 5e-4, 0.02};
 
 int gstat_i_cpu_rule_threads(int limit, int64_t items, double seconds) {
-  int64_t by_work = (int64_t)(seconds / cpu_rules.thread_seconds);
+  double w = seconds / cpu_rules.thread_seconds; /* clamped: a cast of a huge double is UB */
+  int64_t by_work = w >= 1e9 ? 1000000000 : w >= 1 ? (int64_t)w : 1;
   int64_t nt = limit;
   if (nt > items) nt = items;
   if (nt > by_work) nt = by_work;
@@ -50,7 +51,7 @@ double gstat_i_cpu_seconds(gstat_dtype dt, double flops, bool blas3) {
 
 int64_t gstat_i_cpu_slices(double seconds) {
   double s = ceil(seconds / cpu_rules.slice_seconds);
-  return s < 1 ? 1 : s > 16 ? 16 : (int64_t)s;
+  return !(s >= 1) ? 1 : s > 16 ? 16 : (int64_t)s; /* NaN: 1 */
 }
 
 gstat_status gstat_i_cpu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
