@@ -178,7 +178,8 @@ static int stop_at_second(int64_t done, int64_t total, const char *what, void *u
   return ++progress_calls >= 2;
 }
 
-/* The CPU batch loop reports progress between slices and can be cancelled. */
+/* The CPU batch loop reports progress between slices (of about 20 ms of
+ * work: cpu_rules.slice_seconds) and can be cancelled. */
 static void test_linalg_progress_cancel(void **state) {
   (void)state;
   gstat_ctx_options opt;
@@ -187,7 +188,7 @@ static void test_linalg_progress_cancel(void **state) {
   opt.progress = stop_at_second;
   gstat_ctx *ctx;
   assert_int_equal(gstat_ctx_create(&ctx, &opt), GSTAT_OK);
-  enum { NB = 200, N = 6 };
+  enum { NB = 200, N = 96 };
   double *a = calloc(NB * N * N, sizeof(double)), *w = calloc(NB * N, sizeof(double));
   assert_non_null(a);
   assert_non_null(w);

@@ -165,6 +165,23 @@ GSTAT_API unsigned gstat_ctx_last_backends(const gstat_ctx *ctx);
 /* The same as text: "cpu", "cuda", "cuda+cpu" or "none". */
 GSTAT_API const char *gstat_ctx_last_backend_name(const gstat_ctx *ctx);
 
+/* CPU threads this context may use (num_threads resolved: OpenMP's default
+ * when the option was 0). Each parallel step takes fewer when its work is
+ * small (the CPU backend's rules), and one inside the caller's parallel
+ * region. 0 when ctx is NULL. */
+GSTAT_API int gstat_ctx_num_threads(const gstat_ctx *ctx);
+
+/* The threads a context created now by this thread with num_threads 0
+ * would resolve to: OpenMP's default for this thread (OMP_NUM_THREADS or
+ * every core, less after omp_set_num_threads). */
+GSTAT_API int gstat_default_num_threads(void);
+
+/* The most CPU threads any step of the last call ran on or let BLAS use: 1
+ * when everything ran on one thread, 0 when it did no CPU work (an empty
+ * batch, a rejected argument, the GPU). For tests and tuning; it is the
+ * count asked for, not a measurement. */
+GSTAT_API int gstat_ctx_last_threads(const gstat_ctx *ctx);
+
 /* Whether a usable CUDA backend is present: the CUDA module is installed and
  * loads, and the device of this context exists. Never fails; 0 or 1. */
 GSTAT_API int gstat_ctx_cuda_available(gstat_ctx *ctx);

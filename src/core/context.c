@@ -44,6 +44,15 @@ const char *gstat_ctx_last_backend_name(const gstat_ctx *ctx) {
 void gstat_i_begin(gstat_ctx *ctx) {
   ctx->last_error[0] = '\0';
   ctx->last_backends = 0;
+  ctx->last_threads = 0;
+}
+
+int gstat_ctx_num_threads(const gstat_ctx *ctx) {
+  return ctx ? ctx->num_threads : 0;
+}
+
+int gstat_ctx_last_threads(const gstat_ctx *ctx) {
+  return ctx ? ctx->last_threads : 0;
 }
 
 gstat_status gstat_i_fail(gstat_ctx *ctx, gstat_status status, const char *fmt, ...) {

@@ -41,6 +41,7 @@ struct gstat_ctx {
   gstat_i_buffer ws[GSTAT_WS_COUNT];
   gstat_i_backend_state cuda;
   unsigned last_backends;
+  int last_threads;   /* gstat_ctx_last_threads */
   int progress_muted; /* > 0 inside a nested call: the outer call reports */
   char last_error[512];
 };
@@ -59,6 +60,11 @@ gstat_status gstat_i_fail(gstat_ctx *ctx, gstat_status status, const char *fmt, 
 
 /* Start of a public call: clears the message and the backends-ran bits. */
 void gstat_i_begin(gstat_ctx *ctx);
+
+/* Record that a step of the running call uses `threads` CPU threads. */
+static inline void gstat_i_note_threads(gstat_ctx *ctx, int threads) {
+  if (threads > ctx->last_threads) ctx->last_threads = threads;
+}
 
 /* Report progress through the context's callback (if any). Returns
  * GSTAT_ECANCELED, with the message set, when the callback asks to stop. */

@@ -142,6 +142,11 @@ static int default_threads(void) {
 #endif
 }
 
+int gstat_default_num_threads(void) {
+  int n = default_threads();
+  return n < 1 ? 1 : n;
+}
+
 gstat_status gstat_ctx_create(gstat_ctx **out, const gstat_ctx_options *opt) {
   if (!out) return GSTAT_EINVAL;
   *out = NULL;

@@ -62,6 +62,7 @@ static int bf16_typenum = -1; /* ml_dtypes.bfloat16's numpy type number, if inst
 static int default_backend = GSTAT_BACKEND_AUTO;
 static int default_threads = 0;
 static _Thread_local char last_backend[16] = "none";
+static _Thread_local int last_threads; /* gstat_ctx_last_threads of this thread's last call */
 static _Thread_local gstat_device_stats last_device_stats; /* of this thread's last call */
 static PyTypeObject EighResultType;
 
@@ -120,8 +121,12 @@ static int parse_backend(PyObject *obj, int *out) {
 }
 
 static pooled *ctx_acquire(int backend, int device) {
+  /* a setting of 0 is OpenMP's default now (threadpoolctl may have lowered
+   * it), not the one a pooled context resolved when it was made */
+  int resolved = default_threads ? default_threads : gstat_default_num_threads();
   for (pooled *p = pool_head; p; p = p->next)
-    if (!p->busy && p->backend == backend && p->device == device && p->threads == default_threads) {
+    if (!p->busy && p->backend == backend && p->device == device && p->threads == default_threads &&
+        gstat_ctx_num_threads(p->ctx) == resolved) {
       p->busy = 1;
       p->callback = thread_progress;
       gstat_ctx_device_stats(p->ctx, &p->before, sizeof p->before);
@@ -177,6 +182,7 @@ static void record_device_stats(const pooled *p) {
 static void ctx_release(pooled *p) {
   if (!p) return;
   snprintf(last_backend, sizeof last_backend, "%s", gstat_ctx_last_backend_name(p->ctx));
+  last_threads = gstat_ctx_last_threads(p->ctx);
   record_device_stats(p);
   p->callback = NULL;
   p->busy = 0;
@@ -1787,6 +1793,25 @@ static PyObject *py_get_num_threads(PyObject *self, PyObject *unused) {
   return PyLong_FromLong(default_threads);
 }
 
+/* The threads a context made now would use: the setting, or OpenMP's default. */
+static PyObject *py_effective_threads(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  return PyLong_FromLong(default_threads ? default_threads : gstat_default_num_threads());
+}
+
+static PyObject *py_last_threads(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  return PyLong_FromLong(last_threads);
+}
+
+/* threadpoolctl's controller (gstat/_threadpool.py) recognises this module
+ * among the loaded libraries by this exported symbol. */
+__attribute__((visibility("default"))) int gstat_python_threads_setting(void) {
+  return default_threads;
+}
+
 static PyObject *py_last_backend(PyObject *self, PyObject *unused) {
   (void)self;
   (void)unused;
@@ -1900,6 +1925,10 @@ static PyMethodDef methods[] = {
     {"set_progress", py_set_progress, METH_O,
      "this thread's progress callback (done, total, what) for calls without one, or None"},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "CPU threads per call"},
+    {"effective_threads", py_effective_threads, METH_NOARGS,
+     "threads a call may use now (the setting, or OpenMP's default)"},
+    {"last_threads", py_last_threads, METH_NOARGS,
+     "most threads a step of this thread's last call ran on (0: no CPU work)"},
     {"last_backend", py_last_backend, METH_NOARGS, "backend(s) of this thread's last call"},
     {"last_device_stats", py_last_device_stats, METH_NOARGS,
      "GPU counters of this thread's last call"},

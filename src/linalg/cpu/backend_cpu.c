@@ -24,6 +24,21 @@ static void run_item(const gstat_i_cpu_job *job, int64_t it, int64_t groups, int
   }
 }
 
+/* One-thread seconds of one element: the kernel's flops (eigh with vectors
+ * ~9 n^3, values ~2 n^3; Cholesky n^3 / 3; solves 2 n^2 per right-hand
+ * side) and packing, at the rules' small-kernel rate (LAPACK runs larger
+ * elements faster per flop: their estimate errs toward threads they fill). */
+static double element_seconds(const gstat_i_cpu_job *job) {
+  double n = (double)job->n, flops;
+  if (job->w)
+    flops = (job->out ? 9.0 : 2.0) * n * n * n;
+  else if (job->B)
+    flops = 2.0 * n * n * (double)job->B->cols;
+  else
+    flops = n * n * n / 3.0;
+  return gstat_i_cpu_seconds(job->A->dtype, flops + 8.0 * n * n, false);
+}
+
 static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *job, int64_t batch,
                               int64_t *info) {
   /* items: whole groups first (when the job has a group routine), then the
@@ -31,7 +46,10 @@ static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *j
   int64_t lanes = job->group && batch >= job->lanes ? job->lanes : 1;
   int64_t groups = lanes > 1 ? batch / lanes : batch,
           items = groups + (lanes > 1 ? batch % lanes : 0);
-  int nt = gstat_i_cpu_batch_threads(ctx, items);
+  double each = element_seconds(job);
+  int nt = gstat_i_cpu_batch_threads(ctx, items, each * (double)batch);
+  /* one element at a time: BLAS may thread each (large) element */
+  int blas_nt = nt == 1 && !job->small ? gstat_i_cpu_blas_threads(ctx, each) : 1;
   size_t total;
   if (!gstat_i_mul_size(job->per_thread, (size_t)nt, &total))
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);
@@ -42,7 +60,8 @@ static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *j
    * cancellable) between slices from this thread; without one, in one go. */
   int64_t slice = items;
   if (ctx->opt.progress && ctx->progress_muted == 0 && items > 1) {
-    slice = (items + 15) / 16;
+    int64_t slices = gstat_i_cpu_slices(each * (double)batch);
+    slice = (items + slices - 1) / slices;
     if (slice < 4 * (int64_t)nt) slice = 4 * (int64_t)nt;
   }
   for (int64_t lo = 0; lo < items; lo += slice) {
@@ -58,11 +77,12 @@ static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *j
       /* One matrix at a time: BLAS may use the context's threads (an OpenMP
        * OpenBLAS reads the calling thread's setting, which we restore after). */
       int saved = omp_get_max_threads();
-      omp_set_num_threads(ctx->num_threads);
+      omp_set_num_threads(blas_nt);
       for (int64_t it = lo; it < hi; it++) run_item(job, it, groups, lanes, ws, info);
       omp_set_num_threads(saved);
     }
 #else
+    (void)blas_nt;
     for (int64_t it = lo; it < hi; it++) run_item(job, it, groups, lanes, ws, info);
 #endif
     if (slice < items) {

@@ -3,7 +3,12 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "linalg/cpu/blas_threads.h"
+#include "linalg/cpu/primitives_cpu.h"
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static bool conflict; /* written once under probe_once, then only read */
@@ -21,7 +26,28 @@ bool gstat_i_blas_threads_conflict_with_openmp(void) {
   return conflict;
 }
 
-int gstat_i_cpu_batch_threads(const gstat_ctx *ctx, int64_t batch) {
-  if (batch < 2 || ctx->num_threads < 2 || gstat_i_blas_threads_conflict_with_openmp()) return 1;
-  return batch < ctx->num_threads ? (int)batch : ctx->num_threads;
+int gstat_i_cpu_batch_threads(gstat_ctx *ctx, int64_t items, double seconds) {
+  int nt = 1;
+  /* inside the caller's parallel region (or ours, nested) one thread: a team
+   * per outer thread would oversubscribe the cores */
+  if (items >= 2 && ctx->num_threads >= 2 && !gstat_i_blas_threads_conflict_with_openmp() &&
+      !gstat_i_in_parallel())
+    nt = gstat_i_cpu_rule_threads(ctx->num_threads, items, seconds);
+  gstat_i_note_threads(ctx, nt);
+  return nt;
+}
+
+int gstat_i_cpu_blas_threads(gstat_ctx *ctx, double seconds) {
+  int nt =
+      gstat_i_in_parallel() ? 1 : gstat_i_cpu_rule_threads(ctx->num_threads, INT64_MAX, seconds);
+  gstat_i_note_threads(ctx, nt);
+  return nt;
+}
+
+bool gstat_i_in_parallel(void) {
+#ifdef _OPENMP
+  return omp_in_parallel() != 0;
+#else
+  return false;
+#endif
 }

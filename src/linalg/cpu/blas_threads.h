@@ -22,8 +22,17 @@
  * call from parallel OpenMP threads). Other BLAS are taken as safe. */
 bool gstat_i_blas_threads_conflict_with_openmp(void);
 
-/* Threads for the loop over `batch` matrices: 1 means run the matrices one
- * by one and let BLAS use the context's threads. */
-int gstat_i_cpu_batch_threads(const gstat_ctx *ctx, int64_t batch);
+/* Threads for a parallel loop over `items` pieces of `seconds` one-thread
+ * work in all (the rules of primitives_cpu.c): 1 for small work, inside a
+ * parallel region, or with a pthreads OpenBLAS (then BLAS may thread each
+ * piece itself). Noted in the context (gstat_ctx_last_threads). */
+int gstat_i_cpu_batch_threads(gstat_ctx *ctx, int64_t items, double seconds);
+
+/* Threads for BLAS/LAPACK called outside our loops on `seconds` of work:
+ * the same rules, 1 inside a parallel region; noted in the context. */
+int gstat_i_cpu_blas_threads(gstat_ctx *ctx, double seconds);
+
+/* Whether the calling thread is inside an active OpenMP parallel region. */
+bool gstat_i_in_parallel(void);
 
 #endif /* GSTAT_LINALG_CPU_BLAS_THREADS_H */

@@ -15,6 +15,7 @@
 #include "core/matrix.h"
 #include "linalg/backend.h"
 #include "linalg/cpu/blas_threads.h"
+#include "linalg/cpu/primitives_cpu.h"
 #include "linalg/cpu/comoment.h"
 #include "linalg/cpu/panel_syrk.h"
 #include "linalg/dense.h"
@@ -216,7 +217,8 @@ gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
   int64_t blocks = (n + block - 1) / block;
   int64_t ldm = panels ? (p + 7) / 8 * 8 : p; /* ld of the running M */
   int64_t ps = 8 * (block + 1);               /* panel stride: rows + the merge row */
-  int nt = gstat_i_cpu_batch_threads(ctx, blocks);
+  int nt = gstat_i_cpu_batch_threads(
+      ctx, blocks, gstat_i_cpu_seconds(ct, (double)n * (double)p * (double)(p + 2), true));
   /* per thread: block buffer, block co-moment, block mean, delta, running mean and M */
   gstat_i_ws_plan pl = {0, true};
   size_t o_x = gstat_i_ws_take(&pl, panels ? ps * (ldm / 8) : block * p, es);

@@ -8,7 +8,9 @@
 #include <omp.h>
 #endif
 
+#include "linalg/cpu/blas_threads.h"
 #include "linalg/cpu/pack.h"
+#include "linalg/cpu/primitives_cpu.h"
 #include "linalg/dense.h"
 
 static bool fits_int(int64_t a, int64_t b, int64_t c) {
@@ -19,20 +21,22 @@ static enum CBLAS_TRANSPOSE cblas_trans(gstat_trans t) {
   return t == GSTAT_TRANS ? CblasTrans : CblasNoTrans;
 }
 
-/* BLAS reads the calling thread's OpenMP setting; use the context's and
- * restore the caller's afterwards. */
+/* BLAS reads the calling thread's OpenMP setting; use the context's (fewer
+ * for a small call of `flops`: the CPU rules) and restore the caller's
+ * afterwards. */
 typedef struct threads_guard {
   int saved;
 } threads_guard;
 
-static threads_guard threads_enter(const gstat_ctx *ctx) {
+static threads_guard threads_enter(gstat_ctx *ctx, double flops) {
   threads_guard g = {0};
 #ifdef _OPENMP
   if (!ctx) return g; /* NULL: leave the thread setting as it is */
   g.saved = omp_get_max_threads();
-  omp_set_num_threads(ctx->num_threads);
+  omp_set_num_threads(gstat_i_cpu_blas_threads(ctx, gstat_i_cpu_seconds(GSTAT_F64, flops, true)));
 #else
   (void)ctx;
+  (void)flops;
 #endif
   return g;
 }
@@ -51,7 +55,7 @@ gstat_status gstat_i_gemm(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, gstat_
   if (!fits_int(m, n, k) || !fits_int(lda, ldb, ldc))
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "gemm: dimensions exceed the BLAS integer range");
   if (m == 0 || n == 0) return GSTAT_OK;
-  threads_guard g = threads_enter(ctx);
+  threads_guard g = threads_enter(ctx, 2.0 * (double)m * (double)n * (double)k);
   if (dt == GSTAT_F64)
     cblas_dgemm(CblasColMajor, cblas_trans(ta), cblas_trans(tb), (int)m, (int)n, (int)k, alpha, A,
                 (int)lda, B, (int)ldb, beta, C, (int)ldc);
@@ -68,7 +72,7 @@ gstat_status gstat_i_syrk_lower(gstat_ctx *ctx, gstat_dtype dt, gstat_trans tran
   if (!fits_int(n, k, lda) || ldc > INT_MAX)
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "syrk: dimensions exceed the BLAS integer range");
   if (n == 0) return GSTAT_OK;
-  threads_guard g = threads_enter(ctx);
+  threads_guard g = threads_enter(ctx, (double)n * (double)n * (double)k);
   if (dt == GSTAT_F64)
     cblas_dsyrk(CblasColMajor, CblasLower, cblas_trans(trans), (int)n, (int)k, alpha, A, (int)lda,
                 beta, C, (int)ldc);
@@ -123,7 +127,7 @@ gstat_status gstat_i_orthonormalize(gstat_ctx *ctx, gstat_dtype dt, int64_t m, i
   if (m == 0 || n == 0) return GSTAT_OK;
   int64_t total = gstat_i_orthonormalize_work(dt, m, n);
   lapack_int lwork = (lapack_int)(total - n), M = (lapack_int)m, N = (lapack_int)n;
-  threads_guard g = threads_enter(ctx);
+  threads_guard g = threads_enter(ctx, 4.0 * (double)m * (double)n * (double)n);
   lapack_int rc;
   if (dt == GSTAT_F64) {
     double *tau = work, *w = tau + n;
@@ -163,7 +167,7 @@ gstat_status gstat_i_potrf(gstat_ctx *ctx, gstat_dtype dt, int64_t n, void *A, i
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
                         "potrf: dimensions exceed the LAPACK integer range");
   if (n == 0) return GSTAT_OK;
-  threads_guard g = threads_enter(ctx);
+  threads_guard g = threads_enter(ctx, (double)n * (double)n * (double)n / 3.0);
   /* the _work variants: no NaN pre-scan, a NaN pivot is reported as info */
   lapack_int rc;
   if (dt == GSTAT_F64)
@@ -191,7 +195,7 @@ gstat_status gstat_i_trsm(gstat_ctx *ctx, gstat_dtype dt, bool right, gstat_uplo
   enum CBLAS_SIDE side = right ? CblasRight : CblasLeft;
   enum CBLAS_UPLO ul = uplo == GSTAT_UPPER ? CblasUpper : CblasLower;
   enum CBLAS_DIAG dg = diag == GSTAT_UNIT ? CblasUnit : CblasNonUnit;
-  threads_guard g = threads_enter(ctx);
+  threads_guard g = threads_enter(ctx, (double)m * (double)n * (double)(right ? n : m));
   if (dt == GSTAT_F64)
     cblas_dtrsm(CblasColMajor, side, ul, cblas_trans(trans), dg, (int)m, (int)n, alpha, T, (int)ldt,
                 B, (int)ldb);
@@ -207,7 +211,6 @@ gstat_status gstat_i_trsm(gstat_ctx *ctx, gstat_dtype dt, bool right, gstat_uplo
 #include <stdlib.h>
 #include <string.h>
 
-#include "linalg/cpu/blas_threads.h"
 #include "linalg/cpu/eigh_lowest.h" /* tridiagonal selection, the sign rule */
 
 static gstat_status lapack_fail(gstat_ctx *ctx, gstat_status st, const char *what, int rc) {
@@ -232,7 +235,7 @@ gstat_status gstat_i_geqp3(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n,
   lapack_int rc = -1;
   if (piv && tau) {
     threads_guard g = {0};
-    if (ctx) g = threads_enter(ctx);
+    if (ctx) g = threads_enter(ctx, 4.0 * (double)m * (double)n * (double)r);
     if (dt == GSTAT_F64)
       rc = LAPACKE_dgeqp3(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, A, (lapack_int)lda, piv,
                           tau);
@@ -293,7 +296,7 @@ gstat_status gstat_i_eigh_top(gstat_ctx *ctx, gstat_dtype dt, int64_t n, void *A
   size_t bytes = es * (size_t)(10 * n + n * k) + sizeof(int) * (size_t)(5 * n + k) + 64;
   char *mem = malloc(bytes);
   if (!mem) return gstat_i_fail(ctx, GSTAT_ENOMEM, "eigh_top: cannot allocate %zu bytes", bytes);
-  threads_guard g = threads_enter(ctx);
+  threads_guard g = threads_enter(ctx, 4.0 / 3.0 * (double)n * (double)n * (double)n);
   lapack_int rc = dt == GSTAT_F64
                       ? eigh_top_d((lapack_int)n, A, (lapack_int)lda, (lapack_int)k, w, mem)
                       : eigh_top_s((lapack_int)n, A, (lapack_int)lda, (lapack_int)k, w, mem);
@@ -318,7 +321,7 @@ gstat_status gstat_i_gesvd(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n,
     return GSTAT_ENOMEM;
   }
   threads_guard g = {0};
-  if (ctx) g = threads_enter(ctx);
+  if (ctx) g = threads_enter(ctx, 10.0 * (double)m * (double)n * (double)r);
   lapack_int rc;
   if (dt == GSTAT_F64)
     rc = LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'S', 'S', (lapack_int)m, (lapack_int)n, A,
@@ -356,7 +359,7 @@ gstat_status gstat_i_gemv(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, int64_
   if (!fits_int(m, n, lda))
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "gemv: dimensions exceed the BLAS integer range");
   if (m == 0 || n == 0) return GSTAT_OK;
-  threads_guard g = threads_enter(ctx);
+  threads_guard g = threads_enter(ctx, 2.0 * (double)m * (double)n);
   if (dt == GSTAT_F64)
     cblas_dgemv(CblasColMajor, cblas_trans(ta), (int)m, (int)n, alpha, A, (int)lda, x, 1, beta, y,
                 1);

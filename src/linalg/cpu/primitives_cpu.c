@@ -24,7 +24,35 @@ static const struct {
   int64_t knn_tree_max_dims;  /* knn: the k-d tree up to this many dimensions (faster from
                                  64 points on), GEMM distances above */
   double knn_tree_seconds;    /* the tree's cost per point and tree level, one thread (10-d) */
-} cpu_rules = {{74e9, 46e9}, 6e9, 40e9, 256, 8, 16, 1.2e-6};
+  double small_flops_per_thread[2]; /* our per-matrix kernels' rate (small eigh, Cholesky,
+                                       packing): float32, float64 */
+  double thread_seconds; /* a parallel step gets one thread per this much one-thread work:
+                            waking a thread, and waiting for one the scheduler gave away,
+                            costs more on smaller steps (bench/README.md, "Threads on a
+                            shared machine") */
+  double slice_seconds;  /* a batch with a progress callback reports after about this much
+                            one-thread work (at most 16 slices): each slice is a parallel
+                            region */
+} cpu_rules = {{74e9, 46e9}, 6e9, 40e9, 256, 8, 16, 1.2e-6, {4e9, 3e9}, 5e-4, 0.02};
+
+int gstat_i_cpu_rule_threads(int limit, int64_t items, double seconds) {
+  double w = seconds / cpu_rules.thread_seconds; /* clamped: a cast of a huge double is UB */
+  int64_t by_work = w >= 1e9 ? 1000000000 : w >= 1 ? (int64_t)w : 1;
+  int64_t nt = limit;
+  if (nt > items) nt = items;
+  if (nt > by_work) nt = by_work;
+  return nt < 1 ? 1 : (int)nt;
+}
+
+double gstat_i_cpu_seconds(gstat_dtype dt, double flops, bool blas3) {
+  int f64 = dt == GSTAT_F64;
+  return flops / (blas3 ? cpu_rules.flops_per_thread[f64] : cpu_rules.small_flops_per_thread[f64]);
+}
+
+int64_t gstat_i_cpu_slices(double seconds) {
+  double s = ceil(seconds / cpu_rules.slice_seconds);
+  return !(s >= 1) ? 1 : s > 16 ? 16 : (int64_t)s; /* NaN: 1 */
+}
 
 gstat_status gstat_i_cpu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
                                   double *mean, double *M, const gstat_matrix *S) {

@@ -20,4 +20,16 @@ gstat_status gstat_i_cpu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X,
                              int64_t k, bool include_self, int64_t *nbr, double *d2);
 double gstat_i_cpu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w);
 
+/* The rules' thread count for a parallel step of `items` independent pieces
+ * and `seconds` of one-thread work: one thread per rules.thread_seconds of
+ * work, at most `limit` and `items`, at least 1. */
+int gstat_i_cpu_rule_threads(int limit, int64_t items, double seconds);
+
+/* One-thread seconds of `flops` in BLAS-3 (syrk/gemm) or in our per-matrix
+ * kernels, at the rules' rates. */
+double gstat_i_cpu_seconds(gstat_dtype dt, double flops, bool blas3);
+
+/* Slices of a batch of `seconds` one-thread work that reports progress. */
+int64_t gstat_i_cpu_slices(double seconds);
+
 #endif /* GSTAT_LINALG_CPU_PRIMITIVES_CPU_H */

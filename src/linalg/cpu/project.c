@@ -13,6 +13,7 @@
 #include "core/matrix.h"
 #include "linalg/backend.h"
 #include "linalg/cpu/blas_threads.h"
+#include "linalg/cpu/primitives_cpu.h"
 #include "linalg/cpu/comoment.h"
 #include "linalg/dense.h"
 
@@ -71,7 +72,8 @@ gstat_status gstat_i_project(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, c
   if (block < 64) block = 64;
   if (block > n) block = n;
   int64_t blocks = (n + block - 1) / block;
-  int nt = gstat_i_cpu_batch_threads(ctx, blocks);
+  int nt = gstat_i_cpu_batch_threads(
+      ctx, blocks, gstat_i_cpu_seconds(ct, 2.0 * (double)n * (double)p * (double)(k + 1), true));
   /* float64 scores land in place when Y is dense row-major float64 */
   bool direct = ct == GSTAT_F64 && Y->dtype == GSTAT_F64 && Y->col_stride == 1 &&
                 (n <= 1 || Y->row_stride == k);

@@ -8,6 +8,7 @@ while the C library computes.
 """
 import contextlib as _contextlib
 
+from . import _threadpool  # before _core: the OpenMP wait policy (see _threadpool.py)
 from . import _core, linalg
 from ._core import BackendError, LinAlgError, UnsupportedError
 from ._accumulator import CovarianceAccumulator
@@ -26,6 +27,8 @@ __all__ = [
     "LinAlgError", "UnsupportedError", "BackendError", "last_backend", "last_device_stats", "set_backend",
     "get_backend", "use_backend", "set_num_threads", "get_num_threads", "cuda_available",
 ]
+
+_threadpool.register()  # threadpoolctl's limits apply to gstat's threads
 
 try:  # bfloat16 arrays when ml_dtypes is installed
     import ml_dtypes as _ml_dtypes
