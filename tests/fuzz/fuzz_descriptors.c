@@ -6,7 +6,8 @@
  * bytes. An independent model (brute force over the elements) says which
  * descriptors are invalid; then
  * - a descriptor the model finds invalid (negative extent, stride < 1,
- *   two elements at one address, a span that overflows) must be refused;
+ *   two elements at one address, a span that overflows) must be refused, and
+ *   so must device memory (a CPU context) unless the call has no work;
  * - a refused call writes nothing at all (arena and info untouched);
  * - an accepted call writes only bytes of its outputs' elements, its
  *   outputs overlap no other argument unless in place (the very same view),
@@ -21,7 +22,7 @@
 #include "gstat/gstat.h"
 
 enum { GUARD = 64, DATA = 1920, ARENA = GUARD + DATA + GUARD, MAX_ELEMS = DATA / 2 };
-enum { M_OK, M_INVALID, M_OUTSIDE };
+enum { M_OK, M_INVALID, M_OUTSIDE, M_DEVICE };
 __extension__ typedef __int128 i128; /* exact spans of any int64 strides */
 
 static uint8_t *arena, *before, *allowed;
@@ -89,8 +90,8 @@ static void model(arg *a) {
   }
   a->kind = M_OK;
   if (count == 0) return;          /* empty: nothing is touched, wherever it points */
-  if (m->location != GSTAT_HOST) { /* device memory with a CPU context: refused */
-    a->kind = M_INVALID;
+  if (m->location != GSTAT_HOST) { /* device memory with a CPU context: nothing to touch */
+    a->kind = M_DEVICE;
     return;
   }
   for (int d = 0; d < 3; d++) {
@@ -213,8 +214,13 @@ static void dump(const arg *args, int nargs) {
  * inplace[k] the input output k may be the same view of (or -1). */
 static void judge(gstat_status st, arg *args, int nargs, int nout, const int *inplace,
                   const int64_t *info, const int64_t *info_before, int64_t ninfo) {
-  int invalid = 0;
-  for (int k = 0; k < nargs; k++) invalid |= args[k].kind == M_INVALID;
+  int invalid = 0, empty = 0;
+  for (int k = 0; k < nargs; k++)
+    empty |= args[k].m.batch == 0 || args[k].m.rows == 0 || args[k].m.cols == 0;
+  /* device data cannot be served by a CPU context, unless the call has no
+   * work (an empty argument): then it may succeed without touching anything */
+  for (int k = 0; k < nargs; k++)
+    invalid |= args[k].kind == M_INVALID || (args[k].kind == M_DEVICE && !empty);
   if (st == GSTAT_EINVAL || st == GSTAT_ENOMEM || st == GSTAT_EUNSUPPORTED ||
       st == GSTAT_ENOTFINITE) {
     FZ_CHECK(memcmp(arena, before, ARENA) == 0, "refused (%d) but wrote to the arena", (int)st);
