@@ -10,14 +10,43 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The input being run, saved to ./crash-standalone when a check aborts (or
+ * the target crashes), so a failure on a machine without libFuzzer leaves
+ * its reproducer as libFuzzer would. */
+static const uint8_t *current;
+static size_t current_len;
+
+static void save_input(int sig) {
+  int fd = open("crash-standalone", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    ssize_t put = write(fd, current, current_len);
+    (void)put;
+    close(fd);
+  }
+  static const char msg[] = "input saved to ./crash-standalone\n";
+  ssize_t put = write(2, msg, sizeof msg - 1);
+  (void)put;
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void run_one(const uint8_t *data, size_t len) {
+  current = data;
+  current_len = len;
+  LLVMFuzzerTestOneInput(data, len);
+}
 
 static long run_file(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -38,7 +67,7 @@ static long run_file(const char *path) {
     len += got;
   }
   fclose(f);
-  LLVMFuzzerTestOneInput(buf, len);
+  run_one(buf, len);
   free(buf);
   return 1;
 }
@@ -82,6 +111,8 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
+  signal(SIGABRT, save_input);
+  signal(SIGSEGV, save_input);
   long files = 0, random = 0;
   double seconds = 0;
   uint64_t seed = 1;
@@ -102,7 +133,7 @@ int main(int argc, char **argv) {
   while (made < random || (seconds > 0 && now() - t0 < seconds)) {
     size_t len = 1 + next(&seed) % sizeof buf;
     for (size_t i = 0; i < len; i++) buf[i] = (uint8_t)next(&seed);
-    LLVMFuzzerTestOneInput(buf, len);
+    run_one(buf, len);
     made++;
   }
   printf("%s: %ld files and %ld random inputs ran clean (seed %llu)\n", argv[0], files, made,
