@@ -2,7 +2,8 @@
  * Residual fuzzing of the solvers: not only "no crash" but every answer
  * checked. The fuzzer picks a matrix family (zero, identity, even/geometric/
  * clustered spectra, random, near overflow/underflow, planted spectra with
- * repeated, zero or negative eigenvalues, SPD of a given condition), a graded
+ * repeated, zero or negative eigenvalues, SPD of a given condition; the
+ * planted ones rotated or left diagonal), a graded
  * D A D scaling, a scale near sqrt(overflow) or sqrt(underflow), the size,
  * batch, triangle, layouts (row/column major, strided) and dtype (f32, f64,
  * bf16), and calls gstat_eigh, or gstat_cholesky followed by
@@ -40,6 +41,7 @@ typedef struct {
   double d[80]; /* the planted spectrum (F_PLANTED, F_SPD) */
   double grade, scale;
   int vectors, in_place, zero_at; /* zero_at: diagonal entry zeroed in T (-1: none) */
+  int diagonal;                   /* planted spectra on the diagonal, not rotated */
   gstat_trans trans;
   gstat_diag diag;
   uint64_t seed;
@@ -103,14 +105,19 @@ static void read_case(fz_input *in, fcase *c) {
     c->d[i] = c->family == F_SPD ? pow(cond, -(c->n > 1 ? (double)i / (double)(c->n - 1) : 0))
                                  : table[fz_u8(in) % 12];
   c->seed = fz_u64(in, 8);
+  c->diagonal = fz_u8(in) & 1; /* read last: older corpus inputs keep their meaning */
 }
 
 /* Element b's matrix (column-major double): the family, graded, scaled. */
 static void make_matrix(tu_rng *r, const fcase *c, double *a) {
-  if (c->family >= TU_FAMILY_COUNT)
+  if (c->family >= TU_FAMILY_COUNT && c->diagonal) {
+    memset(a, 0, sizeof(double) * (size_t)(c->n * c->n));
+    for (int64_t i = 0; i < c->n; i++) a[i + i * c->n] = c->d[i];
+  } else if (c->family >= TU_FAMILY_COUNT) {
     tu_planted(r, c->n, c->d, a);
-  else
+  } else {
     tu_symmetric(r, (tu_family)c->family, c->n, ulp_of(c->dt), c->dt != GSTAT_F64, a);
+  }
   if (c->grade != 1) tu_grade(c->n, c->grade, a);
   if (c->scale != 1)
     for (int64_t k = 0; k < c->n * c->n; k++) a[k] *= c->scale;
