@@ -490,7 +490,24 @@ static void test_bad_input(void **state) {
   w[1] = NAN;
   EXPECT_FAIL(gstat_cov_accum_add(ctx, acc, &X, w), GSTAT_EINVAL,
               "cov_accum_add: weights[1]=nan is not finite");
-  w[1] = 1;
+  /* a total weight no double holds: the export would be an array no import takes */
+  w[0] = w[1] = 1e308;
+  EXPECT_FAIL(gstat_cov_accum_add(ctx, acc, &X, w), GSTAT_EINVAL,
+              "cov_accum_add: the total weight overflows");
+  w[0] = w[1] = 1;
+  gstat_cov_accum *big = NULL; /* an accumulator of weight DBL_MAX takes no more */
+  assert_int_equal(gstat_cov_accum_create(ctx, 3, GSTAT_MISSING_EVERYTHING, &big), GSTAT_OK);
+  memcpy(bad, s0, sizeof(double) * ns);
+  bad[6] = DBL_MAX;
+  assert_int_equal(gstat_cov_accum_merge_state(ctx, big, bad), GSTAT_OK);
+  EXPECT_FAIL(gstat_cov_accum_merge_state(ctx, big, bad), GSTAT_EINVAL,
+              "cov_accum_merge_state: the total weight overflows");
+  EXPECT_FAIL(gstat_cov_accum_merge(ctx, big, big), GSTAT_EINVAL,
+              "cov_accum_merge: the total weight overflows");
+  gstat_cov_accum_destroy(big);
+  bad[6] = 4, bad[4] = 9007199254740992.0; /* 2^53 rows and the 4 acc has */
+  EXPECT_FAIL(gstat_cov_accum_merge_state(ctx, acc, bad), GSTAT_EINVAL,
+              "cov_accum_merge_state: more than 2^53 rows in one accumulator");
   v[1 * 3 + 2] = INFINITY;
   EXPECT_FAIL(gstat_cov_accum_add(ctx, acc, &X, NULL), GSTAT_ENOTFINITE,
               "cov_accum_add: X has an infinite value at (1, 2)");

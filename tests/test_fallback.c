@@ -101,6 +101,32 @@ static void test_flagged_elements_recomputed(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* In place (V = A, F = A) on the GPU: the fake writes over the elements it
+ * flags, in the caller's A; the CPU must recompute them from the input as
+ * it was (the dispatcher keeps a copy), not from what the GPU left there. */
+static void test_flagged_in_place_recomputed_from_input(void **state) {
+  (void)state;
+  setenv("GSTAT_FAKE_FAULT", "retry", 1);
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA);
+  enum { NB = 5, N = 4 };
+  tu_rng rng = tu_rng_new();
+  double a[NB * N * N], v[NB * N * N], l[NB * N * N], w[NB * N];
+  for (int64_t b = 0; b < NB; b++) tu_spd(&rng, N, 10, a + b * N * N);
+  memcpy(v, a, sizeof a);
+  memcpy(l, a, sizeof a);
+  gstat_matrix V = gstat_matrix_col_major(v, GSTAT_F64, NB, N, N);
+  gstat_matrix W = gstat_vector_batch(w, GSTAT_F64, NB, N);
+  assert_int_equal(gstat_eigh(ctx, &V, GSTAT_LOWER, &W, &V, NULL), GSTAT_OK);
+  assert_string_equal(gstat_ctx_last_backend_name(ctx), "cuda+cpu");
+  gstat_matrix L = gstat_matrix_col_major(l, GSTAT_F64, NB, N, N);
+  assert_int_equal(gstat_cholesky(ctx, &L, GSTAT_LOWER, &L, NULL), GSTAT_OK);
+  for (int64_t b = 0; b < NB; b++) { /* element 1 (and 4) was flagged */
+    assert_true(tu_eig_residual(N, a + b * N * N, w + b * N, v + b * N * N, DBL_EPSILON) <= 60);
+    assert_true(tu_chol_residual(N, a + b * N * N, l + b * N * N, DBL_EPSILON) <= 60);
+  }
+  gstat_ctx_destroy(ctx);
+}
+
 /* A backend that vouches that every info is 0 (info_clean) is believed:
  * the dispatcher neither scans info nor recomputes anything. The fake lies
  * here (it spoiled and flagged elements 1, 4, ...), which shows the scans
@@ -301,6 +327,7 @@ int main(void) {
       cmocka_unit_test(test_auto_picks_gpu_for_large_work),
       cmocka_unit_test(test_out_of_memory_reruns_on_cpu),
       cmocka_unit_test(test_flagged_elements_recomputed),
+      cmocka_unit_test(test_flagged_in_place_recomputed_from_input),
       cmocka_unit_test(test_vouched_info_is_trusted),
       cmocka_unit_test(test_no_device),
       cmocka_unit_test(test_device_stats_sizes),

@@ -85,6 +85,21 @@ static void rotate(tu_rng *r, int64_t n, const double *d, double *a) {
   free(qd);
 }
 
+void tu_planted(tu_rng *r, int64_t n, const double *d, double *a) {
+  rotate(r, n, d, a);
+}
+
+void tu_grade(int64_t n, double range, double *a) {
+  /* d_i from 1 down to 1/range, applied on both sides: D A D stays symmetric
+   * and keeps A's inertia, so definiteness is still known */
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < n; i++) {
+      double di = pow(range, -(n > 1 ? (double)i / (double)(n - 1) : 0));
+      double dj = pow(range, -(n > 1 ? (double)j / (double)(n - 1) : 0));
+      a[i + j * n] = a[i + j * n] * di * dj;
+    }
+}
+
 void tu_symmetric(tu_rng *r, tu_family f, int64_t n, double ulp, bool f32, double *a) {
   memset(a, 0, sizeof(double) * (size_t)(n * n));
   double *d = malloc(sizeof(double) * (size_t)(n + 1));

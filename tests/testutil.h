@@ -34,6 +34,12 @@ const char *tu_family_name(tu_family f);
 void tu_symmetric(tu_rng *r, tu_family f, int64_t n, double ulp, bool f32, double *a);
 /* Symmetric positive definite with condition number about `cond`. */
 void tu_spd(tu_rng *r, int64_t n, double cond, double *a);
+/* Q diag(d) Q^T for a random orthogonal Q: a planted spectrum (repeated,
+ * zero or negative eigenvalues as d says). */
+void tu_planted(tu_rng *r, int64_t n, const double *d, double *a);
+/* Graded scaling a <- D a D, D = diag(range^(-i/(n-1))): rows and columns
+ * from 1 down to 1/range; the inertia (definiteness) is unchanged. */
+void tu_grade(int64_t n, double range, double *a);
 /* Random orthogonal n x n (QR of a Gaussian). */
 void tu_orthogonal(tu_rng *r, int64_t n, double *q);
 

@@ -189,7 +189,9 @@ GSTAT_API void gstat_cov_accum_reset(gstat_cov_accum *acc);
  * Statuses: GSTAT_OK; GSTAT_EINVAL (shape, weights); GSTAT_ENOTFINITE (Inf
  * while the context checks finiteness); GSTAT_ENOMEM; GSTAT_EUNSUPPORTED
  * (device rows with weights or COMPLETE, or without a usable CUDA backend);
- * GSTAT_EBACKEND (a CUDA failure).
+ * GSTAT_EBACKEND (a CUDA failure). Rows that would make the total weight
+ * overflow a double, or the row counts pass 2^53, are GSTAT_EINVAL (their
+ * export could not be merged back), as are such merges and states below.
  */
 GSTAT_API gstat_status gstat_cov_accum_add(gstat_ctx *ctx, gstat_cov_accum *acc,
                                            const gstat_matrix *X, const double *weights);

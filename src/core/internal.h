@@ -18,6 +18,7 @@ typedef enum gstat_i_ws_slot {
   GSTAT_WS_COV,      /* src/pca covariance, shrinkage, Mahalanobis, accumulator chunks */
   GSTAT_WS_GRAPH,    /* src/graph: dense adjacency/Laplacian scratch, kNN distance blocks */
   GSTAT_WS_SPECTRAL, /* src/spectral: batched Laplacians, spectra, embeddings, k-means */
+  GSTAT_WS_KEEP,     /* dispatch: the input of an in-place call on the GPU, kept for retries */
   GSTAT_WS_COUNT
 } gstat_i_ws_slot;
 

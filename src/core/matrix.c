@@ -180,13 +180,17 @@ bool gstat_i_find_nonfinite(const gstat_matrix *m, gstat_i_tri tri, int64_t *bo,
                             int64_t *jo) {
   /* Walk in memory order: the outer loop over the dimension with the larger
    * stride. `lo`/`hi` bound the inner index given the outer one. */
-  bool rows_outer = m->rows > 1 && m->cols > 1 && m->row_stride > m->col_stride;
+  /* The stride of a dimension of extent 1 is ignored by the checks and may
+   * hold anything (INT64_MIN included): it is never multiplied. */
+  int64_t rs = m->rows > 1 ? m->row_stride : 0, cs = m->cols > 1 ? m->col_stride : 0;
+  int64_t bs = m->batch > 1 ? m->batch_stride : 0;
+  bool rows_outer = m->rows > 1 && m->cols > 1 && rs > cs;
   int64_t outer_n = rows_outer ? m->rows : m->cols, inner_n = rows_outer ? m->cols : m->rows;
   size_t es = gstat_dtype_size(m->dtype);
-  ptrdiff_t outer_step = (ptrdiff_t)((rows_outer ? m->row_stride : m->col_stride) * (int64_t)es);
-  ptrdiff_t inner_step = (ptrdiff_t)((rows_outer ? m->col_stride : m->row_stride) * (int64_t)es);
+  ptrdiff_t outer_step = (ptrdiff_t)((rows_outer ? rs : cs) * (int64_t)es);
+  ptrdiff_t inner_step = (ptrdiff_t)((rows_outer ? cs : rs) * (int64_t)es);
   for (int64_t b = 0; b < m->batch; b++) {
-    const char *base = (const char *)m->data + (size_t)(b * m->batch_stride) * es;
+    const char *base = (const char *)m->data + (size_t)(b * bs) * es;
     for (int64_t o = 0; o < outer_n; o++) {
       /* in (i, j) terms: lower is i >= j, upper is i <= j */
       int64_t lo = 0, hi = inner_n;

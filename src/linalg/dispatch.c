@@ -255,6 +255,32 @@ static gstat_status recompute_on_host(gstat_ctx *ctx, const gstat_i_backend *gpu
   return st;
 }
 
+/* An in-place call on the GPU (an output the same view as its host input)
+ * overwrites that input, also for the elements the GPU then flags, which the
+ * CPU recomputes from the input: keep a copy of it first (dense, in the
+ * context's GSTAT_WS_KEEP slot). *kept describes the copy; its `data` stays
+ * NULL when there is nothing to keep. */
+static gstat_status keep_input(gstat_ctx *ctx, const op *o, gstat_matrix *kept) {
+  memset(kept, 0, sizeof *kept);
+  if (!o->out || on_device(o)) return GSTAT_OK; /* device inputs: not kept (yet) */
+  const gstat_matrix *in = gstat_i_same_view(o->out, o->A)           ? o->A
+                           : o->B && gstat_i_same_view(o->out, o->B) ? o->B
+                                                                     : NULL;
+  if (!in || in->batch == 0 || in->rows == 0 || in->cols == 0) return GSTAT_OK;
+  size_t bytes;
+  if (!gstat_i_mul_size((size_t)(in->batch * in->rows),
+                        (size_t)in->cols * gstat_dtype_size(in->dtype), &bytes))
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: the copy of an in-place input overflows", o->fn);
+  void *mem = gstat_i_workspace(ctx, GSTAT_WS_KEEP, bytes);
+  if (!mem)
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes to keep the input", o->fn,
+                        bytes);
+  gstat_matrix copy = gstat_matrix_col_major(mem, in->dtype, in->batch, in->rows, in->cols);
+  gstat_status st = gstat_i_cpu_backend_ops.copy(NULL, ctx, in, &copy);
+  if (st == GSTAT_OK) *kept = copy;
+  return st;
+}
+
 /* Run o with fallback: a GPU failure of the whole call (out of memory after
  * chunking, a backend error) reruns it on the CPU when the data is on the
  * host; elements the GPU flagged are recomputed on the CPU one by one (for
@@ -265,8 +291,11 @@ static gstat_status execute(gstat_ctx *ctx, const op *o, int64_t *info, bool *cl
   gstat_i_backend be;
   gstat_status st = choose(ctx, o, &be);
   if (st != GSTAT_OK) return st;
-  st = call(&be, ctx, o, info);
   const gstat_i_backend cpu = {&gstat_i_cpu_backend_ops, NULL};
+  gstat_matrix kept;
+  memset(&kept, 0, sizeof kept);
+  if (be.ops != cpu.ops && (st = keep_input(ctx, o, &kept)) != GSTAT_OK) return st;
+  st = call(&be, ctx, o, info);
   if (st != GSTAT_OK && be.ops != cpu.ops && !on_device(o) &&
       (st == GSTAT_ENOMEM || st == GSTAT_EBACKEND)) {
     ctx->last_error[0] = '\0';
@@ -286,8 +315,15 @@ static gstat_status execute(gstat_ctx *ctx, const op *o, int64_t *info, bool *cl
       if (st != GSTAT_OK) return st;
       continue;
     }
-    gstat_matrix tmp[4];
+    gstat_matrix tmp[4], k;
     op e = element_op(o, b, tmp);
+    if (kept.data) { /* the element's input from the copy: the GPU wrote over it */
+      k = element(&kept, b);
+      if (gstat_i_same_view(o->out, o->A))
+        e.A = &k;
+      else
+        e.B = &k;
+    }
     st = call(&cpu, ctx, &e, &info[b]);
     if (st != GSTAT_OK) return st;
     ctx->last_backends |= GSTAT_RAN_CPU;

@@ -125,6 +125,22 @@ double gstat_cov_accum_weight(const gstat_cov_accum *acc) {
   return acc ? acc->weight : 0.0;
 }
 
+/* Whether acc can take `rows` and `skipped` more rows of total weight `w`
+ * and stay exportable: merge_state accepts counts up to 2^53 (exact in a
+ * double) and a finite weight, so a state the library wrote must stay within
+ * them, else an export would be an array no import takes. */
+static gstat_status check_room(gstat_ctx *ctx, const char *fn, const gstat_cov_accum *acc,
+                               int64_t rows, int64_t skipped, double w) {
+  const int64_t max_count = INT64_C(1) << 53; /* operands <= 2^53: the sums cannot overflow */
+  if (acc->rows + rows > max_count || acc->skipped + skipped > max_count)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: more than 2^53 rows in one accumulator", fn);
+  if (!isfinite(acc->weight + w))
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: the total weight overflows (%g + %g is not a finite double)", fn,
+                        acc->weight, w);
+  return GSTAT_OK;
+}
+
 /* acc <- acc merged with b = (rows, skipped, wb, shift_b, dmean_b, Mb);
  * shift_b NULL: b never saw a row (it only counts skipped ones). delta is p
  * scratch doubles. b's arrays may be acc's own (a merge with itself): d is
@@ -309,6 +325,9 @@ gstat_status gstat_cov_accum_add(gstat_ctx *ctx, gstat_cov_accum *acc, const gst
   }
   TRY(gstat_i_check_weights(ctx, fn, "weights", weights, n, false));
   if (n == 0) goto done;
+  double wsum = weights ? 0.0 : (double)n;
+  for (int64_t r = 0; weights && r < n; r++) wsum += weights[r];
+  TRY(check_room(ctx, fn, acc, n, n, wsum));
   int64_t bi, ri, ci;
   if (X->location == GSTAT_HOST && ctx->opt.check_finite && gstat_i_find_inf(X, &bi, &ri, &ci)) {
     st = gstat_i_fail(ctx, GSTAT_ENOTFINITE,
@@ -350,6 +369,7 @@ gstat_status gstat_cov_accum_merge(gstat_ctx *ctx, gstat_cov_accum *acc,
                       fn, other->p, (int)other->missing, acc->p, (int)acc->missing);
     goto done;
   }
+  TRY(check_room(ctx, fn, acc, other->rows, other->skipped, other->weight));
   gstat_i_ws_plan pl = {0, true};
   gstat_i_ws_take(&pl, acc->p, sizeof(double));
   double *delta = (double *)workspace(ctx, fn, &pl);
@@ -427,6 +447,7 @@ gstat_status gstat_cov_accum_merge_state(gstat_ctx *ctx, gstat_cov_accum *acc,
                       state[5], state[6]);
     goto done;
   }
+  TRY(check_room(ctx, fn, acc, (int64_t)state[4], (int64_t)state[5], state[6]));
   gstat_i_ws_plan pl = {0, true};
   size_t o_m = gstat_i_ws_take(&pl, p * p, sizeof(double));
   size_t o_d = gstat_i_ws_take(&pl, p, sizeof(double));
