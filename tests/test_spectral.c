@@ -654,12 +654,9 @@ static void test_edge_cases(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
-/* NaN/Inf weights are one graph's failure in a batch (labels -1, ENOTFINITE
- * naming the entry), CSR and dense alike; the other graphs are clustered. */
-static void batch_nonfinite_weights(gstat_ctx *ctx) {
-  /* two paths of 3 nodes; graph 0's edge (1, 2) is NaN */
-  int64_t node_off[] = {0, 3, 6}, off[] = {0, 1, 3, 4, 5, 7, 8}, idx[] = {1, 0, 2, 1, 4, 3, 5, 4};
-  double w[] = {1, 1, NAN, NAN, 1, 1, 1, 1};
+/* A batch of two graphs in one concatenated CSR. */
+static gstat_graph_batch two_csr_graphs(const int64_t *node_off, const int64_t *off,
+                                        const int64_t *idx, const double *w) {
   gstat_graph_batch b;
   memset(&b, 0, sizeof b);
   b.format = GSTAT_GRAPH_CSR;
@@ -668,6 +665,16 @@ static void batch_nonfinite_weights(gstat_ctx *ctx) {
   b.offsets = off;
   b.indices = idx;
   b.weights = w;
+  return b;
+}
+
+/* NaN/Inf weights are one graph's failure in a batch (labels -1, ENOTFINITE
+ * naming the entry), CSR and dense alike; the other graphs are clustered. */
+static void batch_nonfinite_weights(gstat_ctx *ctx) {
+  /* two paths of 3 nodes; graph 0's edge (1, 2) is NaN */
+  int64_t node_off[] = {0, 3, 6}, off[] = {0, 1, 3, 4, 5, 7, 8}, idx[] = {1, 0, 2, 1, 4, 3, 5, 4};
+  double w[] = {1, 1, NAN, NAN, 1, 1, 1, 1};
+  gstat_graph_batch b = two_csr_graphs(node_off, off, idx, w);
   int64_t ks[] = {2, 2}, lab[6];
   gstat_spectral_batch_result *res = NULL;
   expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, lab, &res), GSTAT_ENOTFINITE,
@@ -697,13 +704,7 @@ static void test_batch_graph_failure(void **state) {
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
   /* graph 0: path of 3; graph 1: 3 isolated nodes (3 components) */
   int64_t node_off[] = {0, 3, 6}, off[] = {0, 1, 3, 4, 4, 4, 4}, idx[] = {1, 0, 2, 1};
-  gstat_graph_batch b;
-  memset(&b, 0, sizeof b);
-  b.format = GSTAT_GRAPH_CSR;
-  b.count = 2;
-  b.node_offsets = node_off;
-  b.offsets = off;
-  b.indices = idx;
+  gstat_graph_batch b = two_csr_graphs(node_off, off, idx, NULL);
   int64_t ks[] = {2, 2}, lab[6];
   gstat_spectral_batch_result *res = NULL;
   expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, lab, &res), GSTAT_EINVAL,
@@ -771,14 +772,7 @@ static void test_bad_input(void **state) {
   /* batches: an index in another graph's range, a negative weight, sizes */
   int64_t node_off[] = {0, 2, 4}, boff[] = {0, 1, 2, 3, 4}, bidx[] = {1, 0, 3, 1};
   double bw[] = {1, 1, 1, 1};
-  gstat_graph_batch b;
-  memset(&b, 0, sizeof b);
-  b.format = GSTAT_GRAPH_CSR;
-  b.count = 2;
-  b.node_offsets = node_off;
-  b.offsets = boff;
-  b.indices = bidx;
-  b.weights = bw;
+  gstat_graph_batch b = two_csr_graphs(node_off, boff, bidx, bw);
   int64_t blab[4] = {7, 7, 7, 7}, ks[] = {1, 1};
   expect_fail(
       ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, blab, NULL), GSTAT_EINVAL,

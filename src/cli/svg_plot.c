@@ -332,13 +332,19 @@ static void svg_begin(FILE *f, int width) {
           width, HEIGHT, width, HEIGHT);
 }
 
-int svg_write_spectral_plot(FILE *f, const svg_spectral_plot *d) {
-  const int width = 760;
+/* The document's start: the svg element, its <title> ("gstat COMMAND:
+ * TITLE") and the white background. */
+static void svg_head(FILE *f, int width, const char *command, const char *title) {
   svg_begin(f, width);
-  fputs("<title>gstat spectral: ", f);
-  svg_write_escaped(f, d->title);
+  fprintf(f, "<title>gstat %s: ", command);
+  svg_write_escaped(f, title);
   fputs("</title>\n", f);
   fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", width, HEIGHT);
+}
+
+int svg_write_spectral_plot(FILE *f, const svg_spectral_plot *d) {
+  const int width = 760;
+  svg_head(f, width, "spectral", d->title);
   fprintf(f,
           "<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" "
           "font-weight=\"bold\">Spectral embedding of ",
@@ -376,11 +382,7 @@ int svg_write_spectral_plot(FILE *f, const svg_spectral_plot *d) {
 
 int svg_write_pca_plot(FILE *f, const svg_pca_plot *d) {
   int width = WIDTH + (d->groups.group ? 140 : 0); /* room for the legend */
-  svg_begin(f, width);
-  fputs("<title>gstat pca: ", f);
-  svg_write_escaped(f, d->title);
-  fputs("</title>\n", f);
-  fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", width, HEIGHT);
+  svg_head(f, width, "pca", d->title);
   /* the title is written unformatted: truncating it could split a UTF-8 character */
   fprintf(f,
           "<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" "

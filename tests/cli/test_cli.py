@@ -779,6 +779,24 @@ def check_color_by():
 
 # ---- progress line: only on a terminal ---------------------------------------------------------
 
+def read_terminal(master, proc, seconds=30):
+    """What proc writes on the pseudo-terminal `master` until it closes it
+    (or `seconds` pass); waits for proc and closes master."""
+    seen = b""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    proc.wait()
+    os.close(master)
+    return seen
+
+
 def test_progress():
     if WRAPPER:
         return SKIP
@@ -797,18 +815,7 @@ def test_progress():
         proc.stdin.flush()
         time.sleep(0.12)
     proc.stdin.close()
-    seen = b""
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    proc.wait()
-    os.close(master)
+    seen = read_terminal(master, proc)
     check(proc.returncode == 0, "progress run failed")
     check(b"gstat pca: reading <stdin>:" in seen and b" MB" in seen,
           "no progress line on a terminal: %r" % seen[:300])

@@ -417,17 +417,7 @@ def on_terminal(args, env):
     e.update(env)
     proc = subprocess.Popen([base.GSTAT] + args, stdout=subprocess.DEVNULL, stderr=slave, env=e)
     os.close(slave)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    proc.wait()
-    os.close(master)
+    seen = base.read_terminal(master, proc)
     return proc.returncode, seen.decode("utf-8", "replace")
 
 
