@@ -60,7 +60,7 @@ class _FakeBar:
 
 def test_bar_on_by_default_only_when_interactive_and_long(rng, monkeypatch):
     monkeypatch.setattr(_progress, "_tqdm", lambda: _FakeBar)
-    a = _sym(rng, 200, 16)
+    a = _sym(rng, 300, 32)  # work enough for the library to report it in slices
     _FakeBar.made.clear()
     gstat.linalg.eigh(a)  # pytest captures stderr: not interactive
     assert not _FakeBar.made
@@ -70,7 +70,7 @@ def test_bar_on_by_default_only_when_interactive_and_long(rng, monkeypatch):
     monkeypatch.setattr(_progress, "LONG_WORK", 1.0)
     gstat.linalg.eigh(a)
     (bar,) = _FakeBar.made
-    assert bar.desc == "eigh" and bar.n == bar.total == 200 and bar.closed and bar.delay > 0
+    assert bar.desc == "eigh" and bar.n == bar.total == 300 and bar.closed and bar.delay > 0
     gstat.linalg.eigh(a, progress=False)
     assert len(_FakeBar.made) == 1
     monkeypatch.setattr(_progress, "interactive", lambda: False)
