@@ -48,7 +48,7 @@ def make_cases():
     return {
         "eigh": lambda: gstat.linalg.eigh(sym),
         "cholesky": lambda: gstat.linalg.cholesky(spd),
-        "cov": lambda: gstat.cov(x),
+        "cov": lambda: gstat.cov(x, rowvar=False),
         "pca": lambda: gstat.PCA(10).fit(x),
         "spectral": lambda: gstat.SpectralClustering(2, random_state=0).fit(moons),
     }

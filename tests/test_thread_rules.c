@@ -128,6 +128,22 @@ static void test_batch_threads(void **state) {
   gstat_ctx_destroy(one);
 }
 
+/* With passive waits (gstat_set_passive_waits) one eigh of order 400 keeps
+ * LAPACK's reduction, a chain of small parallel calls, on one thread; with
+ * spinning waits its BLAS may take the context's four. */
+static void test_passive_waits_keep_lapack_serial(void **state) {
+  (void)state;
+  gstat_ctx *four = ctx_threads(4, NULL, NULL);
+  batch one = batch_new(1, 400);
+  assert_int_equal(eigh_threads(four, &one), 4);
+  gstat_set_passive_waits(1);
+  assert_int_equal(eigh_threads(four, &one), 1);
+  gstat_set_passive_waits(0);
+  assert_int_equal(eigh_threads(four, &one), 4);
+  batch_free(&one);
+  gstat_ctx_destroy(four);
+}
+
 /* Called from inside the caller's parallel region, each thread's context
  * runs its batch on one thread: threads x our threads stays at the limit. */
 static void test_nested_single(void **state) {
@@ -192,6 +208,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rule),
       cmocka_unit_test(test_batch_threads),
+      cmocka_unit_test(test_passive_waits_keep_lapack_serial),
       cmocka_unit_test(test_nested_single),
       cmocka_unit_test(test_slices_by_work),
   };

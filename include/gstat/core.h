@@ -176,6 +176,13 @@ GSTAT_API int gstat_ctx_num_threads(const gstat_ctx *ctx);
  * every core, less after omp_set_num_threads). */
 GSTAT_API int gstat_default_num_threads(void);
 
+/* Tell gstat that this process's OpenMP threads wait passively (libgomp was
+ * started with OMP_WAIT_POLICY=passive; the Python package does so): waking
+ * a sleeping thread then costs tens of microseconds, so LAPACK steps made of
+ * many small parallel BLAS calls (the tridiagonal reduction of an eigh below
+ * order ~2000) run on one thread. Process-wide; 0 (default) or 1. */
+GSTAT_API void gstat_set_passive_waits(int passive);
+
 /* The most CPU threads any step of the last call ran on or let BLAS use: 1
  * when everything ran on one thread, 0 when it did no CPU work (an empty
  * batch, a rejected argument, the GPU). For tests and tuning; it is the

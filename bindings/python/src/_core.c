@@ -1772,6 +1772,14 @@ static PyObject *py_set_num_threads(PyObject *self, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+static PyObject *py_set_passive_waits(PyObject *self, PyObject *arg) {
+  (void)self;
+  int on = PyObject_IsTrue(arg);
+  if (on < 0) return NULL;
+  gstat_set_passive_waits(on);
+  Py_RETURN_NONE;
+}
+
 static PyObject *py_set_progress(PyObject *self, PyObject *arg) {
   (void)self;
   if (arg != Py_None && !PyCallable_Check(arg)) {
@@ -1922,6 +1930,8 @@ static PyMethodDef methods[] = {
     {"set_default_backend", py_set_default_backend, METH_O, "set the default backend"},
     {"get_default_backend", py_get_default_backend, METH_NOARGS, "the default backend"},
     {"set_num_threads", py_set_num_threads, METH_O, "CPU threads per call (0: OpenMP default)"},
+    {"set_passive_waits", py_set_passive_waits, METH_O,
+     "tell the library that OpenMP threads wait passively"},
     {"set_progress", py_set_progress, METH_O,
      "this thread's progress callback (done, total, what) for calls without one, or None"},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "CPU threads per call"},

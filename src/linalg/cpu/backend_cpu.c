@@ -48,8 +48,13 @@ static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *j
           items = groups + (lanes > 1 ? batch % lanes : 0);
   double each = element_seconds(job);
   int nt = gstat_i_cpu_batch_threads(ctx, items, each * (double)batch);
-  /* one element at a time: BLAS may thread each (large) element */
-  int blas_nt = nt == 1 && !job->small ? gstat_i_cpu_blas_threads(ctx, each) : 1;
+  /* one element at a time: BLAS may thread each (large) element; an eigh's
+   * reduction is a chain of matrix-vector products (~4 n^2 flops each) */
+  double step =
+      job->w ? gstat_i_cpu_seconds(job->A->dtype, 4.0 * (double)(job->n * job->n), false) : each;
+  int blas_nt = nt == 1 && !job->small
+                    ? gstat_i_cpu_blas_threads(ctx, gstat_i_cpu_blas_step_seconds(each, step))
+                    : 1;
   size_t total;
   if (!gstat_i_mul_size(job->per_thread, (size_t)nt, &total))
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);

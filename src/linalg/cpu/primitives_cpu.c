@@ -26,14 +26,27 @@ static const struct {
   double knn_tree_seconds;    /* the tree's cost per point and tree level, one thread (10-d) */
   double small_flops_per_thread[2]; /* our per-matrix kernels' rate (small eigh, Cholesky,
                                        packing): float32, float64 */
-  double thread_seconds; /* a parallel step gets one thread per this much one-thread work:
-                            waking a thread, and waiting for one the scheduler gave away,
-                            costs more on smaller steps (bench/README.md, "Threads on a
-                            shared machine") */
-  double slice_seconds;  /* a batch with a progress callback reports after about this much
-                            one-thread work (at most 16 slices): each slice is a parallel
-                            region */
-} cpu_rules = {{74e9, 46e9}, 6e9, 40e9, 256, 8, 16, 1.2e-6, {4e9, 3e9}, 5e-4, 0.02};
+  double thread_seconds;       /* a parallel step gets one thread per this much one-thread work:
+                                  waking a thread, and waiting for one the scheduler gave away,
+                                  costs more on smaller steps (bench/README.md, "Threads on a
+                                  shared machine") */
+  double slice_seconds;        /* a batch with a progress callback reports after about this much
+                                  one-thread work (at most 16 slices): each slice is a parallel
+                                  region */
+  double passive_step_seconds; /* with passive waits, threaded BLAS under LAPACK only when its
+                                  smallest parallel call has this much work (an eigh of order
+                                  1000: 2 threads 234 ms, 1 thread 146; bench/README.md) */
+} cpu_rules = {{74e9, 46e9}, 6e9, 40e9, 256, 8, 16, 1.2e-6, {4e9, 3e9}, 5e-4, 0.02, 5e-3};
+
+static _Atomic int passive_waits;
+
+void gstat_set_passive_waits(int passive) {
+  passive_waits = passive != 0;
+}
+
+double gstat_i_cpu_blas_step_seconds(double total, double smallest_step) {
+  return passive_waits && smallest_step < cpu_rules.passive_step_seconds ? 0 : total;
+}
 
 int gstat_i_cpu_rule_threads(int limit, int64_t items, double seconds) {
   double w = seconds / cpu_rules.thread_seconds; /* clamped: a cast of a huge double is UB */

@@ -29,6 +29,12 @@ int gstat_i_cpu_rule_threads(int limit, int64_t items, double seconds);
  * kernels, at the rules' rates. */
 double gstat_i_cpu_seconds(gstat_dtype dt, double flops, bool blas3);
 
+/* The work by which to thread BLAS under a LAPACK routine of `total`
+ * one-thread seconds whose smallest parallel BLAS call has `smallest_step`:
+ * total, or 0 (one thread) when waits are passive (gstat_set_passive_waits)
+ * and that call is too small to be worth a wake-up. */
+double gstat_i_cpu_blas_step_seconds(double total, double smallest_step);
+
 /* Slices of a batch of `seconds` one-thread work that reports progress. */
 int64_t gstat_i_cpu_slices(double seconds);
 

@@ -45,6 +45,13 @@ if wait_policy_set:
         os.environ.pop("OMP_WAIT_POLICY", None)
 
 
+# Passive waits make a wake-up cost tens of microseconds: the library then
+# keeps LAPACK's chains of small parallel BLAS calls on one thread.
+if wait_policy_set or os.environ.get("OMP_WAIT_POLICY", "").lower() == "passive":
+    from . import _core as _c
+
+    _c.set_passive_waits(True)
+
 _zero_means = None  # what a setting of 0 (OpenMP's default) resolved to
 
 
