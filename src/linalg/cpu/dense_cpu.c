@@ -28,17 +28,26 @@ typedef struct threads_guard {
   int saved;
 } threads_guard;
 
-static threads_guard threads_enter(gstat_ctx *ctx, double flops) {
+/* BLAS threads for `flops` of work whose smallest parallel call has
+ * `step_flops` (the rules keep such chains on one thread with passive waits). */
+static threads_guard threads_enter_steps(gstat_ctx *ctx, double flops, double step_flops) {
   threads_guard g = {0};
 #ifdef _OPENMP
   if (!ctx) return g; /* NULL: leave the thread setting as it is */
   g.saved = omp_get_max_threads();
-  omp_set_num_threads(gstat_i_cpu_blas_threads(ctx, gstat_i_cpu_seconds(GSTAT_F64, flops, true)));
+  double s = gstat_i_cpu_blas_step_seconds(gstat_i_cpu_seconds(GSTAT_F64, flops, true),
+                                           gstat_i_cpu_seconds(GSTAT_F64, step_flops, false));
+  omp_set_num_threads(gstat_i_cpu_blas_threads(ctx, s));
 #else
   (void)ctx;
   (void)flops;
+  (void)step_flops;
 #endif
   return g;
+}
+
+static threads_guard threads_enter(gstat_ctx *ctx, double flops) {
+  return threads_enter_steps(ctx, flops, flops);
 }
 
 static void threads_leave(threads_guard g) {
@@ -296,7 +305,9 @@ gstat_status gstat_i_eigh_top(gstat_ctx *ctx, gstat_dtype dt, int64_t n, void *A
   size_t bytes = es * (size_t)(10 * n + n * k) + sizeof(int) * (size_t)(5 * n + k) + 64;
   char *mem = malloc(bytes);
   if (!mem) return gstat_i_fail(ctx, GSTAT_ENOMEM, "eigh_top: cannot allocate %zu bytes", bytes);
-  threads_guard g = threads_enter(ctx, 4.0 / 3.0 * (double)n * (double)n * (double)n);
+  /* the reduction: a chain of matrix-vector products of ~4 n^2 flops */
+  threads_guard g = threads_enter_steps(ctx, 4.0 / 3.0 * (double)n * (double)n * (double)n,
+                                        4.0 * (double)n * (double)n);
   lapack_int rc = dt == GSTAT_F64
                       ? eigh_top_d((lapack_int)n, A, (lapack_int)lda, (lapack_int)k, w, mem)
                       : eigh_top_s((lapack_int)n, A, (lapack_int)lda, (lapack_int)k, w, mem);
