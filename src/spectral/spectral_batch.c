@@ -141,8 +141,8 @@ static void build_one(const sc *s, const char *fn, int64_t g, double *A, double 
 
 /* One large graph: its m smallest pairs as the m largest of -L (the
  * scheduler's eigh_top: reduction, every eigenvalue, m vectors by inverse
- * iteration, 4/3 n^3 flops against the full eigh's 9 n^3: 1000 moons' 1000
- * nodes 145 -> see bench/README.md), then back in the order the full eigh
+ * iteration; 4/3 n^3 flops against the full eigh's 9 n^3, bench/README.md
+ * "Threads on a shared machine"), then back in the order the full eigh
  * leaves them: eigenvalues ascending, their vectors in the first columns. */
 static const int64_t lowest_by_top_min_n = 256;
 

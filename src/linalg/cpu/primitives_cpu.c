@@ -34,8 +34,9 @@ static const struct {
                                   one-thread work (at most 16 slices): each slice is a parallel
                                   region */
   double passive_step_seconds; /* with passive waits, threaded BLAS under LAPACK only when its
-                                  smallest parallel call has this much work (an eigh of order
-                                  1000: 2 threads 234 ms, 1 thread 146; bench/README.md) */
+                                  smallest parallel call has this much work: each call pays a
+                                  sleeping thread's wake-up (bench/README.md, "Threads on a
+                                  shared machine") */
 } cpu_rules = {{74e9, 46e9}, 6e9, 40e9, 256, 8, 16, 1.2e-6, {4e9, 3e9}, 5e-4, 0.02, 5e-3};
 
 static _Atomic int passive_waits;

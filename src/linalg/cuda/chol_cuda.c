@@ -27,8 +27,7 @@ static const int64_t blocked_chol_min_n = 512;
 /* Few large matrices: cuSOLVER's Xpotrf (its own blocked, tuned
  * factorization) one after another beats our block columns, whose latency
  * chain does not amortize without a batch: a single matrix from n = 512, up
- * to 4 from n = 2048 (H200 float: 1x4096 1.59 ms against 5.73 blocked,
- * 4x2048 2.72 against 3.15; bench/README.md, "Cholesky against torch"). */
+ * to 4 from n = 2048 (bench/README.md, "Cholesky against torch"). */
 static bool uses_xpotrf(int64_t n, int64_t batch) {
   return (n >= 512 && batch == 1) || (n >= 2048 && batch <= 4);
 }
