@@ -182,12 +182,8 @@ static int stop_at_second(int64_t done, int64_t total, const char *what, void *u
  * work: cpu_rules.slice_seconds) and can be cancelled. */
 static void test_linalg_progress_cancel(void **state) {
   (void)state;
-  gstat_ctx_options opt;
-  gstat_ctx_options_init(&opt);
-  opt.backend = GSTAT_BACKEND_CPU;
-  opt.progress = stop_at_second;
-  gstat_ctx *ctx;
-  assert_int_equal(gstat_ctx_create(&ctx, &opt), GSTAT_OK);
+  gstat_ctx *ctx = tu_ctx_progress(GSTAT_BACKEND_CPU, 0, stop_at_second, NULL);
+  assert_non_null(ctx);
   enum { NB = 200, N = 96 };
   double *a = calloc(NB * N * N, sizeof(double)), *w = calloc(NB * N, sizeof(double));
   assert_non_null(a);

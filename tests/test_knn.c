@@ -232,12 +232,8 @@ static void test_cancel(void **state) {
   int64_t *nbr = malloc(sizeof(int64_t) * (size_t)(n * k));
   double *d2 = malloc(sizeof(double) * (size_t)(n * k));
   int calls = 0;
-  gstat_ctx_options o;
-  gstat_ctx_options_init(&o);
-  o.progress = cancel_at_once;
-  o.progress_user = &calls;
-  gstat_ctx *ctx = NULL;
-  assert_int_equal(gstat_ctx_create(&ctx, &o), GSTAT_OK);
+  gstat_ctx *ctx = tu_ctx_progress(GSTAT_BACKEND_AUTO, 0, cancel_at_once, &calls);
+  assert_non_null(ctx);
   assert_int_equal(gstat_i_knn_tree(ctx, &X.m, 1, k, true, nbr, d2), GSTAT_ECANCELED);
   assert_int_equal(gstat_i_knn_gemm(ctx, &X.m, 1, k, true, nbr, d2), GSTAT_ECANCELED);
   assert_int_equal(calls, 2);

@@ -526,12 +526,8 @@ static void test_reuse_allocates_nothing(void **state) {
 
 /* A CPU context whose progress reports go to `progress`. */
 static gstat_ctx *cpu_ctx_reporting_to(gstat_progress_fn progress) {
-  gstat_ctx_options co;
-  gstat_ctx_options_init(&co);
-  co.backend = GSTAT_BACKEND_CPU;
-  co.progress = progress;
-  gstat_ctx *ctx = NULL;
-  assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
+  gstat_ctx *ctx = tu_ctx_progress(GSTAT_BACKEND_CPU, 0, progress, NULL);
+  assert_non_null(ctx);
   return ctx;
 }
 

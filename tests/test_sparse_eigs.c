@@ -670,13 +670,9 @@ static void test_bad_operator(void **state) {
   gstat_ctx_destroy(ctx);
 
   /* cancellation through the progress callback */
-  gstat_ctx_options o;
-  gstat_ctx_options_init(&o);
   int calls = 0;
-  o.progress = cancel_after;
-  o.progress_user = &calls;
-  gstat_ctx *cc = NULL;
-  assert_int_equal(gstat_ctx_create(&cc, &o), GSTAT_OK);
+  gstat_ctx *cc = tu_ctx_progress(GSTAT_BACKEND_AUTO, 0, cancel_after, &calls);
+  assert_non_null(cc);
   gstat_i_csr op = {L.n, L.off, L.idx, L.val};
   gstat_i_eigs_options opt = {.k = 4, .tol = 1e-12, .upper = upper, .basis = 20};
   assert_int_equal(gstat_i_sparse_eigs(cc, 200, gstat_i_csr_apply, &op, &opt, w, V, NULL, NULL),

@@ -445,13 +445,8 @@ static void test_progress_and_cancel(void **state) {
   ragged r = make_batch(&rng, 24);
   for (int cancel = 0; cancel < 2; cancel++) {
     progress_log log = {0, cancel ? 3 : -1, 0, 0};
-    gstat_ctx_options co;
-    gstat_ctx_options_init(&co);
-    co.backend = GSTAT_BACKEND_CPU;
-    co.progress = on_progress;
-    co.progress_user = &log;
-    gstat_ctx *ctx = NULL;
-    assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
+    gstat_ctx *ctx = tu_ctx_progress(GSTAT_BACKEND_CPU, 0, on_progress, &log);
+    assert_non_null(ctx);
     gstat_graph_batch b = csr_batch(&r);
     int64_t *lab = malloc(sizeof(int64_t) * (size_t)r.total);
     gstat_spectral_batch_result *res = NULL;
@@ -507,13 +502,8 @@ static void test_kmeans_progress_and_cancel(void **state) {
   for (int solver = GSTAT_EIGEN_DENSE; solver <= GSTAT_EIGEN_SPARSE; solver++)
     for (int cancel = 0; cancel < 2; cancel++) {
       kmeans_log log = {0, cancel, 0};
-      gstat_ctx_options co;
-      gstat_ctx_options_init(&co);
-      co.backend = GSTAT_BACKEND_CPU;
-      co.progress = on_kmeans;
-      co.progress_user = &log;
-      gstat_ctx *ctx = NULL;
-      assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
+      gstat_ctx *ctx = tu_ctx_progress(GSTAT_BACKEND_CPU, 0, on_kmeans, &log);
+      assert_non_null(ctx);
       gstat_spectral_options o;
       gstat_spectral_options_init(&o);
       o.n_clusters = 2;

@@ -43,14 +43,8 @@ static void test_rule(void **state) {
 }
 
 static gstat_ctx *ctx_threads(int threads, gstat_progress_fn progress, void *user) {
-  gstat_ctx_options o;
-  gstat_ctx_options_init(&o);
-  o.backend = GSTAT_BACKEND_CPU;
-  o.num_threads = threads;
-  o.progress = progress;
-  o.progress_user = user;
-  gstat_ctx *ctx = NULL;
-  assert_int_equal(gstat_ctx_create(&ctx, &o), GSTAT_OK);
+  gstat_ctx *ctx = tu_ctx_progress(GSTAT_BACKEND_CPU, threads, progress, user);
+  assert_non_null(ctx);
   assert_int_equal(gstat_ctx_num_threads(ctx), threads);
   return ctx;
 }

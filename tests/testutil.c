@@ -352,9 +352,16 @@ bool tu_quick(void) {
 }
 
 gstat_ctx *tu_ctx(gstat_backend backend) {
+  return tu_ctx_progress(backend, 0, NULL, NULL);
+}
+
+gstat_ctx *tu_ctx_progress(gstat_backend backend, int threads, gstat_progress_fn fn, void *user) {
   gstat_ctx_options opt;
   gstat_ctx_options_init(&opt);
   opt.backend = backend;
+  opt.num_threads = threads;
+  opt.progress = fn;
+  opt.progress_user = user;
   gstat_ctx *ctx = NULL;
   return gstat_ctx_create(&ctx, &opt) == GSTAT_OK ? ctx : NULL;
 }

@@ -93,6 +93,10 @@ void tu_read(const gstat_matrix *m, int64_t b, double *out);
  * (asserts success through the caller's test framework: returns NULL on failure). */
 gstat_ctx *tu_ctx(gstat_backend backend);
 
+/* The same with `threads` CPU threads (0: OpenMP's default) and progress
+ * reports to fn(..., user); NULL on failure. */
+gstat_ctx *tu_ctx_progress(gstat_backend backend, int threads, gstat_progress_fn fn, void *user);
+
 /* ---- allocator hooks that count: opt.allocator = tu_counting_allocator(&c) ---- */
 typedef struct {
   int64_t allocs, frees;
