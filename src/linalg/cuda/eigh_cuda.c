@@ -694,7 +694,9 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   char *in = load ? dA : jacobi ? src : dV;
   if (!dV) dV = jacobi ? (r->want ? gstat_cu_buffer(s, r->ctx, CU_RHS, mat) : NULL) : in;
   if (!dW) dW = gstat_cu_buffer(s, r->ctx, CU_VEC, (size_t)(r->n * nb) * es);
-  int *dInfo = gstat_cu_buffer(s, r->ctx, CU_INFO, 2 * sizeof(int) * (size_t)nb);
+  /* info, flags, then the cuSOLVER paths' scaling: amax and sigma */
+  int *dInfo =
+      gstat_cu_buffer(s, r->ctx, CU_INFO, (2 * sizeof(int) + 2 * sizeof(double)) * (size_t)nb);
   size_t stage = 0; /* host arrays pass through CU_STAGE */
   const gstat_matrix *host_args[3] = {load ? &A : NULL, w_in_place ? NULL : w,
                                       r->want && !v_in_place ? V : NULL};
@@ -753,13 +755,23 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
                                r->want ? dV : NULL, dInfo, dFlags, s->stream);
     if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel", err);
   } else {
-    bool degenerate = false;
+    bool degenerate = false, cusolver = !lock && !split_path && !two;
+    /* our paths scale as LAPACK does; cuSOLVER's batched solver does not
+     * (bench/README.md: the near-underflow graded fuzz case) */
+    double *amax = (double *)(dInfo + 2 * nb), *sigma = amax + nb;
+    if (cusolver &&
+        (err = gstat_cu_scale_to_unit(r->cdt, in, r->n, nb, r->fill == CUBLAS_FILL_MODE_UPPER, amax,
+                                      sigma, s->stream)) != cudaSuccess)
+      return gstat_cu_fail(r->ctx, "eigh", "scaling", err);
     st = lock         ? lockstep(r, in, dW, dInfo, nb, own_work, &degenerate)
          : split_path ? split(r, in, dW, dInfo, nb, own_work, &degenerate)
          : two        ? two_stage(r, in, dW, dInfo, nb, own_work, own_host, &degenerate)
          : loop       ? syevd_loop(r, in, dW, dInfo, nb, &ws)
                       : syev_batched(r, in, dW, dInfo, nb, &ws);
     if (st != GSTAT_OK) return st;
+    if (cusolver &&
+        (err = gstat_cu_unscale_values(r->cdt, dW, r->n, nb, sigma, s->stream)) != cudaSuccess)
+      return gstat_cu_fail(r->ctx, "eigh", "unscaling", err);
     if (degenerate) { /* again from A, by cuSOLVER alone */
       eigh_run again = *run;
       again.no_own_tridiag = true;

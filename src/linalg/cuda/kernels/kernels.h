@@ -115,6 +115,16 @@ size_t gstat_cu_sytrd_vec_elems(int64_t n, int64_t batch);
 cudaError_t gstat_cu_sytrd_scale(int dtype, void *A, int64_t n, int64_t batch, double *amax,
                                  double *sigma, cudaStream_t stream);
 
+/* For the cuSOLVER paths (any n and batch): the same trigger, but each
+ * matrix out of range is scaled by a power of two that brings its largest
+ * magnitude (of the lower, or with upper != 0 the upper, triangle) into
+ * [1, 2); sigma[b] as above. gstat_cu_unscale_values divides each
+ * matrix's n values by sigma[b]. */
+cudaError_t gstat_cu_scale_to_unit(int dtype, void *A, int64_t n, int64_t batch, int upper,
+                                   double *amax, double *sigma, cudaStream_t stream);
+cudaError_t gstat_cu_unscale_values(int dtype, void *w, int64_t n, int64_t batch,
+                                    const double *sigma, cudaStream_t stream);
+
 /* Copy each matrix's lower triangle onto its upper one (batch <= 65535). */
 cudaError_t gstat_cu_sytrd_symmetrize(int dtype, void *A, int64_t n, int64_t batch,
                                       cudaStream_t stream);

@@ -59,14 +59,15 @@ __device__ T block_reduce(T v, T *scratch) {
 constexpr int kScaleBlocks = 32;
 
 template <typename T>
-__global__ void __launch_bounds__(kColThreads) lower_amax(const T *a, int n, double *amax) {
+__global__ void __launch_bounds__(kColThreads)
+    tri_amax(const T *a, int64_t n, bool upper, double *amax) {
   __shared__ T scratch[32];
   const T *m = a + (size_t)blockIdx.y * n * n;
   const size_t total = (size_t)n * n, step = (size_t)kColThreads * gridDim.x;
   T v = 0;
   for (size_t idx = blockIdx.x * (size_t)kColThreads + threadIdx.x; idx < total; idx += step) {
     size_t j = idx / n, i = idx - j * n;
-    if (i >= j) {
+    if (upper ? i <= j : i >= j) {
       T x = fabs(m[idx]);
       v = x > v || x != x ? x : v;
     }
@@ -77,9 +78,12 @@ __global__ void __launch_bounds__(kColThreads) lower_amax(const T *a, int n, dou
               (unsigned long long)__double_as_longlong((double)v));
 }
 
+/* to_one: a power of two that brings the largest magnitude into [1, 2)
+ * (exact, and far from underflow for solvers that square entries, such as
+ * cuSOLVER's batched Jacobi), rather than LAPACK's edge of the safe range. */
 template <typename T>
 __global__ void __launch_bounds__(kColThreads)
-    scale_lower(T *a, int n, const double *amax, double *sigma) {
+    scale_tri(T *a, int64_t n, bool upper, bool to_one, const double *amax, double *sigma) {
   T *m = a + (size_t)blockIdx.y * n * n;
   const double eps = sizeof(T) == 4 ? FLT_EPSILON : DBL_EPSILON;
   const double safmin = sizeof(T) == 4 ? FLT_MIN : DBL_MIN;
@@ -87,16 +91,26 @@ __global__ void __launch_bounds__(kColThreads)
   const double an = amax[blockIdx.y];
   double sg = 1;
   if (an > 0 && an < rmin)
-    sg = rmin / an;
-  else if (an > rmax)
-    sg = rmax / an;
+    sg = to_one ? ldexp(1.0, -ilogb(an)) : rmin / an;
+  else if (an > rmax && an <= DBL_MAX) /* Inf: left for the output check */
+    sg = to_one ? ldexp(1.0, -ilogb(an)) : rmax / an;
   if (blockIdx.x == 0 && threadIdx.x == 0) sigma[blockIdx.y] = sg;
   if (sg == 1) return;
-  const T f = (T)sg;
   const size_t total = (size_t)n * n, step = (size_t)kColThreads * gridDim.x;
   for (size_t idx = blockIdx.x * (size_t)kColThreads + threadIdx.x; idx < total; idx += step) {
     size_t j = idx / n, i = idx - j * n;
-    if (i >= j) m[idx] *= f;
+    /* in double: a float factor for subnormal data would overflow */
+    if (upper ? i <= j : i >= j) m[idx] = (T)((double)m[idx] * sg);
+  }
+}
+
+template <typename T>
+__global__ void unscale_values(T *w, int64_t n, int64_t batch, const double *sigma) {
+  const int64_t total = n * batch;
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < total;
+       k += (int64_t)gridDim.x * blockDim.x) {
+    const double sg = sigma[k / n];
+    if (sg != 1) w[k] = (T)((double)w[k] / sg);
   }
 }
 
@@ -300,22 +314,56 @@ extern "C" size_t gstat_cu_sytrd_vec_elems(int64_t n, int64_t batch) {
   return (size_t)batch * (4 * (size_t)n + 2 * kP);
 }
 
+/* Both scalings over batches of any size, 65535 matrices a launch. */
+static cudaError_t scale_safe(int dtype, void *a, int64_t n, int64_t batch, bool upper, bool to_one,
+                              double *amax, double *sigma, cudaStream_t stream) {
+  const size_t es = dtype == kF64 ? sizeof(double) : sizeof(float);
+  for (int64_t b0 = 0; b0 < batch; b0 += 65535) {
+    const int64_t nb = batch - b0 < 65535 ? batch - b0 : 65535;
+    char *ab = static_cast<char *>(a) + (size_t)b0 * (size_t)(n * n) * es;
+    cudaError_t err = cudaMemsetAsync(amax + b0, 0, sizeof(double) * (size_t)nb, stream);
+    if (err != cudaSuccess) return err;
+    /* a few thousand elements per block: small matrices need one */
+    const int64_t want = n * n / (kColThreads * 8) + 1;
+    dim3 grid((unsigned)(want < kScaleBlocks ? want : kScaleBlocks), (unsigned)nb);
+    if (dtype == kF64) {
+      tri_amax<double><<<grid, kColThreads, 0, stream>>>((double *)ab, n, upper, amax + b0);
+      scale_tri<double>
+          <<<grid, kColThreads, 0, stream>>>((double *)ab, n, upper, to_one, amax + b0, sigma + b0);
+    } else {
+      tri_amax<float><<<grid, kColThreads, 0, stream>>>((float *)ab, n, upper, amax + b0);
+      scale_tri<float>
+          <<<grid, kColThreads, 0, stream>>>((float *)ab, n, upper, to_one, amax + b0, sigma + b0);
+    }
+    if ((err = cudaGetLastError()) != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
 extern "C" cudaError_t gstat_cu_sytrd_scale(int dtype, void *a, int64_t n, int64_t batch,
                                             double *amax, double *sigma, cudaStream_t stream) {
   if (!compute_dtype(dtype) || n < 1 || n > GSTAT_CU_TRIDIAG_MAX_N || batch < 1 || batch > 65535)
     return cudaErrorInvalidValue;
-  cudaError_t err = cudaMemsetAsync(amax, 0, sizeof(double) * (size_t)batch, stream);
-  if (err != cudaSuccess) return err;
-  dim3 grid(kScaleBlocks, (unsigned)batch);
-  if (dtype == kF64) {
-    lower_amax<double><<<grid, kColThreads, 0, stream>>>(static_cast<double *>(a), (int)n, amax);
-    scale_lower<double>
-        <<<grid, kColThreads, 0, stream>>>(static_cast<double *>(a), (int)n, amax, sigma);
-  } else {
-    lower_amax<float><<<grid, kColThreads, 0, stream>>>(static_cast<float *>(a), (int)n, amax);
-    scale_lower<float>
-        <<<grid, kColThreads, 0, stream>>>(static_cast<float *>(a), (int)n, amax, sigma);
-  }
+  return scale_safe(dtype, a, n, batch, false, false, amax, sigma, stream);
+}
+
+extern "C" cudaError_t gstat_cu_scale_to_unit(int dtype, void *a, int64_t n, int64_t batch,
+                                              int upper, double *amax, double *sigma,
+                                              cudaStream_t stream) {
+  if (!compute_dtype(dtype) || n < 1 || batch < 0) return cudaErrorInvalidValue;
+  return scale_safe(dtype, a, n, batch, upper != 0, true, amax, sigma, stream);
+}
+
+extern "C" cudaError_t gstat_cu_unscale_values(int dtype, void *w, int64_t n, int64_t batch,
+                                               const double *sigma, cudaStream_t stream) {
+  if (!compute_dtype(dtype) || n < 0 || batch < 0) return cudaErrorInvalidValue;
+  if (n == 0 || batch == 0) return cudaSuccess;
+  const int64_t total = n * batch;
+  const unsigned blocks = (unsigned)(total / 256 + 1 < 4096 ? total / 256 + 1 : 4096);
+  if (dtype == kF64)
+    unscale_values<double><<<blocks, 256, 0, stream>>>((double *)w, n, batch, sigma);
+  else
+    unscale_values<float><<<blocks, 256, 0, stream>>>((float *)w, n, batch, sigma);
   return cudaGetLastError();
 }
 
