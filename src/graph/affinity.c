@@ -268,7 +268,8 @@ gstat_status gstat_affinity_dense(gstat_ctx *ctx, const gstat_matrix *X,
                   .ld = ld};
       st = gstat_i_pairwise_rows(ctx, n, p, x, scratch, rbf_row, &bd);
       if (st != GSTAT_OK) return st;
-      mirror_upper(out, n, ld, gstat_i_dense_loop_threads(ctx, n / 64 + 1));
+      mirror_upper(out, n, ld,
+                   gstat_i_loop_threads(ctx, n / 64 + 1, 0, 8.0 * (double)n * (double)n));
       if (direct) continue;
     } else {
       gstat_csr *c = NULL;

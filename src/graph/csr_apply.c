@@ -8,11 +8,11 @@
  */
 
 #include "graph/sparse_eigs.h"
+#include "linalg/dense.h"
 
 enum {
-  GROUP = 8,                  /* columns summed together (accumulators in registers) */
-  CHUNKS_PER_THREAD = 4,      /* slack for uneven rows */
-  PARALLEL_MIN_WORK = 1 << 15 /* (nonzeros + rows) x columns below which threads cost more */
+  GROUP = 8,            /* columns summed together (accumulators in registers) */
+  CHUNKS_PER_THREAD = 4 /* slack for uneven rows */
 };
 
 /* Rows [r0, r1) for CB columns (CB a constant after inlining, so the
@@ -86,8 +86,9 @@ gstat_status gstat_i_csr_apply(gstat_ctx *ctx, void *csr, int64_t n, int64_t m, 
                         A ? (long long)A->n : -1LL, (long long)n);
   if (n == 0 || m == 0) return GSTAT_OK;
   const int64_t work = A->offsets[n] + n;
-  int nt = ctx->num_threads;
-  if (nt < 2 || work * (m < GROUP ? m : GROUP) < PARALLEL_MIN_WORK) nt = 1;
+  const double cols = (double)(m < GROUP ? m : GROUP);
+  int nt = gstat_i_loop_threads(ctx, n, 2.0 * (double)work * cols,
+                                12.0 * (double)work + 16.0 * (double)n * cols);
   const int64_t chunks = (int64_t)nt * CHUNKS_PER_THREAD;
   size_t panel_bytes = sizeof(double) * (size_t)n * (size_t)(m < GROUP ? m : GROUP);
   double *panel = m > 1 ? gstat_i_alloc(ctx, panel_bytes) : NULL;

@@ -26,7 +26,7 @@ struct gstat_laplacian_op {
 /* Threads for the O(n^2) set-up passes of a dense operator (the caller runs
  * outside any parallel region); 1 for small graphs. */
 static int op_threads(gstat_ctx *ctx, int64_t n) {
-  return n >= 256 ? gstat_i_dense_loop_threads(ctx, n) : 1;
+  return gstat_i_loop_threads(ctx, n, 2.0 * (double)n * (double)n, 16.0 * (double)n * (double)n);
 }
 
 /* The dense form: validated, symmetrized adjacency, scaled in place. */
@@ -124,7 +124,7 @@ gstat_status gstat_laplacian_op_create(gstat_ctx *ctx, const gstat_graph *G,
 /* Z (n x 8, row-major) = M Xt for the symmetric column-major M and Xt
  * (n x 8, row-major, in cache): row i of Z is column i of M against Xt. Rows
  * go in groups of R, so each row of Xt loaded feeds R accumulators. */
-#define R 6
+enum { R = 6 }; /* rows per group */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void sym_rows8(
     int64_t n, const double *restrict M, const double *restrict xt, double *restrict zt, int nt) {
   int64_t groups = (n + R - 1) / R;
@@ -146,8 +146,6 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) static void sym_row
       for (int c = 0; c < 8; c++) zt[(i0 + r) * 8 + c] = acc[r][c];
   }
 }
-#undef R
-
 /* Y = diag X - M X for a dense graph (see the struct): blocks of 8 columns. */
 static gstat_status dense_apply(gstat_ctx *ctx, const gstat_laplacian_op *op, int64_t m,
                                 const double *X, double *Y) {
@@ -158,7 +156,9 @@ static gstat_status dense_apply(gstat_ctx *ctx, const gstat_laplacian_op *op, in
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "laplacian_op_apply: cannot allocate %lld x 16 scratch",
                         (long long)n);
   double *zt = xt + 8 * n;
-  int nt = n * n >= 200000 ? ctx->num_threads : 1;
+  int64_t groups = (n + R - 1) / R; /* sym_rows8's pieces: 8 columns against M */
+  int nt =
+      gstat_i_loop_threads(ctx, groups, 16.0 * (double)n * (double)n, 8.0 * (double)n * (double)n);
   for (int64_t c0 = 0; c0 < m; c0 += 8) {
     int64_t cm = m - c0 < 8 ? m - c0 : 8;
     for (int64_t j = 0; j < n; j++)
@@ -197,8 +197,10 @@ gstat_status gstat_i_laplacian_apply(gstat_ctx *ctx, void *opv, int64_t n, int64
                         (long long)cols);
   /* threads pay off past a few hundred thousand entries; each row is summed
    * in index order by one thread (results independent of the threads) */
-  bool par = (g->offsets[nn] - g->offsets[0] + nn) * m > 200000;
-  int nt = ctx->num_threads;
+  double entries = (double)(g->offsets[nn] - g->offsets[0] + nn);
+  int nt = gstat_i_loop_threads(ctx, nn, 2.0 * entries * (double)cols,
+                                12.0 * entries + 16.0 * (double)nn * (double)cols);
+  bool par = nt > 1;
   for (int64_t c0 = 0; c0 < m; c0 += COLS) {
     int64_t cm = m - c0 < COLS ? m - c0 : COLS;
 #pragma omp parallel for num_threads(nt) schedule(static) if (par)

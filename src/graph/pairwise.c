@@ -31,7 +31,10 @@ gstat_status gstat_i_pairwise_rows(gstat_ctx *ctx, int64_t n, int64_t p, const d
     gstat_status st = gstat_i_gemm(ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_TRANS, n, nb, p, 1.0, X, n,
                                    X + r0, n, 0.0, block, n);
     if (st != GSTAT_OK) return st;
-#pragma omp parallel for num_threads(ctx->num_threads) schedule(dynamic, 8) if (nb * n > 100000)
+    /* each entry: the distance, then the row callback's kernel (~an exp) */
+    int nt =
+        gstat_i_loop_threads(ctx, nb, 25.0 * (double)nb * (double)n, 16.0 * (double)nb * (double)n);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 8) if (nt > 1)
     for (int64_t r = 0; r < nb; r++) {
       double *d2 = block + r * n;
       int64_t i = r0 + r;

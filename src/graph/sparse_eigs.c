@@ -589,7 +589,7 @@ done:
 static void cheb_combine(const solver *s, int64_t cols, double *Z, const double *Y, const double *X,
                          double c, double alpha, double beta) {
   int64_t len = s->n * cols;
-  int nt = s->ctx->num_threads > 1 && len >= 65536 ? s->ctx->num_threads : 1;
+  int nt = gstat_i_loop_threads(s->ctx, len, 4.0 * (double)len, 32.0 * (double)len);
   if (X) {
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
     for (int64_t i = 0; i < len; i++) Z[i] = alpha * (Z[i] - c * Y[i]) - beta * X[i];

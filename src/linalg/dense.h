@@ -101,6 +101,13 @@ gstat_status gstat_i_gesvd(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n,
  * parallel region (a pthreads OpenBLAS) or when items is too small. */
 int gstat_i_dense_loop_threads(const gstat_ctx *ctx, int64_t items);
 
+/* Threads for an OpenMP loop of our own (no BLAS inside) over `items`
+ * independent pieces with `flops` arithmetic and `bytes` of memory traffic
+ * in all: the CPU rules' count for that much one-thread work, at most the
+ * context's threads and items, 1 inside a parallel region. Recorded in the
+ * context's last_threads. */
+int gstat_i_loop_threads(gstat_ctx *ctx, int64_t items, double flops, double bytes);
+
 /* Largest n for which gstat_eigh gives the same bits for a matrix alone or
  * inside a batch (the backend's own kernel, no threaded BLAS); larger
  * matrices must be passed one per call when results have to match

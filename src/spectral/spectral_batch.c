@@ -80,6 +80,21 @@ static gstat_status check_graph(const sc *s, const char *fn, int64_t g, gstat_i_
                                  s->G->symmetrize, s->G->self_loops, NULL);
 }
 
+/* Bytes the checks of every graph read: the thread count follows them. */
+static double graph_bytes(const sc *s, int64_t count) {
+  double bytes = 0;
+  for (int64_t g = 0; g < count; g++) {
+    double n = (double)size_of(s, g);
+    if (s->G->format == GSTAT_GRAPH_CSR) {
+      gstat_i_csr_in in = slice(s, g);
+      bytes += 12.0 * (double)(in.offsets[in.n] - in.offsets[0]) + 8.0 * n;
+    } else {
+      bytes += 8.0 * n * n;
+    }
+  }
+  return bytes;
+}
+
 /* Per-graph argument checks that need no reading of the graph. */
 static gstat_status check_k(gstat_ctx *ctx, const char *fn, const sc *s, int64_t g) {
   int64_t n = size_of(s, g), k = k_of(s, g), drop = s->o->drop_first != 0;
@@ -309,8 +324,8 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
 
   /* validate every graph's contents before writing anything; in a batch, NaN or
    * Inf weights are the graph's own failure (labels -1), not the call's */
-  int nt = ctx->num_threads;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 16) if (count > 1)
+  int nt = ctx->num_threads, check_nt = gstat_i_loop_threads(ctx, count, 0, graph_bytes(&s, count));
+#pragma omp parallel for num_threads(check_nt) schedule(dynamic, 16) if (check_nt > 1)
   for (int64_t g = 0; g < count; g++) bad[g] = check_graph(&s, fn, g, NULL);
   for (int64_t g = 0; g < count; g++)
     if (bad[g] != GSTAT_OK && (bad[g] != GSTAT_ENOTFINITE || B->single)) {
@@ -363,7 +378,10 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
         if (kc > kmax) kmax = kc;
         if (dim_of(o, kc) > dmax) dmax = dim_of(o, kc);
       }
-      int tn = (int)(cn < nt ? cn : nt);
+      /* per graph: its Laplacian and the k-means runs on its embedding */
+      double per_graph = 30.0 * (double)(n * n) + 3000.0 * (double)(n * kmax * dmax);
+      int tn = gstat_i_loop_threads(ctx, cn, per_graph * (double)cn, 8.0 * (double)(cn * n * n));
+      if (tn > nt) tn = nt;
       if (o->assign == GSTAT_ASSIGN_CLUSTER_QR) {
         int lt = gstat_i_dense_loop_threads(ctx, cn);
         if (lt < tn) tn = lt;

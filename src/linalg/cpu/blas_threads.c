@@ -9,6 +9,7 @@
 
 #include "linalg/cpu/blas_threads.h"
 #include "linalg/cpu/primitives_cpu.h"
+#include "linalg/dense.h"
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static bool conflict; /* written once under probe_once, then only read */
@@ -33,6 +34,14 @@ int gstat_i_cpu_batch_threads(gstat_ctx *ctx, int64_t items, double seconds) {
   if (items >= 2 && ctx->num_threads >= 2 && !gstat_i_blas_threads_conflict_with_openmp() &&
       !gstat_i_in_parallel())
     nt = gstat_i_cpu_rule_threads(ctx->num_threads, items, seconds);
+  gstat_i_note_threads(ctx, nt);
+  return nt;
+}
+
+int gstat_i_loop_threads(gstat_ctx *ctx, int64_t items, double flops, double bytes) {
+  int nt = 1;
+  if (items >= 2 && ctx->num_threads >= 2 && !gstat_i_in_parallel())
+    nt = gstat_i_cpu_rule_threads(ctx->num_threads, items, gstat_i_cpu_loop_seconds(flops, bytes));
   gstat_i_note_threads(ctx, nt);
   return nt;
 }

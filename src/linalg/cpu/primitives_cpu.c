@@ -63,6 +63,11 @@ double gstat_i_cpu_seconds(gstat_dtype dt, double flops, bool blas3) {
   return flops / (blas3 ? cpu_rules.flops_per_thread[f64] : cpu_rules.small_flops_per_thread[f64]);
 }
 
+double gstat_i_cpu_loop_seconds(double flops, double bytes) {
+  double a = flops / cpu_rules.small_flops_per_thread[1], m = bytes / cpu_rules.bytes_per_thread;
+  return a > m ? a : m;
+}
+
 int64_t gstat_i_cpu_slices(double seconds) {
   double s = ceil(seconds / cpu_rules.slice_seconds);
   return !(s >= 1) ? 1 : s > 16 ? 16 : (int64_t)s; /* NaN: 1 */

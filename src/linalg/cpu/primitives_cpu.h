@@ -35,6 +35,10 @@ double gstat_i_cpu_seconds(gstat_dtype dt, double flops, bool blas3);
  * and that call is too small to be worth a wake-up. */
 double gstat_i_cpu_blas_step_seconds(double total, double smallest_step);
 
+/* One-thread seconds of a loop of our own with `flops` arithmetic and
+ * `bytes` of memory traffic (whichever bounds it). */
+double gstat_i_cpu_loop_seconds(double flops, double bytes);
+
 /* Slices of a batch of `seconds` one-thread work that reports progress. */
 int64_t gstat_i_cpu_slices(double seconds);
 
