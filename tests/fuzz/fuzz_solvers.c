@@ -198,8 +198,11 @@ static void fuzz_eigh(gstat_ctx *ctx, const fcase *c) {
   for (int64_t b = 0; b < nb; b++) {
     FZ_CHECK(info[b] == 0, "info[%lld] = %lld", (long long)b, (long long)info[b]);
     tu_read(&W.m, b, w);
-    for (int64_t i = 1; i < n; i++)
-      FZ_CHECK(w[i - 1] <= w[i], "w not ascending at %lld", (long long)i);
+    for (int64_t i = 1; i < n; i++) {
+      if (!(w[i - 1] <= w[i])) report(c, "ascending (w[i-1] - w[i])", w[i - 1] - w[i]);
+      FZ_CHECK(w[i - 1] <= w[i], "w not ascending at %lld: %.17g > %.17g", (long long)i, w[i - 1],
+               w[i]);
+    }
     if (!c->vectors) continue;
     tu_read(&out->m, b, v);
     RATIO_OK(c, "eigh residual", tu_eig_residual(n, a + b * n * n, w, v, ulp));
