@@ -772,6 +772,10 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
     if (cusolver &&
         (err = gstat_cu_unscale_values(r->cdt, dW, r->n, nb, sigma, s->stream)) != cudaSuccess)
       return gstat_cu_fail(r->ctx, "eigh", "unscaling", err);
+    /* cuSOLVER's batched solver may leave a near-tie one ulp out of order */
+    if (cusolver && (err = gstat_cu_sort_eigenpairs(r->cdt, r->want ? dV : NULL, dW, r->n, nb,
+                                                    s->stream)) != cudaSuccess)
+      return gstat_cu_fail(r->ctx, "eigh", "ordering the values", err);
     if (degenerate) { /* again from A, by cuSOLVER alone */
       eigh_run again = *run;
       again.no_own_tridiag = true;

@@ -269,6 +269,48 @@ void launch_finish_eigh(void *V, void *w, int64_t n, int64_t ncols, const int *i
         <<<linear_blocks(ncols * 32), kLinearThreads, 0, stream>>>(v, ww, n, ncols, info, flags);
 }
 
+/* Ascending values with their columns, a block per matrix: a parallel
+ * check, then (rarely: cuSOLVER's batched solver may leave two values of a
+ * near-tie one ulp out of order) bubble passes whose adjacent swaps all
+ * threads apply to the columns. NaN compares false and stays put. */
+template <typename T>
+__global__ void sort_eigenpairs_kernel(T *V, T *w, int64_t n, int64_t batch) {
+  __shared__ int64_t at;
+  for (int64_t b = blockIdx.x; b < batch; b += gridDim.x) {
+    T *wb = w + b * n, *vb = V ? V + b * n * n : nullptr;
+    int inverted = 0;
+    for (int64_t i = 1 + threadIdx.x; i < n; i += blockDim.x) inverted |= wb[i - 1] > wb[i];
+    if (!__syncthreads_or(inverted)) continue;
+    for (bool again = true; again;) {
+      again = false;
+      for (int64_t i = 1; i < n;) {
+        if (threadIdx.x == 0) {
+          int64_t j = i;
+          while (j < n && !(wb[j - 1] > wb[j])) j++;
+          at = j;
+        }
+        __syncthreads();
+        const int64_t j = at;
+        __syncthreads(); /* every thread has read `at` before thread 0 writes it again */
+        if (j >= n) break;
+        if (threadIdx.x == 0) {
+          const T t = wb[j - 1];
+          wb[j - 1] = wb[j];
+          wb[j] = t;
+        }
+        for (int64_t k = threadIdx.x; vb && k < n; k += blockDim.x) {
+          const T t = vb[k + (j - 1) * n];
+          vb[k + (j - 1) * n] = vb[k + j * n];
+          vb[k + j * n] = t;
+        }
+        __syncthreads();
+        again = true;
+        i = j + 1;
+      }
+    }
+  }
+}
+
 template <typename T>
 void launch_fix_signs(void *V, int64_t n, int64_t ncols, cudaStream_t stream) {
   T *v = static_cast<T *>(V);
@@ -359,6 +401,20 @@ extern "C" cudaError_t gstat_cu_fix_signs(int dtype, void *V, int64_t n, int64_t
     launch_fix_signs<float>(V, n, batch * n, stream);
   else
     launch_fix_signs<double>(V, n, batch * n, stream);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_sort_eigenpairs(int dtype, void *V, void *w, int64_t n,
+                                                int64_t batch, cudaStream_t stream) {
+  if (!compute_dtype(dtype) || n < 0 || batch < 0 || !w) return cudaErrorInvalidValue;
+  if (n < 2 || batch == 0) return cudaSuccess;
+  const unsigned blocks = (unsigned)(batch < 65535 ? batch : 65535);
+  if (dtype == kF32)
+    sort_eigenpairs_kernel<float>
+        <<<blocks, 128, 0, stream>>>(static_cast<float *>(V), static_cast<float *>(w), n, batch);
+  else
+    sort_eigenpairs_kernel<double>
+        <<<blocks, 128, 0, stream>>>(static_cast<double *>(V), static_cast<double *>(w), n, batch);
   return cudaGetLastError();
 }
 

@@ -94,6 +94,11 @@ cudaError_t gstat_cu_cholesky_block(int dtype, void *A, int64_t kb, int64_t m, i
  * elements with info[b] != 0 get NaN values and vectors and flags[b] |= 2;
  * the others get their vector signs fixed (as gstat_cu_fix_signs) and flags[b] |= 2 when a value or
  * vector entry is NaN/Inf. The caller zeroes flags first. */
+/* Each matrix's n values ascending, V's columns (n x n, dense; NULL: none)
+ * moved with them. */
+cudaError_t gstat_cu_sort_eigenpairs(int dtype, void *V, void *w, int64_t n, int64_t batch,
+                                     cudaStream_t stream);
+
 cudaError_t gstat_cu_finish_eigh(int dtype, void *V, void *w, int64_t n, int64_t batch,
                                  const int *info, int *flags, cudaStream_t stream);
 
