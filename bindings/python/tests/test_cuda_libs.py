@@ -85,9 +85,15 @@ def test_missing_library_is_named(tmp_path):
     def load(path):
         raise OSError("libcusolver.so.12: cannot open shared object file: No such file or directory")
 
-    why = cl.module_problem(module, load=load)
-    assert "libcusolver.so.12 was not found" in why and module in why
-    assert "nvidia-cusolver" in why
+    state = {"module": module, "source": "gstat_cuda13", "preloaded": []}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cl, "state", state)
+        why = cl.module_problem(module, load=load)
+        assert "libcusolver.so.12 was not found" in why and module in why
+        assert "nvidia-cusolver" in why and "LD_LIBRARY_PATH" in why
+        state["source"] = "beside gstat's extension"  # a source build: the toolkit only
+        why = cl.module_problem(module, load=load)
+        assert "libcusolver.so.12 was not found" in why and "nvidia-cusolver" not in why
     assert cl.module_problem(module, load=lambda path: None) is None
     assert "does not exist" in cl.module_problem(str(tmp_path / "gone.so"), load=load)
     assert cl.missing_library("/a/b.so: invalid ELF header") is None

@@ -112,12 +112,14 @@ def module_problem(path, load=ctypes.CDLL):
         load(path)
     except OSError as e:
         lib = missing_library(str(e))
-        if lib:
-            return (f"the CUDA module {path} is installed but {lib} was not found: install the "
-                    f"CUDA 13 libraries (pip install gstat[cuda], which brings nvidia-cusolver, "
-                    f"nvidia-cublas, nvidia-cusparse, nvidia-cuda-runtime) or put the CUDA 13 "
-                    f"toolkit's lib64 on LD_LIBRARY_PATH")
-        return f"the CUDA module {path} does not load: {e}"
+        if not lib:
+            return f"the CUDA module {path} does not load: {e}"
+        # only gstat_cuda13's module looks in NVIDIA's pip packages
+        hint = ("install NVIDIA's CUDA 13 pip libraries (pip install gstat[cuda] brings "
+                "nvidia-cusolver, nvidia-cublas, nvidia-cusparse, nvidia-cuda-runtime) or put "
+                if state["source"] == "gstat_cuda13" else "put ")
+        return (f"the CUDA module {path} is installed but {lib} was not found: {hint}the CUDA 13 "
+                f"toolkit's lib64 on LD_LIBRARY_PATH")
     return None
 
 
