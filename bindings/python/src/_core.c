@@ -147,7 +147,8 @@ static pooled *ctx_acquire(int backend, int device) {
     if (st == GSTAT_EUNSUPPORTED)
       PyErr_SetString(UnsupportedError,
                       "backend 'cuda' asked for, but the CUDA module (libgstat_cuda.so.0) is not "
-                      "installed, does not load, or finds no such device");
+                      "installed, does not load, or finds no such device "
+                      "(gstat.cuda_available(reason=True) says which)");
     else if (st == GSTAT_ENOMEM)
       PyErr_NoMemory();
     else

@@ -34,3 +34,7 @@ est = gstat.LedoitWolf().fit(X)
 shrink: float = est.shrinkage_
 w, v = gstat.linalg.eigh(np.eye(3)[None], progress=False)
 fitted = gstat.PCA(2, progress=lambda done, total, what: None).fit(X)
+
+has_gpu: bool = gstat.cuda_available()
+gpu_ok, why_no_gpu = gstat.cuda_available(0, reason=True)
+why_text: str = why_no_gpu

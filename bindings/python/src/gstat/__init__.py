@@ -7,9 +7,10 @@ GPU in place and answered with tensors of the same kind. The GIL is released
 while the C library computes.
 """
 import contextlib as _contextlib
+import os as _os
 
 from . import _threadpool  # before _core: the OpenMP wait policy (see _threadpool.py)
-from . import _core, linalg
+from . import _core, _cuda_libs, linalg
 from ._core import BackendError, LinAlgError, UnsupportedError
 from ._accumulator import CovarianceAccumulator
 from ._covariance import OAS, EmpiricalCovariance, LedoitWolf, corrcoef, cov, mahalanobis
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 _threadpool.register()  # threadpoolctl's limits apply to gstat's threads
+# before any call can load the CUDA module: which module, and its CUDA libraries
+_cuda_libs.setup(_os.path.dirname(_os.path.abspath(_core.__file__)))
 
 try:  # bfloat16 arrays when ml_dtypes is installed
     import ml_dtypes as _ml_dtypes
@@ -163,13 +166,28 @@ def get_num_threads():
     return _core.get_num_threads()
 
 
-def cuda_available(device=0):
+def cuda_available(device=0, reason=False):
     """Whether the CUDA backend module loads and finds `device`.
+
+    Parameters
+    ----------
+    device : int, optional
+        CUDA device ordinal.
+    reason : bool, optional
+        Also say why not: return ``(available, why)``, `why` being "" when
+        available, else a sentence naming what is missing (no CUDA module
+        installed, a CUDA library the module cannot find, no driver or GPU).
 
     Examples
     --------
     >>> import gstat
     >>> gstat.cuda_available() in (True, False)
     True
+    >>> ok, why = gstat.cuda_available(reason=True)
+    >>> ok or why != ""
+    True
     """
-    return _core.cuda_available(device)
+    ok = _core.cuda_available(device)
+    if not reason:
+        return ok
+    return ok, "" if ok else _cuda_libs.why_not(device)
