@@ -246,6 +246,26 @@ void tu_read(const gstat_matrix *m, int64_t b, double *out) {
     for (int64_t i = 0; i < m->rows; i++) out[i + j * m->rows] = tu_get(m, b, i, j);
 }
 
+bool tu_lower_factor(const gstat_matrix *F, int64_t b, gstat_uplo uplo, double *l) {
+  int64_t n = F->rows;
+  bool clean = true;
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < n; i++) {
+      double f = uplo == GSTAT_LOWER ? tu_get(F, b, i, j) : tu_get(F, b, j, i);
+      if (i < j) clean &= f == 0;
+      l[i + j * n] = i >= j ? f : 0;
+    }
+  return clean;
+}
+
+void tu_fill_normal(tu_rng *r, tu_buf *B, double *b) {
+  int64_t size = B->m.rows * B->m.cols;
+  for (int64_t e = 0; e < B->m.batch; e++) {
+    for (int64_t i = 0; i < size; i++) b[e * size + i] = tu_normal(r);
+    tu_store_matrix(B, e, b + e * size);
+  }
+}
+
 void tu_poison(tu_buf *b) {
   for (size_t k = 0; k < b->raw_bytes; k++)
     if (b->mask[k]) b->raw[k] = POISON;

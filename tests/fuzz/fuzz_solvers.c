@@ -237,29 +237,6 @@ static int semidefinite(const fcase *c) {
   return 1;
 }
 
-/* Element b of a triangular factor F as the dense lower factor L (and the
- * opposite strict triangle, which must be zero). */
-static void lower_factor(const fcase *c, const gstat_matrix *F, int64_t b, double *l) {
-  int64_t n = c->n;
-  for (int64_t j = 0; j < n; j++)
-    for (int64_t i = 0; i < n; i++) {
-      double f = c->uplo == GSTAT_LOWER ? tu_get(F, b, i, j) : tu_get(F, b, j, i);
-      if (i < j)
-        FZ_CHECK(f == 0, "F[%lld] opposite triangle (%lld,%lld) = %g", (long long)b, (long long)i,
-                 (long long)j, f);
-      l[i + j * n] = i >= j ? f : 0;
-    }
-}
-
-/* Random right-hand sides in B (rounded to its dtype), copied to b. */
-static void fill_rhs(tu_rng *r, tu_buf *B, double *b) {
-  int64_t n = B->m.rows, k = B->m.cols;
-  for (int64_t e = 0; e < B->m.batch; e++) {
-    for (int64_t i = 0; i < n * k; i++) b[e * n * k + i] = tu_normal(r);
-    tu_store_matrix(B, e, b + e * n * k);
-  }
-}
-
 /* M: element e of T as the solve sees it (its triangle, unit diagonal). */
 static void triangle_of(const fcase *c, const gstat_matrix *T, int64_t e, double *m) {
   int64_t n = c->n;
@@ -282,7 +259,7 @@ static void fuzz_solves(gstat_ctx *ctx, const fcase *c, tu_rng *r, const tu_buf 
   double *m = malloc(sizeof(double) * (size_t)(n * n + 1));
   tu_buf *out = c->in_place ? &B : &X;
   int64_t info[3] = {-1, -1, -1};
-  fill_rhs(r, &B, b);
+  tu_fill_normal(r, &B, b);
   FZ_CHECK(gstat_cholesky_solve(ctx, &F->m, c->uplo, &B.m, &out->m, info) == GSTAT_OK,
            "cholesky_solve: %s", gstat_ctx_last_error(ctx));
   check_buffers(out, "X");
@@ -299,7 +276,7 @@ static void fuzz_solves(gstat_ctx *ctx, const fcase *c, tu_rng *r, const tu_buf 
       for (int64_t i = 0; i < n; i++) tu_set(&T.m, e, i, j, tu_get(&F->m, e, i, j));
   if (c->zero_at >= 0) tu_set(&T.m, 0, c->zero_at, c->zero_at, 0);
   int singular = c->zero_at >= 0 && c->diag == GSTAT_NON_UNIT && k > 0;
-  fill_rhs(r, &B, b);
+  tu_fill_normal(r, &B, b);
   tu_poison(&X);
   gstat_status st =
       gstat_triangular_solve(ctx, &T.m, c->uplo, c->trans, c->diag, &B.m, &out->m, info);
@@ -354,7 +331,8 @@ static void fuzz_cholesky(gstat_ctx *ctx, const fcase *c) {
       continue;
     }
     FZ_CHECK(info[b] == 0, "info[%lld] = %lld", (long long)b, (long long)info[b]);
-    lower_factor(c, &out->m, b, l);
+    FZ_CHECK(tu_lower_factor(&out->m, b, c->uplo, l), "F[%lld]: opposite triangle not zero",
+             (long long)b);
     /* a semidefinite matrix's factor is bounded (l_ij^2 <= a_ii): the residual
      * is small whenever the factorization went through */
     if (pd > 0 || semidefinite(c))
