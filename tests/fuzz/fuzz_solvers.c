@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "fuzz_input.h"
+#include "families.h"
 #include "testutil.h"
 
 static const double max_ratio = 60;
@@ -67,10 +68,6 @@ static gstat_ctx *context(void) {
   }
   if (st != GSTAT_OK) abort();
   return ctx;
-}
-
-static double ulp_of(gstat_dtype dt) {
-  return dt == GSTAT_F64 ? DBL_EPSILON : dt == GSTAT_F32 ? FLT_EPSILON : 0x1p-7;
 }
 
 /* The case from the fuzzer's bytes. */
@@ -116,7 +113,7 @@ static void make_matrix(tu_rng *r, const fcase *c, double *a) {
   } else if (c->family >= TU_FAMILY_COUNT) {
     tu_planted(r, c->n, c->d, a);
   } else {
-    tu_symmetric(r, (tu_family)c->family, c->n, ulp_of(c->dt), c->dt != GSTAT_F64, a);
+    tu_symmetric(r, (tu_family)c->family, c->n, tf_ulp(c->dt), c->dt != GSTAT_F64, a);
   }
   if (c->grade != 1) tu_grade(c->n, c->grade, a);
   if (c->scale != 1)
@@ -177,7 +174,7 @@ static void check_bf16(gstat_ctx *ctx, const fcase *c, const tu_buf *A, const tu
 
 static void fuzz_eigh(gstat_ctx *ctx, const fcase *c) {
   int64_t n = c->n, nb = c->nb;
-  double ulp = ulp_of(c->dt);
+  double ulp = tf_ulp(c->dt);
   tu_rng r = {c->seed};
   tu_buf A = tu_buf_new(c->dt, nb, n, n, c->lin);
   tu_buf W = tu_buf_new(c->dt, nb, n, 1, c->lout);
@@ -222,11 +219,7 @@ static int definiteness(const fcase *c) {
   if (c->n == 0 || c->family == TU_IDENTITY) return 1;
   if (c->family == TU_ZERO) return -1;
   if (c->family < TU_FAMILY_COUNT) return 0;
-  double lo = INFINITY, top = 0;
-  for (int64_t i = 0; i < c->n; i++) lo = fmin(lo, c->d[i]), top = fmax(top, fabs(c->d[i]));
-  if (lo > 32 * (double)c->n * ulp_of(c->dt) * top) return 1;
-  if (lo <= -0.25 * top) return -1;
-  return 0;
+  return tf_definiteness(c->n, c->d, c->dt);
 }
 
 static int semidefinite(const fcase *c) {
@@ -252,7 +245,7 @@ static void triangle_of(const fcase *c, const gstat_matrix *T, int64_t e, double
 static void fuzz_solves(gstat_ctx *ctx, const fcase *c, tu_rng *r, const tu_buf *F,
                         const double *a) {
   int64_t n = c->n, k = c->nrhs, nb = c->nb;
-  double ulp = ulp_of(c->dt);
+  double ulp = tf_ulp(c->dt);
   tu_buf B = tu_buf_new(c->dt, nb, n, k, c->lout), X = tu_buf_new(c->dt, nb, n, k, c->lin);
   double *b = malloc(sizeof(double) * (size_t)(nb * n * k + 1)),
          *x = malloc(sizeof(double) * (size_t)(n * k + 1));
@@ -306,7 +299,7 @@ static void fuzz_solves(gstat_ctx *ctx, const fcase *c, tu_rng *r, const tu_buf 
 
 static void fuzz_cholesky(gstat_ctx *ctx, const fcase *c) {
   int64_t n = c->n, nb = c->nb;
-  double ulp = ulp_of(c->dt);
+  double ulp = tf_ulp(c->dt);
   tu_rng r = {c->seed};
   tu_buf A = tu_buf_new(c->dt, nb, n, n, c->lin), F = tu_buf_new(c->dt, nb, n, n, c->lout);
   double *a = malloc(sizeof(double) * (size_t)(nb * n * n + 1)),
