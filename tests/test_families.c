@@ -225,7 +225,7 @@ static void run_eigh(const fcase *c, batch *m) {
   path_of(&before, path, sizeof path);
   if (on_cuda) { /* the first call of a shape allocates and captures: time a second */
     t0 = now_ms();
-    gstat_eigh(ctx, &A.m, c->uplo, &W.m, &V.m, info);
+    if (st == GSTAT_OK) st = gstat_eigh(ctx, &A.m, c->uplo, &W.m, &V.m, info);
     ms = now_ms() - t0;
     note_path(t, n, path);
   }
@@ -236,6 +236,8 @@ static void run_eigh(const fcase *c, batch *m) {
     fprintf(stderr, "eigh: %s\n", gstat_ctx_last_error(ctx));
     report_failure(c, 0, m, "eigh status", (double)(st != GSTAT_OK ? st : st2));
   } else {
+    if (!tu_outside_untouched(&W) || !tu_outside_untouched(&W2) || !tu_outside_untouched(&V))
+      report_failure(c, 0, m, "eigh wrote outside its outputs", 0);
     for (int64_t b = 0; b < nb; b++) {
       if (info[b] != 0) report_failure(c, b, m, "eigh info", (double)info[b]);
       check_element(c, m, b, &W, &W2, &V, t);
@@ -330,6 +332,7 @@ static void run_cholesky(const fcase *c, batch *m, tu_rng *r) {
       failed |= info[b] != 0;
       check_factor(c, m, b, &F, info[b], l);
     }
+    if (!tu_outside_untouched(&F)) report_failure(c, 0, m, "cholesky wrote outside F", 0);
     if (failed != (st == GSTAT_ENOTPD))
       report_failure(c, 0, m, "cholesky status and info disagree", st);
     if (some_not_pd && st != GSTAT_ENOTPD) report_failure(c, 0, m, "cholesky status", st);
