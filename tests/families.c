@@ -20,6 +20,7 @@ const tf_family tf_families[] = {
     {"dense-even", TF_DENSE_EVEN, TF_UNIT},
     {"dense-geometric", TF_DENSE_GEOMETRIC, TF_UNIT},
     {"dense-clustered", TF_DENSE_CLUSTERED, TF_UNIT},
+    {"dense-ulp-cluster", TF_DENSE_ULP_CLUSTER, TF_UNIT},
     {"random", TF_RANDOM, TF_UNIT},
     {"random-big", TF_RANDOM, TF_BIG},
     {"random-small", TF_RANDOM, TF_SMALL},
@@ -64,6 +65,7 @@ static void planted_spectrum(tf_kind kind, int64_t n, double ulp, double *d) {
       double centre = clusters > 1 ? pow(ulp, (double)c / (double)(clusters - 1)) : 1;
       d[i] = centre * (1 + (double)j * fmax(pow(10, -5 - (double)c), ulp));
     }
+    if (kind == TF_DENSE_ULP_CLUSTER) d[i] = i == 0 ? 1 : ulp;
   }
 }
 
@@ -97,7 +99,8 @@ static void other_spectrum(tu_rng *r, tf_kind kind, int64_t n, double *d) {
 }
 
 /* The unscaled element; returns what is known of it. */
-static tf_info generate(tu_rng *r, tf_kind kind, int64_t n, gstat_dtype dt, double *a, double *d) {
+static tf_info generate(tu_rng *r, tf_kind kind, int64_t n, double ulp, gstat_dtype dt, double *a,
+                        double *d) {
   tf_info info = {true, 0};
   memset(a, 0, sizeof(double) * (size_t)(n * n));
   switch (kind) {
@@ -108,14 +111,15 @@ static tf_info generate(tu_rng *r, tf_kind kind, int64_t n, gstat_dtype dt, doub
     case TF_DIAG_EVEN:
     case TF_DIAG_GEOMETRIC:
     case TF_DIAG_CLUSTERED:
-      planted_spectrum(kind, n, dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON, d);
+      planted_spectrum(kind, n, ulp, d);
       diagonal(r, n, d, a);
       info.definite = 1; /* positive, and a diagonal stays so when rounded */
       return info;
     case TF_DENSE_EVEN:
     case TF_DENSE_GEOMETRIC:
     case TF_DENSE_CLUSTERED:
-      planted_spectrum(kind, n, dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON, d);
+    case TF_DENSE_ULP_CLUSTER:
+      planted_spectrum(kind, n, ulp, d);
       for (int64_t i = 0; i < n; i++) d[i] *= random_sign(r);
       tu_planted(r, n, d, a);
       break;
@@ -138,16 +142,22 @@ static tf_info generate(tu_rng *r, tf_kind kind, int64_t n, gstat_dtype dt, doub
   return info;
 }
 
-tf_info tf_generate(tu_rng *r, const tf_family *f, int64_t n, gstat_dtype dt, double *a,
-                    double *d) {
-  tf_info info = generate(r, f->kind, n, dt, a, d);
+tf_info tf_generate_kind(tu_rng *r, tf_kind kind, tf_scale scale, int64_t n, double ulp,
+                         gstat_dtype dt, double *a, double *d) {
+  tf_info info = generate(r, kind, n, ulp, dt, a, d);
   bool f64 = dt == GSTAT_F64;
-  double s = f->scale == TF_BIG     ? 0.5 * sqrt(f64 ? DBL_MAX : (double)FLT_MAX)
-             : f->scale == TF_SMALL ? 2 * sqrt(f64 ? DBL_MIN : (double)FLT_MIN)
-                                    : 1;
+  double s = scale == TF_BIG     ? 0.5 * sqrt(f64 ? DBL_MAX : (double)FLT_MAX)
+             : scale == TF_SMALL ? 2 * sqrt(f64 ? DBL_MIN : (double)FLT_MIN)
+                                 : 1;
   if (s != 1) {
     for (int64_t k = 0; k < n * n; k++) a[k] *= s;
     for (int64_t i = 0; i < n; i++) d[i] *= s;
   }
   return info;
+}
+
+tf_info tf_generate(tu_rng *r, const tf_family *f, int64_t n, gstat_dtype dt, double *a,
+                    double *d) {
+  return tf_generate_kind(r, f->kind, f->scale, n, dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON, dt,
+                          a, d);
 }

@@ -21,6 +21,7 @@ typedef enum {
   TF_DENSE_EVEN,     /* the same spectra with random signs, randomly rotated */
   TF_DENSE_GEOMETRIC,
   TF_DENSE_CLUSTERED,
+  TF_DENSE_ULP_CLUSTER,   /* one eigenvalue 1, the rest ulp (LAPACK's clustered), signs random */
   TF_RANDOM,              /* entries uniform(-1, 1) */
   TF_BANDED,              /* random, half bandwidth max(1, n / 16) */
   TF_RANK_DEFICIENT,      /* rotated; 3/4 of the eigenvalues in [0.1, 1], the rest 0 */
@@ -53,6 +54,12 @@ typedef struct {
  * bfloat16 is generated as float32 is): a (n x n, column-major, exactly
  * symmetric) and its planted spectrum d (n entries, unsorted). */
 tf_info tf_generate(tu_rng *r, const tf_family *f, int64_t n, gstat_dtype dt, double *a, double *d);
+
+/* The same by kind and scale, with the spectra down to `ulp` (tu_symmetric
+ * passes its own); dt gives the range of the scales and the rounding that
+ * decides definiteness. */
+tf_info tf_generate_kind(tu_rng *r, tf_kind kind, tf_scale scale, int64_t n, double ulp,
+                         gstat_dtype dt, double *a, double *d);
 
 /* Whether a dense matrix with spectrum d (n values), stored in dt, is surely
  * positive definite (1), surely not (-1), or either (0): rounding moves its
