@@ -1,6 +1,8 @@
 /* Test helpers: see testutil.h. */
 #include "testutil.h"
 
+#include "families.h"
+
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
 #endif
@@ -101,39 +103,17 @@ void tu_grade(int64_t n, double range, double *a) {
 }
 
 void tu_symmetric(tu_rng *r, tu_family f, int64_t n, double ulp, bool f32, double *a) {
-  memset(a, 0, sizeof(double) * (size_t)(n * n));
+  /* LAPACK's families are among the solver test families (families.h) */
+  static const tf_kind kinds[TU_FAMILY_COUNT] = {
+      TF_ZERO,   TF_IDENTITY, TF_DENSE_EVEN, TF_DENSE_GEOMETRIC, TF_DENSE_ULP_CLUSTER,
+      TF_RANDOM, TF_RANDOM,   TF_RANDOM};
+  static const tf_scale scales[TU_FAMILY_COUNT] = {
+      [TU_NEAR_OVERFLOW] = TF_BIG, [TU_NEAR_UNDERFLOW] = TF_SMALL};
   double *d = malloc(sizeof(double) * (size_t)(n + 1));
-  double sign;
-  switch (f) {
-    case TU_ZERO: break;
-    case TU_IDENTITY:
-      for (int64_t i = 0; i < n; i++) a[i + i * n] = 1;
-      break;
-    case TU_EVEN:
-    case TU_GEOMETRIC:
-    case TU_CLUSTERED:
-      for (int64_t i = 0; i < n; i++) {
-        double t = n > 1 ? (double)i / (double)(n - 1) : 0;
-        sign = tu_uniform(r) < 0.5 ? -1 : 1;
-        if (f == TU_EVEN) d[i] = sign * (1 - t * (1 - ulp));
-        if (f == TU_GEOMETRIC) d[i] = sign * pow(ulp, t);
-        if (f == TU_CLUSTERED) d[i] = sign * (i == 0 ? 1 : ulp);
-      }
-      rotate(r, n, d, a);
-      break;
-    case TU_RANDOM:
-    case TU_NEAR_OVERFLOW:
-    case TU_NEAR_UNDERFLOW: {
-      double scale = 1;
-      if (f == TU_NEAR_OVERFLOW) scale = 0.5 * sqrt(f32 ? (double)FLT_MAX : DBL_MAX);
-      if (f == TU_NEAR_UNDERFLOW) scale = 2 * sqrt(f32 ? (double)FLT_MIN : DBL_MIN);
-      for (int64_t j = 0; j < n; j++)
-        for (int64_t i = j; i < n; i++)
-          a[i + j * n] = a[j + i * n] = scale * (2 * tu_uniform(r) - 1);
-      break;
-    }
-    default: break;
-  }
+  if (f < TU_FAMILY_COUNT)
+    tf_generate_kind(r, kinds[f], scales[f], n, ulp, f32 ? GSTAT_F32 : GSTAT_F64, a, d);
+  else
+    memset(a, 0, sizeof(double) * (size_t)(n * n));
   free(d);
 }
 
@@ -244,6 +224,26 @@ void tu_store_matrix(tu_buf *buf, int64_t b, double *a) {
 void tu_read(const gstat_matrix *m, int64_t b, double *out) {
   for (int64_t j = 0; j < m->cols; j++)
     for (int64_t i = 0; i < m->rows; i++) out[i + j * m->rows] = tu_get(m, b, i, j);
+}
+
+bool tu_lower_factor(const gstat_matrix *F, int64_t b, gstat_uplo uplo, double *l) {
+  int64_t n = F->rows;
+  bool clean = true;
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < n; i++) {
+      double f = uplo == GSTAT_LOWER ? tu_get(F, b, i, j) : tu_get(F, b, j, i);
+      if (i < j) clean &= f == 0;
+      l[i + j * n] = i >= j ? f : 0;
+    }
+  return clean;
+}
+
+void tu_fill_normal(tu_rng *r, tu_buf *B, double *b) {
+  int64_t size = B->m.rows * B->m.cols;
+  for (int64_t e = 0; e < B->m.batch; e++) {
+    for (int64_t i = 0; i < size; i++) b[e * size + i] = tu_normal(r);
+    tu_store_matrix(B, e, b + e * size);
+  }
 }
 
 void tu_poison(tu_buf *b) {

@@ -89,6 +89,15 @@ double tu_solve_residual(int64_t n, int64_t nrhs, const double *m, bool trans, c
 /* Read element b of a descriptor into a double column-major array. */
 void tu_read(const gstat_matrix *m, int64_t b, double *out);
 
+/* Element b of a triangular factor F (its `uplo` triangle) as the dense
+ * lower factor L (column-major n x n); false when the opposite strict
+ * triangle is not zero. */
+bool tu_lower_factor(const gstat_matrix *F, int64_t b, gstat_uplo uplo, double *l);
+
+/* Every element of B filled with normal random numbers (rounded to its
+ * dtype), copied to b (element after element, each column-major). */
+void tu_fill_normal(tu_rng *r, tu_buf *B, double *b);
+
 /* A new context with the given backend and otherwise default options
  * (asserts success through the caller's test framework: returns NULL on failure). */
 gstat_ctx *tu_ctx(gstat_backend backend);

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "fuzz_input.h"
+#include "families.h"
 #include "testutil.h"
 
 static const double max_ratio = 60;
@@ -67,10 +68,6 @@ static gstat_ctx *context(void) {
   }
   if (st != GSTAT_OK) abort();
   return ctx;
-}
-
-static double ulp_of(gstat_dtype dt) {
-  return dt == GSTAT_F64 ? DBL_EPSILON : dt == GSTAT_F32 ? FLT_EPSILON : 0x1p-7;
 }
 
 /* The case from the fuzzer's bytes. */
@@ -116,7 +113,7 @@ static void make_matrix(tu_rng *r, const fcase *c, double *a) {
   } else if (c->family >= TU_FAMILY_COUNT) {
     tu_planted(r, c->n, c->d, a);
   } else {
-    tu_symmetric(r, (tu_family)c->family, c->n, ulp_of(c->dt), c->dt != GSTAT_F64, a);
+    tu_symmetric(r, (tu_family)c->family, c->n, tf_ulp(c->dt), c->dt != GSTAT_F64, a);
   }
   if (c->grade != 1) tu_grade(c->n, c->grade, a);
   if (c->scale != 1)
@@ -177,7 +174,7 @@ static void check_bf16(gstat_ctx *ctx, const fcase *c, const tu_buf *A, const tu
 
 static void fuzz_eigh(gstat_ctx *ctx, const fcase *c) {
   int64_t n = c->n, nb = c->nb;
-  double ulp = ulp_of(c->dt);
+  double ulp = tf_ulp(c->dt);
   tu_rng r = {c->seed};
   tu_buf A = tu_buf_new(c->dt, nb, n, n, c->lin);
   tu_buf W = tu_buf_new(c->dt, nb, n, 1, c->lout);
@@ -225,11 +222,7 @@ static int definiteness(const fcase *c) {
   if (c->n == 0 || c->family == TU_IDENTITY) return 1;
   if (c->family == TU_ZERO) return -1;
   if (c->family < TU_FAMILY_COUNT) return 0;
-  double lo = INFINITY, top = 0;
-  for (int64_t i = 0; i < c->n; i++) lo = fmin(lo, c->d[i]), top = fmax(top, fabs(c->d[i]));
-  if (lo > 32 * (double)c->n * ulp_of(c->dt) * top) return 1;
-  if (lo <= -0.25 * top) return -1;
-  return 0;
+  return tf_definiteness(c->n, c->d, c->dt);
 }
 
 static int semidefinite(const fcase *c) {
@@ -238,29 +231,6 @@ static int semidefinite(const fcase *c) {
   for (int64_t i = 0; i < c->n; i++)
     if (c->d[i] < 0) return 0;
   return 1;
-}
-
-/* Element b of a triangular factor F as the dense lower factor L (and the
- * opposite strict triangle, which must be zero). */
-static void lower_factor(const fcase *c, const gstat_matrix *F, int64_t b, double *l) {
-  int64_t n = c->n;
-  for (int64_t j = 0; j < n; j++)
-    for (int64_t i = 0; i < n; i++) {
-      double f = c->uplo == GSTAT_LOWER ? tu_get(F, b, i, j) : tu_get(F, b, j, i);
-      if (i < j)
-        FZ_CHECK(f == 0, "F[%lld] opposite triangle (%lld,%lld) = %g", (long long)b, (long long)i,
-                 (long long)j, f);
-      l[i + j * n] = i >= j ? f : 0;
-    }
-}
-
-/* Random right-hand sides in B (rounded to its dtype), copied to b. */
-static void fill_rhs(tu_rng *r, tu_buf *B, double *b) {
-  int64_t n = B->m.rows, k = B->m.cols;
-  for (int64_t e = 0; e < B->m.batch; e++) {
-    for (int64_t i = 0; i < n * k; i++) b[e * n * k + i] = tu_normal(r);
-    tu_store_matrix(B, e, b + e * n * k);
-  }
 }
 
 /* M: element e of T as the solve sees it (its triangle, unit diagonal). */
@@ -278,14 +248,14 @@ static void triangle_of(const fcase *c, const gstat_matrix *T, int64_t e, double
 static void fuzz_solves(gstat_ctx *ctx, const fcase *c, tu_rng *r, const tu_buf *F,
                         const double *a) {
   int64_t n = c->n, k = c->nrhs, nb = c->nb;
-  double ulp = ulp_of(c->dt);
+  double ulp = tf_ulp(c->dt);
   tu_buf B = tu_buf_new(c->dt, nb, n, k, c->lout), X = tu_buf_new(c->dt, nb, n, k, c->lin);
   double *b = malloc(sizeof(double) * (size_t)(nb * n * k + 1)),
          *x = malloc(sizeof(double) * (size_t)(n * k + 1));
   double *m = malloc(sizeof(double) * (size_t)(n * n + 1));
   tu_buf *out = c->in_place ? &B : &X;
   int64_t info[3] = {-1, -1, -1};
-  fill_rhs(r, &B, b);
+  tu_fill_normal(r, &B, b);
   FZ_CHECK(gstat_cholesky_solve(ctx, &F->m, c->uplo, &B.m, &out->m, info) == GSTAT_OK,
            "cholesky_solve: %s", gstat_ctx_last_error(ctx));
   check_buffers(out, "X");
@@ -302,7 +272,7 @@ static void fuzz_solves(gstat_ctx *ctx, const fcase *c, tu_rng *r, const tu_buf 
       for (int64_t i = 0; i < n; i++) tu_set(&T.m, e, i, j, tu_get(&F->m, e, i, j));
   if (c->zero_at >= 0) tu_set(&T.m, 0, c->zero_at, c->zero_at, 0);
   int singular = c->zero_at >= 0 && c->diag == GSTAT_NON_UNIT && k > 0;
-  fill_rhs(r, &B, b);
+  tu_fill_normal(r, &B, b);
   tu_poison(&X);
   gstat_status st =
       gstat_triangular_solve(ctx, &T.m, c->uplo, c->trans, c->diag, &B.m, &out->m, info);
@@ -332,7 +302,7 @@ static void fuzz_solves(gstat_ctx *ctx, const fcase *c, tu_rng *r, const tu_buf 
 
 static void fuzz_cholesky(gstat_ctx *ctx, const fcase *c) {
   int64_t n = c->n, nb = c->nb;
-  double ulp = ulp_of(c->dt);
+  double ulp = tf_ulp(c->dt);
   tu_rng r = {c->seed};
   tu_buf A = tu_buf_new(c->dt, nb, n, n, c->lin), F = tu_buf_new(c->dt, nb, n, n, c->lout);
   double *a = malloc(sizeof(double) * (size_t)(nb * n * n + 1)),
@@ -357,7 +327,8 @@ static void fuzz_cholesky(gstat_ctx *ctx, const fcase *c) {
       continue;
     }
     FZ_CHECK(info[b] == 0, "info[%lld] = %lld", (long long)b, (long long)info[b]);
-    lower_factor(c, &out->m, b, l);
+    FZ_CHECK(tu_lower_factor(&out->m, b, c->uplo, l), "F[%lld]: opposite triangle not zero",
+             (long long)b);
     /* a semidefinite matrix's factor is bounded (l_ij^2 <= a_ii): the residual
      * is small whenever the factorization went through */
     if (pd > 0 || semidefinite(c))
