@@ -268,8 +268,9 @@ gstat_status gstat_cu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X, in
                           bool include_self, int64_t *nbr, double *d2) {
   gstat_cu_state *s = state;
   cudaSetDevice(s->device);
-  if (X->rows > INT32_MAX / 2 || X->cols > INT32_MAX)
-    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED, "knn: n or p exceeds cuBLAS's int range");
+  if (X->rows > INT32_MAX / 2 || X->cols > INT32_MAX || X->cols < 1)
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "knn: n or p outside cuBLAS's int range, or no columns");
   if (gstat_cu_fault_now() == FAULT_OOM)
     return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "knn: simulated device out of memory");
   int cdt = gstat_cu_compute_dtype(X->dtype);
