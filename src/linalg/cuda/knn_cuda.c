@@ -51,6 +51,19 @@ static size_t up256(size_t bytes) {
   return (bytes + 255) / 256 * 256;
 }
 
+/* Bytes a buffer of `role` may take: half of what is free now (its own
+ * current size counted as free: it is replaced when it grows), at most half
+ * of the state's budget. */
+static size_t knn_budget(gstat_cu_state *s, gstat_cu_role role) {
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+    cudaGetLastError();
+    free_b = s->free_bytes_cap;
+  }
+  free_b += s->dev[role].size;
+  return (free_b < s->free_bytes_cap ? free_b : s->free_bytes_cap) / 2;
+}
+
 /* c and eta of B = c (sq_i + sq_j) + eta: the GEMM's dot products (gamma_p
  * of |y_i| |y_j| in any summation order), the norms' (gamma_p each), the
  * two roundings of a, the copy's rounding (about 4u of the norms), the
@@ -96,7 +109,7 @@ static gstat_status sort_group(const knn_job *job, const int *rows, int64_t g, i
   gstat_cu_state *s = job->s;
   gstat_ctx *ctx = job->ctx;
   int64_t n = job->n, per = 24 * n + 8, m = job->kp + 1 < n ? job->kp + 1 : n;
-  int64_t fit = (int64_t)(s->free_bytes_cap / 2 / (size_t)per);
+  int64_t fit = (int64_t)(knn_budget(s, CU_KNN_SORT) / (size_t)per);
   if (g > fit) g = fit > 1 ? fit : 1;
   if (g > INT32_MAX / n) g = INT32_MAX / n;
   if (g > 65535) g = 65535;
@@ -179,7 +192,7 @@ static gstat_status blocked_search(knn_job *job, int cap) {
   gstat_ctx *ctx = job->ctx;
   int64_t n = job->n, k = job->k;
   size_t per_row = n * job->es + (size_t)cap * 4 + 8 + (size_t)k * 16 + 64;
-  size_t budget = s->free_bytes_cap / 2, dots_max = (size_t)4 << 30;
+  size_t budget = knn_budget(s, CU_KNN), dots_max = (size_t)4 << 30;
   int64_t rb = (int64_t)(budget / per_row);
   if ((size_t)rb * n * job->es > dots_max) rb = (int64_t)(dots_max / (n * job->es));
   rb = rb < 1 ? 1 : rb > n ? n : rb;
