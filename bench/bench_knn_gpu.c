@@ -94,8 +94,8 @@ static void row(gstat_ctx *gpu, gstat_ctx *cpu, int64_t n, int64_t p, bool run_c
   for (int64_t i = 0; run_cpu && i < n; i++)
     differ += memcmp(ig + i * k, ic + i * k, sizeof(int64_t) * (size_t)k) != 0;
   if (run_cpu)
-    printf("| %lld | %lld | %.1f | %.1f | %.1f | %.1f | %lld |\n", (long long)n, (long long)p, t_dev,
-           t_host, t_cpu, t_cpu / t_dev, (long long)differ);
+    printf("| %lld | %lld | %.1f | %.1f | %.1f | %.1f | %lld |\n", (long long)n, (long long)p,
+           t_dev, t_host, t_cpu, t_cpu / t_dev, (long long)differ);
   else
     printf("| %lld | %lld | %.1f | %.1f | (skipped) | | |\n", (long long)n, (long long)p, t_dev,
            t_host);
@@ -124,15 +124,15 @@ int main(int argc, char **argv) {
     if (timed_knn(gpu, &X, 10, idx, dist) < 0) return 1;
     free(x);
   }
-  printf("| n | p | GPU, device data ms | GPU, host data ms | CPU ms | CPU / GPU device | rows "
-         "differing |\n|---:|---:|---:|---:|---:|---:|---:|\n");
+  printf(
+      "| n | p | GPU, device data ms | GPU, host data ms | CPU ms | CPU / GPU device | rows "
+      "differing |\n|---:|---:|---:|---:|---:|---:|---:|\n");
   if (argc - first >= 2) {
     for (int a = first; a + 1 < argc; a += 2)
       row(gpu, cpu, atoll(argv[a]), atoll(argv[a + 1]), true);
   } else {
     const int64_t sizes[4][2] = {{100000, 10}, {100000, 100}, {1000000, 10}, {1000000, 100}};
-    for (int s = 0; s < 4; s++)
-      row(gpu, cpu, sizes[s][0], sizes[s][1], cpu_all || s < 3);
+    for (int s = 0; s < 4; s++) row(gpu, cpu, sizes[s][0], sizes[s][1], cpu_all || s < 3);
   }
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);

@@ -1228,7 +1228,8 @@ static void test_host_data_offload(void **state) {
 static void knn_case(gstat_ctx *gpu, gstat_ctx *cpu, const tu_buf *X, int64_t k, bool self,
                      const char *what) {
   int64_t n = X->m.rows, cells = n * k;
-  int64_t *ic = malloc(sizeof(int64_t) * (size_t)cells), *ig = malloc(sizeof(int64_t) * (size_t)cells);
+  int64_t *ic = malloc(sizeof(int64_t) * (size_t)cells),
+          *ig = malloc(sizeof(int64_t) * (size_t)cells);
   double *dc = malloc(sizeof(double) * (size_t)cells), *dg = malloc(sizeof(double) * (size_t)cells);
   assert_int_equal(gstat_knn(cpu, &X->m, k, self, ic, dc), GSTAT_OK);
   for (int dev = 0; dev <= 1; dev++) {
@@ -1245,11 +1246,12 @@ static void knn_case(gstat_ctx *gpu, gstat_ctx *cpu, const tu_buf *X, int64_t k,
     }
     for (int64_t e = 0; e < cells; e++) {
       if (ig[e] == ic[e] && fabs(dg[e] - dc[e]) <= 4 * DBL_EPSILON * dc[e]) continue;
-      print_error("knn %s: n=%lld p=%lld dtype=%d k=%lld self=%d %s data: row %lld slot %lld: "
-                  "%lld (%.17g), the CPU %lld (%.17g)\n",
-                  what, (long long)n, (long long)X->m.cols, (int)X->m.dtype, (long long)k, self,
-                  dev ? "device" : "host", (long long)(e / k), (long long)(e % k),
-                  (long long)ig[e], dg[e], (long long)ic[e], dc[e]);
+      print_error(
+          "knn %s: n=%lld p=%lld dtype=%d k=%lld self=%d %s data: row %lld slot %lld: "
+          "%lld (%.17g), the CPU %lld (%.17g)\n",
+          what, (long long)n, (long long)X->m.cols, (int)X->m.dtype, (long long)k, self,
+          dev ? "device" : "host", (long long)(e / k), (long long)(e % k), (long long)ig[e], dg[e],
+          (long long)ic[e], dc[e]);
       fail();
     }
     if (dptr) cudaFree(dptr);
@@ -1267,7 +1269,7 @@ static tu_buf knn_points(tu_rng *r, gstat_dtype dt, tu_layout layout, int64_t n,
   tu_buf X = tu_buf_new(dt, 1, n, p, layout);
   for (int64_t i = 0; i < n; i++)
     for (int64_t a = 0; a < p; a++) {
-      double v = grid > 0    ? floor(tu_uniform(r) * grid)
+      double v = grid > 0   ? floor(tu_uniform(r) * grid)
                  : grid < 0 ? (double)((i % distinct) * (a + 1))
                             : tu_normal(r);
       tu_set(&X.m, 0, i, a, tu_round(dt, v + offset));

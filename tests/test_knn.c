@@ -273,8 +273,8 @@ static void test_cancel(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_random), cmocka_unit_test(test_ties), cmocka_unit_test(test_scaled),
-      cmocka_unit_test(test_gemm_offset),
+      cmocka_unit_test(test_random),    cmocka_unit_test(test_ties),
+      cmocka_unit_test(test_scaled),    cmocka_unit_test(test_gemm_offset),
       cmocka_unit_test(test_one_point), cmocka_unit_test(test_cancel)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

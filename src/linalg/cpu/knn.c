@@ -436,8 +436,9 @@ static void gemm_bound(gstat_dtype dt, int64_t p, double *c, double *eta) {
 static double exact_d2(gstat_dtype dt, const void *x, int64_t n, int64_t p, int64_t i, int64_t j) {
   double s = 0;
   for (int64_t c = 0; c < p; c++) {
-    double g = dt == GSTAT_F64 ? ((const double *)x)[i + c * n] - ((const double *)x)[j + c * n]
-                               : (double)((const float *)x)[i + c * n] - ((const float *)x)[j + c * n];
+    double g = dt == GSTAT_F64
+                   ? ((const double *)x)[i + c * n] - ((const double *)x)[j + c * n]
+                   : (double)((const float *)x)[i + c * n] - ((const float *)x)[j + c * n];
     s += g * g;
   }
   return s;

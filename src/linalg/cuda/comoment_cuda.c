@@ -445,7 +445,8 @@ double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work 
   double bytes = items * n * p * (double)gstat_cu_dtype_bytes((int)w->dtype);
   if (w->op == GSTAT_I_PRIM_KNN) { /* GEMM distances, their passes, the results back */
     double es = (double)gstat_cu_dtype_bytes(gstat_cu_compute_dtype(w->dtype));
-    return cuda_rules.call_seconds + (bytes + items * n * (double)w->k * 16) / cuda_rules.h2d_bytes +
+    return cuda_rules.call_seconds +
+           (bytes + items * n * (double)w->k * 16) / cuda_rules.h2d_bytes +
            2 * items * n * n * p / cuda_rules.flops[w->dtype == GSTAT_F64] +
            4 * items * n * n * es / cuda_rules.knn_bytes;
   }

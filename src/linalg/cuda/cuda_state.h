@@ -41,8 +41,8 @@ typedef enum {
   CU_PART,  /* co-moment: partial products of row blocks */
   CU_SC,    /* batch spectral clustering: one chunk's Laplacians, results, scratch */
   CU_CHAIN, /* a statistic's chain of primitives on device data (workspace) */
-  CU_KNN,      /* knn: a block of distances, candidate lists, results */
-  CU_KNN_SORT, /* knn: the exhaustive path's distances and sort scratch */
+  CU_KNN,   /* knn: a block of distances, candidate lists, results */
+  CU_KSORT, /* knn: the exhaustive path's distances and sort scratch */
   CU_NBUF
 } gstat_cu_role;
 

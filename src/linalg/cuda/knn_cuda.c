@@ -109,7 +109,7 @@ static gstat_status sort_group(const knn_job *job, const int *rows, int64_t g, i
   gstat_cu_state *s = job->s;
   gstat_ctx *ctx = job->ctx;
   int64_t n = job->n, per = 24 * n + 8, m = job->kp + 1 < n ? job->kp + 1 : n;
-  int64_t fit = (int64_t)(knn_budget(s, CU_KNN_SORT) / (size_t)per);
+  int64_t fit = (int64_t)(knn_budget(s, CU_KSORT) / (size_t)per);
   if (g > fit) g = fit > 1 ? fit : 1;
   if (g > INT32_MAX / n) g = INT32_MAX / n;
   if (g > 65535) g = 65535;
@@ -117,7 +117,7 @@ static gstat_status sort_group(const knn_job *job, const int *rows, int64_t g, i
   TRY_CU(gstat_cu_knn_sort_segments(NULL, NULL, NULL, NULL, g, n, NULL, NULL, &temp, s->stream),
          "sort size");
   size_t total = 2 * kb + 2 * vb + up256((size_t)(2 * g + 1) * 4) + temp;
-  char *w = gstat_cu_buffer(s, ctx, CU_KNN_SORT, total);
+  char *w = gstat_cu_buffer(s, ctx, CU_KSORT, total);
   if (!w) return GSTAT_ENOMEM;
   double *keys = (double *)w, *keys_out = (double *)(w + kb);
   int *vals = (int *)(w + 2 * kb), *vals_out = (int *)(w + 2 * kb + vb);
@@ -244,7 +244,8 @@ static gstat_status blocked_search(knn_job *job, int cap) {
 static gstat_status exhaustive_search(knn_job *job) {
   int64_t chunk = 65536;
   int *rows = malloc(sizeof(int) * (size_t)(job->n < chunk ? job->n : chunk));
-  if (!rows) return gstat_cu_host->fail(job->ctx, GSTAT_ENOMEM, "knn: cannot allocate host scratch");
+  if (!rows)
+    return gstat_cu_host->fail(job->ctx, GSTAT_ENOMEM, "knn: cannot allocate host scratch");
   gstat_status st = GSTAT_OK;
   for (int64_t r0 = 0; r0 < job->n && st == GSTAT_OK; r0 += chunk) {
     int64_t nb = job->n - r0 < chunk ? job->n - r0 : chunk;
@@ -287,8 +288,20 @@ gstat_status gstat_cu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X, in
   if (gstat_cu_fault_now() == FAULT_OOM)
     return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "knn: simulated device out of memory");
   int cdt = gstat_cu_compute_dtype(X->dtype);
-  knn_job job = {s,    ctx, cdt, gstat_cu_dtype_bytes(cdt), X->rows, X->cols, k,
-                 k - include_self, include_self, NULL, NULL, NULL, nbr, d2};
+  knn_job job = {s,
+                 ctx,
+                 cdt,
+                 gstat_cu_dtype_bytes(cdt),
+                 X->rows,
+                 X->cols,
+                 k,
+                 k - include_self,
+                 include_self,
+                 NULL,
+                 NULL,
+                 NULL,
+                 nbr,
+                 d2};
   if (job.kp == 0) { /* only the point itself */
     for (int64_t i = 0; i < job.n; i++) {
       nbr[i] = i;

@@ -166,8 +166,8 @@ __global__ void __launch_bounds__(kThreads)
 /* The CPU's exact squared distance: differences in double, squared and
  * summed in column order, each operation rounded on its own (no FMA). */
 template <typename T>
-__device__ __forceinline__ double exact_d2(const T *__restrict__ x, int64_t n, int64_t p,
-                                           int64_t i, int64_t j) {
+__device__ __forceinline__ double exact_d2(const T *__restrict__ x, int64_t n, int64_t p, int64_t i,
+                                           int64_t j) {
   double s = 0;
   for (int64_t c = 0; c < p; c++) {
     double g = __dsub_rn((double)x[i + c * n], (double)x[j + c * n]);
@@ -279,8 +279,8 @@ extern "C" cudaError_t gstat_cu_knn_center(int dtype, const void *x, void *y, vo
   } else {
     col_stats<<<(unsigned)p, kThreads, 0, stream>>>((const double *)x, n, p, stats);
     scale_of<<<1, 1, 0, stream>>>(stats, p);
-    center_scaled<<<blocks_for(n * p), kThreads, 0, stream>>>((const double *)x, (double *)y, n,
-                                                              p, stats);
+    center_scaled<<<blocks_for(n * p), kThreads, 0, stream>>>((const double *)x, (double *)y, n, p,
+                                                              stats);
     squared_norms<<<nb, kThreads, 0, stream>>>((const double *)y, (double *)sq, n, p);
   }
   return cudaGetLastError();
@@ -292,19 +292,18 @@ extern "C" cudaError_t gstat_cu_knn_select(int dtype, const void *dots, const vo
   if ((dtype != kF32 && dtype != kF64) || kp < 1 || kp >= n || rb < 1 || rb > INT_MAX)
     return cudaErrorInvalidValue;
   if (dtype == kF32)
-    select_rows<<<(unsigned)rb, kThreads, 0, stream>>>((const float *)dots, (const float *)sq, n,
-                                                       r0, kp, (float)c, (float)eta, cap, cand, count);
+    select_rows<<<(unsigned)rb, kThreads, 0, stream>>>(
+        (const float *)dots, (const float *)sq, n, r0, kp, (float)c, (float)eta, cap, cand, count);
   else
-    select_rows<<<(unsigned)rb, kThreads, 0, stream>>>((const double *)dots, (const double *)sq,
-                                                       n, r0, kp, c, eta, cap, cand, count);
+    select_rows<<<(unsigned)rb, kThreads, 0, stream>>>((const double *)dots, (const double *)sq, n,
+                                                       r0, kp, c, eta, cap, cand, count);
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t gstat_cu_knn_exact(int dtype, const void *x, int64_t n, int64_t p,
                                           int64_t r0, int64_t rb, int64_t kp, int include_self,
-                                          int cap, const int *cand, const int *count,
-                                          int64_t *nbr, double *d2, int *overflow,
-                                          cudaStream_t stream) {
+                                          int cap, const int *cand, const int *count, int64_t *nbr,
+                                          double *d2, int *overflow, cudaStream_t stream) {
   if ((dtype != kF32 && dtype != kF64) || cap < 2 || cap > GSTAT_CU_KNN_MAX_CAP ||
       (cap & (cap - 1)) || kp + include_self > cap || rb < 1 || rb > INT_MAX)
     return cudaErrorInvalidValue;
@@ -326,10 +325,10 @@ extern "C" cudaError_t gstat_cu_knn_all_distances(int dtype, const void *x, int6
   dim3 grid((unsigned)blocks_for(n < 64 * kThreads ? n : 64 * kThreads), (unsigned)g);
   if (dtype == kF32)
     all_distances<<<grid, kThreads, 0, stream>>>((const float *)x, n, p, rows, g, keys, vals,
-                                                  offsets);
+                                                 offsets);
   else
     all_distances<<<grid, kThreads, 0, stream>>>((const double *)x, n, p, rows, g, keys, vals,
-                                                  offsets);
+                                                 offsets);
   return cudaGetLastError();
 }
 
@@ -337,7 +336,6 @@ extern "C" cudaError_t gstat_cu_knn_sort_segments(const double *keys, const int 
                                                   double *keys_out, int *vals_out, int64_t g,
                                                   int64_t n, const int *offsets, void *temp,
                                                   size_t *temp_bytes, cudaStream_t stream) {
-  return cub::DeviceSegmentedSort::StableSortPairs(temp, *temp_bytes, keys, keys_out, vals,
-                                                   vals_out, g * n, g, offsets, offsets + 1,
-                                                   stream);
+  return cub::DeviceSegmentedSort::StableSortPairs(
+      temp, *temp_bytes, keys, keys_out, vals, vals_out, g * n, g, offsets, offsets + 1, stream);
 }
