@@ -9,7 +9,7 @@
  * vouches for a call whose info is all 0 (info_clean).
  *
  * Its "device memory" is host memory in descriptors marked GSTAT_CUDA: the
- * statistics primitives (co-moment, projection, non-finite scan, copies)
+ * statistics primitives (co-moment, projection, kNN, non-finite scan, copies)
  * run the CPU's code on it, so CI exercises the scheduler's device paths;
  * host data it takes as the CUDA module does (its host_cost says it always
  * pays, so AUTO picks it).
@@ -149,6 +149,13 @@ static gstat_status project(void *s, gstat_ctx *ctx, const gstat_matrix *X, int6
   return host->cpu->project(NULL, ctx, X, b, mean, scale, comp, ev, k, Y);
 }
 
+static gstat_status knn(void *s, gstat_ctx *ctx, const gstat_matrix *X, int64_t b, int64_t k,
+                        bool include_self, int64_t *nbr, double *d2) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  return host->cpu->knn(NULL, ctx, X, b, k, include_self, nbr, d2);
+}
+
 static gstat_status copy(void *s, gstat_ctx *ctx, const gstat_matrix *src, gstat_matrix *dst) {
   (void)s;
   return host->cpu->copy(NULL, ctx, src, dst);
@@ -210,6 +217,7 @@ static const gstat_i_backend_ops ops = {
     .workspace = workspace,
     .project = project,
     .find_nonfinite = find_nonfinite,
+    .knn = knn,
     .host_cost = host_cost,
 };
 

@@ -255,6 +255,27 @@ static void sm_accumulator(gstat_ctx *ctx, const sm_memory *mem, bool device, gs
   sm_arg_free(mem, &M);
 }
 
+/* The first element's neighbour lists (indices as doubles, then the
+ * distances), with the point itself and without: exact on every backend. */
+static void sm_knn(gstat_ctx *ctx, const sm_memory *mem, bool device, gstat_dtype dt,
+                   const double *x, double **out, int64_t *count) {
+  enum { K = 6 };
+  sm_arg X = sm_arg_new(mem, device, dt, 1, SM_N, SM_P, x);
+  int64_t idx[SM_N * K];
+  double dist[SM_N * K];
+  *count = 4 * SM_N * K;
+  double *v = malloc(sizeof(double) * (size_t)*count);
+  for (int self = 0; self <= 1; self++) {
+    sm_check(ctx, gstat_knn(ctx, &X.m, K, self, idx, dist));
+    for (int64_t e = 0; e < SM_N * K; e++) {
+      v[(2 * self) * SM_N * K + e] = (double)idx[e];
+      v[(2 * self + 1) * SM_N * K + e] = dist[e];
+    }
+  }
+  *out = v;
+  sm_arg_free(mem, &X);
+}
+
 static const struct {
   const char *name;
   sm_stat run;
@@ -262,7 +283,7 @@ static const struct {
     {"covariance", sm_covariance},   {"shrinkage", sm_shrinkage},
     {"mahalanobis", sm_mahalanobis}, {"pca covariance", sm_pca_cov},
     {"pca gram", sm_pca_gram},       {"pca randomized", sm_pca_randomized},
-    {"accumulator", sm_accumulator},
+    {"accumulator", sm_accumulator}, {"knn", sm_knn},
 };
 
 /* The whole matrix; tol[d]: the relative tolerance for dtype d (f32, f64,

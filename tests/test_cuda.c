@@ -4,7 +4,8 @@
  * backend (eigenvalues, identical signs); the 100000 x 16 batch; zero device
  * allocations after the first call of a shape; and the fallback paths driven
  * by GSTAT_CUDA_FAULT; batch spectral clustering of graphs in device memory
- * against the host engine. Without a usable GPU the program reports itself
+ * against the host engine; kNN of device and host data equal to the CPU's
+ * (random, lattice, duplicated and offset points). Without a usable GPU the program reports itself
  * skipped (exit 77, ctest's SKIP_RETURN_CODE) and tests nothing.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -1219,6 +1220,123 @@ static void test_host_data_offload(void **state) {
   free(cc);
 }
 
+/* ---- kNN on the GPU: the CPU's exact answer (src/linalg/cuda/knn_cuda.c) ---- */
+
+/* gstat_knn of X on the GPU, from device memory and from host memory, equals
+ * the CPU's: the same indices, distances within a few ulps (both are the
+ * float64 distances from the coordinates). */
+static void knn_case(gstat_ctx *gpu, gstat_ctx *cpu, const tu_buf *X, int64_t k, bool self,
+                     const char *what) {
+  int64_t n = X->m.rows, cells = n * k;
+  int64_t *ic = malloc(sizeof(int64_t) * (size_t)cells),
+          *ig = malloc(sizeof(int64_t) * (size_t)cells);
+  double *dc = malloc(sizeof(double) * (size_t)cells), *dg = malloc(sizeof(double) * (size_t)cells);
+  assert_int_equal(gstat_knn(cpu, &X->m, k, self, ic, dc), GSTAT_OK);
+  for (int dev = 0; dev <= 1; dev++) {
+    void *dptr = NULL;
+    gstat_matrix m = dev ? to_device(X, &dptr) : X->m;
+    memset(ig, 0xff, sizeof(int64_t) * (size_t)cells);
+    assert_int_equal(gstat_knn(gpu, &m, k, self, ig, dg), GSTAT_OK);
+    unsigned ran = gstat_ctx_last_backends(gpu);
+    if (!(ran & GSTAT_RAN_CUDA) || (ran & GSTAT_RAN_CPU)) {
+      print_error("knn %s: n=%lld p=%lld k=%lld self=%d %s data: ran %#x, not the GPU alone\n",
+                  what, (long long)n, (long long)X->m.cols, (long long)k, self,
+                  dev ? "device" : "host", ran);
+      fail();
+    }
+    for (int64_t e = 0; e < cells; e++) {
+      if (ig[e] == ic[e] && fabs(dg[e] - dc[e]) <= 4 * DBL_EPSILON * dc[e]) continue;
+      print_error(
+          "knn %s: n=%lld p=%lld dtype=%d k=%lld self=%d %s data: row %lld slot %lld: "
+          "%lld (%.17g), the CPU %lld (%.17g)\n",
+          what, (long long)n, (long long)X->m.cols, (int)X->m.dtype, (long long)k, self,
+          dev ? "device" : "host", (long long)(e / k), (long long)(e % k), (long long)ig[e], dg[e],
+          (long long)ic[e], dc[e]);
+      fail();
+    }
+    if (dptr) cudaFree(dptr);
+  }
+  free(ic);
+  free(ig);
+  free(dc);
+  free(dg);
+}
+
+/* n points: normal (grid 0), integers in [0, grid) (ties everywhere), or
+ * `distinct` points repeated (grid < 0: duplicates); plus an offset. */
+static tu_buf knn_points(tu_rng *r, gstat_dtype dt, tu_layout layout, int64_t n, int64_t p,
+                         double grid, int64_t distinct, double offset) {
+  tu_buf X = tu_buf_new(dt, 1, n, p, layout);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t a = 0; a < p; a++) {
+      double v = grid > 0   ? floor(tu_uniform(r) * grid)
+                 : grid < 0 ? (double)((i % distinct) * (a + 1))
+                            : tu_normal(r);
+      tu_set(&X.m, 0, i, a, tu_round(dt, v + offset));
+    }
+  return X;
+}
+
+static void knn_sweep(gstat_ctx *gpu, gstat_ctx *cpu, const tu_buf *X, const char *what) {
+  int64_t n = X->m.rows;
+  const int64_t ks[] = {1, 10, 50};
+  for (int self = 0; self <= 1; self++)
+    for (int ki = 0; ki < 3; ki++) {
+      int64_t most = self ? n : n - 1, k = ks[ki] < most ? ks[ki] : most;
+      if (k >= 1 && (n < 20000 || ki > 0)) knn_case(gpu, cpu, X, k, self, what);
+    }
+}
+
+/* Random data of 2-100 dimensions, float32/float64 (and bf16 once), every
+ * layout, n from 1 to 20000, k 1, 10, 50, with and without the point. */
+static void test_knn_random(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng r = tu_rng_new();
+  const int64_t dims[] = {2, 10, 40, 100}, sizes[] = {1, 2, 37, 1000, 20000};
+  for (int di = 0; di < 4; di++)
+    for (int si = 0; si < 5; si++)
+      for (int d = 0; d < 2; d++) {
+        gstat_dtype dt = d ? GSTAT_F32 : GSTAT_F64;
+        tu_buf X = knn_points(&r, dt, (tu_layout)((di + si + d) % TU_LAYOUT_COUNT), sizes[si],
+                              dims[di], 0, 0, 0.0);
+        knn_sweep(gpu, cpu, &X, "random");
+        tu_buf_free(&X);
+      }
+  tu_buf b16 = knn_points(&r, GSTAT_BF16, TU_ROW_MAJOR, 3000, 10, 0, 0, 0.0);
+  knn_sweep(gpu, cpu, &b16, "bf16");
+  tu_buf_free(&b16);
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
+/* Integer lattices full of exact ties, duplicated points (every candidate
+ * list overflows: the exhaustive path), points far from the origin (the
+ * GEMM's rounding exceeds the neighbours' gaps), and k near n (the
+ * exhaustive path for every row). */
+static void test_knn_ties(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng r = tu_rng_new();
+  const int64_t dims[] = {2, 10, 40};
+  for (int di = 0; di < 3; di++)
+    for (int d = 0; d < 2; d++) {
+      gstat_dtype dt = d ? GSTAT_F32 : GSTAT_F64;
+      tu_buf L = knn_points(&r, dt, TU_COL_MAJOR, 4000, dims[di], 4.0, 0, 0.0);
+      knn_sweep(gpu, cpu, &L, "lattice");
+      tu_buf_free(&L);
+      tu_buf D = knn_points(&r, dt, TU_ROW_MAJOR, 3000, dims[di], -1.0, 7, 0.0);
+      knn_sweep(gpu, cpu, &D, "duplicates");
+      tu_buf_free(&D);
+      tu_buf F = knn_points(&r, dt, TU_ROW_MAJOR, 2000, dims[di], 0, 0, 300.0);
+      knn_sweep(gpu, cpu, &F, "offset");
+      for (int self = 0; self <= 1; self++) knn_case(gpu, cpu, &F, 1999, self, "k near n");
+      tu_buf_free(&F);
+    }
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
 int main(void) {
   gstat_ctx *probe;
   if (gstat_ctx_create(&probe, NULL) != GSTAT_OK) return 1;
@@ -1250,6 +1368,8 @@ int main(void) {
       cmocka_unit_test(test_spectral_device_batch),
       cmocka_unit_test(test_statistics_matrix),
       cmocka_unit_test(test_host_data_offload),
+      cmocka_unit_test(test_knn_random),
+      cmocka_unit_test(test_knn_ties),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

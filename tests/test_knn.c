@@ -131,9 +131,9 @@ static void test_random(void **state) {
           int64_t k = ks[ki] < most ? ks[ki] : most;
           if (k < 1) continue;
           check_case(gstat_i_knn_tree, "tree", &X, 1, order, k, self, 1e-13);
-          /* GEMM's float64 ranking matches on random data; float32's is
-           * float32's own (checked on the lattice below) */
-          if (dt == GSTAT_F64) check_case(gstat_i_knn_gemm, "gemm", &X, 1, order, k, self, 1e-13);
+          /* the GEMM path is exact too (its rounded distances only choose
+           * candidates): float32 data included, distances bit for bit */
+          check_case(gstat_i_knn_gemm, "gemm", &X, 1, order, k, self, 0.0);
         }
       }
       free(order);
@@ -189,6 +189,32 @@ static void test_scaled(void **state) {
     tu_buf_free(&X);
     free(x);
   }
+}
+
+/* float32 points far from the origin in 16 dimensions: the float32 GEMM's
+ * rounding (about |x|^2 2^-24 p) exceeds the gaps between neighbours, so a
+ * search that ranked by the GEMM's distances would pick wrong ones; the
+ * bounded candidates and exact distances must not. */
+static void test_gemm_offset(void **state) {
+  (void)state;
+  tu_rng r = tu_rng_new();
+  int64_t n = 400, p = 16;
+  double *x = malloc(sizeof(double) * (size_t)(n * p));
+  tu_buf X = points(&r, GSTAT_F32, TU_ROW_MAJOR, n, p, 0, x);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t a = 0; a < p; a++) {
+      double v = tu_round(GSTAT_F32, x[i * p + a] * 0.05 + 300.0);
+      x[i * p + a] = v;
+      tu_set(&X.m, 1, i, a, v);
+    }
+  cand *order = reference_order(n, p, x);
+  for (int self = 0; self <= 1; self++) {
+    check_case(gstat_i_knn_gemm, "gemm", &X, 1, order, 10, self, 0.0);
+    check_case(gstat_i_knn_tree, "tree", &X, 1, order, 10, self, 0.0);
+  }
+  free(order);
+  tu_buf_free(&X);
+  free(x);
 }
 
 /* n copies of one point: every neighbour list is the smallest indices. */
@@ -247,7 +273,8 @@ static void test_cancel(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_random), cmocka_unit_test(test_ties), cmocka_unit_test(test_scaled),
+      cmocka_unit_test(test_random),    cmocka_unit_test(test_ties),
+      cmocka_unit_test(test_scaled),    cmocka_unit_test(test_gemm_offset),
       cmocka_unit_test(test_one_point), cmocka_unit_test(test_cancel)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

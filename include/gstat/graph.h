@@ -243,12 +243,15 @@ GSTAT_API gstat_status gstat_affinity_csr(gstat_ctx *ctx, const gstat_matrix *X,
  * (distance, index), so ties go to the smaller index, and distances (n x k
  * doubles, row-major, or NULL) holds their distances. With include_self the
  * point itself comes first (distance 0) and k - 1 others follow; without,
- * k others. X: any dtype and strides, host or CUDA device memory (searched
- * on the CPU through a host copy today), batch 1. Up to 16 dimensions a k-d
- * tree searches (exact float64 distances; its cost grows like n log n on
- * clustered data); above, blocked GEMM distances (float32 ones for float32
- * data) rank the candidates, whose distances are then measured exactly.
- * Reports progress ("knn") and honours cancellation.
+ * k others. X: any dtype and strides, host or CUDA device memory, batch 1.
+ * Every path gives the same answer: the exact float64 squared distances
+ * from the coordinates, ordered by (distance, index). On the CPU up to 16
+ * dimensions a k-d tree searches (its cost grows like n log n on clustered
+ * data); above, and on the GPU (device data; host data when the context or
+ * its cost model says so), blocked GEMM distances (float32 ones for float32
+ * and bfloat16 data) choose the candidates within a proven bound of their
+ * rounding, whose distances are then measured exactly. Reports progress
+ * ("knn", on the CPU) and honours cancellation.
  *
  * Statuses: GSTAT_OK; GSTAT_EINVAL (NULL, shape, k outside [1, n] with
  * include_self or [1, n - 1] without); GSTAT_ENOTFINITE (NaN/Inf in X,

@@ -238,8 +238,8 @@ def test_torch_unsupported_is_a_gstat_error():
 @needs_gpu
 @needs_torch
 def test_torch_kneighbors_of_device_points():
-    """A CUDA tensor's kNN lists (searched on the CPU through a host copy
-    today) equal those of the same points on the host."""
+    """A CUDA tensor's kNN lists (searched on the GPU) equal those of the
+    same points on the host, distances bit for bit (both exact)."""
     x = _data()
     xd = torch.from_numpy(x).to("cuda")
     dist, ind = gstat.kneighbors(xd, 6, include_self=True)

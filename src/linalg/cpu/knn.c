@@ -3,8 +3,10 @@
  * primitive): a k-d tree for few dimensions, whose cost grows like n log n
  * on clustered data, and blocked GEMM distances with a bounded heap per row
  * otherwise (the crossover: primitives_cpu.c's rules, bench/README.md).
- * Both keep the k best by (squared distance, row index), so ties go to the
- * smaller index, and neither holds more than a block of distances.
+ * Both keep the k best by (exact float64 squared distance, row index), so
+ * ties go to the smaller index (the GEMM's rounded distances only choose the
+ * candidates, under a proven error bound), and neither holds more than a
+ * block of distances.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -417,24 +419,69 @@ gstat_status gstat_i_knn_tree(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
 
 /* ---- blocked GEMM distances ---- */
 
-/* Row i's best others from its block of dot products (compute type dt):
- * ||x_i||^2 + ||x_j||^2 - 2 x_i.x_j, clipped at 0. */
-static void select_from_dots(gstat_dtype dt, const void *sq, const void *dot, int64_t n, int64_t i,
-                             best_k *h) {
+/* c and eta of the GEMM distances' error bound |a_ij - e_ij| <= c (|x_i|^2 +
+ * |x_j|^2) + eta, e_ij the exact distance below: the dot product's gamma_p
+ * of |x_i| |x_j| (any summation order), the norms' gamma_p each, a's two
+ * roundings, the exact distance's own gamma_{p+2} in double (e <= 2 (|x_i|^2
+ * + |x_j|^2)), underflow (eta), all doubled for the bound's own rounding.
+ * The CUDA module's knn_bound is the same (with its copy's rounding). */
+static void gemm_bound(gstat_dtype dt, int64_t p, double *c, double *eta) {
+  double u = dt == GSTAT_F64 ? 0x1p-53 : 0x1p-24;
+  *c = 2 * ((double)(2 * p + 10) * u * 1.01 + (double)(2 * p + 8) * 0x1p-53);
+  *eta = 2 * (double)(2 * p + 8) * (dt == GSTAT_F64 ? 0x1p-1074 : 0x1p-149);
+}
+
+/* The squared distance of rows i and j from the coordinates: differences
+ * in double, squared and summed in column order (the k-d tree's value). */
+static double exact_d2(gstat_dtype dt, const void *x, int64_t n, int64_t p, int64_t i, int64_t j) {
+  double s = 0;
+  for (int64_t c = 0; c < p; c++) {
+    double g = dt == GSTAT_F64
+                   ? ((const double *)x)[i + c * n] - ((const double *)x)[j + c * n]
+                   : (double)((const float *)x)[i + c * n] - ((const float *)x)[j + c * n];
+    s += g * g;
+  }
+  return s;
+}
+
+/* a = ||x_i||^2 + ||x_j||^2 - 2 x_i.x_j (clipped at 0, in dt) and its bound. */
+static inline void approx_at(gstat_dtype dt, const void *sq, const void *dot, int64_t i, int64_t j,
+                             double c, double eta, double *a, double *bound) {
+  double v, s;
   if (dt == GSTAT_F64) {
-    const double *s = sq, *x = dot;
-    for (int64_t j = 0; j < n && h->cap > 0; j++) {
-      double v = s[i] + s[j] - 2 * x[j];
-      v = v > 0 ? v : 0.0;
-      if (j != i && (!full(h) || worse(h->d[0], h->j[0], v, j))) offer(h, v, j);
-    }
+    const double *q = sq;
+    s = q[i] + q[j];
+    v = s - 2 * ((const double *)dot)[j];
   } else {
-    const float *s = sq, *x = dot;
-    for (int64_t j = 0; j < n && h->cap > 0; j++) {
-      float v = s[i] + s[j] - 2 * x[j];
-      double dv = v > 0 ? (double)v : 0.0;
-      if (j != i && (!full(h) || worse(h->d[0], h->j[0], dv, j))) offer(h, dv, j);
-    }
+    const float *q = sq;
+    float f = q[i] + q[j] - 2 * ((const float *)dot)[j];
+    s = (double)q[i] + q[j];
+    v = f;
+  }
+  *a = v > 0 ? v : 0.0;
+  *bound = c * s + eta;
+}
+
+/* Row i's best others, exactly by (exact distance, index), from its block
+ * of dot products: the kp-th smallest a + bound is at least the kp-th exact
+ * distance, so only the j whose a - bound is not above it can be among the
+ * best; those are measured exactly. (A NaN bound, from overflowing norms,
+ * keeps j.) */
+static void select_from_dots(gstat_dtype dt, const void *sq, const void *dot, const void *x,
+                             int64_t n, int64_t p, int64_t i, double c, double eta, best_k *h) {
+  if (h->cap == 0) return;
+  double a, bound;
+  for (int64_t j = 0; j < n; j++) {
+    approx_at(dt, sq, dot, i, j, c, eta, &a, &bound);
+    if (j != i && (!full(h) || worse(h->d[0], h->j[0], a + bound, j))) offer(h, a + bound, j);
+  }
+  double top = h->d[0];
+  h->size = 0;
+  for (int64_t j = 0; j < n; j++) {
+    approx_at(dt, sq, dot, i, j, c, eta, &a, &bound);
+    if (j == i || a - bound > top) continue;
+    double e = exact_d2(dt, x, n, p, i, j);
+    if (!full(h) || worse(h->d[0], h->j[0], e, j)) offer(h, e, j);
   }
 }
 
@@ -454,23 +501,8 @@ static void squared_norms(gstat_dtype dt, const void *x, int64_t n, int64_t p, v
   }
 }
 
-/* The chosen neighbours' squared distances from the coordinates (the
- * expanded form above cancels badly for close pairs). */
-static void exact_distances(gstat_dtype dt, const void *x, int64_t n, int64_t p, int64_t i,
-                            const int64_t *nbr, double *d2, int64_t k) {
-  for (int64_t r = 0; r < k; r++) {
-    double s = 0;
-    for (int64_t c = 0; c < p; c++) {
-      double g = dt == GSTAT_F64
-                     ? ((const double *)x)[i + c * n] - ((const double *)x)[nbr[r] + c * n]
-                     : (double)((const float *)x)[i + c * n] - ((const float *)x)[nbr[r] + c * n];
-      s += g * g;
-    }
-    d2[r] = s;
-  }
-}
-
-/* Float32 data rank by float32 distances (the GEMM at twice the rate). */
+/* Float32 data take float32 GEMM distances (twice the rate) to choose the
+ * candidates; the answer is exact either way. */
 gstat_status gstat_i_knn_gemm(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, int64_t k,
                               bool include_self, int64_t *nbr, double *d2) {
   int64_t n = X->rows, p = X->cols;
@@ -489,6 +521,8 @@ gstat_status gstat_i_knn_gemm(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
   char *x = w + o_x, *sq = w + o_sq, *block = w + o_block;
   gstat_i_dense_load(X, b, dt, x, n);
   squared_norms(dt, x, n, p, sq);
+  double c, eta;
+  gemm_bound(dt, p, &c, &eta);
   gstat_status st = GSTAT_OK;
   for (int64_t r0 = 0; r0 < n && st == GSTAT_OK; r0 += rows) {
     int64_t nb = n - r0 < rows ? n - r0 : rows;
@@ -500,8 +534,7 @@ gstat_status gstat_i_knn_gemm(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
     for (int64_t r = 0; r < nb; r++) {
       int64_t i = r0 + r;
       best_k h = row_slots(i, k, include_self, nbr, d2);
-      select_from_dots(dt, sq, block + (size_t)(r * n) * es, n, i, &h);
-      exact_distances(dt, x, n, p, i, nbr + i * k, d2 + i * k, k);
+      select_from_dots(dt, sq, block + (size_t)(r * n) * es, x, n, p, i, c, eta, &h);
       sort_row_by_index(nbr + i * k, d2 + i * k, k);
     }
     st = gstat_i_progress(ctx, "knn", r0 + nb, n);

@@ -24,7 +24,10 @@ static const struct {
   double flops[2];     /* sustained GEMM rate: float32, float64 */
   double call_seconds; /* a call's fixed cost: launches, synchronizations */
   size_t chunk_bytes;  /* host rows moved per chunk */
-} cuda_rules = {30e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20};
+  double knn_bytes;    /* knn: rate of the passes over a block of distances (GEMM write, three
+                          selection reads); a first estimate from the H200's bandwidth, to be
+                          measured (bench/knn_gpu) */
+} cuda_rules = {30e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20, 2e12};
 
 #define TRY_CU(expr, what)                                             \
   do {                                                                 \
@@ -438,9 +441,16 @@ gstat_status gstat_cu_find_nonfinite_first(void *state, gstat_ctx *ctx, const gs
 double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w) {
   (void)state;
   (void)ctx;
-  if (w->op != GSTAT_I_PRIM_COMOMENT && w->op != GSTAT_I_PRIM_PROJECT) return -1.0;
   double n = (double)w->n, p = (double)w->p, items = (double)w->batch;
   double bytes = items * n * p * (double)gstat_cu_dtype_bytes((int)w->dtype);
+  if (w->op == GSTAT_I_PRIM_KNN) { /* GEMM distances, their passes, the results back */
+    double es = (double)gstat_cu_dtype_bytes(gstat_cu_compute_dtype(w->dtype));
+    return cuda_rules.call_seconds +
+           (bytes + items * n * (double)w->k * 16) / cuda_rules.h2d_bytes +
+           2 * items * n * n * p / cuda_rules.flops[w->dtype == GSTAT_F64] +
+           4 * items * n * n * es / cuda_rules.knn_bytes;
+  }
+  if (w->op != GSTAT_I_PRIM_COMOMENT && w->op != GSTAT_I_PRIM_PROJECT) return -1.0;
   double flops =
       w->op == GSTAT_I_PRIM_COMOMENT ? 2 * items * n * p * p : 2 * items * n * p * (double)w->k;
   return cuda_rules.call_seconds + bytes / cuda_rules.h2d_bytes +

@@ -41,6 +41,8 @@ typedef enum {
   CU_PART,  /* co-moment: partial products of row blocks */
   CU_SC,    /* batch spectral clustering: one chunk's Laplacians, results, scratch */
   CU_CHAIN, /* a statistic's chain of primitives on device data (workspace) */
+  CU_KNN,   /* knn: a block of distances, candidate lists, results */
+  CU_KSORT, /* knn: the exhaustive path's distances and sort scratch */
   CU_NBUF
 } gstat_cu_role;
 
@@ -207,6 +209,8 @@ gstat_status gstat_cu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X
                               const double *ev, int64_t k, gstat_matrix *Y);
 gstat_status gstat_cu_find_nonfinite_first(void *state, gstat_ctx *ctx, const gstat_matrix *M,
                                            int64_t *first);
+gstat_status gstat_cu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b, int64_t k,
+                          bool include_self, int64_t *nbr, double *d2);
 double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w);
 gstat_status gstat_cu_spectral_dense(void *state, gstat_ctx *ctx, const gstat_i_sc_device_req *r);
 

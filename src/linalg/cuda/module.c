@@ -432,6 +432,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .workspace = gstat_cu_workspace,
     .project = gstat_cu_project,
     .find_nonfinite = gstat_cu_find_nonfinite_first,
+    .knn = gstat_cu_knn,
     .host_cost = gstat_cu_host_cost,
     .spectral_dense = gstat_cu_spectral_dense,
 };

@@ -16,8 +16,8 @@ def kneighbors(X, n_neighbors=5, *, include_self=False, return_distance=True, ba
     Parameters
     ----------
     X : array_like, shape (n, p)
-        Points in rows (any float dtype; a CUDA tensor is searched through a
-        host copy). Must be finite.
+        Points in rows (any float dtype; a CUDA tensor is searched on its
+        GPU). Must be finite.
     n_neighbors : int, optional
         Neighbours per point.
     include_self : bool, optional
@@ -37,10 +37,12 @@ def kneighbors(X, n_neighbors=5, *, include_self=False, return_distance=True, ba
 
     Notes
     -----
-    Exact. Up to 16 features a k-d tree searches (its cost grows like
-    ``n log n`` on clustered data) with float64 distances; above, blocked
-    GEMM distances rank the candidates (float32 ones for float32 data) and
-    the chosen neighbours' distances are measured exactly.
+    Exact: the float64 distances from the coordinates, the same on every
+    backend. On the CPU up to 16 features a k-d tree searches (its cost
+    grows like ``n log n`` on clustered data); above, and on the GPU,
+    blocked GEMM distances (float32 ones for float32 data) choose the
+    candidates within a proven bound of their rounding, and the candidates'
+    distances are measured exactly.
 
     Examples
     --------
