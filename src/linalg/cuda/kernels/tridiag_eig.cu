@@ -116,6 +116,10 @@ __global__ void __launch_bounds__(kBisectThreads)
   const double pivmin = DBL_MIN * fmax(1.0, emax2);
   if (blockIdx.x == 0 && threadIdx.x == 0) norms[2 * b] = tnorm, norms[2 * b + 1] = pivmin;
   if (i >= n) return; /* a whole group: lanes divides 32 */
+  if (tnorm == 0) {   /* T = 0: every value exactly 0, not a midpoint near DBL_MIN */
+    if (s == 0) wd[b * n + i] = 0, put(&w[b * n + i], 0.0);
+    return;
+  }
   const unsigned ones = lanes == 32 ? kFullMask : (1u << lanes) - 1, group = ones << first;
   const double widen = 2.1 * (tnorm * ulp * n + 2 * pivmin);
   double a = lo - widen, z = hi + widen;
