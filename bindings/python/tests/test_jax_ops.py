@@ -82,6 +82,10 @@ def test_missing_library_gives_clear_import_error(tmp_path):
     for name in os.listdir(pkg):
         if name != "libgstat_jax_ffi.so" and name != "__pycache__":
             os.symlink(os.path.join(os.path.realpath(pkg), name), dst / name)
+    # an auditwheel-repaired wheel's extension finds its libraries in ../gstat.libs
+    libs = os.path.join(os.path.dirname(os.path.realpath(pkg)), "gstat.libs")
+    if os.path.isdir(libs):
+        os.symlink(libs, tmp_path / "gstat.libs")
     code = textwrap.dedent("""
         try:
             import gstat.jax

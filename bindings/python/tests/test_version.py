@@ -21,3 +21,11 @@ def test_versions_agree_with_the_version_file():
 def test_license_in_metadata():
     meta = importlib.metadata.metadata("gstat")
     assert "Apache" in (meta.get("License") or "") + " ".join(meta.get_all("Classifier") or [])
+
+
+def test_license_file_installed():
+    # the wheel (and so the sdist it was built from) carries LICENSE in its dist-info
+    files = importlib.metadata.distribution("gstat").files or []
+    licences = [f for f in files if f.name == "LICENSE"]
+    assert licences, "no LICENSE among the installed files of gstat"
+    assert "Apache License" in licences[0].read_text()
