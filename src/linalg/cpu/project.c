@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "core/clones.h"
 #include "core/matrix.h"
 #include "linalg/backend.h"
 #include "linalg/cpu/blas_threads.h"
@@ -23,16 +24,16 @@
  * (p x rows column-major: the rows unmoved); x may be X when ld == p.
  * Named apart from comoment.c's center_rows: clang 14 gives a static
  * target_clones function a global resolver, so equal names clash at link. */
-#define DEFINE_CENTER_ROWS(T, SFX)                                                                 \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) static void proj_center_rows_##SFX( \
-      const T *X, int64_t ld, int64_t rows, int64_t p, const double *restrict mean,                \
-      const double *restrict inv, T *x) {                                                          \
-    for (int64_t r = 0; r < rows; r++) {                                                           \
-      const T *row = X + r * ld;                                                                   \
-      T *out = x + r * p;                                                                          \
-      _Pragma("omp simd") for (int64_t j = 0; j < p; j++) out[j] =                                 \
-          (T)(((double)row[j] - mean[j]) * inv[j]);                                                \
-    }                                                                                              \
+#define DEFINE_CENTER_ROWS(T, SFX)                                                          \
+  GSTAT_I_CLONES static void proj_center_rows_##SFX(const T *X, int64_t ld, int64_t rows,   \
+                                                    int64_t p, const double *restrict mean, \
+                                                    const double *restrict inv, T *x) {     \
+    for (int64_t r = 0; r < rows; r++) {                                                    \
+      const T *row = X + r * ld;                                                            \
+      T *out = x + r * p;                                                                   \
+      _Pragma("omp simd") for (int64_t j = 0; j < p; j++) out[j] =                          \
+          (T)(((double)row[j] - mean[j]) * inv[j]);                                         \
+    }                                                                                       \
   }
 
 DEFINE_CENTER_ROWS(double, f64)
