@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/clones.h"
 #include "graph/graph_internal.h"
 #include "graph/laplacian_op.h"
 #include "linalg/dense.h"
@@ -125,8 +126,8 @@ gstat_status gstat_laplacian_op_create(gstat_ctx *ctx, const gstat_graph *G,
  * (n x 8, row-major, in cache): row i of Z is column i of M against Xt. Rows
  * go in groups of R, so each row of Xt loaded feeds R accumulators. */
 enum { R = 6 }; /* rows per group */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void sym_rows8(
-    int64_t n, const double *restrict M, const double *restrict xt, double *restrict zt, int nt) {
+GSTAT_I_CLONES static void sym_rows8(int64_t n, const double *restrict M, const double *restrict xt,
+                                     double *restrict zt, int nt) {
   int64_t groups = (n + R - 1) / R;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t g = 0; g < groups; g++) {

@@ -39,7 +39,7 @@ cov_cor <- function(x, y, use, method, cor, fname) {
   missing <- switch(use, everything = , all.obs = MISSING_EVERYTHING,
                     complete.obs = , na.or.complete = MISSING_COMPLETE,
                     pairwise.complete.obs = MISSING_PAIRWISE)
-  r <- gs_call(rg_cov, xy, missing, cor, 1L, NULL)$cov
+  r <- gs_call(.Call(rg_cov, xy, missing, cor, 1L, NULL))$cov
   r[is.nan(r)] <- NA # R reports NA where numpy-style gstat gives NaN
   if (cor && is.null(y) && missing != MISSING_PAIRWISE && ncol(r) > 0L) {
     # R sets the diagonal of a correlation to 1 whenever more than one row
@@ -88,7 +88,7 @@ gs_cov_wt <- function(x, wt = rep(1 / nrow(x), nrow(x)), cor = FALSE, center = T
   # which is cov.wt's 1 - sum(wt^2) for ddof 1 and its 1 for ddof 0 ("ML")
   ddof <- if (method == "unbiased") 1L else 0L
   if (isTRUE(center)) {
-    r <- gs_call(rg_cov, x, MISSING_EVERYTHING, FALSE, ddof, wt)
+    r <- gs_call(.Call(rg_cov, x, MISSING_EVERYTHING, FALSE, ddof, wt))
     cv <- r$cov
     center <- setNames(r$center, colnames(x))
   } else {
@@ -104,7 +104,8 @@ gs_cov_wt <- function(x, wt = rep(1 / nrow(x), nrow(x)), cor = FALSE, center = T
         stop(fname, ": length of 'center' must equal the number of columns in 'x'", call. = FALSE)
       xc <- sweep(x, 2L, center, check.margin = FALSE)
     }
-    cv <- gs_call(rg_cov, rbind(xc, -xc), MISSING_EVERYTHING, FALSE, 2L * ddof, c(wt, wt) / 2)$cov
+    cv <- gs_call(.Call(rg_cov, rbind(xc, -xc), MISSING_EVERYTHING, FALSE, 2L * ddof,
+                        c(wt, wt) / 2))$cov
   }
   dimnames(cv) <- list(colnames(x), colnames(x))
   y <- list(cov = cv, center = center, n.obs = n)
@@ -125,14 +126,15 @@ gs_mahalanobis <- function(x, center, cov, inverted = FALSE, ...) {
   cov <- square_matrix(cov, fname, "cov")
   center <- if (isFALSE(center)) NULL else as.double(center)
   if (!is.null(center) && length(center) == 1L && ncol(x) > 1L) center <- rep(center, ncol(x))
-  d <- gs_call(rg_mahalanobis, x, center, cov, isTRUE(inverted), .what = "cov")
+  d <- gs_call(.Call(rg_mahalanobis, x, center, cov, isTRUE(inverted)), .what = "cov")
   setNames(d, rownames(x))
 }
 
 gs_cov_shrink <- function(x, method = c("ledoit-wolf", "oas"), assume.centered = FALSE) {
   method <- match.arg(method)
   x <- as_double_matrix(x, "x", "gs_cov_shrink")
-  r <- gs_call(rg_cov_shrink, x, if (method == "ledoit-wolf") 0L else 1L, isTRUE(assume.centered))
+  r <- gs_call(.Call(rg_cov_shrink, x, if (method == "ledoit-wolf") 0L else 1L,
+                     isTRUE(assume.centered)))
   cv <- r$cov
   dimnames(cv) <- list(colnames(x), colnames(x))
   attr(cv, "shrinkage") <- r$shrinkage

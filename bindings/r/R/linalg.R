@@ -8,7 +8,7 @@ gs_eigen <- function(x, symmetric, only.values = FALSE) {
     stop("gs_eigen: 'x' is not symmetric and gstat has only the symmetric eigensolver; ",
          "use eigen(x) for a general matrix, or symmetric = TRUE to use its lower triangle ",
          "as eigen(x, symmetric = TRUE) does", call. = FALSE)
-  r <- gs_call(rg_eigen, x, isTRUE(only.values))
+  r <- gs_call(.Call(rg_eigen, x, isTRUE(only.values)))
   structure(list(values = r$values, vectors = r$vectors), class = "eigen")
 }
 
@@ -35,7 +35,7 @@ gs_eigen_batch <- function(xs, symmetric, only.values = FALSE, progress = NULL) 
     if (!is.numeric(xs)) stop("gs_eigen_batch: 'xs' must be numeric", call. = FALSE)
     if (storage.mode(xs) != "double") storage.mode(xs) <- "double"
     if (dim(xs)[1L] == dim(xs)[2L]) check_batch_symmetric(xs, symmetric)
-    r <- gs_call(rg_eigen_batch, xs, ov, .index = seq_len(dim(xs)[3L]), .progress = progress)
+    r <- gs_call(.Call(rg_eigen_batch, xs, ov), .index = seq_len(dim(xs)[3L]), .progress = progress)
     return(list(values = r$values, vectors = r$vectors))
   }
   if (!is.list(xs))
@@ -50,10 +50,10 @@ gs_eigen_batch <- function(xs, symmetric, only.values = FALSE, progress = NULL) 
   # one batched C call per distinct size
   n <- vapply(xs, nrow, 1L)
   if (all(n == n[1L])) {
-    out <- gs_call(rg_eigen_batch, xs, ov, .index = seq_along(xs), .progress = progress)
+    out <- gs_call(.Call(rg_eigen_batch, xs, ov), .index = seq_along(xs), .progress = progress)
   } else {
     for (idx in split(seq_along(xs), n))
-      out[idx] <- gs_call(rg_eigen_batch, xs[idx], ov, .index = idx, .progress = progress)
+      out[idx] <- gs_call(.Call(rg_eigen_batch, xs[idx], ov), .index = idx, .progress = progress)
   }
   names(out) <- names(xs)
   out
@@ -62,7 +62,7 @@ gs_eigen_batch <- function(xs, symmetric, only.values = FALSE, progress = NULL) 
 gs_chol <- function(x, pivot = FALSE, tol = -1, ...) {
   x <- square_matrix(x, "gs_chol")
   if (isTRUE(pivot)) return(chol_pivot(x, tol))
-  r <- gs_call(rg_chol, x)
+  r <- gs_call(.Call(rg_chol, x))
   dimnames(r) <- dimnames(x)
   r
 }
@@ -75,7 +75,7 @@ chol_pivot <- function(x, tol) {
   if (nrow(x) == 0L) stop("gs_chol: 'x' must have dims > 0", call. = FALSE) # as chol()
   if (!all(is.finite(x[upper.tri(x, diag = TRUE)])))
     stop("gs_chol: 'x' has NA, NaN or Inf in its upper triangle", call. = FALSE)
-  r <- gs_call(rg_chol_pivot, x, as.double(tol))
+  r <- gs_call(.Call(rg_chol_pivot, x, as.double(tol)))
   if (r$info > 0L)
     warning("gs_chol: the matrix is either rank-deficient or not positive definite", call. = FALSE)
   R <- r$R
@@ -96,13 +96,13 @@ gs_chol2inv <- function(x, size = NCOL(x)) {
     stop("gs_chol2inv: 'size' cannot exceed ncol(x) = ", ncol(x), " or nrow(x) = ", nrow(x),
          call. = FALSE)
   if (size != nrow(x) || size != ncol(x)) x <- x[seq_len(size), seq_len(size), drop = FALSE]
-  gs_call(rg_chol2inv, x)
+  gs_call(.Call(rg_chol2inv, x))
 }
 
 gs_chol_solve <- function(x, b) {
   x <- square_matrix(x, "gs_chol_solve")
   vec <- is.null(dim(b))
   b <- as_double_matrix(b, "b", "gs_chol_solve", vector_ok = TRUE)
-  r <- gs_call(rg_chol_solve, x, b)
+  r <- gs_call(.Call(rg_chol_solve, x, b))
   if (vec) drop(r) else r
 }

@@ -31,7 +31,7 @@ gs_prcomp <- function(x, center = TRUE, scale. = FALSE, rank. = NULL, tol = NULL
   # one computes k only (then sdev has k entries).
   kc <- if (method == "randomized") k else 0L
   m <- match(method, c("auto", "covariance", "gram", "randomized")) - 1L
-  r <- gs_call(rg_pca, x, flags && isTRUE(center), flags && isTRUE(scale.), kc, m, seed,
+  r <- gs_call(.Call(rg_pca, x, flags && isTRUE(center), flags && isTRUE(scale.), kc, m, seed),
                .progress = progress)
   j <- seq_len(k)
   if (!is.null(tol)) {

@@ -31,7 +31,8 @@ gs_laplacian <- function(g, type = c("unnormalized", "sym", "rw"),
   type <- match.arg(type)
   symmetrize <- match.arg(symmetrize)
   spec <- graph_spec(g, "gs_laplacian")
-  r <- gs_call(rg_laplacian, spec, match(type, LAPLACIAN) - 1L, match(symmetrize, SYMMETRIZE) - 1L)
+  r <- gs_call(.Call(rg_laplacian, spec, match(type, LAPLACIAN) - 1L,
+                     match(symmetrize, SYMMETRIZE) - 1L))
   if (spec$type == "dense") {
     L <- r$L
     dimnames(L) <- spec$dimnames
@@ -86,7 +87,7 @@ gs_spectral <- function(x, k = NULL, affinity = c("rbf", "knn", "precomputed"), 
   }
   opts <- spectral_opts(k, laplacian, assign, n_init, seed, normalize_rows, drop_first,
                         n_components, max_clusters, symmetrize)
-  r <- gs_call(rg_spectral, spec, opts, .progress = progress)
+  r <- gs_call(.Call(rg_spectral, spec, opts), .progress = progress)
   n <- length(r$cluster)
   nm <- if (inherits(x, "igraph")) igraph::vertex_attr(x, "name") else rownames(x)
   # igraph's communities fields (membership, algorithm, modularity, names,
@@ -249,7 +250,8 @@ gs_spectral_batch <- function(graphs, k = NULL, laplacian = c("rw", "sym", "unno
   }
   opts <- spectral_opts(0L, laplacian, assign, n_init, seed, normalize_rows, drop_first,
                         n_components, max_clusters, symmetrize)
-  r <- gs_call(rg_spectral_batch, batch, k, opts, .index = seq_len(count), .progress = progress)
+  r <- gs_call(.Call(rg_spectral_batch, batch, k, opts), .index = seq_len(count),
+               .progress = progress)
   if (nzchar(r$message)) warning(r_message(paste0(fname, ": ", r$message)), call. = FALSE)
   gid <- factor(rep(seq_len(count), sizes), levels = seq_len(count))
   eid <- factor(rep(seq_len(count), diff(r$eig_offsets)), levels = seq_len(count))

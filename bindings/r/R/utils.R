@@ -30,12 +30,13 @@ square_matrix <- function(x, fname, what = "x") {
   x
 }
 
-# .Call with R's conventions around it: errors arrive as "<fname>: <gstat
+# A .Call (passed unevaluated, so that R CMD check sees the registered
+# symbol) with R's conventions around it: errors arrive as "<fname>: <gstat
 # message>", raised without R's call prefix and in R's words (see
 # r_message); 'index' maps the C batch's elements (0, 1, ...) to the R
 # objects' numbers (the list positions when a list is split by size), NULL
 # for a call on one object; 'progress' as the wrappers' argument.
-gs_call <- function(fn, ..., .index = NULL, .what = "x", .progress = FALSE) {
+gs_call <- function(call, .index = NULL, .what = "x", .progress = FALSE) {
   rep <- progress_reporter(.progress)
   if (!is.null(rep)) {
     .Call(rg_set_progress, rep$update)
@@ -44,7 +45,7 @@ gs_call <- function(fn, ..., .index = NULL, .what = "x", .progress = FALSE) {
       rep$close()
     })
   }
-  tryCatch(.Call(fn, ...),
+  tryCatch(call,
            error = function(e) stop(r_message(conditionMessage(e), .index, .what), call. = FALSE))
 }
 

@@ -3,6 +3,8 @@
 # itself (no installed libgstat needed) and R CMD build makes a self-contained
 # tarball. Run from the package root (bindings/r). The sources compiled are
 # exactly CMake's GSTAT_SOURCES list (the CUDA module and the CLI are not R's).
+# It also writes src/Makevars (from tools/Makevars.in with that object list),
+# which the tarball ships: the tarball needs no configure script.
 # Usage: tools/vendor.sh [REPO_ROOT]   (default ../..)
 set -e
 repo=${1:-../..}
@@ -32,4 +34,6 @@ for d in src/core src/linalg; do
 done
 version=$(cat "$repo/VERSION")
 sed "s/@PROJECT_VERSION@/$version/" "$repo/src/core/gstat_version.h.in" > "$dest/generated/gstat_version.h"
+objects=$(sed 's|^\(.*\)\.c$|gstat/\1.o|' "$dest/SOURCES" | tr '\n' ' ')
+sed "s|@GSTAT_OBJECTS@|$objects|" tools/Makevars.in > src/Makevars
 echo "vendor.sh: gstat $version, $(wc -l < "$dest/SOURCES") sources copied into $dest"

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "core/clones.h"
 #include "core/matrix.h"
 #include "linalg/backend.h"
 #include "linalg/cpu/blas_threads.h"
@@ -61,50 +62,50 @@ static void merge_block(int64_t p, running *a, double nb, const double *mb, cons
  * minimum equals its maximum and its sum is not NaN (a NaN leaves min and max
  * alone). sum, lo and hi are p scratch doubles each; min/max keep the loop a
  * plain vector loop (this pass reads the data from memory). */
-#define DEFINE_BLOCK_MEAN(T, SFX)                                                            \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) static void block_mean_##SFX( \
-      const T *restrict X, int64_t ld, int64_t rows, int64_t p, double *restrict sum,        \
-      double *restrict lo, double *restrict hi, double *restrict mb) {                       \
-    for (int64_t j = 0; j < p; j++) {                                                        \
-      sum[j] = 0;                                                                            \
-      lo[j] = hi[j] = (double)X[j];                                                          \
-    }                                                                                        \
-    for (int64_t r = 0; r < rows; r++) {                                                     \
-      const T *row = X + r * ld;                                                             \
-      _Pragma("omp simd") for (int64_t j = 0; j < p; j++) {                                  \
-        double v = (double)row[j];                                                           \
-        sum[j] += v;                                                                         \
-        lo[j] = v < lo[j] ? v : lo[j];                                                       \
-        hi[j] = v > hi[j] ? v : hi[j];                                                       \
-      }                                                                                      \
-    }                                                                                        \
-    for (int64_t j = 0; j < p; j++)                                                          \
-      mb[j] = lo[j] == hi[j] && sum[j] == sum[j] ? lo[j] : sum[j] / (double)rows;            \
+#define DEFINE_BLOCK_MEAN(T, SFX)                                                     \
+  GSTAT_I_CLONES static void block_mean_##SFX(                                        \
+      const T *restrict X, int64_t ld, int64_t rows, int64_t p, double *restrict sum, \
+      double *restrict lo, double *restrict hi, double *restrict mb) {                \
+    for (int64_t j = 0; j < p; j++) {                                                 \
+      sum[j] = 0;                                                                     \
+      lo[j] = hi[j] = (double)X[j];                                                   \
+    }                                                                                 \
+    for (int64_t r = 0; r < rows; r++) {                                              \
+      const T *row = X + r * ld;                                                      \
+      _Pragma("omp simd") for (int64_t j = 0; j < p; j++) {                           \
+        double v = (double)row[j];                                                    \
+        sum[j] += v;                                                                  \
+        lo[j] = v < lo[j] ? v : lo[j];                                                \
+        hi[j] = v > hi[j] ? v : hi[j];                                                \
+      }                                                                               \
+    }                                                                                 \
+    for (int64_t j = 0; j < p; j++)                                                   \
+      mb[j] = lo[j] == hi[j] && sum[j] == sum[j] ? lo[j] : sum[j] / (double)rows;     \
   }
 
 /* The block's rows minus m1 (pass 1's mean) into x (p x rows column-major:
  * the rows, unmoved), with no transposition: pass 2, on the cached block,
  * writes x and sums its residues d. mb = m1 + d is the block mean; the
  * co-moment about m1 exceeds the block's by rows d d^T (d is rounding-sized). */
-#define DEFINE_CENTER_ROWS(T, SFX, MS, XR)                                                    \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) static void center_rows_##SFX( \
-      const T *XR X, int64_t ld, int64_t rows, int64_t p, T *XR x, double *restrict sum,      \
-      double *restrict lo, double *restrict hi, double *restrict mb, double *restrict d) {    \
-    block_mean_##MS(X, ld, rows, p, sum, lo, hi, mb);                                         \
-    for (int64_t j = 0; j < p; j++) d[j] = 0;                                                 \
-    for (int64_t r = 0; r < rows; r++) {                                                      \
-      const T *row = X + r * ld;                                                              \
-      T *out = x + r * p;                                                                     \
-      _Pragma("omp simd") for (int64_t j = 0; j < p; j++) {                                   \
-        double v = (double)row[j] - mb[j]; /* residues summed unrounded (float data) */       \
-        out[j] = (T)v;                                                                        \
-        d[j] += v;                                                                            \
-      }                                                                                       \
-    }                                                                                         \
-    for (int64_t j = 0; j < p; j++) {                                                         \
-      d[j] /= (double)rows;                                                                   \
-      mb[j] += d[j];                                                                          \
-    }                                                                                         \
+#define DEFINE_CENTER_ROWS(T, SFX, MS, XR)                                                 \
+  GSTAT_I_CLONES static void center_rows_##SFX(                                            \
+      const T *XR X, int64_t ld, int64_t rows, int64_t p, T *XR x, double *restrict sum,   \
+      double *restrict lo, double *restrict hi, double *restrict mb, double *restrict d) { \
+    block_mean_##MS(X, ld, rows, p, sum, lo, hi, mb);                                      \
+    for (int64_t j = 0; j < p; j++) d[j] = 0;                                              \
+    for (int64_t r = 0; r < rows; r++) {                                                   \
+      const T *row = X + r * ld;                                                           \
+      T *out = x + r * p;                                                                  \
+      _Pragma("omp simd") for (int64_t j = 0; j < p; j++) {                                \
+        double v = (double)row[j] - mb[j]; /* residues summed unrounded (float data) */    \
+        out[j] = (T)v;                                                                     \
+        d[j] += v;                                                                         \
+      }                                                                                    \
+    }                                                                                      \
+    for (int64_t j = 0; j < p; j++) {                                                      \
+      d[j] /= (double)rows;                                                                \
+      mb[j] += d[j];                                                                       \
+    }                                                                                      \
   }
 
 DEFINE_BLOCK_MEAN(double, f64)
@@ -118,10 +119,11 @@ DEFINE_CENTER_ROWS(float, f32_inplace, f32, )
 /* As center_rows_f64, but into the panels of gstat_i_panel_syrk (np panels of
  * 8 columns, ps doubles apart; columns p..8 np - 1 are zero). The rounding-sized
  * d is only added to mb here: its d d^T term is ~eps^2 of the co-moment. */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void center_panels_f64(
-    const double *restrict X, int64_t ld, int64_t rows, int64_t p, int64_t np, double *restrict x,
-    int64_t ps, double *restrict sum, double *restrict lo, double *restrict hi, double *restrict mb,
-    double *restrict d) {
+GSTAT_I_CLONES static void center_panels_f64(const double *restrict X, int64_t ld, int64_t rows,
+                                             int64_t p, int64_t np, double *restrict x, int64_t ps,
+                                             double *restrict sum, double *restrict lo,
+                                             double *restrict hi, double *restrict mb,
+                                             double *restrict d) {
   block_mean_f64(X, ld, rows, p, sum, lo, hi, mb);
   int64_t full = p / 8; /* panels with 8 data columns */
   for (int64_t j = 0; j < p; j++) d[j] = 0;

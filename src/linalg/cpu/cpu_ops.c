@@ -3,7 +3,6 @@
  * Kernel crossovers, measured single-threaded on the project's 2-core Xeon
  * (AVX-512), see bench/README.md: below them our own small-matrix kernels
  * beat OpenBLAS/LAPACK, whose per-call overhead dominates there. */
-#include <lapacke.h>
 #include <math.h>
 #include <string.h>
 
@@ -14,6 +13,7 @@
 #include "linalg/cpu/eigh_lapack.h"
 #include "linalg/cpu/eigh_lowest.h"
 #include "linalg/cpu/eigh_small.h"
+#include "linalg/cpu/lapack_api.h"
 #include "linalg/cpu/pack.h"
 
 static const int64_t eigh_small_max_f32 = 128; /* f32 128x256: 183 ms LAPACK recipe vs 241 ms own

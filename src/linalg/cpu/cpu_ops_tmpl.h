@@ -10,8 +10,12 @@
 static void FN(normalize_signs)(T *v, int64_t n, int64_t cols, int64_t ld) {
   for (int64_t j = 0; j < cols; j++) {
     T *c = v + j * ld;
-    T best = 0; /* the largest magnitude (a vectorized reduction), then its first index */
+    /* the largest magnitude (a vectorized reduction, but for clang 14, which
+     * cannot vectorize it and warns: -Wpass-failed), then its first index */
+    T best = 0;
+#if !defined(__clang__)
 #pragma omp simd reduction(max : best)
+#endif
     for (int64_t i = 0; i < n; i++) {
       T m = c[i] < 0 ? -c[i] : c[i];
       best = m > best ? m : best;

@@ -1,7 +1,5 @@
 /* The CPU implementation of linalg/dense.h: thin wrappers over CBLAS and
  * LAPACKE that run with the context's thread count. */
-#include <cblas.h>
-#include <lapacke.h>
 #include <limits.h>
 
 #ifdef _OPENMP
@@ -9,6 +7,7 @@
 #endif
 
 #include "linalg/cpu/blas_threads.h"
+#include "linalg/cpu/lapack_api.h"
 #include "linalg/cpu/pack.h"
 #include "linalg/cpu/primitives_cpu.h"
 #include "linalg/dense.h"

@@ -23,8 +23,7 @@
 #include <math.h>
 #include <string.h>
 
-#include <cblas.h>
-#include <lapacke.h>
+#include "linalg/cpu/lapack_api.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -34,15 +33,6 @@
 #endif
 
 _Static_assert(sizeof(lapack_int) == sizeof(int), "iwork is int*: lapack_int must be int");
-
-/* LAPACK auxiliary (deflation step of divide & conquer); no LAPACKE wrapper exists.
- * No CHARACTER arguments, so no hidden string lengths. */
-extern void slaed2_(int *k, const int *n, const int *n1, float *d, float *q, const int *ldq,
-                    int *indxq, float *rho, float *z, float *dlamda, float *w, float *q2, int *indx,
-                    int *indxc, int *indxp, int *coltyp, int *info);
-extern void dlaed2_(int *k, const int *n, const int *n1, double *d, double *q, const int *ldq,
-                    int *indxq, double *rho, double *z, double *dlamda, double *w, double *q2,
-                    int *indx, int *indxc, int *indxp, int *coltyp, int *info);
 
 /* Hot loops get AVX2 / AVX-512 clones (ifunc-dispatched) on x86-64 with GCC/Clang. */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)

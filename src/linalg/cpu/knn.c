@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clones.h"
 #include "core/matrix.h"
 #include "linalg/cpu/knn.h"
 #include "linalg/dense.h"
@@ -226,8 +227,8 @@ static inline bool pruned(const kd_tree *t, const best_k *h, int64_t node, doubl
  * padding columns, and bits past the leaf are dropped by the caller) whose
  * float32 squared distance from q is at most bound: a filter at twice the
  * float64 rate, whose survivors are measured again in float64. */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static uint32_t leaf_filter(
-    const float *pts32, int64_t ld, int64_t p, int64_t lo, const float *q, float bound) {
+GSTAT_I_CLONES static uint32_t leaf_filter(const float *pts32, int64_t ld, int64_t p, int64_t lo,
+                                           const float *q, float bound) {
   float a[KD_LEAF] = {0};
   for (int64_t c = 0; c < p; c++) {
     const float *col = pts32 + c * ld + lo;

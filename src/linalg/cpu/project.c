@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "core/clones.h"
 #include "core/matrix.h"
 #include "linalg/backend.h"
 #include "linalg/cpu/blas_threads.h"
@@ -20,17 +21,19 @@
 #define BLOCK_VALUES ((int64_t)1 << 16) /* ~512 KiB of doubles per block */
 
 /* Rows (row-major, ld apart, compute type) minus mean, times inv, into x
- * (p x rows column-major: the rows unmoved); x may be X when ld == p. */
-#define DEFINE_CENTER_ROWS(T, SFX)                                                            \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) static void center_rows_##SFX( \
-      const T *X, int64_t ld, int64_t rows, int64_t p, const double *restrict mean,           \
-      const double *restrict inv, T *x) {                                                     \
-    for (int64_t r = 0; r < rows; r++) {                                                      \
-      const T *row = X + r * ld;                                                              \
-      T *out = x + r * p;                                                                     \
-      _Pragma("omp simd") for (int64_t j = 0; j < p; j++) out[j] =                            \
-          (T)(((double)row[j] - mean[j]) * inv[j]);                                           \
-    }                                                                                         \
+ * (p x rows column-major: the rows unmoved); x may be X when ld == p.
+ * Named apart from comoment.c's center_rows: clang 14 gives a static
+ * target_clones function a global resolver, so equal names clash at link. */
+#define DEFINE_CENTER_ROWS(T, SFX)                                                          \
+  GSTAT_I_CLONES static void proj_center_rows_##SFX(const T *X, int64_t ld, int64_t rows,   \
+                                                    int64_t p, const double *restrict mean, \
+                                                    const double *restrict inv, T *x) {     \
+    for (int64_t r = 0; r < rows; r++) {                                                    \
+      const T *row = X + r * ld;                                                            \
+      T *out = x + r * p;                                                                   \
+      _Pragma("omp simd") for (int64_t j = 0; j < p; j++) out[j] =                          \
+          (T)(((double)row[j] - mean[j]) * inv[j]);                                         \
+    }                                                                                       \
   }
 
 DEFINE_CENTER_ROWS(double, f64)
@@ -116,9 +119,9 @@ gstat_status gstat_i_project(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, c
         ld = p;
       }
       if (ct == GSTAT_F64)
-        center_rows_f64((const double *)src, ld, rows, p, mean, inv, (double *)x);
+        proj_center_rows_f64((const double *)src, ld, rows, p, mean, inv, (double *)x);
       else
-        center_rows_f32((const float *)src, ld, rows, p, mean, inv, (float *)x);
+        proj_center_rows_f32((const float *)src, ld, rows, p, mean, inv, (float *)x);
       /* z (k x rows column-major = the block's scores row-major) = V^T x */
       if (direct) z = gstat_i_elem(Y, b, r0, 0);
       gstat_i_gemm(bctx, ct, GSTAT_TRANS, GSTAT_NO_TRANS, k, rows, p, 1.0, V, p, xr, p, 0.0, z, k);
