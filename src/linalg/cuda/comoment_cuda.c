@@ -25,9 +25,8 @@ static const struct {
   double call_seconds; /* a call's fixed cost: launches, synchronizations */
   size_t chunk_bytes;  /* host rows moved per chunk */
   double knn_bytes;    /* knn: rate of the passes over a block of distances (GEMM write, three
-                          selection reads); a first estimate from the H200's bandwidth, to be
-                          measured (bench/knn_gpu) */
-} cuda_rules = {30e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20, 2e12};
+                          selection reads), fitted to bench_knn_gpu on the H200 */
+} cuda_rules = {30e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20, 1.5e12};
 
 #define TRY_CU(expr, what)                                             \
   do {                                                                 \
