@@ -1,6 +1,10 @@
 /* The gstat command-line tool: subcommand dispatch, --help and --version. */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "gstat/core.h"
@@ -53,10 +57,28 @@ static int print_and_flush(void (*fn)(FILE *)) {
 }
 
 static void version(FILE *f) {
-  fprintf(f, "gstat %s (libgstat %s)\n", GSTAT_CLI_VERSION, gstat_version_string());
+  const char *policy = getenv("OMP_WAIT_POLICY");
+  fprintf(f, "gstat %s (libgstat %s)\nOpenMP waits: %s\n", GSTAT_CLI_VERSION,
+          gstat_version_string(), policy && *policy ? policy : "the runtime's default");
+}
+
+/* OpenMP threads that spin at the end of a parallel region starve when other
+ * processes hold the cores (bench/README.md, "Threads on a shared machine"),
+ * and libgomp reads OMP_WAIT_POLICY when it loads, before main: unless the
+ * user chose a policy, the tool runs itself again with the passive one (the
+ * Python package sets it before loading gstat). */
+static void prefer_passive_waits(char **argv) {
+  const char *policy = getenv("OMP_WAIT_POLICY");
+  if (!policy) {
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) == 0) execv("/proc/self/exe", argv);
+    unsetenv("OMP_WAIT_POLICY"); /* no exec: the runtime keeps its default */
+    return;
+  }
+  if (!strcasecmp(policy, "passive")) gstat_set_passive_waits(1);
 }
 
 int main(int argc, char **argv) {
+  prefer_passive_waits(argv);
   if (argc < 2) {
     help(stderr);
     return CLI_EXIT_USAGE;

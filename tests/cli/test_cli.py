@@ -49,6 +49,8 @@ def run(args, stdin=None, timeout=120, env=None):
     """Run gstat; returns (rc, stdout, stderr) as (int, str, str)."""
     e = dict(os.environ)
     e.setdefault("OMP_NUM_THREADS", "1")
+    if WRAPPER:  # the tool would run itself again outside the wrapper to set its waits
+        e.setdefault("OMP_WAIT_POLICY", "passive")
     if env:
         e.update(env)
     p = subprocess.run(WRAPPER + [GSTAT] + args, input=stdin, capture_output=True,
@@ -138,8 +140,20 @@ def test_help():
     check(rc == 0 and "Usage: gstat COMMAND" in out and "pca" in out and err == "",
           "gstat --help: rc %d\n%s%s" % (rc, out, err))
     rc, out, _ = run(["--version"])
-    check(rc == 0 and re.match(r"gstat \d+\.\d+\.\d+ \(libgstat \d+\.\d+\.\d+\)\n$", out),
+    check(rc == 0 and re.match(r"gstat \d+\.\d+\.\d+ \(libgstat \d+\.\d+\.\d+\)\n", out),
           "gstat --version: rc %d %r" % (rc, out))
+
+
+def test_passive_waits():
+    """Unless the user chose a wait policy, the tool runs with passive OpenMP waits."""
+    e = dict(os.environ)
+    e.pop("OMP_WAIT_POLICY", None)
+    p = subprocess.run([GSTAT, "--version"], capture_output=True, text=True, env=e, timeout=60)
+    check(p.returncode == 0 and "OpenMP waits: passive\n" in p.stdout,
+          "gstat --version without OMP_WAIT_POLICY: rc %d %r" % (p.returncode, p.stdout))
+    rc, out, _ = run(["--version"], env={"OMP_WAIT_POLICY": "active"})
+    check(rc == 0 and "OpenMP waits: active\n" in out,
+          "gstat --version with OMP_WAIT_POLICY=active: rc %d %r" % (rc, out))
     rc, out, err = run(["pca", "--help"])
     check(rc == 0 and err == "", "gstat pca --help: rc %d %s" % (rc, err))
     found = set(re.findall(r"--[a-z][a-z-]+", out))
@@ -911,7 +925,7 @@ def main():
     GSTAT = os.path.abspath(args.gstat)
     TMP = tempfile.mkdtemp(prefix="gstat-cli-")
     groups = {
-        "help": test_help, "usage": test_usage, "malformed": test_malformed,
+        "help": test_help, "passive_waits": test_passive_waits, "usage": test_usage, "malformed": test_malformed,
         "formats": test_formats, "outputs": test_outputs, "streaming": test_streaming,
         "memory": test_memory, "plot": test_plot, "progress": test_progress, "fuzz": test_fuzz,
         "wine": lambda: test_wine(args.data_dir),
