@@ -154,6 +154,25 @@ def test_karate_club_clusters_as_scikit_learn():
         assert adjusted_rand_score(batch, ref) == 1.0
 
 
+def test_sklearn_kneighbors_graph_clusters_as_scikit_learn():
+    """A directed kNN graph (asymmetric CSR): averaged with its transpose by
+    both libraries (scikit-learn warns)."""
+    sk = pytest.importorskip("sklearn.cluster")
+    from sklearn.datasets import make_blobs
+    from sklearn.metrics import adjusted_rand_score
+    from sklearn.neighbors import kneighbors_graph
+    X, _ = make_blobs(300, centers=3, random_state=0, cluster_std=0.8)
+    G = kneighbors_graph(X, 10, include_self=True)
+    with pytest.warns(UserWarning, match="not symmetric"):
+        ref = sk.SpectralClustering(3, affinity="precomputed", random_state=0).fit(G).labels_
+    got = gstat.SpectralClustering(3, affinity="precomputed", random_state=0).fit(G).labels_
+    assert adjusted_rand_score(got, ref) == 1.0
+    with pytest.raises(ValueError, match="not symmetric"):
+        gstat.laplacian(G)  # symmetrize='check'
+    np.testing.assert_allclose(gstat.laplacian(G, symmetrize="mean").toarray(),
+                               gstat.laplacian((G + G.T) / 2).toarray(), rtol=1e-14)
+
+
 def test_weighted_networkx_graph_in_node_order():
     nx = _nx()
     G = nx.Graph()

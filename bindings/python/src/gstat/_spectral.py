@@ -320,6 +320,14 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
     True
     >>> gstat.SpectralClustering("eigengap", random_state=0).fit(X).n_clusters_
     2
+
+    A graph as users hold it (scipy.sparse, networkx, igraph):
+
+    >>> import networkx as nx
+    >>> G = nx.karate_club_graph()   # rows in G.nodes order
+    >>> sc = gstat.SpectralClustering(2, affinity="precomputed", random_state=0).fit(G)
+    >>> bool(sc.labels_[0] != sc.labels_[33])   # the instructor's and the president's clubs
+    True
     """
 
     _parameter_constraints = constraints(lambda I, S: {
