@@ -38,7 +38,11 @@ def canonical_csr(a):
     """A scipy CSR copy of the sparse `a` (any format, the matrix or the array
     class kept) with duplicates summed and indices sorted, as scipy's
     ``tocsr`` + ``sum_duplicates`` leave them; stored zeros dropped, since
-    a zero weight is no edge."""
+    a zero weight is no edge. A CSR that is already so is returned as it is
+    (only read afterwards: a large graph is not copied twice)."""
+    if (getattr(a, "format", None) == "csr" and a.has_canonical_format
+            and np.all(a.data != 0)):
+        return a
     m = a.tocsr(copy=True)
     m.sum_duplicates()  # also sorts the indices
     m.eliminate_zeros()
