@@ -34,6 +34,8 @@ est = gstat.LedoitWolf().fit(X)
 shrink: float = est.shrinkage_
 w, v = gstat.linalg.eigh(np.eye(3)[None], progress=False)
 fitted = gstat.PCA(2, progress=lambda done, total, what: None).fit(X)
+nbrs = gstat.kneighbors_graph(X, 3, progress=False)
+seen = gstat.SpectralEmbedding(progress=lambda done, total, what: None).fit_transform(X)
 
 has_gpu: bool = gstat.cuda_available()
 gpu_ok, why_no_gpu = gstat.cuda_available(0, reason=True)

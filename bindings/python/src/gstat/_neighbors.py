@@ -2,7 +2,7 @@
 (``NearestNeighbors.kneighbors``, ``kneighbors_graph``)."""
 import numpy as np
 
-from . import _core
+from . import _core, _progress
 from ._device import cuda_device as _cuda_device, refuse_masked as _refuse_masked, stream as _stream
 
 
@@ -10,7 +10,15 @@ def _is_sparse(x):
     return hasattr(x, "tocsr") and hasattr(x, "nnz")
 
 
-def kneighbors(X, n_neighbors=5, *, include_self=False, return_distance=True, backend=None):
+def _work(X, k):
+    """Rough multiply-adds of a kNN search: the GEMM's n^2 p (the tree's is less,
+    and a bar shows only after a second anyway)."""
+    n, p = (int(s) for s in X.shape)
+    return float(n) * n * max(p, 1) + float(n) * k
+
+
+def kneighbors(X, n_neighbors=5, *, include_self=False, return_distance=True, backend=None,
+               progress=None):
     """The `n_neighbors` nearest points (Euclidean) of every point of `X`.
 
     Parameters
@@ -27,6 +35,11 @@ def kneighbors(X, n_neighbors=5, *, include_self=False, return_distance=True, ba
     return_distance : bool, optional
         Return ``(distances, indices)``, as scikit-learn does, or indices only.
     backend : {'auto', 'cpu', 'cuda'}, optional
+    progress : bool, callable or None, optional
+        A tqdm bar over the points searched: None (default) shows one when
+        the search is long and stderr is a terminal or a notebook runs it;
+        True/False force it; a callable is called as
+        ``progress(done, total, what)``. Ctrl-C cancels between blocks.
 
     Returns
     -------
@@ -60,12 +73,14 @@ def kneighbors(X, n_neighbors=5, *, include_self=False, return_distance=True, ba
         X = np.asarray(X)
         if X.ndim != 2:
             raise ValueError(f"kneighbors: X must be 2-D (points x features), got {X.ndim}-D")
-    ind, dist = _core.knn(X, int(n_neighbors), bool(include_self),
-                          None if dev is None else _stream(X, dev), backend)
+    with _progress.scope(progress, "kneighbors", _work(X, int(n_neighbors)), "point"):
+        ind, dist = _core.knn(X, int(n_neighbors), bool(include_self),
+                              None if dev is None else _stream(X, dev), backend)
     return (dist, ind) if return_distance else ind
 
 
-def kneighbors_graph(X, n_neighbors, *, mode="connectivity", include_self=False, backend=None):
+def kneighbors_graph(X, n_neighbors, *, mode="connectivity", include_self=False, backend=None,
+                     progress=None):
     """The directed k-nearest-neighbour graph of `X`, as
     ``sklearn.neighbors.kneighbors_graph`` (Euclidean metric).
 
@@ -79,6 +94,8 @@ def kneighbors_graph(X, n_neighbors, *, mode="connectivity", include_self=False,
         Whether each point is its own neighbour (an explicit diagonal entry:
         1, or a stored 0 in 'distance' mode).
     backend : {'auto', 'cpu', 'cuda'}, optional
+    progress : bool, callable or None, optional
+        As :func:`kneighbors`.
 
     Returns
     -------
@@ -98,7 +115,8 @@ def kneighbors_graph(X, n_neighbors, *, mode="connectivity", include_self=False,
         raise ValueError(f"kneighbors_graph: mode must be 'connectivity' or 'distance', got {mode!r}")
     import scipy.sparse as sp
 
-    dist, ind = kneighbors(X, n_neighbors, include_self=include_self, backend=backend)
+    dist, ind = kneighbors(X, n_neighbors, include_self=include_self, backend=backend,
+                           progress=progress)
     n, k = ind.shape
     order = np.argsort(ind, axis=1, kind="stable")
     cols = np.take_along_axis(ind, order, axis=1).ravel()

@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 
 from . import _core, _device, _progress
+from ._graph_input import as_graph, check_dense, is_graph_object, is_sparse as _issparse
 from ._sk import (BaseEstimator, ClusterMixin, check_is_fitted, check_random_state, constraints,
                   seed_from, validate, validate_params)
 
@@ -40,14 +41,10 @@ def _choice(table, value, name):
                          f"got {value!r}") from None
 
 
-def _issparse(a):
-    return hasattr(a, "tocsr") and hasattr(a, "nnz")
-
-
 def _csr(a):
-    """(n, indptr, indices, data) of a canonical CSR (sorted, no duplicates)."""
-    m = a.tocsr(copy=True)
-    m.sum_duplicates()  # also sorts the indices
+    """(n, indptr, indices, data) of the sparse `a` canonicalized by as_graph
+    (any scipy format; sorted, duplicates summed, stored zeros dropped)."""
+    m = as_graph(a)
     n = m.shape[0]
     if m.shape[1] != n:
         raise ValueError(f"adjacency must be square, got {m.shape}")
@@ -60,14 +57,28 @@ def _graph(adjacency):
     return _csr(adjacency) if _issparse(adjacency) else np.asarray(adjacency)
 
 
+def _precomputed(X):
+    """A precomputed graph ready for scikit-learn's validation: graph objects
+    and every scipy format as canonical CSR (validation keeps CSR sparse)."""
+    X = as_graph(X, "affinity='precomputed'")
+    if not _issparse(X) and _device.cuda_device(X) is None and np.asarray(X).dtype == object:
+        check_dense(X, "affinity='precomputed'")  # raises: says what a graph may be
+    return X
+
+
 def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetrize="check",
               self_loops="drop", form="array", dtype=None, backend=None):
     """Graph Laplacian of an undirected graph (scipy.sparse.csgraph.laplacian).
 
     Parameters
     ----------
-    adjacency : array_like (..., n, n) or scipy.sparse matrix/array (n, n)
-        Non-negative weights; dense input may be a batch.
+    adjacency : array_like (..., n, n), scipy.sparse (n, n), networkx or igraph graph
+        Non-negative weights; dense input may be a batch. scipy.sparse in
+        any format (matrix or array classes; duplicates summed, stored zeros
+        dropped) stays sparse. A networkx graph's nodes are ordered as
+        ``list(G.nodes)``, an igraph graph's by vertex id; weights are the
+        ``'weight'`` edge attribute (1 if absent); a directed graph gives its
+        adjacency ``A[i, j]`` = weight of i -> j, which `symmetrize` treats.
     normed : bool, optional
         ``I - D^-1/2 A D^-1/2`` instead of ``D - A``.
     kind : {'unnormalized', 'symmetric', 'random_walk'}, optional
@@ -107,8 +118,14 @@ def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetri
            [-1.,  0.,  1.]])
     >>> gstat.laplacian(A.astype(np.float32), normed=True).dtype   # kept, as scipy
     dtype('float32')
+    >>> import networkx as nx
+    >>> gstat.laplacian(nx.path_graph(3)).toarray()   # nodes 0, 1, 2 in G.nodes order
+    array([[ 1., -1.,  0.],
+           [-1.,  2., -1.],
+           [ 0., -1.,  1.]])
     """
     _device.refuse(adjacency, "laplacian")
+    adjacency = as_graph(adjacency, "laplacian")
     if form not in ("array", "function", "lo"):
         raise ValueError(f"form must be 'array', 'function' or 'lo', got {form!r}")
     k = _choice(_KIND, kind, "kind") if kind is not None else (1 if normed else 0)
@@ -120,7 +137,7 @@ def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetri
         cls = sp.csr_array if isinstance(adjacency, getattr(sp, "sparray", ())) else sp.csr_matrix
         L = cls((v, ix, ip), shape=(g[0], g[0]))
     else:
-        adjacency = np.asarray(adjacency)
+        adjacency = check_dense(adjacency, "laplacian", batch=True)
         L, d = _core.laplacian(adjacency, k, sym, loops, False, backend)
     # computed in float64; handed back in the input's dtype as scipy does
     kind_in = np.dtype(adjacency.dtype).kind
@@ -167,6 +184,15 @@ def _eig_tol(t):
     return 1e-8 if t in ("auto", None) or t == 0 else float(t)
 
 
+def _fit_work(X):
+    """Rough multiply-adds of a spectral fit, for the progress bar's 'long'
+    test: the kNN/affinity's n^2 p (a bar shows only after a second anyway)."""
+    shape = getattr(X, "shape", None)
+    if shape is None or len(shape) != 2:
+        return None
+    return float(shape[0]) * float(shape[0]) * max(float(shape[1]), 1.0)
+
+
 class _AffinityMixin:
     def _affinity(self, X, dense_default):
         """(graph for the C call, affinity_matrix_) from the data or a precomputed graph."""
@@ -175,7 +201,7 @@ class _AffinityMixin:
             if aff == "precomputed_nearest_neighbors":
                 raise NotImplementedError("affinity='precomputed_nearest_neighbors' is not "
                                           "supported; pass the graph with affinity='precomputed'")
-            X = validate(self, X, accept_sparse=["csr", "csc", "coo"])
+            X = validate(self, _precomputed(X), accept_sparse=["csr"])
             return _graph(X), X
         X = validate(self, X, ensure_min_samples=2)
         if callable(aff) or aff in _KERNELS:
@@ -199,6 +225,11 @@ class _AffinityMixin:
                 return g, g
         raise ValueError(f"affinity must be 'rbf', 'nearest_neighbors', 'precomputed', a kernel "
                          f"name of sklearn.metrics.pairwise_kernels or a callable, got {aff!r}")
+
+    def _symmetrize(self, graph):
+        """A precomputed sparse graph is averaged with its transpose (scikit-learn's
+        check_symmetric); everything else must be symmetric."""
+        return 2 if self.affinity == "precomputed" and isinstance(graph, tuple) else 0
 
     def _kernel(self, X):
         """The affinity from scikit-learn's pairwise_kernels (a kernel name or a
@@ -253,6 +284,12 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
     kernel_params : dict or None
         Further keyword arguments of a callable or named kernel.
     backend : {'auto', 'cpu', 'cuda'} or None
+    progress : bool, callable or None
+        A tqdm bar over the long phases of `fit` (the kNN search, the sparse
+        eigensolver's iterations, k-means): None (default) shows one when the
+        fit is long and stderr is a terminal or a notebook runs it;
+        True/False force it; a callable is called as
+        ``progress(done, total, what)``.
 
     Attributes
     ----------
@@ -283,6 +320,14 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
     True
     >>> gstat.SpectralClustering("eigengap", random_state=0).fit(X).n_clusters_
     2
+
+    A graph as users hold it (scipy.sparse, networkx, igraph):
+
+    >>> import networkx as nx
+    >>> G = nx.karate_club_graph()   # rows in G.nodes order
+    >>> sc = gstat.SpectralClustering(2, affinity="precomputed", random_state=0).fit(G)
+    >>> bool(sc.labels_[0] != sc.labels_[33])   # the instructor's and the president's clubs
+    True
     """
 
     _parameter_constraints = constraints(lambda I, S: {
@@ -301,7 +346,8 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=8, *, eigen_solver=None, n_components=None, random_state=None,
                  n_init=10, gamma=1.0, affinity="rbf", n_neighbors=10, eigen_tol="auto",
-                 assign_labels="kmeans", degree=3, coef0=1, kernel_params=None, backend=None):
+                 assign_labels="kmeans", degree=3, coef0=1, kernel_params=None, backend=None,
+                 progress=None):
         self.n_clusters = n_clusters
         self.eigen_solver = eigen_solver
         self.n_components = n_components
@@ -316,10 +362,16 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         self.coef0 = coef0
         self.kernel_params = kernel_params
         self.backend = backend
+        self.progress = progress
 
     def fit(self, X, y=None):
-        """Cluster the rows of `X` (or the graph `X` when affinity='precomputed'). Returns self."""
+        """Cluster the rows of `X` (or the graph `X` when affinity='precomputed';
+        any graph :func:`laplacian` takes). Returns self."""
         validate_params(self)
+        with _progress.scope(self.progress, "SpectralClustering", _fit_work(X)):
+            return self._fit(X)
+
+    def _fit(self, X):
         graph, self.affinity_matrix_ = self._affinity(X, True)
         k = 0 if isinstance(self.n_clusters, str) and self.n_clusters == "eigengap" else self.n_clusters
         if self.assign_labels == "discretize":
@@ -329,15 +381,15 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
             _choice(_ASSIGN, self.assign_labels, "assign_labels"), self.n_init, 300, 1e-4,
             seed_from(self.random_state), _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
             eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
-        labels, info = _core.spectral_clustering(graph, 2 if _issparse(X) else 0, 0, opts,
-                                                 self.backend)
+        labels, info = _core.spectral_clustering(graph, self._symmetrize(graph), 0,
+                                                 opts, self.backend)
         if info["graph_components"] > 1:
             # scikit-learn's warning; gstat clusters each component apart when
             # there are at most n_clusters of them, else (GSTAT_DISCONNECTED_PROCEED)
             # from the k smallest eigenvectors, as scikit-learn does
             warnings.warn(f"Graph is not fully connected ({info['graph_components']} connected "
                           f"components), spectral embedding may not work as expected.",
-                          UserWarning, stacklevel=2)
+                          UserWarning, stacklevel=3)
         self.labels_ = labels
         self.eigenvalues_ = info["eigenvalues"]
         self.n_clusters_ = int(info["n_clusters"])
@@ -350,11 +402,11 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         """labels_ by Yu & Shi's discretization of the k-column embedding."""
         if k == 0:
             raise ValueError("n_clusters='eigengap' needs assign_labels='kmeans' or 'cluster_qr'")
-        sym = 2 if _issparse(X) else 0
+        sym = self._symmetrize(graph)
         comps = int(_core.graph_components(graph, sym, 0, self.backend)[0][0])
         if comps > 1:
             warnings.warn(f"Graph is not fully connected ({comps} connected components), spectral "
-                          f"embedding may not work as expected.", UserWarning, stacklevel=3)
+                          f"embedding may not work as expected.", UserWarning, stacklevel=4)
         opts = _spectral_opts(k, self.n_components or k, 2, False, False, 0, 1, 300, 1e-4,
                               seed_from(self.random_state),
                               _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
@@ -436,6 +488,8 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
     n_neighbors : int or None
         None: max(n_samples / 10, 1).
     backend : {'auto', 'cpu', 'cuda'} or None
+    progress : bool, callable or None
+        As :class:`SpectralClustering`.
 
     Attributes
     ----------
@@ -462,7 +516,7 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
 
     def __init__(self, n_components=2, *, affinity="nearest_neighbors", gamma=None,
                  random_state=None, eigen_solver=None, eigen_tol="auto", n_neighbors=None,
-                 backend=None):
+                 backend=None, progress=None):
         self.n_components = n_components
         self.affinity = affinity
         self.gamma = gamma
@@ -471,19 +525,25 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
         self.eigen_tol = eigen_tol
         self.n_neighbors = n_neighbors
         self.backend = backend
+        self.progress = progress
 
     def fit(self, X, y=None):
-        """Compute the embedding of `X`. Returns self."""
+        """Compute the embedding of `X` (or of the graph `X` when
+        affinity='precomputed'; any graph :func:`laplacian` takes). Returns self."""
         validate_params(self)
+        with _progress.scope(self.progress, "SpectralEmbedding", _fit_work(X)):
+            return self._fit(X)
+
+    def _fit(self, X):
         graph, self.affinity_matrix_ = self._affinity(X, False)
-        sym = 2 if _issparse(X) else 0
+        sym = self._symmetrize(graph)
         k = int(self.n_components)
         comps = int(_core.graph_components(graph, sym, 0, self.backend)[0][0])
         if comps > 1:
             # scikit-learn warns and embeds anyway: with more components than
             # columns, some basis of the Laplacian's null space (PROCEED)
             warnings.warn("Graph is not fully connected, spectral embedding may not work as "
-                          "expected.", UserWarning, stacklevel=2)
+                          "expected.", UserWarning, stacklevel=3)
         opts = _spectral_opts(1, k, 2, True, False, 0, 1, 300, 1e-4,
                               seed_from(self.random_state),
                               _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
@@ -509,9 +569,11 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
 
     Parameters
     ----------
-    graphs : sequence of array_like (n_i, n_i) or scipy.sparse matrices, an
-        ndarray (count, n, n), or a CUDA tensor (count, n, n) (torch, CuPy)
-        Adjacency matrices (ragged sizes allowed). A CUDA tensor of float32
+    graphs : sequence of graphs, an ndarray (count, n, n), or a CUDA tensor
+        (count, n, n) (torch, CuPy)
+        Adjacency matrices (ragged sizes allowed): each an array_like
+        (n_i, n_i), a scipy.sparse matrix/array of any format, or a networkx
+        or igraph graph (as :func:`laplacian` reads them). A CUDA tensor of float32
         or float64 is clustered on its GPU (Laplacians, eigen
         decompositions, embeddings and k-means all on the device, no copy
         of the graphs); the labels still come back as numpy arrays.
@@ -605,11 +667,15 @@ def _batch_request(graphs, n_clusters, laplacian, assign_labels, n_init, normali
         kind, a, b, count = 1, graphs, None, graphs.shape[0]
         sizes = [graphs.shape[1]] * count
     else:
-        graphs = list(graphs)
+        if _issparse(graphs) or is_graph_object(graphs):
+            raise TypeError("spectral_clustering_batch: graphs must be a sequence of graphs (or an "
+                            f"ndarray (count, n, n)), got one {type(graphs).__name__}; pass [graph]")
+        graphs = [as_graph(g, "spectral_clustering_batch") for g in graphs]
         count = len(graphs)
         if any(_issparse(g) for g in graphs):
             import scipy.sparse as sp
-            parts = [_csr(g if _issparse(g) else sp.csr_matrix(np.asarray(g))) for g in graphs]
+            parts = [_csr(g if _issparse(g) else sp.csr_matrix(check_dense(
+                g, "spectral_clustering_batch"))) for g in graphs]
             sizes = [p[0] for p in parts]
             node_off = np.zeros(count + 1, dtype=np.int64)
             node_off[1:] = np.cumsum(sizes)
@@ -624,7 +690,7 @@ def _batch_request(graphs, n_clusters, laplacian, assign_labels, n_init, normali
         else:
             for g in graphs:
                 _device.refuse_masked(g, "spectral_clustering_batch")
-            arrs = [np.asarray(g) for g in graphs]
+            arrs = [check_dense(g, "spectral_clustering_batch") for g in graphs]
             sizes = [g.shape[0] for g in arrs]
             for g in arrs:
                 if g.ndim != 2 or g.shape[0] != g.shape[1]:
