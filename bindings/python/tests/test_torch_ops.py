@@ -257,14 +257,16 @@ def test_gradcheck_forward_ad(name, upper):
     assert torch.autograd.gradgradcheck(f, inputs, check_fwd_over_rev=True, fast_mode=True)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", list(_fwd_cases()))
-def test_jvp_jacfwd_match_torch_linalg(name):
+def test_jvp_jacfwd_match_torch_linalg(name, device):
     """torch.func.jvp, jacfwd, jacrev, vmap over jvp and forward_ad dual
     tensors give torch.linalg's values. Before, a dual level dropped the
     tangents silently (zero) and jacrev refused the operators."""
     f, ref, inputs = _fwd_cases()[name]
     g = torch.Generator().manual_seed(5)
-    tangents = tuple(torch.randn(t.shape, dtype=t.dtype, generator=g) for t in inputs)
+    tangents = tuple(torch.randn(t.shape, dtype=t.dtype, generator=g).to(device) for t in inputs)
+    inputs = tuple(t.to(device) for t in inputs)
     if name == "cholesky_solve":
         # both read only L's triangle, but torch's JVP also uses the other one
         tangents = (tangents[0].tril(), tangents[1])
@@ -278,7 +280,7 @@ def test_jvp_jacfwd_match_torch_linalg(name):
     torch.testing.assert_close(fwd, torch.func.jacrev(f, argnums=argnums)(*inputs))
     fwd_ref = torch.func.jacfwd(ref, argnums=argnums)(*inputs)
     if name == "cholesky_solve":  # compared on the triangle that is read (above)
-        tri = torch.ones(4, 4, dtype=torch.float64).tril()
+        tri = torch.ones(4, 4, dtype=torch.float64, device=device).tril()
         fwd, fwd_ref = (fwd[0] * tri, fwd[1]), (fwd_ref[0] * tri, fwd_ref[1])
     torch.testing.assert_close(fwd, fwd_ref)
     stacked = tuple(torch.stack([t, -2 * t]) for t in tangents)
