@@ -219,12 +219,12 @@ struct CudaDriver {
   CudaDriver() {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h) return;
-    bool all = Load(h, "cuDeviceGet", &device_get) &&
-               Load(h, "cuDevicePrimaryCtxRetain", &primary_retain) &&
-               Load(h, "cuDevicePrimaryCtxRelease_v2", &primary_release) &&
-               Load(h, "cuCtxPushCurrent_v2", &push) && Load(h, "cuCtxPopCurrent_v2", &pop) &&
-               Load(h, "cuMemcpyDtoHAsync_v2", &copy_dtoh) && Load(h, "cuStreamSynchronize", &sync);
-    ok = all;
+    // the handle stays open: the driver is needed for the process's lifetime
+    ok = Load(h, "cuDeviceGet", &device_get) &&
+         Load(h, "cuDevicePrimaryCtxRetain", &primary_retain) &&
+         Load(h, "cuDevicePrimaryCtxRelease_v2", &primary_release) &&
+         Load(h, "cuCtxPushCurrent_v2", &push) && Load(h, "cuCtxPopCurrent_v2", &pop) &&
+         Load(h, "cuMemcpyDtoHAsync_v2", &copy_dtoh) && Load(h, "cuStreamSynchronize", &sync);
   }
   template <class F>
   static bool Load(void *h, const char *name, F *f) {
@@ -250,8 +250,9 @@ ffi::Error CopyToHost(const char *op, const Place &place, const void *src, size_
     cu.pop(&popped);
   }
   cu.primary_release(dev);
-  if (rc != 0) return Fail(op, "copying the PCA parameters to the host failed (CUresult " +
-                                   std::to_string(rc) + ")");
+  if (rc != 0)
+    return Fail(
+        op, "copying the PCA parameters to the host failed (CUresult " + std::to_string(rc) + ")");
   return ffi::Error::Success();
 }
 
