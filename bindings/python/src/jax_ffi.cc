@@ -1,5 +1,5 @@
-// XLA FFI handlers of gstat.jax: eigh, eigvalsh, Cholesky and the two solves
-// on XLA buffers, for the CPU (host memory) and CUDA (device memory, on the
+// XLA FFI handlers of gstat.jax: eigh, eigvalsh, Cholesky, the two solves and
+// the PCA projection on XLA buffers, for the CPU (host memory) and CUDA (device memory, on the
 // stream XLA gives the call). gstat/jax.py loads this library with ctypes and
 // registers the exported handler symbols with jax.ffi.register_ffi_target.
 //
@@ -7,6 +7,8 @@
 // descriptor: all leading dimensions fold into gstat's batch, the last two
 // are the matrix. jax.py broadcasts the operands of a solve to one batch
 // shape before the call, so a handler only checks that they agree.
+#include <dlfcn.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -197,6 +199,130 @@ ffi::Error SolveImpl(const Place &place, ffi::AnyBuffer t, ffi::AnyBuffer b,
   return Finish(op, ctx, st);
 }
 
+// ---- the PCA projection ----------------------------------------------------
+
+// gstat_pca_transform takes the fitted parameters as host float64 arrays (it
+// uploads what its device projection needs itself). On CUDA they arrive in
+// device memory: they are read back through the CUDA driver (libcuda.so.1,
+// present wherever a GPU runs; loaded at run time so that this file needs no
+// CUDA header), on XLA's stream, which the copy then waits for.
+struct CudaDriver {
+  using Ctx = void *;
+  int (*device_get)(int *, int) = nullptr;
+  int (*primary_retain)(Ctx *, int) = nullptr;
+  int (*primary_release)(int) = nullptr;
+  int (*push)(Ctx) = nullptr;
+  int (*pop)(Ctx *) = nullptr;
+  int (*copy_dtoh)(void *, unsigned long long, size_t, void *) = nullptr;
+  int (*sync)(void *) = nullptr;
+  bool ok = false;
+  CudaDriver() {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return;
+    // the handle stays open: the driver is needed for the process's lifetime
+    ok = Load(h, "cuDeviceGet", &device_get) &&
+         Load(h, "cuDevicePrimaryCtxRetain", &primary_retain) &&
+         Load(h, "cuDevicePrimaryCtxRelease_v2", &primary_release) &&
+         Load(h, "cuCtxPushCurrent_v2", &push) && Load(h, "cuCtxPopCurrent_v2", &pop) &&
+         Load(h, "cuMemcpyDtoHAsync_v2", &copy_dtoh) && Load(h, "cuStreamSynchronize", &sync);
+  }
+  template <class F>
+  static bool Load(void *h, const char *name, F *f) {
+    *f = reinterpret_cast<F>(dlsym(h, name));
+    return *f != nullptr;
+  }
+};
+
+// bytes of device memory at `src` into `dst`, ordered on `place`'s stream,
+// in the device's primary context (XLA's)
+ffi::Error CopyToHost(const char *op, const Place &place, const void *src, size_t bytes,
+                      void *dst) {
+  static CudaDriver cu;
+  if (!cu.ok) return Fail(op, "cannot load the CUDA driver (libcuda.so.1)");
+  int dev;
+  CudaDriver::Ctx ctx, popped;
+  if (cu.device_get(&dev, place.device) != 0 || cu.primary_retain(&ctx, dev) != 0)
+    return Fail(op, "cannot reach the CUDA device's primary context");
+  int rc = cu.push(ctx);
+  if (rc == 0) {
+    rc = cu.copy_dtoh(dst, reinterpret_cast<unsigned long long>(src), bytes, place.stream);
+    if (rc == 0) rc = cu.sync(place.stream);
+    cu.pop(&popped);
+  }
+  cu.primary_release(dev);
+  if (rc != 0)
+    return Fail(
+        op, "copying the PCA parameters to the host failed (CUresult " + std::to_string(rc) + ")");
+  return ffi::Error::Success();
+}
+
+// The `count` values of parameter buffer `buf` (X's dtype) as float64.
+ffi::Error HostDoubles(const char *op, const Place &place, const ffi::AnyBuffer &buf,
+                       gstat_dtype dt, std::vector<double> *out) {
+  size_t count = buf.element_count(), size = gstat_dtype_size(dt);
+  std::vector<unsigned char> staged;
+  const unsigned char *raw = static_cast<const unsigned char *>(buf.untyped_data());
+  if (place.location == GSTAT_CUDA && count > 0) {
+    staged.resize(count * size);
+    if (auto e = CopyToHost(op, place, raw, count * size, staged.data()); e.failure()) return e;
+    raw = staged.data();
+  }
+  out->resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    const unsigned char *at = raw + i * size;
+    if (dt == GSTAT_F64) {
+      std::memcpy(&(*out)[i], at, sizeof(double));
+    } else if (dt == GSTAT_F32) {
+      float f;
+      std::memcpy(&f, at, sizeof f);
+      (*out)[i] = f;
+    } else {
+      uint16_t h;
+      std::memcpy(&h, at, sizeof h);
+      (*out)[i] = gstat_bf16_to_f32(h);
+    }
+  }
+  return ffi::Error::Success();
+}
+
+// scores = ((x - mean) components^T) [/ sqrt(ev)] for every element of the
+// batch: x (b, m, p), mean (b, p), components (b, k, p), ev (b, k).
+ffi::Error ProjectImpl(const Place &place, ffi::AnyBuffer x, ffi::AnyBuffer mean,
+                       ffi::AnyBuffer comp, ffi::AnyBuffer ev, ffi::Result<ffi::AnyBuffer> y,
+                       int32_t whiten) {
+  const char *op = "pca_project";
+  gstat_matrix X, M, C, E, Y;
+  if (auto e = Describe(op, "x", x, false, place, &X); e.failure()) return e;
+  if (auto e = Describe(op, "mean", mean, true, place, &M); e.failure()) return e;
+  if (auto e = Describe(op, "components", comp, false, place, &C); e.failure()) return e;
+  if (auto e = Describe(op, "explained_variance", ev, true, place, &E); e.failure()) return e;
+  if (auto e = Describe(op, "scores", *y, false, place, &Y); e.failure()) return e;
+  for (const gstat_matrix *m : {&M, &C, &E, &Y})
+    if (auto e = SameDtype(op, X, *m); e.failure()) return e;
+  const int64_t k = C.rows, p = C.cols;
+  if (M.batch != X.batch || C.batch != X.batch || E.batch != X.batch || M.rows != p ||
+      X.cols != p || E.rows != k)
+    return Fail(op, "inconsistent shapes of x, mean, components and explained_variance");
+  std::vector<double> mean_h, comp_h, ev_h, scale(static_cast<size_t>(X.batch * p), 1.0);
+  if (auto e = HostDoubles(op, place, mean, X.dtype, &mean_h); e.failure()) return e;
+  if (auto e = HostDoubles(op, place, comp, X.dtype, &comp_h); e.failure()) return e;
+  if (auto e = HostDoubles(op, place, ev, X.dtype, &ev_h); e.failure()) return e;
+  gstat_pca_result r;
+  std::memset(&r, 0, sizeof r);
+  r.batch = X.batch;
+  r.n_samples = X.rows;
+  r.n_features = p;
+  r.n_components = k;
+  r.whiten = whiten != 0;
+  r.components = comp_h.data();
+  r.mean = mean_h.data();
+  r.explained_variance = ev_h.data();
+  r.scale = scale.data();  // no scaling: the projection of gstat.torch and scikit-learn
+  gstat_ctx *ctx;
+  if (auto e = GetContext(op, place, &ctx); e.failure()) return e;
+  return Finish(op, ctx, gstat_pca_transform(ctx, &r, &X, &Y));
+}
+
 constexpr Place kHost{GSTAT_HOST, 0, nullptr};
 
 Place OnDevice(void *stream, int32_t device) {
@@ -222,6 +348,8 @@ GSTAT_JAX_EXPORT(GstatCholeskyCpu);
 GSTAT_JAX_EXPORT(GstatCholeskyCuda);
 GSTAT_JAX_EXPORT(GstatSolveCpu);
 GSTAT_JAX_EXPORT(GstatSolveCuda);
+GSTAT_JAX_EXPORT(GstatPcaProjectCpu);
+GSTAT_JAX_EXPORT(GstatPcaProjectCuda);
 
 // Which backends (GSTAT_RAN_* bits) ran the handlers' calls since the last
 // reset; `reset` nonzero clears the record after reading it.
@@ -302,3 +430,29 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
         .Attr<int32_t>("upper")
         .Attr<int32_t>("triangular")
         .Attr<int32_t>("unit"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    GstatPcaProjectCpu,
+    [](ffi::AnyBuffer x, ffi::AnyBuffer mean, ffi::AnyBuffer comp, ffi::AnyBuffer ev,
+       ffi::Result<ffi::AnyBuffer> y,
+       int32_t whiten) { return ProjectImpl(kHost, x, mean, comp, ev, y, whiten); },
+    ffi::Ffi::Bind()
+        .Arg<ffi::AnyBuffer>()
+        .Arg<ffi::AnyBuffer>()
+        .Arg<ffi::AnyBuffer>()
+        .Arg<ffi::AnyBuffer>()
+        .Ret<ffi::AnyBuffer>()
+        .Attr<int32_t>("whiten"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    GstatPcaProjectCuda,
+    [](void *stream, int32_t device, ffi::AnyBuffer x, ffi::AnyBuffer mean, ffi::AnyBuffer comp,
+       ffi::AnyBuffer ev, ffi::Result<ffi::AnyBuffer> y, int32_t whiten) {
+      return ProjectImpl(OnDevice(stream, device), x, mean, comp, ev, y, whiten);
+    },
+    ffi::Ffi::Bind() GSTAT_CUDA_CTX.Arg<ffi::AnyBuffer>()
+        .Arg<ffi::AnyBuffer>()
+        .Arg<ffi::AnyBuffer>()
+        .Arg<ffi::AnyBuffer>()
+        .Ret<ffi::AnyBuffer>()
+        .Attr<int32_t>("whiten"));

@@ -390,3 +390,75 @@ def test_gpu_stream_order_vmap_grad(rng):
     g0 = jax.grad(lambda x: jnp.sum(jnp.cos(jnp.linalg.cholesky(x))))(a)
     np.testing.assert_allclose(g, (g0 + jnp.swapaxes(g0, -1, -2)) / 2, atol=1e-9)
     assert gj._backends_ran(reset=True) == "cuda"
+
+
+# ---- PCA projection (CPU here; the GPU case runs where JAX sees a GPU) ---------
+
+DEVICES = ["cpu", pytest.param("gpu", marks=needs_gpu)]
+
+
+def _pca_args(rng, batch=(), m=9, p=5, k=3, dtype=np.float64):
+    return tuple(a.astype(dtype) for a in (
+        rng.standard_normal(batch + (m, p)), rng.standard_normal(batch + (p,)),
+        rng.standard_normal(batch + (k, p)), rng.random(batch + (k,)) + 0.5))
+
+
+def _pca_ref(x, mean, comp, ev, whiten):
+    y = (x - mean[..., None, :]) @ jnp.swapaxes(comp, -1, -2)
+    return y / jnp.sqrt(ev)[..., None, :] if whiten else y
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("whiten", [False, True])
+def test_pca_project_matches_formula(rng, device, dtype, whiten):
+    dev = jax.devices(device)[0]
+    args = [jax.device_put(a, dev) for a in _pca_args(rng, (2,), dtype=dtype)]
+    gj._backends_ran(reset=True)
+    y = jax.jit(lambda *a: gj.pca_project(*a, whiten=whiten))(*args)
+    y.block_until_ready()
+    assert gj._backends_ran(reset=True) == ("cuda" if device == "gpu" else "cpu")
+    assert y.dtype == dtype and y.shape == (2, 9, 3) and y.devices() == {dev}
+    np.testing.assert_allclose(y, _pca_ref(*args, whiten), rtol=TOL[dtype], atol=TOL[dtype])
+    # a vmap over the data alone, and over data and components (broadcast batch)
+    x, mean, comp, ev = args
+    f = lambda x, c: gj.pca_project(x, mean[0], c, ev[0], whiten=whiten)  # noqa: E731
+    np.testing.assert_allclose(jax.vmap(f, (0, None))(x, comp[0]),
+                               _pca_ref(x, mean[0], comp[0], ev[0], whiten), rtol=TOL[dtype],
+                               atol=TOL[dtype])
+    np.testing.assert_allclose(jax.vmap(f)(x, comp), _pca_ref(x, mean[0], comp, ev[0], whiten),
+                               rtol=TOL[dtype], atol=TOL[dtype])
+    assert gj._backends_ran(reset=True) == ("cuda" if device == "gpu" else "cpu")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("whiten", [False, True])
+def test_pca_project_gradients(rng, device, whiten):
+    dev = jax.devices(device)[0]
+    args = [jax.device_put(a, dev) for a in _pca_args(rng, m=4, p=3, k=2)]
+    f = lambda *a: gj.pca_project(*a, whiten=whiten)  # noqa: E731
+    check_grads(f, args, order=2, modes=("fwd", "rev"))
+    loss = lambda g: lambda *a: jnp.sum(jnp.sin(g(*a)))  # noqa: E731
+    grads = jax.jit(jax.grad(loss(f), argnums=(0, 1, 2, 3)))(*args)
+    ref = jax.grad(loss(lambda *a: _pca_ref(*a, whiten)), argnums=(0, 1, 2, 3))(*args)
+    for g, g0 in zip(grads, ref):
+        np.testing.assert_allclose(g, g0, rtol=1e-10, atol=1e-12)
+
+
+def test_pca_project_checks(rng):
+    x, mean, comp, ev = _pca_args(rng)
+    np.testing.assert_allclose(gj.pca_project(x, mean, comp), _pca_ref(x, mean, comp, ev, False),
+                               rtol=1e-12, atol=1e-12)
+    y = gj.pca_project(x.astype(jnp.bfloat16), mean.astype(jnp.bfloat16),
+                       comp.astype(jnp.bfloat16), whiten=False)
+    assert y.dtype == jnp.bfloat16
+    np.testing.assert_allclose(np.asarray(y, np.float64), _pca_ref(x, mean, comp, ev, False),
+                               atol=0.1)
+    with pytest.raises(ValueError, match="whiten needs explained_variance"):
+        gj.pca_project(x, mean, comp, whiten=True)
+    with pytest.raises(ValueError, match="inconsistent shapes"):
+        gj.pca_project(x, mean[:-1], comp)
+    bad = x.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(Exception, match="NaN or Inf"):
+        jax.block_until_ready(gj.pca_project(bad, mean, comp))

@@ -214,6 +214,120 @@ def test_gradcheck_pca_project(whiten):
     assert torch.autograd.gradgradcheck(f, (X, mean, comp, ev))
 
 
+# ---- forward mode and torch.func transforms --------------------------------------------------
+
+def _fwd_cases(upper=False):
+    """(gstat function, torch reference, float64 inputs) for every operator:
+    symmetric inputs with well separated eigenvalues for eigh."""
+    a = with_spectrum([-2.0, -0.5, 1.0, 2.5, 4.0]).unsqueeze(0)
+    spd = sym(2, 4, spd=True)
+    L = torch.linalg.cholesky(sym(2, 4, spd=True, seed=1), upper=upper)
+    B = torch.randn(2, 4, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    X, mean, comp = (torch.randn(*s, dtype=torch.float64) for s in ((7, 4), (4,), (2, 4)))
+    ev = torch.tensor([2.0, 0.7], dtype=torch.float64)
+    return {
+        "eigh": (symmetrized(lambda x: _gauge_invariant(*gt.eigh(x))),
+                 symmetrized(lambda x: _gauge_invariant(*torch.linalg.eigh(x))), (a,)),
+        "eigvalsh": (symmetrized(lambda x: gt.eigvalsh(x, "U")),
+                     symmetrized(torch.linalg.eigvalsh), (a,)),
+        "cholesky": (symmetrized(lambda x: gt.cholesky(x, upper)),
+                     symmetrized(lambda x: torch.linalg.cholesky(x, upper=upper)), (spd,)),
+        "cholesky_solve": (lambda L, B: gt.cholesky_solve(B, L, upper),
+                           lambda L, B: torch.cholesky_solve(B, L, upper), (L, B)),
+        "solve_triangular": (
+            lambda L, B: gt.solve_triangular(L, B, upper=upper, unitriangular=True),
+            lambda L, B: torch.linalg.solve_triangular(L, B, upper=upper, unitriangular=True),
+            (L, B)),
+        "solve_triangular_right": (
+            lambda L, B: gt.solve_triangular(L, B.mT, upper=upper, left=False),
+            lambda L, B: torch.linalg.solve_triangular(L, B.mT, upper=upper, left=False),
+            (L, B)),
+        "pca_project": (lambda *t: gt.pca_project(*t, whiten=True),
+                        lambda X, m, c, e: (X - m) @ c.mT / e.sqrt(), (X, mean, comp, ev)),
+    }
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("name", list(_fwd_cases()))
+def test_gradcheck_forward_ad(name, upper):
+    f, _, inputs = _fwd_cases(upper)[name]
+    inputs = tuple(t.clone().requires_grad_() for t in inputs)
+    assert torch.autograd.gradcheck(f, inputs, check_forward_ad=True)
+    # forward over reverse (hessian-vector products) as well as reverse over reverse
+    assert torch.autograd.gradgradcheck(f, inputs, check_fwd_over_rev=True, fast_mode=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(_fwd_cases()))
+def test_jvp_jacfwd_match_torch_linalg(name, device):
+    """torch.func.jvp, jacfwd, jacrev, vmap over jvp and forward_ad dual
+    tensors give torch.linalg's values. Before, a dual level dropped the
+    tangents silently (zero) and jacrev refused the operators."""
+    f, ref, inputs = _fwd_cases()[name]
+    g = torch.Generator().manual_seed(5)
+    tangents = tuple(torch.randn(t.shape, dtype=t.dtype, generator=g).to(device) for t in inputs)
+    inputs = tuple(t.to(device) for t in inputs)
+    if name == "cholesky_solve":
+        # both read only L's triangle, but torch's JVP also uses the other one
+        tangents = (tangents[0].tril(), tangents[1])
+    out, tan = torch.func.jvp(f, inputs, tangents)
+    out_r, tan_r = torch.func.jvp(ref, inputs, tangents)
+    torch.testing.assert_close(out, out_r)
+    torch.testing.assert_close(tan, tan_r)
+    assert tan.abs().max() > 0
+    argnums = tuple(range(len(inputs)))
+    fwd = torch.func.jacfwd(f, argnums=argnums)(*inputs)
+    torch.testing.assert_close(fwd, torch.func.jacrev(f, argnums=argnums)(*inputs))
+    fwd_ref = torch.func.jacfwd(ref, argnums=argnums)(*inputs)
+    if name == "cholesky_solve":  # compared on the triangle that is read (above)
+        tri = torch.ones(4, 4, dtype=torch.float64, device=device).tril()
+        fwd, fwd_ref = (fwd[0] * tri, fwd[1]), (fwd_ref[0] * tri, fwd_ref[1])
+    torch.testing.assert_close(fwd, fwd_ref)
+    stacked = tuple(torch.stack([t, -2 * t]) for t in tangents)
+    many = torch.vmap(lambda *ts: torch.func.jvp(f, inputs, ts)[1])(*stacked)
+    torch.testing.assert_close(many, torch.stack([tan, -2 * tan]))
+    fwAD = torch.autograd.forward_ad
+    with fwAD.dual_level():
+        dual = f(*(fwAD.make_dual(x, t) for x, t in zip(inputs, tangents)))
+        torch.testing.assert_close(fwAD.unpack_dual(dual).tangent, tan)
+
+
+def test_vmap_batching_rules():
+    """vmap moves its dimension onto the operators' batch (no per-element
+    fallback, which warns of a performance drop); unbatched operands of the
+    solves and batched PCA parameters are expanded."""
+    import warnings
+    a, L = sym(3, 4), torch.linalg.cholesky(sym(3, 4, spd=True))
+    B = torch.randn(3, 4, 2, dtype=torch.float64)
+    X, mean, comp = torch.randn(3, 6, 4, dtype=torch.float64), torch.randn(4, dtype=torch.float64), \
+        torch.randn(3, 2, 4, dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*performance drop.*")
+        torch.testing.assert_close(torch.vmap(gt.eigvalsh)(a), torch.linalg.eigvalsh(a))
+        torch.testing.assert_close(torch.vmap(lambda b: gt.cholesky_solve(b, L[0]))(B),
+                                   torch.cholesky_solve(B, L[0].expand(3, 4, 4)))
+        torch.testing.assert_close(
+            torch.vmap(lambda l: gt.solve_triangular(l, B[0], upper=False))(L),
+            torch.linalg.solve_triangular(L, B[0].expand(3, 4, 2), upper=False))
+        torch.testing.assert_close(torch.vmap(lambda x: gt.pca_project(x, mean, comp[0]))(X),
+                                   (X - mean) @ comp[0].mT)
+        torch.testing.assert_close(torch.vmap(lambda x, c: gt.pca_project(x, mean, c))(X, comp),
+                                   (X - mean) @ comp.mT)
+
+
+def test_eigh_jvp_at_degenerate_eigenvalues_is_finite():
+    # within a degenerate block the eigenvector tangent drops the 1/0 pairs, as the backward
+    a = with_spectrum([1.0, 1.0, 1.0, 2.0, 3.0])
+    t = sym(1, 5, seed=3)[0]
+    (w, v), (dw, dv) = torch.func.jvp(lambda x: tuple(gt.eigh(x)), (a,), (t,))
+    assert torch.isfinite(dv).all()
+    # the eigenvalue tangent of the whole block: its trace is that of V^T t V over the block
+    m = v.mT @ t @ v
+    torch.testing.assert_close(dw.sum(), m.diagonal().sum())
+    _, (_, db) = torch.func.jvp(lambda x: tuple(gt.eigh(x, broadening=1e-3)), (a,), (t,))
+    assert torch.isfinite(db).all()
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_backward_in_low_precision(dtype):
     a = sym(4, 6, dtype).requires_grad_()

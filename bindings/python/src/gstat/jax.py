@@ -1,4 +1,4 @@
-"""gstat's eigh, Cholesky and solves as JAX operations (``import gstat.jax``).
+"""gstat's eigh, Cholesky, solves and PCA projection as JAX operations (``import gstat.jax``).
 
 The functions take JAX arrays (float32, float64 or bfloat16) of shape
 (..., n, n), run gstat's batched C routines through JAX's FFI (on the CPU, or
@@ -6,7 +6,9 @@ on an NVIDIA GPU on the stream XLA gives the call) and work under
 ``jax.jit``, ``jax.vmap`` (gstat is batched: a vmapped call is one gstat call
 over the larger batch) and ``jax.grad`` / ``jax.jvp`` (``jax.custom_jvp``
 rules, the solves through ``jax.lax.custom_linear_solve`` so that their
-transposes are gstat solves too).
+transposes are gstat solves too). :func:`pca_project` is gstat's centred
+projection of data on fitted PCA parameters (on a GPU the parameters, small,
+are read back to the host, which gstat's projection takes them from).
 
 Conventions follow ``jax.numpy.linalg`` / ``jax.scipy.linalg``:
 
@@ -48,7 +50,8 @@ except ImportError as _e:  # pragma: no cover - depends on the environment
 
 import numpy as _np
 
-__all__ = ["eigh", "eigvalsh", "cholesky", "cholesky_solve", "solve_triangular", "EighResult"]
+__all__ = ["eigh", "eigvalsh", "cholesky", "cholesky_solve", "solve_triangular", "pca_project",
+           "EighResult"]
 
 _LIB_NAME = "libgstat_jax_ffi.so"
 
@@ -75,7 +78,8 @@ def _register():
     # them for that platform); gstat's CUDA module is looked for at the first
     # GPU call, whose error names it when it is missing.
     for target, symbol in (("eigh", "GstatEigh"), ("eigvalsh", "GstatEigvalsh"),
-                           ("cholesky", "GstatCholesky"), ("solve", "GstatSolve")):
+                           ("cholesky", "GstatCholesky"), ("solve", "GstatSolve"),
+                           ("pca_project", "GstatPcaProject")):
         for platform, suffix in (("cpu", "Cpu"), ("CUDA", "Cuda")):
             _ffi.register_ffi_target(f"gstat_{target}", _ffi.pycapsule(getattr(_lib, symbol + suffix)),
                                      platform=platform)
@@ -350,6 +354,71 @@ def cholesky_solve(l, b, upper=False):
         lambda y: lo @ (_mT(lo) @ y), b,
         solve=lambda _, y: _gstat_solve(l, y, upper, -1, 0), symmetric=True)
     return x[..., 0] if vector else x
+
+
+# ---- PCA projection -------------------------------------------------------------
+
+@_functools.partial(_jax.custom_jvp, nondiff_argnums=(4,))
+def _project(x, mean, comp, ev, whiten):
+    y = _jax.ShapeDtypeStruct(x.shape[:-1] + comp.shape[-2:-1], x.dtype)
+    return _call("gstat_pca_project", y, x, mean, comp, ev, whiten=whiten)
+
+
+@_project.defjvp
+def _project_jvp(whiten, primals, tangents):
+    # y = ((x - mean) C^T) s, s = ev^-1/2 when whitened: linear in the
+    # tangents, so jax.grad transposes it (gstat computes only the primal)
+    (x, mean, comp, ev), (dx, dmean, dcomp, dev) = primals, tangents
+    y = _project(x, mean, comp, ev, whiten)
+    dy = (dx - dmean[..., None, :]) @ _mT(comp) + (x - mean[..., None, :]) @ _mT(dcomp)
+    if whiten:
+        dy = dy / _jnp.sqrt(ev)[..., None, :] - y * (0.5 * dev / ev)[..., None, :]
+    return y, dy
+
+
+def pca_project(x, mean, components, explained_variance=None, *, whiten=False):
+    """PCA scores ``(x - mean) @ components.T``, divided by
+    ``sqrt(explained_variance)`` when `whiten` (gstat's fused centred
+    projection, as :func:`gstat.torch.pca_project`); differentiable in all four.
+
+    Parameters
+    ----------
+    x : jax.Array, shape (..., m, p)
+    mean : jax.Array, shape (..., p)
+    components : jax.Array, shape (..., k, p)
+    explained_variance : jax.Array, shape (..., k), optional (needed with `whiten`)
+    whiten : bool
+
+    Batch dimensions broadcast. NaN or Inf in `x` raises (gstat's check).
+
+    Returns
+    -------
+    jax.Array, shape (..., m, k)
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, gstat.jax as gj
+    >>> x = jnp.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> gj.pca_project(x, jnp.array([2.0, 3.0]), jnp.array([[0.6, 0.8]])).tolist()
+    [[-1.4], [1.4]]
+    """
+    if explained_variance is None:
+        if whiten:
+            raise ValueError("gstat.jax.pca_project: whiten needs explained_variance")
+        explained_variance = _jnp.ones(_jnp.shape(components)[-2:-1], _jnp.asarray(components).dtype)
+    x, mean, comp, ev = (_as_float(t, n) for t, n in ((x, "x"), (mean, "mean"),
+                                                      (components, "components"),
+                                                      (explained_variance, "explained_variance")))
+    if x.ndim < 2 or mean.ndim < 1 or comp.ndim < 2 or ev.ndim < 1 or \
+            mean.shape[-1] != x.shape[-1] or comp.shape[-1] != x.shape[-1] or \
+            ev.shape[-1] != comp.shape[-2]:
+        raise ValueError(f"gstat.jax.pca_project: inconsistent shapes x {x.shape}, mean {mean.shape}, "
+                         f"components {comp.shape}, explained_variance {ev.shape}")
+    dtype = _functools.reduce(_jnp.promote_types, (x.dtype, mean.dtype, comp.dtype, ev.dtype))
+    batch = _jnp.broadcast_shapes(x.shape[:-2], mean.shape[:-1], comp.shape[:-2], ev.shape[:-1])
+    x, mean, comp, ev = (_jnp.broadcast_to(t.astype(dtype), batch + t.shape[len(t.shape) - c:])
+                         for t, c in ((x, 2), (mean, 1), (comp, 2), (ev, 1)))
+    return _project(x, mean, comp, ev, bool(whiten))
 
 
 _lib.GstatJaxBackendsRan.restype = _ctypes.c_uint

@@ -38,8 +38,13 @@ lambda_i)^2 + eps)`` for every pair (eps in units of eigenvalue squared): a
 finite, smooth surrogate also for nearly degenerate pairs, with a relative
 bias of eps / gap^2 on well separated ones.
 
-Forward-mode AD (``torch.func.jvp``, ``torch.autograd.forward_ad``) is not
-available: ``torch.library`` custom operators have no forward-mode formula.
+Forward-mode AD (``torch.func.jvp``/``jacfwd``, ``torch.autograd.forward_ad``)
+and ``torch.func`` transforms (``jacrev``, ``vmap``, ``hessian``) work: a
+``torch.library`` operator takes only a backward formula (its tangents would
+be silently dropped), so while a transform or a dual level is active (never
+under ``torch.compile``, which sees the registered operators) the functions
+route through ``torch.autograd.Function`` s carrying torch.linalg's JVPs, with
+the same degenerate-block and `broadening` rules as the backward.
 """
 from typing import NamedTuple
 
@@ -353,15 +358,18 @@ def _cholesky_setup(ctx, inputs, output):
 
 
 def _cholesky_bwd(ctx, gL):
+    return _cholesky_backward(ctx.saved_tensors[0], gL, ctx.upper), None
+
+
+def _cholesky_backward(L, gL, upper):
     # torch.linalg's symmetric gradient L^-T Phi(L^T gL) L^-1, Phi: the lower
     # triangle with its diagonal halved, symmetrised
-    (L,) = ctx.saved_tensors
-    if ctx.upper:
+    if upper:
         L, gL = L.mT, gL.mT
     P = (L.mT @ gL).tril()
     P = 0.5 * (P + P.tril(-1).mT)
     P = torch.linalg.solve_triangular(L.mT, P, upper=True)
-    return torch.linalg.solve_triangular(L, P, upper=False, left=False), None
+    return torch.linalg.solve_triangular(L, P, upper=False, left=False)
 
 
 _cholesky_op.register_autograd(_cholesky_bwd, setup_context=_cholesky_setup)
@@ -373,16 +381,19 @@ def _chol_solve_setup(ctx, inputs, output):
 
 
 def _chol_solve_bwd(ctx, gX):
+    return (*_chol_solve_backward(*ctx.saved_tensors, gX, ctx.upper), None)
+
+
+def _chol_solve_backward(L, X, gX, upper):
     # X = A^-1 B with A = L L^T: gB = A^-1 gX, gA = -gB X^T (symmetrised),
     # pushed through A = L L^T onto the triangle that is read
-    L, X = ctx.saved_tensors
     # only L's triangle is read: the other one must not receive second-order terms
-    L = L.triu() if ctx.upper else L.tril()
-    gB = _cholesky_solve_op(gX, L, ctx.upper)
+    L = L.triu() if upper else L.tril()
+    gB = _chol_solve(gX, L, upper)
     S = gB @ X.mT
     S = S + S.mT
-    gL = -(L @ S).triu() if ctx.upper else -(S @ L).tril()
-    return gB, gL, None
+    gL = -(L @ S).triu() if upper else -(S @ L).tril()
+    return gB, gL
 
 
 _cholesky_solve_op.register_autograd(_chol_solve_bwd, setup_context=_chol_solve_setup)
@@ -394,14 +405,18 @@ def _solve_tri_setup(ctx, inputs, output):
 
 
 def _solve_tri_bwd(ctx, gX):
+    return (*_solve_tri_backward(*ctx.saved_tensors, gX, ctx.upper, ctx.trans, ctx.unit),
+            None, None, None)
+
+
+def _solve_tri_backward(A, X, gX, upper, trans, unit):
     # op(A) X = B: gB = op(A)^-T gX, g op(A) = -gB X^T, kept on the triangle read
-    A, X = ctx.saved_tensors
-    gB = _solve_triangular_op(A, gX, ctx.upper, not ctx.trans, ctx.unit)
-    gA = -(X @ gB.mT) if ctx.trans else -(gB @ X.mT)
-    gA = gA.triu() if ctx.upper else gA.tril()
-    if ctx.unit:
+    gB = _tri_solve(A, gX, upper, not trans, unit)
+    gA = -(X @ gB.mT) if trans else -(gB @ X.mT)
+    gA = gA.triu() if upper else gA.tril()
+    if unit:
         gA = gA - torch.diag_embed(gA.diagonal(0, -2, -1))
-    return gA, gB, None, None, None
+    return gA, gB
 
 
 _solve_triangular_op.register_autograd(_solve_tri_bwd, setup_context=_solve_tri_setup)
@@ -414,16 +429,244 @@ def _project_setup(ctx, inputs, output):
 
 
 def _project_bwd(ctx, gY):
+    return (*_project_backward(*ctx.saved_tensors, gY, ctx.whiten), None)
+
+
+def _project_backward(X, mean, C, ev, Y, gY, whiten):
     # Y = ((X - mean) C^T) s with s = ev^-1/2 when whitened, else 1
-    X, mean, C, ev, Y = ctx.saved_tensors
-    gZ = gY * ev.rsqrt() if ctx.whiten else gY
+    gZ = gY * ev.rsqrt() if whiten else gY
     gX = gZ @ C
     gC = gZ.mT @ (X - mean)
-    gev = (gY * Y).sum(0) * (-0.5 / ev) if ctx.whiten else None
-    return gX, -gX.sum(0), gC, gev, None
+    gev = (gY * Y).sum(0) * (-0.5 / ev) if whiten else None
+    return gX, -gX.sum(0), gC, gev
 
 
 _pca_project_op.register_autograd(_project_bwd, setup_context=_project_setup)
+
+
+# ---- forward mode and torch.func transforms ------------------------------------------------
+# A torch.library operator takes a backward formula only: under a dual level
+# its tangents are dropped (silently zero), and torch.func's grad refuses the
+# generated autograd.Function. While a transform or a dual level is active the
+# public functions go through these Functions (same forward operators, same
+# backward, plus torch.linalg's JVPs); torch.compile never sees them: dynamo
+# breaks the graph on a custom jvp, and there the registered operators serve.
+
+def _transformed():
+    if torch.compiler.is_compiling():
+        return False
+    level = getattr(torch.autograd.forward_ad, "_current_level", 0)  # -1: no dual level
+    active = getattr(torch._C, "_are_functorch_transforms_active", lambda: True)
+    return level >= 0 or active()
+
+
+class _EighFn(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(A, upper, broadening):
+        return torch.ops.gstat.eigh(A, upper, broadening)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.broadening = inputs[2]
+        ctx.save_for_backward(*output)
+        ctx.save_for_forward(*output)
+
+    @staticmethod
+    def backward(ctx, gw, gv):
+        w, v = ctx.saved_tensors
+        return _eigh_backward(w, v, gw, gv, ctx.broadening), None, None
+
+    @staticmethod
+    def jvp(ctx, dA, _upper, _broadening):
+        # torch.linalg's: M = V^T dA V, dw = diag(M), dV = V (E o M) with
+        # E_ij = 1/(w_j - w_i), degenerate pairs and broadening as the backward
+        w, v = ctx.saved_tensors
+        m = v.mT @ dA @ v
+        return m.diagonal(0, -2, -1), v @ (m * (2 * _half_inverse_gaps(w, ctx.broadening)))
+
+
+class _CholeskyFn(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(A, upper):
+        return torch.ops.gstat.cholesky(A, upper)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.upper = inputs[1]
+        ctx.save_for_backward(output)
+        ctx.save_for_forward(output)
+
+    @staticmethod
+    def backward(ctx, gL):
+        return _cholesky_backward(ctx.saved_tensors[0], gL, ctx.upper), None
+
+    @staticmethod
+    def jvp(ctx, dA, _upper):
+        # torch.linalg's: dL = L Phi(L^-1 dA L^-T), Phi: the lower triangle with
+        # its diagonal halved (upper: dU = dL^T with L = U^T)
+        (L,) = ctx.saved_tensors
+        if ctx.upper:
+            L = L.mT
+        P = torch.linalg.solve_triangular(L, dA, upper=False)
+        P = torch.linalg.solve_triangular(L.mT, P, upper=True, left=False).tril()
+        dL = L @ (P - 0.5 * torch.diag_embed(P.diagonal(0, -2, -1)))
+        return dL.mT if ctx.upper else dL
+
+
+class _CholSolveFn(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(B, L, upper):
+        return torch.ops.gstat.cholesky_solve(B, L, upper)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.upper = inputs[2]
+        ctx.save_for_backward(inputs[1], output)
+        ctx.save_for_forward(inputs[1], output)
+
+    @staticmethod
+    def backward(ctx, gX):
+        return (*_chol_solve_backward(*ctx.saved_tensors, gX, ctx.upper), None)
+
+    @staticmethod
+    def jvp(ctx, dB, dL, _upper):
+        # A X = B with A = L L^T (U^T U): dX = A^-1 (dB - dA X), dA from the
+        # triangle that is read
+        L, X = ctx.saved_tensors
+        L = L.triu() if ctx.upper else L.tril()
+        r = torch.zeros_like(X) if dB is None else dB
+        if dL is not None:
+            if ctx.upper:
+                dL = dL.triu()
+                r = r - dL.mT @ (L @ X) - L.mT @ (dL @ X)
+            else:
+                dL = dL.tril()
+                r = r - dL @ (L.mT @ X) - L @ (dL.mT @ X)
+        return _chol_solve(r, L, ctx.upper)
+
+
+class _SolveTriFn(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(A, B, upper, trans, unit):
+        return torch.ops.gstat.solve_triangular(A, B, upper, trans, unit)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.upper, ctx.trans, ctx.unit = inputs[2:]
+        ctx.save_for_backward(inputs[0], output)
+        ctx.save_for_forward(inputs[0], output)
+
+    @staticmethod
+    def backward(ctx, gX):
+        return (*_solve_tri_backward(*ctx.saved_tensors, gX, ctx.upper, ctx.trans, ctx.unit),
+                None, None, None)
+
+    @staticmethod
+    def jvp(ctx, dA, dB, *_flags):
+        # op(A) X = B: dX = op(A)^-1 (dB - op(dA) X), dA on the triangle read
+        A, X = ctx.saved_tensors
+        r = torch.zeros_like(X) if dB is None else dB
+        if dA is not None:
+            k = 1 if ctx.unit else 0
+            dA = dA.triu(k) if ctx.upper else dA.tril(-k)
+            r = r - (dA.mT if ctx.trans else dA) @ X
+        return _tri_solve(A, r, ctx.upper, ctx.trans, ctx.unit)
+
+
+class _ProjectFn(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(X, mean, C, ev, whiten):
+        return torch.ops.gstat.pca_project(X, mean, C, ev, whiten)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.whiten = inputs[4]
+        ctx.save_for_backward(*inputs[:4], output)
+        ctx.save_for_forward(*inputs[:4], output)
+
+    @staticmethod
+    def backward(ctx, gY):
+        return (*_project_backward(*ctx.saved_tensors, gY, ctx.whiten), None)
+
+    @staticmethod
+    def jvp(ctx, dX, dmean, dC, dev, _whiten):
+        X, mean, C, ev, Y = ctx.saved_tensors
+        dZ = torch.zeros_like(Y)
+        if dX is not None:
+            dZ = dZ + dX @ C.mT
+        if dmean is not None:
+            dZ = dZ - dmean @ C.mT
+        if dC is not None:
+            dZ = dZ + (X - mean) @ dC.mT
+        if not ctx.whiten:
+            return dZ
+        dZ = dZ * ev.rsqrt()
+        return dZ if dev is None else dZ - Y * (0.5 * dev / ev)
+
+
+def _chol_solve(B, L, upper):
+    if _transformed():
+        return _CholSolveFn.apply(B, L, upper)
+    return _cholesky_solve_op(B, L, upper)
+
+
+def _tri_solve(A, B, upper, trans, unit):
+    if _transformed():
+        return _SolveTriFn.apply(A, B, upper, trans, unit)
+    return _solve_triangular_op(A, B, upper, trans, unit)
+
+
+# batching rules: the operators batch over leading dimensions already, so
+# vmap moves its dimension to the front (no per-element fallback loop)
+def _front(info, t, d):
+    return t.movedim(d, 0) if d is not None else t.expand(info.batch_size, *t.shape)
+
+
+@torch.library.register_vmap("gstat::eigh")
+def _(info, in_dims, A, upper, broadening):
+    return torch.ops.gstat.eigh(_front(info, A, in_dims[0]), upper, broadening), (0, 0)
+
+
+@torch.library.register_vmap("gstat::eigvalsh")
+def _(info, in_dims, A, upper):
+    return torch.ops.gstat.eigvalsh(_front(info, A, in_dims[0]), upper), 0
+
+
+@torch.library.register_vmap("gstat::cholesky")
+def _(info, in_dims, A, upper):
+    return torch.ops.gstat.cholesky(_front(info, A, in_dims[0]), upper), 0
+
+
+@torch.library.register_vmap("gstat::cholesky_solve")
+def _(info, in_dims, B, L, upper):
+    B, L = (_front(info, t, d).contiguous() for t, d in zip((B, L), in_dims))
+    return torch.ops.gstat.cholesky_solve(B, L, upper), 0
+
+
+@torch.library.register_vmap("gstat::solve_triangular")
+def _(info, in_dims, A, B, upper, trans, unit):
+    A, B = (_front(info, t, d).contiguous() for t, d in zip((A, B), in_dims[:2]))
+    return torch.ops.gstat.solve_triangular(A, B, upper, trans, unit), 0
+
+
+@torch.library.register_vmap("gstat::pca_project")
+def _(info, in_dims, X, mean, C, ev, whiten):
+    if in_dims[1:4] == (None, None, None):  # only the data batched: one projection
+        X = X.movedim(in_dims[0], 0)
+        Y = torch.ops.gstat.pca_project(X.reshape(-1, X.shape[-1]), mean, C, ev, whiten)
+        return Y.reshape(*X.shape[:-1], Y.shape[-1]), 0
+    args = [_front(info, t, d) for t, d in zip((X, mean, C, ev), in_dims[:4])]
+    return torch.stack([torch.ops.gstat.pca_project(*a, whiten) for a in zip(*args)]), 0
 
 
 # ---- the public functions ------------------------------------------------------------------
@@ -467,10 +710,23 @@ def eigh(A, UPLO="L", *, broadening=0.0, out=None):
     Returns
     -------
     EighResult(eigenvalues, eigenvectors)
+
+    Examples
+    --------
+    Forward mode: the eigenvalues' tangent along dA is diag(V^T dA V).
+
+    >>> import torch, gstat.torch as gt
+    >>> A = torch.tensor([[2.0, 1.0], [1.0, 2.0]], dtype=torch.float64)
+    >>> dA = torch.tensor([[1.0, 0.0], [0.0, 0.0]], dtype=torch.float64)
+    >>> w, dw = torch.func.jvp(lambda a: gt.eigh(a).eigenvalues, (A,), (dA,))
+    >>> w.tolist(), dw.tolist()
+    ([1.0, 3.0], [0.5, 0.5])
     """
     _check("eigh", A)
     upper = _upper(UPLO)
     if out is None:
+        if _transformed():
+            return EighResult(*_EighFn.apply(A, upper, float(broadening)))
         return EighResult(*torch.ops.gstat.eigh(A, upper, float(broadening)))
     w, v = out
     _refuse_grad("eigh", A)
@@ -491,6 +747,8 @@ def eigvalsh(A, UPLO="L", *, out=None):
         _check_out("eigvalsh", out, A.shape[:-1], A)
         torch.ops.gstat.eigvalsh_out(A, upper, out)
         return out
+    if _transformed():
+        return _EighFn.apply(A, upper, 0.0)[0]
     if torch.is_grad_enabled() and A.requires_grad:
         return torch.ops.gstat.eigh(A, upper, 0.0)[0]
     return torch.ops.gstat.eigvalsh(A, upper)
@@ -504,6 +762,8 @@ def cholesky(A, upper=False, *, out=None):
     definite."""
     _check("cholesky", A)
     if out is None:
+        if _transformed():
+            return _CholeskyFn.apply(A, bool(upper))
         return torch.ops.gstat.cholesky(A, bool(upper))
     _refuse_grad("cholesky", A)
     _check_out("cholesky", out, A.shape, A)
@@ -528,7 +788,7 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     _check("cholesky_solve", B, L)
     L, B = _broadcast("cholesky_solve", L, B)
     if out is None:
-        return torch.ops.gstat.cholesky_solve(B, L, bool(upper))
+        return _chol_solve(B, L, bool(upper))
     _refuse_grad("cholesky_solve", B, L)
     _check_out("cholesky_solve", out, B.shape, B)
     torch.ops.gstat.cholesky_solve_out(B, L, bool(upper), out)
@@ -543,9 +803,9 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     upper, unit = bool(upper), bool(unitriangular)
     if out is None:
         if left:
-            return torch.ops.gstat.solve_triangular(A, B, upper, False, unit)
+            return _tri_solve(A, B, upper, False, unit)
         # X A = B  <=>  A^T X^T = B^T
-        return torch.ops.gstat.solve_triangular(A, B.mT, upper, True, unit).mT
+        return _tri_solve(A, B.mT, upper, True, unit).mT
     _refuse_grad("solve_triangular", A, B)
     _check_out("solve_triangular", out, B.shape, B)
     if left:
@@ -574,6 +834,8 @@ def pca_project(X, mean, components, explained_variance=None, *, whiten=False, o
                          f"{tuple(mean.shape)}, components {tuple(components.shape)}, "
                          f"explained_variance {tuple(explained_variance.shape)}")
     if out is None:
+        if _transformed():
+            return _ProjectFn.apply(X, mean, components, explained_variance, bool(whiten))
         return torch.ops.gstat.pca_project(X, mean, components, explained_variance, bool(whiten))
     _refuse_grad("pca_project", X, mean, components, explained_variance)
     _check_out("pca_project", out, (X.shape[0], components.shape[0]), X)
