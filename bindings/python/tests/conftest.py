@@ -3,6 +3,34 @@ import pytest
 
 
 @pytest.fixture
+def fake_bars(monkeypatch):
+    """The progress bars gstat makes, recorded instead of drawn (tqdm's calls we use)."""
+    from gstat import _progress
+
+    made = []
+
+    class FakeBar:
+        def __init__(self, total, desc, unit, delay, leave):
+            self.total, self.n, self.desc, self.delay, self.closed = total, 0, desc, delay, False
+            made.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def reset(self, total):
+            self.total, self.n = total, 0
+
+        def set_postfix_str(self, s, refresh=True):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(_progress, "_tqdm", lambda: FakeBar)
+    return made
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(12345)
 

@@ -279,36 +279,14 @@ def test_spectral_fit_reports_knn_and_eigensolver_progress(rng):
     assert {"knn", "sparse_eigs"} <= set(whats)
 
 
-class _FakeBar:
-    made = []
-
-    def __init__(self, total, desc, unit, delay, leave):
-        self.total, self.n, self.desc, self.delay, self.closed = total, 0, desc, delay, False
-        _FakeBar.made.append(self)
-
-    def update(self, k):
-        self.n += k
-
-    def reset(self, total):
-        self.total, self.n = total, 0
-
-    def set_postfix_str(self, s, refresh=True):
-        pass
-
-    def close(self):
-        self.closed = True
-
-
-def test_kneighbors_bar_by_default_only_when_interactive_and_long(rng, monkeypatch):
-    monkeypatch.setattr(_progress, "_tqdm", lambda: _FakeBar)
+def test_kneighbors_bar_by_default_only_when_interactive_and_long(rng, monkeypatch, fake_bars):
     X = rng.standard_normal((500, 20))
-    _FakeBar.made.clear()
     gstat.kneighbors(X, 3)  # pytest captures stderr: not interactive
-    assert not _FakeBar.made
+    assert not fake_bars
     monkeypatch.setattr(_progress, "interactive", lambda: True)
     monkeypatch.setattr(_progress, "LONG_WORK", 1.0)
     gstat.kneighbors_graph(X, 3)
-    (bar,) = _FakeBar.made
+    (bar,) = fake_bars
     assert bar.desc == "kneighbors" and bar.n == bar.total == 500 and bar.closed
     gstat.SpectralClustering(2, affinity="nearest_neighbors", random_state=0, progress=False).fit(X)
-    assert len(_FakeBar.made) == 1
+    assert len(fake_bars) == 1

@@ -38,44 +38,22 @@ def test_callables_receive_reports_and_results_are_unchanged(rng):
     assert calls[-1] == (40, 40)
 
 
-class _FakeBar:
-    made = []
-
-    def __init__(self, total, desc, unit, delay, leave):
-        self.total, self.n, self.desc, self.delay = total, 0, desc, delay
-        _FakeBar.made.append(self)
-
-    def update(self, k):
-        self.n += k
-
-    def reset(self, total):
-        self.total, self.n = total, 0
-
-    def set_postfix_str(self, s, refresh=True):
-        pass
-
-    def close(self):
-        self.closed = True
-
-
-def test_bar_on_by_default_only_when_interactive_and_long(rng, monkeypatch):
-    monkeypatch.setattr(_progress, "_tqdm", lambda: _FakeBar)
+def test_bar_on_by_default_only_when_interactive_and_long(rng, monkeypatch, fake_bars):
     a = _sym(rng, 300, 32)  # work enough for the library to report it in slices
-    _FakeBar.made.clear()
     gstat.linalg.eigh(a)  # pytest captures stderr: not interactive
-    assert not _FakeBar.made
+    assert not fake_bars
     monkeypatch.setattr(_progress, "interactive", lambda: True)
     gstat.linalg.eigh(a)  # interactive but short
-    assert not _FakeBar.made
+    assert not fake_bars
     monkeypatch.setattr(_progress, "LONG_WORK", 1.0)
     gstat.linalg.eigh(a)
-    (bar,) = _FakeBar.made
+    (bar,) = fake_bars
     assert bar.desc == "eigh" and bar.n == bar.total == 300 and bar.closed and bar.delay > 0
     gstat.linalg.eigh(a, progress=False)
-    assert len(_FakeBar.made) == 1
+    assert len(fake_bars) == 1
     monkeypatch.setattr(_progress, "interactive", lambda: False)
     gstat.linalg.eigh(a, progress=True)  # forced: shown at once
-    assert len(_FakeBar.made) == 2 and _FakeBar.made[1].delay == 0
+    assert len(fake_bars) == 2 and fake_bars[1].delay == 0
 
 
 def test_progress_true_without_tqdm_says_so_once(rng, monkeypatch):
