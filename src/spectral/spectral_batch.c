@@ -324,7 +324,7 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
 
   /* validate every graph's contents before writing anything; in a batch, NaN or
    * Inf weights are the graph's own failure (labels -1), not the call's */
-  int nt = ctx->num_threads, check_nt = gstat_i_loop_threads(ctx, count, 0, graph_bytes(&s, count));
+  int check_nt = gstat_i_loop_threads(ctx, count, 0, graph_bytes(&s, count));
 #pragma omp parallel for num_threads(check_nt) schedule(dynamic, 16) if (check_nt > 1)
   for (int64_t g = 0; g < count; g++) bad[g] = check_graph(&s, fn, g, NULL);
   for (int64_t g = 0; g < count; g++)
@@ -381,7 +381,6 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
       /* per graph: its Laplacian and the k-means runs on its embedding */
       double per_graph = 30.0 * (double)(n * n) + 3000.0 * (double)(n * kmax * dmax);
       int tn = gstat_i_loop_threads(ctx, cn, per_graph * (double)cn, 8.0 * (double)(cn * n * n));
-      if (tn > nt) tn = nt;
       if (o->assign == GSTAT_ASSIGN_CLUSTER_QR) {
         int lt = gstat_i_dense_loop_threads(ctx, cn);
         if (lt < tn) tn = lt;

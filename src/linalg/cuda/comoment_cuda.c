@@ -40,12 +40,6 @@ static const struct {
       return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "pca: cuBLAS %s failed", what); \
   } while (0)
 
-#define TRY(expr)                  \
-  do {                             \
-    gstat_status s_ = (expr);      \
-    if (s_ != GSTAT_OK) return s_; \
-  } while (0)
-
 /* Element b as a dense device matrix of the compute type used in place:
  * row-major (i*p + j) or column-major (i + j*n); NULL when it is neither. */
 static const char *dense_element(const gstat_matrix *X, int cdt, int64_t b, int *row_major) {
@@ -202,14 +196,14 @@ static gstat_status device_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gst
   int row_major = 0;
   const char *src = dense_element(X, cdt, b, &row_major);
   if (!src) {
-    TRY(gstat_cu_load(s, ctx, "comoment", X, b, 1, cdt, xc, NULL));
+    GSTAT_CU_TRY(gstat_cu_load(s, ctx, "comoment", X, b, 1, cdt, xc, NULL));
     src = xc;
     row_major = 0;
   }
   bool nonfinite = false; /* NaN/Inf propagate: the caller decides */
-  TRY(column_means(s, ctx, cdt, src, n, p, row_major, dSums, dSums + p, mean, &nonfinite));
+  GSTAT_CU_TRY(column_means(s, ctx, cdt, src, n, p, row_major, dSums, dSums + p, mean, &nonfinite));
   TRY_CU(gstat_cu_center(cdt, src, xc, n, p, row_major, dSums + p, s->stream), "centering");
-  TRY(syrk_tiles(s, ctx, cdt, row_major, n, p, xc, S));
+  GSTAT_CU_TRY(syrk_tiles(s, ctx, cdt, row_major, n, p, xc, S));
   if (dS) return GSTAT_OK; /* stream-ordered: the next primitive reads it there */
   char *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, (size_t)(p * p) * es);
   if (!h) return GSTAT_ENOMEM;
@@ -270,12 +264,12 @@ static gstat_status host_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gstat
   for (int64_t r0 = 0; r0 < n; r0 += R) {
     int64_t rows = n - r0 < R ? n - r0 : R;
     gstat_matrix part = row_range(X, b, r0, rows);
-    TRY(gstat_cu_load(s, ctx, "comoment", &part, 0, 1, cdt, xc, NULL));
+    GSTAT_CU_TRY(gstat_cu_load(s, ctx, "comoment", &part, 0, 1, cdt, xc, NULL));
     if (r0 == 0) /* the shift: the first chunk's mean (two passes, in double) */
-      TRY(column_means(s, ctx, cdt, xc, rows, p, 0, dSums, dShift, mean, &nonfinite));
+      GSTAT_CU_TRY(column_means(s, ctx, cdt, xc, rows, p, 0, dSums, dShift, mean, &nonfinite));
     TRY_CU(gstat_cu_col_sums(cdt, xc, rows, p, 0, dShift, dTotal, s->stream), "column sums");
     TRY_CU(gstat_cu_center(cdt, xc, xc, rows, p, 0, dShift, s->stream), "centering");
-    TRY(syrk_tiles(s, ctx, cdt, 0, rows, p, xc, S));
+    GSTAT_CU_TRY(syrk_tiles(s, ctx, cdt, 0, rows, p, xc, S));
     TRY_CU(gstat_cu_add_to_double(cdt, S, (int64_t)pp, dAcc, s->stream), "accumulating");
   }
   double d[1024], *dd = p <= 1024 ? d : malloc(sizeof(double) * (size_t)p);
@@ -410,21 +404,21 @@ gstat_status gstat_cu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X
   TRY_CU(cudaMemcpyAsync(dMean, h, sizeof(double) * (size_t)p, cudaMemcpyHostToDevice, s->stream),
          "means");
   TRY_CU(cudaStreamSynchronize(s->stream), "means"); /* h is reused */
-  TRY(upload_components(s, ctx, cdt, scale, comp, ev, k, p, dV));
+  GSTAT_CU_TRY(upload_components(s, ctx, cdt, scale, comp, ev, k, p, dV));
   for (int64_t r0 = 0; r0 < n; r0 += R) {
     int64_t rows = n - r0 < R ? n - r0 : R;
     int rm = 0;
     const char *src = R == n ? dense_element(X, cdt, b, &rm) : NULL;
     if (!src) {
       gstat_matrix part = row_range(X, b, r0, rows);
-      TRY(gstat_cu_load(s, ctx, "project", &part, 0, 1, cdt, xc, NULL));
+      GSTAT_CU_TRY(gstat_cu_load(s, ctx, "project", &part, 0, 1, cdt, xc, NULL));
       src = xc;
       rm = 0;
     }
     TRY_CU(gstat_cu_center(cdt, src, xc, rows, p, rm, dMean, s->stream), "centering");
     TRY_BLAS(scores_gemm(s, cdt, rm, rows, p, k, xc, dV, dZ), "gemm");
     gstat_matrix out = row_range(Y, b, r0, rows);
-    TRY(gstat_cu_store(s, ctx, "project", dZ, cdt, &out, 0, 1, NULL));
+    GSTAT_CU_TRY(gstat_cu_store(s, ctx, "project", dZ, cdt, &out, 0, 1, NULL));
   }
   TRY_CU(cudaStreamSynchronize(s->stream), "scores"); /* the buffers are reused */
   return GSTAT_OK;

@@ -225,4 +225,11 @@ gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char
                                    const int *d_info, bool with_flags, int64_t nb, int64_t *info,
                                    cudaStream_t stream);
 
+/* Return a failed gstat_status from the enclosing function. */
+#define GSTAT_CU_TRY(expr)             \
+  do {                                 \
+    gstat_status try_ = (expr);        \
+    if (try_ != GSTAT_OK) return try_; \
+  } while (0)
+
 #endif /* GSTAT_LINALG_CUDA_STATE_H */

@@ -27,12 +27,6 @@
     if (e_ != cudaSuccess) return gstat_cu_fail(ctx, "knn", what, e_); \
   } while (0)
 
-#define TRY(expr)                  \
-  do {                             \
-    gstat_status s_ = (expr);      \
-    if (s_ != GSTAT_OK) return s_; \
-  } while (0)
-
 /* One search: the element's copies on the device and the request. */
 typedef struct knn_job {
   gstat_cu_state *s;
@@ -267,7 +261,7 @@ static gstat_status prepare(knn_job *job, const gstat_matrix *X, int64_t b) {
   if (!w) return GSTAT_ENOMEM;
   job->x = gstat_cu_dense(X, job->cdt, b);
   if (!job->x) {
-    TRY(gstat_cu_load(s, ctx, "knn", X, b, 1, job->cdt, w, NULL));
+    GSTAT_CU_TRY(gstat_cu_load(s, ctx, "knn", X, b, 1, job->cdt, w, NULL));
     job->x = w;
   }
   job->y = w + xb;
@@ -309,7 +303,7 @@ gstat_status gstat_cu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X, in
     }
     return GSTAT_OK;
   }
-  TRY(prepare(&job, X, b));
+  GSTAT_CU_TRY(prepare(&job, X, b));
   int cap = list_cap(job.kp);
   return cap ? blocked_search(&job, cap) : exhaustive_search(&job);
 }
