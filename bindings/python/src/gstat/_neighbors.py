@@ -4,10 +4,7 @@ import numpy as np
 
 from . import _core, _progress
 from ._device import cuda_device as _cuda_device, refuse_masked as _refuse_masked, stream as _stream
-
-
-def _is_sparse(x):
-    return hasattr(x, "tocsr") and hasattr(x, "nnz")
+from ._graph_input import is_sparse as _is_sparse
 
 
 def _work(X, k):

@@ -6,6 +6,7 @@ import numpy as np
 
 from . import _core, _progress
 from ._device import cuda_device as _cuda_device, empty_like as _empty_like, stream as _stream
+from ._graph_input import is_sparse as _issparse
 from ._sk import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, check_array,
                   check_is_fitted, seed_from, validate)
 
@@ -342,10 +343,6 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _more_tags(self):  # scikit-learn < 1.6
         return {"preserves_dtype": [np.float64, np.float32]}
-
-
-def _issparse(a):
-    return hasattr(a, "tocsr") and hasattr(a, "nnz")
 
 
 def _accum_header(p, n):
