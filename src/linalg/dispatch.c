@@ -8,6 +8,7 @@
 
 #include "core/matrix.h"
 #include "linalg/backend.h"
+#include "linalg/cpu/primitives_cpu.h"
 #include "linalg/dense.h"
 
 /* ---- argument checks shared by the entry points ---- */
@@ -176,10 +177,6 @@ static op element_op(const op *o, int64_t b, gstat_matrix tmp[4]) {
   return e;
 }
 
-/* Work large enough that a GPU pays for moving host data there: batch * n^3
- * above this runs on the GPU under GSTAT_BACKEND_AUTO. */
-static const double auto_gpu_min_work = 4.0e6;
-
 static bool on_device(const op *o) {
   return o->A->location == GSTAT_CUDA;
 }
@@ -189,9 +186,8 @@ static bool on_device(const op *o) {
 static bool wants_gpu(gstat_ctx *ctx, const gstat_matrix *A) {
   if (A->location == GSTAT_CUDA || ctx->opt.backend == GSTAT_BACKEND_CUDA) return true;
   if (ctx->opt.backend != GSTAT_BACKEND_AUTO) return false;
-  double n = (double)A->rows;
   /* quietly the CPU when no GPU is usable */
-  return (double)A->batch * n * n * n >= auto_gpu_min_work && gstat_ctx_cuda_available(ctx);
+  return !gstat_i_cpu_keeps_host_linalg(A->batch, A->rows) && gstat_ctx_cuda_available(ctx);
 }
 
 bool gstat_i_eigh_runs_on_cpu(gstat_ctx *ctx, const gstat_matrix *A) {
