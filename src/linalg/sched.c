@@ -198,6 +198,18 @@ gstat_status gstat_i_sched_eigh_top(gstat_ctx *ctx, gstat_matrix *A, int64_t k, 
   return gstat_i_eigh(ctx, A, GSTAT_LOWER, w, A, NULL);
 }
 
+gstat_status gstat_i_sched_eigh_lowest(gstat_ctx *ctx, gstat_matrix *A, const int64_t *m,
+                                       gstat_matrix *w, int64_t *info) {
+  if (gstat_i_eigh_runs_on_cpu(ctx, A) && cpu.ops->eigh_lowest) {
+    gstat_status st = cpu.ops->eigh_lowest(NULL, ctx, A, m, w, info);
+    if (st != GSTAT_EUNSUPPORTED) {
+      ctx->last_backends |= GSTAT_RAN_CPU;
+      return st;
+    }
+  }
+  return gstat_i_eigh(ctx, A, GSTAT_LOWER, w, A, info);
+}
+
 gstat_status gstat_i_sched_knn(gstat_ctx *ctx, const char *fn, const gstat_matrix *X, int64_t b,
                                int64_t k, bool include_self, int64_t *nbr, double *d2) {
   prim_call c = {.op = GSTAT_I_PRIM_KNN,
