@@ -435,6 +435,8 @@ static const gstat_i_backend_ops cuda_ops = {
     .knn = gstat_cu_knn,
     .host_cost = gstat_cu_host_cost,
     .spectral_dense = gstat_cu_spectral_dense,
+    .gemm = gstat_cu_gemm,
+    .orthonormalize = gstat_cu_orthonormalize,
 };
 
 static const gstat_i_module module = {
