@@ -109,8 +109,9 @@ typedef struct gstat_pca_result {
  * p > n. The eigen decompositions of a batch run
  * as one batched gstat_eigh on the context's backend. X in CUDA memory stays
  * there (AUTO then takes COVARIANCE_EIGH): the co-moment or Gram matrices,
- * the randomized sketches and their products run on the GPU; only results
- * of k x p or smaller come to the host.
+ * the randomized sketches and their products run on the GPU; only small
+ * results come to the host (components, and matrices whose eigh is faster
+ * on the CPU).
  *
  * Statuses: GSTAT_OK; GSTAT_EINVAL (shape, k > min(n, p), bad option, constant
  * column with scale); GSTAT_ENOTFINITE (NaN/Inf in X; the message names the
