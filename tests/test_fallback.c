@@ -389,6 +389,22 @@ static void test_dense_steps_on_device(void **state) {
       assert_int_equal(ran[0], GSTAT_RAN_CPU | GSTAT_RAN_CUDA);
       assert_int_equal(ran[1], GSTAT_RAN_CPU);
     }
+  /* AUTO on wide device data takes GRAM, as on the host (not a p x p eigh) */
+  sm_arg W = sm_arg_new(&fake_memory, true, GSTAT_F64, 1, 12, 40, fault_data);
+  sm_arg H = sm_arg_new(&fake_memory, false, GSTAT_F64, 1, 12, 40, fault_data);
+  gstat_pca_options o;
+  gstat_pca_options_init(&o);
+  o.n_components = 3;
+  gstat_pca_result *rd = NULL, *rh = NULL;
+  sm_check(gpu, gstat_pca(gpu, &W.m, &o, &rd));
+  sm_check(cpu, gstat_pca(cpu, &H.m, &o, &rh));
+  assert_int_equal(rd->method, GSTAT_PCA_GRAM_EIGH);
+  assert_int_equal(rh->method, GSTAT_PCA_GRAM_EIGH);
+  sm_close("wide device data, AUTO", rd->components, rh->components, 3 * 40, 1e-10);
+  gstat_pca_result_free(rd);
+  gstat_pca_result_free(rh);
+  sm_arg_free(&fake_memory, &W);
+  sm_arg_free(&fake_memory, &H);
   gstat_ctx_destroy(cpu);
   gstat_ctx_destroy(gpu);
 }

@@ -707,10 +707,12 @@ gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_op
   int64_t k = f.opt.n_components > 0 ? f.opt.n_components : f.r;
   f.kmax = f.opt.variance_fraction > 0 ? f.r : k;
   if (f.batch == 0) return gstat_i_pca_result_prepare(ctx, f.fn, res, 0, f.n, f.p, k, false);
-  /* device data: AUTO takes the method with device primitives */
-  if (X->location != GSTAT_HOST && f.opt.method == GSTAT_PCA_AUTO) {
-    f.method = GSTAT_PCA_COVARIANCE_EIGH;
-    f.m = f.p;
+  /* device data: AUTO takes an exact method by the shape, as on the host
+   * (RANDOMIZED only when asked: the device's co-moment is cheap) */
+  if (X->location != GSTAT_HOST && f.method == GSTAT_PCA_RANDOMIZED &&
+      f.opt.method == GSTAT_PCA_AUTO) {
+    f.method = f.p <= f.n ? GSTAT_PCA_COVARIANCE_EIGH : GSTAT_PCA_GRAM_EIGH;
+    f.m = f.method == GSTAT_PCA_GRAM_EIGH ? f.n : f.p;
   }
   if (f.method == GSTAT_PCA_COVARIANCE_EIGH) return fit_one_pass(ctx, &f, X, res);
   if (X->location == GSTAT_HOST) return fit_from_copy(ctx, &f, X, k, res);
