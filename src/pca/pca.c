@@ -54,7 +54,7 @@ typedef struct fit {
   gstat_pca_eigh_fn eigh;    /* caller's eigensolver (batch 1, F64), or NULL: gstat_eigh */
   void *eigh_user;
   /* device data (GRAM, RANDOMIZED): everything large stays in device memory */
-  bool dev;
+  bool dev, eigh_on_device; /* the latter: no host copy of the Gram matrices */
   gstat_i_dev_prep dp;
   gstat_matrix dX;         /* the centred, scaled data: dp.Xc or dp.Xs */
   gstat_matrix dG, dw, dT; /* GRAM: Gram matrices, eigenvalues, Xc^T U of one dataset */
@@ -122,14 +122,15 @@ static gstat_pca_method resolve_method(const gstat_pca_options *o, int64_t n, in
 /* Carve the workspace: data, S, w, T, Z in the compute type, then mean and
  * scale in double. With data == false (from an accumulator) only S, w, T. */
 static gstat_status carve(gstat_ctx *ctx, fit *f, bool with_data) {
-  size_t sizes[7] = {
-      with_data ? (size_t)(f->batch * f->n * f->p) * f->esz : 0,
-      f->method == GSTAT_PCA_RANDOMIZED ? 0 : (size_t)(f->batch * f->m) * (size_t)f->m * f->esz,
-      f->method == GSTAT_PCA_RANDOMIZED ? 0 : (size_t)(f->batch * f->m) * f->esz,
-      (size_t)(f->p * f->kmax) * f->esz,
-      with_data ? (size_t)(f->n * f->kmax) * f->esz : 0,
-      (size_t)(f->batch * f->p) * sizeof(double),
-      (size_t)(f->batch * f->p) * sizeof(double)};
+  size_t sizes[7] = {with_data ? (size_t)(f->batch * f->n * f->p) * f->esz : 0,
+                     f->method == GSTAT_PCA_RANDOMIZED || f->eigh_on_device
+                         ? 0
+                         : (size_t)(f->batch * f->m) * (size_t)f->m * f->esz,
+                     f->method == GSTAT_PCA_RANDOMIZED ? 0 : (size_t)(f->batch * f->m) * f->esz,
+                     (size_t)(f->p * f->kmax) * f->esz,
+                     with_data ? (size_t)(f->n * f->kmax) * f->esz : 0,
+                     (size_t)(f->batch * f->p) * sizeof(double),
+                     (size_t)(f->batch * f->p) * sizeof(double)};
   size_t total = 0, off[7];
   for (int i = 0; i < 7; i++) {
     off[i] = total;
@@ -626,7 +627,7 @@ static gstat_status gram_device(gstat_ctx *ctx, fit *f) {
   gstat_matrix hw = gstat_vector_batch(f->w, f->ct, nb, n);
   TRY(gstat_i_sched_gemm(ctx, f->fn, GSTAT_NO_TRANS, GSTAT_TRANS, 1.0, &f->dX, &f->dX, 0.0,
                          &f->dG));
-  if (gstat_i_sched_eigh_stays_on_device(ctx, f->ct, nb, n)) {
+  if (f->eigh_on_device) {
     TRY(eigen_step(ctx, f, &f->dG, &f->dw));
     return gstat_i_sched_copy(ctx, f->fn, "w", &f->dw, &hw);
   }
@@ -658,6 +659,8 @@ static gstat_status fit_on_device(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
   device_layout(f, k, &reg);
   TRY(gstat_i_dev_region_open(ctx, f->fn, X, &reg));
   device_layout(f, k, &reg);
+  f->eigh_on_device = f->method == GSTAT_PCA_GRAM_EIGH &&
+                      gstat_i_sched_eigh_stays_on_device(ctx, f->ct, f->batch, f->n);
   TRY(carve(ctx, f, false));
   size_t hbytes = sizeof(double) * (size_t)(f->batch * f->p);
   double *h = gstat_i_alloc(ctx, hbytes ? hbytes : 1);
@@ -719,7 +722,7 @@ gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_op
   gstat_status dst = fit_on_device(ctx, &f, X, k, res);
   if (dst != GSTAT_EUNSUPPORTED && dst != GSTAT_ENOMEM && dst != GSTAT_EBACKEND) return dst;
   ctx->last_error[0] = '\0';
-  f.dev = false;
+  f.dev = f.eigh_on_device = false;
   f.src = NULL;
   gstat_i_staged hx; /* no device memory for the chain: on a host copy */
   TRY(gstat_i_sched_stage(ctx, f.fn, "X", X, true, &hx));
