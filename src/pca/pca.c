@@ -122,10 +122,9 @@ static gstat_pca_method resolve_method(const gstat_pca_options *o, int64_t n, in
 /* Carve the workspace: data, S, w, T, Z in the compute type, then mean and
  * scale in double. With data == false (from an accumulator) only S, w, T. */
 static gstat_status carve(gstat_ctx *ctx, fit *f, bool with_data) {
+  bool no_S = f->method == GSTAT_PCA_RANDOMIZED || f->eigh_on_device; /* no host eigh */
   size_t sizes[7] = {with_data ? (size_t)(f->batch * f->n * f->p) * f->esz : 0,
-                     f->method == GSTAT_PCA_RANDOMIZED || f->eigh_on_device
-                         ? 0
-                         : (size_t)(f->batch * f->m) * (size_t)f->m * f->esz,
+                     no_S ? 0 : (size_t)(f->batch * f->m) * (size_t)f->m * f->esz,
                      f->method == GSTAT_PCA_RANDOMIZED ? 0 : (size_t)(f->batch * f->m) * f->esz,
                      (size_t)(f->p * f->kmax) * f->esz,
                      with_data ? (size_t)(f->n * f->kmax) * f->esz : 0,
