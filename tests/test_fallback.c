@@ -349,6 +349,94 @@ static void test_not_pd_in_place_device_keeps_verdict(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* Gram and randomized PCA and the inverse transform of "device" data run
+ * their GEMMs and QR on the device (a CPU context too: device data stay
+ * there; only its small eigh runs on the CPU), with the CPU's results; a
+ * device out of memory reruns them on host copies with the same results. */
+static void dense_case(gstat_ctx *ctx, bool device, gstat_dtype dt, gstat_pca_method method,
+                       double *out, unsigned *ran) {
+  sm_arg X = sm_arg_new(&fake_memory, device, dt, SM_NB, SM_N, SM_P, fault_data);
+  sm_arg Z = sm_arg_new(&fake_memory, device, dt, SM_NB, SM_N, SM_K, NULL);
+  sm_arg R = sm_arg_new(&fake_memory, device, dt, SM_NB, SM_N, SM_P, NULL);
+  gstat_pca_options o;
+  gstat_pca_options_init(&o);
+  o.method = method;
+  o.n_components = SM_K;
+  o.scale = method == GSTAT_PCA_RANDOMIZED;
+  o.whiten = method == GSTAT_PCA_GRAM_EIGH;
+  gstat_pca_result *r = NULL;
+  sm_check(ctx, gstat_pca(ctx, &X.m, &o, &r));
+  ran[0] = gstat_ctx_last_backends(ctx);
+  sm_check(ctx, gstat_pca_transform(ctx, r, &X.m, &Z.m));
+  sm_check(ctx, gstat_pca_inverse_transform(ctx, r, &Z.m, &R.m));
+  ran[1] = gstat_ctx_last_backends(ctx);
+  double *rx = sm_values(&fake_memory, &R);
+  memcpy(out, r->components, sizeof(double) * SM_NB * SM_K * SM_P);
+  memcpy(out + SM_NB * SM_K * SM_P, r->explained_variance, sizeof(double) * SM_NB * SM_K);
+  memcpy(out + SM_NB * SM_K * (SM_P + 1), r->scores, sizeof(double) * SM_NB * SM_N * SM_K);
+  memcpy(out + SM_NB * SM_K * (SM_P + 1 + SM_N), rx, sizeof(double) * SM_NB * SM_N * SM_P);
+  free(rx);
+  gstat_pca_result_free(r);
+  sm_arg_free(&fake_memory, &X);
+  sm_arg_free(&fake_memory, &Z);
+  sm_arg_free(&fake_memory, &R);
+}
+
+static void test_dense_steps_on_device(void **state) {
+  (void)state;
+  enum { COUNT = SM_NB * SM_K * (SM_P + 1 + SM_N) + SM_NB * SM_N * SM_P };
+  static double want[COUNT], got[COUNT];
+  const gstat_pca_method methods[2] = {GSTAT_PCA_GRAM_EIGH, GSTAT_PCA_RANDOMIZED};
+  const gstat_dtype dts[2] = {GSTAT_F32, GSTAT_F64};
+  unsigned ran[2];
+  gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU), *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  sm_data(fault_data);
+  for (int m = 0; m < 2; m++)
+    for (int d = 0; d < 2; d++) {
+      double tol = dts[d] == GSTAT_F64 ? 1e-10 : 1e-4;
+      dense_case(cpu, false, dts[d], methods[m], want, ran);
+      assert_int_equal(ran[0], GSTAT_RAN_CPU);
+      dense_case(gpu, true, dts[d], methods[m], got, ran);
+      sm_close("device data, CUDA context", got, want, COUNT, tol);
+      assert_int_equal(ran[0], GSTAT_RAN_CUDA);
+      assert_int_equal(ran[1], GSTAT_RAN_CUDA);
+      dense_case(cpu, true, dts[d], methods[m], got, ran);
+      sm_close("device data, CPU context", got, want, COUNT, tol);
+      assert_true(ran[0] & GSTAT_RAN_CUDA);
+      assert_int_equal(ran[1], GSTAT_RAN_CUDA);
+      setenv("GSTAT_FAKE_FAULT", "oom", 1);
+      dense_case(gpu, true, dts[d], methods[m], got, ran);
+      unsetenv("GSTAT_FAKE_FAULT");
+      sm_close("device data, device out of memory", got, want, COUNT, tol);
+      assert_int_equal(ran[0], GSTAT_RAN_CPU);
+      assert_int_equal(ran[1], GSTAT_RAN_CPU);
+      setenv("GSTAT_FAKE_FAULT", "nodense", 1); /* each GEMM and QR on host copies */
+      dense_case(gpu, true, dts[d], methods[m], got, ran);
+      unsetenv("GSTAT_FAKE_FAULT");
+      sm_close("device data, no device GEMM", got, want, COUNT, tol);
+      assert_int_equal(ran[0], GSTAT_RAN_CPU | GSTAT_RAN_CUDA);
+      assert_int_equal(ran[1], GSTAT_RAN_CPU);
+    }
+  /* AUTO on wide device data takes GRAM, as on the host (not a p x p eigh) */
+  sm_arg W = sm_arg_new(&fake_memory, true, GSTAT_F64, 1, 12, 40, fault_data);
+  sm_arg H = sm_arg_new(&fake_memory, false, GSTAT_F64, 1, 12, 40, fault_data);
+  gstat_pca_options o;
+  gstat_pca_options_init(&o);
+  o.n_components = 3;
+  gstat_pca_result *rd = NULL, *rh = NULL;
+  sm_check(gpu, gstat_pca(gpu, &W.m, &o, &rd));
+  sm_check(cpu, gstat_pca(cpu, &H.m, &o, &rh));
+  assert_int_equal(rd->method, GSTAT_PCA_GRAM_EIGH);
+  assert_int_equal(rh->method, GSTAT_PCA_GRAM_EIGH);
+  sm_close("wide device data, AUTO", rd->components, rh->components, 3 * 40, 1e-10);
+  gstat_pca_result_free(rd);
+  gstat_pca_result_free(rh);
+  sm_arg_free(&fake_memory, &W);
+  sm_arg_free(&fake_memory, &H);
+  gstat_ctx_destroy(cpu);
+  gstat_ctx_destroy(gpu);
+}
+
 int main(void) {
   setenv("GSTAT_CUDA_MODULE", GSTAT_FAKE_MODULE_PATH, 1);
   const struct CMUnitTest tests[] = {
@@ -363,6 +451,7 @@ int main(void) {
       cmocka_unit_test(test_statistics_faults),
       cmocka_unit_test(test_statistics_auto),
       cmocka_unit_test(test_not_pd_in_place_device_keeps_verdict),
+      cmocka_unit_test(test_dense_steps_on_device),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

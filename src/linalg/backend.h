@@ -24,7 +24,7 @@
 #include "gstat/linalg.h"
 #include "gstat/spectral.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 11
+#define GSTAT_I_BACKEND_API_VERSION 12
 
 /* Batch spectral clustering of dense graphs in a backend's memory: what
  * src/spectral/spectral_device.c asks of spectral_dense. Host arrays. */
@@ -163,6 +163,24 @@ typedef struct gstat_i_backend_ops {
    * unchanged) where the full eigh is the faster plan. Optional. */
   gstat_status (*eigh_lowest)(void *state, gstat_ctx *ctx, gstat_matrix *A, const int64_t *m,
                               gstat_matrix *w, int64_t *info);
+  /* ---- dense primitives on descriptors (src/linalg/sched.c runs them) ---- */
+
+  /* For each element b of C: C_b = alpha op(A_b) op(B_b) + beta C_b, op(A_b)
+   * C->rows x k, op(B_b) k x C->cols. A, B and C share one dtype (F32 or F64,
+   * the compute dtype) and lie together in this backend's memory (the CPU:
+   * the host); A or B of batch 1 serves every element; C overlaps neither.
+   * Each element has a unit row or column stride (gemm_view.h); beta 0 does
+   * not read C. GSTAT_EUNSUPPORTED (with a message) for what the backend
+   * does not take: the scheduler then runs the CPU's on host copies.
+   * Optional. */
+  gstat_status (*gemm)(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_trans tb, double alpha,
+                       const gstat_matrix *A, const gstat_matrix *B, double beta,
+                       const gstat_matrix *C);
+  /* Replace the columns of each element of A (rows >= cols, F32 or F64, this
+   * backend's memory) by an orthonormal basis of their span: Householder QR
+   * with Q formed (LAPACK's geqrf + orgqr convention). GSTAT_EUNSUPPORTED as
+   * for gemm. Optional. */
+  gstat_status (*orthonormalize)(void *state, gstat_ctx *ctx, const gstat_matrix *A);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

@@ -353,3 +353,76 @@ bool gstat_i_sched_eigh_stays_on_device(gstat_ctx *ctx, gstat_dtype dt, int64_t 
   gstat_matrix host = gstat_matrix_col_major(NULL, dt, batch, m, m);
   return !gstat_i_eigh_runs_on_cpu(ctx, &host);
 }
+
+/* ---- dense primitives on descriptors ---- */
+
+/* A dense primitive's backend: the CPU for host operands, the device's for
+ * device operands; operands in both memories are a caller's error. */
+static gstat_status dense_backend(gstat_ctx *ctx, const char *fn, const gstat_matrix *const *ms,
+                                  int count, gstat_i_backend *be) {
+  int on_device = 0;
+  for (int i = 0; i < count; i++) on_device += ms[i]->location == GSTAT_CUDA;
+  *be = cpu;
+  if (on_device == 0) return GSTAT_OK;
+  if (on_device < count)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: a dense step's operands lie in different memories",
+                        fn);
+  return device_backend(ctx, fn, "an operand", be);
+}
+
+/* The CPU's gemm on host copies of device-resident A, B and C. */
+static gstat_status gemm_staged(gstat_ctx *ctx, const char *fn, gstat_trans ta, gstat_trans tb,
+                                double alpha, const gstat_matrix *A, const gstat_matrix *B,
+                                double beta, const gstat_matrix *C) {
+  gstat_i_staged ha, hb = {0}, hc = {0};
+  gstat_status st = gstat_i_sched_stage(ctx, fn, "A", A, true, &ha);
+  if (st == GSTAT_OK) st = gstat_i_sched_stage(ctx, fn, "B", B, true, &hb);
+  if (st == GSTAT_OK) st = gstat_i_sched_stage(ctx, fn, "C", C, beta != 0, &hc);
+  if (st == GSTAT_OK) st = cpu.ops->gemm(NULL, ctx, ta, tb, alpha, &ha.m, &hb.m, beta, &hc.m);
+  if (st == GSTAT_OK) st = gstat_i_sched_unstage(ctx, fn, "C", &hc, C);
+  gstat_i_sched_release(ctx, &hc);
+  gstat_i_sched_release(ctx, &hb);
+  gstat_i_sched_release(ctx, &ha);
+  if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
+  return st;
+}
+
+gstat_status gstat_i_sched_gemm(gstat_ctx *ctx, const char *fn, gstat_trans ta, gstat_trans tb,
+                                double alpha, const gstat_matrix *A, const gstat_matrix *B,
+                                double beta, const gstat_matrix *C) {
+  const gstat_matrix *ms[3] = {A, B, C};
+  gstat_i_backend be;
+  gstat_status st = dense_backend(ctx, fn, ms, 3, &be);
+  if (st != GSTAT_OK) return st;
+  if (C->batch == 0 || C->rows == 0 || C->cols == 0) return GSTAT_OK;
+  st =
+      be.ops->gemm ? be.ops->gemm(be.state, ctx, ta, tb, alpha, A, B, beta, C) : GSTAT_EUNSUPPORTED;
+  if (st == GSTAT_OK) {
+    ctx->last_backends |= be.ops->ran_flag;
+    return GSTAT_OK;
+  }
+  if (be.ops == cpu.ops || !retry_on_cpu(st)) return st;
+  ctx->last_error[0] = '\0'; /* the GPU's failure is not the call's */
+  return gemm_staged(ctx, fn, ta, tb, alpha, A, B, beta, C);
+}
+
+gstat_status gstat_i_sched_orthonormalize(gstat_ctx *ctx, const char *fn, const gstat_matrix *A) {
+  gstat_i_backend be;
+  gstat_status st = dense_backend(ctx, fn, &A, 1, &be);
+  if (st != GSTAT_OK) return st;
+  if (A->batch == 0 || A->cols == 0) return GSTAT_OK;
+  st = be.ops->orthonormalize ? be.ops->orthonormalize(be.state, ctx, A) : GSTAT_EUNSUPPORTED;
+  if (st == GSTAT_OK) {
+    ctx->last_backends |= be.ops->ran_flag;
+    return GSTAT_OK;
+  }
+  if (be.ops == cpu.ops || !retry_on_cpu(st)) return st;
+  ctx->last_error[0] = '\0';
+  gstat_i_staged h;
+  st = gstat_i_sched_stage(ctx, fn, "A", A, true, &h);
+  if (st == GSTAT_OK) st = cpu.ops->orthonormalize(NULL, ctx, &h.m);
+  if (st == GSTAT_OK) st = gstat_i_sched_unstage(ctx, fn, "A", &h, A);
+  gstat_i_sched_release(ctx, &h);
+  if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
+  return st;
+}

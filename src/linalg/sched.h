@@ -15,6 +15,7 @@
 #define GSTAT_LINALG_SCHED_H
 
 #include "core/internal.h"
+#include "gstat/linalg.h"
 
 /* Column means (p doubles) and co-moment (p x p doubles, column-major, both
  * triangles) of the rows of element b of X (host or device memory, n >= 1,
@@ -104,5 +105,21 @@ bool gstat_i_sched_eigh_stays_on_device(gstat_ctx *ctx, gstat_dtype dt, int64_t 
  * compute dtype, host or device memory); d host doubles, batch x p. */
 gstat_status gstat_i_sched_scale_sym(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,
                                      const double *d);
+
+/* ---- dense primitives on descriptors ---- */
+
+/* For each element b of C: C_b = alpha op(A_b) op(B_b) + beta C_b (backend.h's
+ * gemm: one compute dtype, F32 or F64; A or B of batch 1 shared by every
+ * element; beta 0 does not read C). All three lie on the host (the CPU runs
+ * it) or all in device memory (the device's backend, else the CPU on host
+ * copies). */
+gstat_status gstat_i_sched_gemm(gstat_ctx *ctx, const char *fn, gstat_trans ta, gstat_trans tb,
+                                double alpha, const gstat_matrix *A, const gstat_matrix *B,
+                                double beta, const gstat_matrix *C);
+
+/* The columns of each element of A (rows >= cols, F32 or F64, host or device
+ * memory) replaced by an orthonormal basis of their span (Householder QR,
+ * Q formed), where A lies; the same fallback as gstat_i_sched_gemm. */
+gstat_status gstat_i_sched_orthonormalize(gstat_ctx *ctx, const char *fn, const gstat_matrix *A);
 
 #endif /* GSTAT_LINALG_SCHED_H */

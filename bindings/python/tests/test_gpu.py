@@ -118,6 +118,31 @@ def test_torch_pca_transform_on_device(whiten, dtype):
 
 
 @needs_gpu
+@needs_torch
+@pytest.mark.parametrize("solver", ["gram_eigh", "randomized"])
+@pytest.mark.parametrize("dtype", [torch and torch.float32, torch and torch.float64])
+def test_torch_gram_and_randomized_pca_on_device(solver, dtype):
+    """Gram and randomized PCA of a CUDA tensor run on the GPU (no host copy
+    of the data) with the host fit's results; the inverse transform of device
+    scores answers a CUDA tensor."""
+    n, p = (300, 500) if solver == "gram_eigh" else (4000, 200)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    scales = 0.5 ** torch.arange(p, device="cuda", dtype=dtype)
+    x = (torch.randn(n, p, device="cuda", dtype=dtype, generator=g) * (1 + 10 * scales) + 3)
+    model = gstat.PCA(4, svd_solver=solver, random_state=0).fit(x)
+    assert "cuda" in model.backend_
+    ref = gstat.PCA(4, svd_solver=solver, random_state=0).fit(x.cpu().numpy())
+    tol = 1e-9 if dtype == torch.float64 else 2e-3
+    np.testing.assert_allclose(model.explained_variance_, ref.explained_variance_, rtol=tol)
+    np.testing.assert_allclose(model.components_, ref.components_, atol=tol)
+    z = model.transform(x)
+    back = model.inverse_transform(z)
+    assert back.is_cuda and back.dtype == dtype and tuple(back.shape) == (n, p)
+    want = ref.inverse_transform(z.cpu().numpy())
+    np.testing.assert_allclose(back.cpu().numpy(), want, rtol=tol, atol=tol * 10)
+
+
+@needs_gpu
 @needs_cupy
 def test_cupy_eigh_cholesky():
     a = cupy.asarray(spd_np(32, 24, "float64"))

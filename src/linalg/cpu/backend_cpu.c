@@ -162,4 +162,6 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .knn = gstat_i_cpu_knn,
     .host_cost = gstat_i_cpu_host_cost,
     .eigh_lowest = gstat_i_cpu_eigh_lowest,
+    .gemm = gstat_i_cpu_gemm,
+    .orthonormalize = gstat_i_cpu_orthonormalize,
 };

@@ -50,4 +50,10 @@ double gstat_i_cpu_loop_seconds(double flops, double bytes);
 /* Slices of a batch of `seconds` one-thread work that reports progress. */
 int64_t gstat_i_cpu_slices(double seconds);
 
+/* The dense primitives on descriptors (gemm_cpu.c). */
+gstat_status gstat_i_cpu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_trans tb,
+                              double alpha, const gstat_matrix *A, const gstat_matrix *B,
+                              double beta, const gstat_matrix *C);
+gstat_status gstat_i_cpu_orthonormalize(void *state, gstat_ctx *ctx, const gstat_matrix *A);
+
 #endif /* GSTAT_LINALG_CPU_PRIMITIVES_CPU_H */

@@ -213,6 +213,11 @@ gstat_status gstat_cu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X, in
                           bool include_self, int64_t *nbr, double *d2);
 double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w);
 gstat_status gstat_cu_spectral_dense(void *state, gstat_ctx *ctx, const gstat_i_sc_device_req *r);
+/* The dense primitives on descriptors (dense_cuda.c). */
+gstat_status gstat_cu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_trans tb,
+                           double alpha, const gstat_matrix *A, const gstat_matrix *B, double beta,
+                           const gstat_matrix *C);
+gstat_status gstat_cu_orthonormalize(void *state, gstat_ctx *ctx, const gstat_matrix *A);
 
 /* Copy per-element device info (int) of a chunk into info (int64); elements
  * with a negative info (solver error) or a non-zero flag (NaN/Inf output;

@@ -324,8 +324,21 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return float(np.mean(self.score_samples(X)))
 
     def inverse_transform(self, X):
-        """Map scores (n_samples, n_components_) back to the feature space."""
+        """Map scores (n_samples, n_components_) back to the feature space.
+
+        A CUDA tensor (torch, CuPy) is mapped on its GPU and answered with a
+        tensor of the same kind on the same device.
+        """
         check_is_fitted(self)
+        dev = _cuda_device(X)
+        if dev is not None:
+            if len(X.shape) != 2 or int(X.shape[1]) != self.n_components_:
+                raise ValueError(f"X has shape {tuple(X.shape)}, but {type(self).__name__} has "
+                                 f"{self.n_components_} components")
+            out = _empty_like(X, (int(X.shape[0]), self.n_features_in_), dev)
+            return _core.pca_transform(True, X, self.components_, self.mean_,
+                                       self.explained_variance_, self.whiten, None, self.backend,
+                                       out, _stream(X, dev))
         X = check_array(X, dtype=[np.float64, np.float32])
         return _core.pca_transform(True, X, self.components_, self.mean_,
                                    self.explained_variance_, self.whiten, None, self.backend, None,
