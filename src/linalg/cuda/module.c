@@ -256,14 +256,10 @@ static gstat_status copy_matrix(void *state, gstat_ctx *ctx, const gstat_matrix 
   int cdt = src->dtype == GSTAT_F64 || dst->dtype == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32;
   size_t bytes = (size_t)(src->batch * src->rows * src->cols) * gstat_cu_dtype_bytes(cdt);
   if (bytes == 0) return GSTAT_OK;
-  /* a dense device dst of the compute type is the buffer itself: one pass,
-   * no second copy of the data (a statistic's centred copy of X) */
-  char *direct = gstat_cu_dense(dst, cdt, 0);
-  void *buf = direct ? direct : gstat_cu_buffer(s, ctx, CU_MAT, bytes);
+  void *buf = gstat_cu_buffer(s, ctx, CU_MAT, bytes);
   if (!buf) return GSTAT_ENOMEM;
   gstat_status st = gstat_cu_load(s, ctx, "copy", src, 0, src->batch, cdt, buf, NULL);
-  if (st == GSTAT_OK && !direct)
-    st = gstat_cu_store(s, ctx, "copy", buf, cdt, dst, 0, dst->batch, NULL);
+  if (st == GSTAT_OK) st = gstat_cu_store(s, ctx, "copy", buf, cdt, dst, 0, dst->batch, NULL);
   cudaError_t err = cudaStreamSynchronize(s->stream);
   if (st == GSTAT_OK && err != cudaSuccess) st = gstat_cu_fail(ctx, "copy", "synchronizing", err);
   return st;
