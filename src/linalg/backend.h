@@ -23,8 +23,9 @@
 #include "core/internal.h"
 #include "gstat/linalg.h"
 #include "gstat/spectral.h"
+#include "linalg/rows_req.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 10
+#define GSTAT_I_BACKEND_API_VERSION 11
 
 /* Batch spectral clustering of dense graphs in a backend's memory: what
  * src/spectral/spectral_device.c asks of spectral_dense. Host arrays. */
@@ -43,7 +44,12 @@ typedef struct gstat_i_sc_device_req {
 } gstat_i_sc_device_req;
 
 /* The primitives a cost model compares (host_cost). */
-typedef enum { GSTAT_I_PRIM_COMOMENT, GSTAT_I_PRIM_PROJECT, GSTAT_I_PRIM_KNN } gstat_i_prim;
+typedef enum {
+  GSTAT_I_PRIM_COMOMENT,
+  GSTAT_I_PRIM_PROJECT,
+  GSTAT_I_PRIM_KNN,
+  GSTAT_I_PRIM_ROWS
+} gstat_i_prim;
 
 /* One primitive call's shape: element count, rows, columns, k (PROJECT's
  * components, KNN's neighbours), the data's dtype. */
@@ -153,6 +159,13 @@ typedef struct gstat_i_backend_ops {
    * whole-call failure: the caller then runs the host engine on a copy.
    * Optional. */
   gstat_status (*spectral_dense)(void *state, gstat_ctx *ctx, const gstat_i_sc_device_req *r);
+
+  /* ---- row-wise reductions (Mahalanobis, shrinkage) ---- */
+
+  /* The rows primitive (gstat_i_rows_req): X, L, Q and d in one memory, the
+   * host's or this backend's (the scheduler moves them); L and Q have X's
+   * compute dtype. Optional (NULL: the CPU through host copies). */
+  gstat_status (*rows)(void *state, gstat_ctx *ctx, const gstat_i_rows_req *r);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

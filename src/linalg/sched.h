@@ -15,6 +15,7 @@
 #define GSTAT_LINALG_SCHED_H
 
 #include "core/internal.h"
+#include "linalg/rows_req.h"
 
 /* Column means (p doubles) and co-moment (p x p doubles, column-major, both
  * triangles) of the rows of element b of X (host or device memory, n >= 1,
@@ -95,5 +96,20 @@ bool gstat_i_sched_eigh_stays_on_device(gstat_ctx *ctx, gstat_dtype dt, int64_t 
  * compute dtype, host or device memory); d host doubles, batch x p. */
 gstat_status gstat_i_sched_scale_sym(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,
                                      const double *d);
+
+/* ---- row-wise reductions and the Cholesky factor (Mahalanobis, shrinkage) ---- */
+
+/* The rows primitive (backend.h's gstat_i_rows_req: centred, scaled rows,
+ * optionally solved with L or multiplied by Q, reduced to d_i and their
+ * sums): X, L, Q and d in one memory, host or device. */
+gstat_status gstat_i_sched_rows(gstat_ctx *ctx, const char *fn, const gstat_i_rows_req *r);
+
+/* The lower Cholesky factors of A into F (same batch, one memory, host or
+ * device; F may be A): gstat_cholesky's backend choice, a whole-call GPU
+ * failure on device data rerun on the CPU through host copies, recorded in
+ * last_backends. Elements that are not positive definite are left in info
+ * (GSTAT_OK); other failures (GSTAT_ENOTFINITE, ...) are returned. */
+gstat_status gstat_i_sched_cholesky(gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
+                                    gstat_matrix *F, int64_t *info);
 
 #endif /* GSTAT_LINALG_SCHED_H */

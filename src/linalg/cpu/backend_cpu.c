@@ -11,6 +11,7 @@
 #include "linalg/cpu/blas_threads.h"
 #include "linalg/cpu/cpu_job.h"
 #include "linalg/cpu/primitives_cpu.h"
+#include "linalg/cpu/rows_cpu.h"
 
 /* Item `it` of the batch: group `it` (of `lanes` elements) while it < groups,
  * then the elements after the last whole group one by one. */
@@ -161,4 +162,5 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .eigh_top = gstat_i_cpu_eigh_top,
     .knn = gstat_i_cpu_knn,
     .host_cost = gstat_i_cpu_host_cost,
+    .rows = gstat_i_cpu_rows,
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "linalg/cuda/cuda_state.h"
+#include "linalg/cuda/rows_cuda.h"
 #include "linalg/cuda/kernels/kernels.h"
 #include "linalg/cuda/util_kernels.h"
 
@@ -435,6 +436,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .knn = gstat_cu_knn,
     .host_cost = gstat_cu_host_cost,
     .spectral_dense = gstat_cu_spectral_dense,
+    .rows = gstat_cu_rows,
 };
 
 static const gstat_i_module module = {
