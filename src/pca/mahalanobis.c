@@ -32,11 +32,11 @@ typedef struct maha {
   const char *fn;
   int64_t batch, n, p;
   int inverted;
-  gstat_dtype ct;  /* X's compute dtype: the factors' */
-  double *c;       /* batch x p centres, or NULL */
-  int64_t *info;   /* batch: the factors' */
-  double *fill;    /* n: NaN or 0, for the elements without a reduction */
-  double sums[2];  /* the last element's sum of d2 and of its squares */
+  gstat_dtype ct; /* X's compute dtype: the factors' */
+  double *c;      /* batch x p centres, or NULL */
+  int64_t *info;  /* batch: the factors' */
+  double *fill;   /* n: NaN or 0, for the elements without a reduction */
+  double sums[2]; /* the last element's sum of d2 and of its squares */
 } maha;
 
 static bool same_memory(const gstat_matrix *a, const gstat_matrix *b) {
@@ -141,9 +141,8 @@ static gstat_matrix element(const gstat_matrix *M, int64_t b) {
 
 /* Every element's distances into d2, X in the memory of F and D
  * (chain_memory). */
-static gstat_status distances(gstat_ctx *ctx, maha *m, const gstat_matrix *X,
-                              const gstat_matrix *S, gstat_matrix *d2, gstat_matrix *F,
-                              gstat_matrix *D) {
+static gstat_status distances(gstat_ctx *ctx, maha *m, const gstat_matrix *X, const gstat_matrix *S,
+                              gstat_matrix *d2, gstat_matrix *F, gstat_matrix *D) {
   const gstat_matrix *T;
   gstat_status st = factor(ctx, m, X, S, F, &T);
   bool direct = same_memory(d2, X);
@@ -211,7 +210,11 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
     goto done;
   }
   if (batch == 0 || n == 0) goto done;
-  maha m = {.fn = fn, .batch = batch, .n = n, .p = p, .inverted = inverted,
+  maha m = {.fn = fn,
+            .batch = batch,
+            .n = n,
+            .p = p,
+            .inverted = inverted,
             .ct = X->dtype == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32};
   int64_t b0, i0, j0;
   if (ctx->opt.check_finite && gstat_i_sched_find_nonfinite(ctx, fn, "X", X, &b0, &i0, &j0, &st)) {

@@ -18,9 +18,9 @@
     if (e_ != cudaSuccess) return gstat_cu_fail(ctx, "rows", what, e_); \
   } while (0)
 
-#define TRY_BLAS(expr, what)                                                          \
-  do {                                                                                \
-    if ((expr) != CUBLAS_STATUS_SUCCESS)                                              \
+#define TRY_BLAS(expr, what)                                                           \
+  do {                                                                                 \
+    if ((expr) != CUBLAS_STATUS_SUCCESS)                                               \
       return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "rows: cuBLAS %s failed", what); \
   } while (0)
 
@@ -38,9 +38,8 @@ static const char *dense_rows(const gstat_matrix *X, int cdt, int64_t b, int *ro
 
 /* U = op(L)^-1 U in place (Z^T = L^-1 U^T for row-major U, Z = U L^-T for
  * column-major), or W = U Q (W^T = Q U^T), L and Q dense p x p. */
-static gstat_status solve_or_multiply(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int rm,
-                                      int64_t n, int64_t p, const void *L, const void *Q, void *u,
-                                      void *w) {
+static gstat_status solve_or_multiply(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int rm, int64_t n,
+                                      int64_t p, const void *L, const void *Q, void *u, void *w) {
   int in = (int)n, ip = (int)p;
   cublasSideMode_t side = rm ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
   int m = rm ? ip : in, k = rm ? in : ip, ld = rm ? ip : in;
@@ -55,9 +54,9 @@ static gstat_status solve_or_multiply(gstat_cu_state *s, gstat_ctx *ctx, int cdt
                          CUBLAS_DIAG_NON_UNIT, m, k, &onef, L, ip, u, ld),
              "trsm");
   else if (cdt == GSTAT_F64)
-    TRY_BLAS(cublasDsymm(s->blas, side, CUBLAS_FILL_MODE_LOWER, m, k, &one, Q, ip, u, ld, &zero, w,
-                         ld),
-             "symm");
+    TRY_BLAS(
+        cublasDsymm(s->blas, side, CUBLAS_FILL_MODE_LOWER, m, k, &one, Q, ip, u, ld, &zero, w, ld),
+        "symm");
   else
     TRY_BLAS(cublasSsymm(s->blas, side, CUBLAS_FILL_MODE_LOWER, m, k, &onef, Q, ip, u, ld, &zerof,
                          w, ld),
@@ -70,7 +69,8 @@ static const void *dense_matrix(gstat_cu_state *s, gstat_ctx *ctx, int cdt, cons
                                 gstat_status *st) {
   const void *t = gstat_cu_dense(T, cdt, 0);
   if (t) return t;
-  void *m = gstat_cu_buffer(s, ctx, CU_MAT, (size_t)(T->rows * T->cols) * gstat_cu_dtype_bytes(cdt));
+  void *m =
+      gstat_cu_buffer(s, ctx, CU_MAT, (size_t)(T->rows * T->cols) * gstat_cu_dtype_bytes(cdt));
   *st = m ? gstat_cu_load(s, ctx, "rows", T, 0, 1, cdt, m, NULL) : GSTAT_ENOMEM;
   return *st == GSTAT_OK ? m : NULL;
 }
@@ -95,7 +95,8 @@ static gstat_status upload_shift(gstat_cu_state *s, gstat_ctx *ctx, const gstat_
 /* Where the kernel writes d: the caller's dense float64 device vector, or
  * the scratch dd (then stored). */
 static double *d_target(const gstat_matrix *d, double *dd) {
-  if (d && d->dtype == GSTAT_F64 && d->location == GSTAT_CUDA && (d->rows <= 1 || d->row_stride == 1))
+  if (d && d->dtype == GSTAT_F64 && d->location == GSTAT_CUDA &&
+      (d->rows <= 1 || d->row_stride == 1))
     return (double *)d->data;
   return dd;
 }

@@ -63,8 +63,7 @@ __global__ void __launch_bounds__(kLinearThreads)
   double s = 0.0;
   if (i < n)
     for (int64_t j = 0; j < p; j++)
-      s += term((double)a[i + j * n], b ? (double)b[i + j * n] : 0.0, b != nullptr, j, center,
-                inv);
+      s += term((double)a[i + j * n], b ? (double)b[i + j * n] : 0.0, b != nullptr, j, center, inv);
   if (i < n && d) d[i] = s;
   add_sums(s, i < n, sums);
 }
@@ -80,8 +79,7 @@ __global__ void __launch_bounds__(kLinearThreads)
   double s = 0.0;
   if (i < n)
     for (int64_t j = lane; j < p; j += 32)
-      s += term((double)a[i * p + j], b ? (double)b[i * p + j] : 0.0, b != nullptr, j, center,
-                inv);
+      s += term((double)a[i * p + j], b ? (double)b[i * p + j] : 0.0, b != nullptr, j, center, inv);
   for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(kFullMask, s, o);
   if (i < n && lane == 0 && d) d[i] = s;
   add_sums(s, i < n && lane == 0, sums);
@@ -93,8 +91,8 @@ __global__ void __launch_bounds__(kLinearThreads)
 using namespace gstat_cu;
 
 extern "C" cudaError_t gstat_cu_rows_center(int dtype, const void *x, void *u, int64_t n, int64_t p,
-                                            int row_major, const double *center,
-                                            const double *inv, cudaStream_t stream) {
+                                            int row_major, const double *center, const double *inv,
+                                            cudaStream_t stream) {
   if (!compute_dtype(dtype) || n < 0 || p < 0) return cudaErrorInvalidValue;
   if (n == 0 || p == 0) return cudaSuccess;
   unsigned blocks = linear_blocks(n * p);
@@ -102,8 +100,8 @@ extern "C" cudaError_t gstat_cu_rows_center(int dtype, const void *x, void *u, i
     rows_center<float><<<blocks, kLinearThreads, 0, stream>>>((const float *)x, (float *)u, n, p,
                                                               row_major != 0, center, inv);
   else
-    rows_center<double><<<blocks, kLinearThreads, 0, stream>>>((const double *)x, (double *)u, n,
-                                                               p, row_major != 0, center, inv);
+    rows_center<double><<<blocks, kLinearThreads, 0, stream>>>((const double *)x, (double *)u, n, p,
+                                                               row_major != 0, center, inv);
   return cudaGetLastError();
 }
 
@@ -116,16 +114,16 @@ extern "C" cudaError_t gstat_cu_rows_reduce(int dtype, const void *a, const void
   if (row_major) {
     unsigned blocks = (unsigned)((n + kRowsPerBlock - 1) / kRowsPerBlock);
     if (dtype == kF32)
-      reduce_rows<float><<<blocks, kLinearThreads, 0, stream>>>(
-          (const float *)a, (const float *)b, n, p, center, inv, d, sums);
+      reduce_rows<float><<<blocks, kLinearThreads, 0, stream>>>((const float *)a, (const float *)b,
+                                                                n, p, center, inv, d, sums);
     else
       reduce_rows<double><<<blocks, kLinearThreads, 0, stream>>>(
           (const double *)a, (const double *)b, n, p, center, inv, d, sums);
   } else {
     unsigned blocks = (unsigned)((n + kLinearThreads - 1) / kLinearThreads);
     if (dtype == kF32)
-      reduce_cols<float><<<blocks, kLinearThreads, 0, stream>>>(
-          (const float *)a, (const float *)b, n, p, center, inv, d, sums);
+      reduce_cols<float><<<blocks, kLinearThreads, 0, stream>>>((const float *)a, (const float *)b,
+                                                                n, p, center, inv, d, sums);
     else
       reduce_cols<double><<<blocks, kLinearThreads, 0, stream>>>(
           (const double *)a, (const double *)b, n, p, center, inv, d, sums);
