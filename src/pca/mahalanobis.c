@@ -51,14 +51,16 @@ static gstat_status not_finite(gstat_ctx *ctx, const char *fn, const char *name,
                       fn, b, name, i, j);
 }
 
-/* GSTAT_ENOTFINITE naming the first NaN/Inf of S's lower triangle (a host
- * copy of device S: only on this error path), or GSTAT_OK when it has none. */
-static gstat_status check_lower(gstat_ctx *ctx, const char *fn, const gstat_matrix *S) {
+/* GSTAT_ENOTFINITE naming the first NaN/Inf of the lower triangle of S,
+ * element b0 of the caller's (a host copy of device S: only on the paths
+ * where a factor failed or a sum is not finite), or GSTAT_OK when it has
+ * none. */
+static gstat_status check_lower(gstat_ctx *ctx, const char *fn, const gstat_matrix *S, int64_t b0) {
   gstat_i_staged h = {0};
   gstat_status st = gstat_i_sched_stage(ctx, fn, "S", S, true, &h);
   int64_t b, i, j;
   if (st == GSTAT_OK && gstat_i_find_nonfinite(&h.m, GSTAT_I_TRI_LOWER, &b, &i, &j))
-    st = not_finite(ctx, fn, "S", b, i, j);
+    st = not_finite(ctx, fn, "S", b0 + b, i, j);
   gstat_i_sched_release(ctx, &h);
   return st;
 }
@@ -109,6 +111,14 @@ static gstat_status chain_memory(gstat_ctx *ctx, const maha *m, const gstat_matr
   return GSTAT_OK;
 }
 
+/* Element b of a batch descriptor alone. */
+static gstat_matrix element(const gstat_matrix *M, int64_t b) {
+  gstat_matrix e = *M;
+  e.data = (char *)M->data + (size_t)(b * M->batch_stride) * gstat_dtype_size(M->dtype);
+  e.batch = 1;
+  return e;
+}
+
 /* The factors L of S into F (inverted: P itself, or its copy in X's memory
  * into F), element failures in m->info; *T: what the rows primitive reads. */
 static gstat_status factor(gstat_ctx *ctx, maha *m, const gstat_matrix *X, const gstat_matrix *S,
@@ -125,18 +135,17 @@ static gstat_status factor(gstat_ctx *ctx, maha *m, const gstat_matrix *X, const
   gstat_status st = gstat_i_sched_cholesky(ctx, m->fn, A, F, m->info);
   if (st == GSTAT_ENOTFINITE) { /* the factor's check: named in S's own terms */
     ctx->last_error[0] = '\0';
-    gstat_status named = check_lower(ctx, m->fn, S);
+    gstat_status named = check_lower(ctx, m->fn, S, 0);
     return named != GSTAT_OK ? named : gstat_i_fail(ctx, st, "%s: S is not finite", m->fn);
   }
+  /* a NaN fails its factor where the backend did not check: named as S's */
+  for (int64_t b = 0;
+       st == GSTAT_OK && S->location != GSTAT_HOST && ctx->opt.check_finite && b < m->batch; b++)
+    if (m->info[b] != 0) {
+      gstat_matrix sb = element(S, b);
+      st = check_lower(ctx, m->fn, &sb, b);
+    }
   return st;
-}
-
-/* Element b of a batch descriptor alone. */
-static gstat_matrix element(const gstat_matrix *M, int64_t b) {
-  gstat_matrix e = *M;
-  e.data = (char *)M->data + (size_t)(b * M->batch_stride) * gstat_dtype_size(M->dtype);
-  e.batch = 1;
-  return e;
 }
 
 /* Every element's distances into d2, X in the memory of F and D
@@ -165,7 +174,7 @@ static gstat_status distances(gstat_ctx *ctx, maha *m, const gstat_matrix *X, co
     /* X and the centres are finite: a NaN/Inf sum comes from P (or overflow) */
     if (st == GSTAT_OK && m->inverted && ctx->opt.check_finite && !isfinite(m->sums[0])) {
       gstat_matrix sb = element(S, b);
-      st = check_lower(ctx, m->fn, &sb);
+      st = check_lower(ctx, m->fn, &sb, b);
     }
   }
   return st;
