@@ -11,7 +11,7 @@ constexpr int kRowsPerBlock = kLinearThreads / 32; /* row-major: a warp per row 
 
 template <typename T>
 __global__ void __launch_bounds__(kLinearThreads)
-    rows_center(const T *__restrict__ x, T *u, int64_t n, int64_t p, bool row_major,
+    rows_center(const T *x, T *u, int64_t n, int64_t p, bool row_major,
                 const double *__restrict__ center, const double *__restrict__ inv) {
   const int64_t total = n * p, stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
