@@ -410,6 +410,27 @@ static void test_rows_statistics(void **state) {
     assert_int_equal(ran[2], f == 1 ? GSTAT_RAN_CPU : GSTAT_RAN_CUDA);
   }
   unsetenv("GSTAT_FAKE_FAULT");
+  /* arguments in different memories: S and d2 copied to and from X's */
+  for (int mix = 1; mix < 8; mix++)
+    for (int inv = 0; inv < 2; inv++) {
+      sm_arg X = sm_arg_new(&fake_memory, mix & 1, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+      sm_arg S = sm_arg_new(&fake_memory, mix & 2, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+      sm_arg D = sm_arg_new(&fake_memory, mix & 4, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+      assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, inv, &D.m), GSTAT_OK);
+      double *d = sm_values(&fake_memory, &D);
+      sm_arg_free(&fake_memory, &D);
+      D = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+      sm_arg H = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+      sm_arg HS = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+      assert_int_equal(gstat_mahalanobis(cpu, &H.m, NULL, &HS.m, inv, &D.m), GSTAT_OK);
+      assert_memory_equal(d, D.host, sizeof(double) * RW_NB * SM_N);
+      free(d);
+      sm_arg_free(&fake_memory, &X);
+      sm_arg_free(&fake_memory, &S);
+      sm_arg_free(&fake_memory, &D);
+      sm_arg_free(&fake_memory, &H);
+      sm_arg_free(&fake_memory, &HS);
+    }
   /* element 1 not positive definite: the same NaN, values and message */
   rows_matrices(s, true);
   rows_stats(cpu, false, s, want, ran, st);
