@@ -163,8 +163,9 @@ typedef struct gstat_i_backend_ops {
   /* ---- row-wise reductions (Mahalanobis, shrinkage) ---- */
 
   /* The rows primitive (gstat_i_rows_req): X, L, Q and d in one memory, the
-   * host's or this backend's (the scheduler moves them); L and Q have X's
-   * compute dtype. Optional (NULL: the CPU through host copies). */
+   * host's or this backend's (the scheduler moves them), any dtypes and
+   * strides (L and Q are used in X's compute dtype). Optional (NULL: the CPU
+   * through host copies). */
   gstat_status (*rows)(void *state, gstat_ctx *ctx, const gstat_i_rows_req *r);
 } gstat_i_backend_ops;
 
