@@ -410,8 +410,32 @@ static gstat_status cholesky_staged(gstat_ctx *ctx, const char *fn, const gstat_
   return st;
 }
 
+/* Host A and dense host F factored on the CPU element by element, each
+ * with the BLAS threads its size earns (dense.h's potrf: one thread for
+ * small orders, where the batch job's threaded LAPACK stalls on a busy
+ * machine), in F's dtype; F's strict upper triangle zeroed. */
+static gstat_status cholesky_in_place(gstat_ctx *ctx, const gstat_matrix *A, gstat_matrix *F,
+                                      int64_t *info) {
+  int64_t p = A->rows;
+  size_t es = gstat_dtype_size(F->dtype);
+  for (int64_t b = 0; b < A->batch; b++) {
+    char *f = (char *)F->data + (size_t)(b * F->batch_stride) * es;
+    gstat_i_dense_load(A, b, F->dtype, f, p);
+    gstat_status st = gstat_i_potrf(ctx, F->dtype, p, f, p, &info[b]);
+    if (st != GSTAT_OK) return st;
+    for (int64_t j = 1; j < p; j++) memset(f + (size_t)(j * p) * es, 0, (size_t)j * es);
+  }
+  ctx->last_backends |= GSTAT_RAN_CPU;
+  return GSTAT_OK;
+}
+
 gstat_status gstat_i_sched_cholesky(gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
                                     gstat_matrix *F, int64_t *info) {
+  bool dense = F->dtype != GSTAT_BF16 && (F->rows <= 1 || F->row_stride == 1) &&
+               F->col_stride == F->rows && (F->batch <= 1 || F->batch_stride == F->rows * F->rows);
+  if (A->location == GSTAT_HOST && F->location == GSTAT_HOST && dense &&
+      gstat_i_eigh_runs_on_cpu(ctx, A) && !gstat_i_same_view(A, F))
+    return cholesky_in_place(ctx, A, F, info);
   unsigned ran = ctx->last_backends; /* gstat_cholesky starts its own record */
   ctx->progress_muted++;
   gstat_status st = gstat_cholesky(ctx, A, GSTAT_LOWER, F, info);

@@ -105,10 +105,12 @@ gstat_status gstat_i_sched_scale_sym(gstat_ctx *ctx, const char *fn, const gstat
 gstat_status gstat_i_sched_rows(gstat_ctx *ctx, const char *fn, const gstat_i_rows_req *r);
 
 /* The lower Cholesky factors of A into F (same batch, one memory, host or
- * device; F may be A): gstat_cholesky's backend choice, a whole-call GPU
- * failure on device data rerun on the CPU through host copies, recorded in
- * last_backends. Elements that are not positive definite are left in info
- * (GSTAT_OK); other failures (GSTAT_ENOTFINITE, ...) are returned. */
+ * device; F may be A; its strict upper triangle zeroed): gstat_cholesky's
+ * backend choice (host data the CPU keeps: LAPACK's potrf per element in
+ * F's dtype, when F is dense), a whole-call GPU failure on device data
+ * rerun on the CPU through host copies, recorded in last_backends. Elements
+ * that are not positive definite are left in info (GSTAT_OK); other
+ * failures (GSTAT_ENOTFINITE, ...) are returned. */
 gstat_status gstat_i_sched_cholesky(gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
                                     gstat_matrix *F, int64_t *info);
 
