@@ -10,8 +10,9 @@
  * vouches for a call whose info is all 0 (info_clean).
  *
  * Its "device memory" is host memory in descriptors marked GSTAT_CUDA: the
- * statistics primitives (co-moment, projection, kNN, non-finite scan, copies,
- * GEMM, QR) run the CPU's code on it, so CI exercises the scheduler's device paths;
+ * statistics primitives (co-moment, projection, kNN, rows, non-finite scan,
+ * copies, GEMM, QR) run the CPU's code on it, so CI exercises the scheduler's
+ * device paths;
  * host data it takes as the CUDA module does (its host_cost says it always
  * pays, so AUTO picks it).
  */
@@ -221,6 +222,13 @@ static void destroy(void *s) {
   free(s);
 }
 
+/* The rows primitive: the CPU's code on "device" descriptors. */
+static gstat_status rows(void *s, gstat_ctx *ctx, const gstat_i_rows_req *r) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  return host->cpu->rows(NULL, ctx, r);
+}
+
 static const gstat_i_backend_ops ops = {
     .api_version = GSTAT_I_BACKEND_API_VERSION,
     .name = "fake-cuda",
@@ -242,6 +250,7 @@ static const gstat_i_backend_ops ops = {
     .host_cost = host_cost,
     .gemm = gemm,
     .orthonormalize = orthonormalize,
+    .rows = rows,
 };
 
 static gstat_status create(gstat_ctx *ctx, int device, void **state) {

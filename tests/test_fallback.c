@@ -437,6 +437,156 @@ static void test_dense_steps_on_device(void **state) {
   gstat_ctx_destroy(gpu);
 }
 
+/* ---- Mahalanobis and shrinkage: the rows primitive and the factor ---- */
+
+enum { RW_NB = 3 };
+static double rows_data[RW_NB * SM_N * SM_P];
+
+/* Squared distances (covariance and precision forms), then the Ledoit-Wolf
+ * and OAS matrices and shrinkages, of fault_data on ctx, into out (the
+ * count rw_count gives); ran: last_backends of each call; st: each status. */
+static int64_t rw_count(void) {
+  return 2 * RW_NB * SM_N + 2 * (RW_NB * SM_P * SM_P + RW_NB);
+}
+
+static void rows_stats(gstat_ctx *ctx, bool device, const double *s, double *out, unsigned ran[4],
+                       gstat_status st[4]) {
+  double c[RW_NB * SM_P];
+  for (int64_t e = 0; e < RW_NB * SM_P; e++) c[e] = 50.0 + (double)(e % SM_P);
+  sm_arg X = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+  sm_arg S = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+  sm_arg Z = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, 1, SM_P, c); /* a row centre */
+  sm_arg D = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+  sm_arg C = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, SM_P, SM_P, NULL);
+  for (int inv = 0; inv < 2; inv++) {
+    st[inv] = gstat_mahalanobis(ctx, &X.m, &Z.m, &S.m, inv, &D.m);
+    ran[inv] = gstat_ctx_last_backends(ctx);
+    double *d = sm_values(&fake_memory, &D);
+    memcpy(out + inv * RW_NB * SM_N, d, sizeof(double) * RW_NB * SM_N);
+    free(d);
+  }
+  double *o = out + 2 * RW_NB * SM_N;
+  const gstat_shrinkage methods[2] = {GSTAT_SHRINK_LEDOIT_WOLF, GSTAT_SHRINK_OAS};
+  for (int k = 0; k < 2; k++) {
+    st[2 + k] = gstat_cov_shrink(ctx, &X.m, methods[k], k, &C.m, NULL, o + RW_NB * SM_P * SM_P);
+    ran[2 + k] = gstat_ctx_last_backends(ctx);
+    double *cv = sm_values(&fake_memory, &C);
+    memcpy(o, cv, sizeof(double) * RW_NB * SM_P * SM_P);
+    free(cv);
+    o += RW_NB * SM_P * SM_P + RW_NB;
+  }
+  sm_arg_free(&fake_memory, &X);
+  sm_arg_free(&fake_memory, &S);
+  sm_arg_free(&fake_memory, &Z);
+  sm_arg_free(&fake_memory, &D);
+  sm_arg_free(&fake_memory, &C);
+}
+
+/* RW_NB covariance matrices, the second one not positive definite when
+ * `bad` (its distances NaN, the others computed). */
+static void rows_matrices(double *s, bool bad) {
+  for (int64_t b = 0; b < RW_NB; b++)
+    for (int64_t i = 0; i < SM_P; i++)
+      for (int64_t j = 0; j < SM_P; j++)
+        s[(b * SM_P + i) * SM_P + j] = (i == j ? 3.0 + (double)(i + b) : 0.0) +
+                                       0.4 / (1.0 + (double)(i + j)) - (bad && b == 1 ? 9.0 : 0.0);
+}
+
+/* Mahalanobis, Ledoit-Wolf and OAS on "device" data run on the device
+ * (rows primitive, factor, co-moment) and give the CPU's values;
+ * out of memory reruns the steps on the CPU through host copies, flagged
+ * factor elements are recomputed on the CPU; last_backends says so; a
+ * factor that fails leaves its element NaN with the CPU's message. */
+static void test_rows_statistics(void **state) {
+  (void)state;
+  enum { K = 2 * RW_NB * SM_N + 2 * (RW_NB * SM_P * SM_P + RW_NB) };
+  double s[RW_NB * SM_P * SM_P], want[K], got[K];
+  assert_int_equal(rw_count(), K);
+  unsigned ran[4];
+  gstat_status st[4];
+  gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU), *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  tu_rng rng = tu_rng_new();
+  for (int64_t e = 0; e < RW_NB * SM_N * SM_P; e++)
+    rows_data[e] = 50.0 + (double)(e % SM_P) + tu_normal(&rng) * (1.0 + 0.1 * (double)(e % 7));
+  rows_matrices(s, false);
+  rows_stats(cpu, false, s, want, ran, st);
+  for (int k = 0; k < 4; k++) assert_int_equal(ran[k], GSTAT_RAN_CPU);
+  const struct {
+    const char *fault;
+    unsigned ran; /* of the Mahalanobis calls */
+  } cases[] = {
+      {"", GSTAT_RAN_CUDA}, {"oom", GSTAT_RAN_CPU}, {"retry", GSTAT_RAN_CUDA | GSTAT_RAN_CPU}};
+  for (int f = 0; f < 3; f++) {
+    setenv("GSTAT_FAKE_FAULT", cases[f].fault, 1);
+    rows_stats(gpu, true, s, got, ran, st);
+    for (int k = 0; k < 4; k++) assert_int_equal(st[k], GSTAT_OK);
+    sm_close(cases[f].fault, got, want, K, 1e-12); /* the host factors by its own potrf */
+    assert_int_equal(ran[0], cases[f].ran);
+    assert_int_equal(ran[1], f == 1 ? GSTAT_RAN_CPU : GSTAT_RAN_CUDA); /* no factor */
+    assert_int_equal(ran[2], f == 1 ? GSTAT_RAN_CPU : GSTAT_RAN_CUDA);
+  }
+  unsetenv("GSTAT_FAKE_FAULT");
+  /* arguments in different memories: S and d2 copied to and from X's */
+  for (int mix = 1; mix < 8; mix++)
+    for (int inv = 0; inv < 2; inv++) {
+      sm_arg X = sm_arg_new(&fake_memory, mix & 1, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+      sm_arg S = sm_arg_new(&fake_memory, mix & 2, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+      sm_arg D = sm_arg_new(&fake_memory, mix & 4, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+      assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, inv, &D.m), GSTAT_OK);
+      double *d = sm_values(&fake_memory, &D);
+      sm_arg_free(&fake_memory, &D);
+      D = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+      sm_arg H = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+      sm_arg HS = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+      assert_int_equal(gstat_mahalanobis(cpu, &H.m, NULL, &HS.m, inv, &D.m), GSTAT_OK);
+      sm_close("mixed memories", d, D.host, RW_NB * SM_N, 1e-12);
+      free(d);
+      sm_arg_free(&fake_memory, &X);
+      sm_arg_free(&fake_memory, &S);
+      sm_arg_free(&fake_memory, &D);
+      sm_arg_free(&fake_memory, &H);
+      sm_arg_free(&fake_memory, &HS);
+    }
+  /* element 1 not positive definite: the same NaN, values and message */
+  rows_matrices(s, true);
+  rows_stats(cpu, false, s, want, ran, st);
+  assert_int_equal(st[0], GSTAT_ENOTPD);
+  assert_true(isnan(want[SM_N]) && !isnan(want[0]) && !isnan(want[2 * SM_N]));
+  sm_arg X = sm_arg_new(&fake_memory, true, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+  sm_arg S = sm_arg_new(&fake_memory, true, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+  sm_arg D = sm_arg_new(&fake_memory, true, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+  assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, 0, &D.m), GSTAT_ENOTPD);
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", gstat_ctx_last_error(gpu));
+  assert_non_null(strstr(msg, "batch element 1 of S is not positive definite"));
+  sm_arg H = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data),
+         HS = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_P, SM_P, s),
+         HD = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+  assert_int_equal(gstat_mahalanobis(cpu, &H.m, NULL, &HS.m, 0, &HD.m), GSTAT_ENOTPD);
+  assert_string_equal(msg, gstat_ctx_last_error(cpu));
+  sm_arg_free(&fake_memory, &H);
+  sm_arg_free(&fake_memory, &HS);
+  sm_arg_free(&fake_memory, &HD);
+  /* a NaN in S's lower triangle, in each form: named in S's terms */
+  ((double *)S.dev)[2 * SM_P * SM_P + 4 * SM_P + 1] = NAN; /* element 2, (4, 1) */
+  for (int inv = 0; inv < 2; inv++) {
+    assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, inv, &D.m), GSTAT_ENOTFINITE);
+    assert_string_equal(gstat_ctx_last_error(gpu),
+                        "mahalanobis: batch element 2 of S has a non-finite value at (4, 1)");
+  }
+  sm_arg_free(&fake_memory, &S); /* a NaN in the upper triangle: never read */
+  rows_matrices(s, false);
+  s[(2 * SM_P + 1) * SM_P + 4] = NAN;
+  S = sm_arg_new(&fake_memory, true, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+  assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, 0, &D.m), GSTAT_OK);
+  assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, 1, &D.m), GSTAT_OK);
+  sm_arg_free(&fake_memory, &X);
+  sm_arg_free(&fake_memory, &S);
+  sm_arg_free(&fake_memory, &D);
+  gstat_ctx_destroy(cpu);
+  gstat_ctx_destroy(gpu);
+}
+
 int main(void) {
   setenv("GSTAT_CUDA_MODULE", GSTAT_FAKE_MODULE_PATH, 1);
   const struct CMUnitTest tests[] = {
@@ -452,6 +602,7 @@ int main(void) {
       cmocka_unit_test(test_statistics_auto),
       cmocka_unit_test(test_not_pd_in_place_device_keeps_verdict),
       cmocka_unit_test(test_dense_steps_on_device),
+      cmocka_unit_test(test_rows_statistics),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

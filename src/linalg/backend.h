@@ -23,6 +23,7 @@
 #include "core/internal.h"
 #include "gstat/linalg.h"
 #include "gstat/spectral.h"
+#include "linalg/rows_req.h"
 
 #define GSTAT_I_BACKEND_API_VERSION 12
 
@@ -43,7 +44,12 @@ typedef struct gstat_i_sc_device_req {
 } gstat_i_sc_device_req;
 
 /* The primitives a cost model compares (host_cost). */
-typedef enum { GSTAT_I_PRIM_COMOMENT, GSTAT_I_PRIM_PROJECT, GSTAT_I_PRIM_KNN } gstat_i_prim;
+typedef enum {
+  GSTAT_I_PRIM_COMOMENT,
+  GSTAT_I_PRIM_PROJECT,
+  GSTAT_I_PRIM_KNN,
+  GSTAT_I_PRIM_ROWS
+} gstat_i_prim;
 
 /* One primitive call's shape: element count, rows, columns, k (PROJECT's
  * components, KNN's neighbours), the data's dtype. */
@@ -181,6 +187,13 @@ typedef struct gstat_i_backend_ops {
    * with Q formed (LAPACK's geqrf + orgqr convention). GSTAT_EUNSUPPORTED as
    * for gemm. Optional. */
   gstat_status (*orthonormalize)(void *state, gstat_ctx *ctx, const gstat_matrix *A);
+  /* ---- row-wise reductions (Mahalanobis, shrinkage) ---- */
+
+  /* The rows primitive (gstat_i_rows_req): X, L, Q and d in one memory, the
+   * host's or this backend's (the scheduler moves them), any dtypes and
+   * strides (L and Q are used in X's compute dtype). Optional (NULL: the CPU
+   * through host copies). */
+  gstat_status (*rows)(void *state, gstat_ctx *ctx, const gstat_i_rows_req *r);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

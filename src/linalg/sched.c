@@ -28,13 +28,17 @@ typedef struct prim_call {
   bool include_self; /* KNN */
   int64_t *nbr;
   double *d2;
+  const gstat_i_rows_req *rows; /* ROWS (X and b are its own) */
 } prim_call;
+
+static gstat_status rows_staged(gstat_ctx *ctx, const prim_call *c);
 
 static bool has_op(const gstat_i_backend *be, gstat_i_prim op) {
   switch (op) {
     case GSTAT_I_PRIM_COMOMENT: return be->ops->comoment != NULL;
     case GSTAT_I_PRIM_PROJECT: return be->ops->project != NULL;
     case GSTAT_I_PRIM_KNN: return be->ops->knn != NULL;
+    case GSTAT_I_PRIM_ROWS: return be->ops->rows != NULL;
   }
   return false;
 }
@@ -44,6 +48,7 @@ static gstat_status invoke(const gstat_i_backend *be, gstat_ctx *ctx, const prim
     return be->ops->comoment(be->state, ctx, c->X, c->b, c->mean, c->M, c->S);
   if (c->op == GSTAT_I_PRIM_KNN)
     return be->ops->knn(be->state, ctx, c->X, c->b, c->k, c->include_self, c->nbr, c->d2);
+  if (c->op == GSTAT_I_PRIM_ROWS) return be->ops->rows(be->state, ctx, c->rows);
   return be->ops->project(be->state, ctx, c->X, c->b, c->center, c->scale, c->comp, c->ev, c->k,
                           c->Y);
 }
@@ -158,7 +163,7 @@ static gstat_status run(gstat_ctx *ctx, const prim_call *c) {
   }
   if (be.ops == cpu.ops || !retry_on_cpu(st)) return st;
   ctx->last_error[0] = '\0'; /* the GPU's failure is not the call's */
-  if (on_device) return run_staged(ctx, c);
+  if (on_device) return c->op == GSTAT_I_PRIM_ROWS ? rows_staged(ctx, c) : run_staged(ctx, c);
   st = invoke(&cpu, ctx, c);
   if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
   return st;
@@ -424,5 +429,107 @@ gstat_status gstat_i_sched_orthonormalize(gstat_ctx *ctx, const char *fn, const 
   if (st == GSTAT_OK) st = gstat_i_sched_unstage(ctx, fn, "A", &h, A);
   gstat_i_sched_release(ctx, &h);
   if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
+  return st;
+}
+
+/* ---- row-wise reductions and the Cholesky factor (Mahalanobis, shrinkage) ---- */
+
+/* Element b of m alone (batch 1). */
+static gstat_matrix element_of(const gstat_matrix *m, int64_t b) {
+  gstat_matrix e = *m;
+  e.data = (char *)m->data + (size_t)(b * m->batch_stride) * gstat_dtype_size(m->dtype);
+  e.batch = 1;
+  return e;
+}
+
+/* The rows primitive on the CPU through host copies of its device arguments. */
+static gstat_status rows_staged(gstat_ctx *ctx, const prim_call *c) {
+  const gstat_i_rows_req *r = c->rows;
+  gstat_i_staged hx = {0}, hl = {0}, hq = {0}, hd = {0};
+  gstat_matrix xb = element_of(r->X, r->b);
+  gstat_status st = gstat_i_sched_stage(ctx, c->fn, "X", &xb, true, &hx);
+  if (st == GSTAT_OK && r->L) st = gstat_i_sched_stage(ctx, c->fn, "L", r->L, true, &hl);
+  if (st == GSTAT_OK && r->Q) st = gstat_i_sched_stage(ctx, c->fn, "Q", r->Q, true, &hq);
+  if (st == GSTAT_OK && r->d) st = gstat_i_sched_stage(ctx, c->fn, "d", r->d, false, &hd);
+  gstat_i_rows_req h = *r;
+  h.X = &hx.m;
+  h.b = 0;
+  h.L = r->L ? &hl.m : NULL;
+  h.Q = r->Q ? &hq.m : NULL;
+  h.d = r->d ? &hd.m : NULL;
+  if (st == GSTAT_OK) st = cpu.ops->rows(NULL, ctx, &h);
+  if (st == GSTAT_OK && r->d) st = gstat_i_sched_unstage(ctx, c->fn, "d", &hd, r->d);
+  gstat_i_sched_release(ctx, &hd);
+  gstat_i_sched_release(ctx, &hq);
+  gstat_i_sched_release(ctx, &hl);
+  gstat_i_sched_release(ctx, &hx);
+  if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
+  return st;
+}
+
+gstat_status gstat_i_sched_rows(gstat_ctx *ctx, const char *fn, const gstat_i_rows_req *r) {
+  bool solves = r->L || r->Q;
+  prim_call c = {.op = GSTAT_I_PRIM_ROWS,
+                 .fn = fn,
+                 .X = r->X,
+                 .b = r->b,
+                 .k = solves ? r->X->cols : 1,
+                 .rows = r};
+  return run(ctx, &c);
+}
+
+/* gstat_cholesky on the CPU backend, with host copies of device A and F. */
+static gstat_status cholesky_staged(gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
+                                    gstat_matrix *F, int64_t *info) {
+  gstat_i_staged ha = {0}, hf = {0};
+  gstat_status st = gstat_i_sched_stage(ctx, fn, "S", A, true, &ha);
+  if (st == GSTAT_OK) st = gstat_i_sched_stage(ctx, fn, "F", F, false, &hf);
+  if (st == GSTAT_OK) st = cpu.ops->cholesky(NULL, ctx, &ha.m, GSTAT_LOWER, &hf.m, info);
+  if (st == GSTAT_OK) st = gstat_i_sched_unstage(ctx, fn, "F", &hf, F);
+  gstat_i_sched_release(ctx, &hf);
+  gstat_i_sched_release(ctx, &ha);
+  if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
+  return st;
+}
+
+/* Host A and dense host F factored on the CPU element by element, each
+ * with the BLAS threads its size earns (dense.h's potrf: one thread for
+ * small orders, where the batch job's threaded LAPACK stalls on a busy
+ * machine), in F's dtype; F's strict upper triangle zeroed. */
+static gstat_status cholesky_in_place(gstat_ctx *ctx, const gstat_matrix *A, gstat_matrix *F,
+                                      int64_t *info) {
+  int64_t p = A->rows;
+  size_t es = gstat_dtype_size(F->dtype);
+  for (int64_t b = 0; b < A->batch; b++) {
+    char *f = (char *)F->data + (size_t)(b * F->batch_stride) * es;
+    gstat_i_dense_load(A, b, F->dtype, f, p);
+    gstat_status st = gstat_i_potrf(ctx, F->dtype, p, f, p, &info[b]);
+    if (st != GSTAT_OK) return st;
+    for (int64_t j = 1; j < p; j++) memset(f + (size_t)(j * p) * es, 0, (size_t)j * es);
+  }
+  ctx->last_backends |= GSTAT_RAN_CPU;
+  return GSTAT_OK;
+}
+
+gstat_status gstat_i_sched_cholesky(gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
+                                    gstat_matrix *F, int64_t *info) {
+  bool dense = F->dtype != GSTAT_BF16 && (F->rows <= 1 || F->row_stride == 1) &&
+               F->col_stride == F->rows && (F->batch <= 1 || F->batch_stride == F->rows * F->rows);
+  if (A->location == GSTAT_HOST && F->location == GSTAT_HOST && dense &&
+      gstat_i_eigh_runs_on_cpu(ctx, A) && !gstat_i_same_view(A, F))
+    return cholesky_in_place(ctx, A, F, info);
+  unsigned ran = ctx->last_backends; /* gstat_cholesky starts its own record */
+  ctx->progress_muted++;
+  gstat_status st = gstat_cholesky(ctx, A, GSTAT_LOWER, F, info);
+  ctx->progress_muted--;
+  ctx->last_backends |= ran;
+  if (st == GSTAT_ENOTPD) { /* element failures: the caller reads info */
+    ctx->last_error[0] = '\0';
+    return GSTAT_OK;
+  }
+  if (A->location == GSTAT_CUDA && retry_on_cpu(st)) {
+    ctx->last_error[0] = '\0'; /* the GPU's failure is not the call's */
+    return cholesky_staged(ctx, fn, A, F, info);
+  }
   return st;
 }

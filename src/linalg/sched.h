@@ -16,6 +16,7 @@
 
 #include "core/internal.h"
 #include "gstat/linalg.h"
+#include "linalg/rows_req.h"
 
 /* Column means (p doubles) and co-moment (p x p doubles, column-major, both
  * triangles) of the rows of element b of X (host or device memory, n >= 1,
@@ -121,5 +122,21 @@ gstat_status gstat_i_sched_gemm(gstat_ctx *ctx, const char *fn, gstat_trans ta, 
  * memory) replaced by an orthonormal basis of their span (Householder QR,
  * Q formed), where A lies; the same fallback as gstat_i_sched_gemm. */
 gstat_status gstat_i_sched_orthonormalize(gstat_ctx *ctx, const char *fn, const gstat_matrix *A);
+/* ---- row-wise reductions and the Cholesky factor (Mahalanobis, shrinkage) ---- */
+
+/* The rows primitive (backend.h's gstat_i_rows_req: centred, scaled rows,
+ * optionally solved with L or multiplied by Q, reduced to d_i and their
+ * sums): X, L, Q and d in one memory, host or device. */
+gstat_status gstat_i_sched_rows(gstat_ctx *ctx, const char *fn, const gstat_i_rows_req *r);
+
+/* The lower Cholesky factors of A into F (same batch, one memory, host or
+ * device; F may be A; its strict upper triangle zeroed): gstat_cholesky's
+ * backend choice (host data the CPU keeps: LAPACK's potrf per element in
+ * F's dtype, when F is dense), a whole-call GPU failure on device data
+ * rerun on the CPU through host copies, recorded in last_backends. Elements
+ * that are not positive definite are left in info (GSTAT_OK); other
+ * failures (GSTAT_ENOTFINITE, ...) are returned. */
+gstat_status gstat_i_sched_cholesky(gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
+                                    gstat_matrix *F, int64_t *info);
 
 #endif /* GSTAT_LINALG_SCHED_H */

@@ -239,6 +239,33 @@ def test_torch_covariance_estimators_on_device(cls):
 
 
 @needs_gpu
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_torch_shrinkage_and_mahalanobis_run_on_the_device(dtype):
+    """Ledoit-Wolf, OAS and both forms of Mahalanobis on a CUDA tensor run on
+    the GPU (the rows primitive, no host copy of X) with the host's results."""
+    x = _data(n=5000, p=40, dtype=dtype)
+    xd = torch.from_numpy(x).to("cuda")
+    tol = 2e-4 if dtype == "float32" else 1e-9
+    for cls in (gstat.LedoitWolf, gstat.OAS):
+        est = cls(store_precision=False).fit(xd)
+        assert gstat.last_backend() == "cuda"
+        ref = cls(store_precision=False).fit(x)
+        np.testing.assert_allclose(est.covariance_, ref.covariance_, rtol=tol, atol=tol)
+        np.testing.assert_allclose(est.shrinkage_, ref.shrinkage_, rtol=tol, atol=1e-12)
+        d2 = est.mahalanobis(xd)  # the precision form, its matrix from the host
+        assert gstat.last_backend() == "cuda"
+        assert isinstance(d2, torch.Tensor) and d2.device == xd.device
+        np.testing.assert_allclose(d2.cpu().numpy(), ref.mahalanobis(x), rtol=10 * tol)
+    s, mu = np.cov(x.astype(np.float64), rowvar=False), x.mean(0, dtype=np.float64)
+    d2 = gstat.mahalanobis(xd, torch.from_numpy(mu).to("cuda"), torch.from_numpy(s).to("cuda"),
+                           squared=True)
+    assert gstat.last_backend() == "cuda"
+    np.testing.assert_allclose(d2.cpu().numpy(), gstat.mahalanobis(x, mu, s, squared=True),
+                               rtol=10 * tol)
+
+
+@needs_gpu
 @needs_cupy
 def test_cupy_covariance_on_device():
     x = _data(dtype="float32")

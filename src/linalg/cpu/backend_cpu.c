@@ -11,6 +11,7 @@
 #include "linalg/cpu/blas_threads.h"
 #include "linalg/cpu/cpu_job.h"
 #include "linalg/cpu/primitives_cpu.h"
+#include "linalg/cpu/rows_cpu.h"
 
 /* Item `it` of the batch: group `it` (of `lanes` elements) while it < groups,
  * then the elements after the last whole group one by one. */
@@ -164,4 +165,5 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .eigh_lowest = gstat_i_cpu_eigh_lowest,
     .gemm = gstat_i_cpu_gemm,
     .orthonormalize = gstat_i_cpu_orthonormalize,
+    .rows = gstat_i_cpu_rows,
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "linalg/cuda/cuda_state.h"
+#include "linalg/cuda/rows_cuda.h"
 #include "linalg/cuda/kernels/kernels.h"
 #include "linalg/cuda/util_kernels.h"
 
@@ -437,6 +438,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .spectral_dense = gstat_cu_spectral_dense,
     .gemm = gstat_cu_gemm,
     .orthonormalize = gstat_cu_orthonormalize,
+    .rows = gstat_cu_rows,
 };
 
 static const gstat_i_module module = {
