@@ -557,33 +557,10 @@ static int dl_out(PyObject *obj, int vec, const char *name, long long stream, in
   return 0;
 }
 
-/* ---- running a call: GIL released, Ctrl-C checked between chunks ----------------------- */
+/* ---- running a call: GIL released; Ctrl-C through the progress callback ---------------- */
 
 static int64_t to_i64(PyObject *o) {
   return PyLong_AsLongLong(o);
-}
-
-/* "batch element N" in a chunk's message means element N + b0 of the call. */
-static void remap_message(const char *msg, int64_t b0, char *buf, size_t cap) {
-  static const char key[] = "batch element ";
-  size_t used = 0;
-  const char *p = msg;
-  buf[0] = '\0';
-  while (*p && used + 1 < cap) {
-    const char *hit = strstr(p, key);
-    if (!hit || b0 == 0) {
-      snprintf(buf + used, cap - used, "%s", p);
-      return;
-    }
-    char *end;
-    long long n = strtoll(hit + sizeof key - 1, &end, 10);
-    int w = snprintf(buf + used, cap - used, "%.*s%lld", (int)(hit - p + sizeof key - 1), p,
-                     n + (long long)b0);
-    if (w < 0) return;
-    used += (size_t)w;
-    if (used >= cap) return;
-    p = end;
-  }
 }
 
 typedef enum { OP_EIGH, OP_CHOL, OP_CHOL_SOLVE, OP_TRI_SOLVE } lin_op;
@@ -596,65 +573,28 @@ typedef struct {
   marg *in, *in2, *out, *out2; /* eigh: A, -, w, V; chol: A, -, F; solves: T, B, X */
 } lin_call;
 
-static gstat_matrix sub(const gstat_matrix *m, int64_t b0, int64_t count) {
-  gstat_matrix s = *m;
-  s.data = (char *)m->data + (size_t)(b0 * m->batch_stride) * gstat_dtype_size(m->dtype);
-  s.batch = count;
-  return s;
-}
-
-static gstat_status lin_run(gstat_ctx *ctx, const lin_call *c, int64_t b0, int64_t count) {
-  gstat_matrix A = sub(&c->in->m, b0, count), O = sub(&c->out->m, b0, count), B, O2;
+static gstat_status lin_run(gstat_ctx *ctx, const lin_call *c) {
   switch (c->op) {
     case OP_EIGH:
-      if (c->out2) O2 = sub(&c->out2->m, b0, count);
-      return gstat_eigh(ctx, &A, c->uplo, &O, c->out2 ? &O2 : NULL, NULL);
-    case OP_CHOL: return gstat_cholesky(ctx, &A, c->uplo, &O, NULL);
+      return gstat_eigh(ctx, &c->in->m, c->uplo, &c->out->m, c->out2 ? &c->out2->m : NULL, NULL);
+    case OP_CHOL: return gstat_cholesky(ctx, &c->in->m, c->uplo, &c->out->m, NULL);
     case OP_CHOL_SOLVE:
-      B = sub(&c->in2->m, b0, count);
-      return gstat_cholesky_solve(ctx, &A, c->uplo, &B, &O, NULL);
+      return gstat_cholesky_solve(ctx, &c->in->m, c->uplo, &c->in2->m, &c->out->m, NULL);
     case OP_TRI_SOLVE:
-      B = sub(&c->in2->m, b0, count);
-      return gstat_triangular_solve(ctx, &A, c->uplo, c->trans, c->diag, &B, &O, NULL);
+      return gstat_triangular_solve(ctx, &c->in->m, c->uplo, c->trans, c->diag, &c->in2->m,
+                                    &c->out->m, NULL);
   }
   return GSTAT_EINVAL;
 }
 
-/* Host batches are cut into chunks of about 2^28 n^3 work (hundreds of ms)
- * so that Ctrl-C is noticed between them: the linear-algebra entry points do
- * not call the progress callback themselves. */
+/* The library reports long batches to the progress callback (the CPU
+ * between slices, host data on the GPU between chunks), where Ctrl-C
+ * cancels them, and names failing elements of the whole batch. */
 static PyObject *lin_execute(pooled *p, const lin_call *c) {
-  int64_t batch = c->in->m.batch, n = c->in->m.rows;
-  int64_t chunk = batch;
-  if (c->in->m.location == GSTAT_HOST && n > 0) {
-    double per = (double)n * (double)n * (double)n;
-    double want = 268435456.0 / per;
-    chunk = want < 64.0 ? 64 : want > (double)batch ? batch : (int64_t)want;
-    if (chunk < 1) chunk = 1;
-  }
-  gstat_status st = GSTAT_OK;
-  int64_t b0 = 0;
-  PyThreadState *save = PyEval_SaveThread();
-  do {
-    int64_t count = batch - b0 < chunk ? batch - b0 : chunk;
-    st = lin_run(p->ctx, c, b0, count);
-    if (st != GSTAT_OK) break;
-    b0 += count;
-    if (b0 < batch) {
-      PyEval_RestoreThread(save);
-      int sig = PyErr_CheckSignals();
-      save = PyEval_SaveThread();
-      if (sig < 0) {
-        st = GSTAT_ECANCELED;
-        break;
-      }
-    }
-  } while (b0 < batch);
-  PyEval_RestoreThread(save);
-  if (st == GSTAT_OK) return Py_None;
-  char buf[1024];
-  remap_message(gstat_ctx_last_error(p->ctx), b0, buf, sizeof buf);
-  return raise_message(st, buf);
+  gstat_status st;
+  Py_BEGIN_ALLOW_THREADS st = lin_run(p->ctx, c);
+  Py_END_ALLOW_THREADS if (st == GSTAT_OK) return Py_None;
+  return raise_status(st, p);
 }
 
 static int parse_uplo(PyObject *o, gstat_uplo *u) {

@@ -31,13 +31,15 @@ static const struct {
                                   costs more on smaller steps (bench/README.md, "Threads on a
                                   shared machine") */
   double slice_seconds;        /* a batch with a progress callback reports after about this much
-                                  one-thread work (at most 16 slices): each slice is a parallel
-                                  region */
+                                  one-thread work (at most 16 slices, unless slice_max_seconds
+                                  asks for more): each slice is a parallel region */
   double passive_step_seconds; /* with passive waits, threaded BLAS under LAPACK only when its
                                   smallest parallel call has this much work: each call pays a
                                   sleeping thread's wake-up (bench/README.md, "Threads on a
                                   shared machine") */
-} cpu_rules = {{74e9, 46e9}, 6e9, 40e9, 256, 8, 16, 1.2e-6, {4e9, 3e9}, 5e-4, 0.02, 5e-3};
+  double slice_max_seconds;    /* ... and at most this much per slice: the wait for Ctrl-C (the
+                                  callback's cancel) on one thread */
+} cpu_rules = {{74e9, 46e9}, 6e9, 40e9, 256, 8, 16, 1.2e-6, {4e9, 3e9}, 5e-4, 0.02, 5e-3, 0.25};
 
 static _Atomic int passive_waits;
 
@@ -70,7 +72,10 @@ double gstat_i_cpu_loop_seconds(double flops, double bytes) {
 
 int64_t gstat_i_cpu_slices(double seconds) {
   double s = ceil(seconds / cpu_rules.slice_seconds);
-  return !(s >= 1) ? 1 : s > 16 ? 16 : (int64_t)s; /* NaN: 1 */
+  double cap = ceil(seconds / cpu_rules.slice_max_seconds);
+  if (!(cap >= 16)) cap = 16;                                 /* NaN too */
+  if (cap > 1e9) cap = 1e9;                                   /* a cast of a huge double is UB */
+  return !(s >= 1) ? 1 : s > cap ? (int64_t)cap : (int64_t)s; /* NaN: 1 */
 }
 
 gstat_status gstat_i_cpu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
