@@ -312,18 +312,27 @@ static int64_t gpu_chunk(const gstat_ctx *ctx, const op *o) {
 
 /* Elements [b0, b0 + count) of o on *be; a GPU failure of the whole part (out
  * of memory after chunking, a backend error) on host data reruns it on the
- * CPU, which then also runs every later part (*be becomes the CPU). *clean
- * stays true while the GPU vouches for every part's info. */
-static gstat_status run_part(gstat_ctx *ctx, gstat_i_backend *be, const op *o, int64_t b0,
-                             int64_t count, int64_t *info, bool *clean) {
+ * CPU (an in-place input from `kept`, keep_input's copy), which then also
+ * runs every later part (*be becomes the CPU). *clean stays true while the
+ * GPU vouches for every part's info. */
+static gstat_status run_part(gstat_ctx *ctx, gstat_i_backend *be, const op *o,
+                             const gstat_matrix *kept, int64_t b0, int64_t count, int64_t *info,
+                             bool *clean) {
   const gstat_i_backend cpu = {&gstat_i_cpu_backend_ops, NULL};
-  gstat_matrix tmp[4];
+  gstat_matrix tmp[4], k;
   op p = part_op(o, b0, count, tmp);
   gstat_status st = call(be, ctx, &p, info + b0);
   if (st != GSTAT_OK && be->ops != cpu.ops && !on_device(o) &&
       (st == GSTAT_ENOMEM || st == GSTAT_EBACKEND)) {
     ctx->last_error[0] = '\0';
     *be = cpu;
+    if (kept->data) { /* the GPU may have written over the part's input */
+      k = part(kept, b0, count);
+      if (gstat_i_same_view(o->out, o->A))
+        p.A = &k;
+      else
+        p.B = &k;
+    }
     st = call(be, ctx, &p, info + b0);
   }
   if (st != GSTAT_OK) return st;
@@ -358,7 +367,7 @@ static gstat_status execute(gstat_ctx *ctx, const op *o, int64_t *info, bool *cl
   for (int64_t b0 = 0; b0 < batch; b0 += chunk) {
     int64_t count = batch - b0 < chunk ? batch - b0 : chunk;
     bool was_gpu = be.ops != cpu.ops;
-    TRY(run_part(ctx, &be, o, b0, count, info, &all_clean));
+    TRY(run_part(ctx, &be, o, &kept, b0, count, info, &all_clean));
     if (was_gpu && be.ops == cpu.ops) gpu_end = b0; /* from here the CPU's infos are final */
     if (b0 + count < batch) TRY(gstat_i_progress(ctx, o->fn, b0 + count, batch));
   }

@@ -20,8 +20,9 @@ def test_not_positive_definite_is_linalgerror(rng):
 
 
 def test_message_names_element_across_chunks(rng):
-    # 3000 64x64 matrices are cut into chunks (for Ctrl-C); the message still
-    # names the element of the whole batch.
+    # 3000 64x64 matrices run in the library's slices (reported to the
+    # binding's callback, for Ctrl-C); the message names the element of the
+    # whole batch (the binding rewrites nothing).
     s = np.tile(np.eye(64), (3000, 1, 1))
     s[2500, 3, 3] = -1.0
     with pytest.raises(gstat.LinAlgError, match="batch element 2500 "):
