@@ -155,14 +155,15 @@ def sbm_graphs(count, n, seed):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_torch_spectral_batch_on_gpu(dtype):
     """A CUDA tensor batch runs the GPU engine: the labels of the host engine
-    (up to eigenvector rounding on a borderline node), as numpy arrays; a NaN
-    weight raises the host engine's error."""
+    (up to eigenvector rounding on a borderline node), as tensors on the
+    batch's device; a NaN weight raises the host engine's error."""
     A = sbm_graphs(200, 48, 3).astype(dtype)
     t = torch.tensor(A, device="cuda")
     got = gstat.spectral_clustering_batch(t, 2)
     want = gstat.spectral_clustering_batch(A, 2, backend="cpu")
-    assert len(got) == 200 and all(isinstance(g, np.ndarray) for g in got)
-    same = sum(np.array_equal(g, w) for g, w in zip(got, want))
+    assert len(got) == 200 and all(isinstance(g, torch.Tensor) and g.device == t.device
+                                   for g in got)
+    same = sum(np.array_equal(g.cpu().numpy(), w) for g, w in zip(got, want))
     assert same >= 196, f"{200 - same} graphs labelled differently"
     t[7, 3, 9] = float("nan")
     with pytest.raises(ValueError, match="graph 7"):

@@ -653,7 +653,8 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
     Returns
     -------
     list of ndarray of int64
-        The labels of each graph.
+        The labels of each graph (for a CUDA tensor batch, int64 tensors of
+        its kind on its device).
 
     Examples
     --------
@@ -678,6 +679,8 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
         if close:
             close()
     _warn_failed_graphs(info)
+    if dev is not None:  # one copy to the batch's device, then views
+        labels = _device.like(a, labels, dev)
     return _split_labels(labels, sizes)
 
 
