@@ -8,7 +8,6 @@
 # violates, fails the test.
 set(KNOWN
   src/spectral/spectral_device.c  # the CUDA module's whole-engine spectral_dense
-  src/spectral/spectral_batch.c   # the CPU's eigh_lowest, called per graph
 )
 set(bad "")
 set(still "")

@@ -24,7 +24,7 @@
 #include "gstat/linalg.h"
 #include "gstat/spectral.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 10
+#define GSTAT_I_BACKEND_API_VERSION 11
 
 /* Batch spectral clustering of dense graphs in a backend's memory: what
  * src/spectral/spectral_device.c asks of spectral_dense. Host arrays. */
@@ -153,6 +153,16 @@ typedef struct gstat_i_backend_ops {
    * whole-call failure: the caller then runs the host engine on a copy.
    * Optional. */
   gstat_status (*spectral_dense)(void *state, gstat_ctx *ctx, const gstat_i_sc_device_req *r);
+
+  /* The m[e] smallest eigenpairs of each n x n matrix e of A (host, dense
+   * column-major, compute dtype, lower triangle read, A overwritten): the
+   * eigenvalues ascending in the first m[e] entries of w's row e, their
+   * vectors (the sign rule applied) in A's first m[e] columns, where a full
+   * eigh would leave them (the rest unspecified); info[e] != 0 for a failed
+   * element, GSTAT_ENOCONV then. GSTAT_EUNSUPPORTED (no message, A
+   * unchanged) where the full eigh is the faster plan. Optional. */
+  gstat_status (*eigh_lowest)(void *state, gstat_ctx *ctx, gstat_matrix *A, const int64_t *m,
+                              gstat_matrix *w, int64_t *info);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

@@ -8,6 +8,7 @@
 
 #include "core/matrix.h"
 #include "linalg/backend.h"
+#include "linalg/cpu/primitives_cpu.h"
 #include "linalg/dense.h"
 
 /* ---- argument checks shared by the entry points ---- */
@@ -184,10 +185,6 @@ static op element_op(const op *o, int64_t b, gstat_matrix tmp[4]) {
   return part_op(o, b, 1, tmp);
 }
 
-/* Work large enough that a GPU pays for moving host data there: batch * n^3
- * above this runs on the GPU under GSTAT_BACKEND_AUTO. */
-static const double auto_gpu_min_work = 4.0e6;
-
 /* Host data on the GPU with a progress callback runs in chunks of about this
  * batch * n^3 (at least 64 elements), reported and cancellable between
  * them: the GPU pipeline reports nothing itself, and a chunk is about the
@@ -203,9 +200,8 @@ static bool on_device(const op *o) {
 static bool wants_gpu(gstat_ctx *ctx, const gstat_matrix *A) {
   if (A->location == GSTAT_CUDA || ctx->opt.backend == GSTAT_BACKEND_CUDA) return true;
   if (ctx->opt.backend != GSTAT_BACKEND_AUTO) return false;
-  double n = (double)A->rows;
   /* quietly the CPU when no GPU is usable */
-  return (double)A->batch * n * n * n >= auto_gpu_min_work && gstat_ctx_cuda_available(ctx);
+  return !gstat_i_cpu_keeps_host_linalg(A->batch, A->rows) && gstat_ctx_cuda_available(ctx);
 }
 
 bool gstat_i_eigh_runs_on_cpu(gstat_ctx *ctx, const gstat_matrix *A) {
@@ -376,6 +372,10 @@ static gstat_status execute(gstat_ctx *ctx, const op *o, int64_t *info, bool *cl
   for (int64_t b = next_failed(info, 0, gpu_end); b < gpu_end;
        b = next_failed(info, b + 1, gpu_end)) {
     if (on_device(o)) {
+      /* In place, the GPU's factor overwrote the input (device inputs are
+       * not kept): a recomputation would factor that NaN element and report
+       * its first column. The GPU's verdict and NaN element stand. */
+      if (o->kind == OP_CHOLESKY && info[b] > 0 && gstat_i_same_view(o->out, o->A)) continue;
       TRY(recompute_on_host(ctx, &be, o, b, &info[b]));
       continue;
     }

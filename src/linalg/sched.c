@@ -8,6 +8,7 @@
 
 #include "core/matrix.h"
 #include "linalg/backend.h"
+#include "linalg/cpu/primitives_cpu.h"
 #include "linalg/dense.h"
 #include "linalg/sched.h"
 
@@ -66,15 +67,11 @@ static gstat_status device_backend(gstat_ctx *ctx, const char *fn, const char *n
  * (and the module has the primitive) or, under AUTO, a usable GPU's estimate
  * beats the CPU's (the backends' rules tables: bench/README.md). */
 static void choose_for_host(gstat_ctx *ctx, const prim_call *c, gstat_i_backend *be) {
-  /* Work the CPU does in less than this never starts the CUDA backend under
-   * AUTO (its state's creation alone costs more); like dispatch.c's
-   * auto_gpu_min_work, to move into the rules tables. */
-  static const double auto_min_cpu_seconds = 1e-3;
   *be = cpu;
   gstat_i_work w = work_of(c);
   double here = cpu.ops->host_cost(NULL, ctx, &w);
   if (ctx->opt.backend == GSTAT_BACKEND_CPU ||
-      (ctx->opt.backend == GSTAT_BACKEND_AUTO && here < auto_min_cpu_seconds) ||
+      (ctx->opt.backend == GSTAT_BACKEND_AUTO && gstat_i_cpu_keeps_host_work(here)) ||
       !gstat_ctx_cuda_available(ctx))
     return;
   gstat_i_backend gpu;
@@ -199,6 +196,18 @@ gstat_status gstat_i_sched_eigh_top(gstat_ctx *ctx, gstat_matrix *A, int64_t k, 
     }
   }
   return gstat_i_eigh(ctx, A, GSTAT_LOWER, w, A, NULL);
+}
+
+gstat_status gstat_i_sched_eigh_lowest(gstat_ctx *ctx, gstat_matrix *A, const int64_t *m,
+                                       gstat_matrix *w, int64_t *info) {
+  if (gstat_i_eigh_runs_on_cpu(ctx, A) && cpu.ops->eigh_lowest) {
+    gstat_status st = cpu.ops->eigh_lowest(NULL, ctx, A, m, w, info);
+    if (st != GSTAT_EUNSUPPORTED) {
+      ctx->last_backends |= GSTAT_RAN_CPU;
+      return st;
+    }
+  }
+  return gstat_i_eigh(ctx, A, GSTAT_LOWER, w, A, info);
 }
 
 gstat_status gstat_i_sched_knn(gstat_ctx *ctx, const char *fn, const gstat_matrix *X, int64_t b,

@@ -47,6 +47,15 @@ gstat_status gstat_i_sched_knn(gstat_ctx *ctx, const char *fn, const gstat_matri
  * would pick; element failures are GSTAT_ENOCONV. */
 gstat_status gstat_i_sched_eigh_top(gstat_ctx *ctx, gstat_matrix *A, int64_t k, gstat_matrix *w);
 
+/* The m[e] smallest eigenpairs of each matrix e of A (host, dense
+ * column-major, compute dtype, lower triangle read, overwritten) into the
+ * first m[e] entries of w's row e (ascending) and A's first m[e] columns, as
+ * gstat_eigh leaves them there (the rest of A and w unspecified); info[e] !=
+ * 0 and GSTAT_ENOCONV for failed elements. The backend picks the method
+ * (a solver for a few pairs where it pays, else the full eigh). */
+gstat_status gstat_i_sched_eigh_lowest(gstat_ctx *ctx, gstat_matrix *A, const int64_t *m,
+                                       gstat_matrix *w, int64_t *info);
+
 /* (name: the argument's, for messages.) A host view of M for a step that has no device primitive
  * yet: M itself when it lies on the host, else a dense host copy (same dtype) made through the
  * owning backend (with_data false: uninitialised, for an output). */

@@ -37,9 +37,28 @@ static const struct {
                                   smallest parallel call has this much work: each call pays a
                                   sleeping thread's wake-up (bench/README.md, "Threads on a
                                   shared machine") */
-  double slice_max_seconds;    /* ... and at most this much per slice: the wait for Ctrl-C (the
-                                  callback's cancel) on one thread */
-} cpu_rules = {{74e9, 46e9}, 6e9, 40e9, 256, 8, 16, 1.2e-6, {4e9, 3e9}, 5e-4, 0.02, 5e-3, 0.25};
+  double auto_min_seconds;     /* AUTO never starts the CUDA backend for host work the CPU does
+                                  in less than this: creating its state costs more */
+  double auto_eigh_min_work;   /* AUTO moves host eigh/Cholesky/solves to a usable GPU from
+                                  batch * n^3 of this */
+  double slice_max_seconds;    /* ... and at most this much per progress slice: the wait for
+                                  Ctrl-C (the callback's cancel) on one thread */
+} cpu_rules = {
+    .flops_per_thread = {74e9, 46e9},
+    .bytes_per_thread = 6e9,
+    .bytes_max = 40e9,
+    .top_min_order = 256,
+    .top_max_fraction = 8,
+    .knn_tree_max_dims = 16,
+    .knn_tree_seconds = 1.2e-6,
+    .small_flops_per_thread = {4e9, 3e9},
+    .thread_seconds = 5e-4,
+    .slice_seconds = 0.02,
+    .passive_step_seconds = 5e-3,
+    .auto_min_seconds = 1e-3,
+    .auto_eigh_min_work = 4e6,
+    .slice_max_seconds = 0.25,
+};
 
 static _Atomic int passive_waits;
 
@@ -49,6 +68,15 @@ void gstat_set_passive_waits(int passive) {
 
 double gstat_i_cpu_blas_step_seconds(double total, double smallest_step) {
   return passive_waits && smallest_step < cpu_rules.passive_step_seconds ? 0 : total;
+}
+
+bool gstat_i_cpu_keeps_host_work(double cpu_seconds) {
+  return cpu_seconds < cpu_rules.auto_min_seconds;
+}
+
+bool gstat_i_cpu_keeps_host_linalg(int64_t batch, int64_t n) {
+  double order = (double)n;
+  return (double)batch * order * order * order < cpu_rules.auto_eigh_min_work;
 }
 
 int gstat_i_cpu_rule_threads(int limit, int64_t items, double seconds) {

@@ -18,7 +18,15 @@ gstat_status gstat_i_cpu_copy(void *state, gstat_ctx *ctx, const gstat_matrix *s
                               gstat_matrix *dst);
 gstat_status gstat_i_cpu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
                              int64_t k, bool include_self, int64_t *nbr, double *d2);
+gstat_status gstat_i_cpu_eigh_lowest(void *state, gstat_ctx *ctx, gstat_matrix *A, const int64_t *m,
+                                     gstat_matrix *w, int64_t *info);
 double gstat_i_cpu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w);
+
+/* AUTO's floors (the rules table): whether host work of `cpu_seconds` on
+ * the CPU, or a host eigh/Cholesky/solve of batch x n x n, stays on the CPU
+ * whatever the GPU's estimate. */
+bool gstat_i_cpu_keeps_host_work(double cpu_seconds);
+bool gstat_i_cpu_keeps_host_linalg(int64_t batch, int64_t n);
 
 /* The rules' thread count for a parallel step of `items` independent pieces
  * and `seconds` of one-thread work: one thread per rules.thread_seconds of
