@@ -321,6 +321,62 @@ static void test_statistics_auto(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
+/* Progress of a host batch on the "GPU": the dispatcher's reports name the
+ * whole batch (total); the CPU inside the fake reports its own chunk. */
+typedef struct {
+  int64_t batch, calls, first_done, stop_at;
+} chunk_watch;
+
+static int watch_chunks(int64_t done, int64_t total, const char *what, void *user) {
+  chunk_watch *c = user;
+  assert_string_equal(what, "cholesky");
+  if (total != c->batch) return 0;
+  if (c->calls++ == 0) c->first_done = done;
+  return c->calls == c->stop_at;
+}
+
+/* Host data on the GPU with a progress callback runs in chunks (1024
+ * elements of order 64): reported between chunks, cancellable there, and
+ * every message and recomputed element indexes the whole batch (a chunk's
+ * element 452 is the batch's 2500). */
+static void test_host_batch_chunked_for_progress(void **state) {
+  (void)state;
+  enum { NB = 3000, N = 64, BAD = 2500 };
+  chunk_watch watch = {NB, 0, 0, 0};
+  gstat_ctx *ctx = tu_ctx_progress(GSTAT_BACKEND_CUDA, 0, watch_chunks, &watch);
+  gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  assert_non_null(ctx);
+  double *a = calloc((size_t)NB * N * N, sizeof(double)), *f = malloc(sizeof(double) * NB * N * N);
+  double *f2 = malloc(sizeof(double) * NB * N * N);
+  assert_true(a && f && f2);
+  tu_rng rng = tu_rng_new();
+  for (int64_t b = 0; b < NB; b++) tu_spd(&rng, N, 10, a + b * N * N);
+  gstat_matrix A = gstat_matrix_col_major(a, GSTAT_F64, NB, N, N),
+               F = gstat_matrix_col_major(f, GSTAT_F64, NB, N, N),
+               F2 = gstat_matrix_col_major(f2, GSTAT_F64, NB, N, N);
+  setenv("GSTAT_FAKE_FAULT", "retry", 1); /* every third element of each chunk flagged */
+  assert_int_equal(gstat_cholesky(ctx, &A, GSTAT_LOWER, &F, NULL), GSTAT_OK);
+  assert_string_equal(gstat_ctx_last_backend_name(ctx), "cuda+cpu");
+  assert_int_equal(watch.calls, 2);
+  assert_int_equal(watch.first_done, 1024);
+  assert_int_equal(gstat_cholesky(cpu, &A, GSTAT_LOWER, &F2, NULL), GSTAT_OK);
+  assert_memory_equal(f, f2, sizeof(double) * NB * N * N);
+  setenv("GSTAT_FAKE_FAULT", "", 1);
+  a[(int64_t)BAD * N * N + 5 * N + 5] = -1e6; /* not positive definite, in the third chunk */
+  assert_int_equal(gstat_cholesky(ctx, &A, GSTAT_LOWER, &F, NULL), GSTAT_ENOTPD);
+  assert_true(strncmp(gstat_ctx_last_error(ctx), "cholesky: batch element 2500 ", 29) == 0);
+  watch.calls = 0;
+  watch.stop_at = 1;
+  assert_int_equal(gstat_cholesky(ctx, &A, GSTAT_LOWER, &F, NULL), GSTAT_ECANCELED);
+  assert_string_equal(gstat_ctx_last_error(ctx),
+                      "cholesky: cancelled by the progress callback at 1024 of 3000");
+  free(a);
+  free(f);
+  free(f2);
+  gstat_ctx_destroy(ctx);
+  gstat_ctx_destroy(cpu);
+}
+
 /* In place on device data (F = A) the GPU's factor overwrites the input,
  * and device inputs are not kept: an element that is not positive definite
  * keeps the GPU's verdict (its minor) and NaN factor; recomputing it on the
@@ -600,6 +656,7 @@ int main(void) {
       cmocka_unit_test(test_statistics_matrix),
       cmocka_unit_test(test_statistics_faults),
       cmocka_unit_test(test_statistics_auto),
+      cmocka_unit_test(test_host_batch_chunked_for_progress),
       cmocka_unit_test(test_not_pd_in_place_device_keeps_verdict),
       cmocka_unit_test(test_dense_steps_on_device),
       cmocka_unit_test(test_rows_statistics),

@@ -159,23 +159,37 @@ static gstat_status call(const gstat_i_backend *be, gstat_ctx *ctx, const op *o,
   return GSTAT_EINVAL;
 }
 
-/* Descriptor of batch element b alone. */
-static gstat_matrix element(const gstat_matrix *m, int64_t b) {
+/* Descriptor of batch elements b .. b + count - 1. */
+static gstat_matrix part(const gstat_matrix *m, int64_t b, int64_t count) {
   gstat_matrix e = *m;
   e.data = (char *)m->data + (size_t)(b * m->batch_stride) * gstat_dtype_size(m->dtype);
-  e.batch = 1;
+  e.batch = count;
+  return e;
+}
+
+static gstat_matrix element(const gstat_matrix *m, int64_t b) {
+  return part(m, b, 1);
+}
+
+static op part_op(const op *o, int64_t b, int64_t count, gstat_matrix tmp[4]) {
+  op e = *o;
+  tmp[0] = part(o->A, b, count);
+  e.A = &tmp[0];
+  if (o->B) tmp[1] = part(o->B, b, count), e.B = &tmp[1];
+  if (o->w) tmp[2] = part(o->w, b, count), e.w = &tmp[2];
+  if (o->out) tmp[3] = part(o->out, b, count), e.out = &tmp[3];
   return e;
 }
 
 static op element_op(const op *o, int64_t b, gstat_matrix tmp[4]) {
-  op e = *o;
-  tmp[0] = element(o->A, b);
-  e.A = &tmp[0];
-  if (o->B) tmp[1] = element(o->B, b), e.B = &tmp[1];
-  if (o->w) tmp[2] = element(o->w, b), e.w = &tmp[2];
-  if (o->out) tmp[3] = element(o->out, b), e.out = &tmp[3];
-  return e;
+  return part_op(o, b, 1, tmp);
 }
+
+/* Host data on the GPU with a progress callback runs in chunks of about this
+ * batch * n^3 (at least 64 elements), reported and cancellable between
+ * them: the GPU pipeline reports nothing itself, and a chunk is about the
+ * CPU slice's Ctrl-C latency (what the Python binding's own chunks were). */
+static const double progress_chunk_work = 268435456.0;
 
 static bool on_device(const op *o) {
   return o->A->location == GSTAT_CUDA;
@@ -277,42 +291,92 @@ static gstat_status keep_input(gstat_ctx *ctx, const op *o, gstat_matrix *kept) 
   return st;
 }
 
-/* Run o with fallback: a GPU failure of the whole call (out of memory after
- * chunking, a backend error) reruns it on the CPU when the data is on the
- * host; elements the GPU flagged are recomputed on the CPU one by one (for
- * device data through host copies of the element). *clean: the backend
- * vouched that every info is 0, so nobody need scan them. */
+#define TRY(expr)                    \
+  do {                               \
+    gstat_status st_ = (expr);       \
+    if (st_ != GSTAT_OK) return st_; \
+  } while (0)
+
+/* The elements per GPU call: the whole batch, or chunks (progress_chunk_work)
+ * for host data when a progress callback listens. */
+static int64_t gpu_chunk(const gstat_ctx *ctx, const op *o) {
+  int64_t batch = o->A->batch;
+  if (on_device(o) || !ctx->opt.progress || ctx->progress_muted > 0) return batch;
+  double n = (double)o->A->rows, want = progress_chunk_work / (n * n * n);
+  return want < 64.0 ? 64 : want >= (double)batch ? batch : (int64_t)want;
+}
+
+/* Elements [b0, b0 + count) of o on *be; a GPU failure of the whole part (out
+ * of memory after chunking, a backend error) on host data reruns it on the
+ * CPU (an in-place input from `kept`, keep_input's copy), which then also
+ * runs every later part (*be becomes the CPU). *clean stays true while the
+ * GPU vouches for every part's info. */
+static gstat_status run_part(gstat_ctx *ctx, gstat_i_backend *be, const op *o,
+                             const gstat_matrix *kept, int64_t b0, int64_t count, int64_t *info,
+                             bool *clean) {
+  const gstat_i_backend cpu = {&gstat_i_cpu_backend_ops, NULL};
+  gstat_matrix tmp[4], k;
+  op p = part_op(o, b0, count, tmp);
+  gstat_status st = call(be, ctx, &p, info + b0);
+  if (st != GSTAT_OK && be->ops != cpu.ops && !on_device(o) &&
+      (st == GSTAT_ENOMEM || st == GSTAT_EBACKEND)) {
+    ctx->last_error[0] = '\0';
+    *be = cpu;
+    if (kept->data) { /* the GPU may have written over the part's input */
+      k = part(kept, b0, count);
+      if (gstat_i_same_view(o->out, o->A))
+        p.A = &k;
+      else
+        p.B = &k;
+    }
+    st = call(be, ctx, &p, info + b0);
+  }
+  if (st != GSTAT_OK) return st;
+  ctx->last_backends |= be->ops->ran_flag;
+  /* a large batch's info can take as long to scan as a small kernel runs */
+  *clean = *clean && be->ops != cpu.ops && be->ops->info_clean &&
+           be->ops->info_clean(be->state, info + b0, count);
+  return GSTAT_OK;
+}
+
+/* Run o with fallback (run_part), in chunks reported to the progress
+ * callback for host data on the GPU (gpu_chunk); elements the GPU flagged
+ * are recomputed on the CPU one by one (for device data through host copies
+ * of the element). Element numbers index the whole batch throughout.
+ * *clean: the backend vouched that every info is 0, so nobody need scan them. */
 static gstat_status execute(gstat_ctx *ctx, const op *o, int64_t *info, bool *clean) {
   *clean = false;
   gstat_i_backend be;
   gstat_status st = choose(ctx, o, &be);
   if (st != GSTAT_OK) return st;
   const gstat_i_backend cpu = {&gstat_i_cpu_backend_ops, NULL};
+  if (be.ops == cpu.ops) {
+    st = call(&be, ctx, o, info);
+    if (st == GSTAT_OK) ctx->last_backends |= be.ops->ran_flag;
+    return st;
+  }
   gstat_matrix kept;
   memset(&kept, 0, sizeof kept);
-  if (be.ops != cpu.ops && (st = keep_input(ctx, o, &kept)) != GSTAT_OK) return st;
-  st = call(&be, ctx, o, info);
-  if (st != GSTAT_OK && be.ops != cpu.ops && !on_device(o) &&
-      (st == GSTAT_ENOMEM || st == GSTAT_EBACKEND)) {
-    ctx->last_error[0] = '\0';
-    be = cpu;
-    st = call(&be, ctx, o, info);
+  TRY(keep_input(ctx, o, &kept));
+  int64_t batch = o->A->batch, chunk = gpu_chunk(ctx, o), gpu_end = batch;
+  bool all_clean = true;
+  for (int64_t b0 = 0; b0 < batch; b0 += chunk) {
+    int64_t count = batch - b0 < chunk ? batch - b0 : chunk;
+    bool was_gpu = be.ops != cpu.ops;
+    TRY(run_part(ctx, &be, o, &kept, b0, count, info, &all_clean));
+    if (was_gpu && be.ops == cpu.ops) gpu_end = b0; /* from here the CPU's infos are final */
+    if (b0 + count < batch) TRY(gstat_i_progress(ctx, o->fn, b0 + count, batch));
   }
-  if (st != GSTAT_OK) return st;
-  ctx->last_backends |= be.ops->ran_flag;
-  if (be.ops == cpu.ops) return GSTAT_OK;
-  /* a large batch's info can take as long to scan as a small kernel runs */
-  *clean = be.ops->info_clean && be.ops->info_clean(be.state, info, o->A->batch);
+  *clean = all_clean;
   if (*clean) return GSTAT_OK;
-  for (int64_t b = next_failed(info, 0, o->A->batch); b < o->A->batch;
-       b = next_failed(info, b + 1, o->A->batch)) {
+  for (int64_t b = next_failed(info, 0, gpu_end); b < gpu_end;
+       b = next_failed(info, b + 1, gpu_end)) {
     if (on_device(o)) {
       /* In place, the GPU's factor overwrote the input (device inputs are
        * not kept): a recomputation would factor that NaN element and report
        * its first column. The GPU's verdict and NaN element stand. */
       if (o->kind == OP_CHOLESKY && info[b] > 0 && gstat_i_same_view(o->out, o->A)) continue;
-      st = recompute_on_host(ctx, &be, o, b, &info[b]);
-      if (st != GSTAT_OK) return st;
+      TRY(recompute_on_host(ctx, &be, o, b, &info[b]));
       continue;
     }
     gstat_matrix tmp[4], k;
@@ -324,18 +388,11 @@ static gstat_status execute(gstat_ctx *ctx, const op *o, int64_t *info, bool *cl
       else
         e.B = &k;
     }
-    st = call(&cpu, ctx, &e, &info[b]);
-    if (st != GSTAT_OK) return st;
+    TRY(call(&cpu, ctx, &e, &info[b]));
     ctx->last_backends |= GSTAT_RAN_CPU;
   }
   return GSTAT_OK;
 }
-
-#define TRY(expr)                    \
-  do {                               \
-    gstat_status st_ = (expr);       \
-    if (st_ != GSTAT_OK) return st_; \
-  } while (0)
 
 /* execute, then info as a status (report) unless the backend vouched for it. */
 static gstat_status execute_and_report(gstat_ctx *ctx, const op *o, int64_t *info,

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import gstat
+from device_cases import CASES as DEVICE_CASES, LABELS, same_partition
 
 torch = None
 try:
@@ -179,14 +180,15 @@ def sbm_graphs(count, n, seed):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_torch_spectral_batch_on_gpu(dtype):
     """A CUDA tensor batch runs the GPU engine: the labels of the host engine
-    (up to eigenvector rounding on a borderline node), as numpy arrays; a NaN
-    weight raises the host engine's error."""
+    (up to eigenvector rounding on a borderline node), as tensors on the
+    batch's device; a NaN weight raises the host engine's error."""
     A = sbm_graphs(200, 48, 3).astype(dtype)
     t = torch.tensor(A, device="cuda")
     got = gstat.spectral_clustering_batch(t, 2)
     want = gstat.spectral_clustering_batch(A, 2, backend="cpu")
-    assert len(got) == 200 and all(isinstance(g, np.ndarray) for g in got)
-    same = sum(np.array_equal(g, w) for g, w in zip(got, want))
+    assert len(got) == 200 and all(isinstance(g, torch.Tensor) and g.device == t.device
+                                   for g in got)
+    same = sum(np.array_equal(g.cpu().numpy(), w) for g, w in zip(got, want))
     assert same >= 196, f"{200 - same} graphs labelled differently"
     t[7, 3, 9] = float("nan")
     with pytest.raises(ValueError, match="graph 7"):
@@ -280,11 +282,13 @@ def test_cupy_covariance_on_device():
 @needs_gpu
 @needs_torch
 def test_torch_unsupported_is_a_gstat_error():
+    """What has no device path is gstat's UnsupportedError, never torch's
+    "can't convert cuda:0 device type tensor to numpy"."""
     xd = torch.from_numpy(_data()).to("cuda")
-    with pytest.raises(gstat.UnsupportedError, match="CUDA tensors are not supported here yet"):
-        gstat.SpectralClustering(3).fit(xd)
-    with pytest.raises(gstat.UnsupportedError, match="CUDA tensors are not supported here yet"):
-        gstat.laplacian(torch.ones(4, 4, device="cuda", dtype=torch.float64))
+    with pytest.raises(gstat.UnsupportedError, match="scikit-learn on the host"):
+        gstat.SpectralClustering(3, affinity="linear").fit(xd)
+    with pytest.raises(gstat.UnsupportedError, match="host operator"):
+        gstat.laplacian(torch.ones(4, 4, device="cuda", dtype=torch.float64), form="lo")
 
 
 @needs_gpu
@@ -295,6 +299,93 @@ def test_torch_kneighbors_of_device_points():
     x = _data()
     xd = torch.from_numpy(x).to("cuda")
     dist, ind = gstat.kneighbors(xd, 6, include_self=True)
+    assert ind.device == xd.device and dist.device == xd.device  # the lists on X's device
     hd, hi = gstat.kneighbors(x, 6, include_self=True)
-    np.testing.assert_array_equal(ind, hi)
-    np.testing.assert_array_equal(dist, hd)
+    np.testing.assert_array_equal(ind.cpu().numpy(), hi)
+    np.testing.assert_array_equal(dist.cpu().numpy(), hd)
+
+
+# ---- every entry point with device data (device_cases.CASES) ------------------------------
+
+def _kinds():
+    """(name, to_device, is_ours, to_host) of the device array kinds present."""
+    kinds = []
+    if torch is not None and torch.cuda.is_available():
+        kinds.append(("torch", lambda a: torch.from_numpy(np.ascontiguousarray(a)).to("cuda"),
+                      lambda r: isinstance(r, torch.Tensor) and r.is_cuda,
+                      lambda r: r.cpu().numpy()))
+    if cupy is not None:
+        kinds.append(("cupy", lambda a: cupy.asarray(a), lambda r: isinstance(r, cupy.ndarray),
+                      lambda r: r.get()))
+    return kinds
+
+
+def _leaves(r):
+    return [x for part in r for x in _leaves(part)] if isinstance(r, (tuple, list)) else [r]
+
+
+def _check_answer(name, got, want, gpu, is_ours, to_host):
+    """got: the device call's result; want: the host call's."""
+    got, want = _leaves(got), _leaves(want)
+    assert len(got) == len(want), name
+    for g, w in zip(got, want):
+        if gpu.startswith("device"):
+            assert is_ours(g), f"{name}: {type(g).__name__} is not a tensor of the input's kind"
+            g = to_host(g)
+        else:
+            assert not is_ours(g), f"{name}: documented as a host result, got {type(g).__name__}"
+        if hasattr(g, "toarray"):  # scipy graph
+            g, w = g.toarray(), w.toarray()
+        if name in LABELS:
+            assert same_partition(g, w), name
+            continue
+        w = np.asarray(w, dtype=np.float64)
+        scale = max(1.0, float(np.max(np.abs(w)))) if np.size(w) else 1.0
+        np.testing.assert_allclose(np.asarray(g, dtype=np.float64), w, rtol=1e-6,
+                                   atol=1e-7 * scale, err_msg=name)
+
+
+@needs_gpu
+@pytest.mark.parametrize("kind", ["torch", "cupy"])
+@pytest.mark.parametrize("case", [c[0] for c in DEVICE_CASES])
+def test_every_entry_point_with_device_data(kind, case):
+    """Each public function and estimator given CUDA tensors answers on
+    their device in their kind (the host call's values), or (what cannot
+    run there, marked 'refused'/'device?' in device_cases.CASES) raises
+    gstat.UnsupportedError; never a foreign exception."""
+    found = [k for k in _kinds() if k[0] == kind]
+    if not found:
+        pytest.skip(f"{kind} with a GPU not installed")
+    _, to_device, is_ours, to_host = found[0]
+    name, call, gpu, _ = next(c for c in DEVICE_CASES if c[0] == case)
+    if gpu == "refused":
+        with pytest.raises(gstat.UnsupportedError):
+            call(to_device)
+        return
+    try:
+        got = call(to_device)
+    except gstat.UnsupportedError as e:
+        assert gpu == "device?", f"{name}: {e}"
+        assert "device" in str(e) or "CUDA" in str(e), str(e)
+        return
+    _check_answer(name, got, call(lambda a: a), gpu.rstrip("?"), is_ours, to_host)
+
+
+@needs_gpu
+def test_host_batch_on_gpu_reports_names_elements_and_cancels():
+    """Host data on the GPU runs in the library's chunks: progress reports
+    with the whole batch as total, a callback (Ctrl-C's path) that raises
+    stops the call, and a failing element is named by its batch index."""
+    a = spd_np(3000, 64, "float64")
+    seen = []
+
+    def stop(done, total, what):
+        seen.append((done, total, what))
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        gstat.linalg.eigvalsh(a, backend="cuda", progress=stop)
+    assert seen and seen[0][1] == 3000 and 0 < seen[0][0] < 3000 and seen[0][2] == "eigh", seen
+    a[2500, 3, 3] = -1e6
+    with pytest.raises(gstat.LinAlgError, match="batch element 2500 "):
+        gstat.linalg.cholesky(a, backend="cuda")

@@ -9,6 +9,7 @@
  */
 #include <math.h>
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -206,6 +207,24 @@ static void add_block_panels(const double *X, int64_t ld, int64_t rows, int64_t 
   r->n = n;
 }
 
+/* A long reduction reports progress (Ctrl-C's path) from thread 0, the
+ * caller's, after every `every` of its blocks k (the others keep pace: rows
+ * done ~ (k + 1) nt block); a cancel stops each thread at its next block. */
+typedef struct {
+  int64_t every, nt, block, n;
+  atomic_int stop;
+  gstat_status st;
+} block_reports;
+
+static void report_block(gstat_ctx *ctx, block_reports *r, int64_t k) {
+  if (r->every == 0 || (k + 1) % r->every != 0) return;
+  int64_t done = (k + 1) * r->nt * r->block;
+  gstat_status st = gstat_i_progress(ctx, "covariance: rows", done < r->n ? done : r->n, r->n);
+  if (st == GSTAT_OK) return;
+  r->st = st;
+  atomic_store(&r->stop, 1);
+}
+
 gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, double *mean,
                               double *M) {
   int64_t n = X->rows, p = X->cols;
@@ -219,8 +238,13 @@ gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
   int64_t blocks = (n + block - 1) / block;
   int64_t ldm = panels ? (p + 7) / 8 * 8 : p; /* ld of the running M */
   int64_t ps = 8 * (block + 1);               /* panel stride: rows + the merge row */
-  int nt = gstat_i_cpu_batch_threads(
-      ctx, blocks, gstat_i_cpu_seconds(ct, (double)n * (double)p * (double)(p + 2), true));
+  double seconds = gstat_i_cpu_seconds(ct, (double)n * (double)p * (double)(p + 2), true);
+  int nt = gstat_i_cpu_batch_threads(ctx, blocks, seconds);
+  block_reports rep = {0, nt, block, n, 0, GSTAT_OK};
+  if (ctx->opt.progress && ctx->progress_muted == 0) { /* the batch loop's slices */
+    int64_t slices = gstat_i_cpu_slices(seconds), mine = blocks / nt;
+    rep.every = slices > 1 && mine > 1 ? (mine + slices - 1) / slices : 0;
+  }
   /* per thread: block buffer, block co-moment, block mean, delta, running mean and M */
   gstat_i_ws_plan pl = {0, true};
   size_t o_x = gstat_i_ws_take(&pl, panels ? ps * (ldm / 8) : block * p, es);
@@ -255,7 +279,8 @@ gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
     memset(r.M, 0, sizeof(double) * (size_t)(ldm * ldm));
     /* contiguous block ranges, so the merge below keeps row order */
     int64_t first = blocks * t / nt, last = blocks * (t + 1) / nt;
-    for (int64_t k = first; k < last; k++) {
+    for (int64_t k = first; k < last && !atomic_load_explicit(&rep.stop, memory_order_relaxed);
+         k++) {
       int64_t r0 = k * block, rows = n - r0 < block ? n - r0 : block;
       const char *src = (char *)Xb.data + (size_t)(r0 * X->row_stride) * xes;
       /* with several threads, BLAS runs on the calling one (NULL: no thread
@@ -287,10 +312,11 @@ gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
         gstat_i_syrk_lower(bctx, ct, GSTAT_NO_TRANS, p, rows, 1.0, x, p, 0.0, Sb, p);
         merge_block(p, &r, (double)rows, mb, Sb, p, ct, dd, delta);
       }
+      if (t == 0) report_block(ctx, &rep, k);
     }
 #pragma omp barrier
 #pragma omp single
-    {
+    if (!atomic_load(&rep.stop)) {
       running all = {0, (double *)(ws + o_rm), (double *)(ws + o_rM), ldm}; /* thread 0's */
       for (int u = 0; u < nt; u++) {
         char *wu = ws + per * (size_t)u;
@@ -309,5 +335,5 @@ gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
       }
     }
   }
-  return GSTAT_OK;
+  return rep.st;
 }

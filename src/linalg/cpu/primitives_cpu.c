@@ -31,8 +31,8 @@ static const struct {
                                   costs more on smaller steps (bench/README.md, "Threads on a
                                   shared machine") */
   double slice_seconds;        /* a batch with a progress callback reports after about this much
-                                  one-thread work (at most 16 slices): each slice is a parallel
-                                  region */
+                                  one-thread work (at most 16 slices, unless slice_max_seconds
+                                  asks for more): each slice is a parallel region */
   double passive_step_seconds; /* with passive waits, threaded BLAS under LAPACK only when its
                                   smallest parallel call has this much work: each call pays a
                                   sleeping thread's wake-up (bench/README.md, "Threads on a
@@ -41,6 +41,8 @@ static const struct {
                                   in less than this: creating its state costs more */
   double auto_eigh_min_work;   /* AUTO moves host eigh/Cholesky/solves to a usable GPU from
                                   batch * n^3 of this */
+  double slice_max_seconds;    /* ... and at most this much per progress slice: the wait for
+                                  Ctrl-C (the callback's cancel) on one thread */
 } cpu_rules = {
     .flops_per_thread = {74e9, 46e9},
     .bytes_per_thread = 6e9,
@@ -55,6 +57,7 @@ static const struct {
     .passive_step_seconds = 5e-3,
     .auto_min_seconds = 1e-3,
     .auto_eigh_min_work = 4e6,
+    .slice_max_seconds = 0.25,
 };
 
 static _Atomic int passive_waits;
@@ -97,7 +100,10 @@ double gstat_i_cpu_loop_seconds(double flops, double bytes) {
 
 int64_t gstat_i_cpu_slices(double seconds) {
   double s = ceil(seconds / cpu_rules.slice_seconds);
-  return !(s >= 1) ? 1 : s > 16 ? 16 : (int64_t)s; /* NaN: 1 */
+  double cap = ceil(seconds / cpu_rules.slice_max_seconds);
+  if (!(cap >= 16)) cap = 16;                                 /* NaN too */
+  if (cap > 1e9) cap = 1e9;                                   /* a cast of a huge double is UB */
+  return !(s >= 1) ? 1 : s > cap ? (int64_t)cap : (int64_t)s; /* NaN: 1 */
 }
 
 gstat_status gstat_i_cpu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,

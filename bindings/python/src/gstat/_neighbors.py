@@ -3,7 +3,8 @@
 import numpy as np
 
 from . import _core, _progress
-from ._device import cuda_device as _cuda_device, refuse_masked as _refuse_masked, stream as _stream
+from ._device import cuda_device as _cuda_device, like as _like, refuse_masked as _refuse_masked
+from ._device import stream as _stream
 from ._graph_input import is_sparse as _is_sparse
 
 
@@ -44,6 +45,7 @@ def kneighbors(X, n_neighbors=5, *, include_self=False, return_distance=True, ba
         Only when `return_distance`.
     indices : ndarray, shape (n, n_neighbors), int64
         Each row ordered by distance; equal distances by the smaller index.
+        For a CUDA tensor `X` both are tensors of its kind on its device.
 
     Notes
     -----
@@ -62,18 +64,26 @@ def kneighbors(X, n_neighbors=5, *, include_self=False, return_distance=True, ba
     >>> ind.ravel(), dist.ravel()
     (array([1, 0, 1]), array([1., 1., 2.]))
     """
+    dist, ind, dev = _knn(X, n_neighbors, include_self, backend, progress)
+    if dev is not None:  # the lists to X's device, as X's kind
+        dist, ind = _like(X, dist, dev), _like(X, ind, dev)
+    return (dist, ind) if return_distance else ind
+
+
+def _knn(X, n_neighbors, include_self, backend, progress):
+    """(distances, indices) as host arrays, and X's CUDA device (or None)."""
     if _is_sparse(X):
         raise TypeError("kneighbors: sparse X is not supported; pass a dense array")
     dev = _cuda_device(X)
     if dev is None:
         _refuse_masked(X, "kneighbors")
         X = np.asarray(X)
-        if X.ndim != 2:
-            raise ValueError(f"kneighbors: X must be 2-D (points x features), got {X.ndim}-D")
+    if len(X.shape) != 2:
+        raise ValueError(f"kneighbors: X must be 2-D (points x features), got {len(X.shape)}-D")
     with _progress.scope(progress, "kneighbors", _work(X, int(n_neighbors)), "point"):
         ind, dist = _core.knn(X, int(n_neighbors), bool(include_self),
                               None if dev is None else _stream(X, dev), backend)
-    return (dist, ind) if return_distance else ind
+    return dist, ind, dev
 
 
 def kneighbors_graph(X, n_neighbors, *, mode="connectivity", include_self=False, backend=None,
@@ -97,7 +107,9 @@ def kneighbors_graph(X, n_neighbors, *, mode="connectivity", include_self=False,
     Returns
     -------
     scipy.sparse.csr_matrix, shape (n, n)
-        Row i holds point i's neighbours (column indices sorted).
+        Row i holds point i's neighbours (column indices sorted). A CUDA
+        tensor `X` is searched on its GPU; the graph is a host scipy matrix
+        all the same (the form every gstat graph entry point takes).
 
     Examples
     --------
@@ -112,8 +124,7 @@ def kneighbors_graph(X, n_neighbors, *, mode="connectivity", include_self=False,
         raise ValueError(f"kneighbors_graph: mode must be 'connectivity' or 'distance', got {mode!r}")
     import scipy.sparse as sp
 
-    dist, ind = kneighbors(X, n_neighbors, include_self=include_self, backend=backend,
-                           progress=progress)
+    dist, ind, _ = _knn(X, n_neighbors, include_self, backend, progress)
     n, k = ind.shape
     order = np.argsort(ind, axis=1, kind="stable")
     cols = np.take_along_axis(ind, order, axis=1).ravel()
