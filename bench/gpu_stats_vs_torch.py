@@ -16,17 +16,10 @@ usage: bench/gpu_stats_vs_torch.py [--build build-gpu] [--reps 5] [--quick]
 """
 import argparse
 import ctypes
-import os
-import time
 
 import torch
 
-
-class Matrix(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("location", ctypes.c_int),
-                ("device", ctypes.c_int32), ("batch", ctypes.c_int64), ("rows", ctypes.c_int64),
-                ("cols", ctypes.c_int64), ("batch_stride", ctypes.c_int64),
-                ("row_stride", ctypes.c_int64), ("col_stride", ctypes.c_int64)]
+from gpu_bench_common import Matrix, load, timed
 
 
 def dense(t):
@@ -34,29 +27,6 @@ def dense(t):
     dt = {torch.float32: 1, torch.float64: 2}[t.dtype]
     rows, cols = (t.shape[0], t.shape[1]) if t.dim() == 2 else (t.shape[0], 1)
     return Matrix(t.data_ptr(), dt, 1, t.device.index, 1, rows, cols, rows * cols, cols, 1)
-
-
-def load(build):
-    lib = ctypes.CDLL(os.path.join(build, "libgstat.so.0"))
-    lib.gstat_ctx_last_error.restype = ctypes.c_char_p
-    lib.gstat_ctx_last_backend_name.restype = ctypes.c_char_p
-    ctx = ctypes.c_void_p()
-    assert lib.gstat_ctx_create(ctypes.byref(ctx), None) == 0
-    assert lib.gstat_ctx_cuda_available(ctx), "no CUDA backend"
-    return lib, ctx
-
-
-def timed(fn, reps):
-    fn()  # warm-up: workspace, handles
-    torch.cuda.synchronize()
-    best = float("inf")
-    out = None
-    for _ in range(reps):
-        t = time.perf_counter()
-        out = fn()
-        torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3, out
 
 
 def torch_ledoit_wolf(x):

@@ -30,6 +30,14 @@ static inline void *gstat_i_elem(const gstat_matrix *m, int64_t b, int64_t i, in
                                gstat_dtype_size(m->dtype);
 }
 
+/* Elements b .. b + count - 1 of m as a batch of their own (no data move). */
+static inline gstat_matrix gstat_i_batch_part(const gstat_matrix *m, int64_t b, int64_t count) {
+  gstat_matrix e = *m;
+  e.data = (char *)m->data + (size_t)(b * m->batch_stride) * gstat_dtype_size(m->dtype);
+  e.batch = count;
+  return e;
+}
+
 /* Which part of a matrix a check reads. */
 typedef enum gstat_i_tri {
   GSTAT_I_TRI_FULL,

@@ -159,25 +159,13 @@ static gstat_status call(const gstat_i_backend *be, gstat_ctx *ctx, const op *o,
   return GSTAT_EINVAL;
 }
 
-/* Descriptor of batch elements b .. b + count - 1. */
-static gstat_matrix part(const gstat_matrix *m, int64_t b, int64_t count) {
-  gstat_matrix e = *m;
-  e.data = (char *)m->data + (size_t)(b * m->batch_stride) * gstat_dtype_size(m->dtype);
-  e.batch = count;
-  return e;
-}
-
-static gstat_matrix element(const gstat_matrix *m, int64_t b) {
-  return part(m, b, 1);
-}
-
 static op part_op(const op *o, int64_t b, int64_t count, gstat_matrix tmp[4]) {
   op e = *o;
-  tmp[0] = part(o->A, b, count);
+  tmp[0] = gstat_i_batch_part(o->A, b, count);
   e.A = &tmp[0];
-  if (o->B) tmp[1] = part(o->B, b, count), e.B = &tmp[1];
-  if (o->w) tmp[2] = part(o->w, b, count), e.w = &tmp[2];
-  if (o->out) tmp[3] = part(o->out, b, count), e.out = &tmp[3];
+  if (o->B) tmp[1] = gstat_i_batch_part(o->B, b, count), e.B = &tmp[1];
+  if (o->w) tmp[2] = gstat_i_batch_part(o->w, b, count), e.w = &tmp[2];
+  if (o->out) tmp[3] = gstat_i_batch_part(o->out, b, count), e.out = &tmp[3];
   return e;
 }
 
@@ -323,7 +311,7 @@ static gstat_status run_part(gstat_ctx *ctx, gstat_i_backend *be, const op *o,
     ctx->last_error[0] = '\0';
     *be = cpu;
     if (kept->data) { /* the GPU may have written over the part's input */
-      k = part(kept, b0, count);
+      k = gstat_i_batch_part(kept, b0, count);
       if (gstat_i_same_view(o->out, o->A))
         p.A = &k;
       else
@@ -382,7 +370,7 @@ static gstat_status execute(gstat_ctx *ctx, const op *o, int64_t *info, bool *cl
     gstat_matrix tmp[4], k;
     op e = element_op(o, b, tmp);
     if (kept.data) { /* the element's input from the copy: the GPU wrote over it */
-      k = element(&kept, b);
+      k = gstat_i_batch_part(&kept, b, 1);
       if (gstat_i_same_view(o->out, o->A))
         e.A = &k;
       else

@@ -97,17 +97,13 @@ static bool retry_on_cpu(gstat_status st) {
 /* c on the CPU with host copies of the device-resident X_b and Y_b. */
 static gstat_status run_staged(gstat_ctx *ctx, const prim_call *c) {
   gstat_i_staged hx = {0}, hy = {0};
-  gstat_matrix xb = *c->X, yb;
-  xb.data = (char *)c->X->data + (size_t)(c->b * c->X->batch_stride) * gstat_dtype_size(xb.dtype);
-  xb.batch = 1;
+  gstat_matrix xb = gstat_i_batch_part(c->X, c->b, 1), yb;
   gstat_status st = gstat_i_sched_stage(ctx, c->fn, "X", &xb, true, &hx);
   prim_call h = *c;
   h.X = &hx.m;
   h.b = 0;
   if (st == GSTAT_OK && c->Y) {
-    yb = *c->Y;
-    yb.data = (char *)c->Y->data + (size_t)(c->b * c->Y->batch_stride) * gstat_dtype_size(yb.dtype);
-    yb.batch = 1;
+    yb = gstat_i_batch_part(c->Y, c->b, 1);
     st = gstat_i_sched_stage(ctx, c->fn, "Y", &yb, false, &hy);
     h.Y = &hy.m;
   }
@@ -135,9 +131,7 @@ static bool comoment_suspect(gstat_ctx *ctx, const prim_call *c, gstat_status *s
   for (int64_t j = 0; j < p && finite; j++)
     finite = isfinite(c->mean[j]) && (!c->M || isfinite(c->M[j + j * p]));
   if (finite) return false;
-  gstat_matrix xb = *c->X;
-  xb.data = (char *)c->X->data + (size_t)(c->b * c->X->batch_stride) * gstat_dtype_size(xb.dtype);
-  xb.batch = 1;
+  gstat_matrix xb = gstat_i_batch_part(c->X, c->b, 1);
   int64_t b, i, j;
   return !gstat_i_sched_find_nonfinite(ctx, c->fn, "X", &xb, &b, &i, &j, st) && *st == GSTAT_OK;
 }
@@ -434,19 +428,11 @@ gstat_status gstat_i_sched_orthonormalize(gstat_ctx *ctx, const char *fn, const 
 
 /* ---- row-wise reductions and the Cholesky factor (Mahalanobis, shrinkage) ---- */
 
-/* Element b of m alone (batch 1). */
-static gstat_matrix element_of(const gstat_matrix *m, int64_t b) {
-  gstat_matrix e = *m;
-  e.data = (char *)m->data + (size_t)(b * m->batch_stride) * gstat_dtype_size(m->dtype);
-  e.batch = 1;
-  return e;
-}
-
 /* The rows primitive on the CPU through host copies of its device arguments. */
 static gstat_status rows_staged(gstat_ctx *ctx, const prim_call *c) {
   const gstat_i_rows_req *r = c->rows;
   gstat_i_staged hx = {0}, hl = {0}, hq = {0}, hd = {0};
-  gstat_matrix xb = element_of(r->X, r->b);
+  gstat_matrix xb = gstat_i_batch_part(r->X, r->b, 1);
   gstat_status st = gstat_i_sched_stage(ctx, c->fn, "X", &xb, true, &hx);
   if (st == GSTAT_OK && r->L) st = gstat_i_sched_stage(ctx, c->fn, "L", r->L, true, &hl);
   if (st == GSTAT_OK && r->Q) st = gstat_i_sched_stage(ctx, c->fn, "Q", r->Q, true, &hq);

@@ -111,14 +111,6 @@ static gstat_status chain_memory(gstat_ctx *ctx, const maha *m, const gstat_matr
   return GSTAT_OK;
 }
 
-/* Element b of a batch descriptor alone. */
-static gstat_matrix element(const gstat_matrix *M, int64_t b) {
-  gstat_matrix e = *M;
-  e.data = (char *)M->data + (size_t)(b * M->batch_stride) * gstat_dtype_size(M->dtype);
-  e.batch = 1;
-  return e;
-}
-
 /* The factors L of S into F (inverted: P itself, or its copy in X's memory
  * into F), element failures in m->info; *T: what the rows primitive reads. */
 static gstat_status factor(gstat_ctx *ctx, maha *m, const gstat_matrix *X, const gstat_matrix *S,
@@ -142,7 +134,7 @@ static gstat_status factor(gstat_ctx *ctx, maha *m, const gstat_matrix *X, const
   for (int64_t b = 0;
        st == GSTAT_OK && S->location != GSTAT_HOST && ctx->opt.check_finite && b < m->batch; b++)
     if (m->info[b] != 0) {
-      gstat_matrix sb = element(S, b);
+      gstat_matrix sb = gstat_i_batch_part(S, b, 1);
       st = check_lower(ctx, m->fn, &sb, b);
     }
   return st;
@@ -161,7 +153,7 @@ static gstat_status distances(gstat_ctx *ctx, maha *m, const gstat_matrix *X, co
       st = gstat_i_sched_store(ctx, m->fn, "d2", GSTAT_F64, m->fill, m->n, d2, b);
       continue;
     }
-    gstat_matrix tb = element(T, b), db = element(d2, b);
+    gstat_matrix tb = gstat_i_batch_part(T, b, 1), db = gstat_i_batch_part(d2, b, 1);
     gstat_i_rows_req r = {.X = X,
                           .b = b,
                           .center = m->c ? m->c + b * m->p : NULL,
@@ -173,7 +165,7 @@ static gstat_status distances(gstat_ctx *ctx, maha *m, const gstat_matrix *X, co
     if (st == GSTAT_OK && !direct) st = gstat_i_sched_copy(ctx, m->fn, "d2", D, &db);
     /* X and the centres are finite: a NaN/Inf sum comes from P (or overflow) */
     if (st == GSTAT_OK && m->inverted && ctx->opt.check_finite && !isfinite(m->sums[0])) {
-      gstat_matrix sb = element(S, b);
+      gstat_matrix sb = gstat_i_batch_part(S, b, 1);
       st = check_lower(ctx, m->fn, &sb, b);
     }
   }
