@@ -200,6 +200,15 @@ static void destroy(void *s) {
   free(s);
 }
 
+/* The CPU's Laplacian on the "device" data; an out-of-memory on request. */
+static gstat_status laplacian(void *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
+                              int sym, int drop_loops, int kind, const gstat_matrix *L,
+                              const gstat_matrix *deg) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  return host->cpu->laplacian(NULL, ctx, fn, A, sym, drop_loops, kind, L, deg);
+}
+
 static const gstat_i_backend_ops ops = {
     .api_version = GSTAT_I_BACKEND_API_VERSION,
     .name = "fake-cuda",
@@ -219,6 +228,7 @@ static const gstat_i_backend_ops ops = {
     .find_nonfinite = find_nonfinite,
     .knn = knn,
     .host_cost = host_cost,
+    .laplacian = laplacian,
 };
 
 static gstat_status create(gstat_ctx *ctx, int device, void **state) {

@@ -59,6 +59,7 @@ static void gd_laplacian(const sm_memory *mem, double tol) {
       gstat_graph Gh = gstat_graph_dense(&Ah.m), Gd = gstat_graph_dense(&Ad.m);
       sm_check(ctx, gstat_laplacian(ctx, &Gh, (gstat_laplacian_kind)kind, &Lh.m, &dh.m));
       sm_check(ctx, gstat_laplacian(ctx, &Gd, (gstat_laplacian_kind)kind, &Ld.m, &dd.m));
+      assert_int_equal(gstat_ctx_last_backends(ctx), GSTAT_RAN_CUDA); /* the device primitive */
       gd_same(mem, "laplacian L", &Ld, &Lh, tol);
       gd_same(mem, "laplacian degrees", &dd, &dh, tol);
       sm_arg_free(mem, &Ah);

@@ -61,51 +61,6 @@ static gstat_status csr_laplacian(gstat_ctx *ctx, const char *fn, const gstat_gr
   return st;
 }
 
-/* Dense adjacencies in host memory: every element validated before anything
- * is written (L may be the adjacency itself). */
-static gstat_status dense_host(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
-                               gstat_laplacian_kind kind, const gstat_matrix *L,
-                               const gstat_matrix *degrees) {
-  int64_t batch = G->adjacency.batch, n = G->adjacency.rows;
-  double *A = lap_workspace(ctx, fn, n);
-  if (!A) return GSTAT_ENOMEM;
-  double *d = A + n * n;
-  gstat_i_err err = {0};
-  char name[48];
-  for (int64_t b = 0; b < batch; b++) {
-    snprintf(name, sizeof name, "G.adjacency[%lld]", (long long)b);
-    if (gstat_i_dense_adjacency(&err, fn, name, &G->adjacency, b, n, G->symmetrize, G->self_loops,
-                                NULL) != GSTAT_OK)
-      return gstat_i_err_raise(ctx, &err);
-  }
-  for (int64_t b = 0; b < batch; b++) {
-    gstat_i_dense_adjacency(&err, fn, name, &G->adjacency, b, n, G->symmetrize, G->self_loops, A);
-    gstat_i_dense_laplacian(n, A, kind, d);
-    gstat_i_dense_store(GSTAT_F64, A, n, L, b);
-    if (degrees) gstat_i_dense_store(GSTAT_F64, d, n, degrees, b);
-  }
-  return GSTAT_OK;
-}
-
-/* Any memory: host copies of what lies on the device, the host code, the
- * outputs copied back. */
-static gstat_status dense_staged(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
-                                 gstat_laplacian_kind kind, gstat_matrix *L,
-                                 gstat_matrix *degrees) {
-  gstat_graph H;
-  gstat_i_staged hg, hl = {0}, hd = {0};
-  gstat_status st = gstat_i_graph_on_host(ctx, fn, G, &H, &hg);
-  if (st == GSTAT_OK) st = gstat_i_sched_stage(ctx, fn, "L", L, false, &hl);
-  if (st == GSTAT_OK && degrees) st = gstat_i_sched_stage(ctx, fn, "degrees", degrees, false, &hd);
-  if (st == GSTAT_OK) st = dense_host(ctx, fn, &H, kind, &hl.m, degrees ? &hd.m : NULL);
-  if (st == GSTAT_OK) st = gstat_i_sched_unstage(ctx, fn, "L", &hl, L);
-  if (st == GSTAT_OK && degrees) st = gstat_i_sched_unstage(ctx, fn, "degrees", &hd, degrees);
-  gstat_i_sched_release(ctx, &hd);
-  gstat_i_sched_release(ctx, &hl);
-  gstat_i_sched_release(ctx, &hg);
-  return st;
-}
-
 gstat_status gstat_laplacian(gstat_ctx *ctx, const gstat_graph *G, gstat_laplacian_kind kind,
                              gstat_matrix *L, gstat_matrix *degrees) {
   static const char fn[] = "laplacian";
@@ -129,7 +84,8 @@ gstat_status gstat_laplacian(gstat_ctx *ctx, const gstat_graph *G, gstat_laplaci
   if (batch == 0 || n == 0) return GSTAT_OK;
 
   if (!dense) return csr_laplacian(ctx, fn, G, kind, L, degrees);
-  return dense_staged(ctx, fn, G, kind, L, degrees);
+  return gstat_i_sched_laplacian(ctx, fn, &G->adjacency, G->symmetrize,
+                                 G->self_loops == GSTAT_LOOPS_DROP, kind, L, degrees);
 }
 
 gstat_status gstat_laplacian_csr(gstat_ctx *ctx, const gstat_graph *G, gstat_laplacian_kind kind,

@@ -96,4 +96,17 @@ bool gstat_i_sched_eigh_stays_on_device(gstat_ctx *ctx, gstat_dtype dt, int64_t 
 gstat_status gstat_i_sched_scale_sym(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,
                                      const double *d);
 
+/* ---- graph primitives ---- */
+
+/* Dense Laplacians and degrees (backend.h's laplacian): A (batch x n x n),
+ * L (the same shape) and deg (batch x n x 1, or NULL) in any memory, any
+ * dtype and strides; sym a gstat_symmetrize, kind a gstat_laplacian_kind.
+ * On the device's backend when all three lie in its memory, else on the CPU
+ * through host copies; a device failure, or an invalid weight the device
+ * leaves to the CPU to name, reruns on the CPU. Nothing is written on
+ * failure. */
+gstat_status gstat_i_sched_laplacian(gstat_ctx *ctx, const char *fn, const gstat_matrix *A, int sym,
+                                     bool drop_loops, int kind, const gstat_matrix *L,
+                                     const gstat_matrix *deg);
+
 #endif /* GSTAT_LINALG_SCHED_H */

@@ -161,4 +161,5 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .eigh_top = gstat_i_cpu_eigh_top,
     .knn = gstat_i_cpu_knn,
     .host_cost = gstat_i_cpu_host_cost,
+    .laplacian = gstat_i_cpu_laplacian,
 };

@@ -42,4 +42,9 @@ double gstat_i_cpu_loop_seconds(double flops, double bytes);
 /* Slices of a batch of `seconds` one-thread work that reports progress. */
 int64_t gstat_i_cpu_slices(double seconds);
 
+/* backend.h's laplacian on host memory (laplacian_cpu.c). */
+gstat_status gstat_i_cpu_laplacian(void *state, gstat_ctx *ctx, const char *fn,
+                                   const gstat_matrix *A, int sym, int drop_loops, int kind,
+                                   const gstat_matrix *L, const gstat_matrix *deg);
+
 #endif /* GSTAT_LINALG_CPU_PRIMITIVES_CPU_H */

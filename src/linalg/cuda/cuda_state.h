@@ -213,6 +213,9 @@ gstat_status gstat_cu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X, in
                           bool include_self, int64_t *nbr, double *d2);
 double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w);
 gstat_status gstat_cu_spectral_dense(void *state, gstat_ctx *ctx, const gstat_i_sc_device_req *r);
+gstat_status gstat_cu_laplacian(void *state, gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
+                                int sym, int drop_loops, int kind, const gstat_matrix *L,
+                                const gstat_matrix *deg);
 
 /* Copy per-element device info (int) of a chunk into info (int64); elements
  * with a negative info (solver error) or a non-zero flag (NaN/Inf output;

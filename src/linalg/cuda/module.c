@@ -435,6 +435,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .knn = gstat_cu_knn,
     .host_cost = gstat_cu_host_cost,
     .spectral_dense = gstat_cu_spectral_dense,
+    .laplacian = gstat_cu_laplacian,
 };
 
 static const gstat_i_module module = {
