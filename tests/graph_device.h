@@ -245,9 +245,11 @@ static double gd_subspace_gap(int64_t n, int64_t d, const double *E, const doubl
 }
 
 /* Spectral clustering (with and without a result) and the embedding of one
- * dense graph in device memory, the embedding written to device memory. */
-static void gd_spectral(const sm_memory *mem, double tol) {
-  gstat_ctx *ctx = gd_ctx();
+ * dense graph in device memory, the embedding written to device memory, on
+ * a context of `backend` (CUDA: the Laplacian and the eigh stay on the
+ * device for the embedding, and nothing runs on the CPU backend). */
+static void gd_spectral(const sm_memory *mem, double tol, gstat_backend backend) {
+  gstat_ctx *ctx = tu_ctx(backend);
   tu_rng rng = tu_rng_new();
   const int64_t n = 3 * GD_N, k = GD_BLOCKS;
   double *a = malloc(sizeof(double) * (size_t)(n * n));
@@ -283,6 +285,8 @@ static void gd_spectral(const sm_memory *mem, double tol) {
     double wh[GD_BLOCKS + 1], wd[GD_BLOCKS + 1];
     sm_check(ctx, gstat_spectral_embedding(ctx, &Gh, &o, &Eh.m, wh));
     sm_check(ctx, gstat_spectral_embedding(ctx, &Gd, &o, &Ed.m, wd));
+    if (backend == GSTAT_BACKEND_CUDA)
+      assert_int_equal(gstat_ctx_last_backends(ctx), GSTAT_RAN_CUDA);
     double *eh = sm_values(mem, &Eh), *ed = sm_values(mem, &Ed);
     assert_true(gd_subspace_gap(n, k, ed, eh) <= (dts[t] == GSTAT_F32 ? 1e-3 : 1e-8));
     sm_close("embedding eigenvalues", wd, wh, k, etol);

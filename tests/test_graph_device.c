@@ -73,7 +73,8 @@ static void test_affinity(void **state) {
 
 static void test_spectral(void **state) {
   (void)state;
-  gd_spectral(&fake_memory, 0);
+  gd_spectral(&fake_memory, 0, GSTAT_BACKEND_AUTO); /* small: the eigh on a host copy */
+  gd_spectral(&fake_memory, 0, GSTAT_BACKEND_CUDA); /* Laplacian and eigh "on the device" */
 }
 
 int main(void) {

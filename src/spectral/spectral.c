@@ -147,6 +147,12 @@ static gstat_status run_single(gstat_ctx *ctx, const char *fn, const gstat_graph
     gstat_i_sched_release(ctx, &copy);
     return st;
   }
+  if (G->format == GSTAT_GRAPH_DENSE && G->adjacency.location == GSTAT_CUDA && emb) {
+    bool handled; /* the Laplacian and the eigh in device memory */
+    gstat_status st =
+        gstat_i_sc_device_one(ctx, fn, G, o, labels, eig, emb, embed_only, r, &handled);
+    if (handled) return st;
+  }
   int64_t node0[2] = {0, n}, eoff[2] = {0, gstat_i_sc_eig_count(o, n, k)};
   gstat_graph_batch b;
   memset(&b, 0, sizeof b);
