@@ -1659,6 +1659,139 @@ done:
   return ret;
 }
 
+/* ---- one dense graph in CUDA memory (DLPack) ---- */
+
+/* The graph, and a context on its device ordered on the caller's stream. */
+static pooled *graph_device(PyObject *obj, int sym, int loops, long long stream,
+                            PyObject *backend_obj, graph_arg *g) {
+  memset(g, 0, sizeof *g);
+  if (dl_arg(obj, 0, "adjacency", stream, &g->dense) < 0) return NULL;
+  g->g = gstat_graph_dense(&g->dense.m);
+  g->g.symmetrize = (gstat_symmetrize)sym;
+  g->g.self_loops = (gstat_self_loops)loops;
+  return lin_ctx(backend_obj, &g->dense, stream);
+}
+
+/* laplacian_device(adjacency, kind, symmetrize, loops, L, degrees, backend, stream)
+ * -> (L, degrees): the caller's device tensors, shaped (..., n, n) and (..., n). */
+static PyObject *py_laplacian_device(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (check_nargs(nargs, 8, "laplacian_device") < 0) return NULL;
+  int kind = (int)to_i64(args[1]), sym = (int)to_i64(args[2]), loops = (int)to_i64(args[3]);
+  long long stream = to_i64(args[7]);
+  if (PyErr_Occurred()) return NULL;
+  graph_arg g;
+  marg L, D;
+  memset(&L, 0, sizeof L);
+  memset(&D, 0, sizeof D);
+  PyObject *ret = NULL;
+  pooled *p = graph_device(args[0], sym, loops, stream, args[6], &g);
+  if (!p) goto done;
+  if (dl_out(args[4], 0, "L", stream, g.dense.ndim, g.dense.shape, &L) < 0 ||
+      dl_out(args[5], 1, "degrees", stream, g.dense.ndim - 1, g.dense.shape, &D) < 0)
+    goto done;
+  gstat_status st;
+  Py_BEGIN_ALLOW_THREADS st = gstat_laplacian(p->ctx, &g.g, (gstat_laplacian_kind)kind, &L.m, &D.m);
+  Py_END_ALLOW_THREADS if (st != GSTAT_OK) raise_status(st, p);
+  else ret = PyTuple_Pack(2, args[4], args[5]);
+done:
+  ctx_release(p);
+  graph_clear(&g);
+  marg_clear(&L);
+  marg_clear(&D);
+  return ret;
+}
+
+/* graph_components_device(adjacency, symmetrize, loops, backend, stream) -> (count, labels) */
+static PyObject *py_components_device(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (check_nargs(nargs, 5, "graph_components_device") < 0) return NULL;
+  int sym = (int)to_i64(args[1]), loops = (int)to_i64(args[2]);
+  long long stream = to_i64(args[4]);
+  if (PyErr_Occurred()) return NULL;
+  graph_arg g;
+  PyObject *ret = NULL, *count = NULL, *labels = NULL;
+  pooled *p = graph_device(args[0], sym, loops, stream, args[3], &g);
+  if (!p) goto done;
+  npy_intp dims[2] = {(npy_intp)g.dense.m.batch, (npy_intp)g.dense.m.rows};
+  if (!(count = PyArray_SimpleNew(1, dims, NPY_INT64)) ||
+      !(labels = PyArray_SimpleNew(2, dims, NPY_INT64)))
+    goto done;
+  gstat_status st;
+  int64_t *c = PyArray_DATA((PyArrayObject *)count), *l = PyArray_DATA((PyArrayObject *)labels);
+  Py_BEGIN_ALLOW_THREADS st = gstat_graph_components(p->ctx, &g.g, c, l);
+  Py_END_ALLOW_THREADS if (st != GSTAT_OK) raise_status(st, p);
+  else ret = PyTuple_Pack(2, count, labels);
+done:
+  ctx_release(p);
+  graph_clear(&g);
+  Py_XDECREF(count);
+  Py_XDECREF(labels);
+  return ret;
+}
+
+/* spectral_embedding_device(adjacency, symmetrize, loops, opts, embedding, backend, stream)
+ * -> (embedding (the caller's (n, k) device tensor), eigenvalues (host)) */
+static PyObject *py_embedding_device(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (check_nargs(nargs, 7, "spectral_embedding_device") < 0) return NULL;
+  int sym = (int)to_i64(args[1]), loops = (int)to_i64(args[2]);
+  long long stream = to_i64(args[6]);
+  gstat_spectral_options opt;
+  if (PyErr_Occurred() || spectral_opts(args[3], &opt) < 0) return NULL;
+  graph_arg g;
+  marg E;
+  memset(&E, 0, sizeof E);
+  PyObject *ret = NULL, *ev = NULL;
+  pooled *p = graph_device(args[0], sym, loops, stream, args[5], &g);
+  if (!p) goto done;
+  npy_intp shape[2] = {(npy_intp)g.dense.m.rows, (npy_intp)opt.n_components};
+  npy_intp ne = (npy_intp)(opt.n_components + (opt.drop_first ? 1 : 0));
+  if (dl_out(args[4], 0, "embedding", stream, 2, shape, &E) < 0 ||
+      !(ev = PyArray_SimpleNew(1, &ne, NPY_FLOAT64)))
+    goto done;
+  gstat_status st;
+  double *evd = PyArray_DATA((PyArrayObject *)ev);
+  Py_BEGIN_ALLOW_THREADS st = gstat_spectral_embedding(p->ctx, &g.g, &opt, &E.m, evd);
+  Py_END_ALLOW_THREADS if (st != GSTAT_OK) raise_status(st, p);
+  else ret = PyTuple_Pack(2, args[4], ev);
+done:
+  ctx_release(p);
+  graph_clear(&g);
+  marg_clear(&E);
+  Py_XDECREF(ev);
+  return ret;
+}
+
+/* spectral_clustering_device(adjacency, symmetrize, loops, opts, backend, stream)
+ * -> (labels (host), info) */
+static PyObject *py_clustering_device(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (check_nargs(nargs, 6, "spectral_clustering_device") < 0) return NULL;
+  int sym = (int)to_i64(args[1]), loops = (int)to_i64(args[2]);
+  long long stream = to_i64(args[5]);
+  gstat_spectral_options opt;
+  if (PyErr_Occurred() || spectral_opts(args[3], &opt) < 0) return NULL;
+  graph_arg g;
+  PyObject *ret = NULL, *labels = NULL;
+  gstat_spectral_result *res = NULL;
+  pooled *p = graph_device(args[0], sym, loops, stream, args[4], &g);
+  if (!p) goto done;
+  npy_intp n = (npy_intp)g.dense.m.rows;
+  if (!(labels = PyArray_SimpleNew(1, &n, NPY_INT64))) goto done;
+  gstat_status st;
+  int64_t *lab = PyArray_DATA((PyArrayObject *)labels);
+  Py_BEGIN_ALLOW_THREADS st = gstat_spectral_clustering(p->ctx, &g.g, &opt, lab, &res);
+  Py_END_ALLOW_THREADS if (st != GSTAT_OK) raise_status(st, p);
+  else ret = Py_BuildValue("(ON)", labels, spectral_info(res));
+done:
+  gstat_spectral_result_free(res);
+  ctx_release(p);
+  graph_clear(&g);
+  Py_XDECREF(labels);
+  return ret;
+}
+
 /* spectral_clustering_batch(kind, a, b, c, symmetrize, loops, n_clusters, opts, progress,
  *                           raise_errors, backend)
  * kind 0 CSR: a = node_offsets, b = (indptr, indices, data or None), c unused;
@@ -1928,6 +2061,14 @@ static PyMethodDef methods[] = {
     FAST("spectral_clustering", py_spectral_clustering,
          "spectral_clustering(graph, sym, loops, opts, backend)"),
     FAST("spectral_clustering_batch", py_spectral_batch, "spectral_clustering_batch(...)"),
+    FAST("laplacian_device", py_laplacian_device,
+         "laplacian_device(adjacency, kind, sym, loops, L, degrees, backend, stream)"),
+    FAST("graph_components_device", py_components_device,
+         "graph_components_device(adjacency, sym, loops, backend, stream)"),
+    FAST("spectral_embedding_device", py_embedding_device,
+         "spectral_embedding_device(adjacency, sym, loops, opts, embedding, backend, stream)"),
+    FAST("spectral_clustering_device", py_clustering_device,
+         "spectral_clustering_device(adjacency, sym, loops, opts, backend, stream)"),
     {"set_default_backend", py_set_default_backend, METH_O, "set the default backend"},
     {"get_default_backend", py_get_default_backend, METH_NOARGS, "the default backend"},
     {"set_num_threads", py_set_num_threads, METH_O, "CPU threads per call (0: OpenMP default)"},

@@ -232,7 +232,7 @@ def test_torch_unsupported_is_a_gstat_error():
     with pytest.raises(gstat.UnsupportedError, match="CUDA tensors are not supported here yet"):
         gstat.SpectralClustering(3).fit(xd)
     with pytest.raises(gstat.UnsupportedError, match="CUDA tensors are not supported here yet"):
-        gstat.laplacian(torch.ones(4, 4, device="cuda", dtype=torch.float64))
+        gstat.laplacian(torch.ones(4, 4, device="cuda", dtype=torch.float64), form="lo")
 
 
 @needs_gpu
@@ -246,3 +246,59 @@ def test_torch_kneighbors_of_device_points():
     hd, hi = gstat.kneighbors(x, 6, include_self=True)
     np.testing.assert_array_equal(ind, hi)
     np.testing.assert_array_equal(dist, hd)
+
+
+def _blocks(n=90, k=3, seed=0):
+    """A symmetric adjacency of k dense clusters joined by weak edges."""
+    rng = np.random.default_rng(seed)
+    a = np.where(np.arange(n)[:, None] * k // n == np.arange(n)[None, :] * k // n,
+                 0.5 + 0.5 * rng.random((n, n)), 0.0)
+    a[::7, 3::11] = 0.01
+    a = np.triu(a, 1)
+    return a + a.T
+
+
+def _subspace_gap(e, f):
+    """Largest distance of a unit column of e from the span of f's columns."""
+    q, _ = np.linalg.qr(f)
+    r = e - q @ (q.T @ e)
+    return float(np.max(np.linalg.norm(r, axis=0) / np.linalg.norm(e, axis=0)))
+
+
+@needs_gpu
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("normed", [False, True])
+def test_torch_laplacian_on_device(dtype, normed):
+    """gstat.laplacian of a CUDA tensor answers on the device (the device
+    primitive), equal to the host call's."""
+    a = _blocks().astype(dtype)
+    ad = torch.from_numpy(a).to("cuda")
+    L, d = gstat.laplacian(ad, normed=normed, return_diag=True)
+    assert isinstance(L, torch.Tensor) and L.is_cuda and L.dtype == ad.dtype
+    assert d.is_cuda and d.shape == (a.shape[0],)
+    assert gstat.last_backend() == "cuda"
+    Lh, dh = gstat.laplacian(a, normed=normed, return_diag=True)
+    np.testing.assert_array_equal(L.cpu().numpy(), Lh)
+    np.testing.assert_array_equal(d.cpu().numpy(), dh)
+
+
+@needs_gpu
+@needs_torch
+@pytest.mark.parametrize("backend", [None, "cuda"])
+def test_torch_precomputed_spectral_on_device(backend):
+    """SpectralClustering / SpectralEmbedding(affinity='precomputed') of a
+    CUDA tensor: labels_ and embedding_ on the device, the host's answer."""
+    a = _blocks()
+    ad = torch.from_numpy(a).to("cuda")
+    sc = gstat.SpectralClustering(3, affinity="precomputed", random_state=0, backend=backend)
+    hc = gstat.SpectralClustering(3, affinity="precomputed", random_state=0).fit(a)
+    labels = sc.fit(ad).labels_
+    assert isinstance(labels, torch.Tensor) and labels.is_cuda
+    np.testing.assert_array_equal(labels.cpu().numpy(), hc.labels_)
+    se = gstat.SpectralEmbedding(2, affinity="precomputed", random_state=0, backend=backend)
+    he = gstat.SpectralEmbedding(2, affinity="precomputed", random_state=0).fit(a)
+    emb = se.fit(ad).embedding_
+    assert isinstance(emb, torch.Tensor) and emb.is_cuda and emb.shape == (a.shape[0], 2)
+    assert _subspace_gap(emb.cpu().numpy(), he.embedding_) < 1e-8
+    np.testing.assert_allclose(se.eigenvalues_, he.eigenvalues_, atol=1e-10)

@@ -124,12 +124,21 @@ def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetri
            [-1.,  2., -1.],
            [ 0., -1.,  1.]])
     """
-    _device.refuse(adjacency, "laplacian")
-    adjacency = as_graph(adjacency, "laplacian")
     if form not in ("array", "function", "lo"):
         raise ValueError(f"form must be 'array', 'function' or 'lo', got {form!r}")
     k = _choice(_KIND, kind, "kind") if kind is not None else (1 if normed else 0)
     sym, loops = _choice(_SYM, symmetrize, "symmetrize"), _choice(_LOOPS, self_loops, "self_loops")
+    dev = _device.cuda_device(adjacency)
+    if dev is not None:  # a dense (batch of) graph(s) on the device: L and d there too
+        if form != "array":
+            _device.refuse(adjacency, f"laplacian(form={form!r})")
+        out = None if dtype is None else np.dtype(dtype).name
+        L = _device.empty_like(adjacency, adjacency.shape, dev, out)
+        d = _device.empty_like(adjacency, adjacency.shape[:-1], dev, out)
+        L, d = _core.laplacian_device(adjacency, k, sym, loops, L, d, backend,
+                                      _device.stream(adjacency, dev))
+        return (L, d) if return_diag else L
+    adjacency = as_graph(adjacency, "laplacian")
     if _issparse(adjacency):
         import scipy.sparse as sp
         g = _csr(adjacency)
@@ -193,6 +202,35 @@ def _fit_work(X):
     return float(shape[0]) * float(shape[0]) * max(float(shape[1]), 1.0)
 
 
+def _like(graph, a):
+    """Host array `a` as a tensor of the device graph's kind on its device."""
+    lib = _device._library(graph)
+    if hasattr(graph, "new_empty"):  # torch
+        return lib.as_tensor(a, device=graph.device)
+    with lib.cuda.Device(_device.cuda_device(graph)):  # CuPy
+        return lib.asarray(a)
+
+
+def _components(graph, sym, backend):
+    """Connected components of the estimator's graph (host or a dense device one)."""
+    dev = _device.cuda_device(graph)
+    if dev is None:
+        return int(_core.graph_components(graph, sym, 0, backend)[0][0])
+    return int(_core.graph_components_device(graph, sym, 0, backend,
+                                             _device.stream(graph, dev))[0][0])
+
+
+def _embedding(graph, sym, opts, backend):
+    """(embedding, eigenvalues) of the estimator's graph; a dense device graph's
+    embedding is a float64 tensor on its device."""
+    dev = _device.cuda_device(graph)
+    if dev is None:
+        return _core.spectral_embedding(graph, sym, 0, opts, backend)
+    E = _device.empty_like(graph, (graph.shape[0], opts[2]), dev, "float64")  # n_components
+    return _core.spectral_embedding_device(graph, sym, 0, opts, E, backend,
+                                           _device.stream(graph, dev))
+
+
 class _AffinityMixin:
     def _affinity(self, X, dense_default):
         """(graph for the C call, affinity_matrix_) from the data or a precomputed graph."""
@@ -201,6 +239,8 @@ class _AffinityMixin:
             if aff == "precomputed_nearest_neighbors":
                 raise NotImplementedError("affinity='precomputed_nearest_neighbors' is not "
                                           "supported; pass the graph with affinity='precomputed'")
+            if _device.cuda_device(X) is not None:  # a dense graph on the device, used there
+                return X, X
             X = validate(self, _precomputed(X), accept_sparse=["csr"])
             return _graph(X), X
         X = validate(self, X, ensure_min_samples=2)
@@ -381,8 +421,14 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
             _choice(_ASSIGN, self.assign_labels, "assign_labels"), self.n_init, 300, 1e-4,
             seed_from(self.random_state), _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
             eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
-        labels, info = _core.spectral_clustering(graph, self._symmetrize(graph), 0,
-                                                 opts, self.backend)
+        dev = _device.cuda_device(graph)
+        if dev is None:
+            labels, info = _core.spectral_clustering(graph, self._symmetrize(graph), 0,
+                                                     opts, self.backend)
+        else:  # labels_ on the graph's device
+            labels, info = _core.spectral_clustering_device(graph, 0, 0, opts, self.backend,
+                                                            _device.stream(graph, dev))
+            labels = _like(graph, labels)
         if info["graph_components"] > 1:
             # scikit-learn's warning; gstat clusters each component apart when
             # there are at most n_clusters of them, else (GSTAT_DISCONNECTED_PROCEED)
@@ -403,7 +449,7 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         if k == 0:
             raise ValueError("n_clusters='eigengap' needs assign_labels='kmeans' or 'cluster_qr'")
         sym = self._symmetrize(graph)
-        comps = int(_core.graph_components(graph, sym, 0, self.backend)[0][0])
+        comps = _components(graph, sym, self.backend)
         if comps > 1:
             warnings.warn(f"Graph is not fully connected ({comps} connected components), spectral "
                           f"embedding may not work as expected.", UserWarning, stacklevel=4)
@@ -411,8 +457,10 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
                               seed_from(self.random_state),
                               _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
                               eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
-        emb, ev = _core.spectral_embedding(graph, sym, 0, opts, self.backend)
-        self.labels_ = _discretize(emb, check_random_state(self.random_state))
+        emb, ev = _embedding(graph, sym, opts, self.backend)
+        labels = _discretize(emb if _device.cuda_device(emb) is None else _device.to_numpy(emb),
+                             check_random_state(self.random_state))
+        self.labels_ = labels if _device.cuda_device(graph) is None else _like(graph, labels)
         self.eigenvalues_ = ev
         self.n_clusters_ = int(k)
         self.eigen_solver_ = None  # the embedding call does not report it
@@ -538,7 +586,7 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
         graph, self.affinity_matrix_ = self._affinity(X, False)
         sym = self._symmetrize(graph)
         k = int(self.n_components)
-        comps = int(_core.graph_components(graph, sym, 0, self.backend)[0][0])
+        comps = _components(graph, sym, self.backend)
         if comps > 1:
             # scikit-learn warns and embeds anyway: with more components than
             # columns, some basis of the Laplacian's null space (PROCEED)
@@ -548,7 +596,7 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
                               seed_from(self.random_state),
                               _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
                               eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
-        emb, ev = _core.spectral_embedding(graph, sym, 0, opts, self.backend)
+        emb, ev = _embedding(graph, sym, opts, self.backend)
         self.embedding_, self.eigenvalues_ = emb[:, :k], ev[:k + 1]
         return self
 
