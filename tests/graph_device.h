@@ -278,6 +278,18 @@ static void gd_spectral(const sm_memory *mem, double tol, gstat_backend backend)
                 (dts[t] == GSTAT_F32 ? 1e-3 : 1e-8));
     gstat_spectral_result_free(rh);
     gstat_spectral_result_free(rd);
+    /* the iterative solver: its operator is formed from a host copy */
+    o.solver = GSTAT_EIGEN_SPARSE;
+    sm_check(ctx, gstat_spectral_clustering(ctx, &Gh, &o, lh, NULL));
+    sm_check(ctx, gstat_spectral_clustering(ctx, &Gd, &o, ld, NULL));
+    assert_memory_equal(lh, ld, sizeof lh);
+    o.solver = GSTAT_EIGEN_AUTO;
+    /* cluster-QR: the device engine leaves it to the host */
+    o.assign = GSTAT_ASSIGN_CLUSTER_QR;
+    sm_check(ctx, gstat_spectral_clustering(ctx, &Gh, &o, lh, NULL));
+    sm_check(ctx, gstat_spectral_clustering(ctx, &Gd, &o, ld, NULL));
+    assert_memory_equal(lh, ld, sizeof lh);
+    o.assign = GSTAT_ASSIGN_KMEANS;
     /* the embedding alone, into device memory */
     o.n_components = k;
     sm_arg Eh = sm_arg_new(mem, false, GSTAT_F64, 1, n, k, NULL),

@@ -147,8 +147,14 @@ static gstat_status run_single(gstat_ctx *ctx, const char *fn, const gstat_graph
     gstat_i_sched_release(ctx, &copy);
     return st;
   }
-  if (G->format == GSTAT_GRAPH_DENSE && G->adjacency.location == GSTAT_CUDA && emb) {
-    bool handled; /* the Laplacian and the eigh in device memory */
+  /* one device graph: as a batch of one on the device engine where that takes it
+   * whole (labels only; at most 1024 nodes, k-means, float32/64: spectral.h),
+   * else the Laplacian and the eigh in device memory, the rest on the host */
+  bool device = G->format == GSTAT_GRAPH_DENSE && G->adjacency.location == GSTAT_CUDA;
+  bool whole =
+      !emb && n <= 1024 && o->assign == GSTAT_ASSIGN_KMEANS && G->adjacency.dtype != GSTAT_BF16;
+  if (device && !whole) {
+    bool handled;
     gstat_status st =
         gstat_i_sc_device_one(ctx, fn, G, o, labels, eig, emb, embed_only, r, &handled);
     if (handled) return st;
@@ -176,8 +182,8 @@ static gstat_status run_single(gstat_ctx *ctx, const char *fn, const gstat_graph
                         eoff,   eig, emb,   &dim,    embed_only, false};
   gstat_status st;
   gstat_i_staged copy = {0};
-  if (G->format == GSTAT_GRAPH_DENSE && G->adjacency.location == GSTAT_CUDA && !emb) {
-    st = gstat_i_sc_device(ctx, fn, &B, NULL, o, &out); /* as a batch of one */
+  if (device && whole) {
+    st = gstat_i_sc_device(ctx, fn, &B, NULL, o, &out);
   } else {
     st = gstat_i_sched_stage(ctx, fn, "G.adjacency", &G->adjacency, true, &copy);
     if (st == GSTAT_OK && G->format == GSTAT_GRAPH_DENSE) b.adjacency = copy.m;
