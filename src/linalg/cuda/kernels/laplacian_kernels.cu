@@ -66,7 +66,7 @@ extern "C" cudaError_t gstat_cu_lap_degrees(const double *A, int64_t nb, int64_t
 
 extern "C" cudaError_t gstat_cu_lap_fill(double *A, int64_t nb, int64_t n, int sym, int drop_loops,
                                          int kind, const double *deg, cudaStream_t stream) {
-  if (nb < 0 || n < 0 || nb > 65535 || n > 65535 * 32) return cudaErrorInvalidValue;
+  if (nb < 0 || n < 0 || nb > 65535 || (n + 7) / 8 > 65535) return cudaErrorInvalidValue;
   if (nb == 0 || n == 0) return cudaSuccess;
   dim3 block(32, 8);
   dim3 grid((unsigned)((n + 31) / 32), (unsigned)((n + 7) / 8), (unsigned)nb);
