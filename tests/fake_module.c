@@ -229,6 +229,15 @@ static gstat_status rows(void *s, gstat_ctx *ctx, const gstat_i_rows_req *r) {
   return host->cpu->rows(NULL, ctx, r);
 }
 
+/* The CPU's Laplacian on the "device" data; an out-of-memory on request. */
+static gstat_status laplacian(void *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
+                              int sym, int drop_loops, int kind, const gstat_matrix *L,
+                              const gstat_matrix *deg) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  return host->cpu->laplacian(NULL, ctx, fn, A, sym, drop_loops, kind, L, deg);
+}
+
 static const gstat_i_backend_ops ops = {
     .api_version = GSTAT_I_BACKEND_API_VERSION,
     .name = "fake-cuda",
@@ -251,6 +260,7 @@ static const gstat_i_backend_ops ops = {
     .gemm = gemm,
     .orthonormalize = orthonormalize,
     .rows = rows,
+    .laplacian = laplacian,
 };
 
 static gstat_status create(gstat_ctx *ctx, int device, void **state) {

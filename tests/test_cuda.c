@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "stats_matrix.h"
+#include "graph_device.h"
 #include "testutil.h"
 
 static const double max_ratio = 60;
@@ -1251,6 +1252,18 @@ static void test_statistics_matrix(void **state) {
   sm_run_matrix(&cuda_memory, tol);
 }
 
+/* Every graph routine on cudaMalloc'd data against the host call
+ * (graph_device.h): the device Laplacian rounds as the CPU's (no FMA), the
+ * eigensolvers differ in the last bits. */
+static void test_graph_device_data(void **state) {
+  (void)state;
+  gd_laplacian(&cuda_memory, 0);
+  gd_csr_op_components(&cuda_memory);
+  gd_affinity(&cuda_memory, 1e-12);
+  gd_spectral(&cuda_memory, 1e-9, GSTAT_BACKEND_AUTO);
+  gd_spectral(&cuda_memory, 1e-9, GSTAT_BACKEND_CUDA);
+}
+
 /* Host data streamed to the GPU in several row chunks (the co-moment about
  * the first chunk's mean, summed in double on the device): the CPU's
  * covariance, PCA and scores; under AUTO the cost model takes it there too. */
@@ -1452,6 +1465,7 @@ int main(void) {
       cmocka_unit_test(test_accum_device_rows),
       cmocka_unit_test(test_spectral_device_batch),
       cmocka_unit_test(test_statistics_matrix),
+      cmocka_unit_test(test_graph_device_data),
       cmocka_unit_test(test_host_data_offload),
       cmocka_unit_test(test_knn_random),
       cmocka_unit_test(test_knn_ties),

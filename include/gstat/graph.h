@@ -25,8 +25,13 @@
  * - Isolated nodes (degree 0) are their own component. In normalized
  *   Laplacians their row and column are zero (scipy's convention: the
  *   degree 0 is replaced by 1 when dividing, and the diagonal is 0).
- * - Only host memory; caller-owned outputs; the library frees only what a
- *   gstat_*_create / gstat_csr_from_* call made. n = 0 (or an empty batch)
+ * - Dense adjacencies, data X and the dense outputs (L, degrees, A) may lie
+ *   in host or CUDA device memory (the descriptor's location), each where the
+ *   caller put it; CSR arrays, labels and other plain pointers are host
+ *   memory. Results are the same either way; steps without a device
+ *   primitive yet run on a host copy. Device memory without a usable CUDA
+ *   module is GSTAT_EUNSUPPORTED. Caller-owned outputs; the library frees
+ *   only what a gstat_*_create / gstat_csr_from_* call made. n = 0 (or an empty batch)
  *   succeeds without touching memory. Messages name the argument and entry.
  */
 #ifndef GSTAT_GRAPH_H
@@ -138,7 +143,8 @@ typedef enum gstat_laplacian_kind {
  *
  * Statuses: GSTAT_OK; GSTAT_EINVAL (bad descriptor or kind, shapes, input
  * not symmetric under CHECK, negative weight, CSR errors); GSTAT_ENOTFINITE;
- * GSTAT_ENOMEM; GSTAT_EUNSUPPORTED (device memory). Nothing is written on failure.
+ * GSTAT_ENOMEM; GSTAT_EUNSUPPORTED (device memory without a CUDA module). Nothing is
+ * written on failure.
  */
 GSTAT_API gstat_status gstat_laplacian(gstat_ctx *ctx, const gstat_graph *G,
                                        gstat_laplacian_kind kind, gstat_matrix *L,
@@ -231,7 +237,8 @@ GSTAT_API void gstat_affinity_options_init(gstat_affinity_options *opt);
  * Statuses: GSTAT_OK; GSTAT_EINVAL (shape, options: n_neighbors outside
  * [1, n] with include_self or [1, n - 1] without, epsilon <= 0 or not
  * finite, a CHECK symmetrization for kNN); GSTAT_ENOTFINITE
- * (NaN/Inf in X, named); GSTAT_ENOMEM; GSTAT_EUNSUPPORTED (device memory).
+ * (NaN/Inf in X, named); GSTAT_ENOMEM; GSTAT_EUNSUPPORTED (device memory without a
+ * CUDA module).
  */
 GSTAT_API gstat_status gstat_affinity_csr(gstat_ctx *ctx, const gstat_matrix *X,
                                           const gstat_affinity_options *opt, gstat_csr **out);

@@ -25,7 +25,7 @@
 #include "gstat/spectral.h"
 #include "linalg/rows_req.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 12
+#define GSTAT_I_BACKEND_API_VERSION 13
 
 /* Batch spectral clustering of dense graphs in a backend's memory: what
  * src/spectral/spectral_device.c asks of spectral_dense. Host arrays. */
@@ -194,6 +194,22 @@ typedef struct gstat_i_backend_ops {
    * strides (L and Q are used in X's compute dtype). Optional (NULL: the CPU
    * through host copies). */
   gstat_status (*rows)(void *state, gstat_ctx *ctx, const gstat_i_rows_req *r);
+  /* ---- graph primitives (src/graph, src/spectral; the scheduler runs them) ---- */
+
+  /* Dense Laplacians and degree scaling: each n x n element of A (this
+   * backend's memory; any dtype and strides) validated (weights finite and
+   * >= 0; with sym == GSTAT_SYM_CHECK, pairs that agree to A's dtype's
+   * tolerance), symmetrized by sym (gstat_symmetrize), its diagonal dropped
+   * when drop_loops, and its Laplacian of `kind` (gstat_laplacian_kind) in
+   * double written into L (batch x n x n, same memory, any dtype and
+   * strides; L may be A itself) and the degrees into deg (batch x n x 1,
+   * same memory, or NULL). Nothing is written unless every element is
+   * valid: an invalid one is GSTAT_EINVAL / GSTAT_ENOTFINITE naming it (fn:
+   * the caller's name for messages), or GSTAT_EUNSUPPORTED from a backend
+   * that leaves naming it to the CPU's rerun. Optional. */
+  gstat_status (*laplacian)(void *state, gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
+                            int sym, int drop_loops, int kind, const gstat_matrix *L,
+                            const gstat_matrix *deg);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

@@ -519,3 +519,51 @@ gstat_status gstat_i_sched_cholesky(gstat_ctx *ctx, const char *fn, const gstat_
   }
   return st;
 }
+
+/* ---- graph primitives ---- */
+
+/* The CPU's Laplacian on host copies of whatever lies on the device. */
+static gstat_status laplacian_staged(gstat_ctx *ctx, const char *fn, const gstat_matrix *A, int sym,
+                                     bool drop_loops, int kind, const gstat_matrix *L,
+                                     const gstat_matrix *deg) {
+  gstat_i_staged ha, hl = {0}, hd = {0};
+  gstat_status st = gstat_i_sched_stage(ctx, fn, "G.adjacency", A, true, &ha);
+  if (st == GSTAT_OK) st = gstat_i_sched_stage(ctx, fn, "L", L, false, &hl);
+  if (st == GSTAT_OK && deg) st = gstat_i_sched_stage(ctx, fn, "degrees", deg, false, &hd);
+  if (st == GSTAT_OK)
+    st = cpu.ops->laplacian(NULL, ctx, fn, &ha.m, sym, drop_loops, kind, &hl.m, deg ? &hd.m : NULL);
+  if (st == GSTAT_OK) st = gstat_i_sched_unstage(ctx, fn, "L", &hl, L);
+  if (st == GSTAT_OK && deg) st = gstat_i_sched_unstage(ctx, fn, "degrees", &hd, deg);
+  gstat_i_sched_release(ctx, &hd);
+  gstat_i_sched_release(ctx, &hl);
+  gstat_i_sched_release(ctx, &ha);
+  if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
+  return st;
+}
+
+gstat_status gstat_i_sched_laplacian(gstat_ctx *ctx, const char *fn, const gstat_matrix *A, int sym,
+                                     bool drop_loops, int kind, const gstat_matrix *L,
+                                     const gstat_matrix *deg) {
+  bool any = A->location == GSTAT_CUDA || L->location == GSTAT_CUDA ||
+             (deg && deg->location == GSTAT_CUDA);
+  bool all = A->location == GSTAT_CUDA && L->location == GSTAT_CUDA &&
+             (!deg || deg->location == GSTAT_CUDA);
+  if (!any) {
+    gstat_status st = cpu.ops->laplacian(NULL, ctx, fn, A, sym, drop_loops, kind, L, deg);
+    if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
+    return st;
+  }
+  gstat_i_backend be;
+  gstat_status st = device_backend(ctx, fn, A->location == GSTAT_CUDA ? "G.adjacency" : "L", &be);
+  if (st != GSTAT_OK) return st;
+  if (all && be.ops->laplacian) {
+    st = be.ops->laplacian(be.state, ctx, fn, A, sym, drop_loops, kind, L, deg);
+    if (st == GSTAT_OK) {
+      ctx->last_backends |= be.ops->ran_flag;
+      return GSTAT_OK;
+    }
+    if (!retry_on_cpu(st)) return st;
+    ctx->last_error[0] = '\0'; /* the CPU reruns it, and names a bad weight */
+  }
+  return laplacian_staged(ctx, fn, A, sym, drop_loops, kind, L, deg);
+}

@@ -138,5 +138,17 @@ gstat_status gstat_i_sched_rows(gstat_ctx *ctx, const char *fn, const gstat_i_ro
  * failures (GSTAT_ENOTFINITE, ...) are returned. */
 gstat_status gstat_i_sched_cholesky(gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
                                     gstat_matrix *F, int64_t *info);
+/* ---- graph primitives ---- */
+
+/* Dense Laplacians and degrees (backend.h's laplacian): A (batch x n x n),
+ * L (the same shape) and deg (batch x n x 1, or NULL) in any memory, any
+ * dtype and strides; sym a gstat_symmetrize, kind a gstat_laplacian_kind.
+ * On the device's backend when all three lie in its memory, else on the CPU
+ * through host copies; a device failure, or an invalid weight the device
+ * leaves to the CPU to name, reruns on the CPU. Nothing is written on
+ * failure. */
+gstat_status gstat_i_sched_laplacian(gstat_ctx *ctx, const char *fn, const gstat_matrix *A, int sym,
+                                     bool drop_loops, int kind, const gstat_matrix *L,
+                                     const gstat_matrix *deg);
 
 #endif /* GSTAT_LINALG_SCHED_H */

@@ -166,4 +166,5 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .gemm = gstat_i_cpu_gemm,
     .orthonormalize = gstat_i_cpu_orthonormalize,
     .rows = gstat_i_cpu_rows,
+    .laplacian = gstat_i_cpu_laplacian,
 };

@@ -218,6 +218,9 @@ gstat_status gstat_cu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_tr
                            double alpha, const gstat_matrix *A, const gstat_matrix *B, double beta,
                            const gstat_matrix *C);
 gstat_status gstat_cu_orthonormalize(void *state, gstat_ctx *ctx, const gstat_matrix *A);
+gstat_status gstat_cu_laplacian(void *state, gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
+                                int sym, int drop_loops, int kind, const gstat_matrix *L,
+                                const gstat_matrix *deg);
 
 /* Copy per-element device info (int) of a chunk into info (int64); elements
  * with a negative info (solver error) or a non-zero flag (NaN/Inf output;

@@ -439,6 +439,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .gemm = gstat_cu_gemm,
     .orthonormalize = gstat_cu_orthonormalize,
     .rows = gstat_cu_rows,
+    .laplacian = gstat_cu_laplacian,
 };
 
 static const gstat_i_module module = {

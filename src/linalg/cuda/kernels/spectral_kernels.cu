@@ -94,17 +94,10 @@ __global__ void __launch_bounds__(kLapThreads)
     double dj = d[j];
     for (int64_t i = 0; i < N; i++) {
       double v = 0;
-      if (i < n) {
-        double a = adj.at(i, j);
-        if (kind == GSTAT_LAPLACIAN_UNNORMALIZED) {
-          v = -a;
-          if (i == j) v += dj;
-        } else {
-          double sj = gstat_i_inv_sqrt_degree(dj), si = gstat_i_inv_sqrt_degree(d[i]);
-          v = -gstat_i_norm_weight(a, si, sj); /* as the CPU: symmetric, no overflow */
-          if (i == j) v += dj > 0 ? 1.0 : 0.0;
-        }
-      }
+      if (i < n) /* SYMMETRIC for both normalized kinds (the embedding's) */
+        v = gstat_i_laplacian_entry(
+            kind == GSTAT_LAPLACIAN_UNNORMALIZED ? kind : GSTAT_LAPLACIAN_SYMMETRIC, adj.at(i, j),
+            i == j, d[i], dj);
       col[i] = (TL)v;
     }
   }
