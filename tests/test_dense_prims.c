@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "linalg/gemm_view.h"
 #include "linalg/sched.h"
 #include "testutil.h"
 
@@ -113,8 +114,42 @@ static void test_orthonormalize_layouts(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* k = 0 with A and B as gstat_matrix_col_major / _row_major make them (a
+ * zero stride along the empty side): every backend takes them as they lie
+ * (gemm_view gives a BLAS view with ld >= 1, as cuBLAS requires; it used to
+ * give none, with ld 0) and C becomes beta C. */
+static void test_gemm_empty_k(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  double a[1] = {0}, b[1] = {0}, c[6];
+  for (int t = 0; t < 16; t++) {
+    gstat_trans ta = t & 1 ? GSTAT_TRANS : GSTAT_NO_TRANS,
+                tb = t & 2 ? GSTAT_TRANS : GSTAT_NO_TRANS;
+    int64_t ar = ta == GSTAT_TRANS ? 0 : 3, ac = 3 - ar, br = tb == GSTAT_TRANS ? 2 : 0,
+            bc = 2 - br;
+    gstat_matrix A = t & 4 ? gstat_matrix_row_major(a, GSTAT_F64, 1, ar, ac)
+                           : gstat_matrix_col_major(a, GSTAT_F64, 1, ar, ac);
+    gstat_matrix B = t & 8 ? gstat_matrix_row_major(b, GSTAT_F64, 1, br, bc)
+                           : gstat_matrix_col_major(b, GSTAT_F64, 1, br, bc);
+    for (int lc = 0; lc < 2; lc++) {
+      gstat_matrix C = lc ? gstat_matrix_row_major(c, GSTAT_F64, 1, 3, 2)
+                          : gstat_matrix_col_major(c, GSTAT_F64, 1, 3, 2);
+      gstat_i_gemm_plan p = gstat_i_gemm_plan_of(ta, tb, &A, &B, &C);
+      assert_true(p.ok);
+      assert_int_equal(p.k, 0);
+      assert_true(p.ld1 >= (p.t1 == GSTAT_NO_TRANS && p.m > 1 ? p.m : 1));
+      assert_true(p.ld2 >= (p.t2 == GSTAT_TRANS && p.n > 1 ? p.n : 1));
+      for (int i = 0; i < 6; i++) c[i] = (double)(i + 1);
+      assert_int_equal(gstat_i_sched_gemm(ctx, "test", ta, tb, 1.0, &A, &B, 0.5, &C), GSTAT_OK);
+      for (int i = 0; i < 6; i++) assert_true(c[i] == 0.5 * (double)(i + 1));
+    }
+  }
+  gstat_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gemm_empty_k),
       cmocka_unit_test(test_gemm_layouts),
       cmocka_unit_test(test_orthonormalize_layouts),
   };

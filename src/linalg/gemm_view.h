@@ -23,7 +23,10 @@ typedef struct gstat_i_blas_view {
 static inline gstat_i_blas_view gstat_i_blas_view_of(const gstat_matrix *m) {
   gstat_i_blas_view v = {false, false, 0};
   int64_t r = m->rows, c = m->cols;
-  if ((r <= 1 || m->row_stride == 1) && (c <= 1 || m->col_stride >= (r > 1 ? r : 1))) {
+  if (r == 0 || c == 0) { /* nothing is read (k = 0): BLAS asks only ld >= max(1, rows) */
+    v.ok = true;
+    v.ld = r > 1 ? r : 1;
+  } else if ((r <= 1 || m->row_stride == 1) && (c <= 1 || m->col_stride >= (r > 1 ? r : 1))) {
     v.ok = true;
     v.ld = c > 1 ? m->col_stride : (r > 1 ? r : 1);
   } else if ((c <= 1 || m->col_stride == 1) && (r <= 1 || m->row_stride >= (c > 1 ? c : 1))) {
