@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "linalg/backend.h"
+#include "backend/backend.h"
 
 static const gstat_i_host_services *host;
 

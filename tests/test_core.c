@@ -151,7 +151,7 @@ static void test_out_of_memory(void **state) {
 
 /* A DYNAMIC_ARCH OpenBLAS that fell back to its generic Prescott kernels on a
  * CPU with AVX2/AVX-512 has been switched to the matching kernels by the
- * first context (src/linalg/cpu/openblas_core.c). */
+ * first context (src/backend/cpu/openblas_core.c). */
 static void test_openblas_kernels_not_generic(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);

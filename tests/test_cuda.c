@@ -1317,7 +1317,7 @@ static void test_host_data_offload(void **state) {
   free(cc);
 }
 
-/* ---- kNN on the GPU: the CPU's exact answer (src/linalg/cuda/knn_cuda.c) ---- */
+/* ---- kNN on the GPU: the CPU's exact answer (src/backend/cuda/knn_cuda.c) ---- */
 
 /* gstat_knn of X on the GPU, from device memory and from host memory, equals
  * the CPU's: the same indices, distances within a few ulps (both are the

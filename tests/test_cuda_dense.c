@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "linalg/sched.h"
+#include "backend/sched.h"
 #include "testutil.h"
 
 /* A device matrix in one of four unit-stride layouts with a host mirror of

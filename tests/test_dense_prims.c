@@ -1,4 +1,4 @@
-/* The scheduler's dense primitives on host descriptors (linalg/sched.h,
+/* The scheduler's dense primitives on host descriptors (backend/sched.h,
  * internal API), which the CPU backend runs: the batched GEMM against a
  * naive product for every pair of transposes and every layout of A, B and C
  * (row- and column-major, strided: BLAS as they lie or through a dense
@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "linalg/gemm_view.h"
-#include "linalg/sched.h"
+#include "backend/gemm_view.h"
+#include "backend/sched.h"
 #include "testutil.h"
 
 static double op_get(const gstat_matrix *m, gstat_trans t, int64_t b, int64_t i, int64_t j) {

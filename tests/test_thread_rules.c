@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "linalg/cpu/blas_threads.h"
-#include "linalg/cpu/primitives_cpu.h"
+#include "backend/cpu/blas_threads.h"
+#include "backend/cpu/primitives_cpu.h"
 #include "testutil.h"
 
 static void test_rule(void **state) {

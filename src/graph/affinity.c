@@ -7,8 +7,8 @@
 #include "core/matrix.h"
 #include "graph/graph_internal.h"
 #include "graph/pairwise.h"
-#include "linalg/dense.h"
-#include "linalg/sched.h"
+#include "backend/dense.h"
+#include "backend/sched.h"
 
 void gstat_affinity_options_init(gstat_affinity_options *opt) {
   if (!opt) return;

@@ -21,7 +21,7 @@
 
 #include "core/internal.h"
 #include "gstat/graph.h"
-#include "linalg/sched.h"
+#include "backend/sched.h"
 
 typedef struct gstat_i_err {
   gstat_status status;

@@ -6,7 +6,7 @@
 
 #include "core/matrix.h"
 #include "gstat/graph.h"
-#include "linalg/sched.h"
+#include "backend/sched.h"
 
 typedef struct ranked {
   double d;

@@ -4,7 +4,7 @@
 
 #include "core/matrix.h"
 #include "graph/graph_internal.h"
-#include "linalg/dense.h"
+#include "backend/dense.h"
 
 static gstat_status check_kind(gstat_ctx *ctx, const char *fn, gstat_laplacian_kind kind) {
   if (kind < GSTAT_LAPLACIAN_UNNORMALIZED || kind > GSTAT_LAPLACIAN_RANDOM_WALK)

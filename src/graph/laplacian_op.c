@@ -12,7 +12,7 @@
 #include "core/clones.h"
 #include "graph/graph_internal.h"
 #include "graph/laplacian_op.h"
-#include "linalg/dense.h"
+#include "backend/dense.h"
 
 struct gstat_laplacian_op {
   gstat_laplacian_kind kind;

@@ -12,7 +12,7 @@
 
 #include "core/matrix.h"
 #include "gstat/covariance.h"
-#include "linalg/sched.h"
+#include "backend/sched.h"
 
 static gstat_status check_shape(gstat_ctx *ctx, const char *fn, const char *name,
                                 const gstat_matrix *m, int64_t batch, int64_t rows, int64_t cols) {

@@ -12,8 +12,8 @@
 
 #include "core/matrix.h"
 #include "gstat/linalg.h"
-#include "linalg/dense.h"
-#include "linalg/sched.h"
+#include "backend/dense.h"
+#include "backend/sched.h"
 #include "pca/accum.h"
 #include "pca/data.h"
 #include "pca/pca_internal.h"

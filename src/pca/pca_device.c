@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/matrix.h"
-#include "linalg/sched.h"
+#include "backend/sched.h"
 #include "pca/pca_internal.h"
 
 #define TRY(expr)                  \

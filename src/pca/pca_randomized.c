@@ -10,8 +10,8 @@
 
 #include "core/rng.h"
 #include "gstat/linalg.h"
-#include "linalg/dense.h"
-#include "linalg/sched.h"
+#include "backend/dense.h"
+#include "backend/sched.h"
 #include "pca/pca_internal.h"
 
 #define TRY(expr)                      \

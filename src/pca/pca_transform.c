@@ -3,9 +3,9 @@
 #include <stdbool.h>
 
 #include "core/matrix.h"
-#include "linalg/dense.h"
-#include "linalg/gemm_view.h"
-#include "linalg/sched.h"
+#include "backend/dense.h"
+#include "backend/gemm_view.h"
+#include "backend/sched.h"
 #include "pca/data.h"
 #include "pca/pca_internal.h"
 

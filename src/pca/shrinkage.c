@@ -19,7 +19,7 @@
 
 #include "core/matrix.h"
 #include "gstat/covariance.h"
-#include "linalg/sched.h"
+#include "backend/sched.h"
 
 /* ||S - mu I||_F^2 and ||S||_F^2 of the p x p matrix s (ld p). */
 static void frobenius(int64_t p, const double *s, double mu, double *dev2, double *all2) {

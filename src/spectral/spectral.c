@@ -6,7 +6,7 @@
 
 #include "core/matrix.h"
 #include "graph/graph_internal.h"
-#include "linalg/dense.h"
+#include "backend/dense.h"
 #include "spectral/spectral_internal.h"
 #include "spectral/spectral_sparse.h"
 

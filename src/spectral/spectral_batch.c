@@ -15,8 +15,8 @@
 #include "core/matrix.h"
 #include "graph/graph_internal.h"
 #include "gstat/linalg.h"
-#include "linalg/dense.h"
-#include "linalg/sched.h"
+#include "backend/dense.h"
+#include "backend/sched.h"
 #include "spectral/spectral_internal.h"
 
 typedef struct sizeidx {

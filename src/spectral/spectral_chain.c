@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
-#include "linalg/dense.h"
+#include "backend/dense.h"
 #include "spectral/spectral_internal.h"
 
 /* Host scratch: the symmetrized adjacency (n x n), labels and stack (2 n),
