@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "core/matrix.h"
+#include "gstat/graph.h"
 #include "linalg/backend.h"
+#include "linalg/cpu/primitives_cpu.h"
 #include "linalg/dense.h"
 #include "linalg/sched.h"
 
@@ -343,4 +345,33 @@ gstat_status gstat_i_sched_scale_sym(gstat_ctx *ctx, const char *fn, const gstat
 bool gstat_i_sched_eigh_stays_on_device(gstat_ctx *ctx, gstat_dtype dt, int64_t batch, int64_t m) {
   gstat_matrix host = gstat_matrix_col_major(NULL, dt, batch, m, m);
   return !gstat_i_eigh_runs_on_cpu(ctx, &host);
+}
+
+gstat_status gstat_i_sched_knn_with(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                    int64_t b, int64_t k, bool include_self, int algorithm,
+                                    uint64_t seed, int64_t *nbr, double *d2) {
+  prim_call c = {.op = GSTAT_I_PRIM_KNN,
+                 .fn = fn,
+                 .X = X,
+                 .b = b,
+                 .k = k,
+                 .include_self = include_self,
+                 .nbr = nbr,
+                 .d2 = d2};
+  if (algorithm == GSTAT_KNN_AUTO) return run(ctx, &c);
+  if (algorithm == GSTAT_KNN_BRUTE) { /* the GPU's search is GEMM distances too */
+    gstat_i_backend be = cpu;
+    if (X->location == GSTAT_HOST) choose_for_host(ctx, &c, &be);
+    if (X->location != GSTAT_HOST || be.ops != cpu.ops) return run(ctx, &c);
+  }
+  gstat_matrix xb = *X; /* the CPU's own methods, on a host copy of device data */
+  xb.data = (char *)X->data + (size_t)(b * X->batch_stride) * gstat_dtype_size(xb.dtype);
+  xb.batch = 1;
+  gstat_i_staged h;
+  gstat_status st = gstat_i_sched_stage(ctx, fn, "X", &xb, true, &h);
+  if (st == GSTAT_OK)
+    st = gstat_i_cpu_knn_method(ctx, &h.m, k, include_self, algorithm, seed, nbr, d2);
+  gstat_i_sched_release(ctx, &h);
+  if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
+  return st;
 }

@@ -42,4 +42,11 @@ double gstat_i_cpu_loop_seconds(double flops, double bytes);
 /* Slices of a batch of `seconds` one-thread work that reports progress. */
 int64_t gstat_i_cpu_slices(double seconds);
 
+/* Element 0 of host X searched by a gstat_knn_algorithm other than AUTO:
+ * TREE (GSTAT_EINVAL above its dimensions), BRUTE (GEMM distances) or
+ * NNDESCENT (approximate, seeded); the knn primitive's outputs. */
+gstat_status gstat_i_cpu_knn_method(gstat_ctx *ctx, const gstat_matrix *X, int64_t k,
+                                    bool include_self, int algorithm, uint64_t seed, int64_t *nbr,
+                                    double *d2);
+
 #endif /* GSTAT_LINALG_CPU_PRIMITIVES_CPU_H */
