@@ -185,8 +185,8 @@ gstat_status gstat_i_cpu_knn_method(gstat_ctx *ctx, const gstat_matrix *X, int64
   if (algorithm == GSTAT_KNN_BRUTE) return gstat_i_knn_gemm(ctx, X, 0, k, include_self, nbr, d2);
   if (X->cols > GSTAT_I_KNN_TREE_MAX_DIMS)
     return gstat_i_fail(ctx, GSTAT_EINVAL,
-                        "knn: algorithm 'tree' takes at most %d dimensions, X has %lld (use auto "
-                        "or brute)",
+                        "knn: the k-d tree takes at most %d dimensions, X has %lld (use the "
+                        "automatic or the brute-force search)",
                         GSTAT_I_KNN_TREE_MAX_DIMS, (long long)X->cols);
   return gstat_i_knn_tree(ctx, X, 0, k, include_self, nbr, d2);
 }
