@@ -88,7 +88,59 @@ GSTAT_I_CLONES static double dist_f64(const double *a, const double *b, int64_t 
   return s;
 }
 
-/* Symmetric bitwise: (a - b)^2 == (b - a)^2, summed in the same order. */
+/* Squared distances of rows a[0..3] to rows b[0..3] into out (4 x 4,
+ * row-major): a register block, each row loaded once for four distances.
+ * Every distance the lists hold comes from here, lane sums in one order,
+ * so that d(a, b) == d(b, a) bitwise and a pair has one value whichever
+ * block measures it (the lists' order independence needs it). */
+typedef float nnd_vf __attribute__((vector_size(64)));  /* 16 lanes: GCC and clang vectors */
+typedef double nnd_vd __attribute__((vector_size(64))); /* 8 lanes */
+
+#define NND_ACC(r, q) acc[r * 4 + q] += (a##r - b##q) * (a##r - b##q)
+#define GSTAT_I_NND_BLOCK(name, T, V, KL)                                                       \
+  GSTAT_I_CLONES static void name(const T *x, int64_t ld, const int64_t *ia, const int64_t *ib, \
+                                  double *out) {                                                \
+    V acc[16];                                                                                  \
+    memset(acc, 0, sizeof acc);                                                                 \
+    const T *r0 = x + ia[0] * ld, *r1 = x + ia[1] * ld, *r2 = x + ia[2] * ld,                   \
+            *r3 = x + ia[3] * ld, *s0 = x + ib[0] * ld, *s1 = x + ib[1] * ld,                   \
+            *s2 = x + ib[2] * ld, *s3 = x + ib[3] * ld;                                         \
+    for (int64_t c = 0; c < ld; c += KL) {                                                      \
+      V a0, a1, a2, a3, b0, b1, b2, b3;                                                         \
+      memcpy(&a0, r0 + c, sizeof a0), memcpy(&a1, r1 + c, sizeof a1);                           \
+      memcpy(&a2, r2 + c, sizeof a2), memcpy(&a3, r3 + c, sizeof a3);                           \
+      memcpy(&b0, s0 + c, sizeof b0), memcpy(&b1, s1 + c, sizeof b1);                           \
+      memcpy(&b2, s2 + c, sizeof b2), memcpy(&b3, s3 + c, sizeof b3);                           \
+      NND_ACC(0, 0), NND_ACC(0, 1), NND_ACC(0, 2), NND_ACC(0, 3);                               \
+      NND_ACC(1, 0), NND_ACC(1, 1), NND_ACC(1, 2), NND_ACC(1, 3);                               \
+      NND_ACC(2, 0), NND_ACC(2, 1), NND_ACC(2, 2), NND_ACC(2, 3);                               \
+      NND_ACC(3, 0), NND_ACC(3, 1), NND_ACC(3, 2), NND_ACC(3, 3);                               \
+    }                                                                                           \
+    for (int e = 0; e < 16; e++) {                                                              \
+      T sum = 0;                                                                                \
+      for (int l = 0; l < KL; l++) sum += acc[e][l];                                            \
+      out[e] = sum;                                                                             \
+    }                                                                                           \
+  }
+GSTAT_I_NND_BLOCK(block_f32, float, nnd_vf, 16)
+GSTAT_I_NND_BLOCK(block_f64, double, nnd_vd, 8)
+
+static inline void block(const nnd *t, const int64_t *a, const int64_t *b, double *out) {
+  if (t->f64)
+    block_f64(t->x, t->ld, a, b, out);
+  else
+    block_f32(t->x, t->ld, a, b, out);
+}
+
+/* One pair through the block (the lists' distances all come from it). */
+static double pair(const nnd *t, int64_t a, int64_t b) {
+  int64_t ra[4] = {a, a, a, a}, rb[4] = {b, b, b, b};
+  double out[16];
+  block(t, ra, rb, out);
+  return out[0];
+}
+
+/* The random projection trees' sides: not stored, so any rounding serves. */
 static inline double dist(const nnd *t, int64_t a, int64_t b) {
   if (t->f64)
     return dist_f64((const double *)t->x + a * t->ld, (const double *)t->x + b * t->ld, t->ld);
@@ -150,7 +202,7 @@ static void random_start(nnd *t, int64_t i, int64_t m) {
     bool seen = false;
     for (int64_t r = 0; r < m && !seen; r++) seen = j[r] == c;
     if (seen) continue;
-    j[m] = c, d[m] = dist(t, i, c), f[m] = 1;
+    j[m] = c, d[m] = pair(t, i, c), f[m] = 1;
     m++;
   }
   for (int64_t at = t->L / 2 - 1; at >= 0; at--) sift_down(d, j, f, t->L, at);
@@ -190,14 +242,26 @@ static void rp_split(const nnd *t, int64_t *perm, uint8_t *is_start, int64_t lo,
 }
 
 /* Every pair of a leaf offered to both lists (a leaf's points are its own:
- * leaves run in parallel). */
+ * leaves run in parallel), in blocks of 4 x 4 (the last block padded with
+ * repeats of the leaf's last point, not offered). */
 static void join_leaf(nnd *t, const int64_t *perm, int64_t lo, int64_t hi) {
-  for (int64_t r = lo; r < hi; r++)
-    for (int64_t q = r + 1; q < hi; q++) {
-      int64_t a = perm[r], b = perm[q];
-      double dd = dist(t, a, b);
-      offer(t, a, dd, b);
-      offer(t, b, dd, a);
+  int64_t m = hi - lo;
+  double out[16];
+  for (int64_t r0 = 0; r0 < m; r0 += 4)
+    for (int64_t q0 = r0; q0 < m; q0 += 4) {
+      const int64_t *ra = perm + lo + r0, *rb = perm + lo + q0;
+      int64_t pa[4], pb[4];
+      for (int e = 0; e < 4; e++) {
+        pa[e] = r0 + e < m ? ra[e] : perm[hi - 1];
+        pb[e] = q0 + e < m ? rb[e] : perm[hi - 1];
+      }
+      block(t, pa, pb, out);
+      for (int e = 0; e < 4; e++)
+        for (int f = 0; f < 4; f++)
+          if (r0 + e < q0 + f && q0 + f < m) {
+            offer(t, pa[e], out[e * 4 + f], pb[f]);
+            offer(t, pb[f], out[e * 4 + f], pa[e]);
+          }
     }
 }
 
@@ -305,21 +369,32 @@ static void age_sampled(nnd *t, int64_t i) {
 
 /* ---- the local join ---- */
 
-static inline void propose(const nnd *t, nnd_update *u, int64_t *m, int64_t a, int64_t b) {
-  if (a == b) return;
-  double dd = dist(t, a, b);
-  if (improves(t, a, dd, b) || improves(t, b, dd, a)) u[(*m)++] = (nnd_update){a, b, dd};
-}
-
-/* Point i's pairs: new x new and new x old candidates, the ones that would
+/* Point i's pairs: new x new and new x old candidates, measured in blocks
+ * of 4 x 4 (lists padded with repeats, not proposed), the ones that would
  * improve either list (as they stand) into u. Returns their count. */
 static int64_t join_point(const nnd *t, int64_t i, nnd_update *u) {
-  const int64_t *nw = t->cand + i * 2 * t->M, *old = nw + t->M;
-  int64_t nn = t->ncand[i * 2], no = t->ncand[i * 2 + 1], m = 0;
-  for (int64_t r = 0; r < nn; r++) {
-    for (int64_t s = r + 1; s < nn; s++) propose(t, u, &m, nw[r], nw[s]);
-    for (int64_t s = 0; s < no; s++) propose(t, u, &m, nw[r], old[s]);
-  }
+  const int64_t *cn = t->cand + i * 2 * t->M;
+  int64_t nn = t->ncand[i * 2], no = t->ncand[i * 2 + 1], nc = nn + no, m = 0;
+  int64_t all[2 * GSTAT_I_KNN_NND_MAX_LIST + 4]; /* new then old, padded */
+  if (nn == 0) return 0;
+  memcpy(all, cn, sizeof(int64_t) * (size_t)nn);
+  memcpy(all + nn, cn + t->M, sizeof(int64_t) * (size_t)no);
+  for (int64_t e = nc; e < nc + 4; e++) all[e] = all[nc - 1];
+  int64_t rows[GSTAT_I_KNN_NND_MAX_LIST + 4];
+  memcpy(rows, all, sizeof(int64_t) * (size_t)nn);
+  for (int64_t e = nn; e < nn + 4; e++) rows[e] = all[nn - 1];
+  double out[16];
+  for (int64_t r0 = 0; r0 < nn; r0 += 4)
+    for (int64_t q0 = r0 / 4 * 4; q0 < nc; q0 += 4) {
+      block(t, rows + r0, all + q0, out);
+      for (int e = 0; e < 4 && r0 + e < nn; e++)
+        for (int f = 0; f < 4 && q0 + f < nc; f++) {
+          int64_t a = rows[r0 + e], b = all[q0 + f];
+          double dd = out[e * 4 + f];
+          if (q0 + f <= r0 + e || a == b) continue; /* new x new once */
+          if (improves(t, a, dd, b) || improves(t, b, dd, a)) u[m++] = (nnd_update){a, b, dd};
+        }
+    }
   return m;
 }
 
@@ -401,28 +476,40 @@ static void emit_row(const nnd *t, int64_t i, int64_t k, bool include_self, int6
 
 /* ---- the recall check ---- */
 
+/* Value v into the `others` smallest so far (best, ascending, *m held). */
+static inline void keep_smallest(double *best, int64_t *m, int64_t others, double v) {
+  if (*m == others && v >= best[*m - 1]) return;
+  int64_t at = *m < others ? (*m)++ : *m - 1;
+  while (at > 0 && best[at - 1] > v) best[at] = best[at - 1], at--;
+  best[at] = v;
+}
+
 /* The fraction of the true `others` nearest (by the search's distances) of
  * a seeded sample of points that their lists hold: a brute-force scan of
- * CHECK_POINTS points, a small part of the search's work. */
+ * CHECK_POINTS points, four at a time through the block, a small part of
+ * the search's work. */
 static double sample_recall(const nnd *t, int64_t others, int threads) {
   int64_t hits = 0;
-#pragma omp parallel for num_threads(threads) reduction(+ : hits) schedule(dynamic, 4)
-  for (int64_t q = 0; q < CHECK_POINTS; q++) {
-    uint64_t z = t->seed ^ (0xa0761d6478bd642full * (uint64_t)(q + 1));
-    int64_t i = (int64_t)(gstat_i_splitmix64(&z) % (uint64_t)t->n), m = 0;
-    double best[GSTAT_I_KNN_NND_MAX_LIST]; /* the `others` smallest, ascending */
-    for (int64_t r = 0; r < others; r++) best[r] = INFINITY;
-    for (int64_t c = 0; c < t->n; c++) {
-      if (c == i) continue;
-      double v = dist(t, i, c);
-      if (m == others && v >= best[m - 1]) continue;
-      int64_t at = m < others ? m++ : m - 1;
-      while (at > 0 && best[at - 1] > v) best[at] = best[at - 1], at--;
-      best[at] = v;
+#pragma omp parallel for num_threads(threads) reduction(+ : hits) schedule(dynamic, 1)
+  for (int64_t q0 = 0; q0 < CHECK_POINTS; q0 += 4) {
+    int64_t qi[4], m[4] = {0, 0, 0, 0}, cb[4];
+    double best[4][GSTAT_I_KNN_NND_MAX_LIST], out[16]; /* the `others` smallest, ascending */
+    for (int e = 0; e < 4; e++) {
+      uint64_t z = t->seed ^ (0xa0761d6478bd642full * (uint64_t)(q0 + e + 1));
+      qi[e] = (int64_t)(gstat_i_splitmix64(&z) % (uint64_t)t->n);
     }
-    int64_t held = 0;
-    for (int64_t s = 0; s < t->L; s++) held += t->d[i * t->L + s] <= best[others - 1];
-    hits += held < others ? held : others;
+    for (int64_t c0 = 0; c0 < t->n; c0 += 4) {
+      for (int f = 0; f < 4; f++) cb[f] = c0 + f < t->n ? c0 + f : t->n - 1;
+      block(t, qi, cb, out);
+      for (int e = 0; e < 4; e++)
+        for (int f = 0; f < 4 && c0 + f < t->n; f++)
+          if (cb[f] != qi[e]) keep_smallest(best[e], &m[e], others, out[e * 4 + f]);
+    }
+    for (int e = 0; e < 4; e++) {
+      int64_t held = 0, i = qi[e];
+      for (int64_t s = 0; s < t->L; s++) held += t->d[i * t->L + s] <= best[e][others - 1];
+      hits += held < others ? held : others;
+    }
   }
   return (double)hits / (double)(CHECK_POINTS * others);
 }
