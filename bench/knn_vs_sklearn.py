@@ -61,8 +61,16 @@ def main():
         from sklearn.cluster import SpectralClustering as SkSC
 
         kw = dict(affinity="nearest_neighbors", n_neighbors=a.k, random_state=0)
+        spans = {}  # the progress reports' stages: first and last report times
+
+        def seen(done, total, what):
+            t = time.perf_counter()
+            spans.setdefault(what, [t, t])[1] = t
+
         tg, lg = timed(lambda: gstat.SpectralClustering(
-            10, knn_algorithm=a.spectral_algorithm, **kw).fit(X).labels_)
+            10, knn_algorithm=a.spectral_algorithm, progress=seen, **kw).fit(X).labels_)
+        parts = {w: e - b for w, (b, e) in spans.items()}
+        parts["rest (graph, Laplacian, embedding)"] = tg - sum(parts.values())
         solvers = ["amg"]
         try:
             import pyamg  # noqa: F401
@@ -78,6 +86,9 @@ def main():
     print(f"{'what':<24} {'gstat s':>9} {'other s':>9} {'other/gstat':>11}  against, check")
     for what, tg, ts, who, note in rows:
         print(f"{what:<24} {tg:9.3f} {ts:9.3f} {ts / tg:10.1f}x  {who}; {note}")
+    if a.spectral:
+        print("gstat's spectral clustering by stage (s): " +
+              ", ".join(f"{w} {v:.3f}" for w, v in parts.items()))
 
 
 if __name__ == "__main__":
