@@ -45,7 +45,7 @@ def main():
 
     gstat.kneighbors_graph(X[:1000], a.k)
     rows = []
-    load = os.getloadavg()[0]
+    load, start = os.getloadavg()[0], datetime.datetime.now(datetime.timezone.utc)
     ts, S = timed(lambda: kneighbors_graph(X, a.k, mode="distance"))
     kth = S.max(axis=1).toarray().ravel()
     for alg in a.algorithms.split(","):
@@ -80,7 +80,7 @@ def main():
             ts, ls = timed(lambda: SkSC(10, eigen_solver=solver, **kw).fit(X).labels_)
             rows.append((f"spectral ({a.spectral_algorithm})", tg, ts, f"sklearn {solver}",
                          f"ARI gstat {adjusted_rand_score(y, lg):.4f}, sklearn {adjusted_rand_score(y, ls):.4f}"))
-    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} "
+    print(f"{start:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} "
           f"cores, load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     print(f"n={a.n} dim={a.dim} k={a.k} threads={gstat.get_num_threads()}")
     print(f"{'what':<24} {'gstat s':>9} {'other s':>9} {'other/gstat':>11}  against, check")

@@ -218,9 +218,11 @@ typedef enum gstat_knn_algorithm {
                              NN-descent from a seeded random start; a true neighbour may be
                              missed (recall >= 0.99 on blobs of up to 128 dimensions:
                              bench/README.md, "Approximate kNN"), the distances listed are
-                             exact. Pays from about 10^4 points above 16 dimensions; with few
-                             points (n - 1 <= 3 (k - 1) or so) or k above ~170 it runs the exact
-                             GEMM search. */
+                             exact. On the Gaussian blobs measured (up to 10^5 points, 10-128
+                             dimensions) it is not faster than the exact search; it is meant
+                             for data of low intrinsic dimension in many coordinates. With few
+                             points (n below about max(3 k, 2 k + 16)) or k above ~170 it runs the
+                             exact GEMM search. */
 } gstat_knn_algorithm;
 
 typedef struct gstat_knn_options {

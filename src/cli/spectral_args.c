@@ -53,8 +53,7 @@ static const char *const HELP[] = {
     "      --neighbors N      knn, mutual-knn: neighbours per point (default 10)\n"
     "      --knn-algorithm A  knn, mutual-knn: auto (default), kd-tree or brute (all\n"
     "                         exact), or nndescent: approximate (recall >= 0.99 on\n"
-    "                         blobs), faster above 16 columns from ~10^4 points;\n"
-    "                         seeded by --seed\n"
+    "                         blobs), seeded by --seed\n"
     "      --eps R            epsilon: the radius, > 0 (required)\n",
     "Clustering:\n"
     "  -k, --clusters N       number of clusters (for every graph of a batch)\n"

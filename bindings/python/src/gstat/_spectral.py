@@ -281,8 +281,7 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
     knn_algorithm : {'auto', 'kd_tree', 'ball_tree', 'brute', 'nndescent'}, default 'auto'
         How affinity='nearest_neighbors' finds the neighbours (a gstat
         extension): exact by default; 'nndescent' is approximate (recall >=
-        0.99 on blobs, seeded by `random_state`), faster above 16 features
-        from about 10^4 points. See :func:`gstat.kneighbors`.
+        0.99 on blobs, seeded by `random_state`). See :func:`gstat.kneighbors`.
     assign_labels : {'kmeans', 'discretize', 'cluster_qr'}
         'discretize': Yu & Shi's (2003) rotation of the embedding towards an
         indicator matrix, as scikit-learn's (seeded by `random_state`).
@@ -500,8 +499,7 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
     knn_algorithm : {'auto', 'kd_tree', 'ball_tree', 'brute', 'nndescent'}, default 'auto'
         How affinity='nearest_neighbors' finds the neighbours (a gstat
         extension): exact by default; 'nndescent' is approximate (recall >=
-        0.99 on blobs, seeded by `random_state`), faster above 16 features
-        from about 10^4 points. See :func:`gstat.kneighbors`.
+        0.99 on blobs, seeded by `random_state`). See :func:`gstat.kneighbors`.
     backend : {'auto', 'cpu', 'cuda'} or None
     progress : bool, callable or None
         As :class:`SpectralClustering`.
