@@ -347,10 +347,12 @@ static void gather_candidates(nnd *t, int64_t round, int own, int owners) {
   for (int64_t i = 0; i < t->n; i++)
     for (int64_t s = 0; s < t->L; s++) {
       int64_t c = t->j[i * t->L + s];
+      bool mine = i % owners == own, theirs = c % owners == own;
+      if (!mine && !theirs) continue; /* the hash only for the lists this thread fills */
       int kind = t->flag[i * t->L + s] ? 0 : 1;
       uint64_t pr = priority(t->seed, round, i, c);
-      if (i % owners == own) add_candidate(t, i, kind, c, pr);
-      if (c % owners == own) add_candidate(t, c, kind, i, pr);
+      if (mine) add_candidate(t, i, kind, c, pr);
+      if (theirs) add_candidate(t, c, kind, i, pr);
     }
 }
 
