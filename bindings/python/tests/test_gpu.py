@@ -246,3 +246,17 @@ def test_torch_kneighbors_of_device_points():
     hd, hi = gstat.kneighbors(x, 6, include_self=True)
     np.testing.assert_array_equal(ind, hi)
     np.testing.assert_array_equal(dist, hd)
+
+
+@needs_gpu
+@needs_torch
+def test_torch_kneighbors_by_algorithm():
+    """Every algorithm on a CUDA tensor: 'brute' on the GPU, the tree and
+    NN-descent on a host copy; each equal to the same call on the host."""
+    x = _data()[:, :5].copy()
+    xd = torch.from_numpy(x).to("cuda")
+    for alg in ("brute", "kd_tree", "nndescent"):
+        dist, ind = gstat.kneighbors(xd, 6, include_self=True, algorithm=alg, random_state=1)
+        hd, hi = gstat.kneighbors(x, 6, include_self=True, algorithm=alg, random_state=1)
+        np.testing.assert_array_equal(ind, hi)
+        np.testing.assert_array_equal(dist, hd)
