@@ -115,7 +115,7 @@ static void test_recall_blobs(void **state) {
                {GSTAT_F32, 128, 0},
                {GSTAT_F64, 32, 1},
                {GSTAT_F64, 128, 1}};
-  int64_t n = quick() ? 3000 : 20000, k = 10;
+  int64_t n = quick() ? 1200 : 20000, k = 10;
   gstat_ctx *ctx = NULL;
   assert_int_equal(gstat_ctx_create(&ctx, NULL), GSTAT_OK);
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
@@ -143,7 +143,7 @@ static void test_recall_blobs(void **state) {
 static void test_deterministic(void **state) {
   (void)state;
   tu_rng r = tu_rng_new();
-  int64_t n = quick() ? 1500 : 5000, p = 40, k = 8;
+  int64_t n = quick() ? 1000 : 5000, p = 40, k = 8;
   double *x = blobs(&r, n, p, 1);
   float *xf = malloc(sizeof(float) * (size_t)(n * p));
   gstat_matrix X = as_dtype(x, xf, GSTAT_F32, n, p);
@@ -198,7 +198,7 @@ static void test_small(void **state) {
 static void test_duplicates(void **state) {
   (void)state;
   tu_rng r = tu_rng_new();
-  int64_t n = quick() ? 1500 : 6000, p = 48, k = 10;
+  int64_t n = quick() ? 900 : 6000, p = 48, k = 10;
   double *x = blobs(&r, n, p, 3);
   gstat_matrix X = gstat_matrix_row_major(x, GSTAT_F64, 1, n, p);
   gstat_ctx *ctx = NULL;
