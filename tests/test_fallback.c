@@ -643,6 +643,43 @@ static void test_rows_statistics(void **state) {
   gstat_ctx_destroy(gpu);
 }
 
+/* gstat_knn_with_options under a CUDA context: BRUTE runs where AUTO would
+ * (the module), TREE and NNDESCENT on the CPU; the exact ones all give
+ * AUTO's lists. */
+static void test_knn_algorithms(void **state) {
+  (void)state;
+  const int64_t n = 600, p = 6, k = 5;
+  double *x = malloc(sizeof(double) * (size_t)(n * p));
+  tu_rng rng = tu_rng_new();
+  for (int64_t e = 0; e < n * p; e++) x[e] = tu_normal(&rng);
+  gstat_matrix X = gstat_matrix_row_major(x, GSTAT_F64, 1, n, p);
+  int64_t *want = malloc(sizeof(int64_t) * (size_t)(n * k)),
+          *got = malloc(sizeof(int64_t) * (size_t)(n * k));
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA);
+  assert_non_null(ctx);
+  gstat_knn_options o;
+  gstat_knn_options_init(&o);
+  assert_int_equal(gstat_knn_with_options(ctx, &X, k, 1, &o, want, NULL), GSTAT_OK);
+  assert_int_equal(gstat_ctx_last_backends(ctx), GSTAT_RAN_CUDA);
+  const struct {
+    gstat_knn_algorithm alg;
+    unsigned ran;
+  } cases[] = {{GSTAT_KNN_BRUTE, GSTAT_RAN_CUDA},
+               {GSTAT_KNN_TREE, GSTAT_RAN_CPU},
+               {GSTAT_KNN_NNDESCENT, GSTAT_RAN_CPU}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    o.algorithm = cases[c].alg;
+    assert_int_equal(gstat_knn_with_options(ctx, &X, k, 1, &o, got, NULL), GSTAT_OK);
+    assert_int_equal(gstat_ctx_last_backends(ctx), cases[c].ran);
+    if (cases[c].alg != GSTAT_KNN_NNDESCENT)
+      assert_memory_equal(got, want, sizeof(int64_t) * (size_t)(n * k));
+  }
+  gstat_ctx_destroy(ctx);
+  free(want);
+  free(got);
+  free(x);
+}
+
 int main(void) {
   setenv("GSTAT_CUDA_MODULE", GSTAT_FAKE_MODULE_PATH, 1);
   const struct CMUnitTest tests[] = {
@@ -660,6 +697,7 @@ int main(void) {
       cmocka_unit_test(test_not_pd_in_place_device_keeps_verdict),
       cmocka_unit_test(test_dense_steps_on_device),
       cmocka_unit_test(test_rows_statistics),
+      cmocka_unit_test(test_knn_algorithms),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

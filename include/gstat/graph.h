@@ -209,6 +209,37 @@ typedef enum gstat_knn_weights {
   GSTAT_KNN_DISTANCE = 1      /* weight = Euclidean distance (mode="distance") */
 } gstat_knn_weights;
 
+/* How gstat_knn_with_options searches (scikit-learn's `algorithm`, plus
+ * NN-descent). Every method but NNDESCENT gives the exact answer. */
+typedef enum gstat_knn_algorithm {
+  GSTAT_KNN_AUTO = 0,     /* default, exact: on the CPU the k-d tree up to 16 dimensions and the
+                             GEMM search above; on the GPU (device data, or host data when the
+                             context or the cost model says so) the GEMM search. Never
+                             approximate. */
+  GSTAT_KNN_TREE = 1,     /* exact: the CPU's k-d tree (at most 16 dimensions, else EINVAL; device
+                             data are copied to the host) */
+  GSTAT_KNN_BRUTE = 2,    /* exact: blocked GEMM distances (the CPU's, or the GPU's where AUTO
+                             would run there) */
+  GSTAT_KNN_NNDESCENT = 3 /* APPROXIMATE, on the CPU (device data are copied to the host):
+                             NN-descent from a seeded random start; a true neighbour may be
+                             missed (recall >= 0.99 on blobs of up to 128 dimensions:
+                             bench/README.md, "Approximate kNN"), the distances listed are
+                             exact. On the Gaussian blobs measured (up to 10^5 points, 10-128
+                             dimensions) it is not faster than the exact search; it is meant
+                             for data of low intrinsic dimension in many coordinates. With few
+                             points (n below about max(3 k, 2 k + 16)) or k above ~170 it runs the
+                             exact GEMM search. */
+} gstat_knn_algorithm;
+
+typedef struct gstat_knn_options {
+  gstat_knn_algorithm algorithm; /* default AUTO */
+  uint64_t seed;                 /* NNDESCENT: its random start and samples (default 0); the
+                                    result depends only on the data, k and the seed */
+} gstat_knn_options;
+
+/* Defaults as documented in gstat_knn_options. */
+GSTAT_API void gstat_knn_options_init(gstat_knn_options *opt);
+
 typedef struct gstat_affinity_options {
   gstat_affinity_kind kind;    /* default RBF */
   double gamma;                /* RBF; <= 0 (default 0): 1 / n_features, scikit-learn's default */
@@ -221,6 +252,7 @@ typedef struct gstat_affinity_options {
   gstat_symmetrize symmetrize; /* KNN: default MEAN, i.e. scikit-learn's (A + A^T) / 2;
                                   CHECK is not allowed here */
   double epsilon;              /* EPSILON: radius, > 0 (no self-loops) */
+  gstat_knn_options knn;       /* kNN kinds: how neighbours are searched (default exact) */
 } gstat_affinity_options;
 
 /* Defaults as documented in gstat_affinity_options. */
@@ -266,6 +298,17 @@ GSTAT_API gstat_status gstat_affinity_csr(gstat_ctx *ctx, const gstat_matrix *X,
  */
 GSTAT_API gstat_status gstat_knn(gstat_ctx *ctx, const gstat_matrix *X, int64_t k, int include_self,
                                  int64_t *indices, double *distances);
+
+/*
+ * gstat_knn with a choice of method (opt NULL: the defaults, i.e.
+ * gstat_knn). opt->algorithm GSTAT_KNN_NNDESCENT is approximate (see
+ * gstat_knn_algorithm); the others give gstat_knn's exact answer. Statuses
+ * as gstat_knn, and GSTAT_EINVAL for an unknown algorithm or TREE above 16
+ * dimensions.
+ */
+GSTAT_API gstat_status gstat_knn_with_options(gstat_ctx *ctx, const gstat_matrix *X, int64_t k,
+                                              int include_self, const gstat_knn_options *opt,
+                                              int64_t *indices, double *distances);
 
 /*
  * The same affinities as dense matrices, batched: X batch x n x p, A

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/matrix.h"
+#include "gstat/graph.h"
 #include "backend/backend.h"
 #include "backend/cpu/primitives_cpu.h"
 #include "backend/dense.h"
@@ -566,4 +567,31 @@ gstat_status gstat_i_sched_laplacian(gstat_ctx *ctx, const char *fn, const gstat
     ctx->last_error[0] = '\0'; /* the CPU reruns it, and names a bad weight */
   }
   return laplacian_staged(ctx, fn, A, sym, drop_loops, kind, L, deg);
+}
+
+gstat_status gstat_i_sched_knn_with(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                    int64_t b, int64_t k, bool include_self, int algorithm,
+                                    uint64_t seed, int64_t *nbr, double *d2) {
+  prim_call c = {.op = GSTAT_I_PRIM_KNN,
+                 .fn = fn,
+                 .X = X,
+                 .b = b,
+                 .k = k,
+                 .include_self = include_self,
+                 .nbr = nbr,
+                 .d2 = d2};
+  if (algorithm == GSTAT_KNN_AUTO) return run(ctx, &c);
+  if (algorithm == GSTAT_KNN_BRUTE) { /* the GPU's search is GEMM distances too */
+    gstat_i_backend be = cpu;
+    if (X->location == GSTAT_HOST) choose_for_host(ctx, &c, &be);
+    if (X->location != GSTAT_HOST || be.ops != cpu.ops) return run(ctx, &c);
+  }
+  gstat_matrix xb = gstat_i_batch_part(X, b, 1); /* the CPU's own methods, on a host copy */
+  gstat_i_staged h;
+  gstat_status st = gstat_i_sched_stage(ctx, fn, "X", &xb, true, &h);
+  if (st == GSTAT_OK)
+    st = gstat_i_cpu_knn_method(ctx, &h.m, k, include_self, algorithm, seed, nbr, d2);
+  gstat_i_sched_release(ctx, &h);
+  if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
+  return st;
 }

@@ -42,6 +42,14 @@ gstat_status gstat_i_sched_project(gstat_ctx *ctx, const char *fn, const gstat_m
 gstat_status gstat_i_sched_knn(gstat_ctx *ctx, const char *fn, const gstat_matrix *X, int64_t b,
                                int64_t k, bool include_self, int64_t *nbr, double *d2);
 
+/* gstat_i_sched_knn by a chosen method (a gstat_knn_algorithm): AUTO is
+ * gstat_i_sched_knn; BRUTE runs where AUTO would, the CPU's GEMM search
+ * there; TREE and NNDESCENT (approximate, seeded) run on the CPU, device
+ * data through a host copy. */
+gstat_status gstat_i_sched_knn_with(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                    int64_t b, int64_t k, bool include_self, int algorithm,
+                                    uint64_t seed, int64_t *nbr, double *d2);
+
 /* Every eigenvalue of each matrix of A (host, dense column-major, compute
  * dtype, lower triangle read) into w (host, batch x m), and the eigenvectors
  * of the k largest into A's last k columns (ascending, the sign rule

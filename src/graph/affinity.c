@@ -18,6 +18,7 @@ void gstat_affinity_options_init(gstat_affinity_options *opt) {
   opt->include_self = 1;
   opt->weights = GSTAT_KNN_CONNECTIVITY;
   opt->symmetrize = GSTAT_SYM_MEAN;
+  gstat_knn_options_init(&opt->knn);
 }
 
 static gstat_status check_args(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
@@ -32,6 +33,9 @@ static gstat_status check_args(gstat_ctx *ctx, const char *fn, const gstat_matri
   if (o->weights != GSTAT_KNN_CONNECTIVITY && o->weights != GSTAT_KNN_DISTANCE)
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.weights=%d is not a gstat_knn_weights", fn,
                         (int)o->weights);
+  if (o->knn.algorithm < GSTAT_KNN_AUTO || o->knn.algorithm > GSTAT_KNN_NNDESCENT)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.knn.algorithm=%d is not a gstat_knn_algorithm",
+                        fn, (int)o->knn.algorithm);
   if (!isfinite(o->gamma))
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.gamma is not finite", fn);
   int64_t n = X->rows;
@@ -165,7 +169,8 @@ static gstat_status build_csr(gstat_ctx *ctx, const char *fn, const gstat_affini
   } else if (o->kind == GSTAT_AFFINITY_RBF) {
     st = gstat_i_pairwise_rows(ctx, n, p, X, scratch, rbf_row, &bd);
   } else {
-    st = gstat_i_sched_knn(ctx, fn, Xm, b, per, o->include_self != 0, bd.indices, bd.weights);
+    st = gstat_i_sched_knn_with(ctx, fn, Xm, b, per, o->include_self != 0, (int)o->knn.algorithm,
+                                o->knn.seed, bd.indices, bd.weights);
     for (size_t c = 0; c < cells; c++)
       bd.weights[c] = o->weights == GSTAT_KNN_DISTANCE ? sqrt(bd.weights[c]) : 1.0;
     sym = o->kind == GSTAT_AFFINITY_MUTUAL_KNN ? GSTAT_SYM_MIN : o->symmetrize;

@@ -1425,15 +1425,15 @@ done:
   return ret;
 }
 
-/* affinity(X, kind, gamma, n_neighbors, include_self, weights, symmetrize, epsilon, dense, backend
- *          [, stream, A])
+/* affinity(X, kind, gamma, n_neighbors, include_self, weights, symmetrize, epsilon, dense, backend,
+ *          knn_algorithm, seed[, stream, A])
  * dense: -> A (n, n) float64; else -> (indptr, indices, data) host arrays. With a stream X is a
  * CUDA tensor and A the device output (returned). */
 static PyObject *py_affinity(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs_up_to(nargs, 10, 12, "affinity") < 0) return NULL;
-  long long stream = stream_arg(opt_arg(args, nargs, 10));
-  PyObject *a_out = opt_arg(args, nargs, 11);
+  if (check_nargs_up_to(nargs, 12, 14, "affinity") < 0) return NULL;
+  long long stream = stream_arg(opt_arg(args, nargs, 12));
+  PyObject *a_out = opt_arg(args, nargs, 13);
   gstat_affinity_options opt;
   gstat_affinity_options_init(&opt);
   opt.kind = (gstat_affinity_kind)to_i64(args[1]);
@@ -1443,6 +1443,8 @@ static PyObject *py_affinity(PyObject *self, PyObject *const *args, Py_ssize_t n
   opt.weights = (gstat_knn_weights)to_i64(args[5]);
   opt.symmetrize = (gstat_symmetrize)to_i64(args[6]);
   opt.epsilon = PyFloat_AsDouble(args[7]);
+  opt.knn.algorithm = (gstat_knn_algorithm)to_i64(args[10]);
+  opt.knn.seed = (uint64_t)PyLong_AsUnsignedLongLongMask(args[11]);
   int dense = PyObject_IsTrue(args[8]), backend;
   if (PyErr_Occurred() || parse_backend(args[9], &backend) < 0) return NULL;
   marg X, A;
@@ -1493,12 +1495,17 @@ done:
   return ret;
 }
 
-/* knn(X (n, p), k, include_self, stream, backend) -> (indices int64 (n, k), distances (n, k)),
- * host arrays; X may be a CUDA tensor (stream: its producer's, else None) */
+/* knn(X (n, p), k, include_self, stream, backend, algorithm, seed) -> (indices int64 (n, k),
+ * distances (n, k)), host arrays; X may be a CUDA tensor (stream: its producer's, else None);
+ * algorithm a gstat_knn_algorithm */
 static PyObject *py_knn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs(nargs, 5, "knn") < 0) return NULL;
+  if (check_nargs(nargs, 7, "knn") < 0) return NULL;
   int64_t k = to_i64(args[1]);
+  gstat_knn_options kopt;
+  gstat_knn_options_init(&kopt);
+  kopt.algorithm = (gstat_knn_algorithm)to_i64(args[5]);
+  kopt.seed = (uint64_t)PyLong_AsUnsignedLongLongMask(args[6]);
   int include_self = PyObject_IsTrue(args[2]);
   long long stream = args[3] == Py_None ? -1 : to_i64(args[3]);
   if (PyErr_Occurred()) return NULL;
@@ -1518,7 +1525,7 @@ static PyObject *py_knn(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
   int64_t *ip = PyArray_DATA((PyArrayObject *)ind);
   double *dp = PyArray_DATA((PyArrayObject *)dist);
   gstat_status st;
-  Py_BEGIN_ALLOW_THREADS st = gstat_knn(p->ctx, &X.m, k, include_self, ip, dp);
+  Py_BEGIN_ALLOW_THREADS st = gstat_knn_with_options(p->ctx, &X.m, k, include_self, &kopt, ip, dp);
   Py_END_ALLOW_THREADS if (st != GSTAT_OK) {
     raise_status(st, p);
     goto done;
@@ -1922,10 +1929,10 @@ static PyMethodDef methods[] = {
     FAST("raise_status", py_raise_status, "raise_status(status, message)"),
     FAST("laplacian", py_laplacian,
          "laplacian(graph, kind, symmetrize, loops, sparse, backend[, stream, L, degrees])"),
-    FAST("knn", py_knn, "knn(X, k, include_self, stream, backend)"),
+    FAST("knn", py_knn, "knn(X, k, include_self, stream, backend, algorithm, seed)"),
     FAST("affinity", py_affinity,
-         "affinity(X, kind, gamma, k, include_self, weights, sym, eps, dense, backend[, stream, "
-         "A])"),
+         "affinity(X, kind, gamma, k, include_self, weights, sym, eps, dense, backend, "
+         "knn_algorithm, seed[, stream, A])"),
     FAST("graph_components", py_graph_components,
          "graph_components(graph, sym, loops, backend[, stream])"),
     FAST("spectral_embedding", py_spectral_embedding,

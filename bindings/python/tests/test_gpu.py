@@ -389,3 +389,18 @@ def test_host_batch_on_gpu_reports_names_elements_and_cancels():
     a[2500, 3, 3] = -1e6
     with pytest.raises(gstat.LinAlgError, match="batch element 2500 "):
         gstat.linalg.cholesky(a, backend="cuda")
+
+
+@needs_gpu
+@needs_torch
+def test_torch_kneighbors_by_algorithm():
+    """Every algorithm on a CUDA tensor: 'brute' on the GPU, the tree and
+    NN-descent on a host copy; each equal to the same call on the host (the
+    lists as tensors on the input's device)."""
+    x = _data()[:, :5].copy()
+    xd = torch.from_numpy(x).to("cuda")
+    for alg in ("brute", "kd_tree", "nndescent"):
+        dist, ind = gstat.kneighbors(xd, 6, include_self=True, algorithm=alg, random_state=1)
+        hd, hi = gstat.kneighbors(x, 6, include_self=True, algorithm=alg, random_state=1)
+        np.testing.assert_array_equal(ind.cpu().numpy(), hi)
+        np.testing.assert_array_equal(dist.cpu().numpy(), hd)

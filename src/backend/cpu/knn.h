@@ -19,4 +19,14 @@ gstat_status gstat_i_knn_tree(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
 gstat_status gstat_i_knn_gemm(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, int64_t k,
                               bool include_self, int64_t *nbr, double *d2);
 
+/* NN-descent (knn_nndescent.c): approximate lists, seeded, in the same form
+ * (sorted by index, float64 squared distances), a true neighbour possibly
+ * missed. Lists of k others are searched GSTAT_I_KNN_NND_EXTRA / 2 longer
+ * (at least); few points (n - 1 <= twice the list) or lists above
+ * GSTAT_I_KNN_NND_MAX_LIST take the exact GEMM search. */
+#define GSTAT_I_KNN_NND_EXTRA 16
+#define GSTAT_I_KNN_NND_MAX_LIST 256
+gstat_status gstat_i_knn_nndescent(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, int64_t k,
+                                   bool include_self, uint64_t seed, int64_t *nbr, double *d2);
+
 #endif /* GSTAT_BACKEND_CPU_KNN_H */

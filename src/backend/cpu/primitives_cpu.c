@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/matrix.h"
+#include "gstat/graph.h"
 #include "backend/backend.h"
 #include "backend/cpu/comoment.h"
 #include "backend/cpu/knn.h"
@@ -207,4 +208,18 @@ double gstat_i_cpu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_wo
       w->op == GSTAT_I_PRIM_COMOMENT ? items * n * p * p : 2 * items * n * p * (double)w->k;
   double bw = fmin(cpu_rules.bytes_per_thread * threads, cpu_rules.bytes_max);
   return fmax(flops / rate, bytes / bw);
+}
+
+gstat_status gstat_i_cpu_knn_method(gstat_ctx *ctx, const gstat_matrix *X, int64_t k,
+                                    bool include_self, int algorithm, uint64_t seed, int64_t *nbr,
+                                    double *d2) {
+  if (algorithm == GSTAT_KNN_NNDESCENT)
+    return gstat_i_knn_nndescent(ctx, X, 0, k, include_self, seed, nbr, d2);
+  if (algorithm == GSTAT_KNN_BRUTE) return gstat_i_knn_gemm(ctx, X, 0, k, include_self, nbr, d2);
+  if (X->cols > GSTAT_I_KNN_TREE_MAX_DIMS)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "knn: the k-d tree takes at most %d dimensions, X has %lld (use the "
+                        "automatic or the brute-force search)",
+                        GSTAT_I_KNN_TREE_MAX_DIMS, (long long)X->cols);
+  return gstat_i_knn_tree(ctx, X, 0, k, include_self, nbr, d2);
 }

@@ -60,4 +60,11 @@ gstat_status gstat_i_cpu_laplacian(void *state, gstat_ctx *ctx, const char *fn,
                                    const gstat_matrix *A, int sym, int drop_loops, int kind,
                                    const gstat_matrix *L, const gstat_matrix *deg);
 
+/* Element 0 of host X searched by a gstat_knn_algorithm other than AUTO:
+ * TREE (GSTAT_EINVAL above its dimensions), BRUTE (GEMM distances) or
+ * NNDESCENT (approximate, seeded); the knn primitive's outputs. */
+gstat_status gstat_i_cpu_knn_method(gstat_ctx *ctx, const gstat_matrix *X, int64_t k,
+                                    bool include_self, int algorithm, uint64_t seed, int64_t *nbr,
+                                    double *d2);
+
 #endif /* GSTAT_BACKEND_CPU_PRIMITIVES_CPU_H */
