@@ -84,11 +84,24 @@ static gstat_i_tri triangle(gstat_uplo uplo, bool strict) {
 }
 
 /* The caller's info array, or one cached in the context. */
-static int64_t *info_buffer(gstat_ctx *ctx, const char *fn, int64_t *info, int64_t batch) {
-  if (info) return info;
-  int64_t *scratch = gstat_i_workspace(ctx, GSTAT_WS_INFO, sizeof(int64_t) * (size_t)batch);
-  if (!scratch) gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate the info array", fn);
-  return scratch;
+/* Device data need a usable CUDA backend: said before anything is allocated
+ * for them (a batch of views may be far larger than its memory). */
+static gstat_status device_refusal(gstat_ctx *ctx, const char *fn) {
+  char why[sizeof ctx->last_error];
+  memcpy(why, ctx->last_error, sizeof why);
+  return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                      "%s: the arguments are in CUDA device memory, but %s", fn, why);
+}
+
+/* The caller's info, or the context's scratch for A's batch, into *out. */
+static gstat_status info_buffer(gstat_ctx *ctx, const char *fn, int64_t *info,
+                                const gstat_matrix *A, int64_t **out) {
+  gstat_i_backend be;
+  if (A->location == GSTAT_CUDA && gstat_i_cuda_backend(ctx, &be) != GSTAT_OK)
+    return device_refusal(ctx, fn);
+  *out = info ? info : gstat_i_workspace(ctx, GSTAT_WS_INFO, sizeof(int64_t) * (size_t)A->batch);
+  if (!*out) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate the info array", fn);
+  return GSTAT_OK;
 }
 
 /* Index of the first nonzero info[b'] with b <= b' < batch, else batch.
@@ -202,12 +215,7 @@ static gstat_status choose(gstat_ctx *ctx, const op *o, gstat_i_backend *be) {
   be->state = NULL;
   if (!wants_gpu(ctx, o->A)) return GSTAT_OK;
   gstat_status st = gstat_i_cuda_backend(ctx, be);
-  if (st != GSTAT_OK && on_device(o)) {
-    char why[sizeof ctx->last_error];
-    memcpy(why, ctx->last_error, sizeof why);
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
-                        "%s: the arguments are in CUDA device memory, but %s", o->fn, why);
-  }
+  if (st != GSTAT_OK && on_device(o)) return device_refusal(ctx, o->fn);
   return st;
 }
 
@@ -410,8 +418,8 @@ gstat_status gstat_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, 
   TRY(check_location(ctx, fn, args, names, 3));
   if (A->batch == 0 || A->rows == 0) return nothing_to_do(info, A->batch);
   TRY(check_finite(ctx, fn, "A", A, triangle(uplo, false)));
-  int64_t *inf = info_buffer(ctx, fn, info, A->batch);
-  if (!inf) return GSTAT_ENOMEM;
+  int64_t *inf = NULL;
+  TRY(info_buffer(ctx, fn, info, A, &inf));
   op o = {.kind = OP_EIGH, .fn = fn, .A = A, .w = w, .out = V, .uplo = uplo};
   return execute_and_report(ctx, &o, inf, GSTAT_ENOCONV, "did not converge (info");
 }
@@ -431,8 +439,8 @@ gstat_status gstat_cholesky(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo up
   TRY(check_location(ctx, fn, args, names, 2));
   if (A->batch == 0 || A->rows == 0) return nothing_to_do(info, A->batch);
   TRY(check_finite(ctx, fn, "A", A, triangle(uplo, false)));
-  int64_t *inf = info_buffer(ctx, fn, info, A->batch);
-  if (!inf) return GSTAT_ENOMEM;
+  int64_t *inf = NULL;
+  TRY(info_buffer(ctx, fn, info, A, &inf));
   op o = {.kind = OP_CHOLESKY, .fn = fn, .A = A, .out = F, .uplo = uplo};
   return execute_and_report(ctx, &o, inf, GSTAT_ENOTPD,
                             "is not positive definite (leading minor of order");
@@ -469,8 +477,8 @@ gstat_status gstat_cholesky_solve(gstat_ctx *ctx, const gstat_matrix *F, gstat_u
   gstat_i_begin(ctx);
   TRY(check_solve(ctx, fn, "F", F, uplo, false, B, X));
   if (F->batch == 0 || F->rows == 0 || B->cols == 0) return nothing_to_do(info, F->batch);
-  int64_t *inf = info_buffer(ctx, fn, info, F->batch);
-  if (!inf) return GSTAT_ENOMEM;
+  int64_t *inf = NULL;
+  TRY(info_buffer(ctx, fn, info, F, &inf));
   op o = {.kind = OP_CHOLESKY_SOLVE, .fn = fn, .A = F, .B = B, .out = X, .uplo = uplo};
   return execute_and_report(ctx, &o, inf, GSTAT_ESINGULAR,
                             "has a singular factor (zero diagonal entry");
@@ -490,8 +498,8 @@ gstat_status gstat_triangular_solve(gstat_ctx *ctx, const gstat_matrix *T, gstat
                         fn, (int)diag);
   TRY(check_solve(ctx, fn, "T", T, uplo, diag == GSTAT_UNIT, B, X));
   if (T->batch == 0 || T->rows == 0 || B->cols == 0) return nothing_to_do(info, T->batch);
-  int64_t *inf = info_buffer(ctx, fn, info, T->batch);
-  if (!inf) return GSTAT_ENOMEM;
+  int64_t *inf = NULL;
+  TRY(info_buffer(ctx, fn, info, T, &inf));
   op o = {.kind = OP_TRIANGULAR_SOLVE,
           .fn = fn,
           .A = T,
