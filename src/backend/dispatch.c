@@ -27,19 +27,6 @@ static gstat_status check_square(gstat_ctx *ctx, const char *fn, const char *nam
   return GSTAT_OK;
 }
 
-/* out must be a valid descriptor of batch x rows x cols. */
-static gstat_status check_shape(gstat_ctx *ctx, const char *fn, const char *name,
-                                const gstat_matrix *m, int64_t batch, int64_t rows, int64_t cols) {
-  gstat_status st = gstat_i_check_matrix(ctx, fn, name, m);
-  if (st != GSTAT_OK) return st;
-  if (m->batch != batch || m->rows != rows || m->cols != cols)
-    return gstat_i_fail(ctx, GSTAT_EINVAL,
-                        "%s: %s is %" PRId64 " x %" PRId64 " x %" PRId64 ", expected %" PRId64
-                        " x %" PRId64 " x %" PRId64,
-                        fn, name, m->batch, m->rows, m->cols, batch, rows, cols);
-  return GSTAT_OK;
-}
-
 static gstat_status check_uplo(gstat_ctx *ctx, const char *fn, gstat_uplo uplo) {
   if (uplo != GSTAT_LOWER && uplo != GSTAT_UPPER)
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: uplo=%d is neither GSTAT_LOWER nor GSTAT_UPPER", fn,
@@ -408,8 +395,8 @@ gstat_status gstat_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, 
   TRY(check_square(ctx, fn, "A", A));
   TRY(check_uplo(ctx, fn, uplo));
   if (!w) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: w is NULL", fn);
-  TRY(check_shape(ctx, fn, "w", w, A->batch, A->rows, 1));
-  if (V) TRY(check_shape(ctx, fn, "V", V, A->batch, A->rows, A->cols));
+  TRY(gstat_i_check_shape(ctx, fn, "w", w, A->batch, A->rows, 1));
+  if (V) TRY(gstat_i_check_shape(ctx, fn, "V", V, A->batch, A->rows, A->cols));
   TRY(gstat_i_check_alias(ctx, fn, "w", w, "A", A, false));
   TRY(gstat_i_check_alias(ctx, fn, "V", V, "A", A, true));
   TRY(gstat_i_check_alias(ctx, fn, "V", V, "w", w, false));
@@ -432,7 +419,7 @@ gstat_status gstat_cholesky(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo up
   TRY(check_square(ctx, fn, "A", A));
   TRY(check_uplo(ctx, fn, uplo));
   if (!F) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: F is NULL", fn);
-  TRY(check_shape(ctx, fn, "F", F, A->batch, A->rows, A->cols));
+  TRY(gstat_i_check_shape(ctx, fn, "F", F, A->batch, A->rows, A->cols));
   TRY(gstat_i_check_alias(ctx, fn, "F", F, "A", A, true));
   const gstat_matrix *args[] = {A, F};
   const char *names[] = {"A", "F"};
@@ -459,7 +446,7 @@ static gstat_status check_solve(gstat_ctx *ctx, const char *fn, const char *tnam
                         " x %" PRId64 " x nrhs",
                         fn, B->batch, B->rows, B->cols, T->batch, T->rows);
   if (!X) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: X is NULL", fn);
-  TRY(check_shape(ctx, fn, "X", X, B->batch, B->rows, B->cols));
+  TRY(gstat_i_check_shape(ctx, fn, "X", X, B->batch, B->rows, B->cols));
   TRY(gstat_i_check_alias(ctx, fn, "X", X, "B", B, true));
   TRY(gstat_i_check_alias(ctx, fn, "X", X, tname, T, false));
   const gstat_matrix *args[] = {T, B, X};

@@ -12,6 +12,10 @@
 gstat_status gstat_i_check_matrix(gstat_ctx *ctx, const char *fn, const char *name,
                                   const gstat_matrix *m);
 
+/* gstat_i_check_matrix, and the shape batch x rows x cols (NULL refused). */
+gstat_status gstat_i_check_shape(gstat_ctx *ctx, const char *fn, const char *name,
+                                 const gstat_matrix *m, int64_t batch, int64_t rows, int64_t cols);
+
 /* Same data, dtype, location and strides (an in-place output). */
 bool gstat_i_same_view(const gstat_matrix *a, const gstat_matrix *b);
 

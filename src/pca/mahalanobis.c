@@ -14,19 +14,6 @@
 #include "gstat/covariance.h"
 #include "backend/sched.h"
 
-static gstat_status check_shape(gstat_ctx *ctx, const char *fn, const char *name,
-                                const gstat_matrix *m, int64_t batch, int64_t rows, int64_t cols) {
-  if (!m) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is NULL", fn, name);
-  gstat_status st = gstat_i_check_matrix(ctx, fn, name, m);
-  if (st != GSTAT_OK) return st;
-  if (m->batch != batch || m->rows != rows || m->cols != cols)
-    return gstat_i_fail(ctx, GSTAT_EINVAL,
-                        "%s: %s is %" PRId64 " x %" PRId64 " x %" PRId64 ", expected %" PRId64
-                        " x %" PRId64 " x %" PRId64,
-                        fn, name, m->batch, m->rows, m->cols, batch, rows, cols);
-  return GSTAT_OK;
-}
-
 /* One call's state: its shape, the centres and factor info on the host. */
 typedef struct maha {
   const char *fn;
@@ -187,8 +174,8 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
   gstat_i_begin(ctx);
   TRY(gstat_i_check_matrix(ctx, fn, "X", X));
   int64_t batch = X->batch, n = X->rows, p = X->cols;
-  TRY(check_shape(ctx, fn, "S", S, batch, p, p));
-  TRY(check_shape(ctx, fn, "d2", d2, batch, n, 1));
+  TRY(gstat_i_check_shape(ctx, fn, "S", S, batch, p, p));
+  TRY(gstat_i_check_shape(ctx, fn, "d2", d2, batch, n, 1));
   if (center) {
     TRY(gstat_i_check_matrix(ctx, fn, "center", center));
     bool column = center->rows == p && center->cols == 1;
