@@ -759,6 +759,173 @@ static void test_info_clean_never_hides_a_failure(void **state) {
   gstat_ctx_destroy(gpu);
 }
 
+/* One element of order n on the GPU, data dense in device memory (the
+ * caller's buffers used as they lie): Cholesky of both triangles, then
+ * cholesky_solve and triangular_solve (both ops, X in place on B's copy)
+ * against the factor. f32 n = 1100 is Xpotrf in our buffer with the
+ * finiteness scan deferred (the guarded finish pass writes F), f64 n = 2100
+ * Xpotrf in F after a waited-for scan; the solves of both take Xpotrs and
+ * plain trsm (solve_rules). */
+static void single_large_case(gstat_ctx *gpu, gstat_dtype dt, int64_t n, int u) {
+  const int64_t nrhs = 3;
+  double ulp = dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
+  tu_rng rng = tu_rng_new();
+  tu_buf A = tu_buf_new(dt, 1, n, n, TU_COL_MAJOR), F = tu_buf_new(dt, 1, n, n, TU_COL_MAJOR),
+         B = tu_buf_new(dt, 1, n, nrhs, TU_COL_MAJOR), X = tu_buf_new(dt, 1, n, nrhs, TU_COL_MAJOR);
+  double *a = malloc(sizeof(double) * (size_t)(n * n)),
+         *l = malloc(sizeof(double) * (size_t)(n * n));
+  double *bb = malloc(sizeof(double) * (size_t)(n * nrhs)),
+         *x = malloc(sizeof(double) * (size_t)(n * nrhs));
+  tu_spd(&rng, n, 100, a);
+  tu_store_matrix(&A, 0, a);
+  tu_fill_normal(&rng, &B, bb);
+  void *da, *df, *db, *dx;
+  gstat_matrix dA = to_device(&A, &da), dF = to_device(&F, &df), dB = to_device(&B, &db),
+               dX = to_device(&X, &dx);
+  int64_t info = -7;
+  assert_int_equal(gstat_cholesky(gpu, &dA, (gstat_uplo)u, &dF, &info), GSTAT_OK);
+  assert_int_equal(info, 0);
+  from_device(&F, df);
+  assert_true(tu_lower_factor(&F.m, 0, (gstat_uplo)u, l));
+  assert_true(tu_chol_residual(n, a, l, ulp) <= max_ratio);
+  assert_int_equal(gstat_cholesky_solve(gpu, &dF, (gstat_uplo)u, &dB, &dX, NULL), GSTAT_OK);
+  from_device(&X, dx);
+  tu_read(&X.m, 0, x);
+  assert_true(tu_solve_residual(n, nrhs, a, false, x, bb, ulp) <= max_ratio);
+  for (int t = 0; t < 2; t++) { /* op(T) with T = F's triangle, in place on a copy of B */
+    assert_int_equal(cudaMemcpy(dx, db, span_of(&B), cudaMemcpyDeviceToDevice), cudaSuccess);
+    assert_int_equal(gstat_triangular_solve(gpu, &dF, (gstat_uplo)u, (gstat_trans)t, GSTAT_NON_UNIT,
+                                            &dX, &dX, NULL),
+                     GSTAT_OK);
+    from_device(&X, dx);
+    tu_read(&X.m, 0, x);
+    /* the stored triangle T is L (lower) or L^T (upper): op(T) = L or L^T */
+    bool trans_l = (t == GSTAT_TRANS) != (u == GSTAT_UPPER);
+    assert_true(tu_solve_residual(n, nrhs, l, trans_l, x, bb, ulp) <= max_ratio);
+  }
+  assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
+  cudaFree(da);
+  cudaFree(df);
+  cudaFree(db);
+  cudaFree(dx);
+  free(a);
+  free(l);
+  free(bb);
+  free(x);
+  tu_buf_free(&A);
+  tu_buf_free(&F);
+  tu_buf_free(&B);
+  tu_buf_free(&X);
+}
+
+static void test_cholesky_single_large(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  for (int u = 0; u < 2; u++) {
+    single_large_case(gpu, GSTAT_F32, 1100, u);
+    single_large_case(gpu, GSTAT_F64, 2100, u);
+  }
+  gstat_ctx_destroy(gpu);
+}
+
+/* Small batches with a failing element on each factor path, dense device
+ * data, F apart from A and F = A in place: n = 24 (register kernel, scan
+ * deferred), 200 (potrfBatched in our buffer, guarded finish pass), 700 x 1
+ * (Xpotrf, the same), 520 x 3 (blocked, the scan waited for). info names
+ * the failing element's minor, its factor is NaN, the others are right. */
+static void test_cholesky_not_pd_small_batch(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  const int64_t ns[] = {24, 200, 700, 520}, nbs[] = {3, 3, 1, 3};
+  for (int c = 0; c < 4; c++)
+    for (int inplace = 0; inplace < 2; inplace++) {
+      const int64_t n = ns[c], nb = nbs[c], bad = nb - 1, minor = n / 2 + 1;
+      gstat_dtype dt = (c + inplace) % 2 ? GSTAT_F64 : GSTAT_F32;
+      double ulp = dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
+      tu_rng rng = tu_rng_new();
+      tu_buf A = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR), F = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR);
+      double *a = malloc(sizeof(double) * (size_t)(nb * n * n)),
+             *l = malloc(sizeof(double) * (size_t)(n * n));
+      for (int64_t b = 0; b < nb; b++) {
+        tu_spd(&rng, n, 100, a + b * n * n);
+        if (b == bad) a[b * n * n + (minor - 1) * (n + 1)] = -1;
+        tu_store_matrix(&A, b, a + b * n * n);
+      }
+      void *da, *df = NULL;
+      gstat_matrix dA = to_device(&A, &da), dF = inplace ? dA : to_device(&F, &df);
+      int64_t info[3] = {-7, -7, -7};
+      assert_int_equal(gstat_cholesky(gpu, &dA, GSTAT_LOWER, &dF, info), GSTAT_ENOTPD);
+      assert_non_null(strstr(gstat_ctx_last_error(gpu), "not positive definite"));
+      from_device(&F, inplace ? da : df);
+      for (int64_t b = 0; b < nb; b++) {
+        assert_int_equal(info[b], b == bad ? minor : 0);
+        for (int64_t j = 0; j < n; j++)
+          for (int64_t i = 0; i < n; i++) l[i + j * n] = tu_get(&F.m, b, i, j);
+        if (b == bad) {
+          for (int64_t e = 0; e < n * n; e++) assert_true(isnan(l[e]));
+        } else {
+          for (int64_t j = 1; j < n; j++) assert_true(l[j * n] == 0); /* row 0, upper part */
+          assert_true(tu_chol_residual(n, a + b * n * n, l, ulp) <= max_ratio);
+        }
+      }
+      cudaFree(da);
+      if (df) cudaFree(df);
+      free(a);
+      free(l);
+      tu_buf_free(&A);
+      tu_buf_free(&F);
+    }
+  gstat_ctx_destroy(gpu);
+}
+
+/* A NaN or Inf in the read triangle of device data is GSTAT_ENOTFINITE
+ * naming it, and F and info keep every byte, on each path (the deferred
+ * scans' guards included: nothing may have written F before the verdict
+ * came back); in the triangle that is not read it changes nothing. */
+static void test_cholesky_nonfinite_device(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  const int64_t ns[] = {16, 64, 100, 700, 520, 1100}, nbs[] = {5, 3, 4, 1, 2, 1};
+  for (int c = 0; c < 6; c++) {
+    const int64_t n = ns[c], nb = nbs[c], bad = nb / 2;
+    gstat_dtype dt = c % 2 ? GSTAT_F64 : GSTAT_F32;
+    tu_rng rng = tu_rng_new();
+    tu_buf A = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR), F = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR);
+    double *a = malloc(sizeof(double) * (size_t)(n * n));
+    for (int64_t b = 0; b < nb; b++) {
+      tu_spd(&rng, n, 100, a);
+      tu_store_matrix(&A, b, a);
+    }
+    tu_set(&A.m, bad, n - 1, n / 3, c % 3 ? NAN : INFINITY); /* lower triangle */
+    void *da, *df;
+    gstat_matrix dA = to_device(&A, &da), dF = to_device(&F, &df);
+    size_t fb = span_of(&F);
+    assert_int_equal(cudaMemset(df, 0x42, fb), cudaSuccess);
+    int64_t info[5] = {-7, -7, -7, -7, -7};
+    assert_int_equal(gstat_cholesky(gpu, &dA, GSTAT_LOWER, &dF, info), GSTAT_ENOTFINITE);
+    char want[64];
+    snprintf(want, sizeof want, "batch element %lld of A", (long long)bad);
+    assert_non_null(strstr(gstat_ctx_last_error(gpu), want));
+    unsigned char *hf = malloc(fb);
+    assert_int_equal(cudaMemcpy(hf, df, fb, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < fb; i++) assert_int_equal(hf[i], 0x42);
+    for (int64_t b = 0; b < nb; b++) assert_int_equal(info[b], -7);
+    /* the same value in the upper triangle, which LOWER does not read */
+    tu_set(&A.m, bad, n - 1, n / 3, tu_get(&A.m, bad, n / 3, n - 1));
+    tu_set(&A.m, bad, n / 3, n - 1, NAN);
+    assert_int_equal(cudaMemcpy(da, A.m.data, span_of(&A), cudaMemcpyHostToDevice), cudaSuccess);
+    assert_int_equal(gstat_cholesky(gpu, &dA, GSTAT_LOWER, &dF, info), GSTAT_OK);
+    for (int64_t b = 0; b < nb; b++) assert_int_equal(info[b], 0);
+    free(hf);
+    cudaFree(da);
+    cudaFree(df);
+    free(a);
+    tu_buf_free(&A);
+    tu_buf_free(&F);
+  }
+  gstat_ctx_destroy(gpu);
+}
+
 /* GSTAT_CUDA_FAULT: out of memory reruns on the CPU; a failing solver or
  * NaN output has the flagged elements recomputed on the CPU. Results stay
  * right and the context says what ran. */
@@ -1361,6 +1528,9 @@ int main(void) {
       cmocka_unit_test(test_cholesky_and_solves),
       cmocka_unit_test(test_cholesky_not_pd_device),
       cmocka_unit_test(test_info_clean_never_hides_a_failure),
+      cmocka_unit_test(test_cholesky_single_large),
+      cmocka_unit_test(test_cholesky_not_pd_small_batch),
+      cmocka_unit_test(test_cholesky_nonfinite_device),
       cmocka_unit_test(test_fallback_paths),
       cmocka_unit_test(test_device_oom_leaves_outputs),
       cmocka_unit_test(test_pca_device_data),

@@ -15,6 +15,16 @@ extern "C" {
 cudaError_t gstat_cu_finish_cholesky(int dtype, void *a, int64_t n, int64_t batch, const int *info,
                                      cudaStream_t stream);
 
+/* gstat_cu_finish_cholesky from the factored batch src into dst (src == dst:
+ * in place): dst's lower triangle copied from src. guard (NULL: none): a
+ * deferred finiteness scan's first index; unless it is ULLONG_MAX (every
+ * input finite) nothing is written. any (NULL: none) becomes 1 when some
+ * info[b] != 0 (the caller zeroes it first). */
+cudaError_t gstat_cu_finish_cholesky_to(int dtype, const void *src, void *dst, int64_t n,
+                                        int64_t batch, const int *info,
+                                        const unsigned long long *guard, unsigned *any,
+                                        cudaStream_t stream);
+
 /* info[b] = 1-based index of the first zero on the diagonal of element b, 0 if none. */
 cudaError_t gstat_cu_diag_info(int dtype, const void *a, int64_t n, int64_t batch, int *info,
                                cudaStream_t stream);
