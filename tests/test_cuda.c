@@ -759,49 +759,62 @@ static void test_info_clean_never_hides_a_failure(void **state) {
   gstat_ctx_destroy(gpu);
 }
 
-/* One element of order n on the GPU, data dense in device memory (the
+/* nb elements of order n on the GPU, data dense in device memory (the
  * caller's buffers used as they lie): Cholesky of both triangles, then
  * cholesky_solve and triangular_solve (both ops, X in place on B's copy)
- * against the factor. f32 n = 1100 is Xpotrf in our buffer with the
- * finiteness scan deferred (the guarded finish pass writes F), f64 n = 2100
- * Xpotrf in F after a waited-for scan; the solves of both take Xpotrs and
- * plain trsm (solve_rules). */
-static void single_large_case(gstat_ctx *gpu, gstat_dtype dt, int64_t n, int u) {
+ * against the factor. Single matrices: f32 n = 1100 is Xpotrf in our buffer
+ * with the finiteness scan deferred (the guarded finish pass writes F), f64
+ * n = 2100 Xpotrf in F after a waited-for scan; their solves take Xpotrs
+ * and plain trsm (solve_rules). Batches take trsmBatched on the caller's
+ * factor (an upper one with the ops flipped). */
+static void solve_device_case(gstat_ctx *gpu, gstat_dtype dt, int64_t nb, int64_t n, int u) {
   const int64_t nrhs = 3;
   double ulp = dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
   tu_rng rng = tu_rng_new();
-  tu_buf A = tu_buf_new(dt, 1, n, n, TU_COL_MAJOR), F = tu_buf_new(dt, 1, n, n, TU_COL_MAJOR),
-         B = tu_buf_new(dt, 1, n, nrhs, TU_COL_MAJOR), X = tu_buf_new(dt, 1, n, nrhs, TU_COL_MAJOR);
-  double *a = malloc(sizeof(double) * (size_t)(n * n)),
-         *l = malloc(sizeof(double) * (size_t)(n * n));
-  double *bb = malloc(sizeof(double) * (size_t)(n * nrhs)),
+  tu_buf A = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR), F = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR),
+         B = tu_buf_new(dt, nb, n, nrhs, TU_COL_MAJOR),
+         X = tu_buf_new(dt, nb, n, nrhs, TU_COL_MAJOR);
+  double *a = malloc(sizeof(double) * (size_t)(nb * n * n)),
+         *l = malloc(sizeof(double) * (size_t)(nb * n * n));
+  double *bb = malloc(sizeof(double) * (size_t)(nb * n * nrhs)),
          *x = malloc(sizeof(double) * (size_t)(n * nrhs));
-  tu_spd(&rng, n, 100, a);
-  tu_store_matrix(&A, 0, a);
+  for (int64_t b = 0; b < nb; b++) {
+    tu_spd(&rng, n, 100, a + b * n * n);
+    tu_store_matrix(&A, b, a + b * n * n);
+  }
   tu_fill_normal(&rng, &B, bb);
   void *da, *df, *db, *dx;
   gstat_matrix dA = to_device(&A, &da), dF = to_device(&F, &df), dB = to_device(&B, &db),
                dX = to_device(&X, &dx);
-  int64_t info = -7;
-  assert_int_equal(gstat_cholesky(gpu, &dA, (gstat_uplo)u, &dF, &info), GSTAT_OK);
-  assert_int_equal(info, 0);
+  int64_t info[9] = {-7, -7, -7, -7, -7, -7, -7, -7, -7};
+  assert_true(nb <= 9);
+  assert_int_equal(gstat_cholesky(gpu, &dA, (gstat_uplo)u, &dF, info), GSTAT_OK);
   from_device(&F, df);
-  assert_true(tu_lower_factor(&F.m, 0, (gstat_uplo)u, l));
-  assert_true(tu_chol_residual(n, a, l, ulp) <= max_ratio);
+  for (int64_t b = 0; b < nb; b++) {
+    assert_int_equal(info[b], 0);
+    assert_true(tu_lower_factor(&F.m, b, (gstat_uplo)u, l + b * n * n));
+    assert_true(tu_chol_residual(n, a + b * n * n, l + b * n * n, ulp) <= max_ratio);
+  }
   assert_int_equal(gstat_cholesky_solve(gpu, &dF, (gstat_uplo)u, &dB, &dX, NULL), GSTAT_OK);
   from_device(&X, dx);
-  tu_read(&X.m, 0, x);
-  assert_true(tu_solve_residual(n, nrhs, a, false, x, bb, ulp) <= max_ratio);
+  for (int64_t b = 0; b < nb; b++) {
+    tu_read(&X.m, b, x);
+    assert_true(tu_solve_residual(n, nrhs, a + b * n * n, false, x, bb + b * n * nrhs, ulp) <=
+                max_ratio);
+  }
   for (int t = 0; t < 2; t++) { /* op(T) with T = F's triangle, in place on a copy of B */
     assert_int_equal(cudaMemcpy(dx, db, span_of(&B), cudaMemcpyDeviceToDevice), cudaSuccess);
     assert_int_equal(gstat_triangular_solve(gpu, &dF, (gstat_uplo)u, (gstat_trans)t, GSTAT_NON_UNIT,
                                             &dX, &dX, NULL),
                      GSTAT_OK);
     from_device(&X, dx);
-    tu_read(&X.m, 0, x);
     /* the stored triangle T is L (lower) or L^T (upper): op(T) = L or L^T */
     bool trans_l = (t == GSTAT_TRANS) != (u == GSTAT_UPPER);
-    assert_true(tu_solve_residual(n, nrhs, l, trans_l, x, bb, ulp) <= max_ratio);
+    for (int64_t b = 0; b < nb; b++) {
+      tu_read(&X.m, b, x);
+      assert_true(tu_solve_residual(n, nrhs, l + b * n * n, trans_l, x, bb + b * n * nrhs, ulp) <=
+                  max_ratio);
+    }
   }
   assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
   cudaFree(da);
@@ -822,8 +835,9 @@ static void test_cholesky_single_large(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
   for (int u = 0; u < 2; u++) {
-    single_large_case(gpu, GSTAT_F32, 1100, u);
-    single_large_case(gpu, GSTAT_F64, 2100, u);
+    solve_device_case(gpu, GSTAT_F32, 1, 1100, u);
+    solve_device_case(gpu, GSTAT_F64, 1, 2100, u);
+    solve_device_case(gpu, u ? GSTAT_F64 : GSTAT_F32, 9, 40, u); /* trsmBatched, caller's factor */
   }
   gstat_ctx_destroy(gpu);
 }

@@ -239,8 +239,77 @@ gstat_status gstat_cu_cholesky(void *state, gstat_ctx *ctx, const gstat_matrix *
   return GSTAT_OK;
 }
 
-/* Solve with the lower factor L in dL: op(L) X = B for each trans in
- * `passes` (NO_TRANS then TRANS for Cholesky: L L^T X = B). */
+/* Few large systems: cuSOLVER's Xpotrs (Cholesky) or cuBLAS's trsm per
+ * matrix instead of trsmBatched, whose kernels suit many small systems
+ * (the crossover mirrors Xpotrf's, an estimate to be measured:
+ * bench/gpu_chol_vs_torch.py). */
+static const struct { int64_t min_n, max_batch; } solve_rules = {512, 4};
+
+/* The factor or triangle of one solve: where it lies (the caller's dense
+ * batch, or our lower copy), its fill and whether the passes' ops flip (an
+ * upper triangle used as it lies is the transpose of the lower one the
+ * passes are written for). */
+typedef struct {
+  char *data;
+  cublasFillMode_t fill;
+  bool flip;
+} solve_factor;
+
+/* op(T) X = B per element with cuBLAS's plain trsm (one matrix at a time)
+ * or trsmBatched over pointer arrays. */
+static gstat_status trsm_pass(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, int cdt,
+                              const solve_factor *f, cublasOperation_t op, cublasDiagType_t diag,
+                              char *dX, int64_t n, int64_t nrhs, int64_t nb, bool single) {
+  size_t es = gstat_cu_dtype_bytes(cdt), ls = (size_t)(n * n) * es, xs = (size_t)(n * nrhs) * es;
+  if (f->flip) op = op == CUBLAS_OP_N ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;
+  const double one = 1;
+  const float onef = 1;
+  if (single) {
+    for (int64_t b = 0; b < nb && bs == CUBLAS_STATUS_SUCCESS; b++)
+      bs = cdt == GSTAT_F64 ? cublasDtrsm(s->blas, CUBLAS_SIDE_LEFT, f->fill, op, diag, (int)n,
+                                          (int)nrhs, &one, (const double *)(f->data + ls * b),
+                                          (int)n, (double *)(dX + xs * b), (int)n)
+                            : cublasStrsm(s->blas, CUBLAS_SIDE_LEFT, f->fill, op, diag, (int)n,
+                                          (int)nrhs, &onef, (const float *)(f->data + ls * b),
+                                          (int)n, (float *)(dX + xs * b), (int)n);
+  } else {
+    void **pl = pointers(s, ctx, 0, f->data, ls, nb), **pb = pointers(s, ctx, 1, dX, xs, nb);
+    if (!pl || !pb)
+      return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "%s: cannot build the pointer arrays", fn);
+    bs = cdt == GSTAT_F64 ? cublasDtrsmBatched(s->blas, CUBLAS_SIDE_LEFT, f->fill, op, diag, (int)n,
+                                               (int)nrhs, &one, (const double *const *)pl, (int)n,
+                                               (double *const *)pb, (int)n, (int)nb)
+                          : cublasStrsmBatched(s->blas, CUBLAS_SIDE_LEFT, f->fill, op, diag, (int)n,
+                                               (int)nrhs, &onef, (const float *const *)pl, (int)n,
+                                               (float *const *)pb, (int)n, (int)nb);
+  }
+  if (bs != CUBLAS_STATUS_SUCCESS)
+    return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "%s: trsm failed (cublasStatus %d)", fn,
+                               (int)bs);
+  return GSTAT_OK;
+}
+
+/* Xpotrs on each element: the factor's fill as it lies, no flip. Its info
+ * only reports bad arguments: it goes to the flags after the infos (a
+ * nonzero one has the element recomputed on the CPU). */
+static gstat_status potrs_single(gstat_cu_state *s, gstat_ctx *ctx, int cdt, const solve_factor *f,
+                                 char *dX, int64_t n, int64_t nrhs, int64_t nb, int *dFlags) {
+  cudaDataType t = cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F;
+  size_t es = gstat_cu_dtype_bytes(cdt), ls = (size_t)(n * n) * es, xs = (size_t)(n * nrhs) * es;
+  cusolverStatus_t cs = CUSOLVER_STATUS_SUCCESS;
+  for (int64_t b = 0; b < nb && cs == CUSOLVER_STATUS_SUCCESS; b++)
+    cs = cusolverDnXpotrs(s->solver, s->params, f->fill, n, nrhs, t, f->data + ls * b, n, t,
+                          dX + xs * b, n, dFlags + b);
+  return cs == CUSOLVER_STATUS_SUCCESS ? GSTAT_OK
+                                       : gstat_cu_solver_fail(ctx, "cholesky_solve", "Xpotrs", cs);
+}
+
+/* Solve with the factor T: op(L) X = B for each op in `passes` (NO_TRANS
+ * then TRANS for Cholesky: L L^T X = B), L the lower triangle of T or the
+ * transpose of its upper one. A dense device T in the compute type is used
+ * as it lies, and a dense device X receives B and the solution in place:
+ * no copies of the factor, no store. */
 static gstat_status solve_chunk(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
                                 const gstat_matrix *T, gstat_uplo uplo,
                                 const cublasOperation_t *passes, int npass, cublasDiagType_t diag,
@@ -250,40 +319,37 @@ static gstat_status solve_chunk(gstat_cu_state *s, gstat_ctx *ctx, const char *f
   int64_t n = T->rows, nrhs = B->cols;
   size_t es = gstat_cu_dtype_bytes(cdt), lstride = (size_t)(n * n) * es,
          bstride = (size_t)(n * nrhs) * es;
-  void *dL = gstat_cu_buffer(s, ctx, CU_MAT, lstride * (size_t)nb);
-  void *dB = gstat_cu_buffer(s, ctx, CU_RHS, bstride * (size_t)nb);
-  int *dInfo = gstat_cu_buffer(s, ctx, CU_INFO, sizeof(int) * (size_t)nb);
-  if (!dL || !dB || !dInfo) return GSTAT_ENOMEM;
-  gstat_matrix in = as_lower(T, uplo);
-  gstat_status st = gstat_cu_load(s, ctx, fn, &in, b0, nb, cdt, dL, NULL);
-  if (st == GSTAT_OK) st = gstat_cu_load(s, ctx, fn, B, b0, nb, cdt, dB, NULL);
-  if (st != GSTAT_OK) return st;
+  bool single = n >= solve_rules.min_n && T->batch <= solve_rules.max_batch;
+  bool potrs = single && npass == 2;
+  char *dT = gstat_cu_dense(T, cdt, b0);
+  solve_factor f = {dT, CUBLAS_FILL_MODE_LOWER, false};
+  if (dT && uplo == GSTAT_UPPER) f.fill = CUBLAS_FILL_MODE_UPPER, f.flip = true;
+  if (!dT) f.data = gstat_cu_buffer(s, ctx, CU_MAT, lstride * (size_t)nb);
+  char *dX = gstat_cu_dense(X, cdt, b0);
+  bool store = !dX;
+  if (store) dX = gstat_cu_buffer(s, ctx, CU_RHS, bstride * (size_t)nb);
+  int *dInfo = gstat_cu_buffer(s, ctx, CU_INFO, 2 * sizeof(int) * (size_t)nb);
+  if (!f.data || !dX || !dInfo) return GSTAT_ENOMEM;
+  if (!dT) {
+    gstat_matrix in = as_lower(T, uplo);
+    GSTAT_CU_TRY(gstat_cu_load(s, ctx, fn, &in, b0, nb, cdt, f.data, NULL));
+  }
+  if (gstat_cu_dense(B, cdt, b0) != dX)
+    GSTAT_CU_TRY(gstat_cu_load(s, ctx, fn, B, b0, nb, cdt, dX, NULL));
   cudaError_t err = diag == CUBLAS_DIAG_UNIT
                         ? cudaMemsetAsync(dInfo, 0, sizeof(int) * (size_t)nb, s->stream)
-                        : gstat_cu_diag_info(cdt, dL, n, nb, dInfo, s->stream);
+                        : gstat_cu_diag_info(cdt, f.data, n, nb, dInfo, s->stream);
+  if (err == cudaSuccess && potrs)
+    err = cudaMemsetAsync(dInfo + nb, 0, sizeof(int) * (size_t)nb, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "diagonal check", err);
-  void **pl = pointers(s, ctx, 0, dL, lstride, nb), **pb = pointers(s, ctx, 1, dB, bstride, nb);
-  if (!pl || !pb)
-    return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "%s: cannot build the pointer arrays", fn);
-  for (int p = 0; p < npass; p++) {
-    cublasStatus_t bs;
-    if (cdt == GSTAT_F64) {
-      const double one = 1;
-      bs = cublasDtrsmBatched(s->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, passes[p], diag,
-                              (int)n, (int)nrhs, &one, (const double *const *)pl, (int)n,
-                              (double *const *)pb, (int)n, (int)nb);
-    } else {
-      const float one = 1;
-      bs = cublasStrsmBatched(s->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, passes[p], diag,
-                              (int)n, (int)nrhs, &one, (const float *const *)pl, (int)n,
-                              (float *const *)pb, (int)n, (int)nb);
-    }
-    if (bs != CUBLAS_STATUS_SUCCESS)
-      return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "%s: trsmBatched failed (cublasStatus %d)",
-                                 fn, (int)bs);
+  if (potrs) {
+    GSTAT_CU_TRY(potrs_single(s, ctx, cdt, &f, dX, n, nrhs, nb, dInfo + nb));
+  } else {
+    for (int p = 0; p < npass; p++)
+      GSTAT_CU_TRY(trsm_pass(s, ctx, fn, cdt, &f, passes[p], diag, dX, n, nrhs, nb, single));
   }
-  if ((st = gstat_cu_store(s, ctx, fn, dB, cdt, X, b0, nb, NULL)) != GSTAT_OK) return st;
-  return gstat_cu_collect_info(s, ctx, fn, dInfo, false, nb, info + b0, s->stream);
+  if (store) GSTAT_CU_TRY(gstat_cu_store(s, ctx, fn, dX, cdt, X, b0, nb, NULL));
+  return gstat_cu_collect_info(s, ctx, fn, dInfo, potrs, nb, info + b0, s->stream);
 }
 
 static gstat_status solve(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *T,

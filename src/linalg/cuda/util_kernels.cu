@@ -33,14 +33,25 @@ __global__ void finish_cholesky(const T *src, T *dst, int64_t n, int64_t batch, 
   }
 }
 
+/* A block per element: its threads stride over the diagonal and the block
+ * keeps the smallest index of a zero (a thread per element walked all n
+ * entries in turn: milliseconds for one matrix of order 32768). */
 template <typename T>
 __global__ void diag_info(const T *a, int64_t n, int64_t batch, int *info) {
-  for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < batch;
-       b += (int64_t)gridDim.x * blockDim.x) {
-    int first = 0;
-    for (int64_t i = n - 1; i >= 0; i--)
-      if (a[b * n * n + i * (n + 1)] == T(0)) first = (int)(i + 1);
-    info[b] = first;
+  __shared__ int first;
+  for (int64_t b = blockIdx.x; b < batch; b += gridDim.x) {
+    if (threadIdx.x == 0) first = INT_MAX;
+    __syncthreads();
+    int mine = INT_MAX;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      if (a[b * n * n + i * (n + 1)] == T(0)) {
+        mine = (int)(i + 1);
+        break; /* i ascends per thread: its first zero is its smallest */
+      }
+    if (mine != INT_MAX) atomicMin(&first, mine);
+    __syncthreads();
+    if (threadIdx.x == 0) info[b] = first == INT_MAX ? 0 : first;
+    __syncthreads(); /* first is read before the next element resets it */
   }
 }
 
@@ -92,11 +103,12 @@ extern "C" cudaError_t gstat_cu_finish_cholesky(int dtype, void *a, int64_t n, i
 extern "C" cudaError_t gstat_cu_diag_info(int dtype, const void *a, int64_t n, int64_t batch,
                                           int *info, cudaStream_t stream) {
   if (batch == 0) return cudaSuccess;
+  unsigned blocks = (unsigned)(batch < 65535 ? batch : 65535);
+  unsigned threads = n >= 256 ? 256 : n >= 128 ? 128 : n >= 64 ? 64 : 32;
   if (dtype == 2)
-    diag_info<<<blocks_for(batch), 256, 0, stream>>>(static_cast<const double *>(a), n, batch,
-                                                     info);
+    diag_info<<<blocks, threads, 0, stream>>>(static_cast<const double *>(a), n, batch, info);
   else
-    diag_info<<<blocks_for(batch), 256, 0, stream>>>(static_cast<const float *>(a), n, batch, info);
+    diag_info<<<blocks, threads, 0, stream>>>(static_cast<const float *>(a), n, batch, info);
   return cudaGetLastError();
 }
 
