@@ -321,6 +321,34 @@ static void test_statistics_auto(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
+/* In place on device data (F = A) the GPU's factor overwrites the input,
+ * and device inputs are not kept: an element that is not positive definite
+ * keeps the GPU's verdict (its minor) and NaN factor; recomputing it on the
+ * CPU from the NaN left there reported minor 1. */
+static void test_not_pd_in_place_device_keeps_verdict(void **state) {
+  (void)state;
+  unsetenv("GSTAT_FAKE_FAULT");
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA);
+  enum { NB = 3, N = 6 };
+  tu_rng rng = tu_rng_new();
+  double a[NB * N * N];
+  for (int64_t b = 0; b < NB; b++) tu_spd(&rng, N, 10, a + b * N * N);
+  a[1 * N * N + 3 * (N + 1)] = -1; /* element 1: leading minor of order 4 */
+  gstat_matrix A = gstat_matrix_col_major(a, GSTAT_F64, NB, N, N);
+  A.location = GSTAT_CUDA;
+  int64_t info[NB] = {-7, -7, -7};
+  assert_int_equal(gstat_cholesky(ctx, &A, GSTAT_LOWER, &A, info), GSTAT_ENOTPD);
+  assert_non_null(strstr(gstat_ctx_last_error(ctx),
+                         "batch element 1 is not positive definite "
+                         "(leading minor of order 4)"));
+  assert_string_equal(gstat_ctx_last_backend_name(ctx), "cuda");
+  assert_int_equal(info[0], 0);
+  assert_int_equal(info[1], 4);
+  assert_int_equal(info[2], 0);
+  for (int e = 0; e < N * N; e++) assert_true(isnan(a[1 * N * N + e]));
+  gstat_ctx_destroy(ctx);
+}
+
 int main(void) {
   setenv("GSTAT_CUDA_MODULE", GSTAT_FAKE_MODULE_PATH, 1);
   const struct CMUnitTest tests[] = {
@@ -334,6 +362,7 @@ int main(void) {
       cmocka_unit_test(test_statistics_matrix),
       cmocka_unit_test(test_statistics_faults),
       cmocka_unit_test(test_statistics_auto),
+      cmocka_unit_test(test_not_pd_in_place_device_keeps_verdict),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
