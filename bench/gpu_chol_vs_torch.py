@@ -14,7 +14,7 @@ dtype and op the geometric mean and the minimum of torch/gstat over the
 issue's sizes, and the worst Xpotrf/gstat of the single matrices.
 
 usage: bench/gpu_chol_vs_torch.py [--build build-gpu] [--reps 5] [--nrhs 1]
-           [--only 1x8192,4096x32] [--dtypes f32,f64] [--no-solves] [--seconds S]
+           [--only 1x8192,4096x32] [--dtypes f32,f64] [--no-solves] [--seconds S] [--probes]
 --seconds: start no case after S seconds (the summary still comes), for a
 device call's time limit; Cholesky rows come first, then the solves.
 """
@@ -32,6 +32,10 @@ from gpu_vs_torch import load_input, time_cuda
 SIZES = [(4096, 32), (1024, 64), (256, 128), (64, 256), (60, 1024),
          (1, 4096), (1, 8192), (1, 16384), (1, 32768)]
 SOLVE_SIZES = [s for s in SIZES if s[1] <= 16384]
+# --probes: the rules' crossovers (chol_rules' potrfBatched range, the
+# guarded copy's 16 MiB, solve_rules' single systems)
+PROBES = [(16, 1024), (32, 1024), (32, 768), (32, 1536), (64, 512), (4, 2048),
+          (1, 512), (1, 1024), (1, 2048), (2, 1024), (8, 1024)]
 
 
 def torch_ms(op, dtype, batch, n, reps, path, nrhs):
@@ -100,16 +104,18 @@ def main():
     ap.add_argument("--dtypes", default="f32,f64")
     ap.add_argument("--no-solves", action="store_true")
     ap.add_argument("--seconds", type=float, default=math.inf)
+    ap.add_argument("--probes", action="store_true", help="the rules' crossover sizes instead")
     args = ap.parse_args()
     only = {tuple(int(v) for v in s.split("x")) for s in args.only.split(",") if s}
     exe = os.path.join(args.build, "bench", "bench_cuda")
     tmp = tempfile.TemporaryDirectory()
     path = os.path.join(tmp.name, "input.bin")
     dtypes = args.dtypes.split(",")
-    cases = [("cholesky", dt, b, n) for dt in dtypes for b, n in SIZES]
+    sizes, solve_sizes = (PROBES, PROBES) if args.probes else (SIZES, SOLVE_SIZES)
+    cases = [("cholesky", dt, b, n) for dt in dtypes for b, n in sizes]
     if not args.no_solves:
         cases += [(op, dt, b, n) for op in ("cholesky_solve", "trsm") for dt in dtypes
-                  for b, n in SOLVE_SIZES]
+                  for b, n in solve_sizes]
     start = time.monotonic()
     rows = []
     print(f"{'op':15} {'dt':4} {'batch x n':>10} {'gstat':>9} {'torch':>9} {'cupy':>9} {'batched':>9} "

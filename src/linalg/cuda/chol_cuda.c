@@ -31,7 +31,8 @@ typedef enum { CHOL_SMALL, CHOL_BATCHED, CHOL_XPOTRF, CHOL_BLOCKED } chol_path;
  * after another beats our block columns, whose latency chain does not
  * amortize without a batch. Wide batches of n ~ 1024 go back to
  * potrfBatched: at 60x1024 the bare routine beat the blocked path (the
- * crossover between 16 and 60 is interpolated, to be measured). Staging:
+ * batch crossover between 16 and 60 is interpolated, the range of n kept
+ * between 64x512's tie and 4x2048's loss; to be measured). Staging:
  * with a deferred scan, the potrfBatched and Xpotrf paths factor in our
  * buffer and the guarded finish pass writes F, one more pass over the batch
  * that costs less than the host's wait for the scan up to this size (an
@@ -41,7 +42,7 @@ static const struct {
   int64_t xpotrf_few_min_n, xpotrf_few_max_batch;
   int64_t wide_min_n, wide_max_n, wide_min_batch;
   size_t staged_max_bytes;
-} chol_rules = {64, 512, 512, 2048, 4, 1024, 2047, 32, (size_t)16 << 20};
+} chol_rules = {64, 512, 512, 2048, 4, 768, 1536, 32, (size_t)16 << 20};
 
 static chol_path path_for(int64_t n, int64_t batch) {
   if (n <= chol_rules.small_max_n) return CHOL_SMALL;
