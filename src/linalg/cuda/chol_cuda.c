@@ -330,16 +330,19 @@ static gstat_status solve_chunk(gstat_cu_state *s, gstat_ctx *ctx, const char *f
   bool store = !dX;
   if (store) dX = gstat_cu_buffer(s, ctx, CU_RHS, bstride * (size_t)nb);
   int *dInfo = gstat_cu_buffer(s, ctx, CU_INFO, 2 * sizeof(int) * (size_t)nb);
-  if (!f.data || !dX || !dInfo) return GSTAT_ENOMEM;
+  /* the diagonal check sets the info verdict (unless Xpotrs's flags join it) */
+  unsigned *any = gstat_cu_info_verdict(s, ctx);
+  if (!f.data || !dX || !dInfo || !any) return GSTAT_ENOMEM;
   if (!dT) {
     gstat_matrix in = as_lower(T, uplo);
     GSTAT_CU_TRY(gstat_cu_load(s, ctx, fn, &in, b0, nb, cdt, f.data, NULL));
   }
   if (gstat_cu_dense(B, cdt, b0) != dX)
     GSTAT_CU_TRY(gstat_cu_load(s, ctx, fn, B, b0, nb, cdt, dX, NULL));
-  cudaError_t err = diag == CUBLAS_DIAG_UNIT
-                        ? cudaMemsetAsync(dInfo, 0, sizeof(int) * (size_t)nb, s->stream)
-                        : gstat_cu_diag_info(cdt, f.data, n, nb, dInfo, s->stream);
+  cudaError_t err = cudaMemsetAsync(any, 0, sizeof *any, s->stream);
+  if (err == cudaSuccess)
+    err = diag == CUBLAS_DIAG_UNIT ? cudaMemsetAsync(dInfo, 0, sizeof(int) * (size_t)nb, s->stream)
+                                   : gstat_cu_diag_info(cdt, f.data, n, nb, dInfo, any, s->stream);
   if (err == cudaSuccess && potrs)
     err = cudaMemsetAsync(dInfo + nb, 0, sizeof(int) * (size_t)nb, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "diagonal check", err);
@@ -350,7 +353,8 @@ static gstat_status solve_chunk(gstat_cu_state *s, gstat_ctx *ctx, const char *f
       GSTAT_CU_TRY(trsm_pass(s, ctx, fn, cdt, &f, passes[p], diag, dX, n, nrhs, nb, single));
   }
   if (store) GSTAT_CU_TRY(gstat_cu_store(s, ctx, fn, dX, cdt, X, b0, nb, NULL));
-  return gstat_cu_collect_info(s, ctx, fn, dInfo, potrs, nb, info + b0, s->stream);
+  return gstat_cu_collect_info_scanned(s, ctx, fn, dInfo, potrs, nb, info + b0, s->stream, NULL,
+                                       !potrs);
 }
 
 static gstat_status solve(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *T,

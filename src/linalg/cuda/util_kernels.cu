@@ -35,9 +35,10 @@ __global__ void finish_cholesky(const T *src, T *dst, int64_t n, int64_t batch, 
 
 /* A block per element: its threads stride over the diagonal and the block
  * keeps the smallest index of a zero (a thread per element walked all n
- * entries in turn: milliseconds for one matrix of order 32768). */
+ * entries in turn: milliseconds for one matrix of order 32768). any (NULL:
+ * none) becomes 1 for a singular element: no reduction over info follows. */
 template <typename T>
-__global__ void diag_info(const T *a, int64_t n, int64_t batch, int *info) {
+__global__ void diag_info(const T *a, int64_t n, int64_t batch, int *info, unsigned *any) {
   __shared__ int first;
   for (int64_t b = blockIdx.x; b < batch; b += gridDim.x) {
     if (threadIdx.x == 0) first = INT_MAX;
@@ -50,7 +51,10 @@ __global__ void diag_info(const T *a, int64_t n, int64_t batch, int *info) {
       }
     if (mine != INT_MAX) atomicMin(&first, mine);
     __syncthreads();
-    if (threadIdx.x == 0) info[b] = first == INT_MAX ? 0 : first;
+    if (threadIdx.x == 0) {
+      info[b] = first == INT_MAX ? 0 : first;
+      if (any && first != INT_MAX) *any = 1;
+    }
     __syncthreads(); /* first is read before the next element resets it */
   }
 }
@@ -101,14 +105,14 @@ extern "C" cudaError_t gstat_cu_finish_cholesky(int dtype, void *a, int64_t n, i
 }
 
 extern "C" cudaError_t gstat_cu_diag_info(int dtype, const void *a, int64_t n, int64_t batch,
-                                          int *info, cudaStream_t stream) {
+                                          int *info, unsigned *any, cudaStream_t stream) {
   if (batch == 0) return cudaSuccess;
   unsigned blocks = (unsigned)(batch < 65535 ? batch : 65535);
   unsigned threads = n >= 256 ? 256 : n >= 128 ? 128 : n >= 64 ? 64 : 32;
   if (dtype == 2)
-    diag_info<<<blocks, threads, 0, stream>>>(static_cast<const double *>(a), n, batch, info);
+    diag_info<<<blocks, threads, 0, stream>>>(static_cast<const double *>(a), n, batch, info, any);
   else
-    diag_info<<<blocks, threads, 0, stream>>>(static_cast<const float *>(a), n, batch, info);
+    diag_info<<<blocks, threads, 0, stream>>>(static_cast<const float *>(a), n, batch, info, any);
   return cudaGetLastError();
 }
 

@@ -25,9 +25,11 @@ cudaError_t gstat_cu_finish_cholesky_to(int dtype, const void *src, void *dst, i
                                         const unsigned long long *guard, unsigned *any,
                                         cudaStream_t stream);
 
-/* info[b] = 1-based index of the first zero on the diagonal of element b, 0 if none. */
+/* info[b] = 1-based index of the first zero on the diagonal of element b, 0
+ * if none; *any (NULL: none) becomes 1 when some element has one (the
+ * caller zeroes it first). */
 cudaError_t gstat_cu_diag_info(int dtype, const void *a, int64_t n, int64_t batch, int *info,
-                               cudaStream_t stream);
+                               unsigned *any, cudaStream_t stream);
 
 /* ptrs[b] = base + b * stride_bytes (pointer arrays of the *Batched routines). */
 cudaError_t gstat_cu_fill_ptrs(void **ptrs, void *base, size_t stride_bytes, int64_t batch,
