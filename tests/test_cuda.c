@@ -940,6 +940,77 @@ static void test_cholesky_nonfinite_device(void **state) {
   gstat_ctx_destroy(gpu);
 }
 
+/* The solves of device data with dense X do not wait for the finiteness
+ * scans of T and B: a NaN in B or in T's read triangle is still
+ * GSTAT_ENOTFINITE naming it, with X and info untouched, on the batched
+ * (5 x 20) and single (1 x 600) paths; one in T's unread triangle changes
+ * nothing. T: a well-conditioned lower triangle (diagonal 4). */
+static void test_solves_nonfinite_device(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  const int64_t ns[] = {20, 600}, nbs[] = {5, 1}, nrhs = 2;
+  for (int c = 0; c < 2; c++)
+    for (int op = 0; op < 2; op++) {
+      const int64_t n = ns[c], nb = nbs[c], bad = nb / 2;
+      gstat_dtype dt = op ? GSTAT_F64 : GSTAT_F32;
+      const char *fn = op ? "triangular_solve" : "cholesky_solve", *tname = op ? "T" : "F";
+      tu_rng rng = tu_rng_new();
+      tu_buf T = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR),
+             B = tu_buf_new(dt, nb, n, nrhs, TU_COL_MAJOR),
+             X = tu_buf_new(dt, nb, n, nrhs, TU_COL_MAJOR);
+      double *bb = malloc(sizeof(double) * (size_t)(nb * n * nrhs));
+      for (int64_t b = 0; b < nb; b++)
+        for (int64_t j = 0; j < n; j++)
+          for (int64_t i = 0; i < n; i++)
+            tu_set(&T.m, b, i, j, i < j ? 0.0 : i == j ? 4.0 : 0.5 * tu_normal(&rng) / (double)n);
+      tu_fill_normal(&rng, &B, bb);
+      void *dt_, *db, *dx;
+      gstat_matrix dT = to_device(&T, &dt_), dB = to_device(&B, &db), dX = to_device(&X, &dx);
+      size_t xb = span_of(&X);
+      unsigned char *hx = malloc(xb);
+      for (int where = 0; where < 3; where++) { /* B, T's lower triangle, T's upper */
+        tu_buf *in = where ? &T : &B;
+        int64_t i = where ? n - 1 : n / 2, j = where == 1 ? 0 : where == 2 ? n - 1 : 1;
+        if (where == 2) i = 0;
+        double keep = tu_get(&in->m, bad, i, j);
+        tu_set(&in->m, bad, i, j, NAN);
+        void *dev = where ? dt_ : db;
+        assert_int_equal(cudaMemcpy(dev, in->m.data, span_of(in), cudaMemcpyHostToDevice),
+                         cudaSuccess);
+        assert_int_equal(cudaMemset(dx, 0x42, xb), cudaSuccess);
+        int64_t info[5] = {-7, -7, -7, -7, -7};
+        gstat_status st = op ? gstat_triangular_solve(gpu, &dT, GSTAT_LOWER, GSTAT_NO_TRANS,
+                                                      GSTAT_NON_UNIT, &dB, &dX, info)
+                             : gstat_cholesky_solve(gpu, &dT, GSTAT_LOWER, &dB, &dX, info);
+        if (where == 2) {
+          assert_int_equal(st, GSTAT_OK);
+          for (int64_t b = 0; b < nb; b++) assert_int_equal(info[b], 0);
+        } else {
+          assert_int_equal(st, GSTAT_ENOTFINITE);
+          char want[96];
+          snprintf(want, sizeof want, "%s: batch element %lld of %s", fn, (long long)bad,
+                   where ? tname : "B");
+          assert_non_null(strstr(gstat_ctx_last_error(gpu), want));
+          assert_int_equal(cudaMemcpy(hx, dx, xb, cudaMemcpyDeviceToHost), cudaSuccess);
+          for (size_t k = 0; k < xb; k++) assert_int_equal(hx[k], 0x42);
+          for (int64_t b = 0; b < nb; b++) assert_int_equal(info[b], -7);
+        }
+        tu_set(&in->m, bad, i, j, keep);
+        assert_int_equal(cudaMemcpy(dev, in->m.data, span_of(in), cudaMemcpyHostToDevice),
+                         cudaSuccess);
+      }
+      free(hx);
+      free(bb);
+      cudaFree(dt_);
+      cudaFree(db);
+      cudaFree(dx);
+      tu_buf_free(&T);
+      tu_buf_free(&B);
+      tu_buf_free(&X);
+    }
+  gstat_ctx_destroy(gpu);
+}
+
 /* GSTAT_CUDA_FAULT: out of memory reruns on the CPU; a failing solver or
  * NaN output has the flagged elements recomputed on the CPU. Results stay
  * right and the context says what ran. */
@@ -1545,6 +1616,7 @@ int main(void) {
       cmocka_unit_test(test_cholesky_single_large),
       cmocka_unit_test(test_cholesky_not_pd_small_batch),
       cmocka_unit_test(test_cholesky_nonfinite_device),
+      cmocka_unit_test(test_solves_nonfinite_device),
       cmocka_unit_test(test_fallback_paths),
       cmocka_unit_test(test_device_oom_leaves_outputs),
       cmocka_unit_test(test_pca_device_data),

@@ -225,9 +225,9 @@ gstat_status gstat_cu_cholesky(void *state, gstat_ctx *ctx, const gstat_matrix *
   bool defer =
       direct && (j.path == CHOL_SMALL || ((j.path == CHOL_BATCHED || j.path == CHOL_XPOTRF) &&
                                           bytes <= chol_rules.staged_max_bytes));
-  gstat_cu_scan scan = {"A", A};
+  gstat_cu_scan scan = {{"A", NULL}, {A, NULL}};
   if (defer) {
-    GSTAT_CU_TRY(gstat_cu_scan_deferred(s, ctx, "cholesky", A, tri, &j.guard));
+    GSTAT_CU_TRY(gstat_cu_scan_deferred(s, ctx, "cholesky", A, tri, 0, &j.guard));
     if (j.guard) j.scan = &scan;
   } else {
     GSTAT_CU_TRY(gstat_cu_check_finite(s, ctx, "cholesky", "A", A, tri));
@@ -306,73 +306,95 @@ static gstat_status potrs_single(gstat_cu_state *s, gstat_ctx *ctx, int cdt, con
                                        : gstat_cu_solver_fail(ctx, "cholesky_solve", "Xpotrs", cs);
 }
 
-/* Solve with the factor T: op(L) X = B for each op in `passes` (NO_TRANS
- * then TRANS for Cholesky: L L^T X = B), L the lower triangle of T or the
- * transpose of its upper one. A dense device T in the compute type is used
- * as it lies, and a dense device X receives B and the solution in place:
- * no copies of the factor, no store. */
-static gstat_status solve_chunk(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
-                                const gstat_matrix *T, gstat_uplo uplo,
-                                const cublasOperation_t *passes, int npass, cublasDiagType_t diag,
-                                const gstat_matrix *B, gstat_matrix *X, int64_t b0, int64_t nb,
-                                int64_t *info) {
-  int cdt = gstat_cu_compute_dtype(T->dtype);
-  int64_t n = T->rows, nrhs = B->cols;
+/* One solve call: op(L) X = B for each op in `passes` (NO_TRANS then TRANS
+ * for Cholesky: L L^T X = B), L the lower triangle of T or the transpose of
+ * its upper one. scan (NULL: none): the deferred scans of T (slot 0) and B
+ * (slot 1), whose guards keep X as it was unless both are finite. */
+typedef struct {
+  const char *fn;
+  const gstat_matrix *T, *B;
+  gstat_matrix *X;
+  gstat_uplo uplo;
+  const cublasOperation_t *passes;
+  int npass;
+  cublasDiagType_t diag;
+  const unsigned long long *guard[2];
+  const gstat_cu_scan *scan;
+} solve_job;
+
+/* A dense device T in the compute type is used as it lies; a dense device X
+ * receives B and the solution in place (no store), or, guarded, the
+ * solution from our buffer in one guarded copy. */
+static gstat_status solve_chunk(gstat_cu_state *s, gstat_ctx *ctx, const solve_job *j, int64_t b0,
+                                int64_t nb, int64_t *info) {
+  const char *fn = j->fn;
+  int cdt = gstat_cu_compute_dtype(j->T->dtype);
+  int64_t n = j->T->rows, nrhs = j->B->cols;
   size_t es = gstat_cu_dtype_bytes(cdt), lstride = (size_t)(n * n) * es,
          bstride = (size_t)(n * nrhs) * es;
-  bool single = n >= solve_rules.min_n && T->batch <= solve_rules.max_batch;
-  bool potrs = single && npass == 2;
-  char *dT = gstat_cu_dense(T, cdt, b0);
+  bool single = n >= solve_rules.min_n && j->T->batch <= solve_rules.max_batch;
+  bool potrs = single && j->npass == 2;
+  char *dT = gstat_cu_dense(j->T, cdt, b0);
   solve_factor f = {dT, CUBLAS_FILL_MODE_LOWER, false};
-  if (dT && uplo == GSTAT_UPPER) f.fill = CUBLAS_FILL_MODE_UPPER, f.flip = true;
+  if (dT && j->uplo == GSTAT_UPPER) f.fill = CUBLAS_FILL_MODE_UPPER, f.flip = true;
   if (!dT) f.data = gstat_cu_buffer(s, ctx, CU_MAT, lstride * (size_t)nb);
-  char *dX = gstat_cu_dense(X, cdt, b0);
-  bool store = !dX;
-  if (store) dX = gstat_cu_buffer(s, ctx, CU_RHS, bstride * (size_t)nb);
+  char *dX = gstat_cu_dense(j->X, cdt, b0); /* non-NULL whenever guarded */
+  /* where B is solved: X itself, or our buffer */
+  char *dW = dX && !j->scan ? dX : gstat_cu_buffer(s, ctx, CU_RHS, bstride * (size_t)nb);
   int *dInfo = gstat_cu_buffer(s, ctx, CU_INFO, 2 * sizeof(int) * (size_t)nb);
   /* the diagonal check sets the info verdict (unless Xpotrs's flags join it) */
   unsigned *any = gstat_cu_info_verdict(s, ctx);
-  if (!f.data || !dX || !dInfo || !any) return GSTAT_ENOMEM;
+  if (!f.data || !dW || !dInfo || !any) return GSTAT_ENOMEM;
   if (!dT) {
-    gstat_matrix in = as_lower(T, uplo);
+    gstat_matrix in = as_lower(j->T, j->uplo);
     GSTAT_CU_TRY(gstat_cu_load(s, ctx, fn, &in, b0, nb, cdt, f.data, NULL));
   }
-  if (gstat_cu_dense(B, cdt, b0) != dX)
-    GSTAT_CU_TRY(gstat_cu_load(s, ctx, fn, B, b0, nb, cdt, dX, NULL));
+  if (gstat_cu_dense(j->B, cdt, b0) != dW)
+    GSTAT_CU_TRY(gstat_cu_load(s, ctx, fn, j->B, b0, nb, cdt, dW, NULL));
   cudaError_t err = cudaMemsetAsync(any, 0, sizeof *any, s->stream);
   if (err == cudaSuccess)
-    err = diag == CUBLAS_DIAG_UNIT ? cudaMemsetAsync(dInfo, 0, sizeof(int) * (size_t)nb, s->stream)
-                                   : gstat_cu_diag_info(cdt, f.data, n, nb, dInfo, any, s->stream);
+    err = j->diag == CUBLAS_DIAG_UNIT
+              ? cudaMemsetAsync(dInfo, 0, sizeof(int) * (size_t)nb, s->stream)
+              : gstat_cu_diag_info(cdt, f.data, n, nb, dInfo, any, s->stream);
   if (err == cudaSuccess && potrs)
     err = cudaMemsetAsync(dInfo + nb, 0, sizeof(int) * (size_t)nb, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "diagonal check", err);
   if (potrs) {
-    GSTAT_CU_TRY(potrs_single(s, ctx, cdt, &f, dX, n, nrhs, nb, dInfo + nb));
+    GSTAT_CU_TRY(potrs_single(s, ctx, cdt, &f, dW, n, nrhs, nb, dInfo + nb));
   } else {
-    for (int p = 0; p < npass; p++)
-      GSTAT_CU_TRY(trsm_pass(s, ctx, fn, cdt, &f, passes[p], diag, dX, n, nrhs, nb, single));
+    for (int p = 0; p < j->npass; p++)
+      GSTAT_CU_TRY(trsm_pass(s, ctx, fn, cdt, &f, j->passes[p], j->diag, dW, n, nrhs, nb, single));
   }
-  if (store) GSTAT_CU_TRY(gstat_cu_store(s, ctx, fn, dX, cdt, X, b0, nb, NULL));
-  return gstat_cu_collect_info_scanned(s, ctx, fn, dInfo, potrs, nb, info + b0, s->stream, NULL,
+  if (j->scan) {
+    err = gstat_cu_copy_guarded(dX, dW, bstride * (size_t)nb, j->guard[0], j->guard[1], s->stream);
+    if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "copying X", err);
+  } else if (!dX) {
+    GSTAT_CU_TRY(gstat_cu_store(s, ctx, fn, dW, cdt, j->X, b0, nb, NULL));
+  }
+  return gstat_cu_collect_info_scanned(s, ctx, fn, dInfo, potrs, nb, info + b0, s->stream, j->scan,
                                        !potrs);
 }
 
-static gstat_status solve(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *T,
-                          gstat_uplo uplo, const cublasOperation_t *passes, int npass,
-                          cublasDiagType_t diag, const gstat_matrix *B, gstat_matrix *X,
-                          int64_t *info) {
+/* With a dense device X the scans of T and B are not waited for (their
+ * guards keep X as it was); otherwise the host waits for each. */
+static gstat_status solve(gstat_cu_state *s, gstat_ctx *ctx, solve_job *j, int64_t *info) {
   cudaSetDevice(s->device);
-  gstat_status st0 =
-      gstat_cu_check_finite(s, ctx, fn, strcmp(fn, "cholesky_solve") ? "T" : "F", T,
-                            uplo == GSTAT_UPPER ? (diag == CUBLAS_DIAG_UNIT ? 4 : 2)
-                                                : (diag == CUBLAS_DIAG_UNIT ? 3 : 1));
-  if (st0 == GSTAT_OK) st0 = gstat_cu_check_finite(s, ctx, fn, "B", B, 0);
-  if (st0 != GSTAT_OK) return st0;
-  int64_t chunk = chunk_for(s, T, B->cols);
-  for (int64_t b0 = 0; b0 < T->batch; b0 += chunk) {
-    int64_t nb = T->batch - b0 < chunk ? T->batch - b0 : chunk;
-    gstat_status st = solve_chunk(s, ctx, fn, T, uplo, passes, npass, diag, B, X, b0, nb, info);
-    if (st != GSTAT_OK) return st;
+  const char *tname = strcmp(j->fn, "cholesky_solve") ? "T" : "F";
+  bool unit = j->diag == CUBLAS_DIAG_UNIT;
+  int tri = j->uplo == GSTAT_UPPER ? (unit ? 4 : 2) : (unit ? 3 : 1);
+  gstat_cu_scan scan = {{tname, "B"}, {j->T, j->B}};
+  if (gstat_cu_dense(j->X, gstat_cu_compute_dtype(j->T->dtype), 0)) {
+    GSTAT_CU_TRY(gstat_cu_scan_deferred(s, ctx, j->fn, j->T, tri, 0, &j->guard[0]));
+    GSTAT_CU_TRY(gstat_cu_scan_deferred(s, ctx, j->fn, j->B, 0, 1, &j->guard[1]));
+    if (j->guard[0]) j->scan = &scan;
+  } else {
+    GSTAT_CU_TRY(gstat_cu_check_finite(s, ctx, j->fn, tname, j->T, tri));
+    GSTAT_CU_TRY(gstat_cu_check_finite(s, ctx, j->fn, "B", j->B, 0));
+  }
+  int64_t chunk = chunk_for(s, j->T, j->B->cols);
+  for (int64_t b0 = 0; b0 < j->T->batch; b0 += chunk) {
+    int64_t nb = j->T->batch - b0 < chunk ? j->T->batch - b0 : chunk;
+    GSTAT_CU_TRY(solve_chunk(s, ctx, j, b0, nb, info));
   }
   return GSTAT_OK;
 }
@@ -381,7 +403,15 @@ gstat_status gstat_cu_cholesky_solve(void *state, gstat_ctx *ctx, const gstat_ma
                                      gstat_uplo uplo, const gstat_matrix *B, gstat_matrix *X,
                                      int64_t *info) {
   static const cublasOperation_t passes[2] = {CUBLAS_OP_N, CUBLAS_OP_T};
-  return solve(state, ctx, "cholesky_solve", F, uplo, passes, 2, CUBLAS_DIAG_NON_UNIT, B, X, info);
+  solve_job j = {.fn = "cholesky_solve",
+                 .T = F,
+                 .B = B,
+                 .X = X,
+                 .uplo = uplo,
+                 .passes = passes,
+                 .npass = 2,
+                 .diag = CUBLAS_DIAG_NON_UNIT};
+  return solve(state, ctx, &j, info);
 }
 
 gstat_status gstat_cu_triangular_solve(void *state, gstat_ctx *ctx, const gstat_matrix *T,
@@ -390,6 +420,13 @@ gstat_status gstat_cu_triangular_solve(void *state, gstat_ctx *ctx, const gstat_
   /* an upper T was loaded as its transpose, so the operation flips */
   bool flip = (trans == GSTAT_TRANS) != (uplo == GSTAT_UPPER);
   const cublasOperation_t pass = flip ? CUBLAS_OP_T : CUBLAS_OP_N;
-  return solve(state, ctx, "triangular_solve", T, uplo, &pass, 1,
-               diag == GSTAT_UNIT ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, B, X, info);
+  solve_job j = {.fn = "triangular_solve",
+                 .T = T,
+                 .B = B,
+                 .X = X,
+                 .uplo = uplo,
+                 .passes = &pass,
+                 .npass = 1,
+                 .diag = diag == GSTAT_UNIT ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT};
+  return solve(state, ctx, &j, info);
 }

@@ -150,10 +150,11 @@ gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, c
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "copy to the host", err);
 }
 
-/* CU_FLAG: the scan's first index (8 bytes), then the info check's verdict
- * (4), so that a deferred scan's answer survives the info check and both
- * come back in one copy. Every user asks for the whole, so none reallocates it. */
-enum { FLAG_BYTES = 16, FLAG_ANY = 8 };
+/* CU_FLAG: the scan's first index (8 bytes), the info check's verdict (4,
+ * then 4 unused), a second deferred scan's first index (8), so that the
+ * deferred scans' answers survive the info check and all come back in one
+ * copy. Every user asks for the whole, so none reallocates it. */
+enum { FLAG_BYTES = 24, FLAG_ANY = 8, FLAG_SECOND = 16 };
 
 gstat_status gstat_cu_first_nonfinite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
                                       const gstat_matrix *m, int tri, int64_t *first) {
@@ -194,12 +195,13 @@ gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char
 }
 
 gstat_status gstat_cu_scan_deferred(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
-                                    const gstat_matrix *m, int tri,
+                                    const gstat_matrix *m, int tri, int slot,
                                     const unsigned long long **guard) {
   *guard = NULL;
   if (m->location != GSTAT_CUDA || !gstat_cu_host->check_finite(ctx)) return GSTAT_OK;
-  unsigned long long *d_first = gstat_cu_buffer(s, ctx, CU_FLAG, FLAG_BYTES);
-  if (!d_first) return GSTAT_ENOMEM;
+  char *flag = gstat_cu_buffer(s, ctx, CU_FLAG, FLAG_BYTES);
+  if (!flag) return GSTAT_ENOMEM;
+  unsigned long long *d_first = (unsigned long long *)(flag + (slot ? FLAG_SECOND : 0));
   cudaError_t err = cudaMemsetAsync(d_first, 0xff, sizeof *d_first, s->stream);
   if (err == cudaSuccess)
     err =
@@ -243,9 +245,11 @@ static gstat_status summary(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, c
   if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "reading info", err);
   if (scan) {
-    unsigned long long first;
-    memcpy(&first, h, sizeof first);
-    if (first != ~0ull) return nonfinite_fail(ctx, fn, scan->name, scan->m, first);
+    for (int k = 0; k < 2 && scan->m[k]; k++) {
+      unsigned long long first;
+      memcpy(&first, h + (k ? FLAG_SECOND : 0), sizeof first);
+      if (first != ~0ull) return nonfinite_fail(ctx, fn, scan->name[k], scan->m[k], first);
+    }
     memset(info, 0, sizeof *info * (size_t)nb);
   }
   unsigned a;

@@ -75,6 +75,15 @@ __global__ void any_nonzero(const int *v, int64_t count, unsigned *any) {
   if (__syncthreads_or(seen) && threadIdx.x == 0) *any = 1;
 }
 
+/* dst = src, 4-byte words, unless a guard says an input was not finite. */
+__global__ void copy_guarded(unsigned *dst, const unsigned *src, size_t words,
+                             const unsigned long long *g0, const unsigned long long *g1) {
+  if ((g0 && *g0 != ULLONG_MAX) || (g1 && *g1 != ULLONG_MAX)) return;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < words;
+       i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = src[i];
+}
+
 unsigned blocks_for(int64_t work) {
   int64_t b = (work + 255) / 256;
   return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
@@ -113,6 +122,16 @@ extern "C" cudaError_t gstat_cu_diag_info(int dtype, const void *a, int64_t n, i
     diag_info<<<blocks, threads, 0, stream>>>(static_cast<const double *>(a), n, batch, info, any);
   else
     diag_info<<<blocks, threads, 0, stream>>>(static_cast<const float *>(a), n, batch, info, any);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_copy_guarded(void *dst, const void *src, size_t bytes,
+                                             const unsigned long long *g0,
+                                             const unsigned long long *g1, cudaStream_t stream) {
+  if (bytes % 4 != 0) return cudaErrorInvalidValue;
+  if (bytes == 0) return cudaSuccess;
+  copy_guarded<<<blocks_for((int64_t)(bytes / 4)), 256, 0, stream>>>(
+      static_cast<unsigned *>(dst), static_cast<const unsigned *>(src), bytes / 4, g0, g1);
   return cudaGetLastError();
 }
 

@@ -31,6 +31,12 @@ cudaError_t gstat_cu_finish_cholesky_to(int dtype, const void *src, void *dst, i
 cudaError_t gstat_cu_diag_info(int dtype, const void *a, int64_t n, int64_t batch, int *info,
                                unsigned *any, cudaStream_t stream);
 
+/* dst = src (bytes a multiple of 4), unless g0 or g1 (each NULL: none), a
+ * deferred finiteness scan's first index, is not ULLONG_MAX. */
+cudaError_t gstat_cu_copy_guarded(void *dst, const void *src, size_t bytes,
+                                  const unsigned long long *g0, const unsigned long long *g1,
+                                  cudaStream_t stream);
+
 /* ptrs[b] = base + b * stride_bytes (pointer arrays of the *Batched routines). */
 cudaError_t gstat_cu_fill_ptrs(void **ptrs, void *base, size_t stride_bytes, int64_t batch,
                                cudaStream_t stream);
