@@ -7,9 +7,11 @@
  *           n >= 512   blocked: our kernels per block column and a GEMM;
  *                      one matrix (up to 4 from n = 2048): cuSOLVER's Xpotrf;
  *                      wide batches of n ~ 1024: potrfBatched (chol_rules)
- *   solves: cublas trsmBatched (twice for Cholesky)
- * Dense lower device data needs no wait for the finiteness scan: its verdict
- * stays on the device, where the kernels that write F read it first (a
+ *   solves: cublas trsmBatched (twice for Cholesky); few large systems
+ *           Xpotrs or trsm per matrix (solve_rules); an upper factor that
+ *           lies dense on the device is used as it lies, its ops flipped
+ * Dense device data needs no wait for the finiteness scan: its verdict
+ * stays on the device, where the kernels that write F or X read it first (a
  * guard), and comes back with the info summary: one host round trip a call.
  */
 #include <string.h>
