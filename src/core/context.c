@@ -1,5 +1,5 @@
 /* The context: options, cached workspace, last error and backends that ran
- * (creating and destroying it, which sets up its backends: linalg/backends.c). */
+ * (creating and destroying it, which sets up its backends: backend/backends.c). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

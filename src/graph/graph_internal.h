@@ -21,6 +21,7 @@
 
 #include "core/internal.h"
 #include "gstat/graph.h"
+#include "backend/sched.h"
 
 typedef struct gstat_i_err {
   gstat_status status;
@@ -87,6 +88,12 @@ int64_t gstat_i_graph_components(const gstat_i_graph *g, int64_t *labels, int64_
 
 /* Check a gstat_graph descriptor's fields (format, enums, dense matrix). */
 gstat_status gstat_i_check_graph(gstat_ctx *ctx, const char *fn, const gstat_graph *G);
+
+/* G with its dense adjacency in host memory, for the steps that have no
+ * device primitive: *H = *G when it lies there already, else H's adjacency
+ * is a host copy held by *copy (release it with gstat_i_sched_release). */
+gstat_status gstat_i_graph_on_host(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
+                                   gstat_graph *H, gstat_i_staged *copy);
 
 /* ---- dense adjacency ---------------------------------------------------------- */
 
