@@ -13,7 +13,15 @@
  * matrices: the divide-and-conquer solvers' time depends on the spectrum.
  * With `upper`, gstat_upper_ms times gstat reading the upper triangle of the
  * same matrices (the anchors always read the lower one).
+ *   bench_cuda cholesky_solve|trsm f32|f64 BATCH N REPS [INPUT_FILE|-] [NRHS]
+ * times the solves with the lower Cholesky factor of the same matrices
+ * (gstat_cholesky, untimed) and NRHS (default 1) right-hand sides into a
+ * separate X: gstat_ms, and as anchors xpotrs_loop_ms (cusolverDnXpotrs per
+ * matrix) or trsm_loop_ms (cublas trsm per matrix) for batches up to 64, and
+ * trsmBatched_ms (twice for cholesky_solve); each anchor copies B into X
+ * first (they solve in place), as gstat's time includes its own copy.
  */
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <gstat/gstat.h>
@@ -90,6 +98,11 @@ typedef struct {
   cusolverDnHandle_t h;
   cusolverDnParams_t p;
   syevjInfo_t j;
+  /* the solves: lower factor, right-hand sides, solutions */
+  void *l, *rhs, *x;
+  int64_t nrhs;
+  void **xptrs;
+  cublasHandle_t blas;
 } bench;
 
 static int gstat_call(bench *b, gstat_uplo uplo) {
@@ -177,6 +190,122 @@ static int run_xpotrf_loop(void *arg) {
   return 0;
 }
 
+static bool is_solve(const bench *b) {
+  return !strcmp(b->op, "cholesky_solve") || !strcmp(b->op, "trsm");
+}
+
+static size_t bytes_x(const bench *b) {
+  return (size_t)(b->batch * b->n * b->nrhs) * b->es;
+}
+
+static int run_gstat_solve(void *arg) {
+  bench *b = arg;
+  gstat_dtype dt = b->f64 ? GSTAT_F64 : GSTAT_F32;
+  gstat_matrix L = gstat_matrix_col_major(b->l, dt, b->batch, b->n, b->n);
+  gstat_matrix B = gstat_matrix_col_major(b->rhs, dt, b->batch, b->n, b->nrhs);
+  gstat_matrix X = gstat_matrix_col_major(b->x, dt, b->batch, b->n, b->nrhs);
+  L.location = B.location = X.location = GSTAT_CUDA;
+  gstat_status st = strcmp(b->op, "trsm")
+                        ? gstat_cholesky_solve(b->ctx, &L, GSTAT_LOWER, &B, &X, NULL)
+                        : gstat_triangular_solve(b->ctx, &L, GSTAT_LOWER, GSTAT_NO_TRANS,
+                                                 GSTAT_NON_UNIT, &B, &X, NULL);
+  if (st != GSTAT_OK) fprintf(stderr, "gstat: %s\n", gstat_ctx_last_error(b->ctx));
+  return st != GSTAT_OK;
+}
+
+static int run_xpotrs_loop(void *arg) {
+  bench *b = arg;
+  cudaDataType t = b->f64 ? CUDA_R_64F : CUDA_R_32F;
+  CK(cudaMemcpyAsync(b->x, b->rhs, bytes_x(b), cudaMemcpyDeviceToDevice, 0));
+  for (int64_t k = 0; k < b->batch; k++)
+    if (cusolverDnXpotrs(b->h, b->p, CUBLAS_FILL_MODE_LOWER, b->n, b->nrhs, t,
+                         (char *)b->l + (size_t)(k * b->n * b->n) * b->es, b->n, t,
+                         (char *)b->x + (size_t)(k * b->n * b->nrhs) * b->es, b->n,
+                         b->info) != CUSOLVER_STATUS_SUCCESS)
+      return 1;
+  return 0;
+}
+
+/* One trsm pass, op(L) X = X, per matrix or batched. */
+static int trsm_pass(bench *b, cublasOperation_t op, bool batched) {
+  const double one = 1;
+  const float onef = 1;
+  int n = (int)b->n, r = (int)b->nrhs;
+  if (batched)
+    return (b->f64 ? cublasDtrsmBatched(b->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, op,
+                                        CUBLAS_DIAG_NON_UNIT, n, r, &one,
+                                        (const double *const *)b->ptrs, n,
+                                        (double *const *)b->xptrs, n, (int)b->batch)
+                   : cublasStrsmBatched(b->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, op,
+                                        CUBLAS_DIAG_NON_UNIT, n, r, &onef,
+                                        (const float *const *)b->ptrs, n, (float *const *)b->xptrs,
+                                        n, (int)b->batch)) != CUBLAS_STATUS_SUCCESS;
+  for (int64_t k = 0; k < b->batch; k++) {
+    char *l = (char *)b->l + (size_t)(k * b->n * b->n) * b->es,
+         *x = (char *)b->x + (size_t)(k * b->n * b->nrhs) * b->es;
+    cublasStatus_t st =
+        b->f64 ? cublasDtrsm(b->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, op,
+                             CUBLAS_DIAG_NON_UNIT, n, r, &one, (const double *)l, n, (double *)x, n)
+               : cublasStrsm(b->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, op,
+                             CUBLAS_DIAG_NON_UNIT, n, r, &onef, (const float *)l, n, (float *)x, n);
+    if (st != CUBLAS_STATUS_SUCCESS) return 1;
+  }
+  return 0;
+}
+
+static int run_trsm(bench *b, bool batched) {
+  CK(cudaMemcpyAsync(b->x, b->rhs, bytes_x(b), cudaMemcpyDeviceToDevice, 0));
+  if (trsm_pass(b, CUBLAS_OP_N, batched)) return 1;
+  return !strcmp(b->op, "cholesky_solve") && trsm_pass(b, CUBLAS_OP_T, batched);
+}
+
+static int run_trsm_batched(void *arg) {
+  return run_trsm(arg, true);
+}
+
+static int run_trsm_loop(void *arg) {
+  return run_trsm(arg, false);
+}
+
+/* The solves' operands: L = the lower Cholesky factor of b->a0 (gstat, not
+ * timed), B uniform(-1, 1) from an LCG, X, pointer arrays to L and X. */
+static void solve_setup(bench *b) {
+  gstat_dtype dt = b->f64 ? GSTAT_F64 : GSTAT_F32;
+  size_t nl = (size_t)(b->batch * b->n * b->n), nx = (size_t)(b->batch * b->n * b->nrhs);
+  CK(cudaMalloc(&b->l, nl * b->es));
+  CK(cudaMalloc(&b->rhs, nx * b->es));
+  CK(cudaMalloc(&b->x, nx * b->es));
+  gstat_matrix A = gstat_matrix_col_major(b->a0, dt, b->batch, b->n, b->n);
+  gstat_matrix L = gstat_matrix_col_major(b->l, dt, b->batch, b->n, b->n);
+  A.location = L.location = GSTAT_CUDA;
+  if (gstat_cholesky(b->ctx, &A, GSTAT_LOWER, &L, NULL) != GSTAT_OK) {
+    fprintf(stderr, "gstat_cholesky: %s\n", gstat_ctx_last_error(b->ctx));
+    exit(1);
+  }
+  double *h = malloc(nx * sizeof(double));
+  unsigned long long s = 11;
+  for (size_t i = 0; i < nx; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    h[i] = (double)(s >> 11) * 0x1.0p-52 - 1;
+  }
+  if (!b->f64) bench_pack_float(h, nx);
+  CK(cudaMemcpy(b->rhs, h, nx * b->es, cudaMemcpyHostToDevice));
+  free(h);
+  void **hp = malloc(sizeof(void *) * 2 * (size_t)b->batch);
+  for (int64_t k = 0; k < b->batch; k++) {
+    hp[k] = (char *)b->l + (size_t)(k * b->n * b->n) * b->es;
+    hp[b->batch + k] = (char *)b->x + (size_t)(k * b->n * b->nrhs) * b->es;
+  }
+  CK(cudaMalloc((void **)&b->ptrs, sizeof(void *) * 2 * (size_t)b->batch));
+  CK(cudaMemcpy(b->ptrs, hp, sizeof(void *) * 2 * (size_t)b->batch, cudaMemcpyHostToDevice));
+  b->xptrs = b->ptrs + b->batch;
+  free(hp);
+  if (cublasCreate(&b->blas) != CUBLAS_STATUS_SUCCESS) {
+    fprintf(stderr, "cublasCreate failed\n");
+    exit(1);
+  }
+}
+
 /* Grow the shared solver workspace. */
 static void need(bench *b, size_t dev, size_t host) {
   if (dev > b->work_bytes) {
@@ -193,8 +322,10 @@ static void need(bench *b, size_t dev, size_t host) {
 
 int main(int argc, char **argv) {
   if (argc < 6) {
-    fprintf(stderr, "usage: %s eigh|cholesky f32|f64|bf16 BATCH N REPS [INPUT_FILE|-] [upper]\n",
-            argv[0]);
+    fprintf(stderr,
+            "usage: %s eigh|cholesky f32|f64|bf16 BATCH N REPS [INPUT_FILE|-] [upper]\n"
+            "       %s cholesky_solve|trsm f32|f64 BATCH N REPS [INPUT_FILE|-] [NRHS]\n",
+            argv[0], argv[0]);
     return 2;
   }
   bench b;
@@ -229,16 +360,29 @@ int main(int argc, char **argv) {
   CK(cudaMalloc((void **)&b.info, sizeof(int) * (size_t)b.batch));
   CK(cudaMemcpy(b.a0, h, na * b.es, cudaMemcpyHostToDevice));
   b.ctx = bench_gpu_ctx();
+  b.nrhs = argc > 7 && is_solve(&b) ? atoll(argv[7]) : 1;
+  if (is_solve(&b)) {
+    if (b.bf16 || b.nrhs < 1) return 2;
+    solve_setup(&b);
+  }
+  run_fn gstat_run = is_solve(&b) ? run_gstat_solve : run_gstat;
   size_t free0, total, free1;
   CK(cudaMemGetInfo(&free0, &total));
-  if (run_gstat(&b)) return 1;
+  if (gstat_run(&b)) return 1;
   CK(cudaMemGetInfo(&free1, &total));
   runner rs[6];
   int nr = 0;
-  rs[nr++] = (runner){"gstat_ms", run_gstat, NULL, false};
-  if (argc > 7 && !strcmp(argv[7], "upper"))
+  rs[nr++] = (runner){"gstat_ms", gstat_run, NULL, false};
+  if (is_solve(&b)) {
+    cusolverDnCreate(&b.h);
+    cusolverDnCreateParams(&b.p);
+    rs[nr++] = (runner){"trsmBatched_ms", run_trsm_batched, NULL, false};
+    if (b.batch <= 64)
+      rs[nr++] = !strcmp(b.op, "trsm") ? (runner){"trsm_loop_ms", run_trsm_loop, NULL, false}
+                                       : (runner){"xpotrs_loop_ms", run_xpotrs_loop, NULL, false};
+  } else if (argc > 7 && !strcmp(argv[7], "upper"))
     rs[nr++] = (runner){"gstat_upper_ms", run_gstat_upper, NULL, false};
-  if (!b.bf16) {
+  if (!b.bf16 && !is_solve(&b)) {
     cusolverDnCreate(&b.h);
     cusolverDnCreateParams(&b.p);
     cudaDataType t = b.f64 ? CUDA_R_64F : CUDA_R_32F;

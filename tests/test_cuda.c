@@ -760,6 +760,258 @@ static void test_info_clean_never_hides_a_failure(void **state) {
   gstat_ctx_destroy(gpu);
 }
 
+/* nb elements of order n on the GPU, data dense in device memory (the
+ * caller's buffers used as they lie): Cholesky of both triangles, then
+ * cholesky_solve and triangular_solve (both ops, X in place on B's copy)
+ * against the factor. Single matrices: f32 n = 1100 is Xpotrf in our buffer
+ * with the finiteness scan deferred (the guarded finish pass writes F), f64
+ * n = 2100 Xpotrf in F after a waited-for scan; their solves take Xpotrs
+ * and plain trsm (solve_rules). Batches take trsmBatched on the caller's
+ * factor (an upper one with the ops flipped). */
+static void solve_device_case(gstat_ctx *gpu, gstat_dtype dt, int64_t nb, int64_t n, int u) {
+  const int64_t nrhs = 3;
+  double ulp = dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
+  tu_rng rng = tu_rng_new();
+  tu_buf A = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR), F = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR),
+         B = tu_buf_new(dt, nb, n, nrhs, TU_COL_MAJOR),
+         X = tu_buf_new(dt, nb, n, nrhs, TU_COL_MAJOR);
+  double *a = malloc(sizeof(double) * (size_t)(nb * n * n)),
+         *l = malloc(sizeof(double) * (size_t)(nb * n * n));
+  double *bb = malloc(sizeof(double) * (size_t)(nb * n * nrhs)),
+         *x = malloc(sizeof(double) * (size_t)(n * nrhs));
+  for (int64_t b = 0; b < nb; b++) {
+    tu_spd(&rng, n, 100, a + b * n * n);
+    tu_store_matrix(&A, b, a + b * n * n);
+  }
+  tu_fill_normal(&rng, &B, bb);
+  void *da, *df, *db, *dx;
+  gstat_matrix dA = to_device(&A, &da), dF = to_device(&F, &df), dB = to_device(&B, &db),
+               dX = to_device(&X, &dx);
+  int64_t info[9] = {-7, -7, -7, -7, -7, -7, -7, -7, -7};
+  assert_true(nb <= 9);
+  assert_int_equal(gstat_cholesky(gpu, &dA, (gstat_uplo)u, &dF, info), GSTAT_OK);
+  from_device(&F, df);
+  for (int64_t b = 0; b < nb; b++) {
+    assert_int_equal(info[b], 0);
+    assert_true(tu_lower_factor(&F.m, b, (gstat_uplo)u, l + b * n * n));
+    assert_true(tu_chol_residual(n, a + b * n * n, l + b * n * n, ulp) <= max_ratio);
+  }
+  assert_int_equal(gstat_cholesky_solve(gpu, &dF, (gstat_uplo)u, &dB, &dX, NULL), GSTAT_OK);
+  from_device(&X, dx);
+  for (int64_t b = 0; b < nb; b++) {
+    tu_read(&X.m, b, x);
+    assert_true(tu_solve_residual(n, nrhs, a + b * n * n, false, x, bb + b * n * nrhs, ulp) <=
+                max_ratio);
+  }
+  for (int t = 0; t < 2; t++) { /* op(T) with T = F's triangle, in place on a copy of B */
+    assert_int_equal(cudaMemcpy(dx, db, span_of(&B), cudaMemcpyDeviceToDevice), cudaSuccess);
+    assert_int_equal(gstat_triangular_solve(gpu, &dF, (gstat_uplo)u, (gstat_trans)t, GSTAT_NON_UNIT,
+                                            &dX, &dX, NULL),
+                     GSTAT_OK);
+    from_device(&X, dx);
+    /* the stored triangle T is L (lower) or L^T (upper): op(T) = L or L^T */
+    bool trans_l = (t == GSTAT_TRANS) != (u == GSTAT_UPPER);
+    for (int64_t b = 0; b < nb; b++) {
+      tu_read(&X.m, b, x);
+      assert_true(tu_solve_residual(n, nrhs, l + b * n * n, trans_l, x, bb + b * n * nrhs, ulp) <=
+                  max_ratio);
+    }
+  }
+  assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
+  cudaFree(da);
+  cudaFree(df);
+  cudaFree(db);
+  cudaFree(dx);
+  free(a);
+  free(l);
+  free(bb);
+  free(x);
+  tu_buf_free(&A);
+  tu_buf_free(&F);
+  tu_buf_free(&B);
+  tu_buf_free(&X);
+}
+
+static void test_cholesky_single_large(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  for (int u = 0; u < 2; u++) {
+    solve_device_case(gpu, GSTAT_F32, 1, 1100, u);
+    solve_device_case(gpu, GSTAT_F64, 1, 2100, u);
+    solve_device_case(gpu, u ? GSTAT_F64 : GSTAT_F32, 9, 40, u); /* trsmBatched, caller's factor */
+  }
+  gstat_ctx_destroy(gpu);
+}
+
+/* Small batches with a failing element on each factor path, dense device
+ * data, F apart from A and F = A in place: n = 24 (register kernel, scan
+ * deferred), 200 (potrfBatched in our buffer, guarded finish pass), 700 x 1
+ * (Xpotrf, the same), 520 x 3 (blocked, the scan waited for). info names
+ * the failing element's minor, its factor is NaN, the others are right. */
+static void test_cholesky_not_pd_small_batch(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  const int64_t ns[] = {24, 200, 700, 520}, nbs[] = {3, 3, 1, 3};
+  for (int c = 0; c < 4; c++)
+    for (int inplace = 0; inplace < 2; inplace++) {
+      const int64_t n = ns[c], nb = nbs[c], bad = nb - 1, minor = n / 2 + 1;
+      gstat_dtype dt = (c + inplace) % 2 ? GSTAT_F64 : GSTAT_F32;
+      double ulp = dt == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
+      tu_rng rng = tu_rng_new();
+      tu_buf A = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR), F = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR);
+      double *a = malloc(sizeof(double) * (size_t)(nb * n * n)),
+             *l = malloc(sizeof(double) * (size_t)(n * n));
+      for (int64_t b = 0; b < nb; b++) {
+        tu_spd(&rng, n, 100, a + b * n * n);
+        if (b == bad) a[b * n * n + (minor - 1) * (n + 1)] = -1;
+        tu_store_matrix(&A, b, a + b * n * n);
+      }
+      void *da, *df = NULL;
+      gstat_matrix dA = to_device(&A, &da), dF = inplace ? dA : to_device(&F, &df);
+      int64_t info[3] = {-7, -7, -7};
+      assert_int_equal(gstat_cholesky(gpu, &dA, GSTAT_LOWER, &dF, info), GSTAT_ENOTPD);
+      assert_non_null(strstr(gstat_ctx_last_error(gpu), "not positive definite"));
+      from_device(&F, inplace ? da : df);
+      for (int64_t b = 0; b < nb; b++) {
+        assert_int_equal(info[b], b == bad ? minor : 0);
+        for (int64_t j = 0; j < n; j++)
+          for (int64_t i = 0; i < n; i++) l[i + j * n] = tu_get(&F.m, b, i, j);
+        if (b == bad) {
+          for (int64_t e = 0; e < n * n; e++) assert_true(isnan(l[e]));
+        } else {
+          for (int64_t j = 1; j < n; j++) assert_true(l[j * n] == 0); /* row 0, upper part */
+          assert_true(tu_chol_residual(n, a + b * n * n, l, ulp) <= max_ratio);
+        }
+      }
+      cudaFree(da);
+      if (df) cudaFree(df);
+      free(a);
+      free(l);
+      tu_buf_free(&A);
+      tu_buf_free(&F);
+    }
+  gstat_ctx_destroy(gpu);
+}
+
+/* A NaN or Inf in the read triangle of device data is GSTAT_ENOTFINITE
+ * naming it, and F and info keep every byte, on each path (the deferred
+ * scans' guards included: nothing may have written F before the verdict
+ * came back); in the triangle that is not read it changes nothing. */
+static void test_cholesky_nonfinite_device(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  const int64_t ns[] = {16, 64, 100, 700, 520, 1100}, nbs[] = {5, 3, 4, 1, 2, 1};
+  for (int c = 0; c < 6; c++) {
+    const int64_t n = ns[c], nb = nbs[c], bad = nb / 2;
+    gstat_dtype dt = c % 2 ? GSTAT_F64 : GSTAT_F32;
+    tu_rng rng = tu_rng_new();
+    tu_buf A = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR), F = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR);
+    double *a = malloc(sizeof(double) * (size_t)(n * n));
+    for (int64_t b = 0; b < nb; b++) {
+      tu_spd(&rng, n, 100, a);
+      tu_store_matrix(&A, b, a);
+    }
+    tu_set(&A.m, bad, n - 1, n / 3, c % 3 ? NAN : INFINITY); /* lower triangle */
+    void *da, *df;
+    gstat_matrix dA = to_device(&A, &da), dF = to_device(&F, &df);
+    size_t fb = span_of(&F);
+    assert_int_equal(cudaMemset(df, 0x42, fb), cudaSuccess);
+    int64_t info[5] = {-7, -7, -7, -7, -7};
+    assert_int_equal(gstat_cholesky(gpu, &dA, GSTAT_LOWER, &dF, info), GSTAT_ENOTFINITE);
+    char want[64];
+    snprintf(want, sizeof want, "batch element %lld of A", (long long)bad);
+    assert_non_null(strstr(gstat_ctx_last_error(gpu), want));
+    unsigned char *hf = malloc(fb);
+    assert_int_equal(cudaMemcpy(hf, df, fb, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < fb; i++) assert_int_equal(hf[i], 0x42);
+    for (int64_t b = 0; b < nb; b++) assert_int_equal(info[b], -7);
+    /* the same value in the upper triangle, which LOWER does not read */
+    tu_set(&A.m, bad, n - 1, n / 3, tu_get(&A.m, bad, n / 3, n - 1));
+    tu_set(&A.m, bad, n / 3, n - 1, NAN);
+    assert_int_equal(cudaMemcpy(da, A.m.data, span_of(&A), cudaMemcpyHostToDevice), cudaSuccess);
+    assert_int_equal(gstat_cholesky(gpu, &dA, GSTAT_LOWER, &dF, info), GSTAT_OK);
+    for (int64_t b = 0; b < nb; b++) assert_int_equal(info[b], 0);
+    free(hf);
+    cudaFree(da);
+    cudaFree(df);
+    free(a);
+    tu_buf_free(&A);
+    tu_buf_free(&F);
+  }
+  gstat_ctx_destroy(gpu);
+}
+
+/* The solves of device data with dense X do not wait for the finiteness
+ * scans of T and B: a NaN in B or in T's read triangle is still
+ * GSTAT_ENOTFINITE naming it, with X and info untouched, on the batched
+ * (5 x 20) and single (1 x 600) paths; one in T's unread triangle changes
+ * nothing. T: a well-conditioned lower triangle (diagonal 4). */
+static void test_solves_nonfinite_device(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  const int64_t ns[] = {20, 600}, nbs[] = {5, 1}, nrhs = 2;
+  for (int c = 0; c < 2; c++)
+    for (int op = 0; op < 2; op++) {
+      const int64_t n = ns[c], nb = nbs[c], bad = nb / 2;
+      gstat_dtype dt = op ? GSTAT_F64 : GSTAT_F32;
+      const char *fn = op ? "triangular_solve" : "cholesky_solve", *tname = op ? "T" : "F";
+      tu_rng rng = tu_rng_new();
+      tu_buf T = tu_buf_new(dt, nb, n, n, TU_COL_MAJOR),
+             B = tu_buf_new(dt, nb, n, nrhs, TU_COL_MAJOR),
+             X = tu_buf_new(dt, nb, n, nrhs, TU_COL_MAJOR);
+      double *bb = malloc(sizeof(double) * (size_t)(nb * n * nrhs));
+      for (int64_t b = 0; b < nb; b++)
+        for (int64_t j = 0; j < n; j++)
+          for (int64_t i = 0; i < n; i++)
+            tu_set(&T.m, b, i, j, i < j ? 0.0 : i == j ? 4.0 : 0.5 * tu_normal(&rng) / (double)n);
+      tu_fill_normal(&rng, &B, bb);
+      void *dt_, *db, *dx;
+      gstat_matrix dT = to_device(&T, &dt_), dB = to_device(&B, &db), dX = to_device(&X, &dx);
+      size_t xb = span_of(&X);
+      unsigned char *hx = malloc(xb);
+      for (int where = 0; where < 3; where++) { /* B, T's lower triangle, T's upper */
+        tu_buf *in = where ? &T : &B;
+        int64_t i = where ? n - 1 : n / 2, j = where == 1 ? 0 : where == 2 ? n - 1 : 1;
+        if (where == 2) i = 0;
+        double keep = tu_get(&in->m, bad, i, j);
+        tu_set(&in->m, bad, i, j, NAN);
+        void *dev = where ? dt_ : db;
+        assert_int_equal(cudaMemcpy(dev, in->m.data, span_of(in), cudaMemcpyHostToDevice),
+                         cudaSuccess);
+        assert_int_equal(cudaMemset(dx, 0x42, xb), cudaSuccess);
+        int64_t info[5] = {-7, -7, -7, -7, -7};
+        gstat_status st = op ? gstat_triangular_solve(gpu, &dT, GSTAT_LOWER, GSTAT_NO_TRANS,
+                                                      GSTAT_NON_UNIT, &dB, &dX, info)
+                             : gstat_cholesky_solve(gpu, &dT, GSTAT_LOWER, &dB, &dX, info);
+        if (where == 2) {
+          assert_int_equal(st, GSTAT_OK);
+          for (int64_t b = 0; b < nb; b++) assert_int_equal(info[b], 0);
+        } else {
+          assert_int_equal(st, GSTAT_ENOTFINITE);
+          char want[96];
+          snprintf(want, sizeof want, "%s: batch element %lld of %s", fn, (long long)bad,
+                   where ? tname : "B");
+          assert_non_null(strstr(gstat_ctx_last_error(gpu), want));
+          assert_int_equal(cudaMemcpy(hx, dx, xb, cudaMemcpyDeviceToHost), cudaSuccess);
+          for (size_t k = 0; k < xb; k++) assert_int_equal(hx[k], 0x42);
+          for (int64_t b = 0; b < nb; b++) assert_int_equal(info[b], -7);
+        }
+        tu_set(&in->m, bad, i, j, keep);
+        assert_int_equal(cudaMemcpy(dev, in->m.data, span_of(in), cudaMemcpyHostToDevice),
+                         cudaSuccess);
+      }
+      free(hx);
+      free(bb);
+      cudaFree(dt_);
+      cudaFree(db);
+      cudaFree(dx);
+      tu_buf_free(&T);
+      tu_buf_free(&B);
+      tu_buf_free(&X);
+    }
+  gstat_ctx_destroy(gpu);
+}
+
 /* GSTAT_CUDA_FAULT: out of memory reruns on the CPU; a failing solver or
  * NaN output has the flagged elements recomputed on the CPU. Results stay
  * right and the context says what ran. */
@@ -1458,6 +1710,10 @@ int main(void) {
       cmocka_unit_test(test_cholesky_and_solves),
       cmocka_unit_test(test_cholesky_not_pd_device),
       cmocka_unit_test(test_info_clean_never_hides_a_failure),
+      cmocka_unit_test(test_cholesky_single_large),
+      cmocka_unit_test(test_cholesky_not_pd_small_batch),
+      cmocka_unit_test(test_cholesky_nonfinite_device),
+      cmocka_unit_test(test_solves_nonfinite_device),
       cmocka_unit_test(test_fallback_paths),
       cmocka_unit_test(test_device_oom_leaves_outputs),
       cmocka_unit_test(test_pca_device_data),

@@ -233,6 +233,37 @@ gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char
                                    const int *d_info, bool with_flags, int64_t nb, int64_t *info,
                                    cudaStream_t stream);
 
+/* A finiteness scan launched without waiting for it (gstat_cu_scan_deferred),
+ * into slot 0 or 1 (two inputs of one call): *guard = its device verdict,
+ * the first non-finite entry's index (ULLONG_MAX: none), which kernels
+ * writing the caller's outputs read to write nothing when the input is not
+ * finite; NULL: nothing to check (host data, already checked by the
+ * dispatcher, or the check off). Saves the host's wait for the scan: its
+ * verdict comes back with the info summary (gstat_cu_collect_info_scanned). */
+gstat_status gstat_cu_scan_deferred(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                    const gstat_matrix *m, int tri, int slot,
+                                    const unsigned long long **guard);
+/* The inputs the deferred scans of slots 0 and 1 read (m[1] NULL: slot 0
+ * only), for the message naming the entry (slot 0's first). */
+typedef struct {
+  const char *name[2];
+  const gstat_matrix *m[2];
+} gstat_cu_scan;
+/* The device word collect_info's reduction writes (1: some info or flag
+ * is nonzero), for work that sets it itself: zero it before the work, set
+ * it where a failure is written, and pass verdict_set to
+ * gstat_cu_collect_info_scanned, which then launches no reduction. NULL
+ * (reported) when it cannot be allocated. */
+unsigned *gstat_cu_info_verdict(gstat_cu_state *s, gstat_ctx *ctx);
+/* gstat_cu_collect_info that first reports a deferred scan's verdict
+ * (scan non-NULL): a non-finite input is GSTAT_ENOTFINITE naming the entry,
+ * and info stays untouched. verdict_set: gstat_cu_info_verdict's word was
+ * set by the work. */
+gstat_status gstat_cu_collect_info_scanned(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                           const int *d_info, bool with_flags, int64_t nb,
+                                           int64_t *info, cudaStream_t stream,
+                                           const gstat_cu_scan *scan, bool verdict_set);
+
 /* Return a failed gstat_status from the enclosing function. */
 #define GSTAT_CU_TRY(expr)             \
   do {                                 \

@@ -151,10 +151,16 @@ gstat_status gstat_cu_store(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, c
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, fn, "copy to the host", err);
 }
 
+/* CU_FLAG: the scan's first index (8 bytes), the info check's verdict (4,
+ * then 4 unused), a second deferred scan's first index (8), so that the
+ * deferred scans' answers survive the info check and all come back in one
+ * copy. Every user asks for the whole, so none reallocates it. */
+enum { FLAG_BYTES = 24, FLAG_ANY = 8, FLAG_SECOND = 16 };
+
 gstat_status gstat_cu_first_nonfinite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
                                       const gstat_matrix *m, int tri, int64_t *first) {
   *first = -1;
-  unsigned long long *d_first = gstat_cu_buffer(s, ctx, CU_FLAG, sizeof *d_first);
+  unsigned long long *d_first = gstat_cu_buffer(s, ctx, CU_FLAG, FLAG_BYTES);
   unsigned long long *h_first = gstat_cu_host_buffer(s, ctx, &s->host_info, sizeof *h_first);
   if (!d_first || !h_first) return GSTAT_ENOMEM;
   cudaError_t err = cudaMemsetAsync(d_first, 0xff, sizeof *d_first, s->stream);
@@ -170,46 +176,113 @@ gstat_status gstat_cu_first_nonfinite(gstat_cu_state *s, gstat_ctx *ctx, const c
   return GSTAT_OK;
 }
 
-gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
-                                   const char *name, const gstat_matrix *m, int tri) {
-  if (m->location != GSTAT_CUDA || !gstat_cu_host->check_finite(ctx)) return GSTAT_OK;
-  int64_t first;
-  gstat_status st = gstat_cu_first_nonfinite(s, ctx, fn, m, tri, &first);
-  if (st != GSTAT_OK || first < 0) return st;
-  unsigned long long k = (unsigned long long)first, per = (unsigned long long)(m->rows * m->cols);
+/* GSTAT_ENOTFINITE naming entry k (the scan's numbering) of m. */
+static gstat_status nonfinite_fail(gstat_ctx *ctx, const char *fn, const char *name,
+                                   const gstat_matrix *m, unsigned long long k) {
+  unsigned long long per = (unsigned long long)(m->rows * m->cols);
   return gstat_cu_host->fail(ctx, GSTAT_ENOTFINITE,
                              "%s: batch element %llu of %s has a non-finite value at (%llu, %llu)",
                              fn, k / per, name, (k % per) / (unsigned long long)m->cols,
                              (k % per) % (unsigned long long)m->cols);
 }
 
-gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
-                                   const int *d_info, bool with_flags, int64_t nb, int64_t *info,
-                                   cudaStream_t stream) {
-  int *h = gstat_cu_host_buffer(s, ctx, &s->host_info, 2 * sizeof(int) * (size_t)nb);
+gstat_status gstat_cu_check_finite(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                   const char *name, const gstat_matrix *m, int tri) {
+  if (m->location != GSTAT_CUDA || !gstat_cu_host->check_finite(ctx)) return GSTAT_OK;
+  int64_t first;
+  gstat_status st = gstat_cu_first_nonfinite(s, ctx, fn, m, tri, &first);
+  if (st != GSTAT_OK || first < 0) return st;
+  return nonfinite_fail(ctx, fn, name, m, (unsigned long long)first);
+}
+
+gstat_status gstat_cu_scan_deferred(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                    const gstat_matrix *m, int tri, int slot,
+                                    const unsigned long long **guard) {
+  *guard = NULL;
+  if (m->location != GSTAT_CUDA || !gstat_cu_host->check_finite(ctx)) return GSTAT_OK;
+  char *flag = gstat_cu_buffer(s, ctx, CU_FLAG, FLAG_BYTES);
+  if (!flag) return GSTAT_ENOMEM;
+  unsigned long long *d_first = (unsigned long long *)(flag + (slot ? FLAG_SECOND : 0));
+  cudaError_t err = cudaMemsetAsync(d_first, 0xff, sizeof *d_first, s->stream);
+  if (err == cudaSuccess)
+    err =
+        gstat_cu_find_nonfinite((int)m->dtype, m->data, tri, m->batch, m->rows, m->cols,
+                                m->batch_stride, m->row_stride, m->col_stride, d_first, s->stream);
+  if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "finiteness check", err);
+  *guard = d_first;
+  return GSTAT_OK;
+}
+
+unsigned *gstat_cu_info_verdict(gstat_cu_state *s, gstat_ctx *ctx) {
+  char *flag = gstat_cu_buffer(s, ctx, CU_FLAG, FLAG_BYTES);
+  return flag ? (unsigned *)(flag + FLAG_ANY) : NULL;
+}
+
+/* collect_info's all-zero path: whether info[0 .. nb) were all zero (the
+ * device's reduction, unless the work set the verdict itself, then one
+ * small copy back), with a deferred scan's verdict (scan non-NULL) in the
+ * same copy. The caller's info is zeroed while the device works, unless a
+ * scan's verdict may yet say it must stay untouched. */
+static gstat_status summary(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, const int *d_info,
+                            size_t count, int64_t nb, int64_t *info, cudaStream_t stream,
+                            const gstat_cu_scan *scan, bool verdict_set, bool *any) {
+  char *flag = gstat_cu_buffer(s, ctx, CU_FLAG, FLAG_BYTES);
+  char *h = gstat_cu_host_buffer(s, ctx, &s->host_info, FLAG_BYTES);
+  if (!flag || !h) return GSTAT_ENOMEM;
+  unsigned *d_any = (unsigned *)(flag + FLAG_ANY);
+  cudaError_t err = cudaSuccess;
+  if (!verdict_set) {
+    err = cudaMemsetAsync(d_any, 0, sizeof *d_any, stream);
+    if (err == cudaSuccess) err = gstat_cu_any_nonzero(d_info, (int64_t)count, d_any, stream);
+  }
+  if (err == cudaSuccess)
+    err = scan
+              ? cudaMemcpyAsync(h, flag, FLAG_BYTES, cudaMemcpyDeviceToHost, stream)
+              : cudaMemcpyAsync(h + FLAG_ANY, d_any, sizeof *d_any, cudaMemcpyDeviceToHost, stream);
+  /* Zero the caller's info while the device still works, not after the
+   * wait (800 KB for 100000 elements: the float64 100000x16 call 0.03 ms
+   * shorter, H200); the slow path overwrites every entry. */
+  if (!scan) memset(info, 0, sizeof *info * (size_t)nb);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+  if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "reading info", err);
+  if (scan) {
+    for (int k = 0; k < 2 && scan->m[k]; k++) {
+      unsigned long long first;
+      memcpy(&first, h + (k ? FLAG_SECOND : 0), sizeof first);
+      if (first != ~0ull) return nonfinite_fail(ctx, fn, scan->name[k], scan->m[k], first);
+    }
+    memset(info, 0, sizeof *info * (size_t)nb);
+  }
+  unsigned a;
+  memcpy(&a, h + FLAG_ANY, sizeof a);
+  *any = a != 0;
+  return GSTAT_OK;
+}
+
+gstat_status gstat_cu_collect_info_scanned(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                           const int *d_info, bool with_flags, int64_t nb,
+                                           int64_t *info, cudaStream_t stream,
+                                           const gstat_cu_scan *scan, bool verdict_set) {
+  int *h = gstat_cu_host_buffer(
+      s, ctx, &s->host_info,
+      2 * sizeof(int) * (size_t)nb < FLAG_BYTES ? FLAG_BYTES : 2 * sizeof(int) * (size_t)nb);
   if (!h) return GSTAT_ENOMEM;
   size_t count = (size_t)nb * (with_flags ? 2 : 1);
   gstat_cu_fault fault = gstat_cu_fault_now();
   cudaError_t err = cudaSuccess;
-  if (fault == FAULT_NONE) {
+  if (fault == FAULT_NONE || scan) {
     /* Usually every element succeeded: a device reduction says so in one
      * 4-byte copy, and the host neither copies nor walks the arrays. With
      * the dispatcher's vectorized scans this took float64 100000x16 from
      * 2.27-2.39 to 2.04-2.12 ms (H200, bench_cuda, kernel 1.94). */
-    /* the finiteness check's size, so that neither call reallocates it */
-    unsigned *d_any = gstat_cu_buffer(s, ctx, CU_FLAG, sizeof(unsigned long long));
-    if (!d_any) return GSTAT_ENOMEM;
-    err = cudaMemsetAsync(d_any, 0, sizeof *d_any, stream);
-    if (err == cudaSuccess) err = gstat_cu_any_nonzero(d_info, (int64_t)count, d_any, stream);
-    if (err == cudaSuccess)
-      err = cudaMemcpyAsync(h, d_any, sizeof *d_any, cudaMemcpyDeviceToHost, stream);
-    /* Zero the caller's info while the device still works, not after the
-     * wait (800 KB for 100000 elements: the float64 100000x16 call 0.03 ms
-     * shorter, H200); the slow path below overwrites every entry. */
-    memset(info, 0, sizeof *info * (size_t)nb);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
-    if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "reading info", err);
-    if (*(unsigned *)h == 0) {
+    bool any = true;
+    gstat_status st = summary(s, ctx, fn, d_info, count, nb, info, stream, scan, verdict_set, &any);
+    if (st != GSTAT_OK) {
+      s->clean_info = NULL;
+      s->clean_count = 0;
+      return st;
+    }
+    if (!any && fault == FAULT_NONE) {
       if (s->clean_info && info == s->clean_info + s->clean_count) {
         s->clean_count += nb;
       } else {
@@ -233,6 +306,13 @@ gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char
     info[b] = nonfinite || solver_error ? GSTAT_I_INFO_RETRY : h[b];
   }
   return GSTAT_OK;
+}
+
+gstat_status gstat_cu_collect_info(gstat_cu_state *s, gstat_ctx *ctx, const char *fn,
+                                   const int *d_info, bool with_flags, int64_t nb, int64_t *info,
+                                   cudaStream_t stream) {
+  return gstat_cu_collect_info_scanned(s, ctx, fn, d_info, with_flags, nb, info, stream, NULL,
+                                       false);
 }
 
 /* Whether collect_info found info[0 .. batch) all zero in one run of chunks:

@@ -9,28 +9,53 @@ namespace {
 /* Block (x, y) handles column x of elements y, y + gridDim.y, ...: threads
  * walk the rows, so every store is coalesced and no index is divided. A
  * failed element (info != 0) becomes NaN, a factored one gets its strict
- * upper triangle zeroed; the lower one is never read. */
+ * upper triangle zeroed; in place (src == dst) the lower one is never read,
+ * otherwise it is copied from src. guard (NULL: none) is a deferred
+ * finiteness scan's verdict: anything but ULLONG_MAX and nothing is written.
+ * any (NULL: none) becomes 1 when an element failed: the pass reads every
+ * info anyway, so no reduction over them need follow. */
 template <typename T>
-__global__ void finish_cholesky(T *a, int64_t n, int64_t batch, const int *info) {
+__global__ void finish_cholesky(const T *src, T *dst, int64_t n, int64_t batch, const int *info,
+                                const unsigned long long *guard, unsigned *any) {
+  if (guard && *guard != ULLONG_MAX) return;
   const int64_t j = blockIdx.x;
+  const bool copy = src != dst;
   for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
-    T *col = a + (b * n + j) * n;
+    T *col = dst + (b * n + j) * n;
+    const T *from = src + (b * n + j) * n;
     if (info[b] != 0) {
+      if (any && j == 0 && threadIdx.x == 0) *any = 1;
       for (int64_t i = threadIdx.x; i < n; i += blockDim.x) col[i] = T(NAN);
     } else {
-      for (int64_t i = threadIdx.x; i < j; i += blockDim.x) col[i] = T(0);
+      for (int64_t i = threadIdx.x; i < (copy ? n : j); i += blockDim.x)
+        col[i] = i < j ? T(0) : from[i];
     }
   }
 }
 
+/* A block per element: its threads stride over the diagonal and the block
+ * keeps the smallest index of a zero (a thread per element walked all n
+ * entries in turn: milliseconds for one matrix of order 32768). any (NULL:
+ * none) becomes 1 for a singular element: no reduction over info follows. */
 template <typename T>
-__global__ void diag_info(const T *a, int64_t n, int64_t batch, int *info) {
-  for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < batch;
-       b += (int64_t)gridDim.x * blockDim.x) {
-    int first = 0;
-    for (int64_t i = n - 1; i >= 0; i--)
-      if (a[b * n * n + i * (n + 1)] == T(0)) first = (int)(i + 1);
-    info[b] = first;
+__global__ void diag_info(const T *a, int64_t n, int64_t batch, int *info, unsigned *any) {
+  __shared__ int first;
+  for (int64_t b = blockIdx.x; b < batch; b += gridDim.x) {
+    if (threadIdx.x == 0) first = INT_MAX;
+    __syncthreads();
+    int mine = INT_MAX;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      if (a[b * n * n + i * (n + 1)] == T(0)) {
+        mine = (int)(i + 1);
+        break; /* i ascends per thread: its first zero is its smallest */
+      }
+    if (mine != INT_MAX) atomicMin(&first, mine);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      info[b] = first == INT_MAX ? 0 : first;
+      if (any && first != INT_MAX) *any = 1;
+    }
+    __syncthreads(); /* first is read before the next element resets it */
   }
 }
 
@@ -50,6 +75,15 @@ __global__ void any_nonzero(const int *v, int64_t count, unsigned *any) {
   if (__syncthreads_or(seen) && threadIdx.x == 0) *any = 1;
 }
 
+/* dst = src, 4-byte words, unless a guard says an input was not finite. */
+__global__ void copy_guarded(unsigned *dst, const unsigned *src, size_t words,
+                             const unsigned long long *g0, const unsigned long long *g1) {
+  if ((g0 && *g0 != ULLONG_MAX) || (g1 && *g1 != ULLONG_MAX)) return;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < words;
+       i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = src[i];
+}
+
 unsigned blocks_for(int64_t work) {
   int64_t b = (work + 255) / 256;
   return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
@@ -57,27 +91,47 @@ unsigned blocks_for(int64_t work) {
 
 }  // namespace
 
-extern "C" cudaError_t gstat_cu_finish_cholesky(int dtype, void *a, int64_t n, int64_t batch,
-                                                const int *info, cudaStream_t stream) {
+extern "C" cudaError_t gstat_cu_finish_cholesky_to(int dtype, const void *src, void *dst, int64_t n,
+                                                   int64_t batch, const int *info,
+                                                   const unsigned long long *guard, unsigned *any,
+                                                   cudaStream_t stream) {
   if (n == 0 || batch == 0) return cudaSuccess;
   if (n > INT32_MAX) return cudaErrorInvalidValue;
   dim3 grid((unsigned)n, (unsigned)(batch < 65535 ? batch : 65535));
   unsigned threads = n >= 256 ? 256 : n >= 128 ? 128 : n >= 64 ? 64 : 32;
   if (dtype == 2)
-    finish_cholesky<<<grid, threads, 0, stream>>>(static_cast<double *>(a), n, batch, info);
+    finish_cholesky<<<grid, threads, 0, stream>>>(
+        static_cast<const double *>(src), static_cast<double *>(dst), n, batch, info, guard, any);
   else
-    finish_cholesky<<<grid, threads, 0, stream>>>(static_cast<float *>(a), n, batch, info);
+    finish_cholesky<<<grid, threads, 0, stream>>>(
+        static_cast<const float *>(src), static_cast<float *>(dst), n, batch, info, guard, any);
   return cudaGetLastError();
 }
 
+extern "C" cudaError_t gstat_cu_finish_cholesky(int dtype, void *a, int64_t n, int64_t batch,
+                                                const int *info, cudaStream_t stream) {
+  return gstat_cu_finish_cholesky_to(dtype, a, a, n, batch, info, NULL, NULL, stream);
+}
+
 extern "C" cudaError_t gstat_cu_diag_info(int dtype, const void *a, int64_t n, int64_t batch,
-                                          int *info, cudaStream_t stream) {
+                                          int *info, unsigned *any, cudaStream_t stream) {
   if (batch == 0) return cudaSuccess;
+  unsigned blocks = (unsigned)(batch < 65535 ? batch : 65535);
+  unsigned threads = n >= 256 ? 256 : n >= 128 ? 128 : n >= 64 ? 64 : 32;
   if (dtype == 2)
-    diag_info<<<blocks_for(batch), 256, 0, stream>>>(static_cast<const double *>(a), n, batch,
-                                                     info);
+    diag_info<<<blocks, threads, 0, stream>>>(static_cast<const double *>(a), n, batch, info, any);
   else
-    diag_info<<<blocks_for(batch), 256, 0, stream>>>(static_cast<const float *>(a), n, batch, info);
+    diag_info<<<blocks, threads, 0, stream>>>(static_cast<const float *>(a), n, batch, info, any);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_copy_guarded(void *dst, const void *src, size_t bytes,
+                                             const unsigned long long *g0,
+                                             const unsigned long long *g1, cudaStream_t stream) {
+  if (bytes % 4 != 0) return cudaErrorInvalidValue;
+  if (bytes == 0) return cudaSuccess;
+  copy_guarded<<<blocks_for((int64_t)(bytes / 4)), 256, 0, stream>>>(
+      static_cast<unsigned *>(dst), static_cast<const unsigned *>(src), bytes / 4, g0, g1);
   return cudaGetLastError();
 }
 

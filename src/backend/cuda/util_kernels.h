@@ -15,9 +15,27 @@ extern "C" {
 cudaError_t gstat_cu_finish_cholesky(int dtype, void *a, int64_t n, int64_t batch, const int *info,
                                      cudaStream_t stream);
 
-/* info[b] = 1-based index of the first zero on the diagonal of element b, 0 if none. */
+/* gstat_cu_finish_cholesky from the factored batch src into dst (src == dst:
+ * in place): dst's lower triangle copied from src. guard (NULL: none): a
+ * deferred finiteness scan's first index; unless it is ULLONG_MAX (every
+ * input finite) nothing is written. any (NULL: none) becomes 1 when some
+ * info[b] != 0 (the caller zeroes it first). */
+cudaError_t gstat_cu_finish_cholesky_to(int dtype, const void *src, void *dst, int64_t n,
+                                        int64_t batch, const int *info,
+                                        const unsigned long long *guard, unsigned *any,
+                                        cudaStream_t stream);
+
+/* info[b] = 1-based index of the first zero on the diagonal of element b, 0
+ * if none; *any (NULL: none) becomes 1 when some element has one (the
+ * caller zeroes it first). */
 cudaError_t gstat_cu_diag_info(int dtype, const void *a, int64_t n, int64_t batch, int *info,
-                               cudaStream_t stream);
+                               unsigned *any, cudaStream_t stream);
+
+/* dst = src (bytes a multiple of 4), unless g0 or g1 (each NULL: none), a
+ * deferred finiteness scan's first index, is not ULLONG_MAX. */
+cudaError_t gstat_cu_copy_guarded(void *dst, const void *src, size_t bytes,
+                                  const unsigned long long *g0, const unsigned long long *g1,
+                                  cudaStream_t stream);
 
 /* ptrs[b] = base + b * stride_bytes (pointer arrays of the *Batched routines). */
 cudaError_t gstat_cu_fill_ptrs(void **ptrs, void *base, size_t stride_bytes, int64_t batch,

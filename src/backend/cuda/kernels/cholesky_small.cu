@@ -20,6 +20,8 @@
  * element is written as NaN (what the caller does with failed elements), so
  * no separate fill pass is needed.
  */
+#include <climits>
+
 #include "common.cuh"
 
 namespace gstat_cu {
@@ -42,14 +44,23 @@ __device__ __forceinline__ void group_barrier() {
     __syncthreads();
 }
 
-/* Element b is the n x n matrix at A + b * stride, leading dimension lda.
- * first_col < 0: a whole matrix, info[b] = fail. Otherwise the diagonal
- * block at column first_col of a blocked factorization: info[b] becomes
- * first_col + fail on the first failure and is left alone otherwise. */
+/* Element b is the n x n matrix at src + b * stride, leading dimension lda,
+ * its factor written at dst + b * stride (dst may be src: every lane of a
+ * group has read its row before the group's first barrier, and writes
+ * after the last). first_col < 0: a whole matrix, info[b] = fail.
+ * Otherwise the diagonal block at column first_col of a blocked
+ * factorization: info[b] becomes first_col + fail on the first failure and
+ * is left alone otherwise. guard (NULL: none): a deferred finiteness scan's
+ * verdict, read before anything is written; unless it is ULLONG_MAX the
+ * kernel writes nothing, so a non-finite input leaves the output as it was.
+ * any (NULL: none): set to 1 when an element fails, so that no reduction
+ * over info need follow. */
 template <typename T, int N>
 __global__ void __launch_bounds__(CholShape<N>::kThreads)
-    chol_regs_kernel(T *__restrict__ A, int n, int lda, int64_t stride, int64_t batch,
-                     int *__restrict__ info, int first_col) {
+    chol_regs_kernel(const T *src, T *dst, int n, int lda, int64_t stride, int64_t batch,
+                     int *__restrict__ info, int first_col, const unsigned long long *guard,
+                     unsigned *any) {
+  if (guard && *guard != ULLONG_MAX) return; /* the same for every thread */
   constexpr int G = CholShape<N>::kGroups;
   __shared__ T column[2][G][N];
   const int g = threadIdx.x / N, L = threadIdx.x % N;
@@ -59,7 +70,8 @@ __global__ void __launch_bounds__(CholShape<N>::kThreads)
     if ((int64_t)blockIdx.x * G + (threadIdx.x / 32) * (32 / N) >= batch) return;
   }
   const bool live = b < batch && L < n;
-  T *Ab = A + b * stride;
+  const T *Ab = src + b * stride;
+  T *Fb = dst + b * stride;
 
   /* row L; for a fixed j the group reads a contiguous column: coalesced */
   T a[N];
@@ -86,17 +98,19 @@ __global__ void __launch_bounds__(CholShape<N>::kThreads)
   const T nan = quiet_nan<T>();
 #pragma unroll
   for (int j = 0; j < N; ++j) /* a[j > L] == 0 zeroes the strict upper triangle */
-    if (live && j < n) Ab[L + (int64_t)j * lda] = fail ? nan : a[j];
+    if (live && j < n) Fb[L + (int64_t)j * lda] = fail ? nan : a[j];
   if (b < batch && L == 0) {
-    if (first_col < 0)
+    if (first_col < 0) {
       info[b] = fail;
-    else if (fail && info[b] == 0)
+      if (fail && any) *any = 1;
+    } else if (fail && info[b] == 0)
       info[b] = first_col + fail;
   }
 }
 
 template <typename T, int N>
-void launch_regs(T *A, int n, int lda, int64_t stride, int64_t batch, int *info, int first_col,
+void launch_regs(const T *A, T *F, int n, int lda, int64_t stride, int64_t batch, int *info,
+                 int first_col, const unsigned long long *guard, unsigned *any,
                  cudaStream_t stream) {
   constexpr int64_t per_block = CholShape<N>::kGroups;
   constexpr int64_t max_chunk = INT32_MAX * per_block;
@@ -104,24 +118,26 @@ void launch_regs(T *A, int n, int lda, int64_t stride, int64_t batch, int *info,
     const int64_t count = batch - b < max_chunk ? batch - b : max_chunk;
     chol_regs_kernel<T, N>
         <<<(unsigned)((count + per_block - 1) / per_block), CholShape<N>::kThreads, 0, stream>>>(
-            A + b * stride, n, lda, stride, count, info + b, first_col);
+            A + b * stride, F + b * stride, n, lda, stride, count, info + b, first_col, guard, any);
   }
 }
 
 template <typename T>
-void launch_chol(void *A_, int n, int lda, int64_t stride, int64_t batch, int *info, int first_col,
+void launch_chol(const void *A_, void *F_, int n, int lda, int64_t stride, int64_t batch, int *info,
+                 int first_col, const unsigned long long *guard, unsigned *any,
                  cudaStream_t stream) {
-  T *A = static_cast<T *>(A_);
+  const T *A = static_cast<const T *>(A_);
+  T *F = static_cast<T *>(F_);
   if (n <= 4)
-    launch_regs<T, 4>(A, n, lda, stride, batch, info, first_col, stream);
+    launch_regs<T, 4>(A, F, n, lda, stride, batch, info, first_col, guard, any, stream);
   else if (n <= 8)
-    launch_regs<T, 8>(A, n, lda, stride, batch, info, first_col, stream);
+    launch_regs<T, 8>(A, F, n, lda, stride, batch, info, first_col, guard, any, stream);
   else if (n <= 16)
-    launch_regs<T, 16>(A, n, lda, stride, batch, info, first_col, stream);
+    launch_regs<T, 16>(A, F, n, lda, stride, batch, info, first_col, guard, any, stream);
   else if (n <= 32)
-    launch_regs<T, 32>(A, n, lda, stride, batch, info, first_col, stream);
+    launch_regs<T, 32>(A, F, n, lda, stride, batch, info, first_col, guard, any, stream);
   else
-    launch_regs<T, 64>(A, n, lda, stride, batch, info, first_col, stream);
+    launch_regs<T, 64>(A, F, n, lda, stride, batch, info, first_col, guard, any, stream);
 }
 
 /* Rows below a factored diagonal block L11 (kb x kb, kb <= KB): X L11^T =
@@ -166,7 +182,7 @@ __global__ void __launch_bounds__(128)
 template <typename T>
 void launch_block(void *A, int kb, int m, int lda, int64_t stride, int64_t batch, int first_col,
                   int *info, cudaStream_t stream) {
-  launch_chol<T>(A, kb, lda, stride, batch, info, first_col, stream);
+  launch_chol<T>(A, A, kb, lda, stride, batch, info, first_col, nullptr, nullptr, stream);
   if (m == 0) return;
   const dim3 grid((unsigned)((m + 127) / 128), (unsigned)(batch < 65535 ? batch : 65535));
   panel_solve_kernel<T, GSTAT_CU_CHOL_BLOCK>
@@ -176,18 +192,25 @@ void launch_block(void *A, int kb, int m, int lda, int64_t stride, int64_t batch
 } /* namespace */
 } /* namespace gstat_cu */
 
-extern "C" cudaError_t gstat_cu_cholesky_small(int dtype, void *A, int64_t n, int64_t batch,
-                                               int *info, cudaStream_t stream) {
+extern "C" cudaError_t gstat_cu_cholesky_small_to(int dtype, const void *A, void *F, int64_t n,
+                                                  int64_t batch, int *info,
+                                                  const unsigned long long *guard, unsigned *any,
+                                                  cudaStream_t stream) {
   using namespace gstat_cu;
   if (!compute_dtype(dtype) || n < 0 || n > GSTAT_CU_CHOL_MAX_N || batch < 0)
     return cudaErrorInvalidValue;
   if (n == 0 || batch == 0) return cudaSuccess;
-  if (!A || !info) return cudaErrorInvalidValue;
+  if (!A || !F || !info) return cudaErrorInvalidValue;
   if (dtype == kF32)
-    launch_chol<float>(A, (int)n, (int)n, n * n, batch, info, -1, stream);
+    launch_chol<float>(A, F, (int)n, (int)n, n * n, batch, info, -1, guard, any, stream);
   else
-    launch_chol<double>(A, (int)n, (int)n, n * n, batch, info, -1, stream);
+    launch_chol<double>(A, F, (int)n, (int)n, n * n, batch, info, -1, guard, any, stream);
   return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_cholesky_small(int dtype, void *A, int64_t n, int64_t batch,
+                                               int *info, cudaStream_t stream) {
+  return gstat_cu_cholesky_small_to(dtype, A, A, n, batch, info, nullptr, nullptr, stream);
 }
 
 extern "C" cudaError_t gstat_cu_cholesky_block(int dtype, void *A, int64_t kb, int64_t m,

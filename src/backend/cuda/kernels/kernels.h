@@ -75,6 +75,14 @@ cudaError_t gstat_cu_find_nonfinite(int dtype, const void *A, int tri, int64_t b
  * definite (then all of element b is written as NaN). */
 cudaError_t gstat_cu_cholesky_small(int dtype, void *A, int64_t n, int64_t batch, int *info,
                                     cudaStream_t stream);
+/* gstat_cu_cholesky_small reading A and writing the factor to F (F == A:
+ * in place) without a copy first. guard (NULL: none): a deferred
+ * finiteness scan's first index; unless it is ULLONG_MAX nothing is written
+ * (neither F nor info). any (NULL: none) becomes 1 when an element fails
+ * (the caller zeroes it first). */
+cudaError_t gstat_cu_cholesky_small_to(int dtype, const void *A, void *F, int64_t n, int64_t batch,
+                                       int *info, const unsigned long long *guard, unsigned *any,
+                                       cudaStream_t stream);
 
 /* One step of a blocked Cholesky (lower) of a batch (dtype 1/2): element b
  * is at A + b * stride (elements, column-major, leading dimension lda), and
