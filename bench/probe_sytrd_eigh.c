@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
   void *work;
   int *hflag;
   CK(cudaMalloc(&work, gstat_cu_sytrd_eigh_bytes(cdt, n, nb, !values)));
-  CK(cudaMallocHost((void **)&hflag, sizeof(int)));
+  CK(cudaMallocHost((void **)&hflag, sizeof(int) * (size_t)(nb + 1))); /* every flag */
   gstat_cu_sytrd_eigh_args args = {cdt,   n,    nb,    !values, dA, dW,
                                    dInfo, work, hflag, gap_tol, st, blas};
   int degenerate = 0;

@@ -402,8 +402,8 @@ static gstat_status syev_batched_bytes(const eigh_run *r, void *dA, void *dW, in
  * refused shape's workspace pointer from moving. Some cuSOLVER versions read
  * the workspace before writing it: a fresh buffer is cleared (clearing it
  * on every call would cost a pass over it). */
-static gstat_status plan_workspace(const eigh_run *r, void *dA, void *dW, int64_t nb, bool loop,
-                                   solver_ws *ws) {
+static gstat_status plan_workspace_in(const eigh_run *r, void *dA, void *dW, int64_t nb, bool loop,
+                                      gstat_cu_role role, solver_ws *ws) {
   gstat_status st;
   if (loop) {
     cudaDataType t = cuda_type(r->cdt);
@@ -429,7 +429,7 @@ static gstat_status plan_workspace(const eigh_run *r, void *dA, void *dW, int64_
   if (ws->dev_whole > dev) dev = ws->dev_whole;
   if (ws->host_whole > host) host = ws->host_whole;
   int64_t before = r->s->device_allocations;
-  ws->dev = gstat_cu_buffer(r->s, r->ctx, CU_WORK, dev);
+  ws->dev = gstat_cu_buffer(r->s, r->ctx, role, dev);
   ws->host = gstat_cu_host_buffer(r->s, r->ctx, &r->s->host_work, host);
   if (!ws->dev || !ws->host) return GSTAT_ENOMEM;
   cudaError_t err = r->s->device_allocations != before
@@ -437,6 +437,11 @@ static gstat_status plan_workspace(const eigh_run *r, void *dA, void *dW, int64_
                         : cudaSuccess;
   return err == cudaSuccess ? GSTAT_OK
                             : gstat_cu_fail(r->ctx, "eigh", "clearing the workspace", err);
+}
+
+static gstat_status plan_workspace(const eigh_run *r, void *dA, void *dW, int64_t nb, bool loop,
+                                   solver_ws *ws) {
+  return plan_workspace_in(r, dA, dW, nb, loop, CU_WORK, ws);
 }
 
 /* The batched solver on the `nb` matrices in dA: its graph (ws->slices
@@ -510,12 +515,43 @@ static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "joining streams", err);
 }
 
+/* The lockstep solver's hand-back (gstat_cu_sytrd_eigh_args.solve_dense):
+ * XsyevBatched on the k tridiagonal matrices it gathered, through the
+ * graphs of syev_batched. Its workspace is CU_RHS (the lockstep path's own
+ * is CU_WORK, which must not move); st keeps a cuSOLVER failure's status. */
+typedef struct {
+  const eigh_run *r;
+  gstat_status st;
+} hand_back_ctx;
+
+static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int64_t k,
+                                     const char **what) {
+  hand_back_ctx *h = p;
+  eigh_run r = *h->r;
+  r.fill = CUBLAS_FILL_MODE_LOWER;
+  r.jobz = CUSOLVER_EIG_MODE_VECTOR;
+  solver_ws ws;
+  h->st = plan_workspace_in(&r, T, wk, k, false, CU_RHS, &ws);
+  if (h->st == GSTAT_ENOMEM && gstat_cu_fault_now() != FAULT_OOM) {
+    *what = "hand-back workspace";
+    return cudaErrorMemoryAllocation; /* the whole chunk goes back instead */
+  }
+  if (h->st == GSTAT_OK) h->st = syev_batched(&r, T, wk, info, k, &ws);
+  if (h->st == GSTAT_OK) return cudaSuccess;
+  *what = "hand-back";
+  return cudaErrorUnknown;
+}
+
 /* Our lockstep solver on the chunk's nb matrices in dA (lower triangles;
- * overwritten with the vectors) into dW; *degenerate when some eigenvalue
- * gap is too small for its vectors (dA then holds reflectors). */
+ * overwritten with the vectors) into dW. Matrices with eigenvalue gaps too
+ * small for their vectors are handed back to cuSOLVER in one batched call
+ * (solve_handed_back); *degenerate when that had no room: dA then holds
+ * reflectors and the whole chunk must be solved again. */
 static gstat_status lockstep(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
                              void *work, bool *degenerate) {
   gstat_cu_state *s = r->s;
+  hand_back_ctx h = {r, GSTAT_OK};
+  int64_t handed = 0;
   gstat_cu_sytrd_eigh_args a = {.cdt = r->cdt,
                                 .n = r->n,
                                 .nb = nb,
@@ -527,13 +563,18 @@ static gstat_status lockstep(const eigh_run *r, void *dA, void *dW, int *dInfo, 
                                 .host_flag = s->host_info.ptr,
                                 .gap_tol = lockstep_gap,
                                 .stream = s->stream,
-                                .blas = s->blas};
+                                .blas = s->blas,
+                                .solve_dense = r->want ? solve_handed_back : NULL,
+                                .solve_ctx = &h,
+                                .handed_back = &handed};
   const char *what = "";
   int deg = 0;
   cudaError_t err = gstat_cu_sytrd_eigh(&a, &deg, &what);
   *degenerate = deg != 0;
   s->own_tridiag_chunks++;
-  s->own_tridiag_degenerate += deg != 0;
+  /* a chunk some of whose matrices cuSOLVER solved */
+  s->own_tridiag_degenerate += deg != 0 || handed > 0;
+  if (err != cudaSuccess && h.st != GSTAT_OK) return h.st; /* cuSOLVER's failure, reported */
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", what, err);
 }
 

@@ -35,11 +35,12 @@ cudaError_t gstat_cu_tridiag_step(const gstat_cu_tridiag_step_args *a, int *dege
                                          (double *)(base + a->parts.zt),
                                          (double *)(base + a->parts.u), a->X, flags, a->stream),
                 "tridiagonal eigenvectors");
-  /* flags[nb] is set with any flags[b]: one int to read */
-  GSTAT_CU_STEP(
-      cudaMemcpyAsync(a->host_flag, flags + a->nb, sizeof(int), cudaMemcpyDeviceToHost, a->stream),
-      "degenerate check");
+  /* every flag: flags[nb] (set with any flags[b]) says whether, the others
+   * which matrices a caller may hand back one by one */
+  GSTAT_CU_STEP(cudaMemcpyAsync(a->host_flag, flags, sizeof(int) * (size_t)(a->nb + 1),
+                                cudaMemcpyDeviceToHost, a->stream),
+                "degenerate check");
   GSTAT_CU_STEP(cudaStreamSynchronize(a->stream), "tridiagonal eigenvectors");
-  *degenerate = *a->host_flag != 0;
+  *degenerate = a->host_flag[a->nb] != 0;
   return cudaSuccess;
 }

@@ -64,7 +64,8 @@ typedef struct {
   int *info;      /* out: 0, or 1 where T was not finite */
   void *X;        /* out: the tridiagonal eigenvectors, n x n per problem; NULL: values only */
   double gap_tol; /* vectors: the relative gap below which a batch is degenerate */
-  int *host_flag; /* vectors: pinned host int for the read back */
+  int *host_flag; /* vectors: pinned host ints (nb + 1) for the read back:
+                   * the flags of gstat_cu_tridiag_vectors */
   cudaStream_t stream;
 } gstat_cu_tridiag_step_args;
 

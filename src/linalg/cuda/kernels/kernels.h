@@ -181,6 +181,17 @@ cudaError_t gstat_cu_tridiag_vectors(int dtype, const void *d, const void *e, in
                                      double gap_tol, double *Zt, double *U, void *X, int *flags,
                                      cudaStream_t stream);
 
+/* The per-element hand-back of the lockstep solver (n <= GSTAT_CU_SYTRD_MAX_N,
+ * k <= 65535; idx: k device ints, the matrices handed back). gather: the
+ * j-th n x n of Tc (dense column-major) = the tridiagonal matrix idx[j] of
+ * d and e. scatter: matrix idx[j] of X (dense n x n per matrix) = the j-th
+ * n x n of Zc, and info[idx[j]] = info_c[j] where that is not 0. */
+cudaError_t gstat_cu_tridiag_gather(int dtype, const void *d, const void *e, int64_t n,
+                                    const int *idx, int64_t k, void *Tc, cudaStream_t stream);
+cudaError_t gstat_cu_tridiag_scatter(int dtype, const void *Zc, const int *info_c, int64_t n,
+                                     const int *idx, int64_t k, void *X, int *info,
+                                     cudaStream_t stream);
+
 /* ---- PCA (pca_kernels.cu): dense data, row-major (element (i, j) at i*p + j) or
  * column-major (at i + j*n), dtype 1 or 2 ---- */
 

@@ -253,6 +253,33 @@ __global__ void __launch_bounds__(256) transpose_out(const double *Zt, int n, T 
     if (c0 + k < n && r0 + tx < n) put(&dst[(size_t)(c0 + k) * n + r0 + tx], tile[tx][k]);
 }
 
+/* grid (ceil(n * n / 256), k): the j-th n x n of Tc (dense column-major,
+ * both triangles) = T of matrix idx[j]. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+    dense_tridiag(const T *d, const T *e, int n, const int *idx, T *Tc) {
+  const size_t b = (size_t)idx[blockIdx.y], nn = (size_t)n * n;
+  const size_t at = (size_t)blockIdx.x * 256 + threadIdx.x;
+  if (at >= nn) return;
+  const int r = (int)(at % n), c = (int)(at / n);
+  T v = 0;
+  if (r == c) v = d[b * n + r];
+  if (r == c + 1) v = e[b * n + c];
+  if (c == r + 1) v = e[b * n + r];
+  Tc[(size_t)blockIdx.y * nn + at] = v;
+}
+
+/* grid (ceil(n * n / 256), k): matrix idx[j] of X = the j-th n x n of Zc,
+ * and its info = the j-th of info_c where that is not 0. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+    scatter_dense(const T *Zc, const int *info_c, int n, const int *idx, T *X, int *info) {
+  const size_t b = (size_t)idx[blockIdx.y], nn = (size_t)n * n;
+  const size_t at = (size_t)blockIdx.x * 256 + threadIdx.x;
+  if (at == 0 && info_c[blockIdx.y] != 0) info[b] = info_c[blockIdx.y];
+  if (at < nn) X[b * nn + at] = Zc[(size_t)blockIdx.y * nn + at];
+}
+
 /* Dynamic shared memory above the default 48 KiB, static included, needs
  * the kernel's opt-in (up to 227 KiB on Hopper). */
 template <typename K>
@@ -323,4 +350,38 @@ extern "C" cudaError_t gstat_cu_tridiag_vectors(int dtype, const void *d, const 
   return dtype == kF64
              ? launch_vectors<double>(d, e, n, batch, wd, norms, gap_tol, Zt, U, X, flags, stream)
              : launch_vectors<float>(d, e, n, batch, wd, norms, gap_tol, Zt, U, X, flags, stream);
+}
+
+static dim3 per_element_grid(int64_t n, int64_t k) {
+  return dim3((unsigned)((n * n + 255) / 256), (unsigned)k);
+}
+
+extern "C" cudaError_t gstat_cu_tridiag_gather(int dtype, const void *d, const void *e, int64_t n,
+                                               const int *idx, int64_t k, void *Tc,
+                                               cudaStream_t stream) {
+  if (!compute_dtype(dtype) || n < 1 || n > GSTAT_CU_SYTRD_MAX_N || k < 1 || k > 65535)
+    return cudaErrorInvalidValue;
+  if (dtype == kF64)
+    dense_tridiag<double><<<per_element_grid(n, k), 256, 0, stream>>>(
+        static_cast<const double *>(d), static_cast<const double *>(e), (int)n, idx,
+        static_cast<double *>(Tc));
+  else
+    dense_tridiag<float><<<per_element_grid(n, k), 256, 0, stream>>>(
+        static_cast<const float *>(d), static_cast<const float *>(e), (int)n, idx,
+        static_cast<float *>(Tc));
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_tridiag_scatter(int dtype, const void *Zc, const int *info_c,
+                                                int64_t n, const int *idx, int64_t k, void *X,
+                                                int *info, cudaStream_t stream) {
+  if (!compute_dtype(dtype) || n < 1 || n > GSTAT_CU_SYTRD_MAX_N || k < 1 || k > 65535)
+    return cudaErrorInvalidValue;
+  if (dtype == kF64)
+    scatter_dense<double><<<per_element_grid(n, k), 256, 0, stream>>>(
+        static_cast<const double *>(Zc), info_c, (int)n, idx, static_cast<double *>(X), info);
+  else
+    scatter_dense<float><<<per_element_grid(n, k), 256, 0, stream>>>(
+        static_cast<const float *>(Zc), info_c, (int)n, idx, static_cast<float *>(X), info);
+  return cudaGetLastError();
 }
