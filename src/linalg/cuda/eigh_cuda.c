@@ -193,8 +193,15 @@ static const struct {
 };
 
 /* Relative eigenvalue gap (of ||T||) below which the twisted vectors are
- * not trusted: their orthogonality is about 1e-16 ||T|| / gap in double. */
-static const double lockstep_gap = 1e-8;
+ * not trusted: their orthogonality is about 1e-16 ||T|| / gap in double
+ * (at worst sqrt(n) times that). Float32 needs only n * 1e-7 times
+ * LAPACK's 60 (1.8e-3 at n = 257, 7.3e-3 at 1024): at 5e-12 its vectors
+ * are within 7e-4 (n = 257) and 1.4e-3 (1024) of orthogonal even at worst,
+ * and a float32 matrix with repeated eigenvalues reduces to a T whose
+ * copies of them stay near its own rounding apart (LAPACK's ssytrd on the
+ * repeated family, 1024: 1.2e-11 ||T|| the least) or split off
+ * (kernels/tridiag_eig.cu), so it keeps the lockstep path. */
+static const double lockstep_gap = 1e-8, lockstep_gap_f32 = 5e-12;
 
 static cudaDataType cuda_type(int cdt) {
   return cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F;
@@ -516,9 +523,11 @@ static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo
 }
 
 /* The lockstep solver's hand-back (gstat_cu_sytrd_eigh_args.solve_dense):
- * XsyevBatched on the k tridiagonal matrices it gathered, through the
- * graphs of syev_batched. Its workspace is CU_RHS (the lockstep path's own
- * is CU_WORK, which must not move); st keeps a cuSOLVER failure's status. */
+ * the k tridiagonal matrices it gathered, by the path cuSOLVER would take
+ * for k matrices of the order (the threaded Xsyevd loop of loop_rules, else
+ * XsyevBatched through the graphs of syev_batched). Its workspace is CU_RHS
+ * (the lockstep path's own is CU_WORK, which must not move); st keeps a
+ * cuSOLVER failure's status. */
 typedef struct {
   const eigh_run *r;
   gstat_status st;
@@ -531,12 +540,14 @@ static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int6
   r.fill = CUBLAS_FILL_MODE_LOWER;
   r.jobz = CUSOLVER_EIG_MODE_VECTOR;
   solver_ws ws;
-  h->st = plan_workspace_in(&r, T, wk, k, false, CU_RHS, &ws);
+  bool loop = uses_loop(r.n, k);
+  h->st = plan_workspace_in(&r, T, wk, k, loop, CU_RHS, &ws);
   if (h->st == GSTAT_ENOMEM && gstat_cu_fault_now() != FAULT_OOM) {
     *what = "hand-back workspace";
     return cudaErrorMemoryAllocation; /* the whole chunk goes back instead */
   }
-  if (h->st == GSTAT_OK) h->st = syev_batched(&r, T, wk, info, k, &ws);
+  if (h->st == GSTAT_OK)
+    h->st = loop ? syevd_loop(&r, T, wk, info, k, &ws) : syev_batched(&r, T, wk, info, k, &ws);
   if (h->st == GSTAT_OK) return cudaSuccess;
   *what = "hand-back";
   return cudaErrorUnknown;
@@ -561,7 +572,7 @@ static gstat_status lockstep(const eigh_run *r, void *dA, void *dW, int *dInfo, 
                                 .info = dInfo,
                                 .work = work,
                                 .host_flag = s->host_info.ptr,
-                                .gap_tol = lockstep_gap,
+                                .gap_tol = r->cdt == GSTAT_F32 ? lockstep_gap_f32 : lockstep_gap,
                                 .stream = s->stream,
                                 .blas = s->blas,
                                 .solve_dense = r->want ? solve_handed_back : NULL,

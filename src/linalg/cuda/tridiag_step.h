@@ -46,9 +46,9 @@ static inline size_t gstat_cu_ws_part(size_t *at, size_t bytes) {
  * double (n per problem), ||T|| and the pivot guard (2), the input's
  * scaling sigma (1), with vectors the tridiagonal eigenvectors and their
  * bottom-up factors (n x n doubles each) and the degenerate flags (nb + 1
- * ints). */
+ * ints); the values' order (n ints per problem). */
 typedef struct {
-  size_t wd, norms, sigma, zt, u, flags;
+  size_t wd, norms, sigma, zt, u, flags, perm;
 } gstat_cu_tridiag_parts;
 
 /* Carve the parts for nb problems of order n from offset *at. */
