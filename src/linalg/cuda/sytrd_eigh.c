@@ -139,6 +139,11 @@ static cudaError_t hand_back(const gstat_cu_sytrd_eigh_args *a, const layout *l,
   int64_t k = 0;
   for (int64_t b = 0; b < nb; b++)
     if (a->host_flag[b]) list[k++] = (int)b;
+  if (k == 0) { /* flags[nb] comes with some flags[b]: not expected */
+    free(list);
+    *what = "hand-back list";
+    return cudaErrorInvalidValue;
+  }
   char *Tc = base + l->tri.u, *wk = base + l->tri.zt;
   size_t at = (size_t)(k * n) * es;
   int *info_c = (int *)(wk + ((at + 255) & ~(size_t)255)), *idx = info_c + k;
