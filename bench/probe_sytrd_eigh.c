@@ -133,9 +133,19 @@ int main(int argc, char **argv) {
   void *work;
   int *hflag;
   CK(cudaMalloc(&work, gstat_cu_sytrd_eigh_bytes(cdt, n, nb, !values)));
-  CK(cudaMallocHost((void **)&hflag, sizeof(int)));
-  gstat_cu_sytrd_eigh_args args = {cdt,   n,    nb,    !values, dA, dW,
-                                   dInfo, work, hflag, gap_tol, st, blas};
+  CK(cudaMallocHost((void **)&hflag, sizeof(int) * (size_t)(nb + 1))); /* every flag */
+  gstat_cu_sytrd_eigh_args args = {.cdt = cdt,
+                                   .n = n,
+                                   .nb = nb,
+                                   .want = !values,
+                                   .a = dA,
+                                   .w = dW,
+                                   .info = dInfo,
+                                   .work = work,
+                                   .host_flag = hflag,
+                                   .gap_tol = gap_tol,
+                                   .stream = st,
+                                   .blas = blas};
   int degenerate = 0;
   for (int r = -1; r < reps; r++) {
     CK(cudaMemcpyAsync(dA, dA0, es * mats, cudaMemcpyDeviceToDevice, st));

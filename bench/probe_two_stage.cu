@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
   CK(cudaMalloc((void **)&w, sizeof(double) * (size_t)n));
   CK(cudaMalloc((void **)&wref, sizeof(double) * (size_t)n));
   CK(cudaMalloc((void **)&info, sizeof(int)));
-  CK(cudaMallocHost((void **)&host_flag, sizeof(int)));
+  CK(cudaMallocHost((void **)&host_flag, 2 * sizeof(int))); /* the flag of one matrix and the any */
   cudaStream_t st;
   cublasHandle_t blas;
   cusolverDnHandle_t solver;

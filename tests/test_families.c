@@ -186,7 +186,7 @@ static double now_ms(void) {
 
 /* The CUDA path of the last call, from the backend name and the counters
  * that moved (gstat_device_stats): own-tridiag (the lockstep or two-stage
- * solvers), handed-back (a chunk re-solved by cuSOLVER), graph (cuSOLVER's
+ * solvers), handed-back (some or all of a chunk re-solved by cuSOLVER), graph (cuSOLVER's
  * batched solver replayed), pipeline (host arrays in pieces). */
 static void path_of(const gstat_device_stats *before, char *out, size_t len) {
   gstat_device_stats s;

@@ -232,8 +232,10 @@ typedef struct gstat_device_stats {
                                    * its two-stage reduction for large
                                    * float64) */
   int64_t own_tridiag_degenerate; /* of those, chunks with eigenvalue gaps
-                                   * too small for its vectors, solved
-                                   * again by cuSOLVER alone */
+                                   * too small for its vectors: their
+                                   * matrices with such gaps (the lockstep
+                                   * solver) or the whole chunk solved
+                                   * again by cuSOLVER */
 } gstat_device_stats;
 
 /* The size of gstat_device_stats as first published (five counters); every

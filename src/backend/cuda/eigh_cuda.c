@@ -193,8 +193,15 @@ static const struct {
 };
 
 /* Relative eigenvalue gap (of ||T||) below which the twisted vectors are
- * not trusted: their orthogonality is about 1e-16 ||T|| / gap in double. */
-static const double lockstep_gap = 1e-8;
+ * not trusted: their orthogonality is about 1e-16 ||T|| / gap in double
+ * (at worst sqrt(n) times that). Float32 needs only n * 1e-7 times
+ * LAPACK's 60 (1.8e-3 at n = 257, 7.3e-3 at 1024): at 5e-12 its vectors
+ * are within 7e-4 (n = 257) and 1.4e-3 (1024) of orthogonal even at worst,
+ * and a float32 matrix with repeated eigenvalues reduces to a T whose
+ * copies of them stay near its own rounding apart (LAPACK's ssytrd on the
+ * repeated family, 1024: 1.2e-11 ||T|| the least) or split off
+ * (kernels/tridiag_eig.cu), so it keeps the lockstep path. */
+static const double lockstep_gap = 1e-8, lockstep_gap_f32 = 5e-12;
 
 static cudaDataType cuda_type(int cdt) {
   return cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F;
@@ -402,8 +409,8 @@ static gstat_status syev_batched_bytes(const eigh_run *r, void *dA, void *dW, in
  * refused shape's workspace pointer from moving. Some cuSOLVER versions read
  * the workspace before writing it: a fresh buffer is cleared (clearing it
  * on every call would cost a pass over it). */
-static gstat_status plan_workspace(const eigh_run *r, void *dA, void *dW, int64_t nb, bool loop,
-                                   solver_ws *ws) {
+static gstat_status plan_workspace_in(const eigh_run *r, void *dA, void *dW, int64_t nb, bool loop,
+                                      gstat_cu_role role, solver_ws *ws) {
   gstat_status st;
   if (loop) {
     cudaDataType t = cuda_type(r->cdt);
@@ -429,7 +436,7 @@ static gstat_status plan_workspace(const eigh_run *r, void *dA, void *dW, int64_
   if (ws->dev_whole > dev) dev = ws->dev_whole;
   if (ws->host_whole > host) host = ws->host_whole;
   int64_t before = r->s->device_allocations;
-  ws->dev = gstat_cu_buffer(r->s, r->ctx, CU_WORK, dev);
+  ws->dev = gstat_cu_buffer(r->s, r->ctx, role, dev);
   ws->host = gstat_cu_host_buffer(r->s, r->ctx, &r->s->host_work, host);
   if (!ws->dev || !ws->host) return GSTAT_ENOMEM;
   cudaError_t err = r->s->device_allocations != before
@@ -437,6 +444,11 @@ static gstat_status plan_workspace(const eigh_run *r, void *dA, void *dW, int64_
                         : cudaSuccess;
   return err == cudaSuccess ? GSTAT_OK
                             : gstat_cu_fail(r->ctx, "eigh", "clearing the workspace", err);
+}
+
+static gstat_status plan_workspace(const eigh_run *r, void *dA, void *dW, int64_t nb, bool loop,
+                                   solver_ws *ws) {
+  return plan_workspace_in(r, dA, dW, nb, loop, CU_WORK, ws);
 }
 
 /* The batched solver on the `nb` matrices in dA: its graph (ws->slices
@@ -510,12 +522,47 @@ static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "joining streams", err);
 }
 
+/* The lockstep solver's hand-back (gstat_cu_sytrd_eigh_args.solve_dense):
+ * the k tridiagonal matrices it gathered, by the path cuSOLVER would take
+ * for k matrices of the order (the threaded Xsyevd loop of loop_rules, else
+ * XsyevBatched through the graphs of syev_batched). Its workspace is CU_RHS
+ * (the lockstep path's own is CU_WORK, which must not move); st keeps a
+ * cuSOLVER failure's status. */
+typedef struct {
+  const eigh_run *r;
+  gstat_status st;
+} hand_back_ctx;
+
+static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int64_t k,
+                                     const char **what) {
+  hand_back_ctx *h = p;
+  eigh_run r = *h->r;
+  r.fill = CUBLAS_FILL_MODE_LOWER;
+  r.jobz = CUSOLVER_EIG_MODE_VECTOR;
+  solver_ws ws;
+  bool loop = uses_loop(r.n, k);
+  h->st = plan_workspace_in(&r, T, wk, k, loop, CU_RHS, &ws);
+  if (h->st == GSTAT_ENOMEM && gstat_cu_fault_now() != FAULT_OOM) {
+    *what = "hand-back workspace";
+    return cudaErrorMemoryAllocation; /* the whole chunk goes back instead */
+  }
+  if (h->st == GSTAT_OK)
+    h->st = loop ? syevd_loop(&r, T, wk, info, k, &ws) : syev_batched(&r, T, wk, info, k, &ws);
+  if (h->st == GSTAT_OK) return cudaSuccess;
+  *what = "hand-back";
+  return cudaErrorUnknown;
+}
+
 /* Our lockstep solver on the chunk's nb matrices in dA (lower triangles;
- * overwritten with the vectors) into dW; *degenerate when some eigenvalue
- * gap is too small for its vectors (dA then holds reflectors). */
+ * overwritten with the vectors) into dW. Matrices with eigenvalue gaps too
+ * small for their vectors are handed back to cuSOLVER in one batched call
+ * (solve_handed_back); *degenerate when that had no room: dA then holds
+ * reflectors and the whole chunk must be solved again. */
 static gstat_status lockstep(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
                              void *work, bool *degenerate) {
   gstat_cu_state *s = r->s;
+  hand_back_ctx h = {r, GSTAT_OK};
+  int64_t handed = 0;
   gstat_cu_sytrd_eigh_args a = {.cdt = r->cdt,
                                 .n = r->n,
                                 .nb = nb,
@@ -525,15 +572,20 @@ static gstat_status lockstep(const eigh_run *r, void *dA, void *dW, int *dInfo, 
                                 .info = dInfo,
                                 .work = work,
                                 .host_flag = s->host_info.ptr,
-                                .gap_tol = lockstep_gap,
+                                .gap_tol = r->cdt == GSTAT_F32 ? lockstep_gap_f32 : lockstep_gap,
                                 .stream = s->stream,
-                                .blas = s->blas};
+                                .blas = s->blas,
+                                .solve_dense = r->want ? solve_handed_back : NULL,
+                                .solve_ctx = &h,
+                                .handed_back = &handed};
   const char *what = "";
   int deg = 0;
   cudaError_t err = gstat_cu_sytrd_eigh(&a, &deg, &what);
   *degenerate = deg != 0;
   s->own_tridiag_chunks++;
-  s->own_tridiag_degenerate += deg != 0;
+  /* a chunk some of whose matrices cuSOLVER solved */
+  s->own_tridiag_degenerate += deg != 0 || handed > 0;
+  if (err != cudaSuccess && h.st != GSTAT_OK) return h.st; /* cuSOLVER's failure, reported */
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", what, err);
 }
 
@@ -598,6 +650,31 @@ static gstat_status two_stage(const eigh_run *r, void *dA, void *dW, int *dInfo,
     *degenerate = deg != 0;
   }
   s->own_tridiag_degenerate += *degenerate;
+  return GSTAT_OK;
+}
+
+/* Rows whose largest magnitudes span more than this make a float32 chunk
+ * solve in a float64 copy on cuSOLVER's batched path: its float32 vectors
+ * of a 65 x 65 random matrix graded by 1e6 (D A D) were orthogonal only to
+ * a ratio of 244 (tests/fuzz/README.md), those of the test families'
+ * grading by 1e4 within 60 (bench/README.md). */
+static const double graded_range = 1e5;
+
+/* *in_f64 when the float32 chunk in `in` (dense, r->fill) is that graded:
+ * one pass over it and one read back (flag: a device int of scratch). */
+static gstat_status graded_f32(const eigh_run *r, const gstat_matrix *A0, const void *in,
+                               int64_t nb, int *flag, bool *in_f64) {
+  *in_f64 = false;
+  if (r->cdt != GSTAT_F32 || A0->dtype != GSTAT_F32) return GSTAT_OK;
+  gstat_cu_state *s = r->s;
+  int *host = s->host_info.ptr;
+  cudaError_t err = gstat_cu_graded_check(r->cdt, in, r->n, nb, r->fill == CUBLAS_FILL_MODE_UPPER,
+                                          graded_range, flag, s->stream);
+  if (err == cudaSuccess)
+    err = cudaMemcpyAsync(host, flag, sizeof(int), cudaMemcpyDeviceToHost, s->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
+  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "graded check", err);
+  *in_f64 = host[0] != 0;
   return GSTAT_OK;
 }
 
@@ -748,6 +825,15 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   if (err == cudaSuccess && !jacobi)
     err = cudaMemsetAsync(dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "copying the input", err);
+  bool in_f64 = false;
+  if (!jacobi && !lock && !split_path && !two && !loop &&
+      (st = graded_f32(r, A0, in, nb, (int *)(dInfo + 2 * nb), &in_f64)) != GSTAT_OK)
+    return st;
+  if (in_f64) { /* again from A (untouched so far), in a float64 copy */
+    eigh_run again = *run;
+    again.cdt = GSTAT_F64;
+    return eigh_chunk(&again, A0, w, V, b0, nb, info);
+  }
   if (jacobi) {
     /* the kernel also fixes signs, writes NaN for failed elements and sets
      * every flag: no finishing pass */

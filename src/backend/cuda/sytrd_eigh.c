@@ -2,6 +2,8 @@
  */
 #include "backend/cuda/sytrd_eigh.h"
 
+#include <stdlib.h>
+
 #include "backend/cuda/kernels/kernels.h"
 #include "backend/cuda/tridiag_step.h"
 
@@ -123,11 +125,51 @@ static cudaError_t back_transform(const gstat_cu_sytrd_eigh_args *a, const gemm_
   return cudaSuccess;
 }
 
+/* The matrices the tridiagonal step flagged (host_flag), handed to
+ * solve_dense in one call: their tridiagonal matrices gathered dense into
+ * U's place (free after the step), solved, and their vectors scattered into
+ * X; the bisection values stay (as accurate, and the same as values-only
+ * calls give). Values, info and the list of matrices go in Zt's place. */
+static cudaError_t hand_back(const gstat_cu_sytrd_eigh_args *a, const layout *l, char *base,
+                             const void *d, const void *e, char *X, const char **what) {
+  const int64_t n = a->n, nb = a->nb;
+  const size_t es = a->cdt == 2 ? 8 : 4;
+  int *list = malloc(sizeof(int) * (size_t)nb);
+  if (!list) return cudaErrorMemoryAllocation;
+  int64_t k = 0;
+  for (int64_t b = 0; b < nb; b++)
+    if (a->host_flag[b]) list[k++] = (int)b;
+  if (k == 0) { /* flags[nb] comes with some flags[b]: not expected */
+    free(list);
+    *what = "hand-back list";
+    return cudaErrorInvalidValue;
+  }
+  char *Tc = base + l->tri.u, *wk = base + l->tri.zt;
+  size_t at = (size_t)(k * n) * es;
+  int *info_c = (int *)(wk + ((at + 255) & ~(size_t)255)), *idx = info_c + k;
+  /* from pageable memory: the copy is staged before the call returns */
+  cudaError_t err =
+      cudaMemcpyAsync(idx, list, sizeof(int) * (size_t)k, cudaMemcpyHostToDevice, a->stream);
+  free(list);
+  if (err != cudaSuccess) {
+    *what = "hand-back list";
+    return err;
+  }
+  GSTAT_CU_STEP(gstat_cu_tridiag_gather(a->cdt, d, e, n, idx, k, Tc, a->stream),
+                "hand-back gather");
+  if ((err = a->solve_dense(a->solve_ctx, Tc, wk, info_c, k, what)) != cudaSuccess) return err;
+  GSTAT_CU_STEP(gstat_cu_tridiag_scatter(a->cdt, Tc, info_c, n, idx, k, X, a->info, a->stream),
+                "hand-back scatter");
+  if (a->handed_back) *a->handed_back = k;
+  return cudaSuccess;
+}
+
 cudaError_t gstat_cu_sytrd_eigh(const gstat_cu_sytrd_eigh_args *a, int *degenerate,
                                 const char **what) {
   const int64_t n = a->n, nb = a->nb;
   const size_t es = a->cdt == 2 ? 8 : 4, n2 = (size_t)(n * n);
   *degenerate = 0;
+  if (a->handed_back) *a->handed_back = 0;
   if (!gstat_cu_sytrd_eigh_fits(n) || nb < 1 || nb > 65535 || (a->cdt != 1 && a->cdt != 2) ||
       (a->want && !a->host_flag)) {
     *what = "arguments";
@@ -157,7 +199,14 @@ cudaError_t gstat_cu_sytrd_eigh(const gstat_cu_sytrd_eigh_args *a, int *degenera
                                   .host_flag = a->host_flag,
                                   .stream = a->stream};
   err = gstat_cu_tridiag_step(&t, degenerate, what);
-  if (err != cudaSuccess || !a->want || *degenerate) return err;
+  if (err != cudaSuccess || !a->want) return err;
+  if (*degenerate && a->solve_dense) {
+    err = hand_back(a, &l, base, t.d, t.e, X, what);
+    if (err == cudaErrorMemoryAllocation) return cudaSuccess; /* degenerate, as without it */
+    if (err != cudaSuccess) return err;
+    *degenerate = 0;
+  }
+  if (*degenerate) return cudaSuccess;
   if (a->cdt == 2) {
     /* double's twisted vectors are orthogonal to about 1e-12 (eps ||T|| /
      * gap); one Newton-Schulz step towards the nearest orthogonal matrix,

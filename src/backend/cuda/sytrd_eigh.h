@@ -31,11 +31,22 @@ typedef struct {
   void *w;        /* out: nb x n eigenvalues, ascending */
   int *info;      /* device, nb: 0, or 1 where T was not finite (NaN values) */
   void *work;     /* device, gstat_cu_sytrd_eigh_bytes' bytes */
-  int *host_flag; /* pinned host int (vectors only): the degenerate check */
+  int *host_flag; /* pinned host ints, nb + 1 (vectors only): the degenerate check */
   double gap_tol; /* vectors: the relative eigenvalue gap below which the
                    * batch is degenerate */
   cudaStream_t stream;
   cublasHandle_t blas; /* set to `stream` by the call */
+  /* Optional (vectors): the matrices whose gaps are too small are handed
+   * back one by one. solve_dense(ctx, T, wk, info, k) solves the k dense
+   * symmetric n x n matrices at T (compute type, column-major, both
+   * triangles) on `stream`, their eigenvectors (ascending) overwriting them,
+   * values into wk (k x n) and info (k ints); it returns
+   * cudaErrorMemoryAllocation when it has no room (the batch is then
+   * degenerate as without it). NULL: any such matrix makes the batch
+   * degenerate. handed_back (may be NULL): how many were handed back. */
+  cudaError_t (*solve_dense)(void *ctx, void *T, void *wk, int *info, int64_t k, const char **what);
+  void *solve_ctx;
+  int64_t *handed_back;
 } gstat_cu_sytrd_eigh_args;
 
 /* Whether the path takes order n (2 <= n <= GSTAT_CU_SYTRD_MAX_N). */
@@ -47,8 +58,9 @@ size_t gstat_cu_sytrd_eigh_bytes(int cdt, int64_t n, int64_t nb, int want);
 /* Runs the decomposition, queued on `stream`. Values only: no host
  * synchronization. Vectors: it synchronizes once, after the tridiagonal
  * eigenvectors, to read the degenerate flag: *degenerate = 1 means some
- * matrix has a gap below gap_tol * ||T||; then the eigenvectors are not
- * computed and A holds reflectors (solve the batch another way). Returns
+ * matrix has a gap below gap_tol * ||T|| (and solve_dense did not take
+ * those matrices); then the eigenvectors are not computed and A holds
+ * reflectors (solve the batch another way). Returns
  * cudaSuccess or the first error, with *what naming the step. */
 cudaError_t gstat_cu_sytrd_eigh(const gstat_cu_sytrd_eigh_args *a, int *degenerate,
                                 const char **what);

@@ -25,7 +25,7 @@ typedef struct {
   float *w;       /* out: n eigenvalues, ascending */
   int *info;      /* device: 0, or 1 where T was not finite (NaN values) */
   void *work;     /* device, gstat_cu_sytrd_split_bytes' bytes */
-  int *host_flag; /* pinned host int: the degenerate check */
+  int *host_flag; /* pinned host ints (2): the degenerate check */
   double gap_tol; /* relative eigenvalue gap below which A is degenerate */
   cudaStream_t stream;
   cusolverDnHandle_t solver; /* set to `stream` by the call */

@@ -12,6 +12,7 @@ gstat_cu_tridiag_parts gstat_cu_tridiag_parts_at(size_t *at, int64_t n, int64_t 
   p.zt = gstat_cu_ws_part(at, v * n2 * sizeof(double));
   p.u = gstat_cu_ws_part(at, v * n2 * sizeof(double));
   p.flags = gstat_cu_ws_part(at, v * (size_t)(nb + 1) * sizeof(int));
+  p.perm = gstat_cu_ws_part(at, (size_t)(n * nb) * sizeof(int));
   return p;
 }
 
@@ -20,26 +21,28 @@ cudaError_t gstat_cu_tridiag_step(const gstat_cu_tridiag_step_args *a, int *dege
   char *base = a->base;
   double *wd = (double *)(base + a->parts.wd), *norms = (double *)(base + a->parts.norms);
   const double *sigma = (const double *)(base + a->parts.sigma);
-  int *flags = (int *)(base + a->parts.flags);
+  int *flags = (int *)(base + a->parts.flags), *perm = (int *)(base + a->parts.perm);
   cudaError_t err;
   *degenerate = 0;
   GSTAT_CU_STEP(cudaMemsetAsync(a->info, 0, sizeof(int) * (size_t)a->nb, a->stream),
                 "clearing info");
   GSTAT_CU_STEP(gstat_cu_tridiag_values(a->cdt, a->d, a->e, a->n, a->nb, sigma, wd, a->w, norms,
-                                        a->info, a->stream),
+                                        a->info, perm, a->stream),
                 "bisection");
   if (!a->X) return cudaSuccess;
   GSTAT_CU_STEP(cudaMemsetAsync(flags, 0, sizeof(int) * (size_t)(a->nb + 1), a->stream),
                 "clearing flags");
-  GSTAT_CU_STEP(gstat_cu_tridiag_vectors(a->cdt, a->d, a->e, a->n, a->nb, wd, norms, a->gap_tol,
-                                         (double *)(base + a->parts.zt),
-                                         (double *)(base + a->parts.u), a->X, flags, a->stream),
-                "tridiagonal eigenvectors");
-  /* flags[nb] is set with any flags[b]: one int to read */
   GSTAT_CU_STEP(
-      cudaMemcpyAsync(a->host_flag, flags + a->nb, sizeof(int), cudaMemcpyDeviceToHost, a->stream),
-      "degenerate check");
+      gstat_cu_tridiag_vectors(a->cdt, a->d, a->e, a->n, a->nb, wd, norms, a->gap_tol,
+                               (double *)(base + a->parts.zt), (double *)(base + a->parts.u), perm,
+                               a->X, flags, a->stream),
+      "tridiagonal eigenvectors");
+  /* every flag: flags[nb] (set with any flags[b]) says whether, the others
+   * which matrices a caller may hand back one by one */
+  GSTAT_CU_STEP(cudaMemcpyAsync(a->host_flag, flags, sizeof(int) * (size_t)(a->nb + 1),
+                                cudaMemcpyDeviceToHost, a->stream),
+                "degenerate check");
   GSTAT_CU_STEP(cudaStreamSynchronize(a->stream), "tridiagonal eigenvectors");
-  *degenerate = *a->host_flag != 0;
+  *degenerate = a->host_flag[a->nb] != 0;
   return cudaSuccess;
 }

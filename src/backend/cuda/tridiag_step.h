@@ -46,9 +46,9 @@ static inline size_t gstat_cu_ws_part(size_t *at, size_t bytes) {
  * double (n per problem), ||T|| and the pivot guard (2), the input's
  * scaling sigma (1), with vectors the tridiagonal eigenvectors and their
  * bottom-up factors (n x n doubles each) and the degenerate flags (nb + 1
- * ints). */
+ * ints); the values' order (n ints per problem). */
 typedef struct {
-  size_t wd, norms, sigma, zt, u, flags;
+  size_t wd, norms, sigma, zt, u, flags, perm;
 } gstat_cu_tridiag_parts;
 
 /* Carve the parts for nb problems of order n from offset *at. */
@@ -64,7 +64,8 @@ typedef struct {
   int *info;      /* out: 0, or 1 where T was not finite */
   void *X;        /* out: the tridiagonal eigenvectors, n x n per problem; NULL: values only */
   double gap_tol; /* vectors: the relative gap below which a batch is degenerate */
-  int *host_flag; /* vectors: pinned host int for the read back */
+  int *host_flag; /* vectors: pinned host ints (nb + 1) for the read back:
+                   * the flags of gstat_cu_tridiag_vectors */
   cudaStream_t stream;
 } gstat_cu_tridiag_step_args;
 

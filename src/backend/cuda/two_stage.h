@@ -34,7 +34,7 @@ typedef struct {
   int *info;       /* device: 0, or 1 where T was not finite (NaN values) */
   void *work;      /* device, gstat_cu_two_stage_bytes' bytes */
   void *host_work; /* host, the *host_bytes it reported (may be NULL when 0) */
-  int *host_flag;  /* pinned host int: the degenerate check */
+  int *host_flag;  /* pinned host ints (2): the degenerate check */
   double gap_tol;  /* relative eigenvalue gap below which A is degenerate */
   cudaStream_t stream;
   cusolverDnHandle_t solver; /* set to `stream` by the call */

@@ -77,8 +77,9 @@ def last_device_stats():
         ``own_tridiag_chunks``: chunks whose tridiagonal problems gstat solved
         itself (its lockstep eigensolver at mid n, or after cuSOLVER's
         reduction for large float32). ``own_tridiag_degenerate``: of those,
-        chunks whose eigenvalue gaps were too small for its vectors (solved
-        again by cuSOLVER alone).
+        chunks whose eigenvalue gaps were too small for its vectors (those
+        matrices, on the lockstep path, or the whole chunk solved again by
+        cuSOLVER).
 
     Examples
     --------

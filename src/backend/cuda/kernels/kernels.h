@@ -170,24 +170,46 @@ cudaError_t gstat_cu_larft(int dtype, const void *G, const void *tau, void *T, i
 
 #define GSTAT_CU_TRIDIAG_MAX_N 8192 /* d, e and e^2 in shared memory: 192 KiB */
 
-/* Eigenvalues by bisection (multisection in small batches), ascending: wd (double) and w (dtype,
- * divided by sigma[b], the matrix's scaling; sigma NULL: none), n per matrix; norms[2b] = ||T||
- * (Gershgorin), norms[2b + 1] = the pivot guard. info[b] = 1 (values NaN) when T is not finite; the
- * caller zeroes info. */
+/* Eigenvalues by bisection (multisection in small batches) of T split at
+ * negligible off-diagonals (8 units of its dtype's rounding times ||T||):
+ * wd (double) by slot, slot i holding eigenvalue i - lo of the block [lo,
+ * hi] of rows that holds row i; w (dtype, divided by sigma[b], the matrix's
+ * scaling; sigma NULL: none) ascending, slot i's value at perm[b*n + i]. n
+ * per matrix; norms[2b] = ||T|| (Gershgorin), norms[2b + 1] = the pivot
+ * guard. info[b] = 1 (values NaN) when T is not finite; the caller zeroes
+ * info. */
 cudaError_t gstat_cu_tridiag_values(int dtype, const void *d, const void *e, int64_t n,
                                     int64_t batch, const double *sigma, double *wd, void *w,
-                                    double *norms, int *info, cudaStream_t stream);
+                                    double *norms, int *info, int *perm, cudaStream_t stream);
 
-/* Unit eigenvectors for gstat_cu_tridiag_values' wd and norms by twisted
- * factorizations, into X (dense column-major n x n per matrix, dtype),
- * through Zt and U (double, n x n per matrix each). flags[b] = 1 and
- * flags[batch] = 1 (the caller zeroes the batch + 1 flags) when some
- * eigenvalue's gap to a neighbour is not above gap_tol * ||T|| or a vector
- * is not finite: its vectors are then not reliably orthogonal. */
+/* Unit eigenvectors for gstat_cu_tridiag_values' wd, norms and perm by
+ * twisted factorizations on the same blocks, into X (dense column-major n
+ * x n per matrix, dtype; columns in w's order), through Zt and U (double,
+ * n x n per matrix each). flags[b] = 1 and flags[batch] = 1 (the caller
+ * zeroes the batch + 1 flags) when some eigenvalue's gap to a neighbour in
+ * its block is not above gap_tol * ||T|| or a vector is not finite: its
+ * vectors are then not reliably orthogonal. */
 cudaError_t gstat_cu_tridiag_vectors(int dtype, const void *d, const void *e, int64_t n,
                                      int64_t batch, const double *wd, const double *norms,
-                                     double gap_tol, double *Zt, double *U, void *X, int *flags,
+                                     double gap_tol, double *Zt, double *U, const int *perm,
+                                     void *X, int *flags, cudaStream_t stream);
+
+/* The per-element hand-back of the lockstep solver (n <= GSTAT_CU_SYTRD_MAX_N,
+ * k <= 65535; idx: k device ints, the matrices handed back). gather: the
+ * j-th n x n of Tc (dense column-major) = the tridiagonal matrix idx[j] of
+ * d and e. scatter: matrix idx[j] of X (dense n x n per matrix) = the j-th
+ * n x n of Zc, and info[idx[j]] = info_c[j] where that is not 0. */
+cudaError_t gstat_cu_tridiag_gather(int dtype, const void *d, const void *e, int64_t n,
+                                    const int *idx, int64_t k, void *Tc, cudaStream_t stream);
+cudaError_t gstat_cu_tridiag_scatter(int dtype, const void *Zc, const int *info_c, int64_t n,
+                                     const int *idx, int64_t k, void *X, int *info,
                                      cudaStream_t stream);
+
+/* graded_check.cu: *flag (device int) = 1 when in some of the batch's
+ * dense column-major matrices (lower triangle stored, upper != 0: upper)
+ * the largest magnitudes of the nonzero rows span more than `range`, else 0. */
+cudaError_t gstat_cu_graded_check(int dtype, const void *a, int64_t n, int64_t batch, int upper,
+                                  double range, int *flag, cudaStream_t stream);
 
 /* ---- PCA (pca_kernels.cu): dense data, row-major (element (i, j) at i*p + j) or
  * column-major (at i + j*n), dtype 1 or 2 ---- */

@@ -1,6 +1,9 @@
 /*
  * Eigenvalues and eigenvectors of a batch of symmetric tridiagonal matrices
- * (from gstat_cu_sytrd_column's d and e), in double whatever the input:
+ * (from gstat_cu_sytrd_column's d and e), in double whatever the input,
+ * each split first at negligible off-diagonals into blocks solved apart
+ * (slot i: the eigenvalue i - lo of the block [lo, hi] holding row i),
+ * then put in ascending order (order_values: a permutation of the slots):
  *
  *  - values: bisection on Sturm counts (LAPACK's dlaebz recurrence, pivmin
  *    guard) to ulp * ||T|| (||T||: Gershgorin); a thread per eigenvalue in
@@ -12,7 +15,7 @@
  *    whose relative gap is below the caller's tolerance is flagged and must
  *    be solved another way.
  *
- * Per matrix b: d, e at b*n (e's first n - 1 used); w (double) at b*n;
+ * Per matrix b: d, e at b*n (e's first n - 1 used); wd (double) at b*n;
  * Zt and U (double) at b*n*n with element (k, i) at k*n + i: thread i
  * walks row after row, its neighbours beside it (coalesced).
  */
@@ -70,24 +73,50 @@ __device__ int sturm_count(const double *dd, const double *e2, int n, double x, 
   return c;
 }
 
-/* grid (ceil(n * lanes / kBisectThreads), batch): w[i] = eigenvalue i
- * (ascending) in double, and in the output type divided by sigma[b];
- * norms[2b] = ||T|| (Gershgorin), norms[2b + 1] = pivmin; info[b] = 1 when
- * T is not finite (values NaN). Each eigenvalue has `lanes` adjacent lanes
- * of a warp (a power of two up to 32): each step they count at `lanes`
+/* Off-diagonals at or below this many units of T's rounding (of its
+ * dtype) times ||T|| are set to zero: T splits into blocks solved apart.
+ * Zeroing them moves T by at most twice that in norm, far inside the
+ * reduction's own backward error (about n units); a matrix with repeated
+ * eigenvalues (diagonal, block structured, rank-deficient) reduces to such
+ * blocks, whose equal eigenvalues then need no gap between them. */
+template <typename T>
+__device__ double split_tol(double tnorm) {
+  return 8.0 * (sizeof(T) == 4 ? (double)FLT_EPSILON : DBL_EPSILON) * tnorm;
+}
+
+/* Zero e (ee and e2) where negligible; the block then syncs. */
+__device__ void split_tridiag(double *e2, double *ee, int n, double tol) {
+  for (int k = threadIdx.x; k < n - 1; k += blockDim.x)
+    if (fabs(ee[k]) <= tol) ee[k] = 0, e2[k] = 0;
+  __syncthreads();
+}
+
+/* The block [lo, hi] of the split T that holds row i. Slot i (0 <= i < n)
+ * stands for eigenvalue i - lo of that block: a block of m rows has m
+ * eigenvalues, so the slots cover every block's once. */
+__device__ void block_of(const double *ee, int n, int i, int &lo, int &hi) {
+  lo = i;
+  hi = i;
+  while (lo > 0 && ee[lo - 1] != 0) lo--;
+  while (hi < n - 1 && ee[hi] != 0) hi++;
+}
+
+/* grid (ceil(n * lanes / kBisectThreads), batch): wd[i] = the eigenvalue
+ * of slot i (block_of) in double; norms[2b] = ||T|| (Gershgorin),
+ * norms[2b + 1] = pivmin; info[b] = 1 when T is not finite (values NaN). Each eigenvalue has
+ * `lanes` adjacent lanes of a warp (a power of two up to 32): each step they count at `lanes`
  * points splitting its interval into lanes + 1 parts, so a step gains
  * log2(lanes + 1) bits instead of one (multisection; one lane is plain
  * bisection). A step is a chain of n dependent divisions: with one matrix
  * of a few thousand, one lane per eigenvalue left about one warp per SM. */
 template <typename T>
 __global__ void __launch_bounds__(kBisectThreads)
-    bisect(const T *d, const T *e, int n, int lanes, const double *sigma, double *wd, T *w,
-           double *norms, int *info) {
+    bisect(const T *d, const T *e, int n, int lanes, double *wd, double *norms, int *info) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  double *dd = reinterpret_cast<double *>(smem_raw), *e2 = dd + n;
+  double *dd = reinterpret_cast<double *>(smem_raw), *e2 = dd + n, *ee = e2 + n;
   __shared__ double scratch[64];
   const size_t b = blockIdx.y;
-  load_tridiag(d + b * n, e + b * n, n, dd, e2, (double *)nullptr);
+  load_tridiag(d + b * n, e + b * n, n, dd, e2, ee);
   double lo = INFINITY, hi = -INFINITY, emax2 = 0;
   for (int k = threadIdx.x; k < n; k += blockDim.x) {
     double r = (k > 0 ? sqrt(e2[k - 1]) : 0.0) + (k < n - 1 ? sqrt(e2[k]) : 0.0);
@@ -104,22 +133,23 @@ __global__ void __launch_bounds__(kBisectThreads)
   emax2 = -neg_emax2;
   const int lane = threadIdx.x & 31, first = lane & ~(lanes - 1), s = lane - first;
   const int i = (int)(((int64_t)blockIdx.x * kBisectThreads + threadIdx.x) / lanes);
+  const double ulp = DBL_EPSILON, tnorm = fmax(fabs(lo), fabs(hi));
+  split_tridiag(e2, ee, n, split_tol<T>(tnorm)); /* every thread: it syncs */
   if (bad_d > 0 || !isfinite(lo) || !isfinite(hi)) {
-    if (i < n && s == 0) {
-      wd[b * n + i] = quiet_nan<double>();
-      put(&w[b * n + i], quiet_nan<double>());
-    }
+    if (i < n && s == 0) wd[b * n + i] = quiet_nan<double>();
     if (threadIdx.x == 0) info[b] = 1;
     return;
   }
-  const double ulp = DBL_EPSILON, tnorm = fmax(fabs(lo), fabs(hi));
   const double pivmin = DBL_MIN * fmax(1.0, emax2);
   if (blockIdx.x == 0 && threadIdx.x == 0) norms[2 * b] = tnorm, norms[2 * b + 1] = pivmin;
   if (i >= n) return; /* a whole group: lanes divides 32 */
   if (tnorm == 0) {   /* T = 0: every value exactly 0, not a midpoint near DBL_MIN */
-    if (s == 0) wd[b * n + i] = 0, put(&w[b * n + i], 0.0);
+    if (s == 0) wd[b * n + i] = 0;
     return;
   }
+  int blo, bhi;
+  block_of(ee, n, i, blo, bhi);
+  const int local = i - blo, rows = bhi - blo + 1;
   const unsigned ones = lanes == 32 ? kFullMask : (1u << lanes) - 1, group = ones << first;
   const double widen = 2.1 * (tnorm * ulp * n + 2 * pivmin);
   double a = lo - widen, z = hi + widen;
@@ -127,18 +157,42 @@ __global__ void __launch_bounds__(kBisectThreads)
   for (int it = 0; it < 256; it++) {
     if (z - a <= fmax(abstol, 2 * ulp * fmax(fabs(a), fabs(z)))) break;
     /* points a + (t + 1) h, t < lanes; the counts rise with the point, so
-     * the lanes at or below eigenvalue i are the first m */
+     * the lanes at or below the slot's eigenvalue are the first m */
     const double h = (z - a) / (lanes + 1);
-    const bool below = sturm_count(dd, e2, n, a + (s + 1) * h, pivmin) <= i;
+    const bool below = sturm_count(dd + blo, e2 + blo, rows, a + (s + 1) * h, pivmin) <= local;
     const int m = __popc((__ballot_sync(group, below) >> first) & ones);
     const double na = m > 0 ? a + m * h : a, nz = m < lanes ? a + (m + 1) * h : z;
     a = na;
     z = nz;
   }
   if (s > 0) return;
-  double lam = 0.5 * (a + z);
-  wd[b * n + i] = lam;
-  put(&w[b * n + i], sigma ? lam / sigma[b] : lam);
+  wd[b * n + i] = 0.5 * (a + z);
+}
+
+/* grid (batch), block kOrderThreads: the slots' values (wd, ascending
+ * within each block) in ascending order: perm[b * n + i] = the rank of
+ * slot i (ties by slot), w at that rank = wd[i] / sigma[b] (sigma NULL:
+ * none). A matrix with info[b] set keeps its slots (values NaN). */
+constexpr int kOrderThreads = 256;
+template <typename T>
+__global__ void __launch_bounds__(kOrderThreads)
+    order_values(const double *wd, int n, const double *sigma, const int *info, int *perm, T *w) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  double *v = reinterpret_cast<double *>(smem_raw);
+  const size_t b = blockIdx.x;
+  for (int k = threadIdx.x; k < n; k += blockDim.x) v[k] = wd[b * n + k];
+  __syncthreads();
+  const bool bad = info[b] != 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const double x = v[i];
+    int rank = i;
+    if (!bad) {
+      rank = 0;
+      for (int j = 0; j < n; j++) rank += v[j] < x || (v[j] == x && j < i);
+    }
+    perm[b * n + i] = rank;
+    put(&w[b * n + rank], bad ? quiet_nan<double>() : sigma ? x / sigma[b] : x);
+  }
 }
 
 /* Lanes per eigenvalue: up to kMaxLanes, until the batch has kBisectFill threads. */
@@ -181,31 +235,45 @@ __global__ void __launch_bounds__(kTriThreads)
   double *dd = reinterpret_cast<double *>(smem_raw), *e2 = dd + n, *ee = e2 + n;
   const size_t b = blockIdx.y;
   load_tridiag(d + b * n, e + b * n, n, dd, e2, ee);
+  const double tnorm = norms[2 * b], pivmin = norms[2 * b + 1];
+  split_tridiag(e2, ee, n, split_tol<T>(tnorm)); /* as bisect split it */
   const int i = blockIdx.x * kTriThreads + threadIdx.x;
   if (i >= n) return;
+  /* slot i: eigenvalue i - lo of block [lo, hi] (bisect); the vector
+   * lives on the block's rows, zero elsewhere */
+  int lo, hi;
+  block_of(ee, n, i, lo, hi);
   const double *lamv = wd + b * n;
-  const double lam = lamv[i], tnorm = norms[2 * b], pivmin = norms[2 * b + 1];
-  double gap = INFINITY;
-  if (i > 0) gap = lam - lamv[i - 1];
-  if (i < n - 1) gap = fmin(gap, lamv[i + 1] - lam);
+  const double lam = lamv[i];
+  double gap = INFINITY; /* to the block's neighbours: other blocks' vectors are orthogonal */
+  if (i > lo) gap = fabs(lam - lamv[i - 1]);
+  if (i < hi) gap = fmin(gap, fabs(lamv[i + 1] - lam));
   bool flag = !(gap > gap_tol * tnorm); /* NaN too; a zero T has no gap */
   double *z = Zt + b * n * n + i, *u = U + b * n * n + i;
+  for (int k = 0; k < lo; k++) z[(size_t)k * n] = 0;
+  for (int k = hi + 1; k < n; k++) z[(size_t)k * n] = 0;
+  z += (size_t)lo * n;
+  u += (size_t)lo * n;
+  dd += lo;
+  e2 += lo;
+  ee += lo;
+  const int m = hi - lo + 1; /* from here rows 0..m-1 of the block */
   /* top-down: D+ into z */
   double dp = dd[0] - lam;
   if (fabs(dp) < pivmin) dp = -pivmin;
   z[0] = dp;
-  for (int k = 1; k < n; k++) {
+  for (int k = 1; k < m; k++) {
     dp = (dd[k] - lam) - e2[k - 1] / dp;
     if (fabs(dp) < pivmin) dp = -pivmin;
     z[(size_t)k * n] = dp;
   }
   /* bottom-up: U- into u, gamma_k = D+_k + D-_k - (d_k - lam), least |gamma| */
-  double dm = dd[n - 1] - lam;
+  double dm = dd[m - 1] - lam;
   if (fabs(dm) < pivmin) dm = -pivmin;
-  int r = n - 1;
-  double best = fabs(z[(size_t)(n - 1) * n]);
+  int r = m - 1;
+  double best = fabs(z[(size_t)(m - 1) * n]);
   auto z_at = [&](int k) { return z[(size_t)k * n]; };
-  walk_prefetched(n - 2, -1, n - 1, z_at, [&](int k, double zk) {
+  walk_prefetched(m - 2, -1, m - 1, z_at, [&](int k, double zk) {
     double uk = ee[k] / dm;
     u[(size_t)k * n] = uk;
     dm = (dd[k] - lam) - ee[k] * uk;
@@ -224,24 +292,26 @@ __global__ void __launch_bounds__(kTriThreads)
   });
   x = 1;
   walk_prefetched(
-      r + 1, 1, n - 1 - r, [&](int k) { return u[(size_t)(k - 1) * n]; },
+      r + 1, 1, m - 1 - r, [&](int k) { return u[(size_t)(k - 1) * n]; },
       [&](int k, double uk) {
         x = -uk * x;
         z[(size_t)k * n] = x;
         ss += x * x;
       });
   const double s = 1 / sqrt(ss);
-  walk_prefetched(0, 1, n, z_at, [&](int k, double zk) { z[(size_t)k * n] = zk * s; });
+  walk_prefetched(0, 1, m, z_at, [&](int k, double zk) { z[(size_t)k * n] = zk * s; });
   if (!isfinite(s) || s == 0) flag = true;
   if (flag) flags[b] = flags[gridDim.y] = 1; /* every writer writes 1 */
 }
 
 /* X (dense column-major, output type) = Zt^T per matrix, tiles of 32. */
 template <typename T>
-__global__ void __launch_bounds__(256) transpose_out(const double *Zt, int n, T *X) {
+__global__ void __launch_bounds__(256)
+    transpose_out(const double *Zt, int n, const int *perm, T *X) {
   __shared__ double tile[32][33];
   const size_t b = blockIdx.z;
   const double *src = Zt + b * n * n;
+  const int *rank = perm + b * n; /* slot i's vector is X's column rank[i] */
   T *dst = X + b * n * n;
   int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
   int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32; /* tile of Zt: rows r0.., columns c0.. */
@@ -250,7 +320,34 @@ __global__ void __launch_bounds__(256) transpose_out(const double *Zt, int n, T 
   __syncthreads();
   /* X(r, c) = Zt(c, r): X's column c0 + k, rows r0 + tx */
   for (int k = ty; k < 32; k += 8)
-    if (c0 + k < n && r0 + tx < n) put(&dst[(size_t)(c0 + k) * n + r0 + tx], tile[tx][k]);
+    if (c0 + k < n && r0 + tx < n) put(&dst[(size_t)rank[c0 + k] * n + r0 + tx], tile[tx][k]);
+}
+
+/* grid (ceil(n * n / 256), k): the j-th n x n of Tc (dense column-major,
+ * both triangles) = T of matrix idx[j]. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+    dense_tridiag(const T *d, const T *e, int n, const int *idx, T *Tc) {
+  const size_t b = (size_t)idx[blockIdx.y], nn = (size_t)n * n;
+  const size_t at = (size_t)blockIdx.x * 256 + threadIdx.x;
+  if (at >= nn) return;
+  const int r = (int)(at % n), c = (int)(at / n);
+  T v = 0;
+  if (r == c) v = d[b * n + r];
+  if (r == c + 1) v = e[b * n + c];
+  if (c == r + 1) v = e[b * n + r];
+  Tc[(size_t)blockIdx.y * nn + at] = v;
+}
+
+/* grid (ceil(n * n / 256), k): matrix idx[j] of X = the j-th n x n of Zc,
+ * and its info = the j-th of info_c where that is not 0. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+    scatter_dense(const T *Zc, const int *info_c, int n, const int *idx, T *X, int *info) {
+  const size_t b = (size_t)idx[blockIdx.y], nn = (size_t)n * n;
+  const size_t at = (size_t)blockIdx.x * 256 + threadIdx.x;
+  if (at == 0 && info_c[blockIdx.y] != 0) info[b] = info_c[blockIdx.y];
+  if (at < nn) X[b * nn + at] = Zc[(size_t)blockIdx.y * nn + at];
 }
 
 /* Dynamic shared memory above the default 48 KiB, static included, needs
@@ -264,22 +361,26 @@ cudaError_t allow_smem(K kernel, size_t bytes) {
 template <typename T>
 cudaError_t launch_values(const void *d, const void *e, int64_t n, int64_t batch,
                           const double *sigma, double *wd, void *w, double *norms, int *info,
-                          cudaStream_t stream) {
+                          int *perm, cudaStream_t stream) {
   const int lanes = bisection_lanes(n, batch);
   dim3 grid((unsigned)((n * lanes + kBisectThreads - 1) / kBisectThreads), (unsigned)batch);
-  const size_t smem = 2 * (size_t)n * sizeof(double);
+  const size_t smem = 3 * (size_t)n * sizeof(double);
   cudaError_t err = allow_smem(bisect<T>, smem);
   if (err != cudaSuccess) return err;
-  bisect<T><<<grid, kBisectThreads, smem, stream>>>(static_cast<const T *>(d),
-                                                    static_cast<const T *>(e), (int)n, lanes, sigma,
-                                                    wd, static_cast<T *>(w), norms, info);
+  bisect<T><<<grid, kBisectThreads, smem, stream>>>(
+      static_cast<const T *>(d), static_cast<const T *>(e), (int)n, lanes, wd, norms, info);
+  if ((err = cudaGetLastError()) != cudaSuccess) return err;
+  const size_t osmem = (size_t)n * sizeof(double);
+  if ((err = allow_smem(order_values<T>, osmem)) != cudaSuccess) return err;
+  order_values<T><<<(unsigned)batch, kOrderThreads, osmem, stream>>>(wd, (int)n, sigma, info, perm,
+                                                                     static_cast<T *>(w));
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t launch_vectors(const void *d, const void *e, int64_t n, int64_t batch, const double *wd,
-                           const double *norms, double gap_tol, double *Zt, double *U, void *X,
-                           int *flags, cudaStream_t stream) {
+                           const double *norms, double gap_tol, double *Zt, double *U,
+                           const int *perm, void *X, int *flags, cudaStream_t stream) {
   dim3 grid((unsigned)((n + kTriThreads - 1) / kTriThreads), (unsigned)batch);
   const size_t smem = 3 * (size_t)n * sizeof(double);
   cudaError_t err = allow_smem(twisted_vectors<T>, smem);
@@ -290,8 +391,8 @@ cudaError_t launch_vectors(const void *d, const void *e, int64_t n, int64_t batc
   err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   unsigned tiles = (unsigned)((n + 31) / 32);
-  transpose_out<T>
-      <<<dim3(tiles, tiles, (unsigned)batch), 256, 0, stream>>>(Zt, (int)n, static_cast<T *>(X));
+  transpose_out<T><<<dim3(tiles, tiles, (unsigned)batch), 256, 0, stream>>>(Zt, (int)n, perm,
+                                                                            static_cast<T *>(X));
   return cudaGetLastError();
 }
 
@@ -307,20 +408,56 @@ static bool tridiag_args_ok(int dtype, int64_t n, int64_t batch) {
 
 extern "C" cudaError_t gstat_cu_tridiag_values(int dtype, const void *d, const void *e, int64_t n,
                                                int64_t batch, const double *sigma, double *wd,
-                                               void *w, double *norms, int *info,
+                                               void *w, double *norms, int *info, int *perm,
                                                cudaStream_t stream) {
   if (!tridiag_args_ok(dtype, n, batch)) return cudaErrorInvalidValue;
-  return dtype == kF64 ? launch_values<double>(d, e, n, batch, sigma, wd, w, norms, info, stream)
-                       : launch_values<float>(d, e, n, batch, sigma, wd, w, norms, info, stream);
+  return dtype == kF64
+             ? launch_values<double>(d, e, n, batch, sigma, wd, w, norms, info, perm, stream)
+             : launch_values<float>(d, e, n, batch, sigma, wd, w, norms, info, perm, stream);
 }
 
 extern "C" cudaError_t gstat_cu_tridiag_vectors(int dtype, const void *d, const void *e, int64_t n,
                                                 int64_t batch, const double *wd,
                                                 const double *norms, double gap_tol, double *Zt,
-                                                double *U, void *X, int *flags,
+                                                double *U, const int *perm, void *X, int *flags,
                                                 cudaStream_t stream) {
   if (!tridiag_args_ok(dtype, n, batch)) return cudaErrorInvalidValue;
-  return dtype == kF64
-             ? launch_vectors<double>(d, e, n, batch, wd, norms, gap_tol, Zt, U, X, flags, stream)
-             : launch_vectors<float>(d, e, n, batch, wd, norms, gap_tol, Zt, U, X, flags, stream);
+  return dtype == kF64 ? launch_vectors<double>(d, e, n, batch, wd, norms, gap_tol, Zt, U, perm, X,
+                                                flags, stream)
+                       : launch_vectors<float>(d, e, n, batch, wd, norms, gap_tol, Zt, U, perm, X,
+                                               flags, stream);
+}
+
+static dim3 per_element_grid(int64_t n, int64_t k) {
+  return dim3((unsigned)((n * n + 255) / 256), (unsigned)k);
+}
+
+extern "C" cudaError_t gstat_cu_tridiag_gather(int dtype, const void *d, const void *e, int64_t n,
+                                               const int *idx, int64_t k, void *Tc,
+                                               cudaStream_t stream) {
+  if (!compute_dtype(dtype) || n < 1 || n > GSTAT_CU_SYTRD_MAX_N || k < 1 || k > 65535)
+    return cudaErrorInvalidValue;
+  if (dtype == kF64)
+    dense_tridiag<double><<<per_element_grid(n, k), 256, 0, stream>>>(
+        static_cast<const double *>(d), static_cast<const double *>(e), (int)n, idx,
+        static_cast<double *>(Tc));
+  else
+    dense_tridiag<float><<<per_element_grid(n, k), 256, 0, stream>>>(
+        static_cast<const float *>(d), static_cast<const float *>(e), (int)n, idx,
+        static_cast<float *>(Tc));
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_tridiag_scatter(int dtype, const void *Zc, const int *info_c,
+                                                int64_t n, const int *idx, int64_t k, void *X,
+                                                int *info, cudaStream_t stream) {
+  if (!compute_dtype(dtype) || n < 1 || n > GSTAT_CU_SYTRD_MAX_N || k < 1 || k > 65535)
+    return cudaErrorInvalidValue;
+  if (dtype == kF64)
+    scatter_dense<double><<<per_element_grid(n, k), 256, 0, stream>>>(
+        static_cast<const double *>(Zc), info_c, (int)n, idx, static_cast<double *>(X), info);
+  else
+    scatter_dense<float><<<per_element_grid(n, k), 256, 0, stream>>>(
+        static_cast<const float *>(Zc), info_c, (int)n, idx, static_cast<float *>(X), info);
+  return cudaGetLastError();
 }
