@@ -435,6 +435,8 @@ static const gstat_i_backend_ops cuda_ops = {
     .knn = gstat_cu_knn,
     .host_cost = gstat_cu_host_cost,
     .spectral_dense = gstat_cu_spectral_dense,
+    .eigh_async = gstat_cu_eigh_async,
+    .eigh_backward = gstat_cu_eigh_backward_op,
 };
 
 static const gstat_i_module module = {
