@@ -420,6 +420,12 @@ def _real_cuda(*ts):
     return all(type(t) is torch.Tensor and t.is_cuda and not wrapped(t) for t in ts)
 
 
+def _no_broadcast(t):
+    """t, or a copy where a dimension repeats memory (stride 0, as autograd's
+    expanded gradients of a sum), which gstat's descriptors do not take."""
+    return t.contiguous() if any(st < 1 and sz > 1 for st, sz in zip(t.stride(), t.shape)) else t
+
+
 def _fused_backward(w, v, gw, gv, broadening):
     """The backward in one CUDA kernel (gstat_eigh_backward), or None where
     it does not apply (then torch operations compute it)."""
@@ -431,8 +437,9 @@ def _fused_backward(w, v, gw, gv, broadening):
     dev = v.device.index if v.device.index is not None else torch.cuda.current_device()
     if dev not in _warm and torch.cuda.is_current_stream_capturing():
         return None  # gstat's CUDA context cannot be made inside a capture
-    w2, v3, gv3 = w.reshape(-1, n), v.reshape(-1, n, n), gv.reshape(-1, n, n)
-    gw2 = None if gw is None else gw.reshape(-1, n)
+    w2, v3, gv3 = (_no_broadcast(t) for t in (w.reshape(-1, n), v.reshape(-1, n, n),
+                                              gv.reshape(-1, n, n)))
+    gw2 = None if gw is None else _no_broadcast(gw.reshape(-1, n))
     out = torch.empty(v.shape, dtype=v.dtype, device=v.device)
     _core.eigh_backward(w2.data_ptr(), *w2.stride(),
                         *((0, 0, 0) if gw2 is None else (gw2.data_ptr(), *gw2.stride())),
