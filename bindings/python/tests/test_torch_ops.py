@@ -585,8 +585,10 @@ def test_cuda_graph_capture_replays_eigh(dtype, n):
         g.replay()
         torch.cuda.synchronize()
         ref = _capturable_step(x)
-        for got, want in zip(outs, ref):
-            torch.testing.assert_close(got, want, rtol=0, atol=0)  # same kernels, same results
+        torch.testing.assert_close(outs[0], ref[0], rtol=0, atol=0)  # gstat's kernel, same bits
+        tol = {torch.float32: 1e-5, torch.float64: 1e-12, torch.bfloat16: 2e-2}[dtype]
+        for got, want in zip(outs[1:], ref[1:]):  # cuBLAS may pick other kernels in a graph
+            torch.testing.assert_close(got, want, rtol=tol, atol=tol)
         torch.testing.assert_close(outs[0].double() / 2, torch.linalg.eigvalsh(x.double()),
                                    rtol=5e-2 if dtype == torch.bfloat16 else 1e-4, atol=1e-2)
 
@@ -692,7 +694,7 @@ def test_cuda_fwd_bwd_captured():
         a.copy_(sym(32, 24, torch.float32, "cuda", seed=4))
     g.replay()
     torch.cuda.synchronize()
-    torch.testing.assert_close(grad, step(), rtol=0, atol=0)
+    torch.testing.assert_close(grad, step(), rtol=1e-5, atol=1e-5)
 
 
 @needs_cuda
