@@ -613,6 +613,16 @@ def test_cuda_graph_capture_eigh_ex_and_values():
     torch.testing.assert_close(only[6:], w[6:])
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_empty_batches(device):
+    for shape in ((0, 5, 5), (3, 0, 0)):
+        a = torch.zeros(shape, device=device, requires_grad=True)
+        w, v, info = gt.eigh_ex(a)
+        assert w.shape == shape[:-1] and v.shape == shape and info.shape == shape[:1]
+        assert not info.any()
+        assert torch.autograd.grad((w.sum() + v.sum()), a)[0].shape == shape
+
+
 @needs_cuda
 def test_cuda_eigh_ex_reports_without_raising():
     a = sym(4, 10, torch.float64, "cuda")

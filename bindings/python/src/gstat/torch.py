@@ -475,6 +475,8 @@ def _eigh_backward_once(w, v, gw, gv, broadening):
 
 def _eigh_backward(w, v, gw, gv, broadening):
     # torch.linalg's symmetric gradient: V (diag(gw) + F o skew(V^T gV)) V^T
+    if v.shape[-1] == 0:  # (no max|w| to scale the degeneracy test by)
+        return None if gw is None and gv is None else torch.zeros_like(v)
     if gv is not None and not torch.is_grad_enabled():
         return _eigh_backward_once(w, v, gw, gv, broadening)
     if gv is None:
