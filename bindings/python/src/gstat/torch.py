@@ -162,7 +162,8 @@ _warm = set()  # devices whose gstat CUDA context exists (none may be made while
 def _async_eligible(A, w, v):
     n = A.shape[-1]
     return (A.is_cuda and n <= _ASYNC_MAX_N and w.is_contiguous()
-            and (v is None or (v.mT.is_contiguous() and v.data_ptr() != A.data_ptr())))
+            and (v is None or (v.mT.is_contiguous()
+                               and (v.numel() == 0 or v.data_ptr() != A.data_ptr()))))
 
 
 def _run_eigh_async(A, upper, w, v):
