@@ -1368,10 +1368,10 @@ static void eigh_backward_host(int64_t n, const double *w, const double *v, cons
 }
 
 /* gstat_eigh_async captured in a CUDA graph (global mode) on the caller's
- * stream and replayed on new input: values and vectors as the CPU's, no
- * device allocation by the capture or the replay, an element with a NaN
- * flagged and NaN while the others are right; then gstat_eigh_backward on
- * the results against eigh_backward_host. */
+ * stream (gstat_eigh refused there) and replayed on new input: values and
+ * vectors as the CPU's, no device allocation by the capture or the replay,
+ * an element with a NaN flagged and NaN while the others are right; then
+ * gstat_eigh_backward on the results against eigh_backward_host. */
 static void test_eigh_async_capture(void **state) {
   (void)state;
   enum { NB = 40, N = 24, BAD = 7 };
@@ -1404,8 +1404,12 @@ static void test_eigh_async_capture(void **state) {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   assert_int_equal(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  /* gstat_eigh reads info on the host: refused, the capture left intact */
+  gstat_status refused = gstat_eigh(gpu, &A, GSTAT_LOWER, &W, &V, NULL);
   gstat_status st = gstat_eigh_async(gpu, &A, GSTAT_LOWER, &W, &V, dI);
   assert_int_equal(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  assert_int_equal(refused, GSTAT_EUNSUPPORTED);
+  assert_non_null(strstr(gstat_ctx_last_error(gpu), "capturing"));
   assert_int_equal(st, GSTAT_OK);
   assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
   for (int64_t b = 0; b < NB; b++) tu_spd(&rng, N, 10, a + b * N * N); /* new input */
