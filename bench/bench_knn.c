@@ -2,13 +2,14 @@
  * kNN graphs through the public API (gstat_affinity_csr, kind KNN):
  *
  *   bench_knn [--n N] [--dim D] [--clusters C] [--knn K] [--f32] [--reps R]
- *             [--threads T] [--seed S]
+ *             [--threads T] [--seed S] [--nndescent]
  *
  * N points (default 100000) in D dimensions (default 10): C Gaussian blobs
  * (default 10, unit variance, centers uniform in [-10, 10]^D, as
  * scikit-learn's make_blobs), or uniform in the unit cube with C = 0. The K
  * (default 10) nearest neighbours, the point itself included, symmetrized
- * (A + A^T) / 2. Prints one line of key=value, the best of R runs (ms).
+ * (A + A^T) / 2; --nndescent searches approximately (GSTAT_KNN_NNDESCENT).
+ * Prints one line of key=value, the best of R runs (ms).
  * bench/knn_vs_sklearn.py times scikit-learn on the same shapes.
  */
 #define _POSIX_C_SOURCE 199309L
@@ -40,11 +41,11 @@ static double normal(void) {
 
 int main(int argc, char **argv) {
   int64_t n = 100000, dim = 10, clusters = 10, k = 10, reps = 1, threads = 0;
-  int f32 = 0;
+  int f32 = 0, nndescent = 0;
   for (int a = 1; a < argc; a++) {
     const char *o = argv[a];
-    if (!strcmp(o, "--f32")) {
-      f32 = 1;
+    if (!strcmp(o, "--f32") || !strcmp(o, "--nndescent")) {
+      *(o[2] == 'f' ? &f32 : &nndescent) = 1;
       continue;
     }
     if (a + 1 >= argc) return fprintf(stderr, "%s needs a value\n", o), 2;
@@ -92,6 +93,7 @@ int main(int argc, char **argv) {
   gstat_affinity_options_init(&o);
   o.kind = GSTAT_AFFINITY_KNN;
   o.n_neighbors = k;
+  if (nndescent) o.knn.algorithm = GSTAT_KNN_NNDESCENT;
   double best = INFINITY;
   int64_t nnz = 0;
   for (int64_t r = 0; r < reps; r++) {
@@ -104,9 +106,11 @@ int main(int argc, char **argv) {
     nnz = g->nnz;
     gstat_csr_free(g);
   }
-  printf("n=%lld dim=%lld clusters=%lld knn=%lld dtype=%s threads=%d knn_graph_ms=%.1f nnz=%lld\n",
-         (long long)n, (long long)dim, (long long)clusters, (long long)k,
-         f32 ? "float32" : "float64", (int)threads, best, (long long)nnz);
+  printf(
+      "n=%lld dim=%lld clusters=%lld knn=%lld dtype=%s threads=%d search=%s knn_graph_ms=%.1f "
+      "nnz=%lld\n",
+      (long long)n, (long long)dim, (long long)clusters, (long long)k, f32 ? "float32" : "float64",
+      (int)threads, nndescent ? "nndescent" : "exact", best, (long long)nnz);
   gstat_ctx_destroy(ctx);
   free(x);
   free(xf);

@@ -2,7 +2,7 @@
 """Lower bounds on the H200 time of every shape in gpu_vs_torch.py's CASES.
 
 For each case (eigh with vectors, Cholesky) it counts the arithmetic of the
-path gstat takes there (src/linalg/cuda/eigh_cuda.c's dispatch table) and the
+path gstat takes there (src/backend/cuda/eigh_cuda.c's dispatch table) and the
 bytes that must move at least (read A, write V or L and w, the whole batch),
 and prints a Markdown table:
   compute floor = max(flops / peak, bytes / bandwidth)

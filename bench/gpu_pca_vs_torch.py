@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """PCA of data already on the GPU: gstat_pca (covariance method, fp32) against
-torch's (X - mean)^T (X - mean) + torch.linalg.eigh on the same tensor, same run.
+torch's (X - mean)^T (X - mean) + torch.linalg.eigh on the same tensor, same run;
+then the Gram method (wide shapes) against torch's (X - mean)(X - mean)^T +
+eigh + X^T U, and the randomized method against the same range finder written
+in torch (l = k + 10 vectors, 7 power iterations with QR, the small SVD).
 
 gstat is called through ctypes on the tensor's device pointer (no copy). Times
 are wall-clock around synchronized calls (gstat_pca returns host results, so
@@ -9,20 +12,14 @@ accuracy column compares the top-k explained variances with a float64 torch
 computation on the same data.
 
 usage: bench/gpu_pca_vs_torch.py [--build build-gpu] [--reps 3] [--quick]
+                                 [--methods cov,gram,randomized]
 """
 import argparse
 import ctypes
-import os
-import time
 
 import torch
 
-
-class Matrix(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("location", ctypes.c_int),
-                ("device", ctypes.c_int32), ("batch", ctypes.c_int64), ("rows", ctypes.c_int64),
-                ("cols", ctypes.c_int64), ("batch_stride", ctypes.c_int64),
-                ("row_stride", ctypes.c_int64), ("col_stride", ctypes.c_int64)]
+from gpu_bench_common import Matrix, load, timed
 
 
 class PcaOptions(ctypes.Structure):
@@ -43,26 +40,72 @@ class PcaResult(ctypes.Structure):
                      "scores")]
 
 
-def load(build):
-    lib = ctypes.CDLL(os.path.join(build, "libgstat.so.0"))
-    lib.gstat_ctx_last_error.restype = ctypes.c_char_p
-    ctx = ctypes.c_void_p()
-    assert lib.gstat_ctx_create(ctypes.byref(ctx), None) == 0
-    assert lib.gstat_ctx_cuda_available(ctx), "no CUDA backend"
-    return lib, ctx
+def torch_gram(x, k):
+    xc = x - x.mean(0)
+    w, u = torch.linalg.eigh(xc @ xc.T)
+    v = xc.T @ u[:, -k:]
+    return w, v / v.norm(dim=0)
 
 
-def timed(fn, reps):
-    fn()  # warm-up: workspace, handles
-    torch.cuda.synchronize()
-    best = float("inf")
-    out = None
-    for _ in range(reps):
-        t = time.perf_counter()
-        out = fn()
-        torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3, out
+def torch_randomized(x, k, power=7, over=10):
+    xc = x - x.mean(0)
+    g = torch.Generator(device=x.device).manual_seed(0)
+    y = xc @ torch.randn(x.shape[1], k + over, device=x.device, dtype=x.dtype, generator=g)
+    for _ in range(power):
+        y = torch.linalg.qr(y).Q
+        z = torch.linalg.qr(xc.T @ y).Q
+        y = xc @ z
+    q = torch.linalg.qr(y).Q
+    _, s, vh = torch.linalg.svd(q.T @ xc, full_matrices=False)
+    return s[:k] ** 2, vh[:k]
+
+
+def method_rows(lib, ctx, method, shapes, k, reps):
+    """gstat's GRAM (2) or RANDOMIZED (3) method on device data vs torch, fp32,
+    without scores; the accuracy column: top-k variances against float64."""
+    rows = []
+    for n, p in shapes:
+        g = torch.Generator(device="cuda").manual_seed(0)
+        scales = 1 + 10 * 0.7 ** torch.arange(p, device="cuda")
+        x = (torch.randn(n, p, device="cuda", generator=g) * scales + 3.0).contiguous()
+        m = Matrix(x.data_ptr(), 1, 1, torch.cuda.current_device(), 1, n, p, n * p, p, 1)
+        opt = PcaOptions()
+        lib.gstat_pca_options_init(ctypes.byref(opt))
+        opt.n_components = k
+        opt.compute_scores = 0
+        opt.method = method
+        opt.power_iterations = 7
+        res = ctypes.POINTER(PcaResult)()
+
+        def run_gstat():
+            st = lib.gstat_pca(ctx, ctypes.byref(m), ctypes.byref(opt), ctypes.byref(res))
+            assert st == 0, lib.gstat_ctx_last_error(ctx).decode()
+            return res
+
+        fn = torch_gram if method == 2 else torch_randomized
+        g_ms, r = timed(run_gstat, reps)
+        t_ms, _ = timed(lambda: fn(x, k), reps)
+        ev = [r.contents.explained_variance[i] for i in range(k)]
+        xd = x.double()
+        xd -= xd.mean(0)
+        ref = torch.linalg.eigvalsh(xd.T @ xd if n >= p else xd @ xd.T).flip(0)[:k] / (n - 1)
+        err = max(abs(ev[i] - ref[i].item()) / ref[i].item() for i in range(k))
+        lib.gstat_pca_result_free(res)
+        del x, xd
+        torch.cuda.empty_cache()
+        rows.append((n, p, g_ms, t_ms, err))
+        print(f"{'gram' if method == 2 else 'randomized'} {n}x{p}: gstat {g_ms:.2f} ms, "
+              f"torch {t_ms:.2f} ms", flush=True)
+    return rows
+
+
+def print_method_table(name, rows, k, reps):
+    print(f"\nPCA ({name}) on the device, fp32, k={k}, no scores ({torch.cuda.get_device_name()}; "
+          f"best of {reps}, ms)")
+    print("| n x p | gstat | torch | torch/gstat | rel. err. gstat |")
+    print("|---|---:|---:|---:|---:|")
+    for n, p, g_ms, t_ms, e in rows:
+        print(f"| {n}x{p} | {g_ms:.2f} | {t_ms:.2f} | {t_ms / g_ms:.2f} | {e:.1e} |")
 
 
 def main():
@@ -70,8 +113,24 @@ def main():
     ap.add_argument("--build", default="build-gpu")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--methods", default="cov,gram,randomized")
     args = ap.parse_args()
+    methods = args.methods.split(",")
     lib, ctx = load(args.build)
+    tables = []  # printed last, after the covariance table's rows
+    if "gram" in methods:
+        wide = [(2000, 20000), (5000, 50000)] if not args.quick else [(2000, 20000)]
+        tables.append(("Gram", method_rows(lib, ctx, 2, wide, 10, args.reps)))
+    if "randomized" in methods:
+        tall = [(100000, 100), (20000, 1000), (1000000, 1000)]
+        if args.quick:
+            tall = [(100000, 100), (200000, 1000)]
+        tables.append(("randomized", method_rows(lib, ctx, 3, tall, 10, args.reps)))
+    if "cov" not in methods:
+        for name, rows in tables:
+            print_method_table(name, rows, 10, args.reps)
+        lib.gstat_ctx_destroy(ctx)
+        return
     shapes = [(100000, 100), (20000, 1000), (1000000, 1000)]
     if args.quick:
         shapes = [(100000, 100), (200000, 1000)]
@@ -124,6 +183,8 @@ def main():
     for n, p, sc, g_ms, t_ms, eg, et in rows:
         print(f"| {n}x{p} | {'yes' if sc else 'no'} | {g_ms:.2f} | {t_ms:.2f} | {t_ms / g_ms:.2f} | "
               f"{eg:.1e} | {et:.1e} |")
+    for name, rows in tables:
+        print_method_table(name, rows, 10, args.reps)
 
 
 if __name__ == "__main__":

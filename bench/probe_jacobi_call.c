@@ -19,7 +19,7 @@
 
 #include "cuda_check.h"
 #include "gpu_ctx.h"
-#include "linalg/cuda/kernels/kernels.h"
+#include "backend/cuda/kernels/kernels.h"
 #include "probe_util.h"
 #include "sym_batch_device.h"
 

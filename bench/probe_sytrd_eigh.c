@@ -1,7 +1,7 @@
 /*
  * probe_sytrd_eigh [--values] [--check] [--twin] [--gap TOL] f32|f64 N BATCH REPS
  *
- * gstat's lockstep eigensolver (src/linalg/cuda/sytrd_eigh.c: our batched
+ * gstat's lockstep eigensolver (src/backend/cuda/sytrd_eigh.c: our batched
  * reduction, bisection and twisted factorizations in double, cuBLAS
  * back-transformation) against raw cusolverDnXsyevBatched on bench_cuda's
  * matrices (sym_batch.h): median ms (CUDA events), eigenvalue agreement,
@@ -18,7 +18,7 @@
 
 #include <cusolverDn.h>
 
-#include "linalg/cuda/sytrd_eigh.h"
+#include "backend/cuda/sytrd_eigh.h"
 #include "probe_util.h"
 #include "sym_batch.h"
 

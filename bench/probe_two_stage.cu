@@ -1,7 +1,7 @@
 /*
  * probe_two_stage N REPS
  *
- * gstat's two-stage float64 eigensolver (src/linalg/cuda/two_stage.c) on
+ * gstat's two-stage float64 eigensolver (src/backend/cuda/two_stage.c) on
  * one matrix of order N, part by part (Q1 Q2 formed on a side stream; on
  * the main one after the rest with GSTAT_TWO_STAGE_SERIAL set; on every SM
  * while the chase runs with GSTAT_TWO_STAGE_ALL_SMS set), against Xsyevd on the same matrix
@@ -20,7 +20,7 @@
 #include <cusolverDn.h>
 
 extern "C" {
-#include "linalg/cuda/two_stage.h" /* a C header without C++ guards */
+#include "backend/cuda/two_stage.h" /* a C header without C++ guards */
 }
 #include "probe_util.h"
 #include "sym_batch_device.h"

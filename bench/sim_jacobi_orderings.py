@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Steps to convergence of parallel cyclic Jacobi for two orderings of the
 pairs, on the CPU (numpy, float64): the circle method of the warp kernel
-(src/linalg/cuda/kernels/eigh_jacobi.cu, N - 1 steps a sweep) and odd-even
+(src/backend/cuda/kernels/eigh_jacobi.cu, N - 1 steps a sweep) and odd-even
 transposition (N steps a sweep), under which a layout with a whole pair per
 lane moves one column a lane a step (the circle moves two, with exceptions
 at its ends: bench/README, nineteenth session). Same rotation, threshold and

@@ -5,12 +5,14 @@
  * (GSTAT_FAKE_FAULT: "nodevice" at creation, "oom" for every call, "retry"
  * to flag every third element as unreliable after scribbling over it,
  * "retry-vouched" to do so and still vouch that every info is 0,
- * "nonfinite" to return a co-moment with a NaN). Like the CUDA module it
+ * "nonfinite" to return a co-moment with a NaN, "nodense" to fail the GEMM and QR
+ * alone). Like the CUDA module it
  * vouches for a call whose info is all 0 (info_clean).
  *
  * Its "device memory" is host memory in descriptors marked GSTAT_CUDA: the
- * statistics primitives (co-moment, projection, kNN, non-finite scan, copies)
- * run the CPU's code on it, so CI exercises the scheduler's device paths;
+ * statistics primitives (co-moment, projection, kNN, rows, non-finite scan,
+ * copies, GEMM, QR) run the CPU's code on it, so CI exercises the scheduler's
+ * device paths;
  * host data it takes as the CUDA module does (its host_cost says it always
  * pays, so AUTO picks it).
  */
@@ -18,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "linalg/backend.h"
+#include "backend/backend.h"
 
 static const gstat_i_host_services *host;
 
@@ -183,6 +185,26 @@ static gstat_status find_nonfinite(void *s, gstat_ctx *ctx, const gstat_matrix *
   return GSTAT_OK;
 }
 
+/* The dense primitives: the CPU's code on the "device" memory; they alone
+ * run out of memory under "nodense" (the scheduler's per-step fallback). */
+static bool dense_fails(void) {
+  return !strcmp(fault(), "oom") || !strcmp(fault(), "nodense");
+}
+
+static gstat_status gemm(void *s, gstat_ctx *ctx, gstat_trans ta, gstat_trans tb, double alpha,
+                         const gstat_matrix *A, const gstat_matrix *B, double beta,
+                         const gstat_matrix *C) {
+  (void)s;
+  if (dense_fails()) return oom(ctx);
+  return host->cpu->gemm(NULL, ctx, ta, tb, alpha, A, B, beta, C);
+}
+
+static gstat_status orthonormalize(void *s, gstat_ctx *ctx, const gstat_matrix *A) {
+  (void)s;
+  if (dense_fails()) return oom(ctx);
+  return host->cpu->orthonormalize(NULL, ctx, A);
+}
+
 static double host_cost(void *s, const gstat_ctx *ctx, const gstat_i_work *w) {
   (void)s;
   (void)ctx;
@@ -198,6 +220,22 @@ static int64_t allocations(void *s) {
 static void destroy(void *s) {
   free(((fake_state *)s)->chain);
   free(s);
+}
+
+/* The rows primitive: the CPU's code on "device" descriptors. */
+static gstat_status rows(void *s, gstat_ctx *ctx, const gstat_i_rows_req *r) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  return host->cpu->rows(NULL, ctx, r);
+}
+
+/* The CPU's Laplacian on the "device" data; an out-of-memory on request. */
+static gstat_status laplacian(void *s, gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
+                              int sym, int drop_loops, int kind, const gstat_matrix *L,
+                              const gstat_matrix *deg) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  return host->cpu->laplacian(NULL, ctx, fn, A, sym, drop_loops, kind, L, deg);
 }
 
 /* The CUDA module's no-synchronization eigh (its limits: order <= 64,
@@ -289,6 +327,10 @@ static const gstat_i_backend_ops ops = {
     .find_nonfinite = find_nonfinite,
     .knn = knn,
     .host_cost = host_cost,
+    .gemm = gemm,
+    .orthonormalize = orthonormalize,
+    .rows = rows,
+    .laplacian = laplacian,
     .eigh_async = eigh_async,
     .eigh_backward = eigh_backward,
 };

@@ -309,7 +309,13 @@ static void sm_run_matrix(const sm_memory *mem, const double tol[3]) {
           char what[128];
           snprintf(what, sizeof what, "%s, %s data, backend %d, dtype %d", sm_stats[s].name,
                    where ? "device" : "host", (int)backends[be], (int)dts[d]);
-          sm_close(what, got, want, n, tol[d]);
+          /* GRAM and RANDOMIZED of device data centre and scale by GEMMs in
+           * the data's precision, the host in double: in float that rounding,
+           * through the sketch's power iterations, reaches ~2e-5 */
+          bool dense_pca = where == 1 && d != 1 &&
+                           (!strcmp(sm_stats[s].name, "pca gram") ||
+                            !strcmp(sm_stats[s].name, "pca randomized"));
+          sm_close(what, got, want, n, dense_pca ? fmax(tol[d], 1e-4) : tol[d]);
           free(got);
           gstat_ctx_destroy(ctx);
         }

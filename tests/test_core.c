@@ -151,7 +151,7 @@ static void test_out_of_memory(void **state) {
 
 /* A DYNAMIC_ARCH OpenBLAS that fell back to its generic Prescott kernels on a
  * CPU with AVX2/AVX-512 has been switched to the matching kernels by the
- * first context (src/linalg/cpu/openblas_core.c). */
+ * first context (src/backend/cpu/openblas_core.c). */
 static void test_openblas_kernels_not_generic(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
@@ -205,6 +205,40 @@ static void test_linalg_progress_cancel(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+static int64_t first_report;
+static int stop_at_first(int64_t done, int64_t total, const char *what, void *user) {
+  (void)total;
+  (void)what;
+  (void)user;
+  first_report = done;
+  return 1;
+}
+
+/* A long CPU batch reports after at most about a quarter second of
+ * one-thread work (cpu_rules.slice_max_seconds), not in 16 slices whatever
+ * its length: 100 eigh of order 256 (~5 s by the rules) report every 5. */
+static void test_linalg_progress_slices_bounded(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx_progress(GSTAT_BACKEND_CPU, 1, stop_at_first, NULL);
+  assert_non_null(ctx);
+  enum { NB = 100, N = 256 };
+  double *a = calloc((size_t)NB * N * N, sizeof(double)), *w = calloc(NB * N, sizeof(double));
+  double *v = calloc((size_t)NB * N * N, sizeof(double));
+  assert_true(a && w && v);
+  for (int b = 0; b < NB; b++)
+    for (int i = 0; i < N; i++) a[(size_t)b * N * N + (size_t)i * N + i] = 1 + i;
+  gstat_matrix A = gstat_matrix_col_major(a, GSTAT_F64, NB, N, N);
+  gstat_matrix W = gstat_vector_batch(w, GSTAT_F64, NB, N);
+  gstat_matrix V = gstat_matrix_col_major(v, GSTAT_F64, NB, N, N);
+  first_report = 0;
+  assert_int_equal(gstat_eigh(ctx, &A, GSTAT_LOWER, &W, &V, NULL), GSTAT_ECANCELED);
+  assert_true(first_report > 0 && first_report * 16 < NB);
+  free(a);
+  free(w);
+  free(v);
+  gstat_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_strings),
@@ -214,6 +248,7 @@ int main(void) {
       cmocka_unit_test(test_out_of_memory),
       cmocka_unit_test(test_openblas_kernels_not_generic),
       cmocka_unit_test(test_linalg_progress_cancel),
+      cmocka_unit_test(test_linalg_progress_slices_bounded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

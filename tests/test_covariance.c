@@ -1173,6 +1173,49 @@ static void test_workspace_reuse(void **state) {
   free(x);
 }
 
+static int64_t cov_reports;
+static int count_or_stop(int64_t done, int64_t total, const char *what, void *user) {
+  assert_string_equal(what, "covariance: rows");
+  assert_true(done > 0 && done <= total);
+  cov_reports++;
+  return user != NULL; /* non-NULL: cancel at the first report */
+}
+
+/* A long co-moment reports progress between row blocks and stops when the
+ * callback cancels; with reports the result is the one without (the same
+ * blocks in the same order). */
+static void test_progress_and_cancel(void **state) {
+  (void)state;
+  enum { N = 60000, P = 200 }; /* ~2.4e9 multiply-adds: several slices by the CPU rules */
+  double *x = malloc(sizeof(double) * N * P), *c = malloc(sizeof(double) * P * P);
+  double *c2 = malloc(sizeof(double) * P * P);
+  assert_true(x && c && c2);
+  tu_rng rng = tu_rng_new();
+  for (size_t e = 0; e < (size_t)N * P; e++) x[e] = tu_normal(&rng);
+  gstat_matrix X = gstat_matrix_row_major(x, GSTAT_F64, 1, N, P);
+  gstat_matrix C = gstat_matrix_row_major(c, GSTAT_F64, 1, P, P),
+               C2 = gstat_matrix_row_major(c2, GSTAT_F64, 1, P, P);
+  int stop = 1;
+  gstat_ctx *counting = tu_ctx_progress(GSTAT_BACKEND_CPU, 0, count_or_stop, NULL);
+  gstat_ctx *stopping = tu_ctx_progress(GSTAT_BACKEND_CPU, 0, count_or_stop, &stop);
+  gstat_ctx *quiet = tu_ctx(GSTAT_BACKEND_CPU);
+  cov_reports = 0;
+  assert_int_equal(gstat_covariance(counting, &X, NULL, &C, NULL), GSTAT_OK);
+  assert_true(cov_reports > 0);
+  assert_int_equal(gstat_covariance(quiet, &X, NULL, &C2, NULL), GSTAT_OK);
+  assert_memory_equal(c, c2, sizeof(double) * P * P);
+  cov_reports = 0;
+  assert_int_equal(gstat_covariance(stopping, &X, NULL, &C, NULL), GSTAT_ECANCELED);
+  assert_int_equal(cov_reports, 1);
+  assert_true(strncmp(gstat_ctx_last_error(stopping), "covariance: rows: cancelled", 27) == 0);
+  gstat_ctx_destroy(counting);
+  gstat_ctx_destroy(stopping);
+  gstat_ctx_destroy(quiet);
+  free(x);
+  free(c);
+  free(c2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_layouts_dtypes),     cmocka_unit_test(test_ddof_and_weights),
@@ -1182,7 +1225,7 @@ int main(void) {
       cmocka_unit_test(test_shrinkage),          cmocka_unit_test(test_shrinkage_sklearn_values),
       cmocka_unit_test(test_mahalanobis),        cmocka_unit_test(test_mahalanobis_not_pd),
       cmocka_unit_test(test_bad_input),          cmocka_unit_test(test_workspace_reuse),
-      cmocka_unit_test(test_assume_centered),
+      cmocka_unit_test(test_assume_centered),    cmocka_unit_test(test_progress_and_cancel),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

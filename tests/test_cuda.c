@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "stats_matrix.h"
+#include "graph_device.h"
 #include "testutil.h"
 
 static const double max_ratio = 60;
@@ -927,6 +928,90 @@ static void test_pca_device_data(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
+/* Gram and randomized PCA of device data (GEMMs, QR and the Gram matrices'
+ * eigh on the GPU) and the inverse transform of device scores agree with the
+ * CPU's on the same data in host memory, for float32 and float64, with and
+ * without scaling; gstat_ctx_last_backends says only CUDA ran. */
+static void dense_pca_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, gstat_pca_method method,
+                           int64_t n, int64_t p, bool scale) {
+  enum { K = 5 };
+  tu_rng rng = tu_rng_new();
+  tu_buf X = tu_buf_new(dt, 1, n, p, TU_ROW_MAJOR);
+  for (int64_t i = 0; i < n; i++) /* a decaying spectrum: the top K well apart */
+    for (int64_t j = 0; j < p; j++) {
+      double v = 20.0 + 0.1 * tu_normal(&rng);
+      for (int64_t t = 0; t < K + 1; t++)
+        v += (8.0 / (double)(1 << t)) * tu_normal(&rng) * cos(0.37 * (double)((t + 1) * (j + 1)));
+      tu_set(&X.m, 0, i, j, v);
+    }
+  void *dptr;
+  gstat_matrix D = to_device(&X, &dptr);
+  gstat_pca_options o;
+  gstat_pca_options_init(&o);
+  o.method = method;
+  o.n_components = K;
+  o.scale = scale;
+  o.whiten = !scale;
+  gstat_pca_result *rg = NULL, *rc = NULL;
+  assert_int_equal(gstat_pca(gpu, &D, &o, &rg), GSTAT_OK);
+  assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
+  assert_int_equal(gstat_pca(cpu, &X.m, &o, &rc), GSTAT_OK);
+  double tol = dt == GSTAT_F64 ? 1e-9 : 2e-3;
+  for (int64_t i = 0; i < K; i++) {
+    double ev = rc->explained_variance[i];
+    assert_true(fabs(rg->explained_variance[i] - ev) <= tol * rc->explained_variance[0]);
+    for (int64_t j = 0; j < p; j++)
+      assert_true(fabs(rg->components[i * p + j] - rc->components[i * p + j]) <= tol);
+    for (int64_t r = 0; r < n; r += 17)
+      assert_true(fabs(rg->scores[r * K + i] - rc->scores[r * K + i]) <=
+                  tol * (1 + sqrt(rc->explained_variance[0])));
+  }
+  /* the CPU's scores mapped back from device memory into device memory */
+  double *z = malloc(sizeof(double) * (size_t)(n * K)),
+         *xg = malloc(sizeof(double) * (size_t)(n * p)),
+         *xc = malloc(sizeof(double) * (size_t)(n * p));
+  memcpy(z, rc->scores, sizeof(double) * (size_t)(n * K));
+  gstat_matrix Zh = gstat_matrix_row_major(z, GSTAT_F64, 1, n, K);
+  gstat_matrix Xh = gstat_matrix_row_major(xc, GSTAT_F64, 1, n, p);
+  assert_int_equal(gstat_pca_inverse_transform(cpu, rc, &Zh, &Xh), GSTAT_OK);
+  void *dz, *dx;
+  assert_int_equal(cudaMalloc(&dz, sizeof(double) * (size_t)(n * K)), cudaSuccess);
+  assert_int_equal(cudaMalloc(&dx, sizeof(double) * (size_t)(n * p)), cudaSuccess);
+  assert_int_equal(cudaMemcpy(dz, z, sizeof(double) * (size_t)(n * K), cudaMemcpyHostToDevice),
+                   cudaSuccess);
+  gstat_matrix Zd = Zh, Xd = Xh;
+  Zd.data = dz;
+  Xd.data = dx;
+  Zd.location = Xd.location = GSTAT_CUDA;
+  assert_int_equal(gstat_pca_inverse_transform(gpu, rc, &Zd, &Xd), GSTAT_OK);
+  assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
+  assert_int_equal(cudaMemcpy(xg, dx, sizeof(double) * (size_t)(n * p), cudaMemcpyDeviceToHost),
+                   cudaSuccess);
+  for (int64_t e = 0; e < n * p; e++) assert_true(fabs(xg[e] - xc[e]) <= 1e-9 * (1 + fabs(xc[e])));
+  cudaFree(dz);
+  cudaFree(dx);
+  free(z);
+  free(xg);
+  free(xc);
+  gstat_pca_result_free(rg);
+  gstat_pca_result_free(rc);
+  cudaFree(dptr);
+  tu_buf_free(&X);
+}
+
+static void test_pca_dense_device(void **state) {
+  (void)state;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  const gstat_dtype dts[2] = {GSTAT_F32, GSTAT_F64};
+  for (int d = 0; d < 2; d++)
+    for (int scale = 0; scale < 2; scale++) {
+      dense_pca_case(gpu, cpu, dts[d], GSTAT_PCA_GRAM_EIGH, 300, 700, scale);
+      dense_pca_case(gpu, cpu, dts[d], GSTAT_PCA_RANDOMIZED, 3000, 400, scale);
+    }
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
 /* Rows in CUDA memory added to an accumulator (mean and co-moment on the
  * GPU, merged on the host) give the host accumulator's covariance; chunks
  * from the host and the device mix; weights, COMPLETE and NaN are refused. */
@@ -1167,6 +1252,18 @@ static void test_statistics_matrix(void **state) {
   sm_run_matrix(&cuda_memory, tol);
 }
 
+/* Every graph routine on cudaMalloc'd data against the host call
+ * (graph_device.h): the device Laplacian rounds as the CPU's (no FMA), the
+ * eigensolvers differ in the last bits. */
+static void test_graph_device_data(void **state) {
+  (void)state;
+  gd_laplacian(&cuda_memory, 0);
+  gd_csr_op_components(&cuda_memory);
+  gd_affinity(&cuda_memory, 1e-12);
+  gd_spectral(&cuda_memory, 1e-9, GSTAT_BACKEND_AUTO);
+  gd_spectral(&cuda_memory, 1e-9, GSTAT_BACKEND_CUDA);
+}
+
 /* Host data streamed to the GPU in several row chunks (the co-moment about
  * the first chunk's mean, summed in double on the device): the CPU's
  * covariance, PCA and scores; under AUTO the cost model takes it there too. */
@@ -1220,7 +1317,7 @@ static void test_host_data_offload(void **state) {
   free(cc);
 }
 
-/* ---- kNN on the GPU: the CPU's exact answer (src/linalg/cuda/knn_cuda.c) ---- */
+/* ---- kNN on the GPU: the CPU's exact answer (src/backend/cuda/knn_cuda.c) ---- */
 
 /* gstat_knn of X on the GPU, from device memory and from host memory, equals
  * the CPU's: the same indices, distances within a few ulps (both are the
@@ -1505,9 +1602,11 @@ int main(void) {
       cmocka_unit_test(test_fallback_paths),
       cmocka_unit_test(test_device_oom_leaves_outputs),
       cmocka_unit_test(test_pca_device_data),
+      cmocka_unit_test(test_pca_dense_device),
       cmocka_unit_test(test_accum_device_rows),
       cmocka_unit_test(test_spectral_device_batch),
       cmocka_unit_test(test_statistics_matrix),
+      cmocka_unit_test(test_graph_device_data),
       cmocka_unit_test(test_host_data_offload),
       cmocka_unit_test(test_knn_random),
       cmocka_unit_test(test_knn_ties),

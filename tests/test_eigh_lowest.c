@@ -1,4 +1,4 @@
-/* The m smallest eigenpairs of small matrices (src/linalg/cpu/eigh_lowest.h,
+/* The m smallest eigenpairs of small matrices (src/backend/cpu/eigh_lowest.h,
  * internal API), float and double: for every matrix family of the eigh tests,
  * Laplacians of connected and disconnected graphs (a multiple eigenvalue 0),
  * exactly repeated eigenvalues, diagonal matrices (no reflectors), orders 1..128
@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "linalg/cpu/eigh_lowest.h"
-#include "linalg/cpu/eigh_small.h"
+#include "backend/cpu/eigh_lowest.h"
+#include "backend/cpu/eigh_small.h"
 #include "testutil.h"
 
 /* Laplacian of a random graph of `parts` equal blocks (no edges between

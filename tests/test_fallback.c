@@ -321,6 +321,365 @@ static void test_statistics_auto(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
+/* Progress of a host batch on the "GPU": the dispatcher's reports name the
+ * whole batch (total); the CPU inside the fake reports its own chunk. */
+typedef struct {
+  int64_t batch, calls, first_done, stop_at;
+} chunk_watch;
+
+static int watch_chunks(int64_t done, int64_t total, const char *what, void *user) {
+  chunk_watch *c = user;
+  assert_string_equal(what, "cholesky");
+  if (total != c->batch) return 0;
+  if (c->calls++ == 0) c->first_done = done;
+  return c->calls == c->stop_at;
+}
+
+/* Host data on the GPU with a progress callback runs in chunks (1024
+ * elements of order 64): reported between chunks, cancellable there, and
+ * every message and recomputed element indexes the whole batch (a chunk's
+ * element 452 is the batch's 2500). */
+static void test_host_batch_chunked_for_progress(void **state) {
+  (void)state;
+  enum { NB = 3000, N = 64, BAD = 2500 };
+  chunk_watch watch = {NB, 0, 0, 0};
+  gstat_ctx *ctx = tu_ctx_progress(GSTAT_BACKEND_CUDA, 0, watch_chunks, &watch);
+  gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  assert_non_null(ctx);
+  double *a = calloc((size_t)NB * N * N, sizeof(double)), *f = malloc(sizeof(double) * NB * N * N);
+  double *f2 = malloc(sizeof(double) * NB * N * N);
+  assert_true(a && f && f2);
+  tu_rng rng = tu_rng_new();
+  for (int64_t b = 0; b < NB; b++) tu_spd(&rng, N, 10, a + b * N * N);
+  gstat_matrix A = gstat_matrix_col_major(a, GSTAT_F64, NB, N, N),
+               F = gstat_matrix_col_major(f, GSTAT_F64, NB, N, N),
+               F2 = gstat_matrix_col_major(f2, GSTAT_F64, NB, N, N);
+  setenv("GSTAT_FAKE_FAULT", "retry", 1); /* every third element of each chunk flagged */
+  assert_int_equal(gstat_cholesky(ctx, &A, GSTAT_LOWER, &F, NULL), GSTAT_OK);
+  assert_string_equal(gstat_ctx_last_backend_name(ctx), "cuda+cpu");
+  assert_int_equal(watch.calls, 2);
+  assert_int_equal(watch.first_done, 1024);
+  assert_int_equal(gstat_cholesky(cpu, &A, GSTAT_LOWER, &F2, NULL), GSTAT_OK);
+  assert_memory_equal(f, f2, sizeof(double) * NB * N * N);
+  setenv("GSTAT_FAKE_FAULT", "", 1);
+  a[(int64_t)BAD * N * N + 5 * N + 5] = -1e6; /* not positive definite, in the third chunk */
+  assert_int_equal(gstat_cholesky(ctx, &A, GSTAT_LOWER, &F, NULL), GSTAT_ENOTPD);
+  assert_true(strncmp(gstat_ctx_last_error(ctx), "cholesky: batch element 2500 ", 29) == 0);
+  watch.calls = 0;
+  watch.stop_at = 1;
+  assert_int_equal(gstat_cholesky(ctx, &A, GSTAT_LOWER, &F, NULL), GSTAT_ECANCELED);
+  assert_string_equal(gstat_ctx_last_error(ctx),
+                      "cholesky: cancelled by the progress callback at 1024 of 3000");
+  free(a);
+  free(f);
+  free(f2);
+  gstat_ctx_destroy(ctx);
+  gstat_ctx_destroy(cpu);
+}
+
+/* In place on device data (F = A) the GPU's factor overwrites the input,
+ * and device inputs are not kept: an element that is not positive definite
+ * keeps the GPU's verdict (its minor) and NaN factor; recomputing it on the
+ * CPU from the NaN left there reported minor 1. */
+static void test_not_pd_in_place_device_keeps_verdict(void **state) {
+  (void)state;
+  unsetenv("GSTAT_FAKE_FAULT");
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA);
+  enum { NB = 3, N = 6 };
+  tu_rng rng = tu_rng_new();
+  double a[NB * N * N];
+  for (int64_t b = 0; b < NB; b++) tu_spd(&rng, N, 10, a + b * N * N);
+  a[1 * N * N + 3 * (N + 1)] = -1; /* element 1: leading minor of order 4 */
+  gstat_matrix A = gstat_matrix_col_major(a, GSTAT_F64, NB, N, N);
+  A.location = GSTAT_CUDA;
+  int64_t info[NB] = {-7, -7, -7};
+  assert_int_equal(gstat_cholesky(ctx, &A, GSTAT_LOWER, &A, info), GSTAT_ENOTPD);
+  assert_non_null(strstr(gstat_ctx_last_error(ctx),
+                         "batch element 1 is not positive definite "
+                         "(leading minor of order 4)"));
+  assert_string_equal(gstat_ctx_last_backend_name(ctx), "cuda");
+  assert_int_equal(info[0], 0);
+  assert_int_equal(info[1], 4);
+  assert_int_equal(info[2], 0);
+  for (int e = 0; e < N * N; e++) assert_true(isnan(a[1 * N * N + e]));
+  gstat_ctx_destroy(ctx);
+}
+
+/* Gram and randomized PCA and the inverse transform of "device" data run
+ * their GEMMs and QR on the device (a CPU context too: device data stay
+ * there; only its small eigh runs on the CPU), with the CPU's results; a
+ * device out of memory reruns them on host copies with the same results. */
+static void dense_case(gstat_ctx *ctx, bool device, gstat_dtype dt, gstat_pca_method method,
+                       double *out, unsigned *ran) {
+  sm_arg X = sm_arg_new(&fake_memory, device, dt, SM_NB, SM_N, SM_P, fault_data);
+  sm_arg Z = sm_arg_new(&fake_memory, device, dt, SM_NB, SM_N, SM_K, NULL);
+  sm_arg R = sm_arg_new(&fake_memory, device, dt, SM_NB, SM_N, SM_P, NULL);
+  gstat_pca_options o;
+  gstat_pca_options_init(&o);
+  o.method = method;
+  o.n_components = SM_K;
+  o.scale = method == GSTAT_PCA_RANDOMIZED;
+  o.whiten = method == GSTAT_PCA_GRAM_EIGH;
+  gstat_pca_result *r = NULL;
+  sm_check(ctx, gstat_pca(ctx, &X.m, &o, &r));
+  ran[0] = gstat_ctx_last_backends(ctx);
+  sm_check(ctx, gstat_pca_transform(ctx, r, &X.m, &Z.m));
+  sm_check(ctx, gstat_pca_inverse_transform(ctx, r, &Z.m, &R.m));
+  ran[1] = gstat_ctx_last_backends(ctx);
+  double *rx = sm_values(&fake_memory, &R);
+  memcpy(out, r->components, sizeof(double) * SM_NB * SM_K * SM_P);
+  memcpy(out + SM_NB * SM_K * SM_P, r->explained_variance, sizeof(double) * SM_NB * SM_K);
+  memcpy(out + SM_NB * SM_K * (SM_P + 1), r->scores, sizeof(double) * SM_NB * SM_N * SM_K);
+  memcpy(out + SM_NB * SM_K * (SM_P + 1 + SM_N), rx, sizeof(double) * SM_NB * SM_N * SM_P);
+  free(rx);
+  gstat_pca_result_free(r);
+  sm_arg_free(&fake_memory, &X);
+  sm_arg_free(&fake_memory, &Z);
+  sm_arg_free(&fake_memory, &R);
+}
+
+static void test_dense_steps_on_device(void **state) {
+  (void)state;
+  enum { COUNT = SM_NB * SM_K * (SM_P + 1 + SM_N) + SM_NB * SM_N * SM_P };
+  static double want[COUNT], got[COUNT];
+  const gstat_pca_method methods[2] = {GSTAT_PCA_GRAM_EIGH, GSTAT_PCA_RANDOMIZED};
+  const gstat_dtype dts[2] = {GSTAT_F32, GSTAT_F64};
+  unsigned ran[2];
+  gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU), *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  sm_data(fault_data);
+  for (int m = 0; m < 2; m++)
+    for (int d = 0; d < 2; d++) {
+      double tol = dts[d] == GSTAT_F64 ? 1e-10 : 1e-4;
+      dense_case(cpu, false, dts[d], methods[m], want, ran);
+      assert_int_equal(ran[0], GSTAT_RAN_CPU);
+      dense_case(gpu, true, dts[d], methods[m], got, ran);
+      sm_close("device data, CUDA context", got, want, COUNT, tol);
+      assert_int_equal(ran[0], GSTAT_RAN_CUDA);
+      assert_int_equal(ran[1], GSTAT_RAN_CUDA);
+      dense_case(cpu, true, dts[d], methods[m], got, ran);
+      sm_close("device data, CPU context", got, want, COUNT, tol);
+      assert_true(ran[0] & GSTAT_RAN_CUDA);
+      assert_int_equal(ran[1], GSTAT_RAN_CUDA);
+      setenv("GSTAT_FAKE_FAULT", "oom", 1);
+      dense_case(gpu, true, dts[d], methods[m], got, ran);
+      unsetenv("GSTAT_FAKE_FAULT");
+      sm_close("device data, device out of memory", got, want, COUNT, tol);
+      assert_int_equal(ran[0], GSTAT_RAN_CPU);
+      assert_int_equal(ran[1], GSTAT_RAN_CPU);
+      setenv("GSTAT_FAKE_FAULT", "nodense", 1); /* each GEMM and QR on host copies */
+      dense_case(gpu, true, dts[d], methods[m], got, ran);
+      unsetenv("GSTAT_FAKE_FAULT");
+      sm_close("device data, no device GEMM", got, want, COUNT, tol);
+      assert_int_equal(ran[0], GSTAT_RAN_CPU | GSTAT_RAN_CUDA);
+      assert_int_equal(ran[1], GSTAT_RAN_CPU);
+    }
+  /* AUTO on wide device data takes GRAM, as on the host (not a p x p eigh) */
+  sm_arg W = sm_arg_new(&fake_memory, true, GSTAT_F64, 1, 12, 40, fault_data);
+  sm_arg H = sm_arg_new(&fake_memory, false, GSTAT_F64, 1, 12, 40, fault_data);
+  gstat_pca_options o;
+  gstat_pca_options_init(&o);
+  o.n_components = 3;
+  gstat_pca_result *rd = NULL, *rh = NULL;
+  sm_check(gpu, gstat_pca(gpu, &W.m, &o, &rd));
+  sm_check(cpu, gstat_pca(cpu, &H.m, &o, &rh));
+  assert_int_equal(rd->method, GSTAT_PCA_GRAM_EIGH);
+  assert_int_equal(rh->method, GSTAT_PCA_GRAM_EIGH);
+  sm_close("wide device data, AUTO", rd->components, rh->components, 3 * 40, 1e-10);
+  gstat_pca_result_free(rd);
+  gstat_pca_result_free(rh);
+  sm_arg_free(&fake_memory, &W);
+  sm_arg_free(&fake_memory, &H);
+  gstat_ctx_destroy(cpu);
+  gstat_ctx_destroy(gpu);
+}
+
+/* ---- Mahalanobis and shrinkage: the rows primitive and the factor ---- */
+
+enum { RW_NB = 3 };
+static double rows_data[RW_NB * SM_N * SM_P];
+
+/* Squared distances (covariance and precision forms), then the Ledoit-Wolf
+ * and OAS matrices and shrinkages, of fault_data on ctx, into out (the
+ * count rw_count gives); ran: last_backends of each call; st: each status. */
+static int64_t rw_count(void) {
+  return 2 * RW_NB * SM_N + 2 * (RW_NB * SM_P * SM_P + RW_NB);
+}
+
+static void rows_stats(gstat_ctx *ctx, bool device, const double *s, double *out, unsigned ran[4],
+                       gstat_status st[4]) {
+  double c[RW_NB * SM_P];
+  for (int64_t e = 0; e < RW_NB * SM_P; e++) c[e] = 50.0 + (double)(e % SM_P);
+  sm_arg X = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+  sm_arg S = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+  sm_arg Z = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, 1, SM_P, c); /* a row centre */
+  sm_arg D = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+  sm_arg C = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, SM_P, SM_P, NULL);
+  for (int inv = 0; inv < 2; inv++) {
+    st[inv] = gstat_mahalanobis(ctx, &X.m, &Z.m, &S.m, inv, &D.m);
+    ran[inv] = gstat_ctx_last_backends(ctx);
+    double *d = sm_values(&fake_memory, &D);
+    memcpy(out + inv * RW_NB * SM_N, d, sizeof(double) * RW_NB * SM_N);
+    free(d);
+  }
+  double *o = out + 2 * RW_NB * SM_N;
+  const gstat_shrinkage methods[2] = {GSTAT_SHRINK_LEDOIT_WOLF, GSTAT_SHRINK_OAS};
+  for (int k = 0; k < 2; k++) {
+    st[2 + k] = gstat_cov_shrink(ctx, &X.m, methods[k], k, &C.m, NULL, o + RW_NB * SM_P * SM_P);
+    ran[2 + k] = gstat_ctx_last_backends(ctx);
+    double *cv = sm_values(&fake_memory, &C);
+    memcpy(o, cv, sizeof(double) * RW_NB * SM_P * SM_P);
+    free(cv);
+    o += RW_NB * SM_P * SM_P + RW_NB;
+  }
+  sm_arg_free(&fake_memory, &X);
+  sm_arg_free(&fake_memory, &S);
+  sm_arg_free(&fake_memory, &Z);
+  sm_arg_free(&fake_memory, &D);
+  sm_arg_free(&fake_memory, &C);
+}
+
+/* RW_NB covariance matrices, the second one not positive definite when
+ * `bad` (its distances NaN, the others computed). */
+static void rows_matrices(double *s, bool bad) {
+  for (int64_t b = 0; b < RW_NB; b++)
+    for (int64_t i = 0; i < SM_P; i++)
+      for (int64_t j = 0; j < SM_P; j++)
+        s[(b * SM_P + i) * SM_P + j] = (i == j ? 3.0 + (double)(i + b) : 0.0) +
+                                       0.4 / (1.0 + (double)(i + j)) - (bad && b == 1 ? 9.0 : 0.0);
+}
+
+/* Mahalanobis, Ledoit-Wolf and OAS on "device" data run on the device
+ * (rows primitive, factor, co-moment) and give the CPU's values;
+ * out of memory reruns the steps on the CPU through host copies, flagged
+ * factor elements are recomputed on the CPU; last_backends says so; a
+ * factor that fails leaves its element NaN with the CPU's message. */
+static void test_rows_statistics(void **state) {
+  (void)state;
+  enum { K = 2 * RW_NB * SM_N + 2 * (RW_NB * SM_P * SM_P + RW_NB) };
+  double s[RW_NB * SM_P * SM_P], want[K], got[K];
+  assert_int_equal(rw_count(), K);
+  unsigned ran[4];
+  gstat_status st[4];
+  gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU), *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  tu_rng rng = tu_rng_new();
+  for (int64_t e = 0; e < RW_NB * SM_N * SM_P; e++)
+    rows_data[e] = 50.0 + (double)(e % SM_P) + tu_normal(&rng) * (1.0 + 0.1 * (double)(e % 7));
+  rows_matrices(s, false);
+  rows_stats(cpu, false, s, want, ran, st);
+  for (int k = 0; k < 4; k++) assert_int_equal(ran[k], GSTAT_RAN_CPU);
+  const struct {
+    const char *fault;
+    unsigned ran; /* of the Mahalanobis calls */
+  } cases[] = {
+      {"", GSTAT_RAN_CUDA}, {"oom", GSTAT_RAN_CPU}, {"retry", GSTAT_RAN_CUDA | GSTAT_RAN_CPU}};
+  for (int f = 0; f < 3; f++) {
+    setenv("GSTAT_FAKE_FAULT", cases[f].fault, 1);
+    rows_stats(gpu, true, s, got, ran, st);
+    for (int k = 0; k < 4; k++) assert_int_equal(st[k], GSTAT_OK);
+    sm_close(cases[f].fault, got, want, K, 1e-12); /* the host factors by its own potrf */
+    assert_int_equal(ran[0], cases[f].ran);
+    assert_int_equal(ran[1], f == 1 ? GSTAT_RAN_CPU : GSTAT_RAN_CUDA); /* no factor */
+    assert_int_equal(ran[2], f == 1 ? GSTAT_RAN_CPU : GSTAT_RAN_CUDA);
+  }
+  unsetenv("GSTAT_FAKE_FAULT");
+  /* arguments in different memories: S and d2 copied to and from X's */
+  for (int mix = 1; mix < 8; mix++)
+    for (int inv = 0; inv < 2; inv++) {
+      sm_arg X = sm_arg_new(&fake_memory, mix & 1, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+      sm_arg S = sm_arg_new(&fake_memory, mix & 2, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+      sm_arg D = sm_arg_new(&fake_memory, mix & 4, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+      assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, inv, &D.m), GSTAT_OK);
+      double *d = sm_values(&fake_memory, &D);
+      sm_arg_free(&fake_memory, &D);
+      D = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+      sm_arg H = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+      sm_arg HS = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+      assert_int_equal(gstat_mahalanobis(cpu, &H.m, NULL, &HS.m, inv, &D.m), GSTAT_OK);
+      sm_close("mixed memories", d, D.host, RW_NB * SM_N, 1e-12);
+      free(d);
+      sm_arg_free(&fake_memory, &X);
+      sm_arg_free(&fake_memory, &S);
+      sm_arg_free(&fake_memory, &D);
+      sm_arg_free(&fake_memory, &H);
+      sm_arg_free(&fake_memory, &HS);
+    }
+  /* element 1 not positive definite: the same NaN, values and message */
+  rows_matrices(s, true);
+  rows_stats(cpu, false, s, want, ran, st);
+  assert_int_equal(st[0], GSTAT_ENOTPD);
+  assert_true(isnan(want[SM_N]) && !isnan(want[0]) && !isnan(want[2 * SM_N]));
+  sm_arg X = sm_arg_new(&fake_memory, true, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+  sm_arg S = sm_arg_new(&fake_memory, true, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+  sm_arg D = sm_arg_new(&fake_memory, true, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+  assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, 0, &D.m), GSTAT_ENOTPD);
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", gstat_ctx_last_error(gpu));
+  assert_non_null(strstr(msg, "batch element 1 of S is not positive definite"));
+  sm_arg H = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data),
+         HS = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_P, SM_P, s),
+         HD = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+  assert_int_equal(gstat_mahalanobis(cpu, &H.m, NULL, &HS.m, 0, &HD.m), GSTAT_ENOTPD);
+  assert_string_equal(msg, gstat_ctx_last_error(cpu));
+  sm_arg_free(&fake_memory, &H);
+  sm_arg_free(&fake_memory, &HS);
+  sm_arg_free(&fake_memory, &HD);
+  /* a NaN in S's lower triangle, in each form: named in S's terms */
+  ((double *)S.dev)[2 * SM_P * SM_P + 4 * SM_P + 1] = NAN; /* element 2, (4, 1) */
+  for (int inv = 0; inv < 2; inv++) {
+    assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, inv, &D.m), GSTAT_ENOTFINITE);
+    assert_string_equal(gstat_ctx_last_error(gpu),
+                        "mahalanobis: batch element 2 of S has a non-finite value at (4, 1)");
+  }
+  sm_arg_free(&fake_memory, &S); /* a NaN in the upper triangle: never read */
+  rows_matrices(s, false);
+  s[(2 * SM_P + 1) * SM_P + 4] = NAN;
+  S = sm_arg_new(&fake_memory, true, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+  assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, 0, &D.m), GSTAT_OK);
+  assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, 1, &D.m), GSTAT_OK);
+  sm_arg_free(&fake_memory, &X);
+  sm_arg_free(&fake_memory, &S);
+  sm_arg_free(&fake_memory, &D);
+  gstat_ctx_destroy(cpu);
+  gstat_ctx_destroy(gpu);
+}
+
+/* gstat_knn_with_options under a CUDA context: BRUTE runs where AUTO would
+ * (the module), TREE and NNDESCENT on the CPU; the exact ones all give
+ * AUTO's lists. */
+static void test_knn_algorithms(void **state) {
+  (void)state;
+  const int64_t n = 600, p = 6, k = 5;
+  double *x = malloc(sizeof(double) * (size_t)(n * p));
+  tu_rng rng = tu_rng_new();
+  for (int64_t e = 0; e < n * p; e++) x[e] = tu_normal(&rng);
+  gstat_matrix X = gstat_matrix_row_major(x, GSTAT_F64, 1, n, p);
+  int64_t *want = malloc(sizeof(int64_t) * (size_t)(n * k)),
+          *got = malloc(sizeof(int64_t) * (size_t)(n * k));
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA);
+  assert_non_null(ctx);
+  gstat_knn_options o;
+  gstat_knn_options_init(&o);
+  assert_int_equal(gstat_knn_with_options(ctx, &X, k, 1, &o, want, NULL), GSTAT_OK);
+  assert_int_equal(gstat_ctx_last_backends(ctx), GSTAT_RAN_CUDA);
+  const struct {
+    gstat_knn_algorithm alg;
+    unsigned ran;
+  } cases[] = {{GSTAT_KNN_BRUTE, GSTAT_RAN_CUDA},
+               {GSTAT_KNN_TREE, GSTAT_RAN_CPU},
+               {GSTAT_KNN_NNDESCENT, GSTAT_RAN_CPU}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    o.algorithm = cases[c].alg;
+    assert_int_equal(gstat_knn_with_options(ctx, &X, k, 1, &o, got, NULL), GSTAT_OK);
+    assert_int_equal(gstat_ctx_last_backends(ctx), cases[c].ran);
+    if (cases[c].alg != GSTAT_KNN_NNDESCENT)
+      assert_memory_equal(got, want, sizeof(int64_t) * (size_t)(n * k));
+  }
+  gstat_ctx_destroy(ctx);
+  free(want);
+  free(got);
+  free(x);
+}
+
 /* gstat_eigh_async: device data through the module's eigh_async (values
  * and info as gstat_eigh's on the CPU), and its refusals: host data, no
  * info, an order the module does not take. */
@@ -438,6 +797,11 @@ int main(void) {
       cmocka_unit_test(test_statistics_matrix),
       cmocka_unit_test(test_statistics_faults),
       cmocka_unit_test(test_statistics_auto),
+      cmocka_unit_test(test_host_batch_chunked_for_progress),
+      cmocka_unit_test(test_not_pd_in_place_device_keeps_verdict),
+      cmocka_unit_test(test_dense_steps_on_device),
+      cmocka_unit_test(test_rows_statistics),
+      cmocka_unit_test(test_knn_algorithms),
       cmocka_unit_test(test_eigh_async),
       cmocka_unit_test(test_eigh_backward),
   };

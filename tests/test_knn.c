@@ -1,4 +1,4 @@
-/* The CPU's exact k-nearest-neighbour searches (src/linalg/cpu/knn.h,
+/* The CPU's exact k-nearest-neighbour searches (src/backend/cpu/knn.h,
  * internal API): the k-d tree and the blocked GEMM search against brute
  * force with exact float64 distances, on random data of 1..16 dimensions
  * (float64 and float32, every layout, a batch element past the first),
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "linalg/cpu/knn.h"
+#include "backend/cpu/knn.h"
 #include "testutil.h"
 
 typedef gstat_status (*knn_fn)(gstat_ctx *, const gstat_matrix *, int64_t, int64_t, bool, int64_t *,

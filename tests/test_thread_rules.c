@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "linalg/cpu/blas_threads.h"
-#include "linalg/cpu/primitives_cpu.h"
+#include "backend/cpu/blas_threads.h"
+#include "backend/cpu/primitives_cpu.h"
 #include "testutil.h"
 
 static void test_rule(void **state) {
@@ -37,7 +37,8 @@ static void test_rule(void **state) {
   assert_true(prev > 1);
   assert_int_equal(gstat_i_cpu_slices(0), 1);
   assert_int_equal(gstat_i_cpu_slices(1e-4), 1);
-  assert_int_equal(gstat_i_cpu_slices(100), 16);
+  assert_int_equal(gstat_i_cpu_slices(1), 16);    /* at most 16 slices ... */
+  assert_int_equal(gstat_i_cpu_slices(100), 400); /* ... unless one would pass 0.25 s */
   assert_int_equal(gstat_i_cpu_slices(NAN), 1);
   assert_true(gstat_i_cpu_slices(0.05) > 1);
 }

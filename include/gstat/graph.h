@@ -25,8 +25,13 @@
  * - Isolated nodes (degree 0) are their own component. In normalized
  *   Laplacians their row and column are zero (scipy's convention: the
  *   degree 0 is replaced by 1 when dividing, and the diagonal is 0).
- * - Only host memory; caller-owned outputs; the library frees only what a
- *   gstat_*_create / gstat_csr_from_* call made. n = 0 (or an empty batch)
+ * - Dense adjacencies, data X and the dense outputs (L, degrees, A) may lie
+ *   in host or CUDA device memory (the descriptor's location), each where the
+ *   caller put it; CSR arrays, labels and other plain pointers are host
+ *   memory. Results are the same either way; steps without a device
+ *   primitive yet run on a host copy. Device memory without a usable CUDA
+ *   module is GSTAT_EUNSUPPORTED. Caller-owned outputs; the library frees
+ *   only what a gstat_*_create / gstat_csr_from_* call made. n = 0 (or an empty batch)
  *   succeeds without touching memory. Messages name the argument and entry.
  */
 #ifndef GSTAT_GRAPH_H
@@ -138,7 +143,8 @@ typedef enum gstat_laplacian_kind {
  *
  * Statuses: GSTAT_OK; GSTAT_EINVAL (bad descriptor or kind, shapes, input
  * not symmetric under CHECK, negative weight, CSR errors); GSTAT_ENOTFINITE;
- * GSTAT_ENOMEM; GSTAT_EUNSUPPORTED (device memory). Nothing is written on failure.
+ * GSTAT_ENOMEM; GSTAT_EUNSUPPORTED (device memory without a CUDA module). Nothing is
+ * written on failure.
  */
 GSTAT_API gstat_status gstat_laplacian(gstat_ctx *ctx, const gstat_graph *G,
                                        gstat_laplacian_kind kind, gstat_matrix *L,
@@ -203,6 +209,37 @@ typedef enum gstat_knn_weights {
   GSTAT_KNN_DISTANCE = 1      /* weight = Euclidean distance (mode="distance") */
 } gstat_knn_weights;
 
+/* How gstat_knn_with_options searches (scikit-learn's `algorithm`, plus
+ * NN-descent). Every method but NNDESCENT gives the exact answer. */
+typedef enum gstat_knn_algorithm {
+  GSTAT_KNN_AUTO = 0,     /* default, exact: on the CPU the k-d tree up to 16 dimensions and the
+                             GEMM search above; on the GPU (device data, or host data when the
+                             context or the cost model says so) the GEMM search. Never
+                             approximate. */
+  GSTAT_KNN_TREE = 1,     /* exact: the CPU's k-d tree (at most 16 dimensions, else EINVAL; device
+                             data are copied to the host) */
+  GSTAT_KNN_BRUTE = 2,    /* exact: blocked GEMM distances (the CPU's, or the GPU's where AUTO
+                             would run there) */
+  GSTAT_KNN_NNDESCENT = 3 /* APPROXIMATE, on the CPU (device data are copied to the host):
+                             NN-descent from a seeded random start; a true neighbour may be
+                             missed (recall >= 0.99 on blobs of up to 128 dimensions:
+                             bench/README.md, "Approximate kNN"), the distances listed are
+                             exact. On the Gaussian blobs measured (up to 10^5 points, 10-128
+                             dimensions) it is not faster than the exact search; it is meant
+                             for data of low intrinsic dimension in many coordinates. With few
+                             points (n below about max(3 k, 2 k + 16)) or k above ~170 it runs the
+                             exact GEMM search. */
+} gstat_knn_algorithm;
+
+typedef struct gstat_knn_options {
+  gstat_knn_algorithm algorithm; /* default AUTO */
+  uint64_t seed;                 /* NNDESCENT: its random start and samples (default 0); the
+                                    result depends only on the data, k and the seed */
+} gstat_knn_options;
+
+/* Defaults as documented in gstat_knn_options. */
+GSTAT_API void gstat_knn_options_init(gstat_knn_options *opt);
+
 typedef struct gstat_affinity_options {
   gstat_affinity_kind kind;    /* default RBF */
   double gamma;                /* RBF; <= 0 (default 0): 1 / n_features, scikit-learn's default */
@@ -215,6 +252,7 @@ typedef struct gstat_affinity_options {
   gstat_symmetrize symmetrize; /* KNN: default MEAN, i.e. scikit-learn's (A + A^T) / 2;
                                   CHECK is not allowed here */
   double epsilon;              /* EPSILON: radius, > 0 (no self-loops) */
+  gstat_knn_options knn;       /* kNN kinds: how neighbours are searched (default exact) */
 } gstat_affinity_options;
 
 /* Defaults as documented in gstat_affinity_options. */
@@ -231,7 +269,8 @@ GSTAT_API void gstat_affinity_options_init(gstat_affinity_options *opt);
  * Statuses: GSTAT_OK; GSTAT_EINVAL (shape, options: n_neighbors outside
  * [1, n] with include_self or [1, n - 1] without, epsilon <= 0 or not
  * finite, a CHECK symmetrization for kNN); GSTAT_ENOTFINITE
- * (NaN/Inf in X, named); GSTAT_ENOMEM; GSTAT_EUNSUPPORTED (device memory).
+ * (NaN/Inf in X, named); GSTAT_ENOMEM; GSTAT_EUNSUPPORTED (device memory without a
+ * CUDA module).
  */
 GSTAT_API gstat_status gstat_affinity_csr(gstat_ctx *ctx, const gstat_matrix *X,
                                           const gstat_affinity_options *opt, gstat_csr **out);
@@ -259,6 +298,17 @@ GSTAT_API gstat_status gstat_affinity_csr(gstat_ctx *ctx, const gstat_matrix *X,
  */
 GSTAT_API gstat_status gstat_knn(gstat_ctx *ctx, const gstat_matrix *X, int64_t k, int include_self,
                                  int64_t *indices, double *distances);
+
+/*
+ * gstat_knn with a choice of method (opt NULL: the defaults, i.e.
+ * gstat_knn). opt->algorithm GSTAT_KNN_NNDESCENT is approximate (see
+ * gstat_knn_algorithm); the others give gstat_knn's exact answer. Statuses
+ * as gstat_knn, and GSTAT_EINVAL for an unknown algorithm or TREE above 16
+ * dimensions.
+ */
+GSTAT_API gstat_status gstat_knn_with_options(gstat_ctx *ctx, const gstat_matrix *X, int64_t k,
+                                              int include_self, const gstat_knn_options *opt,
+                                              int64_t *indices, double *distances);
 
 /*
  * The same affinities as dense matrices, batched: X batch x n x p, A

@@ -107,7 +107,11 @@ typedef struct gstat_pca_result {
  * AUTO picks RANDOMIZED when k is a count below min(n, p) / 10 and
  * min(n, p) > 1000; otherwise COVARIANCE_EIGH when p <= n and GRAM_EIGH when
  * p > n. The eigen decompositions of a batch run
- * as one batched gstat_eigh on the context's backend.
+ * as one batched gstat_eigh on the context's backend. X in CUDA memory stays
+ * there (AUTO then takes COVARIANCE_EIGH): the co-moment or Gram matrices,
+ * the randomized sketches and their products run on the GPU; only small
+ * results come to the host (components, and matrices whose eigh is faster
+ * on the CPU).
  *
  * Statuses: GSTAT_OK; GSTAT_EINVAL (shape, k > min(n, p), bad option, constant
  * column with scale); GSTAT_ENOTFINITE (NaN/Inf in X; the message names the

@@ -128,7 +128,8 @@ GSTAT_API void gstat_spectral_result_free(gstat_spectral_result *res);
  * n_components has no determined embedding: GSTAT_EINVAL (AUTO policy).
  *
  * G            one graph: CSR, or DENSE with batch 1.
- * embedding    n x n_components output (any dtype and strides).
+ * embedding    n x n_components output (any dtype and strides; host or CUDA
+ *              device memory, as G's adjacency may be).
  * eigenvalues  optional, n_components + drop_first entries: the smallest
  *              eigenvalues, ascending (the dropped one first).
  *
@@ -142,7 +143,11 @@ GSTAT_API gstat_status gstat_spectral_embedding(gstat_ctx *ctx, const gstat_grap
 /*
  * Spectral clustering of one graph.
  *
- * G       one graph: CSR, or DENSE with batch 1.
+ * G       one graph: CSR, or DENSE with batch 1 (host or CUDA device memory:
+ *         without res, a device graph the GPU engine takes whole runs as a
+ *         batch of one of gstat_spectral_clustering_batch; otherwise its
+ *         Laplacian and eigh stay on the device where gstat_eigh would run
+ *         such a matrix on the GPU, and the rest runs on the host).
  * opt     NULL for the defaults (k by the eigengap).
  * labels  n entries: cluster of each node in [0, k).
  * res     optional (NULL to skip): *res receives a new result.

@@ -51,6 +51,9 @@ static const char *const HELP[] = {
     "                         neighbours; epsilon: an edge when ||x - y|| <= eps\n"
     "      --gamma G          rbf: gamma > 0 (default 1, as SpectralClustering)\n"
     "      --neighbors N      knn, mutual-knn: neighbours per point (default 10)\n"
+    "      --knn-algorithm A  knn, mutual-knn: auto (default), kd-tree or brute (all\n"
+    "                         exact), or nndescent: approximate (recall >= 0.99 on\n"
+    "                         blobs), seeded by --seed\n"
     "      --eps R            epsilon: the radius, > 0 (required)\n",
     "Clustering:\n"
     "  -k, --clusters N       number of clusters (for every graph of a batch)\n"
@@ -121,6 +124,7 @@ enum opt_id {
   O_AFFINITY,
   O_GAMMA,
   O_NEIGHBORS,
+  O_KNN_ALGORITHM,
   O_EPS,
   O_K,
   O_EIGENGAP,
@@ -160,6 +164,7 @@ static const opt_spec OPTS[] = {
     {"affinity", 0, 1, O_AFFINITY},
     {"gamma", 0, 1, O_GAMMA},
     {"neighbors", 0, 1, O_NEIGHBORS},
+    {"knn-algorithm", 0, 1, O_KNN_ALGORITHM},
     {"eps", 0, 1, O_EPS},
     {"clusters", 'k', 1, O_K},
     {"eigengap", 0, 0, O_EIGENGAP},
@@ -196,6 +201,7 @@ static int apply(spectral_args *a, const opt_spec *o, const char *v, const char 
   static const char *const assigns[] = {"kmeans", "cluster-qr"};
   static const char *const backends[] = {"auto", "cpu", "cuda"};
   static const char *const formats[] = {"csv", "json"};
+  static const char *const knn_algs[] = {"auto", "kd-tree", "brute", "nndescent"};
   switch (o->id) {
     case O_POINTS:
       if (a->kind == IN_BATCH) return usage("--points and --batch exclude each other");
@@ -232,6 +238,11 @@ static int apply(spectral_args *a, const opt_spec *o, const char *v, const char 
       if (cli_parse_i64(v, 1, INT64_C(1) << 31, &a->neighbors))
         return usage("%s: '%s' is not a positive whole number", shown, v);
       a->neighbors_set = 1;
+      break;
+    case O_KNN_ALGORITHM:
+      if (cli_pick("spectral", shown, v, knn_algs, 4, &idx)) return CLI_EXIT_USAGE;
+      a->knn_algorithm = (gstat_knn_algorithm)idx; /* the order of gstat_knn_algorithm */
+      a->knn_algorithm_set = 1;
       break;
     case O_EPS:
       if (cli_parse_positive(v, &a->eps)) return usage("%s: '%s' is not a number > 0", shown, v);
@@ -309,12 +320,16 @@ static int check(spectral_args *a) {
     if (a->neighbors_set && a->affinity != GSTAT_AFFINITY_KNN &&
         a->affinity != GSTAT_AFFINITY_MUTUAL_KNN)
       return usage("--neighbors is for --affinity knn or mutual-knn");
+    if (a->knn_algorithm_set && a->affinity != GSTAT_AFFINITY_KNN &&
+        a->affinity != GSTAT_AFFINITY_MUTUAL_KNN)
+      return usage("--knn-algorithm is for --affinity knn or mutual-knn");
     if (a->symmetrize >= 0 && a->affinity != GSTAT_AFFINITY_KNN)
       return usage("--symmetrize with --points is for --affinity knn");
     if (a->symmetrize == GSTAT_SYM_CHECK) return usage("--affinity knn cannot --symmetrize check");
   } else {
-    if (a->affinity != GSTAT_AFFINITY_RBF || a->gamma_set || a->neighbors_set || a->eps_set)
-      return usage("--affinity, --gamma, --neighbors and --eps need --points");
+    if (a->affinity != GSTAT_AFFINITY_RBF || a->gamma_set || a->neighbors_set || a->eps_set ||
+        a->knn_algorithm_set)
+      return usage("--affinity, --gamma, --neighbors, --knn-algorithm and --eps need --points");
     if (a->delimiter) return usage("--delimiter is for --points (edge lists split by themselves)");
     if (a->nodes && a->ids == EDGE_IDS_LABEL) return usage("--nodes is for --node-ids int");
   }

@@ -28,6 +28,8 @@ typedef struct spectral_args {
   int64_t neighbors;
   double eps;
   int gamma_set, neighbors_set, eps_set;
+  gstat_knn_algorithm knn_algorithm; /* knn kinds: exact (AUTO) unless asked */
+  int knn_algorithm_set;
   /* clustering */
   int64_t k; /* 0 with eigengap */
   int eigengap;

@@ -218,6 +218,8 @@ static int cluster_points(job *j) {
   ao.gamma = a->gamma;
   ao.n_neighbors = a->neighbors;
   ao.epsilon = a->eps;
+  ao.knn.algorithm = a->knn_algorithm;
+  ao.knn.seed = a->seed;
   if (a->symmetrize >= 0) ao.symmetrize = (gstat_symmetrize)a->symmetrize;
   int64_t n = j->n_points;
   if ((a->affinity == GSTAT_AFFINITY_KNN || a->affinity == GSTAT_AFFINITY_MUTUAL_KNN) &&

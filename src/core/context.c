@@ -1,5 +1,5 @@
 /* The context: options, cached workspace, last error and backends that ran
- * (creating and destroying it, which sets up its backends: linalg/backends.c). */
+ * (creating and destroying it, which sets up its backends: backend/backends.c). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +61,21 @@ gstat_status gstat_i_fail(gstat_ctx *ctx, gstat_status status, const char *fmt, 
   vsnprintf(ctx->last_error, sizeof ctx->last_error, fmt, ap);
   va_end(ap);
   return status;
+}
+
+gstat_status gstat_i_err_set(gstat_i_err *err, gstat_status status, const char *fmt, ...) {
+  if (err->status != GSTAT_OK) return status;
+  err->status = status;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+gstat_status gstat_i_err_raise(gstat_ctx *ctx, const gstat_i_err *err) {
+  if (err->status == GSTAT_OK) return GSTAT_OK;
+  return gstat_i_fail(ctx, err->status, "%s", err->msg);
 }
 
 gstat_status gstat_i_progress(gstat_ctx *ctx, const char *what, int64_t done, int64_t total) {

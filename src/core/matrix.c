@@ -1,4 +1,5 @@
 /* The strided batched matrix descriptor: constructors, checks, overlap. */
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
@@ -216,4 +217,17 @@ bool gstat_i_find_nonfinite(const gstat_matrix *m, gstat_i_tri tri, int64_t *bo,
     }
   }
   return false;
+}
+
+gstat_status gstat_i_check_shape(gstat_ctx *ctx, const char *fn, const char *name,
+                                 const gstat_matrix *m, int64_t batch, int64_t rows, int64_t cols) {
+  if (!m) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is NULL", fn, name);
+  gstat_status st = gstat_i_check_matrix(ctx, fn, name, m);
+  if (st != GSTAT_OK) return st;
+  if (m->batch != batch || m->rows != rows || m->cols != cols)
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "%s: %s is %" PRId64 " x %" PRId64 " x %" PRId64 ", expected %" PRId64
+                        " x %" PRId64 " x %" PRId64,
+                        fn, name, m->batch, m->rows, m->cols, batch, rows, cols);
+  return GSTAT_OK;
 }

@@ -12,6 +12,10 @@
 gstat_status gstat_i_check_matrix(gstat_ctx *ctx, const char *fn, const char *name,
                                   const gstat_matrix *m);
 
+/* gstat_i_check_matrix, and the shape batch x rows x cols (NULL refused). */
+gstat_status gstat_i_check_shape(gstat_ctx *ctx, const char *fn, const char *name,
+                                 const gstat_matrix *m, int64_t batch, int64_t rows, int64_t cols);
+
 /* Same data, dtype, location and strides (an in-place output). */
 bool gstat_i_same_view(const gstat_matrix *a, const gstat_matrix *b);
 
@@ -28,6 +32,14 @@ gstat_status gstat_i_check_alias(gstat_ctx *ctx, const char *fn, const char *out
 static inline void *gstat_i_elem(const gstat_matrix *m, int64_t b, int64_t i, int64_t j) {
   return (char *)m->data + (size_t)(b * m->batch_stride + i * m->row_stride + j * m->col_stride) *
                                gstat_dtype_size(m->dtype);
+}
+
+/* Elements b .. b + count - 1 of m as a batch of their own (no data move). */
+static inline gstat_matrix gstat_i_batch_part(const gstat_matrix *m, int64_t b, int64_t count) {
+  gstat_matrix e = *m;
+  e.data = (char *)m->data + (size_t)(b * m->batch_stride) * gstat_dtype_size(m->dtype);
+  e.batch = count;
+  return e;
 }
 
 /* Which part of a matrix a check reads. */

@@ -7,8 +7,8 @@
 #include "core/matrix.h"
 #include "graph/graph_internal.h"
 #include "graph/pairwise.h"
-#include "linalg/dense.h"
-#include "linalg/sched.h"
+#include "backend/dense.h"
+#include "backend/sched.h"
 
 void gstat_affinity_options_init(gstat_affinity_options *opt) {
   if (!opt) return;
@@ -18,6 +18,7 @@ void gstat_affinity_options_init(gstat_affinity_options *opt) {
   opt->include_self = 1;
   opt->weights = GSTAT_KNN_CONNECTIVITY;
   opt->symmetrize = GSTAT_SYM_MEAN;
+  gstat_knn_options_init(&opt->knn);
 }
 
 static gstat_status check_args(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
@@ -26,15 +27,15 @@ static gstat_status check_args(gstat_ctx *ctx, const char *fn, const gstat_matri
   if (!o) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt is NULL", fn);
   gstat_status st = gstat_i_check_matrix(ctx, fn, "X", X);
   if (st != GSTAT_OK) return st;
-  if (X->location != GSTAT_HOST)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: X is in device memory (host memory only)",
-                        fn);
   if (o->kind < GSTAT_AFFINITY_RBF || o->kind > GSTAT_AFFINITY_EPSILON)
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.kind=%d is not a gstat_affinity_kind", fn,
                         (int)o->kind);
   if (o->weights != GSTAT_KNN_CONNECTIVITY && o->weights != GSTAT_KNN_DISTANCE)
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.weights=%d is not a gstat_knn_weights", fn,
                         (int)o->weights);
+  if (o->knn.algorithm < GSTAT_KNN_AUTO || o->knn.algorithm > GSTAT_KNN_NNDESCENT)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.knn.algorithm=%d is not a gstat_knn_algorithm",
+                        fn, (int)o->knn.algorithm);
   if (!isfinite(o->gamma))
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.gamma is not finite", fn);
   int64_t n = X->rows;
@@ -56,10 +57,11 @@ static gstat_status check_args(gstat_ctx *ctx, const char *fn, const gstat_matri
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.epsilon=%g must be > 0 and finite", fn,
                         o->epsilon);
   int64_t b, i, j;
-  if (n > 0 && X->cols > 0 && gstat_i_find_nonfinite(X, GSTAT_I_TRI_FULL, &b, &i, &j))
+  gstat_status st2 = GSTAT_OK;
+  if (n > 0 && X->cols > 0 && gstat_i_sched_find_nonfinite(ctx, fn, "X", X, &b, &i, &j, &st2))
     return gstat_i_fail(ctx, GSTAT_ENOTFINITE, "%s: X[%lld] row %lld column %lld is NaN or Inf", fn,
                         (long long)b, (long long)i, (long long)j);
-  return GSTAT_OK;
+  return st2;
 }
 
 typedef struct build {
@@ -167,7 +169,8 @@ static gstat_status build_csr(gstat_ctx *ctx, const char *fn, const gstat_affini
   } else if (o->kind == GSTAT_AFFINITY_RBF) {
     st = gstat_i_pairwise_rows(ctx, n, p, X, scratch, rbf_row, &bd);
   } else {
-    st = gstat_i_sched_knn(ctx, fn, Xm, b, per, o->include_self != 0, bd.indices, bd.weights);
+    st = gstat_i_sched_knn_with(ctx, fn, Xm, b, per, o->include_self != 0, (int)o->knn.algorithm,
+                                o->knn.seed, bd.indices, bd.weights);
     for (size_t c = 0; c < cells; c++)
       bd.weights[c] = o->weights == GSTAT_KNN_DISTANCE ? sqrt(bd.weights[c]) : 1.0;
     sym = o->kind == GSTAT_AFFINITY_MUTUAL_KNN ? GSTAT_SYM_MIN : o->symmetrize;
@@ -224,9 +227,16 @@ gstat_status gstat_affinity_csr(gstat_ctx *ctx, const gstat_matrix *X,
   double *scratch, *square;
   double *x = carve(ctx, fn, n, p, false, &scratch, &square);
   if (!x) return GSTAT_ENOMEM;
-  gstat_i_dense_load(X, 0, GSTAT_F64, x, n > 0 ? n : 1);
+  gstat_i_staged hx; /* distances by the host's GEMM: device data through a host copy */
+  st = gstat_i_sched_stage(ctx, fn, "X", X, true, &hx);
+  if (st != GSTAT_OK) return st;
+  gstat_i_dense_load(&hx.m, 0, GSTAT_F64, x, n > 0 ? n : 1);
+  gstat_i_sched_release(ctx, &hx);
   return build_csr(ctx, fn, opt, X, 0, x, scratch, out);
 }
+
+static gstat_status dense_host(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                               const gstat_affinity_options *opt, const gstat_matrix *A);
 
 gstat_status gstat_affinity_dense(gstat_ctx *ctx, const gstat_matrix *X,
                                   const gstat_affinity_options *opt, gstat_matrix *A) {
@@ -238,10 +248,7 @@ gstat_status gstat_affinity_dense(gstat_ctx *ctx, const gstat_matrix *X,
   if (!A) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: A is NULL", fn);
   st = gstat_i_check_matrix(ctx, fn, "A", A);
   if (st != GSTAT_OK) return st;
-  int64_t batch = X->batch, n = X->rows, p = X->cols;
-  if (A->location != GSTAT_HOST)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: A is in device memory (host memory only)",
-                        fn);
+  int64_t batch = X->batch, n = X->rows;
   if (A->batch != batch || A->rows != n || A->cols != n)
     return gstat_i_fail(ctx, GSTAT_EINVAL,
                         "%s: A is %lld x %lld x %lld, expected %lld x %lld x %lld", fn,
@@ -249,6 +256,23 @@ gstat_status gstat_affinity_dense(gstat_ctx *ctx, const gstat_matrix *X,
                         (long long)batch, (long long)n, (long long)n);
   st = gstat_i_check_alias(ctx, fn, "A", A, "X", X, false);
   if (st != GSTAT_OK || batch == 0 || n == 0) return st;
+  /* no device primitive for these yet: host copies of device X and A (kNN
+   * searches X where it lies) */
+  gstat_i_staged hx = {0}, ha = {0};
+  if (!is_knn(opt)) st = gstat_i_sched_stage(ctx, fn, "X", X, true, &hx);
+  if (st == GSTAT_OK) st = gstat_i_sched_stage(ctx, fn, "A", A, false, &ha);
+  if (st == GSTAT_OK) st = dense_host(ctx, fn, is_knn(opt) ? X : &hx.m, opt, &ha.m);
+  if (st == GSTAT_OK) st = gstat_i_sched_unstage(ctx, fn, "A", &ha, A);
+  gstat_i_sched_release(ctx, &ha);
+  gstat_i_sched_release(ctx, &hx);
+  return st;
+}
+
+/* gstat_affinity_dense with A in host memory (X too, except for kNN). */
+static gstat_status dense_host(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                               const gstat_affinity_options *opt, const gstat_matrix *A) {
+  int64_t batch = X->batch, n = X->rows, p = X->cols;
+  gstat_status st = GSTAT_OK;
   /* double A with unit stride one way (either way: A is symmetric) takes the
    * RBF weights directly, with no n x n workspace and no copy */
   bool direct = A->dtype == GSTAT_F64 && (A->row_stride == 1 || A->col_stride == 1);

@@ -3,6 +3,10 @@
 
 #include "graph/graph_internal.h"
 
+static gstat_status components_host(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
+                                    int64_t *n_components, int64_t *labels);
+
+/* A dense graph in device memory: on a host copy (no device primitive yet). */
 gstat_status gstat_graph_components(gstat_ctx *ctx, const gstat_graph *G, int64_t *n_components,
                                     int64_t *labels) {
   static const char fn[] = "graph_components";
@@ -11,6 +15,17 @@ gstat_status gstat_graph_components(gstat_ctx *ctx, const gstat_graph *G, int64_
   gstat_status st = gstat_i_check_graph(ctx, fn, G);
   if (st != GSTAT_OK) return st;
   if (!n_components) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: n_components is NULL", fn);
+  gstat_graph H;
+  gstat_i_staged copy;
+  st = gstat_i_graph_on_host(ctx, fn, G, &H, &copy);
+  if (st == GSTAT_OK) st = components_host(ctx, fn, &H, n_components, labels);
+  gstat_i_sched_release(ctx, &copy);
+  return st;
+}
+
+static gstat_status components_host(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
+                                    int64_t *n_components, int64_t *labels) {
+  gstat_status st = GSTAT_OK;
   /* either direction of an edge connects: the union (MAX) of A and A^T */
   gstat_graph U = *G;
   U.symmetrize = GSTAT_SYM_MAX;

@@ -8,7 +8,7 @@
  */
 
 #include "graph/sparse_eigs.h"
-#include "linalg/dense.h"
+#include "backend/dense.h"
 
 enum {
   GROUP = 8,            /* columns summed together (accumulators in registers) */

@@ -1,28 +1,12 @@
 /* Graph descriptors, CSR validation, symmetry checks, symmetrization and the
  * working CSR form (gstat_i_graph) every graph function starts from. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/matrix.h"
 #include "graph/graph_internal.h"
-
-gstat_status gstat_i_err_set(gstat_i_err *err, gstat_status status, const char *fmt, ...) {
-  if (err->status != GSTAT_OK) return status;
-  err->status = status;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-  va_end(ap);
-  return status;
-}
-
-gstat_status gstat_i_err_raise(gstat_ctx *ctx, const gstat_i_err *err) {
-  if (err->status == GSTAT_OK) return GSTAT_OK;
-  return gstat_i_fail(ctx, err->status, "%s", err->msg);
-}
 
 gstat_graph gstat_graph_dense(const gstat_matrix *adjacency) {
   gstat_graph g;
@@ -239,11 +223,6 @@ gstat_status gstat_i_check_graph(gstat_ctx *ctx, const char *fn, const gstat_gra
   if (G->format == GSTAT_GRAPH_DENSE) {
     gstat_status s = gstat_i_check_matrix(ctx, fn, "G.adjacency", &G->adjacency);
     if (s != GSTAT_OK) return s;
-    if (G->adjacency.location != GSTAT_HOST)
-      return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
-                          "%s: G.adjacency is in device memory (graphs "
-                          "take host memory)",
-                          fn);
     if (G->adjacency.rows != G->adjacency.cols)
       return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: G.adjacency is %lld x %lld, not square", fn,
                           (long long)G->adjacency.rows, (long long)G->adjacency.cols);
@@ -265,6 +244,16 @@ gstat_status gstat_i_check_graph(gstat_ctx *ctx, const char *fn, const gstat_gra
   if (c->nnz > 0 && !c->indices)
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: G.csr.indices is NULL", fn);
   return GSTAT_OK;
+}
+
+gstat_status gstat_i_graph_on_host(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
+                                   gstat_graph *H, gstat_i_staged *copy) {
+  *H = *G;
+  memset(copy, 0, sizeof *copy);
+  if (G->format != GSTAT_GRAPH_DENSE || G->adjacency.location == GSTAT_HOST) return GSTAT_OK;
+  gstat_status st = gstat_i_sched_stage(ctx, fn, "G.adjacency", &G->adjacency, true, copy);
+  if (st == GSTAT_OK) H->adjacency = copy->m;
+  return st;
 }
 
 void gstat_i_graph_release(gstat_ctx *ctx, gstat_i_graph *g) {

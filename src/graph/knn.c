@@ -6,7 +6,7 @@
 
 #include "core/matrix.h"
 #include "gstat/graph.h"
-#include "linalg/sched.h"
+#include "backend/sched.h"
 
 typedef struct ranked {
   double d;
@@ -58,11 +58,29 @@ static gstat_status check_knn(gstat_ctx *ctx, const char *fn, const gstat_matrix
   return st;
 }
 
+void gstat_knn_options_init(gstat_knn_options *opt) {
+  if (!opt) return;
+  memset(opt, 0, sizeof *opt);
+  opt->algorithm = GSTAT_KNN_AUTO;
+}
+
 gstat_status gstat_knn(gstat_ctx *ctx, const gstat_matrix *X, int64_t k, int include_self,
                        int64_t *indices, double *distances) {
+  return gstat_knn_with_options(ctx, X, k, include_self, NULL, indices, distances);
+}
+
+gstat_status gstat_knn_with_options(gstat_ctx *ctx, const gstat_matrix *X, int64_t k,
+                                    int include_self, const gstat_knn_options *opt,
+                                    int64_t *indices, double *distances) {
   static const char fn[] = "knn";
   if (!ctx) return GSTAT_EINVAL;
   gstat_i_begin(ctx);
+  gstat_knn_options o;
+  gstat_knn_options_init(&o);
+  if (opt) o = *opt;
+  if (o.algorithm < GSTAT_KNN_AUTO || o.algorithm > GSTAT_KNN_NNDESCENT)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: opt.algorithm=%d is not a gstat_knn_algorithm", fn,
+                        (int)o.algorithm);
   gstat_status st = check_knn(ctx, fn, X, k, include_self, indices);
   if (st != GSTAT_OK) return st;
   int64_t n = X->rows;
@@ -73,7 +91,8 @@ gstat_status gstat_knn(gstat_ctx *ctx, const gstat_matrix *X, int64_t k, int inc
   if (!mem) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes", fn, bytes);
   double *d2 = distances ? distances : (double *)mem;
   ranked *tmp = (ranked *)(mem + sizeof(double) * scratch);
-  st = gstat_i_sched_knn(ctx, fn, X, 0, k, include_self != 0, indices, d2);
+  st = gstat_i_sched_knn_with(ctx, fn, X, 0, k, include_self != 0, (int)o.algorithm, o.seed,
+                              indices, d2);
   if (st == GSTAT_OK)
     for (int64_t i = 0; i < n; i++)
       rank_row(i, k, include_self != 0, indices + i * k, d2 + i * k, tmp);

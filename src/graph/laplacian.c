@@ -4,7 +4,7 @@
 
 #include "core/matrix.h"
 #include "graph/graph_internal.h"
-#include "linalg/dense.h"
+#include "backend/dense.h"
 
 static gstat_status check_kind(gstat_ctx *ctx, const char *fn, gstat_laplacian_kind kind) {
   if (kind < GSTAT_LAPLACIAN_UNNORMALIZED || kind > GSTAT_LAPLACIAN_RANDOM_WALK)
@@ -17,15 +17,48 @@ static gstat_status check_out(gstat_ctx *ctx, const char *fn, const char *name,
                               const gstat_matrix *m, int64_t batch, int64_t rows, int64_t cols) {
   gstat_status st = gstat_i_check_matrix(ctx, fn, name, m);
   if (st != GSTAT_OK) return st;
-  if (m->location != GSTAT_HOST)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
-                        "%s: %s is in device memory (graphs take host memory)", fn, name);
   if (m->batch != batch || m->rows != rows || m->cols != cols)
     return gstat_i_fail(ctx, GSTAT_EINVAL,
                         "%s: %s is %lld x %lld x %lld, expected %lld x %lld x %lld", fn, name,
                         (long long)m->batch, (long long)m->rows, (long long)m->cols,
                         (long long)batch, (long long)rows, (long long)cols);
   return GSTAT_OK;
+}
+
+/* The workspace of one n x n Laplacian and its degrees (doubles). */
+static double *lap_workspace(gstat_ctx *ctx, const char *fn, int64_t n) {
+  size_t cells;
+  if (!gstat_i_mul_size((size_t)n, (size_t)n, &cells) || cells > SIZE_MAX / 8 - (size_t)n) {
+    gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);
+    return NULL;
+  }
+  double *A = gstat_i_workspace(ctx, GSTAT_WS_GRAPH, 8 * (cells + (size_t)n));
+  if (!A)
+    gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %lld x %lld workspace", fn, (long long)n,
+                 (long long)n);
+  return A;
+}
+
+/* A CSR graph's Laplacian, formed on the host and stored where L and
+ * degrees lie. */
+static gstat_status csr_laplacian(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
+                                  gstat_laplacian_kind kind, gstat_matrix *L,
+                                  gstat_matrix *degrees) {
+  int64_t n = G->csr.n;
+  double *A = lap_workspace(ctx, fn, n);
+  if (!A) return GSTAT_ENOMEM;
+  double *d = A + n * n;
+  gstat_i_graph g;
+  gstat_status st = gstat_i_graph_from(ctx, fn, G, 0, &g);
+  if (st != GSTAT_OK) return st;
+  gstat_i_csr_in in = {g.n, g.base, g.offsets, g.indices, g.weights};
+  gstat_i_csr_to_dense(&in, GSTAT_SYM_CHECK, GSTAT_LOOPS_KEEP, A);
+  gstat_i_graph_release(ctx, &g);
+  gstat_i_dense_laplacian(n, A, kind, d);
+  st = gstat_i_sched_store(ctx, fn, "L", GSTAT_F64, A, n, L, 0);
+  if (st == GSTAT_OK && degrees)
+    st = gstat_i_sched_store(ctx, fn, "degrees", GSTAT_F64, d, n, degrees, 0);
+  return st;
 }
 
 gstat_status gstat_laplacian(gstat_ctx *ctx, const gstat_graph *G, gstat_laplacian_kind kind,
@@ -50,41 +83,9 @@ gstat_status gstat_laplacian(gstat_ctx *ctx, const gstat_graph *G, gstat_laplaci
   if (st != GSTAT_OK) return st;
   if (batch == 0 || n == 0) return GSTAT_OK;
 
-  size_t cells;
-  if (!gstat_i_mul_size((size_t)n, (size_t)n, &cells) || cells > SIZE_MAX / 8 - (size_t)n)
-    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);
-  double *A = gstat_i_workspace(ctx, GSTAT_WS_GRAPH, 8 * (cells + (size_t)n));
-  if (!A)
-    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %lld x %lld workspace", fn,
-                        (long long)n, (long long)n);
-  double *d = A + cells;
-  if (!dense) {
-    gstat_i_graph g;
-    st = gstat_i_graph_from(ctx, fn, G, 0, &g);
-    if (st != GSTAT_OK) return st;
-    gstat_i_csr_in in = {g.n, g.base, g.offsets, g.indices, g.weights};
-    gstat_i_csr_to_dense(&in, GSTAT_SYM_CHECK, GSTAT_LOOPS_KEEP, A);
-    gstat_i_graph_release(ctx, &g);
-    gstat_i_dense_laplacian(n, A, kind, d);
-    gstat_i_dense_store(GSTAT_F64, A, n, L, 0);
-    if (degrees) gstat_i_dense_store(GSTAT_F64, d, n, degrees, 0);
-    return GSTAT_OK;
-  }
-  gstat_i_err err = {0};
-  char name[48];
-  for (int64_t b = 0; b < batch; b++) { /* validate all before writing (L may alias A) */
-    snprintf(name, sizeof name, "G.adjacency[%lld]", (long long)b);
-    if (gstat_i_dense_adjacency(&err, fn, name, &G->adjacency, b, n, G->symmetrize, G->self_loops,
-                                NULL) != GSTAT_OK)
-      return gstat_i_err_raise(ctx, &err);
-  }
-  for (int64_t b = 0; b < batch; b++) {
-    gstat_i_dense_adjacency(&err, fn, name, &G->adjacency, b, n, G->symmetrize, G->self_loops, A);
-    gstat_i_dense_laplacian(n, A, kind, d);
-    gstat_i_dense_store(GSTAT_F64, A, n, L, b);
-    if (degrees) gstat_i_dense_store(GSTAT_F64, d, n, degrees, b);
-  }
-  return GSTAT_OK;
+  if (!dense) return csr_laplacian(ctx, fn, G, kind, L, degrees);
+  return gstat_i_sched_laplacian(ctx, fn, &G->adjacency, G->symmetrize,
+                                 G->self_loops == GSTAT_LOOPS_DROP, kind, L, degrees);
 }
 
 gstat_status gstat_laplacian_csr(gstat_ctx *ctx, const gstat_graph *G, gstat_laplacian_kind kind,
@@ -103,8 +104,13 @@ gstat_status gstat_laplacian_csr(gstat_ctx *ctx, const gstat_graph *G, gstat_lap
                         (long long)G->adjacency.batch);
   if (offsets && (!indices || !values))
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is NULL", fn, !indices ? "indices" : "values");
+  gstat_graph H;
+  gstat_i_staged copy;
+  st = gstat_i_graph_on_host(ctx, fn, G, &H, &copy);
+  if (st != GSTAT_OK) return st;
   gstat_i_graph g;
-  st = gstat_i_graph_from(ctx, fn, G, 0, &g);
+  st = gstat_i_graph_from(ctx, fn, &H, 0, &g);
+  gstat_i_sched_release(ctx, &copy); /* g holds its own CSR form of a dense graph */
   if (st != GSTAT_OK) return st;
   int64_t n = g.n, need = n;
   for (int64_t i = 0; i < n; i++)

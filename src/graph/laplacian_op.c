@@ -12,7 +12,7 @@
 #include "core/clones.h"
 #include "graph/graph_internal.h"
 #include "graph/laplacian_op.h"
-#include "linalg/dense.h"
+#include "backend/dense.h"
 
 struct gstat_laplacian_op {
   gstat_laplacian_kind kind;
@@ -119,7 +119,14 @@ gstat_status gstat_laplacian_op_create(gstat_ctx *ctx, const gstat_graph *G,
     return gstat_i_fail(ctx, GSTAT_EINVAL,
                         "%s: G.adjacency holds %lld graphs; this function takes one", fn,
                         (long long)G->adjacency.batch);
-  return gstat_i_laplacian_op_new(ctx, fn, G, kind, op);
+  /* the operator keeps its own scaled copy of a dense graph: made from a
+   * host copy of one in device memory */
+  gstat_graph H;
+  gstat_i_staged copy;
+  st = gstat_i_graph_on_host(ctx, fn, G, &H, &copy);
+  if (st == GSTAT_OK) st = gstat_i_laplacian_op_new(ctx, fn, &H, kind, op);
+  gstat_i_sched_release(ctx, &copy);
+  return st;
 }
 
 /* Z (n x 8, row-major) = M Xt for the symmetric column-major M and Xt

@@ -1,9 +1,9 @@
 /* Blocked pairwise distances (||x||^2 + ||y||^2 - 2 x.y through the GEMM of
- * src/linalg/dense.h), row by row, for the RBF and epsilon affinities. */
+ * src/backend/dense.h), row by row, for the RBF and epsilon affinities. */
 #include <stdlib.h>
 
 #include "graph/pairwise.h"
-#include "linalg/dense.h"
+#include "backend/dense.h"
 
 /* ~32 MiB of distances per block, at least one row */
 static int64_t block_rows(int64_t n) {

@@ -69,7 +69,7 @@
 #include "core/rng.h"
 #include "graph/sparse_eigs.h"
 #include "gstat/linalg.h"
-#include "linalg/dense.h"
+#include "backend/dense.h"
 
 #define TRY(expr)                      \
   do {                                 \

@@ -42,4 +42,23 @@ GSTAT_HD static inline double gstat_i_norm_weight(double w, double si, double sj
   return si < sj ? (w * si) * sj : (w * sj) * si;
 }
 
+/* Entry (i, j) of the Laplacian of `kind` (gstat_laplacian_kind) from the
+ * symmetrized weight a = a_ij, whether i == j, and the degrees d_i, d_j: the
+ * operations and order of the CPU's gstat_i_dense_laplacian, so that the
+ * GPU's Laplacians (the spectral and the laplacian kernels, built without
+ * FMA contraction) round as the CPU's. */
+GSTAT_HD static inline double gstat_i_laplacian_entry(int kind, double a, bool diag, double di,
+                                                      double dj) {
+  double v;
+  if (kind == GSTAT_LAPLACIAN_UNNORMALIZED) {
+    v = -a;
+    return diag ? v + dj : v;
+  }
+  if (kind == GSTAT_LAPLACIAN_SYMMETRIC)
+    v = -gstat_i_norm_weight(a, gstat_i_inv_sqrt_degree(di), gstat_i_inv_sqrt_degree(dj));
+  else /* random walk: row i scaled by 1 / d_i */
+    v = di > 0 ? -a / di : -a;
+  return diag ? v + (dj > 0 ? 1.0 : 0.0) : v;
+}
+
 #endif /* GSTAT_GRAPH_WEIGHTS_IMPL_H */

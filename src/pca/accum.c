@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "core/matrix.h"
-#include "linalg/dense.h"
-#include "linalg/sched.h"
+#include "backend/dense.h"
+#include "backend/sched.h"
 #include "pca/accum.h"
 #include "pca/data.h"
 

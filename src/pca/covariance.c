@@ -17,8 +17,8 @@
 
 #include "core/matrix.h"
 #include "gstat/covariance.h"
-#include "linalg/dense.h"
-#include "linalg/sched.h"
+#include "backend/dense.h"
+#include "backend/sched.h"
 #include "pca/data.h"
 
 void gstat_cov_options_init(gstat_cov_options *opt) {

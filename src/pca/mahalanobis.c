@@ -1,8 +1,10 @@
 /*
  * Squared Mahalanobis distances, as R's mahalanobis(): per dataset, factor
- * S = L L^T (never an explicit inverse), solve Z L^T = X - center for all
- * rows at once, and sum the squares of each row of Z. With `inverted`, S is
- * the precision matrix P and d2 = rowsum(((X - c) P) o (X - c)).
+ * S = L L^T (never an explicit inverse) and reduce each row to
+ * ||L^-1 (x - center)||^2; with `inverted`, S is the precision matrix P and
+ * d2 = (x - c)^T P (x - c). Written over the scheduler: the factor is
+ * gstat_cholesky's, the rows primitive centres, solves and reduces the rows
+ * where X lies (host or device), and only d2 is written.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -10,46 +12,151 @@
 
 #include "core/matrix.h"
 #include "gstat/covariance.h"
-#include "linalg/dense.h"
-#include "linalg/sched.h"
-#include "pca/data.h"
+#include "backend/sched.h"
 
-static inline double get(gstat_dtype ct, const void *x, int64_t k) {
-  return ct == GSTAT_F64 ? ((const double *)x)[k] : (double)((const float *)x)[k];
+/* One call's state: its shape, the centres and factor info on the host. */
+typedef struct maha {
+  const char *fn;
+  int64_t batch, n, p;
+  int inverted;
+  gstat_dtype ct; /* X's compute dtype: the factors' */
+  double *c;      /* batch x p centres, or NULL */
+  int64_t *info;  /* batch: the factors' */
+  double *fill;   /* n: NaN or 0, for the elements without a reduction */
+  double sums[2]; /* the last element's sum of d2 and of its squares */
+} maha;
+
+static bool same_memory(const gstat_matrix *a, const gstat_matrix *b) {
+  return a->location == b->location && (a->location == GSTAT_HOST || a->device == b->device);
 }
 
-/* Copy the strict lower triangle of the p x p buffer to the upper one. */
-static void mirror_lower(gstat_dtype ct, int64_t p, void *s) {
-  for (int64_t j = 1; j < p; j++)
-    for (int64_t i = 0; i < j; i++) {
-      if (ct == GSTAT_F64)
-        ((double *)s)[i + j * p] = ((double *)s)[j + i * p];
-      else
-        ((float *)s)[i + j * p] = ((float *)s)[j + i * p];
-    }
-}
-
-static gstat_status check_shape(gstat_ctx *ctx, const char *fn, const char *name,
-                                const gstat_matrix *m, int64_t batch, int64_t rows, int64_t cols) {
-  if (!m) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s is NULL", fn, name);
-  gstat_status st = gstat_i_check_matrix(ctx, fn, name, m);
-  if (st != GSTAT_OK) return st;
-  if (m->batch != batch || m->rows != rows || m->cols != cols)
-    return gstat_i_fail(ctx, GSTAT_EINVAL,
-                        "%s: %s is %" PRId64 " x %" PRId64 " x %" PRId64 ", expected %" PRId64
-                        " x %" PRId64 " x %" PRId64,
-                        fn, name, m->batch, m->rows, m->cols, batch, rows, cols);
-  return GSTAT_OK;
-}
-
-static gstat_status check_finite(gstat_ctx *ctx, const char *fn, const char *name,
-                                 const gstat_matrix *m, gstat_i_tri tri) {
-  int64_t b, i, j;
-  if (!m || !gstat_i_find_nonfinite(m, tri, &b, &i, &j)) return GSTAT_OK;
+static gstat_status not_finite(gstat_ctx *ctx, const char *fn, const char *name, int64_t b,
+                               int64_t i, int64_t j) {
   return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
                       "%s: batch element %" PRId64 " of %s has a non-finite value at (%" PRId64
                       ", %" PRId64 ")",
                       fn, b, name, i, j);
+}
+
+/* GSTAT_ENOTFINITE naming the first NaN/Inf of the lower triangle of S,
+ * element b0 of the caller's (a host copy of device S: only on the paths
+ * where a factor failed or a sum is not finite), or GSTAT_OK when it has
+ * none. */
+static gstat_status check_lower(gstat_ctx *ctx, const char *fn, const gstat_matrix *S, int64_t b0) {
+  gstat_i_staged h = {0};
+  gstat_status st = gstat_i_sched_stage(ctx, fn, "S", S, true, &h);
+  int64_t b, i, j;
+  if (st == GSTAT_OK && gstat_i_find_nonfinite(&h.m, GSTAT_I_TRI_LOWER, &b, &i, &j))
+    st = not_finite(ctx, fn, "S", b0 + b, i, j);
+  gstat_i_sched_release(ctx, &h);
+  return st;
+}
+
+/* The centres as batch x p host doubles (a row or column, host or device),
+ * checked when the context checks finiteness. */
+static gstat_status load_centers(gstat_ctx *ctx, maha *m, const gstat_matrix *center) {
+  gstat_matrix cv = *center; /* p x 1 or 1 x p: either way p values in order */
+  if (cv.rows == 1) {
+    cv.rows = m->p;
+    cv.cols = 1;
+    cv.row_stride = center->col_stride;
+    cv.col_stride = center->row_stride;
+  }
+  gstat_matrix to = gstat_vector_batch(m->c, GSTAT_F64, m->batch, m->p);
+  gstat_status st = gstat_i_sched_copy(ctx, m->fn, "center", &cv, &to);
+  for (int64_t e = 0; st == GSTAT_OK && ctx->opt.check_finite && e < m->batch * m->p; e++)
+    if (!isfinite(m->c[e])) {
+      int64_t b = e / m->p, j = e % m->p;
+      st = center->rows == 1 ? not_finite(ctx, m->fn, "center", b, 0, j)
+                             : not_finite(ctx, m->fn, "center", b, j, 0);
+    }
+  return st;
+}
+
+/* Memory where X lies for the factors (batch x p x p, compute dtype) and
+ * one element's distances (n doubles): device memory kept by the backend,
+ * or host workspace. GSTAT_EUNSUPPORTED when the device offers none. */
+static gstat_status chain_memory(gstat_ctx *ctx, const maha *m, const gstat_matrix *X,
+                                 gstat_matrix *F, gstat_matrix *D) {
+  size_t fbytes, total;
+  if (!gstat_i_mul_size((size_t)(m->batch * m->p), (size_t)m->p * gstat_dtype_size(m->ct),
+                        &fbytes) ||
+      !gstat_i_add_size((fbytes + 63) / 64 * 64, sizeof(double) * (size_t)m->n + 64, &total))
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: the workspace size overflows", m->fn);
+  void *mem = NULL;
+  if (X->location == GSTAT_CUDA) {
+    gstat_status st = gstat_i_sched_device_memory(ctx, m->fn, X, total, &mem);
+    if (st != GSTAT_OK) return st;
+  } else if (!(mem = gstat_i_workspace(ctx, GSTAT_WS_PCA, total))) {
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", m->fn,
+                        total);
+  }
+  *F = gstat_matrix_col_major(mem, m->ct, m->batch, m->p, m->p);
+  *D = gstat_vector_batch((char *)mem + (fbytes + 63) / 64 * 64, GSTAT_F64, 1, m->n);
+  F->location = D->location = X->location;
+  F->device = D->device = X->device;
+  return GSTAT_OK;
+}
+
+/* The factors L of S into F (inverted: P itself, or its copy in X's memory
+ * into F), element failures in m->info; *T: what the rows primitive reads. */
+static gstat_status factor(gstat_ctx *ctx, maha *m, const gstat_matrix *X, const gstat_matrix *S,
+                           gstat_matrix *F, const gstat_matrix **T) {
+  const gstat_matrix *A = S;
+  memset(m->info, 0, sizeof(int64_t) * (size_t)m->batch);
+  if (!same_memory(S, X)) { /* the factor where the rows are */
+    gstat_status st = gstat_i_sched_copy(ctx, m->fn, "S", S, F);
+    if (st != GSTAT_OK) return st;
+    A = F;
+  }
+  *T = m->inverted ? A : F;
+  if (m->inverted) return GSTAT_OK;
+  gstat_status st = gstat_i_sched_cholesky(ctx, m->fn, A, F, m->info);
+  if (st == GSTAT_ENOTFINITE) { /* the factor's check: named in S's own terms */
+    ctx->last_error[0] = '\0';
+    gstat_status named = check_lower(ctx, m->fn, S, 0);
+    return named != GSTAT_OK ? named : gstat_i_fail(ctx, st, "%s: S is not finite", m->fn);
+  }
+  /* a NaN fails its factor where the backend did not check: named as S's */
+  for (int64_t b = 0;
+       st == GSTAT_OK && S->location != GSTAT_HOST && ctx->opt.check_finite && b < m->batch; b++)
+    if (m->info[b] != 0) {
+      gstat_matrix sb = gstat_i_batch_part(S, b, 1);
+      st = check_lower(ctx, m->fn, &sb, b);
+    }
+  return st;
+}
+
+/* Every element's distances into d2, X in the memory of F and D
+ * (chain_memory). */
+static gstat_status distances(gstat_ctx *ctx, maha *m, const gstat_matrix *X, const gstat_matrix *S,
+                              gstat_matrix *d2, gstat_matrix *F, gstat_matrix *D) {
+  const gstat_matrix *T;
+  gstat_status st = factor(ctx, m, X, S, F, &T);
+  bool direct = same_memory(d2, X);
+  for (int64_t b = 0; st == GSTAT_OK && b < m->batch; b++) {
+    if (m->info[b] != 0 || m->p == 0) { /* NaN for a failed factor, 0 for an empty sum */
+      for (int64_t r = 0; r < m->n; r++) m->fill[r] = m->info[b] != 0 ? NAN : 0.0;
+      st = gstat_i_sched_store(ctx, m->fn, "d2", GSTAT_F64, m->fill, m->n, d2, b);
+      continue;
+    }
+    gstat_matrix tb = gstat_i_batch_part(T, b, 1), db = gstat_i_batch_part(d2, b, 1);
+    gstat_i_rows_req r = {.X = X,
+                          .b = b,
+                          .center = m->c ? m->c + b * m->p : NULL,
+                          .L = m->inverted ? NULL : &tb,
+                          .Q = m->inverted ? &tb : NULL,
+                          .d = direct ? &db : D,
+                          .sums = m->sums};
+    st = gstat_i_sched_rows(ctx, m->fn, &r);
+    if (st == GSTAT_OK && !direct) st = gstat_i_sched_copy(ctx, m->fn, "d2", D, &db);
+    /* X and the centres are finite: a NaN/Inf sum comes from P (or overflow) */
+    if (st == GSTAT_OK && m->inverted && ctx->opt.check_finite && !isfinite(m->sums[0])) {
+      gstat_matrix sb = gstat_i_batch_part(S, b, 1);
+      st = check_lower(ctx, m->fn, &sb, b);
+    }
+  }
+  return st;
 }
 
 #define TRY(expr)                  \
@@ -62,13 +169,13 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
                                const gstat_matrix *S, int inverted, gstat_matrix *d2) {
   static const char fn[] = "mahalanobis";
   gstat_status st = GSTAT_OK;
-  gstat_i_staged hx = {0}, hs = {0}, hc = {0};
+  gstat_i_staged hx = {0};
   if (!ctx) return GSTAT_EINVAL;
   gstat_i_begin(ctx);
   TRY(gstat_i_check_matrix(ctx, fn, "X", X));
   int64_t batch = X->batch, n = X->rows, p = X->cols;
-  TRY(check_shape(ctx, fn, "S", S, batch, p, p));
-  TRY(check_shape(ctx, fn, "d2", d2, batch, n, 1));
+  TRY(gstat_i_check_shape(ctx, fn, "S", S, batch, p, p));
+  TRY(gstat_i_check_shape(ctx, fn, "d2", d2, batch, n, 1));
   if (center) {
     TRY(gstat_i_check_matrix(ctx, fn, "center", center));
     bool column = center->rows == p && center->cols == 1;
@@ -91,28 +198,22 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
     goto done;
   }
   if (batch == 0 || n == 0) goto done;
-  /* device data: host copies (no device primitive for this yet) */
-  TRY(gstat_i_sched_stage(ctx, fn, "X", X, true, &hx));
-  TRY(gstat_i_sched_stage(ctx, fn, "S", S, true, &hs));
-  if (center) TRY(gstat_i_sched_stage(ctx, fn, "center", center, true, &hc));
-  X = &hx.m;
-  S = &hs.m;
-  if (center) center = &hc.m;
-  if (ctx->opt.check_finite) {
-    TRY(check_finite(ctx, fn, "X", X, GSTAT_I_TRI_FULL));
-    TRY(check_finite(ctx, fn, "center", center, GSTAT_I_TRI_FULL));
-    TRY(check_finite(ctx, fn, "S", S, GSTAT_I_TRI_LOWER));
+  maha m = {.fn = fn,
+            .batch = batch,
+            .n = n,
+            .p = p,
+            .inverted = inverted,
+            .ct = X->dtype == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32};
+  int64_t b0, i0, j0;
+  if (ctx->opt.check_finite && gstat_i_sched_find_nonfinite(ctx, fn, "X", X, &b0, &i0, &j0, &st)) {
+    st = not_finite(ctx, fn, "X", b0, i0, j0);
+    goto done;
   }
-
-  gstat_dtype ct = gstat_i_compute_dtype(X->dtype);
-  size_t es = gstat_dtype_size(ct);
+  TRY(st);
   gstat_i_ws_plan pl = {0, true};
-  size_t o_x = gstat_i_ws_take(&pl, n * p, es);
-  size_t o_y = gstat_i_ws_take(&pl, inverted ? n * p : 0, es);
-  size_t o_s = gstat_i_ws_take(&pl, p * p, es);
-  size_t o_c = gstat_i_ws_take(&pl, p, sizeof(double));
-  size_t o_d = gstat_i_ws_take(&pl, n, sizeof(double));
+  size_t o_c = gstat_i_ws_take(&pl, center ? batch * p : 0, sizeof(double));
   size_t o_info = gstat_i_ws_take(&pl, batch, sizeof(int64_t));
+  size_t o_fill = gstat_i_ws_take(&pl, n, sizeof(double));
   char *ws = pl.ok ? gstat_i_workspace(ctx, GSTAT_WS_COV, pl.size) : NULL;
   if (!ws) {
     st = pl.ok ? gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn,
@@ -120,72 +221,43 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
                : gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: the workspace size overflows", fn);
     goto done;
   }
-  void *x = ws + o_x, *y = ws + o_y, *s = ws + o_s;
-  double *c = (double *)(ws + o_c), *d = (double *)(ws + o_d);
-  int64_t *info = (int64_t *)(ws + o_info);
+  m.c = center ? (double *)(ws + o_c) : NULL;
+  m.info = (int64_t *)(ws + o_info);
+  m.fill = (double *)(ws + o_fill);
+  if (center) TRY(load_centers(ctx, &m, center));
+  if (ctx->opt.check_finite && S->location == GSTAT_HOST &&
+      gstat_i_find_nonfinite(S, GSTAT_I_TRI_LOWER, &b0, &i0, &j0)) {
+    st = not_finite(ctx, fn, "S", b0, i0, j0);
+    goto done;
+  }
+  gstat_matrix F, D;
+  st = chain_memory(ctx, &m, X, &F, &D);
+  if (st == GSTAT_EUNSUPPORTED || st == GSTAT_ENOMEM) { /* no device memory: host copies */
+    ctx->last_error[0] = '\0';
+    TRY(gstat_i_sched_stage(ctx, fn, "X", X, true, &hx));
+    X = &hx.m;
+    st = chain_memory(ctx, &m, X, &F, &D);
+  }
+  TRY(st);
+  TRY(distances(ctx, &m, X, S, d2, &F, &D));
   int64_t failed = 0, first = -1;
-
-  for (int64_t b = 0; b < batch; b++) {
-    info[b] = 0;
-    if (p > 0) {
-      gstat_i_dense_load(S, b, ct, s, p);
-      if (!inverted) TRY(gstat_i_potrf(ctx, ct, p, s, p, &info[b]));
-    }
-    if (info[b] != 0) {
+  for (int64_t b = 0; b < batch; b++)
+    if (m.info[b] != 0) {
       if (first < 0) first = b;
       failed++;
-      for (int64_t r = 0; r < n; r++) d[r] = NAN;
-    } else if (p == 0) {
-      for (int64_t r = 0; r < n; r++) d[r] = 0.0; /* an empty sum */
-    } else {
-      gstat_i_dense_load(X, b, ct, x, n);
-      if (center) {
-        /* p x 1 or 1 x p: either way p values in order */
-        gstat_matrix cv = *center;
-        if (cv.rows == 1) {
-          cv.rows = cv.cols;
-          cv.cols = 1;
-          cv.row_stride = center->col_stride;
-          cv.col_stride = center->row_stride;
-        }
-        gstat_i_dense_load(&cv, b, GSTAT_F64, c, p);
-        gstat_i_center_scale(ct, n, p, x, c, NULL);
-      }
-      for (int64_t r = 0; r < n; r++) d[r] = 0.0;
-      if (!inverted) {
-        /* Z L^T = Xc, so ||z_r||^2 = x_r^T (L L^T)^-1 x_r */
-        TRY(gstat_i_trsm(ctx, ct, true, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, n, p, 1.0, s, p,
-                         x, n));
-        for (int64_t j = 0; j < p; j++)
-          for (int64_t r = 0; r < n; r++) {
-            double z = get(ct, x, r + j * n);
-            d[r] += z * z;
-          }
-      } else {
-        mirror_lower(ct, p, s);
-        TRY(gstat_i_gemm(ctx, ct, GSTAT_NO_TRANS, GSTAT_NO_TRANS, n, p, p, 1.0, x, n, s, p, 0.0, y,
-                         n));
-        for (int64_t j = 0; j < p; j++)
-          for (int64_t r = 0; r < n; r++) d[r] += get(ct, x, r + j * n) * get(ct, y, r + j * n);
-      }
     }
-    TRY(gstat_i_sched_store(ctx, fn, "d2", GSTAT_F64, d, n, d2, b));
-  }
-  ctx->last_backends |= GSTAT_RAN_CPU;
   if (failed == 1)
     st = gstat_i_fail(ctx, GSTAT_ENOTPD,
                       "%s: batch element %" PRId64
                       " of S is not positive definite (leading minor of order %" PRId64 ")",
-                      fn, first, info[first]);
+                      fn, first, m.info[first]);
   else if (failed > 1)
     st = gstat_i_fail(ctx, GSTAT_ENOTPD,
                       "%s: batch element %" PRId64
                       " of S is not positive definite (leading minor of order %" PRId64
                       "); %" PRId64 " of %" PRId64 " elements failed",
-                      fn, first, info[first], failed, batch);
+                      fn, first, m.info[first], failed, batch);
 done:
-  gstat_i_sched_release(ctx, &hc);
-  gstat_i_sched_release(ctx, &hs);
   gstat_i_sched_release(ctx, &hx);
   return st;
 }

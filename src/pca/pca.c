@@ -12,8 +12,8 @@
 
 #include "core/matrix.h"
 #include "gstat/linalg.h"
-#include "linalg/dense.h"
-#include "linalg/sched.h"
+#include "backend/dense.h"
+#include "backend/sched.h"
 #include "pca/accum.h"
 #include "pca/data.h"
 #include "pca/pca_internal.h"
@@ -53,6 +53,12 @@ typedef struct fit {
   const gstat_matrix *src;   /* X of a co-moment fit (host or device): scores projected from it */
   gstat_pca_eigh_fn eigh;    /* caller's eigensolver (batch 1, F64), or NULL: gstat_eigh */
   void *eigh_user;
+  /* device data (GRAM, RANDOMIZED): everything large stays in device memory */
+  bool dev, eigh_on_device; /* the latter: no host copy of the Gram matrices */
+  gstat_i_dev_prep dp;
+  gstat_matrix dX;         /* the centred, scaled data: dp.Xc or dp.Xs */
+  gstat_matrix dG, dw, dT; /* GRAM: Gram matrices, eigenvalues, Xc^T U of one dataset */
+  gstat_matrix dY, dZ;     /* RANDOMIZED: the sketches */
 } fit;
 
 static double get(const fit *f, const char *base, int64_t i) {
@@ -116,14 +122,14 @@ static gstat_pca_method resolve_method(const gstat_pca_options *o, int64_t n, in
 /* Carve the workspace: data, S, w, T, Z in the compute type, then mean and
  * scale in double. With data == false (from an accumulator) only S, w, T. */
 static gstat_status carve(gstat_ctx *ctx, fit *f, bool with_data) {
-  size_t sizes[7] = {
-      with_data ? (size_t)(f->batch * f->n * f->p) * f->esz : 0,
-      f->method == GSTAT_PCA_RANDOMIZED ? 0 : (size_t)(f->batch * f->m) * (size_t)f->m * f->esz,
-      f->method == GSTAT_PCA_RANDOMIZED ? 0 : (size_t)(f->batch * f->m) * f->esz,
-      (size_t)(f->p * f->kmax) * f->esz,
-      with_data ? (size_t)(f->n * f->kmax) * f->esz : 0,
-      (size_t)(f->batch * f->p) * sizeof(double),
-      (size_t)(f->batch * f->p) * sizeof(double)};
+  bool no_S = f->method == GSTAT_PCA_RANDOMIZED || f->eigh_on_device; /* no host eigh */
+  size_t sizes[7] = {with_data ? (size_t)(f->batch * f->n * f->p) * f->esz : 0,
+                     no_S ? 0 : (size_t)(f->batch * f->m) * (size_t)f->m * f->esz,
+                     f->method == GSTAT_PCA_RANDOMIZED ? 0 : (size_t)(f->batch * f->m) * f->esz,
+                     (size_t)(f->p * f->kmax) * f->esz,
+                     with_data ? (size_t)(f->n * f->kmax) * f->esz : 0,
+                     (size_t)(f->batch * f->p) * sizeof(double),
+                     (size_t)(f->batch * f->p) * sizeof(double)};
   size_t total = 0, off[7];
   for (int i = 0; i < 7; i++) {
     off[i] = total;
@@ -268,6 +274,27 @@ static gstat_status finish_dataset(gstat_ctx *ctx, const fit *f, gstat_pca_resul
   return r->scores ? fill_scores(ctx, f, r, b) : GSTAT_OK;
 }
 
+/* Element b of a device batch, as a batch of its own. */
+static gstat_matrix dev_element(const fit *f, const gstat_matrix *m, int64_t b) {
+  gstat_matrix e = *m;
+  e.data = (char *)m->data + (size_t)(b * m->batch_stride) * f->esz;
+  e.batch = 1;
+  return e;
+}
+
+/* GRAM of device data: f->T (host, p x k) = Xc_b^T U_k, U_k the last k
+ * columns of the device's eigenvectors. */
+static gstat_status gram_T_device(gstat_ctx *ctx, const fit *f, int64_t b, int64_t k) {
+  int64_t n = f->n;
+  gstat_matrix Xb = dev_element(f, &f->dX, b), U = dev_element(f, &f->dG, b), T = f->dT;
+  U.data = (char *)U.data + (size_t)((n - k) * n) * f->esz;
+  U.cols = k;
+  T.cols = k;
+  TRY(gstat_i_sched_gemm(ctx, f->fn, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &Xb, &U, 0.0, &T));
+  gstat_matrix hT = gstat_matrix_col_major(f->T, f->ct, 1, f->p, k);
+  return gstat_i_sched_copy(ctx, f->fn, "T", &T, &hT);
+}
+
 /* Components of dataset b (rows of res->components) from the eigenvectors. */
 static gstat_status fill_components(gstat_ctx *ctx, const fit *f, gstat_pca_result *res, int64_t b,
                                     const double *lam) {
@@ -281,8 +308,11 @@ static gstat_status fill_components(gstat_ctx *ctx, const fit *f, gstat_pca_resu
   }
   /* GRAM: T (p x k) = Xc^T U_k, the top k eigenvectors being the last k
    * (contiguous) columns of S in ascending order. */
-  TRY(gstat_i_gemm(ctx, f->ct, GSTAT_TRANS, GSTAT_NO_TRANS, p, k, f->n, 1.0, data_of(f, b), f->n,
-                   S + (size_t)((m - k) * m) * f->esz, m, 0.0, f->T, p));
+  if (f->dev)
+    TRY(gram_T_device(ctx, f, b, k));
+  else
+    TRY(gstat_i_gemm(ctx, f->ct, GSTAT_TRANS, GSTAT_NO_TRANS, p, k, f->n, 1.0, data_of(f, b), f->n,
+                     S + (size_t)((m - k) * m) * f->esz, m, 0.0, f->T, p));
   double eps = f->ct == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
   double tiny = lam[0] * (double)(f->n > p ? f->n : p) * eps;
   for (int64_t i = 0; i < k; i++) {
@@ -373,6 +403,25 @@ static gstat_status finish_exact(gstat_ctx *ctx, fit *f, gstat_pca_result **res)
   return GSTAT_OK;
 }
 
+/* RANDOMIZED: random vectors in the sketch; oversamples beyond min(n, p) -
+ * k add nothing: the sketch spans the range. */
+static int64_t sketch_size(const fit *f, int64_t k) {
+  return f->opt.oversamples >= f->r - k ? f->r : k + f->opt.oversamples;
+}
+
+/* The sum of squares of dataset b's centred device data. */
+static gstat_status device_total_ss(gstat_ctx *ctx, const fit *f, int64_t b, double *total) {
+  size_t bytes = sizeof(double) * (size_t)f->p;
+  double *ss = gstat_i_alloc(ctx, bytes);
+  if (!ss) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes", f->fn, bytes);
+  gstat_matrix Xb = dev_element(f, &f->dX, b), vb = dev_element(f, &f->dp.vec, b);
+  gstat_status st = gstat_i_dev_sumsq(ctx, f->fn, &Xb, &vb, ss);
+  *total = 0;
+  for (int64_t j = 0; j < f->p; j++) *total += ss[j];
+  gstat_i_free(ctx, ss, bytes);
+  return st;
+}
+
 /* RANDOMIZED: per dataset, the top k singular triplets of Xc. */
 static gstat_status fit_randomized(gstat_ctx *ctx, fit *f, int64_t k, gstat_pca_result **res) {
   TRY(gstat_i_pca_result_prepare(ctx, f->fn, res, f->batch, f->n, f->p, k,
@@ -380,17 +429,22 @@ static gstat_status fit_randomized(gstat_ctx *ctx, fit *f, int64_t k, gstat_pca_
   gstat_pca_result *r = *res;
   r->method = f->method;
   r->whiten = f->opt.whiten != 0;
-  /* oversamples beyond min(n, p) - k add nothing: the sketch spans the range */
-  int64_t l = f->opt.oversamples >= f->r - k ? f->r : k + f->opt.oversamples;
+  int64_t l = sketch_size(f, k);
   int64_t q = f->opt.power_iterations;
   if (q < 0) q = (double)k < 0.1 * (double)f->r ? 7 : 4;
   for (int64_t b = 0; b < f->batch; b++) {
     double *sigma = r->singular_values + b * k, *lam = r->explained_variance + b * k;
-    TRY(gstat_i_pca_randomized(ctx, f->ct, f->n, f->p, data_of(f, b), k, l, q, f->opt.seed, sigma,
-                               r->components + b * k * f->p));
+    gstat_matrix Xb = f->dev ? dev_element(f, &f->dX, b)
+                             : gstat_matrix_col_major(data_of(f, b), f->ct, 1, f->n, f->p);
+    TRY(gstat_i_pca_randomized(ctx, &Xb, f->dev ? &f->dY : NULL, f->dev ? &f->dZ : NULL, k, l, q,
+                               f->opt.seed, sigma, r->components + b * k * f->p));
     double total_ss = 0, kept_ss = 0;
-    const char *d = data_of(f, b);
-    for (int64_t i = 0; i < f->n * f->p; i++) total_ss += get(f, d, i) * get(f, d, i);
+    if (f->dev) {
+      TRY(device_total_ss(ctx, f, b, &total_ss));
+    } else {
+      const char *d = data_of(f, b);
+      for (int64_t i = 0; i < f->n * f->p; i++) total_ss += get(f, d, i) * get(f, d, i);
+    }
     for (int64_t i = 0; i < k; i++) {
       lam[i] = sigma[i] * sigma[i];
       kept_ss += lam[i];
@@ -545,6 +599,85 @@ static gstat_status fit_from_copy(gstat_ctx *ctx, fit *f, const gstat_matrix *X,
   return finish_exact(ctx, f, res);
 }
 
+/* The device buffers of GRAM or RANDOMIZED (k components) in r: a sizing
+ * pass when r has no base yet, else the matrices themselves. */
+static void device_layout(fit *f, int64_t k, gstat_i_dev_region *r) {
+  int64_t nb = f->batch, n = f->n, p = f->p;
+  f->dp.Xc = gstat_i_dev_take(r, f->ct, nb, n, p);
+  f->dp.Xs = gstat_i_dev_take(r, f->ct, f->opt.scale ? nb : 0, n, p);
+  f->dp.ones = gstat_i_dev_take(r, f->ct, 1, n, 1);
+  f->dp.vec = gstat_i_dev_take(r, f->ct, nb, 1, p);
+  if (f->method == GSTAT_PCA_GRAM_EIGH) {
+    f->dG = gstat_i_dev_take(r, f->ct, nb, n, n);
+    f->dw = gstat_i_dev_take(r, f->ct, nb, n, 1);
+    f->dT = gstat_i_dev_take(r, f->ct, 1, p, f->kmax);
+  } else {
+    f->dY = gstat_i_dev_take(r, f->ct, 1, n, sketch_size(f, k));
+    f->dZ = gstat_i_dev_take(r, f->ct, 1, p, sketch_size(f, k));
+  }
+}
+
+/* GRAM of the device's centred data: the Gram matrices by one batched GEMM,
+ * their eigh where gstat_eigh would run them (small ones on the host, whose
+ * top eigenvectors then go back), the eigenvalues to the host. */
+static gstat_status gram_device(gstat_ctx *ctx, fit *f) {
+  int64_t nb = f->batch, n = f->n;
+  gstat_matrix hS = gstat_matrix_col_major(f->S, f->ct, nb, n, n);
+  gstat_matrix hw = gstat_vector_batch(f->w, f->ct, nb, n);
+  TRY(gstat_i_sched_gemm(ctx, f->fn, GSTAT_NO_TRANS, GSTAT_TRANS, 1.0, &f->dX, &f->dX, 0.0,
+                         &f->dG));
+  if (f->eigh_on_device) {
+    TRY(eigen_step(ctx, f, &f->dG, &f->dw));
+    return gstat_i_sched_copy(ctx, f->fn, "w", &f->dw, &hw);
+  }
+  TRY(gstat_i_sched_copy(ctx, f->fn, "S", &f->dG, &hS));
+  TRY(eigen_step(ctx, f, &hS, &hw));
+  gstat_matrix hu = hS, du = f->dG; /* the top kmax eigenvectors */
+  size_t off = (size_t)((n - f->kmax) * n) * f->esz;
+  hu.data = (char *)hS.data + off;
+  du.data = (char *)f->dG.data + off;
+  hu.cols = du.cols = f->kmax;
+  return gstat_i_sched_copy(ctx, f->fn, "U", &hu, &du);
+}
+
+/* GRAM and RANDOMIZED of device data, every large step on the device: the
+ * centred (scaled) copy, the Gram matrices or the sketches; the scores by
+ * the centred projection over X. GSTAT_EUNSUPPORTED, GSTAT_ENOMEM or
+ * GSTAT_EBACKEND from the device: the caller works on a host copy instead. */
+static gstat_status fit_on_device(gstat_ctx *ctx, fit *f, const gstat_matrix *X, int64_t k,
+                                  gstat_pca_result **res) {
+  int64_t b0, i0, j0;
+  gstat_status st = GSTAT_OK;
+  if (gstat_i_sched_find_nonfinite(ctx, f->fn, "X", X, &b0, &i0, &j0, &st))
+    return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
+                        "pca: X[%lld] row %lld column %lld is NaN or Inf (PCA takes no missing "
+                        "values)",
+                        (long long)b0, (long long)i0, (long long)j0);
+  TRY(st);
+  gstat_i_dev_region reg = {NULL, 0, X->location, X->device};
+  device_layout(f, k, &reg);
+  TRY(gstat_i_dev_region_open(ctx, f->fn, X, &reg));
+  device_layout(f, k, &reg);
+  f->eigh_on_device = f->method == GSTAT_PCA_GRAM_EIGH &&
+                      gstat_i_sched_eigh_stays_on_device(ctx, f->ct, f->batch, f->n);
+  TRY(carve(ctx, f, false));
+  size_t hbytes = sizeof(double) * (size_t)(f->batch * f->p);
+  double *h = gstat_i_alloc(ctx, hbytes ? hbytes : 1);
+  if (!h) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes", f->fn, hbytes);
+  int64_t bad;
+  st = gstat_i_dev_prepare(ctx, f->fn, X, &f->dp, f->opt.center, f->opt.scale, f->mean, f->scale, h,
+                           &bad);
+  gstat_i_free(ctx, h, hbytes ? hbytes : 1);
+  TRY(st);
+  if (bad >= 0) return constant_column(ctx, f, bad / f->p, bad % f->p);
+  f->dX = f->opt.scale ? f->dp.Xs : f->dp.Xc;
+  f->dev = true;
+  f->src = X;
+  if (f->method == GSTAT_PCA_RANDOMIZED) return fit_randomized(ctx, f, k, res);
+  TRY(gram_device(ctx, f));
+  return finish_exact(ctx, f, res);
+}
+
 gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_options *opt,
                        gstat_pca_result **res) {
   if (!ctx) return GSTAT_EINVAL;
@@ -576,14 +709,21 @@ gstat_status gstat_pca(gstat_ctx *ctx, const gstat_matrix *X, const gstat_pca_op
   int64_t k = f.opt.n_components > 0 ? f.opt.n_components : f.r;
   f.kmax = f.opt.variance_fraction > 0 ? f.r : k;
   if (f.batch == 0) return gstat_i_pca_result_prepare(ctx, f.fn, res, 0, f.n, f.p, k, false);
-  /* device data: AUTO takes the method with device primitives */
-  if (X->location != GSTAT_HOST && f.opt.method == GSTAT_PCA_AUTO) {
-    f.method = GSTAT_PCA_COVARIANCE_EIGH;
-    f.m = f.p;
+  /* device data: AUTO takes an exact method by the shape, as on the host
+   * (RANDOMIZED only when asked: the device's co-moment is cheap) */
+  if (X->location != GSTAT_HOST && f.method == GSTAT_PCA_RANDOMIZED &&
+      f.opt.method == GSTAT_PCA_AUTO) {
+    f.method = f.p <= f.n ? GSTAT_PCA_COVARIANCE_EIGH : GSTAT_PCA_GRAM_EIGH;
+    f.m = f.method == GSTAT_PCA_GRAM_EIGH ? f.n : f.p;
   }
   if (f.method == GSTAT_PCA_COVARIANCE_EIGH) return fit_one_pass(ctx, &f, X, res);
   if (X->location == GSTAT_HOST) return fit_from_copy(ctx, &f, X, k, res);
-  gstat_i_staged hx; /* GRAM and RANDOMIZED of device data: on a host copy */
+  gstat_status dst = fit_on_device(ctx, &f, X, k, res);
+  if (dst != GSTAT_EUNSUPPORTED && dst != GSTAT_ENOMEM && dst != GSTAT_EBACKEND) return dst;
+  ctx->last_error[0] = '\0';
+  f.dev = f.eigh_on_device = false;
+  f.src = NULL;
+  gstat_i_staged hx; /* no device memory for the chain: on a host copy */
   TRY(gstat_i_sched_stage(ctx, f.fn, "X", X, true, &hx));
   gstat_status st = fit_from_copy(ctx, &f, &hx.m, k, res);
   gstat_i_sched_release(ctx, &hx);

@@ -3,8 +3,9 @@
 #include <stdbool.h>
 
 #include "core/matrix.h"
-#include "linalg/dense.h"
-#include "linalg/sched.h"
+#include "backend/dense.h"
+#include "backend/gemm_view.h"
+#include "backend/sched.h"
 #include "pca/data.h"
 #include "pca/pca_internal.h"
 
@@ -102,8 +103,11 @@ static gstat_status inverse_on_host(gstat_ctx *ctx, const char *fn, const gstat_
     gstat_i_dense_load(scores, b, ct, Z, m);
     if (res->whiten) unwhiten_columns(res, b, ct, m, Z);
     load_components(res, b, ct, V);
-    /* A (m x p) = Z (m x k) V^T, V being p x k */
-    TRY(gstat_i_gemm(ctx, ct, GSTAT_NO_TRANS, GSTAT_TRANS, m, p, k, 1.0, Z, m, V, p, 0.0, A, m));
+    /* A (m x p) = Z (m x k) V^T, V being p x k (the scheduler records the CPU) */
+    gstat_matrix Zm = gstat_matrix_col_major(Z, ct, 1, m, k),
+                 Vm = gstat_matrix_col_major(V, ct, 1, p, k),
+                 Am = gstat_matrix_col_major(A, ct, 1, m, p);
+    TRY(gstat_i_sched_gemm(ctx, fn, GSTAT_NO_TRANS, GSTAT_TRANS, 1.0, &Zm, &Vm, 0.0, &Am));
     const double *mean = res->mean + b * p, *scale = res->scale + b * p;
     for (int64_t j = 0; j < p; j++)
       for (int64_t r = 0; r < m; r++) {
@@ -115,6 +119,49 @@ static gstat_status inverse_on_host(gstat_ctx *ctx, const char *fn, const gstat_
     gstat_i_dense_store(ct, A, m, X, b);
   }
   return GSTAT_OK;
+}
+
+/* Device data: X = scores W^T + 1 mean^T, W (p x k) the components with
+ * row j times scale[j] and column i times sqrt(explained_variance[i]) when
+ * whitened (built on the host, small), one batched GEMM and a rank-one
+ * update on the device. scores and X are used in place when they have the
+ * compute dtype and a unit stride, else through dense device copies.
+ * GSTAT_EUNSUPPORTED or GSTAT_ENOMEM when there is no device memory for it. */
+static gstat_status inverse_on_device(gstat_ctx *ctx, const char *fn, const gstat_pca_result *res,
+                                      const gstat_matrix *scores, const gstat_matrix *X) {
+  int64_t nb = scores->batch, m = scores->rows, p = res->n_features, k = res->n_components;
+  gstat_dtype ct = gstat_i_compute_dtype(scores->dtype);
+  bool z_direct = scores->dtype == ct && gstat_i_blas_view_of(scores).ok;
+  bool x_direct = X->dtype == ct && gstat_i_blas_view_of(X).ok;
+  gstat_i_dev_region reg = {NULL, 0, X->location, X->device};
+  gstat_matrix W, mu, ones, Z, A;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) TRY(gstat_i_dev_region_open(ctx, fn, X, &reg));
+    W = gstat_i_dev_take(&reg, ct, nb, p, k);
+    mu = gstat_i_dev_take(&reg, ct, nb, 1, p);
+    ones = gstat_i_dev_take(&reg, ct, 1, m, 1);
+    Z = z_direct ? *scores : gstat_i_dev_take(&reg, ct, nb, m, k);
+    A = x_direct ? *X : gstat_i_dev_take(&reg, ct, nb, m, p);
+  }
+  size_t wbytes = sizeof(double) * (size_t)(nb * p * k);
+  double *w = gstat_i_alloc(ctx, wbytes ? wbytes : 1);
+  if (!w) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes", fn, wbytes);
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t i = 0; i < k; i++) {
+      double ev = res->explained_variance[b * k + i];
+      double f = res->whiten ? sqrt(ev > 0 ? ev : 0) : 1.0;
+      for (int64_t j = 0; j < p; j++)
+        w[(b * k + i) * p + j] = res->components[(b * k + i) * p + j] * f * res->scale[b * p + j];
+    }
+  gstat_status st = gstat_i_dev_put(ctx, fn, w, &W);
+  gstat_i_free(ctx, w, wbytes ? wbytes : 1);
+  TRY(st);
+  TRY(gstat_i_dev_put(ctx, fn, res->mean, &mu));
+  TRY(gstat_i_dev_fill(ctx, fn, &ones, 1.0));
+  if (!z_direct) TRY(gstat_i_sched_copy(ctx, fn, "scores", scores, &Z));
+  TRY(gstat_i_sched_gemm(ctx, fn, GSTAT_NO_TRANS, GSTAT_TRANS, 1.0, &Z, &W, 0.0, &A));
+  TRY(gstat_i_sched_gemm(ctx, fn, GSTAT_NO_TRANS, GSTAT_NO_TRANS, 1.0, &ones, &mu, 1.0, &A));
+  return x_direct ? GSTAT_OK : gstat_i_sched_copy(ctx, fn, "X", &A, (gstat_matrix *)X);
 }
 
 gstat_status gstat_pca_transform(gstat_ctx *ctx, const gstat_pca_result *res, const gstat_matrix *X,
@@ -142,7 +189,12 @@ gstat_status gstat_pca_inverse_transform(gstat_ctx *ctx, const gstat_pca_result 
   TRY(check_args(ctx, fn, res, "scores", scores, res ? res->n_components : 0, "X", X,
                  res ? res->n_features : 0));
   if (scores->rows == 0) return GSTAT_OK;
-  gstat_i_staged hs, hx = {0}; /* device data: on host copies (no device primitive yet) */
+  if (scores->location == GSTAT_CUDA && X->location == GSTAT_CUDA) {
+    gstat_status st = inverse_on_device(ctx, fn, res, scores, X);
+    if (st != GSTAT_EUNSUPPORTED && st != GSTAT_ENOMEM) return st;
+    ctx->last_error[0] = '\0'; /* no device memory for it: on host copies */
+  }
+  gstat_i_staged hs, hx = {0}; /* host data, or data in both memories */
   TRY(gstat_i_sched_stage(ctx, fn, "scores", scores, true, &hs));
   gstat_status st = gstat_i_sched_stage(ctx, fn, "X", X, false, &hx);
   if (st == GSTAT_OK) st = inverse_on_host(ctx, fn, res, &hs.m, &hx.m);

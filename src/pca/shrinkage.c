@@ -7,6 +7,10 @@
  * The sums are taken in double. Where scikit-learn subtracts two large
  * quantities (||S||_F^2 / p - mu^2) we use the equal ||S - mu I||_F^2 / p,
  * which has no cancellation when S is close to mu I.
+ *
+ * Written over the scheduler, wherever X lies: the fused co-moment gives the
+ * means and S; Ledoit-Wolf's sum of ||x_k - mean||^4 is a reduction of the
+ * rows primitive; the p x p arithmetic runs on the host.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -15,17 +19,14 @@
 
 #include "core/matrix.h"
 #include "gstat/covariance.h"
-#include "linalg/dense.h"
-#include "linalg/sched.h"
-#include "pca/data.h"
+#include "backend/sched.h"
 
 /* ||S - mu I||_F^2 and ||S||_F^2 of the p x p matrix s (ld p). */
-static void frobenius(gstat_dtype ct, int64_t p, const void *s, double mu, double *dev2,
-                      double *all2) {
+static void frobenius(int64_t p, const double *s, double mu, double *dev2, double *all2) {
   double d = 0, a = 0;
   for (int64_t j = 0; j < p; j++)
     for (int64_t i = 0; i < p; i++) {
-      double v = ct == GSTAT_F64 ? ((const double *)s)[i + j * p] : ((const float *)s)[i + j * p];
+      double v = s[i + j * p];
       a += v * v;
       if (i == j) v -= mu;
       d += v * v;
@@ -34,32 +35,18 @@ static void frobenius(gstat_dtype ct, int64_t p, const void *s, double mu, doubl
   *all2 = a;
 }
 
-/* sum over rows of (sum_j x_ij^2)^2: the <X2^T, X2> term of Ledoit-Wolf. */
-static double row_norms4(gstat_dtype ct, int64_t n, int64_t p, const void *x, double *rn) {
-  for (int64_t i = 0; i < n; i++) rn[i] = 0;
-  for (int64_t j = 0; j < p; j++)
-    for (int64_t i = 0; i < n; i++) {
-      double v = ct == GSTAT_F64 ? ((const double *)x)[i + j * n] : ((const float *)x)[i + j * n];
-      rn[i] += v * v;
-    }
-  double s = 0;
-  for (int64_t i = 0; i < n; i++) s += rn[i] * rn[i];
-  return s;
-}
-
-/* The shrinkage of one dataset from S (= X^T X / n), and the row norms. */
-static double choose_shrinkage(gstat_shrinkage method, gstat_dtype ct, int64_t n, int64_t p,
-                               const void *x, const void *s, double *rn) {
+/* The shrinkage of one dataset from S (= Xc^T Xc / n) and, for Ledoit-Wolf,
+ * norms4 = sum over rows of ||x_k - mean||^4. */
+static double choose_shrinkage(gstat_shrinkage method, int64_t n, int64_t p, const double *s,
+                               double norms4) {
   if (p == 1) return 0.0; /* one feature: any shrinkage gives the same matrix; sklearn says 0 */
   double tr = 0;
-  for (int64_t i = 0; i < p; i++)
-    tr += ct == GSTAT_F64 ? ((const double *)s)[i + i * p] : ((const float *)s)[i + i * p];
+  for (int64_t i = 0; i < p; i++) tr += s[i + i * p];
   double mu = tr / (double)p, dev2, all2;
-  frobenius(ct, p, s, mu, &dev2, &all2);
+  frobenius(p, s, mu, &dev2, &all2);
   double dn = (double)n, dp = (double)p;
   if (method == GSTAT_SHRINK_LEDOIT_WOLF) {
-    double beta_ = row_norms4(ct, n, p, x, rn);
-    double beta = (beta_ / dn - all2) / (dp * dn);
+    double beta = (norms4 / dn - all2) / (dp * dn);
     double delta = dev2 / dp;
     if (beta < 0) beta = 0; /* only rounding can make it negative */
     if (beta > delta) beta = delta;
@@ -75,12 +62,40 @@ static double choose_shrinkage(gstat_shrinkage method, gstat_dtype ct, int64_t n
   return r < 1.0 ? r : 1.0;
 }
 
+/* Means and S = co-moment / n of every element into mean and s (batch x p,
+ * batch x p x p doubles); about 0 with assume_centered. A NaN/Inf shows in
+ * the means: only then is X scanned, to name it. */
+static gstat_status moments(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                            int assume_centered, double *mean, double *s) {
+  int64_t n = X->rows, p = X->cols;
+  bool finite = true;
+  for (int64_t b = 0; b < X->batch; b++) {
+    double *mb = mean + b * p, *sb = s + b * p * p;
+    gstat_status st = gstat_i_sched_comoment(ctx, fn, X, b, mb, sb, NULL);
+    if (st != GSTAT_OK) return st;
+    for (int64_t j = 0; j < p; j++) finite &= isfinite(mb[j]) && isfinite(sb[j + j * p]);
+    if (assume_centered) { /* X^T X = co-moment + n mean mean^T: no cancellation */
+      for (int64_t j = 0; j < p; j++)
+        for (int64_t i = 0; i < p; i++) sb[i + j * p] += (double)n * mb[i] * mb[j];
+      memset(mb, 0, sizeof(double) * (size_t)p);
+    }
+    for (int64_t e = 0; e < p * p; e++) sb[e] /= (double)n;
+  }
+  int64_t bi, ri, ci;
+  gstat_status st = GSTAT_OK;
+  if (!finite && gstat_i_sched_find_nonfinite(ctx, fn, "X", X, &bi, &ri, &ci, &st))
+    return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
+                        "%s: batch element %" PRId64 " of X has a non-finite value at (%" PRId64
+                        ", %" PRId64 ")",
+                        fn, bi, ri, ci);
+  return st;
+}
+
 gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrinkage method,
                               int assume_centered, gstat_matrix *C, gstat_matrix *mean_out,
                               double *shrinkage) {
   static const char fn[] = "cov_shrink";
   gstat_status st = GSTAT_OK;
-  gstat_i_staged hx = {0};
   if (!ctx) return GSTAT_EINVAL;
   gstat_i_begin(ctx);
   st = gstat_i_check_matrix(ctx, fn, "X", X);
@@ -135,26 +150,9 @@ gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrin
     for (int64_t b = 0; shrinkage && b < batch; b++) shrinkage[b] = 0.0;
     goto done;
   }
-  st = gstat_i_sched_stage(ctx, fn, "X", X, true, &hx); /* device data: a host copy */
-  if (st != GSTAT_OK) goto done;
-  X = &hx.m;
-  int64_t bi, ri, ci;
-  if (gstat_i_find_nonfinite(X, GSTAT_I_TRI_FULL, &bi, &ri, &ci)) { /* whatever check_finite says */
-    st = gstat_i_fail(ctx, GSTAT_ENOTFINITE,
-                      "%s: batch element %" PRId64 " of X has a non-finite value at (%" PRId64
-                      ", %" PRId64 ")",
-                      fn, bi, ri, ci);
-    goto done;
-  }
-
-  gstat_dtype ct = gstat_i_compute_dtype(X->dtype);
-  size_t es = gstat_dtype_size(ct);
   gstat_i_ws_plan pl = {0, true};
-  size_t o_x = gstat_i_ws_take(&pl, n * p, es);
-  size_t o_s = gstat_i_ws_take(&pl, p * p, es);
-  size_t o_c = gstat_i_ws_take(&pl, p * p, sizeof(double));
-  size_t o_mean = gstat_i_ws_take(&pl, p, sizeof(double));
-  size_t o_rn = gstat_i_ws_take(&pl, n, sizeof(double));
+  size_t o_s = gstat_i_ws_take(&pl, batch * p * p, sizeof(double));
+  size_t o_mean = gstat_i_ws_take(&pl, batch * p, sizeof(double));
   char *ws = pl.ok ? gstat_i_workspace(ctx, GSTAT_WS_COV, pl.size) : NULL;
   if (!ws) {
     st = pl.ok ? gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn,
@@ -162,18 +160,12 @@ gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrin
                : gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: the workspace size overflows", fn);
     goto done;
   }
-  void *x = ws + o_x, *s = ws + o_s;
-  double *c = (double *)(ws + o_c), *mean = (double *)(ws + o_mean), *rn = (double *)(ws + o_rn);
+  double *s = (double *)(ws + o_s), *mean = (double *)(ws + o_mean);
+  st = moments(ctx, fn, X, assume_centered, mean, s);
+  if (st != GSTAT_OK) goto done;
 
   for (int64_t b = 0; b < batch; b++) {
-    gstat_i_dense_load(X, b, ct, x, n);
-    if (!assume_centered) {
-      gstat_i_col_means(ct, n, p, x, NULL, (double)n, mean);
-      gstat_i_exact_constant_means(ct, n, p, x, mean);
-      gstat_i_center_scale(ct, n, p, x, mean, NULL);
-    } else {
-      memset(mean, 0, sizeof(double) * (size_t)p);
-    }
+    double *mb = mean + b * p, *c = s + b * p * p;
     if (mean_out) { /* p x 1 or 1 x p: the same p values along the one long side */
       gstat_matrix mo = *mean_out;
       if (mo.rows == 1) { /* view 1 x p as p x 1 */
@@ -182,15 +174,17 @@ gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrin
         mo.row_stride = mean_out->col_stride;
         mo.col_stride = mean_out->row_stride;
       }
-      st = gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, mean, p, &mo, b);
+      st = gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, mb, p, &mo, b);
       if (st != GSTAT_OK) goto done;
     }
-    st = gstat_i_syrk(ctx, ct, GSTAT_TRANS, p, n, 1.0 / (double)n, x, n, 0.0, s, p);
-    if (st != GSTAT_OK) goto done;
-    double sh = choose_shrinkage(method, ct, n, p, x, s, rn);
+    double sums[2] = {0, 0}; /* Ledoit-Wolf: sum_k ||x_k - mean||^4 */
+    if (method == GSTAT_SHRINK_LEDOIT_WOLF && p > 1) {
+      gstat_i_rows_req r = {.X = X, .b = b, .center = assume_centered ? NULL : mb, .sums = sums};
+      st = gstat_i_sched_rows(ctx, fn, &r);
+      if (st != GSTAT_OK) goto done;
+    }
+    double sh = choose_shrinkage(method, n, p, c, sums[1]);
     double tr = 0;
-    for (int64_t k = 0; k < p * p; k++)
-      c[k] = ct == GSTAT_F64 ? ((const double *)s)[k] : ((const float *)s)[k];
     for (int64_t i = 0; i < p; i++) tr += c[i + i * p];
     double mu = tr / (double)p;
     for (int64_t k = 0; k < p * p; k++) c[k] *= 1.0 - sh;
@@ -199,8 +193,6 @@ gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrin
     if (st != GSTAT_OK) goto done;
     if (shrinkage) shrinkage[b] = sh;
   }
-  ctx->last_backends |= GSTAT_RAN_CPU;
 done:
-  gstat_i_sched_release(ctx, &hx);
   return st;
 }

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "linalg/dense.h"
+#include "backend/dense.h"
 #include "spectral/spectral_internal.h"
 
 size_t gstat_i_cluster_qr_scratch(int64_t n, int64_t k) {

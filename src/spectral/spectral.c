@@ -6,7 +6,7 @@
 
 #include "core/matrix.h"
 #include "graph/graph_internal.h"
-#include "linalg/dense.h"
+#include "backend/dense.h"
 #include "spectral/spectral_internal.h"
 #include "spectral/spectral_sparse.h"
 
@@ -139,7 +139,25 @@ static gstat_status run_single(gstat_ctx *ctx, const char *fn, const gstat_graph
       return gstat_i_fail(ctx, GSTAT_EINVAL,
                           "%s: %lld embedding columns need more than the graph's %lld nodes", fn,
                           (long long)dim, (long long)n);
-    return gstat_i_sc_sparse(ctx, fn, G, o, k, labels, eig, emb, embed_only, r, rep);
+    gstat_graph H; /* the operator is formed on the host */
+    gstat_i_staged copy;
+    gstat_status st = gstat_i_graph_on_host(ctx, fn, G, &H, &copy);
+    if (st == GSTAT_OK)
+      st = gstat_i_sc_sparse(ctx, fn, &H, o, k, labels, eig, emb, embed_only, r, rep);
+    gstat_i_sched_release(ctx, &copy);
+    return st;
+  }
+  /* one device graph: as a batch of one on the device engine where that takes it
+   * whole (labels only; at most 1024 nodes, k-means, float32/64: spectral.h),
+   * else the Laplacian and the eigh in device memory, the rest on the host */
+  bool device = G->format == GSTAT_GRAPH_DENSE && G->adjacency.location == GSTAT_CUDA;
+  bool whole =
+      !emb && n <= 1024 && o->assign == GSTAT_ASSIGN_KMEANS && G->adjacency.dtype != GSTAT_BF16;
+  if (device && !whole) {
+    bool handled;
+    gstat_status st =
+        gstat_i_sc_device_one(ctx, fn, G, o, labels, eig, emb, embed_only, r, &handled);
+    if (handled) return st;
   }
   int64_t node0[2] = {0, n}, eoff[2] = {0, gstat_i_sc_eig_count(o, n, k)};
   gstat_graph_batch b;
@@ -162,7 +180,16 @@ static gstat_status run_single(gstat_ctx *ctx, const char *fn, const gstat_graph
   double inertia[1];
   gstat_i_sc_out out = {labels, kk,  comps, inertia, iters,      gst,
                         eoff,   eig, emb,   &dim,    embed_only, false};
-  gstat_status st = gstat_i_sc_dense(ctx, fn, &B, NULL, o, &out);
+  gstat_status st;
+  gstat_i_staged copy = {0};
+  if (device && whole) {
+    st = gstat_i_sc_device(ctx, fn, &B, NULL, o, &out);
+  } else {
+    st = gstat_i_sched_stage(ctx, fn, "G.adjacency", &G->adjacency, true, &copy);
+    if (st == GSTAT_OK && G->format == GSTAT_GRAPH_DENSE) b.adjacency = copy.m;
+    if (st == GSTAT_OK) st = gstat_i_sc_dense(ctx, fn, &B, NULL, o, &out);
+    gstat_i_sched_release(ctx, &copy);
+  }
   r->k = kk[0];
   r->comps = comps[0];
   r->inertia = inertia[0];
@@ -240,8 +267,6 @@ gstat_status gstat_spectral_embedding(gstat_ctx *ctx, const gstat_graph *G,
   if (!embedding) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: embedding is NULL", fn);
   st = gstat_i_check_matrix(ctx, fn, "embedding", embedding);
   if (st != GSTAT_OK) return st;
-  if (embedding->location != GSTAT_HOST)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: embedding is in device memory", fn);
   if (embedding->batch != 1 || embedding->rows != n || embedding->cols != dim)
     return gstat_i_fail(ctx, GSTAT_EINVAL,
                         "%s: embedding is %lld x %lld x %lld, expected 1 x %lld x %lld", fn,
@@ -271,7 +296,11 @@ gstat_status gstat_spectral_embedding(gstat_ctx *ctx, const gstat_graph *G,
   T.cols = n;
   T.row_stride = embedding->col_stride;
   T.col_stride = embedding->row_stride;
-  gstat_i_dense_store(GSTAT_F64, E, dim, &T, 0);
+  gstat_status stored = gstat_i_sched_store(ctx, fn, "embedding", GSTAT_F64, E, dim, &T, 0);
+  if (stored != GSTAT_OK) {
+    st = stored;
+    goto done;
+  }
   if (eigenvalues) memcpy(eigenvalues, E + n * dim, sizeof(double) * (size_t)neig);
 done:
   free(E);

@@ -15,9 +15,8 @@
 #include "core/matrix.h"
 #include "graph/graph_internal.h"
 #include "gstat/linalg.h"
-#include "linalg/cpu/eigh_lowest.h"
-#include "linalg/dense.h"
-#include "linalg/sched.h"
+#include "backend/dense.h"
+#include "backend/sched.h"
 #include "spectral/spectral_internal.h"
 
 typedef struct sizeidx {
@@ -152,86 +151,6 @@ static void build_one(const sc *s, const char *fn, int64_t g, double *A, double 
                               ? GSTAT_LAPLACIAN_UNNORMALIZED
                               : GSTAT_LAPLACIAN_SYMMETRIC,
                           d);
-}
-
-/* One large graph: its m smallest pairs as the m largest of -L (the
- * scheduler's eigh_top: reduction, every eigenvalue, m vectors by inverse
- * iteration; 4/3 n^3 flops against the full eigh's 9 n^3, bench/README.md
- * "Threads on a shared machine"), then back in the order the full eigh
- * leaves them: eigenvalues ascending, their vectors in the first columns. */
-static const int64_t lowest_by_top_min_n = 256;
-
-#define NEGATE_LOWER(T)                                             \
-  do {                                                              \
-    T *a = (T *)L->data;                                            \
-    for (int64_t j = 0; j < n; j++)                                 \
-      for (int64_t i = j; i < n; i++) a[i + j * n] = -a[i + j * n]; \
-  } while (0)
-#define UNDO_TOP(T)                                                         \
-  do {                                                                      \
-    T *a = (T *)L->data, *v = (T *)w->data;                                 \
-    for (int64_t i = 0; i < n / 2; i++) { /* -reverse(w) */                 \
-      T t = v[i];                                                           \
-      v[i] = -v[n - 1 - i];                                                 \
-      v[n - 1 - i] = -t;                                                    \
-    }                                                                       \
-    if (n % 2) v[n / 2] = -v[n / 2];                                        \
-    for (int64_t c = 0; c < (m < n / 2 ? m : n / 2); c++) /* columns too */ \
-      for (int64_t i = 0; i < n; i++) {                                     \
-        T t = a[i + c * n];                                                 \
-        a[i + c * n] = a[i + (n - 1 - c) * n];                              \
-        a[i + (n - 1 - c) * n] = t;                                         \
-      }                                                                     \
-  } while (0)
-
-static gstat_status lowest_by_top(gstat_ctx *ctx, gstat_matrix *L, gstat_matrix *w, int64_t m) {
-  int64_t n = L->rows;
-  bool f32 = L->dtype == GSTAT_F32;
-  if (f32)
-    NEGATE_LOWER(float);
-  else
-    NEGATE_LOWER(double);
-  gstat_status st = gstat_i_sched_eigh_top(ctx, L, m, w);
-  if (st != GSTAT_OK) return st;
-  if (f32)
-    UNDO_TOP(float);
-  else
-    UNDO_TOP(double);
-  return GSTAT_OK;
-}
-#undef NEGATE_LOWER
-#undef UNDO_TOP
-
-/* Whether the m smallest pairs of n x n Laplacians are cheaper alone (bisection
- * and inverse iteration, ~25 us a pair at n = 64) than a full eigh (~130 us at
- * n = 64, growing as n^3): measured on the 2-core Xeon, see bench/README.md. */
-static bool lowest_pays(int64_t n, int64_t m) {
-  return n <= gstat_i_eigh_lowest_max_n() && (m + 1) * 4096 <= 4 * n * n;
-}
-
-/* The smallest gstat_i_sc_eig_count pairs of each of the cn Laplacians of a
- * chunk (in L or, for f32, Lf), into the first columns and entries as the full
- * eigh would leave them; info[c] != 0 for a failed one. scratch: lws doubles
- * per thread. */
-static gstat_status lowest_pairs(gstat_ctx *ctx, const sc *s, const sizeidx *order, int64_t cn,
-                                 int64_t n, bool f32, double *L, double *w, float *Lf, float *wf,
-                                 double *scratch, size_t lws, int tn, int64_t *info) {
-  int64_t failed = 0;
-#pragma omp parallel for num_threads(tn) schedule(dynamic, 4) if (tn > 1) reduction(+ : failed)
-  for (int64_t c = 0; c < cn; c++) {
-    int t = 0;
-#ifdef _OPENMP
-    t = omp_get_thread_num();
-#endif
-    int64_t m = gstat_i_sc_eig_count(s->o, n, k_of(s, order[c].g));
-    void *work = scratch + lws * (size_t)t;
-    size_t at = (size_t)(c * n * n);
-    info[c] = f32 ? gstat_i_eigh_lowest_f32(n, Lf + at, n, m, wf + c * n, work)
-                  : gstat_i_eigh_lowest_f64(n, L + at, n, m, w + c * n, work);
-    failed += info[c] != 0;
-  }
-  ctx->last_backends |= GSTAT_RAN_CPU;
-  return failed ? GSTAT_ENOCONV : GSTAT_OK;
 }
 
 void gstat_i_sc_assign(const gstat_spectral_options *o, int64_t n, int64_t k, const double *V,
@@ -385,37 +304,24 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
         int lt = gstat_i_dense_loop_threads(ctx, cn);
         if (lt < tn) tn = lt;
       }
-      size_t cells = (size_t)(cn * n * n), ts = gstat_i_sc_thread_scratch(n, kmax, dmax), total;
+      size_t cells = (size_t)(cn * n * n), ts = gstat_i_sc_thread_scratch(n, kmax, dmax);
       /* f32: the Laplacians and eigenvalues also in float (half a double each) */
       size_t lf = f32 ? (cells + (size_t)(cn * n)) / 2 + 1 : 0;
-      /* only the few smallest pairs when that pays, per thread its scratch */
-      int64_t mmax = 1;
-      for (int64_t c = 0; c < cn; c++) {
-        int64_t m = gstat_i_sc_eig_count(o, n, k_of(&s, order[c0 + c].g));
-        if (m > mmax) mmax = m;
-      }
-      bool few = lowest_pays(n, mmax) && gstat_i_eigh_runs_on_cpu(ctx, &(gstat_matrix){
-                                                                           .batch = cn,
-                                                                           .rows = n,
-                                                                           .cols = n,
-                                                                           .location = GSTAT_HOST,
-                                                                       });
-      size_t lws = few ? (gstat_i_eigh_lowest_workspace(n, mmax, f32 ? 4 : 8) + 63) / 64 * 8 : 0;
-      /* after the rest (see below), 64 bytes aligned */
-      size_t used = cells + 2 * (size_t)(cn * n) + 2 * (size_t)cn + ts * (size_t)tn + lf;
-      size_t at = (used + 7) / 8 * 8;
-      if (used > SIZE_MAX / 2 || !gstat_i_add_size(at, lws * (size_t)tn, &total) ||
-          total > SIZE_MAX / 8)
+      /* beside info, the pairs each graph's embedding can use: the
+       * scheduler's eigh_lowest computes only those where that pays */
+      size_t total = cells + 2 * (size_t)(cn * n) + 3 * (size_t)cn + ts * (size_t)tn + lf;
+      if (total > SIZE_MAX / 8)
         return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);
       double *ws = gstat_i_workspace(ctx, GSTAT_WS_SPECTRAL, total * 8);
       if (!ws)
         return gstat_i_fail(ctx, GSTAT_ENOMEM,
                             "%s: cannot allocate %zu bytes for %lld graphs of %lld nodes", fn,
                             total * 8, (long long)cn, (long long)n);
-      double *L = ws, *w = L + cells, *deg = w + cn * n, *scr = deg + cn * n + 2 * cn;
-      int64_t *info = (int64_t *)(deg + cn * n);
+      double *L = ws, *w = L + cells, *deg = w + cn * n, *scr = deg + cn * n + 3 * cn;
+      int64_t *info = (int64_t *)(deg + cn * n), *pairs = info + 2 * cn;
       float *Lf = (float *)(scr + ts * (size_t)tn), *wf = Lf + cells;
-      double *lowest_ws = ws + at;
+      for (int64_t c = 0; c < cn; c++)
+        pairs[c] = gstat_i_sc_eig_count(o, n, k_of(&s, order[c0 + c].g));
 
 #pragma omp parallel for num_threads(tn) schedule(dynamic, 1) if (tn > 1)
       for (int64_t c = 0; c < cn; c++) {
@@ -437,15 +343,7 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
                             : gstat_matrix_col_major(L, GSTAT_F64, cn, n, n);
       gstat_matrix wm =
           f32 ? gstat_vector_batch(wf, GSTAT_F32, cn, n) : gstat_vector_batch(w, GSTAT_F64, cn, n);
-      if (few) {
-        st = lowest_pairs(ctx, &s, order + c0, cn, n, f32, L, w, Lf, wf, lowest_ws, lws, tn, info);
-      } else if (cn == 1 && n >= lowest_by_top_min_n) {
-        info[0] = 0;
-        st = lowest_by_top(ctx, &Lm, &wm, mmax);
-        if (st == GSTAT_ENOCONV) info[0] = 1;
-      } else {
-        st = gstat_i_eigh(ctx, &Lm, GSTAT_LOWER, &wm, &Lm, info);
-      }
+      st = gstat_i_sched_eigh_lowest(ctx, &Lm, pairs, &wm, info);
       if (st == GSTAT_ENOCONV) {
         for (int64_t c = 0; c < cn; c++)
           if (info[c] != 0 && recs[order[c0 + c].g].why == WHY_OK)

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "linalg/backend.h"
+#include "backend/backend.h"
 #include "spectral/spectral_internal.h"
 
 /* The host engine, on the CPU, on a host copy of the adjacencies. */

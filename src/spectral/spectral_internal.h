@@ -117,4 +117,14 @@ gstat_status gstat_i_sc_device(gstat_ctx *ctx, const char *fn, const gstat_i_sc_
                                const int64_t *ks, const gstat_spectral_options *o,
                                gstat_i_sc_out *out);
 
+/* One dense graph in CUDA device memory with its embedding wanted
+ * (spectral_chain.c): Laplacian and eigh in device memory, the assignment on
+ * the host. *handled false (nothing done) when the eigh would not stay on
+ * the device or there is no device memory for it: the caller then runs the
+ * host engine on a copy. A graph's own failure gives labels -1 and its
+ * status, as the engine's. */
+gstat_status gstat_i_sc_device_one(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
+                                   const gstat_spectral_options *o, int64_t *labels, double *eig,
+                                   double *emb, bool embed_only, gstat_i_sc_rec *r, bool *handled);
+
 #endif /* GSTAT_SPECTRAL_INTERNAL_H */

@@ -157,6 +157,10 @@ def test_usage(data_dir):
         (["spectral", "-k", "2", "--points", "--affinity", "epsilon", p], "needs --eps"),
         (["spectral", "-k", "2", "--points", "--eps", "1", p], "--eps is for --affinity epsilon"),
         (["spectral", "-k", "2", "--points", "--neighbors", "3", p], "--neighbors is for"),
+        (["spectral", "-k", "2", "--points", "--knn-algorithm", "brute", p], "--knn-algorithm is for"),
+        (["spectral", "-k", "2", "--points", "--affinity", "knn", "--knn-algorithm", "fast", p],
+         "--knn-algorithm: 'fast' is not one of"),
+        (["spectral", "-k", "2", "--knn-algorithm", "brute", p], "need --points"),
         (["spectral", "-k", "2", "--points", "--affinity", "knn", "--neighbors", "0", p],
          "not a positive whole number"),
         (["spectral", "-k", "2", "--points", "--affinity", "knn", "--symmetrize", "check", p],
@@ -483,6 +487,12 @@ def test_points(data_dir):
         check(a > 0.99, "blobs %s: ARI %.4f" % (aff, a))
     knn = ["spectral", "--points", "-k", "3", "--affinity", "knn"]
     check(out_of(knn + [csv]) == out_of(knn + [tsv]), "blobs: CSV and TSV differ")
+    for alg in ("kd-tree", "brute"):  # exact: the same graph as auto's
+        check(out_of(knn + ["--knn-algorithm", alg, csv]) == out_of(knn + [csv]),
+              "blobs: --knn-algorithm %s differs from auto" % alg)
+    _, rows = labels_csv(out_of(knn + ["--knn-algorithm", "nndescent", "--seed", "4", csv]))
+    a = ari([int(r[1]) for r in rows], truth)
+    check(a > 0.99, "blobs --knn-algorithm nndescent: ARI %.4f" % a)
     # embedding and eigenvalues: shapes, and the first eigenvalue is 0
     e, v = os.path.join(TMP(), "emb.csv"), os.path.join(TMP(), "eig.csv")
     rc, _, err = run(knn + ["--embedding", e, "--eigenvalues", v, "-o", os.devnull, csv])

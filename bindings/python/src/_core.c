@@ -361,9 +361,37 @@ static int refuse_masked(PyObject *obj, const char *name) {
   return masked ? -1 : 0;
 }
 
+/* Whether obj is a CUDA tensor (DLPack device type CUDA or CUDA managed). */
+static int is_cuda_tensor(PyObject *obj) {
+  if (PyArray_Check(obj) || !PyObject_HasAttrString(obj, "__dlpack_device__")) return 0;
+  PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+  long kind = -1;
+  if (dev && PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) >= 1)
+    kind = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
+  Py_XDECREF(dev);
+  PyErr_Clear();
+  return kind == 2 || kind == 13;
+}
+
+/* A CUDA array where host memory is needed: gstat's UnsupportedError (-1),
+ * found before numpy converts it, whose error would be the producer's
+ * (torch: "can't convert cuda:0 device type tensor to numpy"). Objects with
+ * only __cuda_array_interface__ (no DLPack) are device arrays too. */
+static int refuse_device(PyObject *obj, const char *name) {
+  if (PyArray_Check(obj)) return 0;
+  int dlpack = is_cuda_tensor(obj);
+  if (!dlpack && !PyObject_HasAttrString(obj, "__cuda_array_interface__")) return 0;
+  PyErr_Format(UnsupportedError,
+               "%s: a CUDA array (%.100s) where this call takes host memory; pass host data "
+               "(torch: x.cpu(), CuPy: x.get())%s",
+               name, Py_TYPE(obj)->tp_name,
+               dlpack ? "" : " or, for device work, a DLPack tensor (torch, CuPy)");
+  return -1;
+}
+
 static int host_in(PyObject *obj, int vec, const char *name, marg *a) {
   memset(a, 0, sizeof *a);
-  if (refuse_masked(obj, name) < 0) return -1;
+  if (refuse_device(obj, name) < 0 || refuse_masked(obj, name) < 0) return -1;
   PyArrayObject *arr =
       (PyArrayObject *)PyArray_FROM_OF(obj, NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED);
   if (!arr) return -1;
@@ -557,33 +585,10 @@ static int dl_out(PyObject *obj, int vec, const char *name, long long stream, in
   return 0;
 }
 
-/* ---- running a call: GIL released, Ctrl-C checked between chunks ----------------------- */
+/* ---- running a call: GIL released; Ctrl-C through the progress callback ---------------- */
 
 static int64_t to_i64(PyObject *o) {
   return PyLong_AsLongLong(o);
-}
-
-/* "batch element N" in a chunk's message means element N + b0 of the call. */
-static void remap_message(const char *msg, int64_t b0, char *buf, size_t cap) {
-  static const char key[] = "batch element ";
-  size_t used = 0;
-  const char *p = msg;
-  buf[0] = '\0';
-  while (*p && used + 1 < cap) {
-    const char *hit = strstr(p, key);
-    if (!hit || b0 == 0) {
-      snprintf(buf + used, cap - used, "%s", p);
-      return;
-    }
-    char *end;
-    long long n = strtoll(hit + sizeof key - 1, &end, 10);
-    int w = snprintf(buf + used, cap - used, "%.*s%lld", (int)(hit - p + sizeof key - 1), p,
-                     n + (long long)b0);
-    if (w < 0) return;
-    used += (size_t)w;
-    if (used >= cap) return;
-    p = end;
-  }
 }
 
 typedef enum { OP_EIGH, OP_CHOL, OP_CHOL_SOLVE, OP_TRI_SOLVE } lin_op;
@@ -596,65 +601,28 @@ typedef struct {
   marg *in, *in2, *out, *out2; /* eigh: A, -, w, V; chol: A, -, F; solves: T, B, X */
 } lin_call;
 
-static gstat_matrix sub(const gstat_matrix *m, int64_t b0, int64_t count) {
-  gstat_matrix s = *m;
-  s.data = (char *)m->data + (size_t)(b0 * m->batch_stride) * gstat_dtype_size(m->dtype);
-  s.batch = count;
-  return s;
-}
-
-static gstat_status lin_run(gstat_ctx *ctx, const lin_call *c, int64_t b0, int64_t count) {
-  gstat_matrix A = sub(&c->in->m, b0, count), O = sub(&c->out->m, b0, count), B, O2;
+static gstat_status lin_run(gstat_ctx *ctx, const lin_call *c) {
   switch (c->op) {
     case OP_EIGH:
-      if (c->out2) O2 = sub(&c->out2->m, b0, count);
-      return gstat_eigh(ctx, &A, c->uplo, &O, c->out2 ? &O2 : NULL, NULL);
-    case OP_CHOL: return gstat_cholesky(ctx, &A, c->uplo, &O, NULL);
+      return gstat_eigh(ctx, &c->in->m, c->uplo, &c->out->m, c->out2 ? &c->out2->m : NULL, NULL);
+    case OP_CHOL: return gstat_cholesky(ctx, &c->in->m, c->uplo, &c->out->m, NULL);
     case OP_CHOL_SOLVE:
-      B = sub(&c->in2->m, b0, count);
-      return gstat_cholesky_solve(ctx, &A, c->uplo, &B, &O, NULL);
+      return gstat_cholesky_solve(ctx, &c->in->m, c->uplo, &c->in2->m, &c->out->m, NULL);
     case OP_TRI_SOLVE:
-      B = sub(&c->in2->m, b0, count);
-      return gstat_triangular_solve(ctx, &A, c->uplo, c->trans, c->diag, &B, &O, NULL);
+      return gstat_triangular_solve(ctx, &c->in->m, c->uplo, c->trans, c->diag, &c->in2->m,
+                                    &c->out->m, NULL);
   }
   return GSTAT_EINVAL;
 }
 
-/* Host batches are cut into chunks of about 2^28 n^3 work (hundreds of ms)
- * so that Ctrl-C is noticed between them: the linear-algebra entry points do
- * not call the progress callback themselves. */
+/* The library reports long batches to the progress callback (the CPU
+ * between slices, host data on the GPU between chunks), where Ctrl-C
+ * cancels them, and names failing elements of the whole batch. */
 static PyObject *lin_execute(pooled *p, const lin_call *c) {
-  int64_t batch = c->in->m.batch, n = c->in->m.rows;
-  int64_t chunk = batch;
-  if (c->in->m.location == GSTAT_HOST && n > 0) {
-    double per = (double)n * (double)n * (double)n;
-    double want = 268435456.0 / per;
-    chunk = want < 64.0 ? 64 : want > (double)batch ? batch : (int64_t)want;
-    if (chunk < 1) chunk = 1;
-  }
-  gstat_status st = GSTAT_OK;
-  int64_t b0 = 0;
-  PyThreadState *save = PyEval_SaveThread();
-  do {
-    int64_t count = batch - b0 < chunk ? batch - b0 : chunk;
-    st = lin_run(p->ctx, c, b0, count);
-    if (st != GSTAT_OK) break;
-    b0 += count;
-    if (b0 < batch) {
-      PyEval_RestoreThread(save);
-      int sig = PyErr_CheckSignals();
-      save = PyEval_SaveThread();
-      if (sig < 0) {
-        st = GSTAT_ECANCELED;
-        break;
-      }
-    }
-  } while (b0 < batch);
-  PyEval_RestoreThread(save);
-  if (st == GSTAT_OK) return Py_None;
-  char buf[1024];
-  remap_message(gstat_ctx_last_error(p->ctx), b0, buf, sizeof buf);
-  return raise_message(st, buf);
+  gstat_status st;
+  Py_BEGIN_ALLOW_THREADS st = lin_run(p->ctx, c);
+  Py_END_ALLOW_THREADS if (st == GSTAT_OK) return Py_None;
+  return raise_status(st, p);
 }
 
 static int parse_uplo(PyObject *o, gstat_uplo *u) {
@@ -681,18 +649,6 @@ static int lin_out(PyObject *obj, int vec, const char *name, long long stream, i
   return host_out(obj, vec, name, nd, shape, typenum_of(dt), a);
 }
 
-/* Whether obj is a CUDA tensor (DLPack device type CUDA or CUDA managed). */
-static int is_cuda_tensor(PyObject *obj) {
-  if (PyArray_Check(obj) || !PyObject_HasAttrString(obj, "__dlpack_device__")) return 0;
-  PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
-  long kind = -1;
-  if (dev && PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) >= 1)
-    kind = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
-  Py_XDECREF(dev);
-  PyErr_Clear();
-  return kind == 2 || kind == 13;
-}
-
 /* A second input of a call on device data that may lie on either side (a
  * fitted location or precision kept as numpy, say): the library moves it. */
 static int any_in(PyObject *obj, int vec, const char *name, long long stream, marg *a) {
@@ -709,7 +665,9 @@ static pooled *lin_ctx(PyObject *backend_obj, const marg *in, long long stream) 
     gstat_status st =
         gstat_ctx_set_cuda_stream(p->ctx, (void *)(intptr_t)(stream == 0 ? 1 : stream));
     if (st != GSTAT_OK) {
-      raise_status(st, p);
+      char msg[sizeof "CUDA device data given, but " + 512];
+      snprintf(msg, sizeof msg, "CUDA device data given, but %s", gstat_ctx_last_error(p->ctx));
+      raise_message(st, msg);
       ctx_release(p);
       return NULL;
     }
@@ -721,6 +679,25 @@ static int check_nargs(Py_ssize_t nargs, Py_ssize_t want, const char *fn) {
   if (nargs == want) return 0;
   PyErr_Format(PyExc_TypeError, "%s takes %zd arguments (%zd given)", fn, want, nargs);
   return -1;
+}
+
+/* Functions that later took device data have optional trailing arguments
+ * (a stream, device outputs): between `least` and `most` arguments. */
+static int check_nargs_up_to(Py_ssize_t nargs, Py_ssize_t least, Py_ssize_t most, const char *fn) {
+  if (nargs >= least && nargs <= most) return 0;
+  PyErr_Format(PyExc_TypeError, "%s takes %zd to %zd arguments (%zd given)", fn, least, most,
+               nargs);
+  return -1;
+}
+
+/* Argument i, None when not given. */
+static PyObject *opt_arg(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t i) {
+  return i < nargs ? args[i] : Py_None;
+}
+
+/* A stream argument: -1 for None (host data). */
+static long long stream_arg(PyObject *o) {
+  return o == Py_None ? -1 : to_i64(o);
 }
 
 /* eigh(a, UPLO, want_vectors, out_w, out_v, backend, stream) */
@@ -943,6 +920,7 @@ static int parse_dtype_arg(PyObject *o, gstat_dtype fallback, gstat_dtype *dt) {
 static int f64_vector(PyObject *o, const char *name, int64_t n, PyArrayObject **out) {
   *out = NULL;
   if (o == Py_None) return 0;
+  if (refuse_device(o, name) < 0) return -1;
   PyArrayObject *a = (PyArrayObject *)PyArray_FROM_OTF(o, NPY_FLOAT64, NPY_ARRAY_IN_ARRAY);
   if (!a) return -1;
   if (PyArray_NDIM(a) != 1 || PyArray_DIM(a, 0) != n) {
@@ -1148,6 +1126,7 @@ done:
 static int pca_view(PyObject *const *arr, int whiten, gstat_pca_result *r, PyArrayObject **hold) {
   /* arr: components (k, p), mean (p,), explained_variance (k,) */
   for (int i = 0; i < 3; i++) {
+    if (refuse_device(arr[i], "the fitted PCA arrays") < 0) return -1;
     hold[i] = (PyArrayObject *)PyArray_FROM_OTF(arr[i], NPY_FLOAT64, NPY_ARRAY_IN_ARRAY);
     if (!hold[i]) return -1;
   }
@@ -1271,17 +1250,23 @@ static pooled *accum_begin(PyObject *const *args, PyObject *backend_obj, gstat_c
   return p;
 }
 
-/* accum_add(p, missing, state, X (n, p), fweights, backend) -> new state */
+/* accum_add(p, missing, state, X (n, p), fweights, backend[, stream]) -> new state; with a
+ * stream X is a CUDA tensor (the state stays on the host) */
 static PyObject *py_accum_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs(nargs, 6, "accum_add") < 0) return NULL;
+  if (check_nargs_up_to(nargs, 6, 7, "accum_add") < 0) return NULL;
+  long long stream = stream_arg(opt_arg(args, nargs, 6)); /* x a CUDA tensor: its stream */
+  int64_t dim = to_i64(args[0]);
+  int missing = (int)to_i64(args[1]);
+  if (PyErr_Occurred()) return NULL;
   gstat_cov_accum *acc = NULL;
-  pooled *p = accum_begin(args, args[5], &acc);
-  if (!p) return NULL;
   PyObject *ret = NULL;
   PyArrayObject *fw = NULL;
+  pooled *p = NULL;
   marg X;
-  if (host_in(args[3], 0, "x", &X) < 0) goto done;
+  if (lin_in(args[3], 0, "x", stream, &X) < 0) return NULL;
+  if (!(p = lin_ctx(args[5], &X, stream)) || !(acc = accum_open(p, dim, missing, args[2])))
+    goto done;
   if (X.ndim != 2) {
     PyErr_Format(PyExc_ValueError, "x must be 2-dimensional (n_samples, n_features), got %d-D",
                  X.ndim);
@@ -1410,8 +1395,9 @@ static void graph_clear(graph_arg *g) {
   Py_CLEAR(g->data);
 }
 
-/* graph: an ndarray (dense (..., n, n)) or a tuple (n, indptr, indices, data or None). */
-static int graph_in(PyObject *obj, int symmetrize, int loops, graph_arg *g) {
+/* graph: an ndarray (dense (..., n, n)), with a stream (>= 0) a CUDA tensor, or a
+ * tuple (n, indptr, indices, data or None). */
+static int graph_in(PyObject *obj, int symmetrize, int loops, long long stream, graph_arg *g) {
   memset(g, 0, sizeof *g);
   if (PyTuple_Check(obj)) {
     long long n;
@@ -1431,7 +1417,7 @@ static int graph_in(PyObject *obj, int symmetrize, int loops, graph_arg *g) {
     g->g =
         gstat_graph_csr(n, off, PyArray_DATA(g->indices), g->data ? PyArray_DATA(g->data) : NULL);
   } else {
-    if (host_in(obj, 0, "adjacency", &g->dense) < 0) return -1;
+    if (lin_in(obj, 0, "adjacency", stream, &g->dense) < 0) return -1;
     g->g = gstat_graph_dense(&g->dense.m);
   }
   g->g.symmetrize = (gstat_symmetrize)symmetrize;
@@ -1439,14 +1425,16 @@ static int graph_in(PyObject *obj, int symmetrize, int loops, graph_arg *g) {
   return 0;
 }
 
-/* laplacian(graph, kind, symmetrize, loops, sparse, backend)
+/* laplacian(graph, kind, symmetrize, loops, sparse, backend[, stream, L, degrees])
  * dense: -> (L (..., n, n) float64, degrees (..., n)); sparse: -> (indptr, indices, data, degrees)
- */
+ * With a stream the graph is a CUDA tensor and L, degrees the device outputs (returned). */
 static PyObject *py_laplacian(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs(nargs, 6, "laplacian") < 0) return NULL;
+  if (check_nargs_up_to(nargs, 6, 9, "laplacian") < 0) return NULL;
   int kind = (int)to_i64(args[1]), sym = (int)to_i64(args[2]), loops = (int)to_i64(args[3]);
   int sparse = PyObject_IsTrue(args[4]), backend;
+  long long stream = stream_arg(opt_arg(args, nargs, 6));
+  PyObject *l_out = opt_arg(args, nargs, 7), *d_out = opt_arg(args, nargs, 8);
   if (PyErr_Occurred() || parse_backend(args[5], &backend) < 0) return NULL;
   graph_arg g;
   marg L, D;
@@ -1455,8 +1443,8 @@ static PyObject *py_laplacian(PyObject *self, PyObject *const *args, Py_ssize_t 
   PyObject *ret = NULL, *ip = NULL, *ix = NULL, *vals = NULL, *deg = NULL;
   pooled *p = NULL;
   gstat_status st;
-  if (graph_in(args[0], sym, loops, &g) < 0) goto done;
-  if (!(p = ctx_acquire(backend, 0))) goto done;
+  if (graph_in(args[0], sym, loops, stream, &g) < 0) goto done;
+  if (!(p = lin_ctx(args[5], &g.dense, stream))) goto done;
   if (!sparse) {
     npy_intp shape[NPY_MAXDIMS];
     int nd;
@@ -1467,15 +1455,15 @@ static PyObject *py_laplacian(PyObject *self, PyObject *const *args, Py_ssize_t 
       nd = g.dense.ndim;
       memcpy(shape, g.dense.shape, sizeof(npy_intp) * (size_t)nd);
     }
-    if (host_out(Py_None, 0, "L", nd, shape, NPY_FLOAT64, &L) < 0) goto done;
-    if (host_out(Py_None, 1, "degrees", nd - 1, shape, NPY_FLOAT64, &D) < 0) goto done;
+    if (lin_out(l_out, 0, "L", stream, nd, shape, GSTAT_F64, &L) < 0) goto done;
+    if (lin_out(d_out, 1, "degrees", stream, nd - 1, shape, GSTAT_F64, &D) < 0) goto done;
     Py_BEGIN_ALLOW_THREADS st =
         gstat_laplacian(p->ctx, &g.g, (gstat_laplacian_kind)kind, &L.m, &D.m);
     Py_END_ALLOW_THREADS if (st != GSTAT_OK) {
       raise_status(st, p);
       goto done;
     }
-    ret = PyTuple_Pack(2, L.owner, D.owner);
+    ret = stream >= 0 ? PyTuple_Pack(2, l_out, d_out) : PyTuple_Pack(2, L.owner, D.owner);
   } else {
     int64_t nnz = 0, n = g.g.format == GSTAT_GRAPH_CSR ? g.g.csr.n : g.dense.m.rows;
     Py_BEGIN_ALLOW_THREADS st = gstat_laplacian_csr(p->ctx, &g.g, (gstat_laplacian_kind)kind, 0,
@@ -1512,11 +1500,15 @@ done:
   return ret;
 }
 
-/* affinity(X, kind, gamma, n_neighbors, include_self, weights, symmetrize, epsilon, dense, backend)
- * dense: -> A (n, n) float64; else -> (indptr, indices, data) */
+/* affinity(X, kind, gamma, n_neighbors, include_self, weights, symmetrize, epsilon, dense, backend,
+ *          knn_algorithm, seed[, stream, A])
+ * dense: -> A (n, n) float64; else -> (indptr, indices, data) host arrays. With a stream X is a
+ * CUDA tensor and A the device output (returned). */
 static PyObject *py_affinity(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs(nargs, 10, "affinity") < 0) return NULL;
+  if (check_nargs_up_to(nargs, 12, 14, "affinity") < 0) return NULL;
+  long long stream = stream_arg(opt_arg(args, nargs, 12));
+  PyObject *a_out = opt_arg(args, nargs, 13);
   gstat_affinity_options opt;
   gstat_affinity_options_init(&opt);
   opt.kind = (gstat_affinity_kind)to_i64(args[1]);
@@ -1526,6 +1518,8 @@ static PyObject *py_affinity(PyObject *self, PyObject *const *args, Py_ssize_t n
   opt.weights = (gstat_knn_weights)to_i64(args[5]);
   opt.symmetrize = (gstat_symmetrize)to_i64(args[6]);
   opt.epsilon = PyFloat_AsDouble(args[7]);
+  opt.knn.algorithm = (gstat_knn_algorithm)to_i64(args[10]);
+  opt.knn.seed = (uint64_t)PyLong_AsUnsignedLongLongMask(args[11]);
   int dense = PyObject_IsTrue(args[8]), backend;
   if (PyErr_Occurred() || parse_backend(args[9], &backend) < 0) return NULL;
   marg X, A;
@@ -1534,20 +1528,25 @@ static PyObject *py_affinity(PyObject *self, PyObject *const *args, Py_ssize_t n
   pooled *p = NULL;
   gstat_csr *csr = NULL;
   gstat_status st;
-  if (host_in(args[0], 0, "X", &X) < 0) return NULL;
-  if (!(p = ctx_acquire(backend, 0))) goto done;
+  if (lin_in(args[0], 0, "X", stream, &X) < 0) return NULL;
+  if (!(p = lin_ctx(args[9], &X, stream))) goto done;
   if (dense) {
     npy_intp shape[NPY_MAXDIMS];
     memcpy(shape, X.shape, sizeof(npy_intp) * (size_t)X.ndim);
     shape[X.ndim - 1] = X.shape[X.ndim - 2];
-    if (host_out(Py_None, 0, "A", X.ndim, shape, NPY_FLOAT64, &A) < 0) goto done;
+    if (lin_out(a_out, 0, "A", stream, X.ndim, shape, GSTAT_F64, &A) < 0) goto done;
     Py_BEGIN_ALLOW_THREADS st = gstat_affinity_dense(p->ctx, &X.m, &opt, &A.m);
     Py_END_ALLOW_THREADS if (st != GSTAT_OK) {
       raise_status(st, p);
       goto done;
     }
-    ret = A.owner;
-    A.owner = NULL;
+    if (stream >= 0) {
+      ret = a_out;
+      Py_INCREF(ret);
+    } else {
+      ret = A.owner;
+      A.owner = NULL;
+    }
   } else {
     Py_BEGIN_ALLOW_THREADS st = gstat_affinity_csr(p->ctx, &X.m, &opt, &csr);
     Py_END_ALLOW_THREADS if (st != GSTAT_OK) {
@@ -1571,12 +1570,17 @@ done:
   return ret;
 }
 
-/* knn(X (n, p), k, include_self, stream, backend) -> (indices int64 (n, k), distances (n, k)),
- * host arrays; X may be a CUDA tensor (stream: its producer's, else None) */
+/* knn(X (n, p), k, include_self, stream, backend, algorithm, seed) -> (indices int64 (n, k),
+ * distances (n, k)), host arrays; X may be a CUDA tensor (stream: its producer's, else None);
+ * algorithm a gstat_knn_algorithm */
 static PyObject *py_knn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs(nargs, 5, "knn") < 0) return NULL;
+  if (check_nargs(nargs, 7, "knn") < 0) return NULL;
   int64_t k = to_i64(args[1]);
+  gstat_knn_options kopt;
+  gstat_knn_options_init(&kopt);
+  kopt.algorithm = (gstat_knn_algorithm)to_i64(args[5]);
+  kopt.seed = (uint64_t)PyLong_AsUnsignedLongLongMask(args[6]);
   int include_self = PyObject_IsTrue(args[2]);
   long long stream = args[3] == Py_None ? -1 : to_i64(args[3]);
   if (PyErr_Occurred()) return NULL;
@@ -1596,7 +1600,7 @@ static PyObject *py_knn(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
   int64_t *ip = PyArray_DATA((PyArrayObject *)ind);
   double *dp = PyArray_DATA((PyArrayObject *)dist);
   gstat_status st;
-  Py_BEGIN_ALLOW_THREADS st = gstat_knn(p->ctx, &X.m, k, include_self, ip, dp);
+  Py_BEGIN_ALLOW_THREADS st = gstat_knn_with_options(p->ctx, &X.m, k, include_self, &kopt, ip, dp);
   Py_END_ALLOW_THREADS if (st != GSTAT_OK) {
     raise_status(st, p);
     goto done;
@@ -1619,23 +1623,24 @@ static int64_t graph_nodes(const graph_arg *g) {
   return g->g.format == GSTAT_GRAPH_CSR ? g->g.csr.n : g->dense.m.rows;
 }
 
-/* graph_components(graph, symmetrize, loops, backend) -> (n_components (batch,), labels (batch, n))
- */
+/* graph_components(graph, symmetrize, loops, backend[, stream]) -> (n_components (batch,),
+ * labels (batch, n)) host arrays; with a stream the graph is a CUDA tensor */
 static PyObject *py_graph_components(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs(nargs, 4, "graph_components") < 0) return NULL;
+  if (check_nargs_up_to(nargs, 4, 5, "graph_components") < 0) return NULL;
+  long long stream = stream_arg(opt_arg(args, nargs, 4));
   int sym = (int)to_i64(args[1]), loops = (int)to_i64(args[2]), backend;
   if (PyErr_Occurred() || parse_backend(args[3], &backend) < 0) return NULL;
   graph_arg g;
   PyObject *ret = NULL, *count = NULL, *labels = NULL;
   pooled *p = NULL;
-  if (graph_in(args[0], sym, loops, &g) < 0) goto done;
+  if (graph_in(args[0], sym, loops, stream, &g) < 0) goto done;
   npy_intp nb = g.g.format == GSTAT_GRAPH_CSR ? 1 : (npy_intp)g.dense.m.batch;
   npy_intp dims[2] = {nb, (npy_intp)graph_nodes(&g)};
   if (!(count = PyArray_SimpleNew(1, dims, NPY_INT64)) ||
       !(labels = PyArray_SimpleNew(2, dims, NPY_INT64)))
     goto done;
-  if (!(p = ctx_acquire(backend, 0))) goto done;
+  if (!(p = lin_ctx(args[3], &g.dense, stream))) goto done;
   gstat_status st;
   int64_t *c = PyArray_DATA((PyArrayObject *)count), *l = PyArray_DATA((PyArrayObject *)labels);
   Py_BEGIN_ALLOW_THREADS st = gstat_graph_components(p->ctx, &g.g, c, l);
@@ -1652,10 +1657,12 @@ done:
   return ret;
 }
 
-/* spectral_embedding(graph, symmetrize, loops, opts, backend) -> (embedding (n, k), eigenvalues) */
+/* spectral_embedding(graph, symmetrize, loops, opts, backend[, stream]) -> (embedding (n, k),
+ * eigenvalues) host arrays; with a stream the graph is a CUDA tensor */
 static PyObject *py_spectral_embedding(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs(nargs, 5, "spectral_embedding") < 0) return NULL;
+  if (check_nargs_up_to(nargs, 5, 6, "spectral_embedding") < 0) return NULL;
+  long long stream = stream_arg(opt_arg(args, nargs, 5));
   int sym = (int)to_i64(args[1]), loops = (int)to_i64(args[2]), backend;
   gstat_spectral_options opt;
   if (PyErr_Occurred() || spectral_opts(args[3], &opt) < 0 || parse_backend(args[4], &backend) < 0)
@@ -1665,7 +1672,7 @@ static PyObject *py_spectral_embedding(PyObject *self, PyObject *const *args, Py
   memset(&E, 0, sizeof E);
   PyObject *ret = NULL, *ev = NULL;
   pooled *p = NULL;
-  if (graph_in(args[0], sym, loops, &g) < 0) goto done;
+  if (graph_in(args[0], sym, loops, stream, &g) < 0) goto done;
   npy_intp shape[2] = {(npy_intp)graph_nodes(&g), (npy_intp)opt.n_components};
   npy_intp ne = (npy_intp)(opt.n_components + (opt.drop_first ? 1 : 0));
   if (opt.n_components < 1) {
@@ -1674,7 +1681,7 @@ static PyObject *py_spectral_embedding(PyObject *self, PyObject *const *args, Py
   }
   if (host_out(Py_None, 0, "embedding", 2, shape, NPY_FLOAT64, &E) < 0) goto done;
   if (!(ev = PyArray_SimpleNew(1, &ne, NPY_FLOAT64))) goto done;
-  if (!(p = ctx_acquire(backend, 0))) goto done;
+  if (!(p = lin_ctx(args[4], &g.dense, stream))) goto done;
   gstat_status st;
   double *evd = PyArray_DATA((PyArrayObject *)ev);
   Py_BEGIN_ALLOW_THREADS st = gstat_spectral_embedding(p->ctx, &g.g, &opt, &E.m, evd);
@@ -1702,10 +1709,12 @@ static PyObject *spectral_info(const gstat_spectral_result *r) {
                        (long long)r->eig_iterations, "eig_max_residual", r->eig_max_residual);
 }
 
-/* spectral_clustering(graph, symmetrize, loops, opts, backend) -> (labels, info) */
+/* spectral_clustering(graph, symmetrize, loops, opts, backend[, stream]) -> (labels, info);
+ * with a stream the graph is a CUDA tensor */
 static PyObject *py_spectral_clustering(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (check_nargs(nargs, 5, "spectral_clustering") < 0) return NULL;
+  if (check_nargs_up_to(nargs, 5, 6, "spectral_clustering") < 0) return NULL;
+  long long stream = stream_arg(opt_arg(args, nargs, 5));
   int sym = (int)to_i64(args[1]), loops = (int)to_i64(args[2]), backend;
   gstat_spectral_options opt;
   if (PyErr_Occurred() || spectral_opts(args[3], &opt) < 0 || parse_backend(args[4], &backend) < 0)
@@ -1714,10 +1723,10 @@ static PyObject *py_spectral_clustering(PyObject *self, PyObject *const *args, P
   PyObject *ret = NULL, *labels = NULL;
   pooled *p = NULL;
   gstat_spectral_result *res = NULL;
-  if (graph_in(args[0], sym, loops, &g) < 0) goto done;
+  if (graph_in(args[0], sym, loops, stream, &g) < 0) goto done;
   npy_intp n = (npy_intp)graph_nodes(&g);
   if (!(labels = PyArray_SimpleNew(1, &n, NPY_INT64))) goto done;
-  if (!(p = ctx_acquire(backend, 0))) goto done;
+  if (!(p = lin_ctx(args[4], &g.dense, stream))) goto done;
   gstat_status st;
   int64_t *lab = PyArray_DATA((PyArrayObject *)labels);
   Py_BEGIN_ALLOW_THREADS st = gstat_spectral_clustering(p->ctx, &g.g, &opt, lab, &res);
@@ -1990,7 +1999,7 @@ static PyMethodDef methods[] = {
          "stream)"),
     FAST("pca_transform", py_pca_transform,
          "pca_transform(inverse, X, components, mean, ev, whiten, dtype, backend, out, stream)"),
-    FAST("accum_add", py_accum_add, "accum_add(p, missing, state, x, fweights, backend)"),
+    FAST("accum_add", py_accum_add, "accum_add(p, missing, state, x, fweights, backend[, stream])"),
     FAST("accum_merge", py_accum_merge, "accum_merge(p, missing, state, other_state)"),
     FAST("accum_info", py_accum_info, "accum_info(p, missing, state)"),
     FAST("accum_covariance", py_accum_covariance,
@@ -1998,15 +2007,18 @@ static PyMethodDef methods[] = {
     FAST("accum_pca", py_accum_pca,
          "accum_pca(p, missing, state, n_components, fraction, whiten, backend)"),
     FAST("raise_status", py_raise_status, "raise_status(status, message)"),
-    FAST("laplacian", py_laplacian, "laplacian(graph, kind, symmetrize, loops, sparse, backend)"),
-    FAST("knn", py_knn, "knn(X, k, include_self, stream, backend)"),
+    FAST("laplacian", py_laplacian,
+         "laplacian(graph, kind, symmetrize, loops, sparse, backend[, stream, L, degrees])"),
+    FAST("knn", py_knn, "knn(X, k, include_self, stream, backend, algorithm, seed)"),
     FAST("affinity", py_affinity,
-         "affinity(X, kind, gamma, k, include_self, weights, sym, eps, dense, backend)"),
-    FAST("graph_components", py_graph_components, "graph_components(graph, sym, loops, backend)"),
+         "affinity(X, kind, gamma, k, include_self, weights, sym, eps, dense, backend, "
+         "knn_algorithm, seed[, stream, A])"),
+    FAST("graph_components", py_graph_components,
+         "graph_components(graph, sym, loops, backend[, stream])"),
     FAST("spectral_embedding", py_spectral_embedding,
-         "spectral_embedding(graph, sym, loops, opts, backend)"),
+         "spectral_embedding(graph, sym, loops, opts, backend[, stream])"),
     FAST("spectral_clustering", py_spectral_clustering,
-         "spectral_clustering(graph, sym, loops, opts, backend)"),
+         "spectral_clustering(graph, sym, loops, opts, backend[, stream])"),
     FAST("spectral_clustering_batch", py_spectral_batch, "spectral_clustering_batch(...)"),
     {"set_default_backend", py_set_default_backend, METH_O, "set the default backend"},
     {"get_default_backend", py_get_default_backend, METH_NOARGS, "the default backend"},

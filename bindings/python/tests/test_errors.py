@@ -20,8 +20,9 @@ def test_not_positive_definite_is_linalgerror(rng):
 
 
 def test_message_names_element_across_chunks(rng):
-    # 3000 64x64 matrices are cut into chunks (for Ctrl-C); the message still
-    # names the element of the whole batch.
+    # 3000 64x64 matrices run in the library's slices (reported to the
+    # binding's callback, for Ctrl-C); the message names the element of the
+    # whole batch (the binding rewrites nothing).
     s = np.tile(np.eye(64), (3000, 1, 1))
     s[2500, 3, 3] = -1.0
     with pytest.raises(gstat.LinAlgError, match="batch element 2500 "):
@@ -186,3 +187,18 @@ def test_progress_callback_can_cancel():
 
     with pytest.raises(Stop, match="spectral_batch"):
         gstat.spectral_clustering_batch(g, 2, progress=cb)
+
+
+def test_long_covariance_stops_when_the_callback_raises(rng):
+    """The co-moment reports between row blocks (Ctrl-C's path): an exception
+    raised by the callback ends the call and is what the caller sees."""
+    x = rng.standard_normal((60000, 200))  # several report slices by the CPU rules
+    seen = []
+
+    def stop(done, total, what):
+        seen.append((done, total, what))
+        raise RuntimeError("stop the covariance")
+
+    with pytest.raises(RuntimeError, match="stop the covariance"):
+        gstat.cov(x, rowvar=False, progress=stop, backend="cpu")
+    assert len(seen) == 1 and seen[0][1] == 60000 and seen[0][2] == "covariance: rows", seen

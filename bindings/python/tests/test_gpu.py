@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import gstat
+from device_cases import CASES as DEVICE_CASES, LABELS, same_partition
 
 torch = None
 try:
@@ -118,6 +119,31 @@ def test_torch_pca_transform_on_device(whiten, dtype):
 
 
 @needs_gpu
+@needs_torch
+@pytest.mark.parametrize("solver", ["gram_eigh", "randomized"])
+@pytest.mark.parametrize("dtype", [torch and torch.float32, torch and torch.float64])
+def test_torch_gram_and_randomized_pca_on_device(solver, dtype):
+    """Gram and randomized PCA of a CUDA tensor run on the GPU (no host copy
+    of the data) with the host fit's results; the inverse transform of device
+    scores answers a CUDA tensor."""
+    n, p = (300, 500) if solver == "gram_eigh" else (4000, 200)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    scales = 0.5 ** torch.arange(p, device="cuda", dtype=dtype)
+    x = (torch.randn(n, p, device="cuda", dtype=dtype, generator=g) * (1 + 10 * scales) + 3)
+    model = gstat.PCA(4, svd_solver=solver, random_state=0).fit(x)
+    assert "cuda" in model.backend_
+    ref = gstat.PCA(4, svd_solver=solver, random_state=0).fit(x.cpu().numpy())
+    tol = 1e-9 if dtype == torch.float64 else 2e-3
+    np.testing.assert_allclose(model.explained_variance_, ref.explained_variance_, rtol=tol)
+    np.testing.assert_allclose(model.components_, ref.components_, atol=tol)
+    z = model.transform(x)
+    back = model.inverse_transform(z)
+    assert back.is_cuda and back.dtype == dtype and tuple(back.shape) == (n, p)
+    want = ref.inverse_transform(z.cpu().numpy())
+    np.testing.assert_allclose(back.cpu().numpy(), want, rtol=tol, atol=tol * 10)
+
+
+@needs_gpu
 @needs_cupy
 def test_cupy_eigh_cholesky():
     a = cupy.asarray(spd_np(32, 24, "float64"))
@@ -154,14 +180,15 @@ def sbm_graphs(count, n, seed):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_torch_spectral_batch_on_gpu(dtype):
     """A CUDA tensor batch runs the GPU engine: the labels of the host engine
-    (up to eigenvector rounding on a borderline node), as numpy arrays; a NaN
-    weight raises the host engine's error."""
+    (up to eigenvector rounding on a borderline node), as tensors on the
+    batch's device; a NaN weight raises the host engine's error."""
     A = sbm_graphs(200, 48, 3).astype(dtype)
     t = torch.tensor(A, device="cuda")
     got = gstat.spectral_clustering_batch(t, 2)
     want = gstat.spectral_clustering_batch(A, 2, backend="cpu")
-    assert len(got) == 200 and all(isinstance(g, np.ndarray) for g in got)
-    same = sum(np.array_equal(g, w) for g, w in zip(got, want))
+    assert len(got) == 200 and all(isinstance(g, torch.Tensor) and g.device == t.device
+                                   for g in got)
+    same = sum(np.array_equal(g.cpu().numpy(), w) for g, w in zip(got, want))
     assert same >= 196, f"{200 - same} graphs labelled differently"
     t[7, 3, 9] = float("nan")
     with pytest.raises(ValueError, match="graph 7"):
@@ -214,6 +241,33 @@ def test_torch_covariance_estimators_on_device(cls):
 
 
 @needs_gpu
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_torch_shrinkage_and_mahalanobis_run_on_the_device(dtype):
+    """Ledoit-Wolf, OAS and both forms of Mahalanobis on a CUDA tensor run on
+    the GPU (the rows primitive, no host copy of X) with the host's results."""
+    x = _data(n=5000, p=40, dtype=dtype)
+    xd = torch.from_numpy(x).to("cuda")
+    tol = 2e-4 if dtype == "float32" else 1e-9
+    for cls in (gstat.LedoitWolf, gstat.OAS):
+        est = cls(store_precision=False).fit(xd)
+        assert gstat.last_backend() == "cuda"
+        ref = cls(store_precision=False).fit(x)
+        np.testing.assert_allclose(est.covariance_, ref.covariance_, rtol=tol, atol=tol)
+        np.testing.assert_allclose(est.shrinkage_, ref.shrinkage_, rtol=tol, atol=1e-12)
+        d2 = est.mahalanobis(xd)  # the precision form, its matrix from the host
+        assert gstat.last_backend() == "cuda"
+        assert isinstance(d2, torch.Tensor) and d2.device == xd.device
+        np.testing.assert_allclose(d2.cpu().numpy(), ref.mahalanobis(x), rtol=10 * tol)
+    s, mu = np.cov(x.astype(np.float64), rowvar=False), x.mean(0, dtype=np.float64)
+    d2 = gstat.mahalanobis(xd, torch.from_numpy(mu).to("cuda"), torch.from_numpy(s).to("cuda"),
+                           squared=True)
+    assert gstat.last_backend() == "cuda"
+    np.testing.assert_allclose(d2.cpu().numpy(), gstat.mahalanobis(x, mu, s, squared=True),
+                               rtol=10 * tol)
+
+
+@needs_gpu
 @needs_cupy
 def test_cupy_covariance_on_device():
     x = _data(dtype="float32")
@@ -228,11 +282,13 @@ def test_cupy_covariance_on_device():
 @needs_gpu
 @needs_torch
 def test_torch_unsupported_is_a_gstat_error():
+    """What has no device path is gstat's UnsupportedError, never torch's
+    "can't convert cuda:0 device type tensor to numpy"."""
     xd = torch.from_numpy(_data()).to("cuda")
-    with pytest.raises(gstat.UnsupportedError, match="CUDA tensors are not supported here yet"):
-        gstat.SpectralClustering(3).fit(xd)
-    with pytest.raises(gstat.UnsupportedError, match="CUDA tensors are not supported here yet"):
-        gstat.laplacian(torch.ones(4, 4, device="cuda", dtype=torch.float64))
+    with pytest.raises(gstat.UnsupportedError, match="scikit-learn on the host"):
+        gstat.SpectralClustering(3, affinity="linear").fit(xd)
+    with pytest.raises(gstat.UnsupportedError, match="host operator"):
+        gstat.laplacian(torch.ones(4, 4, device="cuda", dtype=torch.float64), form="lo")
 
 
 @needs_gpu
@@ -243,6 +299,108 @@ def test_torch_kneighbors_of_device_points():
     x = _data()
     xd = torch.from_numpy(x).to("cuda")
     dist, ind = gstat.kneighbors(xd, 6, include_self=True)
+    assert ind.device == xd.device and dist.device == xd.device  # the lists on X's device
     hd, hi = gstat.kneighbors(x, 6, include_self=True)
-    np.testing.assert_array_equal(ind, hi)
-    np.testing.assert_array_equal(dist, hd)
+    np.testing.assert_array_equal(ind.cpu().numpy(), hi)
+    np.testing.assert_array_equal(dist.cpu().numpy(), hd)
+
+
+# ---- every entry point with device data (device_cases.CASES) ------------------------------
+
+def _kinds():
+    """(name, to_device, is_ours, to_host) of the device array kinds present."""
+    kinds = []
+    if torch is not None and torch.cuda.is_available():
+        kinds.append(("torch", lambda a: torch.from_numpy(np.ascontiguousarray(a)).to("cuda"),
+                      lambda r: isinstance(r, torch.Tensor) and r.is_cuda,
+                      lambda r: r.cpu().numpy()))
+    if cupy is not None:
+        kinds.append(("cupy", lambda a: cupy.asarray(a), lambda r: isinstance(r, cupy.ndarray),
+                      lambda r: r.get()))
+    return kinds
+
+
+def _leaves(r):
+    return [x for part in r for x in _leaves(part)] if isinstance(r, (tuple, list)) else [r]
+
+
+def _check_answer(name, got, want, gpu, is_ours, to_host):
+    """got: the device call's result; want: the host call's."""
+    got, want = _leaves(got), _leaves(want)
+    assert len(got) == len(want), name
+    for g, w in zip(got, want):
+        if gpu.startswith("device"):
+            assert is_ours(g), f"{name}: {type(g).__name__} is not a tensor of the input's kind"
+            g = to_host(g)
+        else:
+            assert not is_ours(g), f"{name}: documented as a host result, got {type(g).__name__}"
+        if hasattr(g, "toarray"):  # scipy graph
+            g, w = g.toarray(), w.toarray()
+        if name in LABELS:
+            assert same_partition(g, w), name
+            continue
+        w = np.asarray(w, dtype=np.float64)
+        scale = max(1.0, float(np.max(np.abs(w)))) if np.size(w) else 1.0
+        np.testing.assert_allclose(np.asarray(g, dtype=np.float64), w, rtol=1e-6,
+                                   atol=1e-7 * scale, err_msg=name)
+
+
+@needs_gpu
+@pytest.mark.parametrize("kind", ["torch", "cupy"])
+@pytest.mark.parametrize("case", [c[0] for c in DEVICE_CASES])
+def test_every_entry_point_with_device_data(kind, case):
+    """Each public function and estimator given CUDA tensors answers on
+    their device in their kind (the host call's values), or (what cannot
+    run there, marked 'refused'/'device?' in device_cases.CASES) raises
+    gstat.UnsupportedError; never a foreign exception."""
+    found = [k for k in _kinds() if k[0] == kind]
+    if not found:
+        pytest.skip(f"{kind} with a GPU not installed")
+    _, to_device, is_ours, to_host = found[0]
+    name, call, gpu, _ = next(c for c in DEVICE_CASES if c[0] == case)
+    if gpu == "refused":
+        with pytest.raises(gstat.UnsupportedError):
+            call(to_device)
+        return
+    try:
+        got = call(to_device)
+    except gstat.UnsupportedError as e:
+        assert gpu == "device?", f"{name}: {e}"
+        assert "device" in str(e) or "CUDA" in str(e), str(e)
+        return
+    _check_answer(name, got, call(lambda a: a), gpu.rstrip("?"), is_ours, to_host)
+
+
+@needs_gpu
+def test_host_batch_on_gpu_reports_names_elements_and_cancels():
+    """Host data on the GPU runs in the library's chunks: progress reports
+    with the whole batch as total, a callback (Ctrl-C's path) that raises
+    stops the call, and a failing element is named by its batch index."""
+    a = spd_np(3000, 64, "float64")
+    seen = []
+
+    def stop(done, total, what):
+        seen.append((done, total, what))
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        gstat.linalg.eigvalsh(a, backend="cuda", progress=stop)
+    assert seen and seen[0][1] == 3000 and 0 < seen[0][0] < 3000 and seen[0][2] == "eigh", seen
+    a[2500, 3, 3] = -1e6
+    with pytest.raises(gstat.LinAlgError, match="batch element 2500 "):
+        gstat.linalg.cholesky(a, backend="cuda")
+
+
+@needs_gpu
+@needs_torch
+def test_torch_kneighbors_by_algorithm():
+    """Every algorithm on a CUDA tensor: 'brute' on the GPU, the tree and
+    NN-descent on a host copy; each equal to the same call on the host (the
+    lists as tensors on the input's device)."""
+    x = _data()[:, :5].copy()
+    xd = torch.from_numpy(x).to("cuda")
+    for alg in ("brute", "kd_tree", "nndescent"):
+        dist, ind = gstat.kneighbors(xd, 6, include_self=True, algorithm=alg, random_state=1)
+        hd, hi = gstat.kneighbors(x, 6, include_self=True, algorithm=alg, random_state=1)
+        np.testing.assert_array_equal(ind.cpu().numpy(), hi)
+        np.testing.assert_array_equal(dist.cpu().numpy(), hd)

@@ -78,3 +78,45 @@ def test_one_point_many_times():
     X = np.ones((50000, 3))  # the tie rule keeps the tree's work bounded
     ind = gstat.kneighbors(X, 5, return_distance=False)
     assert (ind[10] == [0, 1, 2, 3, 4]).all() and (ind[2] == [0, 1, 3, 4, 5]).all()
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "kd_tree", "ball_tree", "brute"])
+def test_exact_algorithms_agree(algorithm):
+    X = np.random.default_rng(5).standard_normal((300, 6))
+    d, i = gstat.kneighbors(X, 5, algorithm=algorithm)
+    ref_d, ref_i = gstat.kneighbors(X, 5)
+    assert np.array_equal(i, ref_i) and np.array_equal(d, ref_d)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_nndescent_recall(dtype):
+    """The approximate search finds >= 99% of the true neighbours (a tie at
+    the k-th distance counts), lists exact distances, repeats for a seed."""
+    from sklearn.datasets import make_blobs
+    X, _ = make_blobs(4000, 48, centers=10, random_state=0)
+    X = X.astype(dtype)
+    d, i = gstat.kneighbors(X, 10, algorithm="brute")
+    da, ia = gstat.kneighbors(X, 10, algorithm="nndescent", random_state=1)
+    assert (da <= d[:, -1:]).mean() >= 0.99
+    Xd = X.astype(np.float64)
+    assert np.allclose(da, np.linalg.norm(Xd[ia] - Xd[:, None, :], axis=2), rtol=1e-12)
+    db, ib = gstat.kneighbors(X, 10, algorithm="nndescent", random_state=1)
+    assert np.array_equal(ia, ib) and np.array_equal(da, db)
+    G = gstat.kneighbors_graph(X, 10, algorithm="nndescent", random_state=1)
+    assert G.nnz == 40000 and (G.indices.reshape(-1, 10) == np.sort(ia, axis=1)).all()
+
+
+@pytest.mark.filterwarnings("ignore:Graph is not fully connected")
+def test_nndescent_in_spectral_clustering():
+    from sklearn.datasets import make_blobs
+    from sklearn.metrics import adjusted_rand_score
+    X, y = make_blobs(3000, 40, centers=5, random_state=2)
+    sc = gstat.SpectralClustering(5, affinity="nearest_neighbors", knn_algorithm="nndescent",
+                                  random_state=0).fit(X)
+    assert adjusted_rand_score(y, sc.labels_) > 0.99
+    with pytest.raises(ValueError, match="knn_algorithm"):
+        gstat.SpectralClustering(5, affinity="nearest_neighbors", knn_algorithm="ball").fit(X)
+    with pytest.raises(ValueError, match="algorithm must be one of"):
+        gstat.kneighbors(X, 3, algorithm="ball")
+    with pytest.raises(ValueError, match="16 dimensions"):
+        gstat.kneighbors(X, 3, algorithm="kd_tree")

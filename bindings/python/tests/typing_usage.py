@@ -35,6 +35,7 @@ shrink: float = est.shrinkage_
 w, v = gstat.linalg.eigh(np.eye(3)[None], progress=False)
 fitted = gstat.PCA(2, progress=lambda done, total, what: None).fit(X)
 nbrs = gstat.kneighbors_graph(X, 3, progress=False)
+approx = gstat.kneighbors(X, 3, algorithm="nndescent", random_state=0)
 seen = gstat.SpectralEmbedding(progress=lambda done, total, what: None).fit_transform(X)
 
 has_gpu: bool = gstat.cuda_available()

@@ -1,6 +1,6 @@
-/* The CBLAS and LAPACKE names the gstat C library calls (src/linalg/cpu), mapped
+/* The CBLAS and LAPACKE names the gstat C library calls (src/backend/cpu), mapped
  * onto R's own Fortran BLAS/LAPACK (rg_lapack.c). Included through
- * src/linalg/cpu/lapack_api.h when GSTAT_R_LAPACK is defined, i.e. only in this
+ * src/backend/cpu/lapack_api.h when GSTAT_R_LAPACK is defined, i.e. only in this
  * package: CRAN links packages with R's BLAS/LAPACK, which has no LAPACKE.
  * Only the routines the library uses are here; all of them column-major (the
  * library's only layout). */

@@ -27,8 +27,8 @@ for d in $(sed 's|/[^/]*$||' "$dest/SOURCES" | sort -u); do
   mkdir -p "$dest/$d"
   cp "$repo/$d"/*.c "$repo/$d"/*.h "$dest/$d/" 2>/dev/null || cp "$repo/$d"/*.c "$dest/$d/"
 done
-# headers of parent folders included as "linalg/backend.h", "core/internal.h", ...
-for d in src/core src/linalg; do
+# headers of parent folders included as "backend/backend.h", "core/internal.h", ...
+for d in src/core src/backend; do
   mkdir -p "$dest/$d"
   cp "$repo/$d"/*.h "$dest/$d/"
 done

@@ -4,6 +4,7 @@ import numbers
 import numpy as np
 
 from . import _core
+from ._device import cuda_device as _cuda_device, host as _host, stream as _stream
 from ._pca import PCA
 
 __all__ = ["CovarianceAccumulator"]
@@ -56,8 +57,13 @@ class CovarianceAccumulator:
         return self.n_features, _MISSING[self.missing], self.state
 
     def add(self, x, fweights=None, *, backend=None):
-        """Add a chunk of rows `x` (n, n_features), optionally with frequency weights. Returns self."""
-        self.state = _core.accum_add(*self._args(), x, fweights, backend)
+        """Add a chunk of rows `x` (n, n_features), optionally with frequency weights. Returns self.
+
+        A CUDA tensor `x` is reduced where the C library can (its device);
+        the accumulated state stays on the host."""
+        dev = _cuda_device(x)
+        on_dev = () if dev is None else (_stream(x, dev),)
+        self.state = _core.accum_add(*self._args(), x, _host(fweights), backend, *on_dev)
         return self
 
     def merge(self, other):

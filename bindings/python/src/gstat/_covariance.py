@@ -5,8 +5,8 @@ import numpy as np
 
 from . import _core, _progress
 from ._device import cuda_device as _cuda_device, empty_like as _empty_like, stream as _stream
-from ._device import refuse_masked as _refuse_masked, to_numpy as _to_numpy
-from ._sk import BaseEstimator, check_is_fitted, validate
+from ._device import host as _host, refuse_masked as _refuse_masked, to_numpy as _to_numpy
+from ._sk import BaseEstimator, check_is_fitted, validate_any
 
 __all__ = ["cov", "corrcoef", "mahalanobis", "EmpiricalCovariance", "LedoitWolf", "OAS"]
 
@@ -79,7 +79,9 @@ def _work(x):
 
 def _cov_call(x, ddof, fweights, aweights, missing, correlation, dtype, out, backend,
               want_mean=False, assume_centered=False):
-    """_core.cov on numpy or, outputs allocated alike, on a CUDA tensor."""
+    """_core.cov on numpy or, outputs allocated alike, on a CUDA tensor (weights,
+    n numbers, are read from the host either way)."""
+    fweights, aweights = _host(fweights), _host(aweights)
     dev = _cuda_device(x)
     if dev is None:
         return _core.cov(x, ddof, fweights, aweights, missing, correlation, dtype, out, backend,
@@ -247,10 +249,11 @@ def mahalanobis(x, center, cov, *, inverted=False, squared=None, backend=None):
 
 
 def _mahalanobis_call(x, center, cov, inverted, backend):
-    """_core.mahalanobis on numpy or a CUDA tensor (center and cov either)."""
+    """_core.mahalanobis on numpy or a CUDA tensor (center and cov either: for
+    host x they come to the host)."""
     dev = _cuda_device(x)
     if dev is None:
-        return _core.mahalanobis(x, center, cov, inverted, backend, None, None)
+        return _core.mahalanobis(x, _host(center), _host(cov), inverted, backend, None, None)
     out = _empty_like(x, tuple(x.shape[:-1]), dev, "float64")
     return _core.mahalanobis(x, center, cov, inverted, backend, _stream(x, dev), out)
 
@@ -271,16 +274,7 @@ def _precision(c, backend):
 def _validated(est, X, reset=True):
     """scikit-learn's validation for host data; a CUDA tensor is checked for
     shape only (it stays on its device)."""
-    if _cuda_device(X) is None:
-        return validate(est, X, reset=reset, ensure_min_samples=1)
-    if len(X.shape) != 2 or X.shape[0] < 1:
-        raise ValueError(f"Expected a 2-D tensor with at least one row, got shape {tuple(X.shape)}")
-    if reset:
-        est.n_features_in_ = int(X.shape[1])
-    elif int(X.shape[1]) != est.n_features_in_:
-        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is expecting "
-                         f"{est.n_features_in_} features as input")
-    return X
+    return validate_any(est, X, reset=reset, ensure_min_samples=1)
 
 
 def _host64(a):

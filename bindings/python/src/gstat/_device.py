@@ -9,12 +9,32 @@ _CUDA_DEVICE_TYPES = (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged
 
 
 def cuda_device(x):
-    """Device ordinal if `x` is a CUDA DLPack tensor (not numpy), else None."""
-    dev = getattr(x, "__dlpack_device__", None)
-    if dev is None or not hasattr(x, "__dlpack__"):
+    """Device ordinal if `x` is a CUDA DLPack tensor (not numpy), else None.
+
+    Every entry point asks this before converting anything with numpy, whose
+    own error for device memory would be the producer's (torch: "can't
+    convert cuda:0 device type tensor to numpy"). A device array that offers
+    only ``__cuda_array_interface__`` (no DLPack) raises gstat's
+    UnsupportedError here."""
+    if isinstance(x, np.ndarray):
         return None
-    kind, index = dev()
-    return int(index) if int(kind) in _CUDA_DEVICE_TYPES else None
+    dev = getattr(x, "__dlpack_device__", None)
+    if dev is not None and hasattr(x, "__dlpack__"):
+        kind, index = dev()
+        if int(kind) in _CUDA_DEVICE_TYPES:
+            return int(index)
+    if hasattr(x, "__cuda_array_interface__"):
+        from ._core import UnsupportedError
+        raise UnsupportedError(
+            f"{type(x).__name__} is a CUDA array with __cuda_array_interface__ but no DLPack "
+            f"(__dlpack__); gstat takes device arrays through DLPack: pass a torch tensor or CuPy "
+            f"array (cupy.asarray(x) wraps it without a copy), or host data")
+    return None
+
+
+def is_cuda(x):
+    """Whether `x` is a CUDA DLPack tensor (cuda_device's rule)."""
+    return cuda_device(x) is not None
 
 
 def _library(x):
@@ -46,6 +66,11 @@ def empty_like(x, shape, device, dtype=None):
             return ns().empty(shape, dtype=dtype or x.dtype, device=x.device)
         except TypeError:
             pass
+    if getattr(lib, "__name__", "") != "cupy":
+        from ._core import UnsupportedError
+        raise UnsupportedError(f"{type(x).__name__}: gstat cannot allocate device outputs of this "
+                               f"kind (it does for torch, CuPy and array-API namespaces); pass a "
+                               f"torch tensor or CuPy array (both wrap DLPack without a copy)")
     with lib.cuda.Device(device):  # CuPy
         return lib.empty(shape, dtype=dtype or x.dtype)
 
@@ -53,10 +78,31 @@ def empty_like(x, shape, device, dtype=None):
 def to_numpy(x):
     """A CUDA tensor's values as a numpy array on the host."""
     if hasattr(x, "detach"):  # torch
-        return x.detach().cpu().numpy()
+        t = x.detach().cpu()
+        return t.float().numpy() if str(t.dtype) == "torch.bfloat16" else t.numpy()
     if hasattr(x, "get"):  # CuPy
         return x.get()
     return np.from_dlpack(x)
+
+
+def host(a):
+    """`a` itself, or a CUDA tensor's values on the host (small parameters:
+    weights, a centre, a precision)."""
+    return to_numpy(a) if is_cuda(a) else a
+
+
+def like(x, a, device):
+    """The host array `a` as a tensor of x's kind on x's device (an answer
+    computed on the host for device input)."""
+    a = np.ascontiguousarray(a)
+    lib = _library(x)
+    if hasattr(x, "new_empty"):  # torch
+        return lib.as_tensor(a, device=x.device)
+    if getattr(lib, "__name__", "") == "cupy":
+        with lib.cuda.Device(device):
+            return lib.asarray(a)
+    ns = x.__array_namespace__()
+    return ns.asarray(a, device=x.device)
 
 
 def refuse_masked(x, what, hint="pass x.filled(value)"):

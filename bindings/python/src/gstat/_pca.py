@@ -5,10 +5,11 @@ import numbers
 import numpy as np
 
 from . import _core, _progress
-from ._device import cuda_device as _cuda_device, empty_like as _empty_like, stream as _stream
+from ._device import cuda_device as _cuda_device, empty_like as _empty_like, like as _like
+from ._device import stream as _stream, to_numpy as _to_numpy
 from ._graph_input import is_sparse as _issparse
 from ._sk import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, check_array,
-                  check_is_fitted, seed_from, validate)
+                  check_is_fitted, seed_from, validate, validate_any)
 
 __all__ = ["PCA"]
 
@@ -147,8 +148,8 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         mle = isinstance(self.n_components, str) and self.n_components == "mle"
         dev = _cuda_device(X)
         if dev is not None:  # fit on the GPU; attributes come back as numpy
+            validate_any(self, X)
             n, p = int(X.shape[0]), int(X.shape[1])
-            self.n_features_in_ = p
             dtype = np.float64 if "64" in str(X.dtype) else np.float32
             stream = _stream(X, dev)
         else:
@@ -160,12 +161,13 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         work = float(n) * p * min(n, p) + float(min(n, p)) ** 3
         with _progress.scope(self.progress, "PCA", work):
             r = _core.pca_fit(X, k, frac, self.whiten, method, over, power,
-                              seed_from(self.random_state), scores and not mle, self.backend,
-                              stream)
+                              seed_from(self.random_state), scores and not mle and dev is None,
+                              self.backend, stream)
         self._set_fitted(r, dtype)
         if mle:
             self._keep(_mle_components(self.explained_variance_, n))
-            return self.transform(X) if scores else None
+        if scores and (mle or dev is not None):  # device scores: projected on the device
+            return self.transform(X)
         return r["scores"][0].astype(dtype, copy=False) if scores else None
 
     def _fit_sparse(self, X, scores):
@@ -238,9 +240,7 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         dev = _cuda_device(X)
         if dev is not None:
-            if len(X.shape) != 2 or int(X.shape[1]) != self.n_features_in_:
-                raise ValueError(f"X has shape {tuple(X.shape)}, but {type(self).__name__} is "
-                                 f"expecting {self.n_features_in_} features as input")
+            _device_shape(self, X, self.n_features_in_)
             out = _empty_like(X, (int(X.shape[0]), self.n_components_), dev)
             return _core.pca_transform(False, X, self.components_, self.mean_,
                                        self.explained_variance_, self.whiten, None, self.backend,
@@ -310,6 +310,10 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         ndarray (n_samples,)
         """
         check_is_fitted(self)
+        dev = _cuda_device(X)
+        if dev is not None:  # the model is on the host: so is this small computation
+            _device_shape(self, X, self.n_features_in_)
+            return _like(X, self.score_samples(_to_numpy(X)), dev)
         X = validate(self, X, reset=False)
         Xr = X - self.mean_
         prec = self.get_precision()
@@ -321,11 +325,23 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def score(self, X, y=None):
         """Mean log-likelihood of the rows of `X` (:meth:`score_samples`)."""
-        return float(np.mean(self.score_samples(X)))
+        s = self.score_samples(X)
+        return float(np.mean(_to_numpy(s) if _cuda_device(s) is not None else s))
 
     def inverse_transform(self, X):
-        """Map scores (n_samples, n_components_) back to the feature space."""
+        """Map scores (n_samples, n_components_) back to the feature space.
+
+        A CUDA tensor (torch, CuPy) is mapped on its GPU and answered with a
+        tensor of the same kind on the same device.
+        """
         check_is_fitted(self)
+        dev = _cuda_device(X)
+        if dev is not None:  # a tensor of X's kind on its device
+            _device_shape(self, X, self.n_components_)
+            out = _empty_like(X, (int(X.shape[0]), self.n_features_in_), dev)
+            return _core.pca_transform(True, X, self.components_, self.mean_,
+                                       self.explained_variance_, self.whiten, None, self.backend,
+                                       out, _stream(X, dev))
         X = check_array(X, dtype=[np.float64, np.float32])
         return _core.pca_transform(True, X, self.components_, self.mean_,
                                    self.explained_variance_, self.whiten, None, self.backend, None,
@@ -343,6 +359,14 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _more_tags(self):  # scikit-learn < 1.6
         return {"preserves_dtype": [np.float64, np.float32]}
+
+
+def _device_shape(est, X, width):
+    """A CUDA tensor given to a fitted model: 2-D with `width` columns."""
+    shape = tuple(int(s) for s in X.shape)
+    if len(shape) != 2 or shape[1] != width:
+        raise ValueError(f"X has shape {shape}, but {type(est).__name__} is expecting {width} "
+                         f"columns")
 
 
 def _accum_header(p, n):

@@ -119,6 +119,23 @@ def validate(est, X, reset=True, c_checks_finite=False, **kw):
     return _validate_data(est, X, reset=reset, **kw)
 
 
+def validate_any(est, X, reset=True, **kw):
+    """validate() for host data; a CUDA tensor, which stays on its device, is
+    checked for its shape only (2-D, at least one row, the fitted width)."""
+    from ._device import cuda_device
+    if cuda_device(X) is None:
+        return validate(est, X, reset=reset, **kw)
+    shape = tuple(int(s) for s in X.shape)
+    if len(shape) != 2 or shape[0] < 1:
+        raise ValueError(f"Expected a 2-D tensor with at least one row, got shape {shape}")
+    if reset:
+        est.n_features_in_ = shape[1]
+    elif shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {shape[1]} features, but {type(est).__name__} is expecting "
+                         f"{est.n_features_in_} features as input")
+    return X
+
+
 def constraints(make):
     """An estimator's `_parameter_constraints` (scikit-learn's declarative
     rules) from make(Interval, StrOptions); {} where scikit-learn cannot

@@ -6,8 +6,9 @@ import numpy as np
 
 from . import _core, _device, _progress
 from ._graph_input import as_graph, check_dense, is_graph_object, is_sparse as _issparse
+from ._neighbors import _ALGORITHMS as _KNN_ALGORITHMS, knn_seed as _knn_seed
 from ._sk import (BaseEstimator, ClusterMixin, check_is_fitted, check_random_state, constraints,
-                  seed_from, validate, validate_params)
+                  seed_from, validate, validate_any, validate_params)
 
 __all__ = ["laplacian", "SpectralClustering", "SpectralEmbedding", "spectral_clustering_batch"]
 
@@ -30,6 +31,7 @@ def _common_constraints(I, S):
         "eigen_tol": [I(numbers.Real, 0.0, None, closed="left"), S({"auto"})],
         "random_state": ["random_state"],
         "backend": [S(_BACKENDS), None],
+        "knn_algorithm": [S(set(_KNN_ALGORITHMS))],
     }
 
 
@@ -55,6 +57,26 @@ def _csr(a):
 def _graph(adjacency):
     _device.refuse(adjacency, "gstat")
     return _csr(adjacency) if _issparse(adjacency) else np.asarray(adjacency)
+
+
+def _on_device(graph):
+    """The trailing (stream,) of a C graph call for a dense graph in device
+    memory (the C library runs it there or says why not), else ()."""
+    dev = _device.cuda_device(graph)
+    return () if dev is None else (_device.stream(graph, dev),)
+
+
+def _answer(X, a):
+    """`a` (a host result) as a tensor of X's kind on its device when X is one."""
+    dev = _device.cuda_device(X)
+    return a if dev is None else _device.like(X, a, dev)
+
+
+def _square(a, where):
+    shape = tuple(int(s) for s in a.shape)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"{where}: an adjacency matrix must be square, got shape {shape}")
+    return shape
 
 
 def _precomputed(X):
@@ -124,12 +146,15 @@ def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetri
            [-1.,  2., -1.],
            [ 0., -1.,  1.]])
     """
-    _device.refuse(adjacency, "laplacian")
-    adjacency = as_graph(adjacency, "laplacian")
     if form not in ("array", "function", "lo"):
         raise ValueError(f"form must be 'array', 'function' or 'lo', got {form!r}")
     k = _choice(_KIND, kind, "kind") if kind is not None else (1 if normed else 0)
     sym, loops = _choice(_SYM, symmetrize, "symmetrize"), _choice(_LOOPS, self_loops, "self_loops")
+    dev = _device.cuda_device(adjacency)
+    if dev is not None:
+        L, d = _laplacian_device(adjacency, dev, k, sym, loops, form, dtype, backend)
+        return (L, d) if return_diag else L
+    adjacency = as_graph(adjacency, "laplacian")
     if _issparse(adjacency):
         import scipy.sparse as sp
         g = _csr(adjacency)
@@ -148,6 +173,19 @@ def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetri
     if form != "array":
         L = _as_operator(L, form)
     return (L, d) if return_diag else L
+
+
+def _laplacian_device(a, dev, k, sym, loops, form, dtype, backend):
+    """laplacian() of a dense CUDA tensor: L and the degrees as tensors of its
+    kind, dtype and device, or the C library's UnsupportedError."""
+    if form != "array":
+        raise _core.UnsupportedError(f"laplacian: form={form!r} builds a host operator; for a CUDA "
+                                     f"tensor pass form='array'")
+    shape = _square(a, "laplacian")
+    if dtype is not None and np.dtype(dtype).name != str(a.dtype).split(".")[-1]:
+        raise ValueError("laplacian: dtype= must be the input's for a CUDA tensor (cast it first)")
+    L, d = _device.empty_like(a, shape, dev), _device.empty_like(a, shape[:-1], dev)
+    return _core.laplacian(a, k, sym, loops, False, backend, _device.stream(a, dev), L, d)
 
 
 def _as_operator(L, form):
@@ -197,26 +235,41 @@ class _AffinityMixin:
     def _affinity(self, X, dense_default):
         """(graph for the C call, affinity_matrix_) from the data or a precomputed graph."""
         aff = self.affinity
+        dev = _device.cuda_device(X)
         if aff in ("precomputed", "precomputed_nearest_neighbors"):
             if aff == "precomputed_nearest_neighbors":
                 raise NotImplementedError("affinity='precomputed_nearest_neighbors' is not "
                                           "supported; pass the graph with affinity='precomputed'")
+            if dev is not None:  # a dense graph in device memory, as it is
+                self.n_features_in_ = _square(X, "affinity='precomputed'")[-1]
+                return X, X
             X = validate(self, _precomputed(X), accept_sparse=["csr"])
             return _graph(X), X
-        X = validate(self, X, ensure_min_samples=2)
+        if dev is not None and (callable(aff) or aff in _KERNELS):
+            raise _core.UnsupportedError(
+                f"{type(self).__name__}: affinity={aff!r} is computed by scikit-learn on the host; "
+                f"for a CUDA tensor use affinity='rbf' or 'nearest_neighbors', or pass host data")
+        X = validate_any(self, X, ensure_min_samples=2)
         if callable(aff) or aff in _KERNELS:
             A = self._kernel(X)
             return A, A
         gamma = getattr(self, "gamma", None)
         gamma = 0.0 if gamma is None else float(gamma)
+        on_dev = () if dev is None else (_device.stream(X, dev),)
         if aff == "rbf":
-            A = _core.affinity(X, 0, gamma, 10, True, 0, 2, 0.0, True, self.backend)
+            n = int(X.shape[0])
+            out = () if dev is None else (_device.empty_like(X, (n, n), dev, "float64"),)
+            A = _core.affinity(X, 0, gamma, 10, True, 0, 2, 0.0, True, self.backend, 0, 0, *on_dev,
+                               *out)
             return A, A
         if aff == "nearest_neighbors":
             k = self.n_neighbors
             if k is None:
                 k = max(int(X.shape[0] / 10), 1)
-            ip, ix, w = _core.affinity(X, 1, 0.0, int(k), True, 0, 2, 0.0, False, self.backend)
+            alg = _KNN_ALGORITHMS[getattr(self, "knn_algorithm", "auto")]
+            ip, ix, w = _core.affinity(X, 1, 0.0, int(k), True, 0, 2, 0.0, False, self.backend,
+                                       alg, _knn_seed(self.random_state) if alg == 3 else 0,
+                                       *on_dev)
             g = (X.shape[0], ip, ix, w)
             try:
                 import scipy.sparse as sp
@@ -274,6 +327,10 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         computed by scikit-learn's pairwise_kernels).
     n_neighbors : int, default 10
     eigen_tol : float or 'auto'
+    knn_algorithm : {'auto', 'kd_tree', 'ball_tree', 'brute', 'nndescent'}, default 'auto'
+        How affinity='nearest_neighbors' finds the neighbours (a gstat
+        extension): exact by default; 'nndescent' is approximate (recall >=
+        0.99 on blobs, seeded by `random_state`). See :func:`gstat.kneighbors`.
     assign_labels : {'kmeans', 'discretize', 'cluster_qr'}
         'discretize': Yu & Shi's (2003) rotation of the embedding towards an
         indicator matrix, as scikit-learn's (seeded by `random_state`).
@@ -347,7 +404,7 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
     def __init__(self, n_clusters=8, *, eigen_solver=None, n_components=None, random_state=None,
                  n_init=10, gamma=1.0, affinity="rbf", n_neighbors=10, eigen_tol="auto",
                  assign_labels="kmeans", degree=3, coef0=1, kernel_params=None, backend=None,
-                 progress=None):
+                 progress=None, knn_algorithm="auto"):
         self.n_clusters = n_clusters
         self.eigen_solver = eigen_solver
         self.n_components = n_components
@@ -363,6 +420,7 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         self.kernel_params = kernel_params
         self.backend = backend
         self.progress = progress
+        self.knn_algorithm = knn_algorithm
 
     def fit(self, X, y=None):
         """Cluster the rows of `X` (or the graph `X` when affinity='precomputed';
@@ -382,7 +440,7 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
             seed_from(self.random_state), _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
             eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
         labels, info = _core.spectral_clustering(graph, self._symmetrize(graph), 0,
-                                                 opts, self.backend)
+                                                 opts, self.backend, *_on_device(graph))
         if info["graph_components"] > 1:
             # scikit-learn's warning; gstat clusters each component apart when
             # there are at most n_clusters of them, else (GSTAT_DISCONNECTED_PROCEED)
@@ -403,7 +461,7 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         if k == 0:
             raise ValueError("n_clusters='eigengap' needs assign_labels='kmeans' or 'cluster_qr'")
         sym = self._symmetrize(graph)
-        comps = int(_core.graph_components(graph, sym, 0, self.backend)[0][0])
+        comps = int(_core.graph_components(graph, sym, 0, self.backend, *_on_device(graph))[0][0])
         if comps > 1:
             warnings.warn(f"Graph is not fully connected ({comps} connected components), spectral "
                           f"embedding may not work as expected.", UserWarning, stacklevel=4)
@@ -411,7 +469,7 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
                               seed_from(self.random_state),
                               _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
                               eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
-        emb, ev = _core.spectral_embedding(graph, sym, 0, opts, self.backend)
+        emb, ev = _core.spectral_embedding(graph, sym, 0, opts, self.backend, *_on_device(graph))
         self.labels_ = _discretize(emb, check_random_state(self.random_state))
         self.eigenvalues_ = ev
         self.n_clusters_ = int(k)
@@ -421,8 +479,9 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         return self
 
     def fit_predict(self, X, y=None):
-        """Fit and return `labels_`."""
-        return self.fit(X).labels_
+        """Fit and return `labels_` (for a CUDA tensor `X`, as a tensor of its
+        kind on its device)."""
+        return _answer(X, self.fit(X).labels_)
 
 
 def _discretize(vectors, rng, max_restarts=30, max_iter=20):
@@ -487,6 +546,10 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
     eigen_tol : float or 'auto'
     n_neighbors : int or None
         None: max(n_samples / 10, 1).
+    knn_algorithm : {'auto', 'kd_tree', 'ball_tree', 'brute', 'nndescent'}, default 'auto'
+        How affinity='nearest_neighbors' finds the neighbours (a gstat
+        extension): exact by default; 'nndescent' is approximate (recall >=
+        0.99 on blobs, seeded by `random_state`). See :func:`gstat.kneighbors`.
     backend : {'auto', 'cpu', 'cuda'} or None
     progress : bool, callable or None
         As :class:`SpectralClustering`.
@@ -516,7 +579,7 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
 
     def __init__(self, n_components=2, *, affinity="nearest_neighbors", gamma=None,
                  random_state=None, eigen_solver=None, eigen_tol="auto", n_neighbors=None,
-                 backend=None, progress=None):
+                 backend=None, progress=None, knn_algorithm="auto"):
         self.n_components = n_components
         self.affinity = affinity
         self.gamma = gamma
@@ -526,6 +589,7 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
         self.n_neighbors = n_neighbors
         self.backend = backend
         self.progress = progress
+        self.knn_algorithm = knn_algorithm
 
     def fit(self, X, y=None):
         """Compute the embedding of `X` (or of the graph `X` when
@@ -538,7 +602,7 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
         graph, self.affinity_matrix_ = self._affinity(X, False)
         sym = self._symmetrize(graph)
         k = int(self.n_components)
-        comps = int(_core.graph_components(graph, sym, 0, self.backend)[0][0])
+        comps = int(_core.graph_components(graph, sym, 0, self.backend, *_on_device(graph))[0][0])
         if comps > 1:
             # scikit-learn warns and embeds anyway: with more components than
             # columns, some basis of the Laplacian's null space (PROCEED)
@@ -548,13 +612,14 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
                               seed_from(self.random_state),
                               _choice(_SOLVER, self.eigen_solver, "eigen_solver"),
                               eig_tol=_eig_tol(self.eigen_tol), disconnected=_PROCEED)
-        emb, ev = _core.spectral_embedding(graph, sym, 0, opts, self.backend)
+        emb, ev = _core.spectral_embedding(graph, sym, 0, opts, self.backend, *_on_device(graph))
         self.embedding_, self.eigenvalues_ = emb[:, :k], ev[:k + 1]
         return self
 
     def fit_transform(self, X, y=None):
-        """Fit and return `embedding_`."""
-        return self.fit(X).embedding_
+        """Fit and return `embedding_` (for a CUDA tensor `X`, as a tensor of
+        its kind on its device)."""
+        return _answer(X, self.fit(X).embedding_)
 
 
 def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", assign_labels="kmeans",
@@ -603,7 +668,8 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
     Returns
     -------
     list of ndarray of int64
-        The labels of each graph.
+        The labels of each graph (for a CUDA tensor batch, int64 tensors of
+        its kind on its device).
 
     Examples
     --------
@@ -628,6 +694,8 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
         if close:
             close()
     _warn_failed_graphs(info)
+    if dev is not None:  # one copy to the batch's device, then views
+        labels = _device.like(a, labels, dev)
     return _split_labels(labels, sizes)
 
 
@@ -671,6 +739,10 @@ def _batch_request(graphs, n_clusters, laplacian, assign_labels, n_init, normali
             raise TypeError("spectral_clustering_batch: graphs must be a sequence of graphs (or an "
                             f"ndarray (count, n, n)), got one {type(graphs).__name__}; pass [graph]")
         graphs = [as_graph(g, "spectral_clustering_batch") for g in graphs]
+        if any(_device.cuda_device(g) is not None for g in graphs):
+            raise _core.UnsupportedError(
+                "spectral_clustering_batch: a sequence of CUDA tensors; pass the batch as one "
+                "(count, n, n) CUDA tensor (the GPU engine), or host arrays")
         count = len(graphs)
         if any(_issparse(g) for g in graphs):
             import scipy.sparse as sp

@@ -13,7 +13,7 @@ import numpy as _np
 
 from . import _core, _progress
 from ._device import cuda_device as _cuda_device, empty_like as _empty_like, stream as _stream
-from ._device import refuse_masked as _refuse_masked
+from ._device import like as _like, refuse_masked as _refuse_masked
 
 __all__ = ["eigh", "eigvalsh", "cholesky", "cholesky_solve", "solve_triangular", "EighResult"]
 
@@ -175,7 +175,12 @@ def cholesky(a, upper=False, *, out=None, backend=None):
 
 
 def _solve(kind, t, b, upper, trans, unit, out, backend):
-    dev = _cuda_device(t)
+    dev, bdev = _cuda_device(t), _cuda_device(b)
+    if dev is None and bdev is not None:  # the factor comes to b's device
+        t, dev = _like(b, _np.asarray(t), bdev), bdev
+    elif dev is not None and bdev is None:  # b goes to the factor's device
+        _refuse_masked(b, "b")
+        b = _like(t, _np.asarray(b), dev)
     vector = getattr(b, "ndim", None) == 1 or (dev is None and _np.ndim(b) == 1)
     if vector:  # a single right-hand side vector, as numpy.linalg.solve
         if dev is None:

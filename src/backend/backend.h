@@ -1,0 +1,281 @@
+/*
+ * The backend interface: a table of functions plus an opaque state pointer.
+ * src/backend/dispatch.c validates every argument, then hands the call to a
+ * backend through this table; backends never see invalid input.
+ *
+ * Contract for every function:
+ * - descriptors are checked (shapes agree, strides sane, aliasing legal);
+ * - `info` is never NULL and has `batch` entries: the backend sets each to 0
+ *   or to the element's failure code, and fills a failed element's outputs
+ *   with NaN;
+ * - it returns GSTAT_OK when every element was attempted (element failures
+ *   are reported through info only), or a whole-call failure (GSTAT_ENOMEM,
+ *   GSTAT_EBACKEND, GSTAT_EUNSUPPORTED) after which the dispatcher may retry
+ *   on another backend; on such a failure the context message says why.
+ *
+ * A loadable backend (the CUDA module) exports one function that fills a
+ * gstat_i_backend for a given API version; bump the version whenever this
+ * table changes.
+ */
+#ifndef GSTAT_BACKEND_BACKEND_H
+#define GSTAT_BACKEND_BACKEND_H
+
+#include "core/internal.h"
+#include "gstat/linalg.h"
+#include "gstat/spectral.h"
+#include "backend/rows_req.h"
+
+#define GSTAT_I_BACKEND_API_VERSION 14
+
+/* Batch spectral clustering of dense graphs in a backend's memory: what
+ * src/spectral/spectral_device.c asks of spectral_dense. Host arrays. */
+typedef struct gstat_i_sc_device_req {
+  const gstat_matrix *A;      /* count x N x N adjacencies (this backend's memory) */
+  const int64_t *sizes;       /* count: nodes of graph g (<= N) */
+  const int64_t *k;           /* count: clusters of graph g (0: by the eigengap) */
+  const int64_t *node0;       /* count + 1: graph g's labels at labels[node0[g] ...] */
+  const int64_t *eig0;        /* count + 1: its eigenvalues at eigenvalues[eig0[g] ...] */
+  gstat_spectral_options opt; /* validated, defaults applied */
+  int symmetrize, self_loops; /* gstat_symmetrize, gstat_self_loops */
+  int64_t *labels;            /* out: node0[count]; -1 for a graph that failed */
+  double *eigenvalues;        /* out: eig0[count], or NULL */
+  int64_t *k_used, *comps, *iters, *why; /* out: count each (why: WHY_* of assign_impl.h) */
+  double *inertia;                       /* out: count */
+} gstat_i_sc_device_req;
+
+/* The primitives a cost model compares (host_cost). */
+typedef enum {
+  GSTAT_I_PRIM_COMOMENT,
+  GSTAT_I_PRIM_PROJECT,
+  GSTAT_I_PRIM_KNN,
+  GSTAT_I_PRIM_ROWS
+} gstat_i_prim;
+
+/* One primitive call's shape: element count, rows, columns, k (PROJECT's
+ * components, KNN's neighbours), the data's dtype. */
+typedef struct gstat_i_work {
+  gstat_i_prim op;
+  gstat_dtype dtype;
+  int64_t batch, n, p, k;
+} gstat_i_work;
+
+typedef struct gstat_i_backend_ops {
+  int api_version;
+  const char *name;
+  unsigned ran_flag; /* GSTAT_RAN_* bit this backend sets */
+
+  gstat_status (*eigh)(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                       gstat_matrix *w, gstat_matrix *V, int64_t *info);
+  gstat_status (*cholesky)(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                           gstat_matrix *F, int64_t *info);
+  gstat_status (*cholesky_solve)(void *state, gstat_ctx *ctx, const gstat_matrix *F,
+                                 gstat_uplo uplo, const gstat_matrix *B, gstat_matrix *X,
+                                 int64_t *info);
+  gstat_status (*triangular_solve)(void *state, gstat_ctx *ctx, const gstat_matrix *T,
+                                   gstat_uplo uplo, gstat_trans trans, gstat_diag diag,
+                                   const gstat_matrix *B, gstat_matrix *X, int64_t *info);
+  void (*destroy)(void *state);
+  /* Device allocations made so far (NULL for the CPU backend). */
+  int64_t (*device_allocations)(void *state);
+  /* The counters of gstat_ctx_device_stats (optional): at most stats_size
+   * bytes of them (the caller's sizeof gstat_device_stats), so that a core
+   * and a module built against different versions of the struct never
+   * write past it. */
+  void (*device_stats)(void *state, gstat_device_stats *stats, size_t stats_size);
+
+  /* Copy src into dst (same batch, rows and cols; any dtypes, strides and
+   * locations, host or this backend's device), converting the dtype (bf16:
+   * nearest even). The scheduler moves data between memories with it. */
+  gstat_status (*copy)(void *state, gstat_ctx *ctx, const gstat_matrix *src, gstat_matrix *dst);
+
+  /* Whether the last eigh, cholesky, cholesky_solve or triangular_solve on
+   * this state, called with this info and batch, set every info to 0 (as it
+   * found out anyway: a large batch's info then need not be scanned again).
+   * false when unsure. Resets what it answers from. Optional (NULL: the
+   * dispatcher scans). */
+  bool (*info_clean)(void *state, const int64_t *info, int64_t batch);
+
+  /* ---- statistics primitives (src/backend/sched.c runs them) ---- */
+
+  /* Fused co-moment: column means (host, p doubles) and M = sum_i (x_i -
+   * mean)(x_i - mean)^T (host, p x p doubles, both triangles, column-major)
+   * of the rows of element b of X (n >= 1 rows, any strides and dtype, in the
+   * host's memory or this backend's: a backend that takes host rows moves
+   * them itself), in X's compute type; NaN/Inf propagate (the caller decides).
+   * With M NULL the co-moment goes instead into S (p x p in X's compute dtype,
+   * at least its lower triangle; S lies in X's memory), so that a chain of
+   * primitives on device data keeps it there. Optional. */
+  gstat_status (*comoment)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                           double *mean, double *M, const gstat_matrix *S);
+  /* Centred projection: element b of Y (m x k; any dtype and strides; the
+   * host's memory or this backend's) = ((X_b - mean) / scale) comp^T, column i
+   * divided by sqrt(ev[i]) when ev is not NULL (whitening; 0 where ev <= 0).
+   * X_b is m x p (host or this backend's memory); mean (p), scale (p, NULL: 1),
+   * comp (k x p row-major) and ev (k) are host doubles. Optional. */
+  gstat_status (*project)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                          const double *mean, const double *scale, const double *comp,
+                          const double *ev, int64_t k, gstat_matrix *Y);
+  /* Every eigenvalue of each dense column-major matrix of A (its lower
+   * triangle, compute dtype, host) into w (ascending), and the eigenvectors
+   * of the k largest into A's last k columns (the sign rule applied; the rest
+   * of A is overwritten). A backend may compute all of them when that is
+   * faster. Optional (NULL: the scheduler runs the full eigh). */
+  gstat_status (*eigh_top)(void *state, gstat_ctx *ctx, gstat_matrix *A, int64_t k,
+                           gstat_matrix *w);
+  /* S(i, j) /= d[i] d[j] for each p x p matrix of S (this backend's memory,
+   * dense column-major, compute dtype), d host doubles (batch x p).
+   * Optional. */
+  gstat_status (*scale_sym)(void *state, gstat_ctx *ctx, const gstat_matrix *S, const double *d);
+  /* Memory of this backend for a statistic's chain of primitives (bytes),
+   * kept by the state and valid until the next workspace call on it.
+   * Optional (NULL for the CPU: statistics use host workspace). */
+  void *(*workspace)(void *state, gstat_ctx *ctx, size_t bytes);
+  /* The first NaN/Inf of M (this backend's memory) as the index b * rows *
+   * cols + i * cols + j into *first, or -1 when there is none. Optional
+   * (NULL: the scheduler scans a host copy). */
+  gstat_status (*find_nonfinite)(void *state, gstat_ctx *ctx, const gstat_matrix *M,
+                                 int64_t *first);
+  /* The k nearest rows (Euclidean) of every row i of element b of X (n x p,
+   * finite; any dtype and strides; the host's memory or this backend's):
+   * nbr[i * k ...] (host, sorted by index) and their squared distances d2
+   * (host doubles). With include_self, i is one of its own k (distance 0)
+   * beside k - 1 others; the others are the best by (distance, index), so
+   * ties go to the smaller index. 1 <= k, k - include_self <= n - 1.
+   * Optional. */
+  gstat_status (*knn)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b, int64_t k,
+                      bool include_self, int64_t *nbr, double *d2);
+  /* Estimated seconds for primitive `op` on host data of this shape run here
+   * (moving the data included), from the backend's rules table; < 0 when it
+   * does not run it. The scheduler's cost model under GSTAT_BACKEND_AUTO.
+   * Optional (NULL: never chosen for host data under AUTO). */
+  double (*host_cost)(void *state, const gstat_ctx *ctx, const gstat_i_work *w);
+
+  /* Batch spectral clustering of the dense graphs of r->A (the whole engine
+   * on the device: Laplacians, components, batched eigh, embeddings, k-means;
+   * results as the CPU engine's, src/spectral). GSTAT_OK when every graph was
+   * attempted (each graph's own failure in r->why); GSTAT_EUNSUPPORTED when
+   * the request needs the host engine (invalid weights, whose message it
+   * writes; cluster-QR; too many nodes; an eigh element to recompute), or a
+   * whole-call failure: the caller then runs the host engine on a copy.
+   * Optional. */
+  gstat_status (*spectral_dense)(void *state, gstat_ctx *ctx, const gstat_i_sc_device_req *r);
+
+  /* The m[e] smallest eigenpairs of each n x n matrix e of A (host, dense
+   * column-major, compute dtype, lower triangle read, A overwritten): the
+   * eigenvalues ascending in the first m[e] entries of w's row e, their
+   * vectors (the sign rule applied) in A's first m[e] columns, where a full
+   * eigh would leave them (the rest unspecified); info[e] != 0 for a failed
+   * element, GSTAT_ENOCONV then. GSTAT_EUNSUPPORTED (no message, A
+   * unchanged) where the full eigh is the faster plan. Optional. */
+  gstat_status (*eigh_lowest)(void *state, gstat_ctx *ctx, gstat_matrix *A, const int64_t *m,
+                              gstat_matrix *w, int64_t *info);
+  /* ---- dense primitives on descriptors (src/backend/sched.c runs them) ---- */
+
+  /* For each element b of C: C_b = alpha op(A_b) op(B_b) + beta C_b, op(A_b)
+   * C->rows x k, op(B_b) k x C->cols. A, B and C share one dtype (F32 or F64,
+   * the compute dtype) and lie together in this backend's memory (the CPU:
+   * the host); A or B of batch 1 serves every element; C overlaps neither.
+   * Each element has a unit row or column stride (gemm_view.h); beta 0 does
+   * not read C. GSTAT_EUNSUPPORTED (with a message) for what the backend
+   * does not take: the scheduler then runs the CPU's on host copies.
+   * Optional. */
+  gstat_status (*gemm)(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_trans tb, double alpha,
+                       const gstat_matrix *A, const gstat_matrix *B, double beta,
+                       const gstat_matrix *C);
+  /* Replace the columns of each element of A (rows >= cols, F32 or F64, this
+   * backend's memory) by an orthonormal basis of their span: Householder QR
+   * with Q formed (LAPACK's geqrf + orgqr convention). GSTAT_EUNSUPPORTED as
+   * for gemm. Optional. */
+  gstat_status (*orthonormalize)(void *state, gstat_ctx *ctx, const gstat_matrix *A);
+  /* ---- row-wise reductions (Mahalanobis, shrinkage) ---- */
+
+  /* The rows primitive (gstat_i_rows_req): X, L, Q and d in one memory, the
+   * host's or this backend's (the scheduler moves them), any dtypes and
+   * strides (L and Q are used in X's compute dtype). Optional (NULL: the CPU
+   * through host copies). */
+  gstat_status (*rows)(void *state, gstat_ctx *ctx, const gstat_i_rows_req *r);
+  /* ---- graph primitives (src/graph, src/spectral; the scheduler runs them) ---- */
+
+  /* Dense Laplacians and degree scaling: each n x n element of A (this
+   * backend's memory; any dtype and strides) validated (weights finite and
+   * >= 0; with sym == GSTAT_SYM_CHECK, pairs that agree to A's dtype's
+   * tolerance), symmetrized by sym (gstat_symmetrize), its diagonal dropped
+   * when drop_loops, and its Laplacian of `kind` (gstat_laplacian_kind) in
+   * double written into L (batch x n x n, same memory, any dtype and
+   * strides; L may be A itself) and the degrees into deg (batch x n x 1,
+   * same memory, or NULL). Nothing is written unless every element is
+   * valid: an invalid one is GSTAT_EINVAL / GSTAT_ENOTFINITE naming it (fn:
+   * the caller's name for messages), or GSTAT_EUNSUPPORTED from a backend
+   * that leaves naming it to the CPU's rerun. Optional. */
+  gstat_status (*laplacian)(void *state, gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
+                            int sym, int drop_loops, int kind, const gstat_matrix *L,
+                            const gstat_matrix *deg);
+
+  /* eigh of device data (batch >= 1, n >= 0) enqueued on the backend's
+   * stream with no host synchronization and no allocation, so that it can
+   * be captured in a CUDA graph; info: 2 x batch int32 in device memory
+   * (gstat_eigh_async says what they mean). GSTAT_EUNSUPPORTED with a
+   * message when these arguments cannot run that way. Optional. */
+  gstat_status (*eigh_async)(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                             gstat_matrix *w, gstat_matrix *V, int32_t *info);
+  /* gstat_eigh_backward on this backend's memory (checked descriptors, batch
+   * >= 1, n >= 1), enqueued like eigh_async. GSTAT_EUNSUPPORTED with a
+   * message for an order or dtype it does not take. Optional. */
+  gstat_status (*eigh_backward)(void *state, gstat_ctx *ctx, const gstat_matrix *w,
+                                const gstat_matrix *V, const gstat_matrix *gw,
+                                const gstat_matrix *gV, double broadening, gstat_matrix *gA);
+} gstat_i_backend_ops;
+
+typedef struct gstat_i_backend {
+  const gstat_i_backend_ops *ops;
+  void *state;
+} gstat_i_backend;
+
+/* The CPU backend, always built in (stateless: its workspace is the ctx's). */
+extern const gstat_i_backend_ops gstat_i_cpu_backend_ops;
+
+/* The transposed view of a descriptor (no data moves): a backend reads an
+ * upper triangle as a lower one, or writes L through it to store U = L^T. */
+static inline gstat_matrix gstat_i_transposed(const gstat_matrix *m) {
+  gstat_matrix t = *m;
+  t.rows = m->cols;
+  t.cols = m->rows;
+  t.row_stride = m->col_stride;
+  t.col_stride = m->row_stride;
+  return t;
+}
+
+/* info value a backend sets for an element it could not compute reliably
+ * (solver error, NaN/Inf output): the dispatcher recomputes it elsewhere. */
+#define GSTAT_I_INFO_RETRY (-1)
+
+/* ---- loadable modules (the CUDA backend) ---- */
+
+/* What libgstat offers a module: it never links against libgstat, so the
+ * same module serves the shared and the static library. */
+typedef struct gstat_i_host_services {
+  int api_version;
+  gstat_status (*fail)(gstat_ctx *ctx, gstat_status status, const char *fmt, ...);
+  int (*check_finite)(const gstat_ctx *ctx); /* the context's option */
+  const gstat_i_backend_ops *cpu;
+} gstat_i_host_services;
+
+typedef struct gstat_i_module {
+  int api_version;
+  const gstat_i_backend_ops *ops;
+  /* Per-context state on CUDA device `device`; GSTAT_EUNSUPPORTED (with a
+   * message) when there is no usable device. */
+  gstat_status (*create)(gstat_ctx *ctx, int device, void **state);
+  /* Use the caller's stream (NULL: the state's own). */
+  gstat_status (*set_stream)(void *state, void *stream);
+} gstat_i_module;
+
+/* The one symbol a module exports. */
+#define GSTAT_I_MODULE_ENTRY "gstat_cuda_module_v1"
+typedef const gstat_i_module *(*gstat_i_module_entry_fn)(const gstat_i_host_services *host);
+
+/* This context's CUDA backend, loading the module and creating the state on
+ * first use; GSTAT_EUNSUPPORTED with a message when there is none. */
+gstat_status gstat_i_cuda_backend(gstat_ctx *ctx, gstat_i_backend *out);
+
+#endif /* GSTAT_BACKEND_BACKEND_H */

@@ -1,0 +1,71 @@
+/* CPU per-element routines for float and double (see cpu_ops_tmpl.h).
+ *
+ * Kernel crossovers, measured single-threaded on the project's 2-core Xeon
+ * (AVX-512), see bench/README.md: below them our own small-matrix kernels
+ * beat OpenBLAS/LAPACK, whose per-call overhead dominates there. */
+#include <math.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/chol_lanes.h"
+#include "backend/cpu/chol_small.h"
+#include "backend/cpu/cpu_job.h"
+#include "backend/cpu/eigh_lapack.h"
+#include "backend/cpu/eigh_lowest.h"
+#include "backend/cpu/eigh_small.h"
+#include "backend/cpu/lapack_api.h"
+#include "backend/cpu/pack.h"
+
+static const int64_t eigh_small_max_f32 = 128; /* f32 128x256: 183 ms LAPACK recipe vs 241 ms own
+                                                  kernel; 256x128: 69 vs 100 the other way */
+static const int64_t eigh_small_max_f64 =
+    128; /* f64 128x256: 295 ms LAPACK recipe vs 468 ms own kernel */
+static const int64_t chol_small_max_f32 = 96;
+static const int64_t chol_small_max_f64 = 96;
+/* Matrices interleaved over SIMD lanes (chol_lanes.c) up to this order, when
+ * input and output have the compute type: f32 1024x32 0.9 ms vs 1.9 ms one by
+ * one, 512x64 2.6 vs 4.4; f64 1024x32 1.3 vs 2.4, 512x64 8.1 vs 7.9 (a tie:
+ * 8 lanes of 64x64 doubles no longer stay in L2). */
+static const int64_t chol_lanes_max_f32 = 64;
+static const int64_t chol_lanes_max_f64 = 48;
+
+#define T float
+#define SFX f32
+#define LP(x) LAPACKE_s##x
+#define NATIVE GSTAT_F32
+#define LANES GSTAT_I_LANES_F32
+#include "backend/cpu/cpu_ops_tmpl.h"
+#undef T
+#undef SFX
+#undef LP
+#undef NATIVE
+#undef LANES
+
+#define T double
+#define SFX f64
+#define LP(x) LAPACKE_d##x
+#define NATIVE GSTAT_F64
+#define LANES GSTAT_I_LANES_F64
+#include "backend/cpu/cpu_ops_tmpl.h"
+#undef T
+#undef SFX
+#undef LP
+#undef NATIVE
+#undef LANES
+
+int64_t gstat_i_eigh_lowest_max_n(void) {
+  return eigh_small_max_f64 < eigh_small_max_f32 ? eigh_small_max_f64 : eigh_small_max_f32;
+}
+
+size_t gstat_i_eigh_lowest_workspace(int64_t n, int64_t m, size_t elem_size) {
+  size_t o[6];
+  return elem_size == sizeof(float) ? lowest_offsets_f32(n, m, o) : lowest_offsets_f64(n, m, o);
+}
+
+void gstat_i_eig_signs_f32(float *v, int64_t n, int64_t cols, int64_t ld) {
+  normalize_signs_f32(v, n, cols, ld);
+}
+
+void gstat_i_eig_signs_f64(double *v, int64_t n, int64_t cols, int64_t ld) {
+  normalize_signs_f64(v, n, cols, ld);
+}

@@ -1,0 +1,1029 @@
+/*
+ * eigh on the GPU, dispatched by matrix order (one table, measured on the
+ * H200; bench/README.md has the numbers):
+ *   n <= 32          our Jacobi kernel (kernels/, a warp per matrix; in
+ *                    float compute with 8 < n <= 16 a pair of columns per
+ *                    lane), one launch for the batch
+ *   32 < n <= 64     our Jacobi kernel (a block per matrix) for a single
+ *                    matrix or a batch large enough to hide its per-step
+ *                    latency (jacobi_rules); both Jacobi kernels read and
+ *                    write bf16 device data as bf16
+ *   160 <= n <= 2048 our lockstep solver (sytrd_eigh.c: the batch reduced
+ *   and batches      to tridiagonal form in lockstep, bisection and twisted
+ *   of 4 or more     factorizations in double, cuBLAS back-transformation;
+ *   (float from 257; lockstep_rules); a batch whose eigenvalue gaps are too
+ *   2 or more below  small for its vectors goes back to cuSOLVER below
+ *   384)
+ *   otherwise        cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX,
+ *                    replayed from a CUDA graph where cuSOLVER allows capture
+ *                    (large batches as parallel branches, graph_branches),
+ *                    in the caller's device arrays where the graph allows
+ *   large n, few     cusolverDnXsyevd per matrix (uses_loop), spread over
+ *   matrices         side streams, each fed by its own host thread (Xsyevd
+ *                    blocks it)
+ *   float32 vectors, cuSOLVER's reduction and back-transformation around
+ *   4096..8192       our tridiagonal step, matrix by matrix (sytrd_split.c);
+ *                    float32 beyond (or degenerate) in a float64 copy
+ *                    (f32_in_f64_min_n)
+ *   float64 vectors, our two-stage reduction (two_stage.c), matrix by
+ *   4096..8192       matrix; degenerate, or without room for its
+ *                    workspace, Xsyevd (two_stage_min_n)
+ * Any batch size runs: the batch is cut into chunks that fit device memory,
+ * halved again when an allocation fails.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_state.h"
+#include "backend/cuda/kernels/kernels.h"
+#include "backend/cuda/sytrd_eigh.h"
+#include "backend/cuda/sytrd_split.h"
+#include "backend/cuda/two_stage.h"
+
+/* When the Jacobi kernels run: up to max_n, for a chunk of at least
+ * min_batch matrices (float, double; bf16 computes in float) or of one (the
+ * batched solver takes a single matrix no faster than Xsyevd). Above n = 32
+ * a block solves a matrix in a chain of dependent steps (NP - 1 a sweep, NP
+ * = n rounded up to a multiple of 8):
+ * 0.36 ms for one 64 x 64 float, 0.67 ms double, where XsyevBatched takes
+ * 0.32-0.41 ms (float) and 0.37-0.50 ms (double) for 2-64 of them (and
+ * 0.64 / 0.79 ms for one). Minimum batches from
+ * bench_cuda on the H200 (batches 2, 16, 32, 64, 128, 256 at n = 36, 44,
+ * 52, 60, 64; bench/README.md). */
+static const struct {
+  int64_t max_n, min_batch_f32, min_batch_f64;
+} jacobi_rules[] = {
+    {32, 1, 1},                        /* the warp kernel: 3-4x syevjBatched */
+    {40, 1, 1},                        /* the block kernel from here on */
+    {44, 1, 256},                      /* double at n = 44: 128 x 0.50 vs 0.49 ms */
+    {52, 32, 256},                     /* float at n = 52: 16 x 0.337 vs 0.326 ms */
+    {GSTAT_CU_JACOBI_MAX_N, 128, 256}, /* n = 64: 64 x 0.434 vs 0.406 ms */
+};
+
+/* Whether a chunk of nb matrices of order n runs our Jacobi kernel. */
+static bool uses_jacobi(int64_t n, int cdt, int64_t nb) {
+  for (size_t i = 0; i < sizeof jacobi_rules / sizeof jacobi_rules[0]; i++)
+    if (n <= jacobi_rules[i].max_n)
+      return nb == 1 || nb >= (cdt == GSTAT_F64 ? jacobi_rules[i].min_batch_f64
+                                                : jacobi_rules[i].min_batch_f32);
+  return false;
+}
+
+/* When a chunk runs one Xsyevd per matrix (threaded, syevd_loop) instead
+ * of XsyevBatched. At n >= 512 the batched routine takes about as long for
+ * a few matrices as for many; the loop grows with the batch (bench_cuda and
+ * bench/probe_syevd_threads, H200, ms, threaded loop / batched):
+ *   n = 512          float 4: 12.9 / 30.4, 8: 25.5 / 26.2; double 6: 20.8 / 31.7
+ *   n = 600          float 6: 25.7 / 57.1
+ *   n = 1024         float 2: 17.8 / 67.8, 4: 31.1 / 85.1, 8: 61.9 / 75.9 and
+ *                    88.6, 16: 118-124 / 56-92; double 2: 18.1 / 70.6, 4:
+ *                    33.2 / 89.6
+ *   n = 1536         float 4: 55.3 / 163.5
+ *   n = 2048         float 6: 128 / 232, 8: 167 / 214, 10: 212 / 212,
+ *                    12: 251 / 215, 32: 657 / 348; double 6: 139 / 170,
+ *                    8: 183 / 210, 12: 275 / 222, 16: 367 / 255
+ *   n = 4096         float 2: 187 / 553, 4: 340 / 624, 8: 681 / 815
+ *                    (double 4: 421 / 492)
+ * A single matrix from n = 1024 was measured alike both ways (1 x 1024
+ * float: 10.46 vs 10.57, 10.97 vs 11.07, 10.83 vs 10.77 ms). Below that, a
+ * single matrix and any batch below n = 512 keep the batched routine
+ * replayed from a graph (1 x 128 float: 1.14 ms against Xsyevd's 1.40);
+ * they were not measured against the threaded loop. */
+static const struct {
+  int64_t min_n, min_batch, max_batch; /* from order min_n, these batches loop */
+} loop_rules[] = {
+    {4096, 1, INT64_MAX}, /* measured to batch 8 */
+    {2048, 1, 9},
+    {1024, 1, 8},
+    {512, 2, 6},
+};
+
+/* cuSOLVER's float32 Xsyevd is slow in its tridiagonal stage from n = 4096,
+ * its reduction is not: bench/probe_syevd_parts on the H200, ms, float32 /
+ * float64:
+ *   n = 8192   sytrd 419.6 / 479.1, ormtr 34.8 / 39.9, values only 589.1 /
+ *              499.2, with vectors 626.2 / 548.6
+ *   n = 4096   sytrd 74.3 / 92.6, ormtr 6.3 / 7.2, with vectors 110.2 / 108.7
+ *   n = 2048   sytrd 20.1 / 21.3, with vectors 26.8 / 26.5
+ *   n = 1024   sytrd 8.35 / 8.23, with vectors 10.9 / 10.8
+ * So float32 from f32_in_f64_min_n to GSTAT_CU_TRIDIAG_MAX_N runs
+ * cuSOLVER's reduction and back-transformation around our tridiagonal step
+ * (sytrd_split.c; bench_cuda, split / raw Xsyevd: 1x4096 89.8 / 109.5,
+ * 1x8192 477.3 / 627.2; with plain bisection 104.3 / 109.5, 2x4096
+ * 209.1 / 219.2 (loop), 1x8192 510.2 / 629.4). Our step was slower than
+ * cuSOLVER's below that (plain bisection: 1x1024 13.9 / 10.4, 1x2048 33.3
+ * / 26.7 ms; its bisection and vectors are chains of n steps per thread).
+ * Float64 keeps Xsyevd: with cuSOLVER's Dsytrd our step, the Newton-Schulz
+ * step and Dormtr cost 35 ms at 4096 against Xsyevd's own 16 (plain
+ * bisection; 128.3 against 108.8 ms), and our own reduction was slower
+ * than Dsytrd (bench/README.md). Above
+ * GSTAT_CU_TRIDIAG_MAX_N, or when that step finds the matrix degenerate,
+ * float32 solves in a float64 working copy (rounded back). */
+static const int64_t f32_in_f64_min_n = 4096;
+
+/* Float64 with vectors from this order up to GSTAT_CU_TRIDIAG_MAX_N runs
+ * the two-stage reduction (two_stage.c) instead of Xsyevd, whose one-stage
+ * Dsytrd is a chain of latency-bound column steps (85 % of its time).
+ * bench/probe_two_stage on the H200, ms, two-stage / Xsyevd in the same
+ * rounds: n = 4096 104.1 / 108.9 and 104.6 / 108.7, 4608 126.8 / 151.1,
+ * 5000 161.1 / 186.4, 5120 148.0 / 195.2; 6144 226.9 / 293.4 and 8192
+ * 480.0 / 551.4 (the call before). Below 4096 not measured. */
+static const int64_t two_stage_min_n = 4096;
+
+/* Whether a chunk of nb matrices of order n runs as one Xsyevd per matrix. */
+static bool uses_loop(int64_t n, int64_t nb) {
+  for (size_t i = 0; i < sizeof loop_rules / sizeof loop_rules[0]; i++)
+    if (n >= loop_rules[i].min_n)
+      return nb >= loop_rules[i].min_batch && nb <= loop_rules[i].max_batch;
+  return false;
+}
+
+/* When a chunk runs our lockstep solver (sytrd_eigh.c: the batch reduced
+ * in lockstep, the tridiagonal problems by bisection and twisted
+ * factorizations) instead of cuSOLVER: orders min_n..max_n, batches from
+ * min_batch (float, double; bf16 computes in float), values and vectors.
+ * Its time grows with the batch from a lower start than XsyevBatched's,
+ * which hardly grows. bench_cuda on the H200, ms, lockstep / the path it
+ * replaces (XsyevBatched, or the threaded Xsyevd loop of loop_rules):
+ *   float   64x384 9.8 / 26.1, 256x384 22.8 / 46.2, 4x512 9.2 / 12.9,
+ *           64x512 16.3 / 33.1, 256x512 42.2 / 76.3, 6x600 11.7 / 25.7,
+ *           4x1024 23.0 / 31.1, 16x1024 33.6 / 62.7, 4x2048 78.3 / 83.4,
+ *           8x2048 109.2 / 167;
+ *           it loses at 2x512 (10.1 / 9.5 on one stream), 2x1024 (21.2 /
+ *           17.8), 2x2048 (63.0 / 45.8), 64x256 (5.3 / 3.6) and on one
+ *           matrix (1x1024: 20.7 / 10.7): a step per column, latency-bound
+ *   double  64x384 12.5 / 24.6, 6x512 10.1 / 20.8, 64x512 21.9 / 43.7,
+ *           256x512 59.7 / 105.7, 4x1024 25.2 / 33.2, 16x1024 45.5 / 95.4;
+ *           it loses at 2x1024 (23.4 / 18.1) and 4x2048 (105.3 / 91.8)
+ * From n = 257 XsyevBatched is several times slower than at 256 (float
+ * 4x256 2.7 ms, 4x288 24.8), and the lockstep solver takes over.
+ * bench/probe_sytrd_eigh (lockstep) against bench_cuda's gstat (graph of
+ * XsyevBatched) in one call, ms, batches 4 / 16 / 64 / 256:
+ *   float   256: 3.54 / 3.85 / 4.39 / 9.77 against 2.67 / 2.88 / 3.58 / 8.60
+ *           288: 4.17 / 4.40 / 5.69 / 12.39 against 7.34 / 8.66 / 12.34 / 25.36
+ *           320: 4.76 / 4.66 / 6.41 / 15.33 against 7.69 / 9.25 / 13.27 / 30.31
+ *           352: 4.85 / 5.14 / 7.58 / 18.58 against 8.16 / 9.92 / 14.42 / 36.80
+ *   double  128: 1.95 / 1.83 / 2.05 / 3.35 against 0.81 / 0.87 / 1.26 / 3.14
+ *           160: 2.40 / 2.49 / 2.81 / 5.00 against 3.64 / 4.32 / 5.47 / 10.54
+ *           192: 2.71 / 2.84 / 3.44 / 6.95 against 3.78 / 4.63 / 6.08 / 12.85
+ *           224: 3.18 / 3.42 / 4.28 / 9.68 against 4.35 / 5.12 / 7.02 / 16.32
+ *           256: 3.89 / 3.80 / 5.01 / 12.54 against 4.42 / 5.44 / 8.07 / 19.52
+ *           288: 4.07 / 4.46 / 6.71 / 16.22 against 7.67 / 9.18 / 14.01 / 32.11
+ *           320: 4.72 / 4.83 / 8.02 / 20.36 against 8.09 / 9.68 / 15.41 / 37.93
+ *           352: 5.11 / 5.61 / 9.61 / 24.94 against 8.58 / 10.39 / 17.15 / 44.52
+ * and batches 2 / 3 (probe against bench_cuda's gstat; raw Xsyevd loop):
+ *   float   288: 3.96 / 4.16 against 7.16 / 7.31 (4.79 / 7.18), 2x352: 5.04
+ *           against 7.97 (6.11)
+ *   double  288: 4.24 / 4.27 against 7.22 / 7.74 (5.04 / 7.53), 3x352: 5.10
+ *           against 8.55 (9.35)
+ * Between 129 and 159 (double) and for batch 2-3 from 384 it was not measured;
+ * batch 2 loses at 512 (above). The library after the change against raw
+ * XsyevBatched: bench/README.md ("Dispatch borders").
+ * A batch whose eigenvalue gaps are too small for twisted factorizations
+ * (lockstep_gap) is solved again by cuSOLVER. */
+static const struct {
+  int64_t min_n, max_n, min_batch_f32, min_batch_f64;
+} lockstep_rules[] = {
+    {160, 256, INT64_MAX, 4}, /* float loses at 256 (4: 3.54 / 2.67, 256: 9.77 / 8.60) */
+    {257, 383, 2, 2},         /* batches 2 and 3 measured at 288 and 352 */
+    {384, 2047, 4, 4},
+    /* double 8x2048: 145.9 (gpu_vs_torch.py) against the threaded loop's 183 (bench_cuda) */
+    {2048, GSTAT_CU_SYTRD_MAX_N, 4, 8},
+};
+
+/* Relative eigenvalue gap (of ||T||) below which the twisted vectors are
+ * not trusted: their orthogonality is about 1e-16 ||T|| / gap in double. */
+static const double lockstep_gap = 1e-8;
+
+static cudaDataType cuda_type(int cdt) {
+  return cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F;
+}
+
+typedef struct {
+  gstat_cu_state *s;
+  gstat_ctx *ctx;
+  int64_t n;
+  int cdt;
+  bool want;
+  cublasFillMode_t fill;
+  cusolverEigMode_t jobz;
+  bool jacobi;         /* decided for the whole batch: a halved chunk keeps the path
+                        * that needs no workspace */
+  bool no_own_tridiag; /* our tridiagonal step found the chunk degenerate */
+} eigh_run;
+
+/* The compute type of eigh of order n: the input's (gstat_cu_compute_dtype)
+ * except float32 from f32_in_f64_min_n, which computes in float64 unless
+ * its vectors come from sytrd_split.c (split_vectors). */
+static int compute_dtype(gstat_dtype in, int64_t n, bool split_vectors) {
+  return in == GSTAT_F32 && n >= f32_in_f64_min_n && !split_vectors ? GSTAT_F64
+                                                                    : gstat_cu_compute_dtype(in);
+}
+
+/* Whether a chunk of float32 matrices runs sytrd_split.c, one by one. */
+static bool uses_split(const eigh_run *r) {
+  return r->cdt == GSTAT_F32 && !r->jacobi && !r->no_own_tridiag && r->n >= f32_in_f64_min_n &&
+         gstat_cu_sytrd_split_fits(r->n);
+}
+
+/* Whether a chunk of float64 matrices runs two_stage.c, one by one. */
+static bool uses_two_stage(const eigh_run *r) {
+  return r->cdt == GSTAT_F64 && r->want && !r->jacobi && !r->no_own_tridiag &&
+         r->n >= two_stage_min_n && gstat_cu_two_stage_fits(r->n) &&
+         r->s->cooperative; /* its bulge chasing is one cooperative launch */
+}
+
+/* Whether a chunk of nb matrices runs our lockstep solver. */
+static bool uses_lockstep(const eigh_run *r, int64_t nb) {
+  if (r->jacobi || r->no_own_tridiag || !gstat_cu_sytrd_eigh_fits(r->n) || nb > 65535) return false;
+  for (size_t i = 0; i < sizeof lockstep_rules / sizeof lockstep_rules[0]; i++)
+    if (r->n >= lockstep_rules[i].min_n && r->n <= lockstep_rules[i].max_n)
+      return nb >= (r->cdt == GSTAT_F64 ? lockstep_rules[i].min_batch_f64
+                                        : lockstep_rules[i].min_batch_f32);
+  return false;
+}
+
+static cusolverStatus_t call_syev_batched(const eigh_run *r, cusolverDnHandle_t h, void *dA,
+                                          void *dW, int *dInfo, int64_t nb, void *dwork,
+                                          size_t dev_bytes, void *hwork, size_t host_bytes) {
+  cudaDataType t = cuda_type(r->cdt);
+  return cusolverDnXsyevBatched(h, r->s->params, r->jobz, r->fill, r->n, t, dA, r->n, t, dW, t,
+                                dwork, dev_bytes, hwork, host_bytes, dInfo, nb);
+}
+
+/* Parallel branches of the batched solver's graph: the batch cut in parts,
+ * each captured on a stream of its own, so that one part's small kernels run
+ * while another's wait. probe_syev_batched on the H200, ms for one graph ->
+ * the best split (branches): float32 256x128 1.830 -> 1.786 (2), 64x256
+ * 3.535 -> 3.510 (2), 64x512 24.50 -> 23.78 (2), 1024x128 7.017 -> 6.758
+ * (2); float64 256x128 3.282 -> 3.043 (4), 512x64 1.794 -> 1.696 (4),
+ * 1024x128 12.58 -> 12.22 (4), 64x512 33.29 -> 33.18 (2). Small batches
+ * lose: float32 16x512 13.97 -> 14.67, 64x128 0.891 -> 0.908 (2), and bf16
+ * 64x512, two float32 halves of 32 (gpu_vs_torch.py): 31.6 -> 34.0. */
+static int graph_branches(const eigh_run *r, int64_t nb) {
+  if (nb < 64 || nb * r->n < 16384) return 1;
+  return r->cdt == GSTAT_F64 && nb >= 256 ? 4 : 2;
+}
+
+static bool same_shape(const gstat_cu_graph *c, const eigh_run *r, int64_t nb, int parts) {
+  return c->used && c->n == r->n && c->nb == nb && c->parts == parts && c->cdt == r->cdt &&
+         c->jobz == (int)r->jobz && c->fill == (int)r->fill;
+}
+
+/* Whether entry c was captured on the buffers (and workspace sizes) of key. */
+static bool same_buffers(const gstat_cu_graph *c, const gstat_cu_graph *key) {
+  return c->a == key->a && c->w == key->w && c->info == key->info && c->work == key->work &&
+         c->hwork == key->hwork && c->dev_bytes == key->dev_bytes &&
+         c->host_bytes == key->host_bytes;
+}
+
+/* Whether the batched solver may run in the caller's buffers a and w (NULL:
+ * the context's): yes unless graphs of this shape are cached on other
+ * buffers only. A graph is keyed by its buffers, so a caller whose buffers
+ * change from call to call would pay a capture every call; such a shape
+ * runs in the context's buffers instead, at the cost of a copy. A shape
+ * whose capture cuSOLVER refused has no graph: any buffers do. */
+static bool may_use_caller_buffers(const eigh_run *r, int64_t nb, const void *a, const void *w) {
+  int parts = graph_branches(r, nb);
+  bool shape_cached = false;
+  for (int g = 0; g < GSTAT_CU_GRAPHS; g++) {
+    const gstat_cu_graph *c = &r->s->graphs[g];
+    if (!same_shape(c, r, nb, parts)) continue;
+    if (!c->exec || ((!a || c->a == a) && (!w || c->w == w))) return true;
+    shape_cached = true;
+  }
+  return !shape_cached;
+}
+
+/* The key's batch captured as its parts, in parallel branches of one graph
+ * (capture[0] forks to the others and joins them); NULL when cuSOLVER
+ * refuses capture (n = 1024 does). Nothing runs now. */
+static cudaGraphExec_t capture(const eigh_run *r, const gstat_cu_graph *key) {
+  gstat_cu_state *s = r->s;
+  size_t es = gstat_cu_dtype_bytes(r->cdt);
+  int64_t per = (key->nb + key->parts - 1) / key->parts;
+  cudaStream_t origin = s->capture[0];
+  if (cudaStreamBeginCapture(origin, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+    cudaGetLastError();
+    return NULL;
+  }
+  bool ok = cudaEventRecord(s->capture_ev[0], origin) == cudaSuccess;
+  int forked = 1;
+  for (; ok && forked < key->parts; forked++)
+    ok = cudaStreamWaitEvent(s->capture[forked], s->capture_ev[0], 0) == cudaSuccess;
+  for (int k = 0; ok && k < key->parts; k++) {
+    int64_t b0 = k * per, nb = key->nb - b0 < per ? key->nb - b0 : per;
+    ok =
+        call_syev_batched(r, s->capture_solver[k], (char *)key->a + (size_t)(b0 * r->n * r->n) * es,
+                          (char *)key->w + (size_t)(b0 * r->n) * es, (int *)key->info + b0, nb,
+                          (char *)key->work + key->dev_bytes * (size_t)k, key->dev_bytes,
+                          (char *)key->hwork + key->host_bytes * (size_t)k,
+                          key->host_bytes) == CUSOLVER_STATUS_SUCCESS;
+  }
+  /* every forked branch joins, even after a failure: an unjoined branch
+   * would leave its stream capturing */
+  for (int k = 1; k < forked; k++)
+    if (cudaEventRecord(s->capture_ev[k], s->capture[k]) != cudaSuccess ||
+        cudaStreamWaitEvent(origin, s->capture_ev[k], 0) != cudaSuccess)
+      ok = false;
+  cudaGraph_t graph = NULL;
+  cudaGraphExec_t exec = NULL;
+  if (cudaStreamEndCapture(origin, &graph) != cudaSuccess || !graph) ok = false;
+  if (ok && cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) exec = NULL;
+  if (graph) cudaGraphDestroy(graph);
+  cudaGetLastError(); /* a refused capture leaves no error behind */
+  return ok ? exec : NULL;
+}
+
+/* The batched solver replayed from a CUDA graph: at mid n it is bound by
+ * launching its many small kernels one after another (64x512 float: 28 ms
+ * as one call whatever the batch from 8 to 64, 24.4 ms replayed; 512x64
+ * 1.18 -> 1.14 ms; bench/probe_syev_batched, H200). A graph is captured once
+ * per key (shape, branches and buffers) and replayed after. When cuSOLVER
+ * refuses capture the entry (exec NULL) stands for the shape, whatever the
+ * buffers, and its calls run directly. */
+static gstat_cu_graph *graph_for(const eigh_run *r, const gstat_cu_graph *key) {
+  gstat_cu_state *s = r->s;
+  gstat_cu_graph *old = &s->graphs[0];
+  for (int g = 0; g < GSTAT_CU_GRAPHS; g++) {
+    gstat_cu_graph *c = &s->graphs[g];
+    if (same_shape(c, r, key->nb, key->parts) && (!c->exec || same_buffers(c, key))) {
+      c->stamp = ++s->graph_clock;
+      return c;
+    }
+    if (!c->used || (old->used && c->stamp < old->stamp)) old = c;
+  }
+  if (old->exec) cudaGraphExecDestroy(old->exec);
+  *old = *key;
+  old->used = true;
+  old->stamp = ++s->graph_clock;
+  old->exec = capture(r, old);
+  if (old->exec)
+    s->graph_captures++;
+  else
+    s->graph_refusals++;
+  return old;
+}
+
+/* The cuSOLVER path's workspace for one chunk, planned and grown once: its
+ * slices (one per graph branch or side stream) and, on the batched path,
+ * the size of one direct call on the whole chunk (when cuSOLVER refuses the
+ * capture); one buffer holds the larger. */
+typedef struct {
+  char *dev, *host;             /* the context's CU_WORK and host_work */
+  size_t dev_slice, host_slice; /* bytes per slice, rounded up */
+  int slices;
+  size_t dev_whole, host_whole; /* batched: one call on the whole chunk */
+} solver_ws;
+
+static void round_up(size_t *dev, size_t *host) {
+  *dev = (*dev + 255) & ~(size_t)255;
+  *host = (*host + 63) & ~(size_t)63;
+}
+
+/* XsyevBatched's workspace for nb matrices: into dev, host. */
+static gstat_status syev_batched_bytes(const eigh_run *r, void *dA, void *dW, int64_t nb,
+                                       size_t *dev, size_t *host) {
+  cudaDataType t = cuda_type(r->cdt);
+  cusolverStatus_t st = cusolverDnXsyevBatched_bufferSize(
+      r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA, r->n, t, dW, t, dev, host, nb);
+  if (st != CUSOLVER_STATUS_SUCCESS)
+    return gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched_bufferSize", st);
+  round_up(dev, host);
+  return GSTAT_OK;
+}
+
+/* The workspace of the chunk's cuSOLVER path (loop: Xsyevd per matrix over
+ * the side streams; else XsyevBatched in graph_branches parts), grown before
+ * anything is written to the caller's arrays: an out-of-memory return must
+ * leave them untouched, and a halved retry must find an in-place A
+ * unsolved. Growing it for the larger of the two batched sizes also keeps a
+ * refused shape's workspace pointer from moving. Some cuSOLVER versions read
+ * the workspace before writing it: a fresh buffer is cleared (clearing it
+ * on every call would cost a pass over it). */
+static gstat_status plan_workspace(const eigh_run *r, void *dA, void *dW, int64_t nb, bool loop,
+                                   solver_ws *ws) {
+  gstat_status st;
+  if (loop) {
+    cudaDataType t = cuda_type(r->cdt);
+    cusolverStatus_t cs =
+        cusolverDnXsyevd_bufferSize(r->s->solver, r->s->params, r->jobz, r->fill, r->n, t, dA, r->n,
+                                    t, dW, t, &ws->dev_slice, &ws->host_slice);
+    if (cs != CUSOLVER_STATUS_SUCCESS)
+      return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd_bufferSize", cs);
+    round_up(&ws->dev_slice, &ws->host_slice);
+    ws->slices = nb < GSTAT_CU_STREAMS ? (int)nb : GSTAT_CU_STREAMS;
+    ws->dev_whole = ws->host_whole = 0;
+  } else {
+    ws->slices = graph_branches(r, nb);
+    int64_t per = (nb + ws->slices - 1) / ws->slices;
+    if ((st = syev_batched_bytes(r, dA, dW, per, &ws->dev_slice, &ws->host_slice)) != GSTAT_OK)
+      return st;
+    ws->dev_whole = ws->dev_slice, ws->host_whole = ws->host_slice;
+    if (ws->slices > 1 &&
+        (st = syev_batched_bytes(r, dA, dW, nb, &ws->dev_whole, &ws->host_whole)) != GSTAT_OK)
+      return st;
+  }
+  size_t dev = ws->dev_slice * (size_t)ws->slices, host = ws->host_slice * (size_t)ws->slices;
+  if (ws->dev_whole > dev) dev = ws->dev_whole;
+  if (ws->host_whole > host) host = ws->host_whole;
+  int64_t before = r->s->device_allocations;
+  ws->dev = gstat_cu_buffer(r->s, r->ctx, CU_WORK, dev);
+  ws->host = gstat_cu_host_buffer(r->s, r->ctx, &r->s->host_work, host);
+  if (!ws->dev || !ws->host) return GSTAT_ENOMEM;
+  cudaError_t err = r->s->device_allocations != before
+                        ? cudaMemsetAsync(ws->dev, 0, dev, r->s->stream)
+                        : cudaSuccess;
+  return err == cudaSuccess ? GSTAT_OK
+                            : gstat_cu_fail(r->ctx, "eigh", "clearing the workspace", err);
+}
+
+/* The batched solver on the `nb` matrices in dA: its graph (ws->slices
+ * branches) when cuSOLVER allows capture, else one direct call. */
+static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
+                                 const solver_ws *ws) {
+  gstat_cu_graph key = {.n = r->n,
+                        .nb = nb,
+                        .parts = ws->slices,
+                        .cdt = r->cdt,
+                        .jobz = (int)r->jobz,
+                        .fill = (int)r->fill,
+                        .a = dA,
+                        .w = dW,
+                        .info = dInfo,
+                        .work = ws->dev,
+                        .hwork = ws->host,
+                        .dev_bytes = ws->dev_slice,
+                        .host_bytes = ws->host_slice};
+  gstat_cu_graph *g = graph_for(r, &key);
+  if (g->exec) {
+    cudaError_t err = cudaGraphLaunch(g->exec, r->s->stream);
+    if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "XsyevBatched graph", err);
+    r->s->graph_launches++;
+    return GSTAT_OK;
+  }
+  cusolverStatus_t cs = call_syev_batched(r, r->s->solver, dA, dW, dInfo, nb, ws->dev,
+                                          ws->dev_whole, ws->host, ws->host_whole);
+  return cs == CUSOLVER_STATUS_SUCCESS ? GSTAT_OK
+                                       : gstat_cu_solver_fail(r->ctx, "eigh", "XsyevBatched", cs);
+}
+
+/* One Xsyevd per matrix, round-robin over the side streams (a workspace
+ * slice each), each stream driven by its own host thread: Xsyevd returns
+ * only when its matrix is solved (bench/probe_syevd_threads, H200: the host
+ * spends 1.00 of the call's GPU time inside it), so streams fed from one
+ * thread run one after another (4 x 2048 float: 105.5 ms on one stream,
+ * 105.9 on four, 83.0 from four threads). */
+static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
+                               const solver_ws *ws) {
+  gstat_cu_state *s = r->s;
+  cudaDataType t = cuda_type(r->cdt);
+  size_t es = gstat_cu_dtype_bytes(r->cdt);
+  int streams = ws->slices;
+  cudaError_t err = cudaEventRecord(s->ev[GSTAT_CU_STREAMS], s->stream);
+  for (int k = 0; k < streams && err == cudaSuccess; k++)
+    err = cudaStreamWaitEvent(s->side[k], s->ev[GSTAT_CU_STREAMS], 0);
+  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "ordering streams", err);
+  cusolverStatus_t failed[GSTAT_CU_STREAMS];
+  /* the calling thread drives stream 0 (one stream: no other thread) */
+#pragma omp parallel for num_threads(streams) schedule(static, 1) if (streams > 1)
+  for (int k = 0; k < streams; k++) {
+    cusolverStatus_t st = cudaSetDevice(s->device) == cudaSuccess
+                              ? CUSOLVER_STATUS_SUCCESS
+                              : CUSOLVER_STATUS_EXECUTION_FAILED;
+    for (int64_t b = k; b < nb && st == CUSOLVER_STATUS_SUCCESS; b += streams)
+      st = cusolverDnXsyevd(s->side_solver[k], s->side_params[k], r->jobz, r->fill, r->n, t,
+                            (char *)dA + (size_t)(b * r->n * r->n) * es, r->n, t,
+                            (char *)dW + (size_t)(b * r->n) * es, t,
+                            ws->dev + ws->dev_slice * (size_t)k, ws->dev_slice,
+                            ws->host + ws->host_slice * (size_t)k, ws->host_slice, dInfo + b);
+    failed[k] = st;
+  }
+  for (int k = 0; k < streams && err == cudaSuccess; k++) {
+    err = cudaEventRecord(s->ev[k], s->side[k]);
+    if (err == cudaSuccess) err = cudaStreamWaitEvent(s->stream, s->ev[k], 0);
+  }
+  for (int k = 0; k < streams; k++)
+    if (failed[k] != CUSOLVER_STATUS_SUCCESS)
+      return gstat_cu_solver_fail(r->ctx, "eigh", "Xsyevd", failed[k]);
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "joining streams", err);
+}
+
+/* Our lockstep solver on the chunk's nb matrices in dA (lower triangles;
+ * overwritten with the vectors) into dW; *degenerate when some eigenvalue
+ * gap is too small for its vectors (dA then holds reflectors). */
+static gstat_status lockstep(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
+                             void *work, bool *degenerate) {
+  gstat_cu_state *s = r->s;
+  gstat_cu_sytrd_eigh_args a = {.cdt = r->cdt,
+                                .n = r->n,
+                                .nb = nb,
+                                .want = r->want,
+                                .a = dA,
+                                .w = dW,
+                                .info = dInfo,
+                                .work = work,
+                                .host_flag = s->host_info.ptr,
+                                .gap_tol = lockstep_gap,
+                                .stream = s->stream,
+                                .blas = s->blas};
+  const char *what = "";
+  int deg = 0;
+  cudaError_t err = gstat_cu_sytrd_eigh(&a, &deg, &what);
+  *degenerate = deg != 0;
+  s->own_tridiag_chunks++;
+  s->own_tridiag_degenerate += deg != 0;
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", what, err);
+}
+
+/* cuSOLVER's reduction and back-transformation around our tridiagonal step
+ * (sytrd_split.c), matrix by matrix; *degenerate at the first matrix whose
+ * eigenvalue gaps are too small for its vectors. */
+static gstat_status split(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb, void *work,
+                          bool *degenerate) {
+  gstat_cu_state *s = r->s;
+  const int64_t n = r->n;
+  *degenerate = false;
+  s->own_tridiag_chunks++;
+  for (int64_t b = 0; b < nb && !*degenerate; b++) {
+    gstat_cu_sytrd_split_args a = {.n = n,
+                                   .a = (float *)dA + b * n * n,
+                                   .w = (float *)dW + b * n,
+                                   .info = dInfo + b,
+                                   .work = work,
+                                   .host_flag = s->host_info.ptr,
+                                   .gap_tol = lockstep_gap,
+                                   .stream = s->stream,
+                                   .solver = s->solver};
+    const char *what = "";
+    int deg = 0;
+    cudaError_t err = gstat_cu_sytrd_split(&a, &deg, &what);
+    if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", what, err);
+    *degenerate = deg != 0;
+  }
+  s->own_tridiag_degenerate += *degenerate;
+  return GSTAT_OK;
+}
+
+/* Our two-stage reduction (two_stage.c), matrix by matrix; *degenerate at
+ * the first matrix whose eigenvalue gaps are too small for its vectors. */
+static gstat_status two_stage(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
+                              void *work, void *host_work, bool *degenerate) {
+  gstat_cu_state *s = r->s;
+  const int64_t n = r->n;
+  *degenerate = false;
+  s->own_tridiag_chunks++;
+  for (int64_t b = 0; b < nb && !*degenerate; b++) {
+    gstat_cu_two_stage_args a = {.n = n,
+                                 .a = (double *)dA + b * n * n,
+                                 .w = (double *)dW + b * n,
+                                 .info = dInfo + b,
+                                 .work = work,
+                                 .host_work = host_work,
+                                 .host_flag = s->host_info.ptr,
+                                 .gap_tol = lockstep_gap,
+                                 .stream = s->stream,
+                                 .solver = s->solver,
+                                 .params = s->params,
+                                 .blas = s->blas,
+                                 .side = s->side[0],
+                                 .side_blas = s->side_blas,
+                                 .side_sms = -1,
+                                 .ev = {s->ev[0], s->ev[1]}};
+    const char *what = "";
+    int deg = 0;
+    cudaError_t err = gstat_cu_two_stage(&a, &deg, &what);
+    if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", what, err);
+    *degenerate = deg != 0;
+  }
+  s->own_tridiag_degenerate += *degenerate;
+  return GSTAT_OK;
+}
+
+/* A symmetric input read as column-major: a dense row-major A is its own
+ * transpose, with the other triangle holding the data. */
+static gstat_matrix as_col_major(const gstat_matrix *A, cublasFillMode_t *fill) {
+  gstat_matrix t = *A;
+  if (A->rows > 1 && A->col_stride == 1 && A->row_stride == A->cols) {
+    t.row_stride = 1;
+    t.col_stride = A->rows;
+    *fill = *fill == CUBLAS_FILL_MODE_LOWER ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+  }
+  return t;
+}
+
+/* The same matrices seen transposed: for a symmetric input, the other
+ * triangle holds the data. */
+static gstat_matrix transposed(const gstat_matrix *m) {
+  gstat_matrix t = *m;
+  t.row_stride = m->col_stride;
+  t.col_stride = m->row_stride;
+  return t;
+}
+
+/* bf16 device data all the way on the Jacobi path (A, w and V dense column-major
+ * bf16, V not A): the Jacobi kernels read and write bf16 themselves, so no
+ * float32 copy exists and the call needs less memory than float32's. */
+static gstat_status jacobi_bf16(const eigh_run *r, const char *a, char *w, char *v, int64_t b0,
+                                int64_t nb, int64_t *info) {
+  gstat_cu_state *s = r->s;
+  int *dInfo = gstat_cu_buffer(s, r->ctx, CU_INFO, 2 * sizeof(int) * (size_t)nb);
+  if (!dInfo) return GSTAT_ENOMEM;
+  int *dFlags = dInfo + nb;
+  /* the kernel writes NaN for the unconverged and flags those and NaN/Inf
+   * outputs (the CPU redoes both) */
+  cudaError_t err = gstat_cu_eigh_jacobi(GSTAT_BF16, a, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb,
+                                         w, v, dInfo, dFlags, s->stream);
+  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel (bfloat16)", err);
+  return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, true, nb, info + b0, s->stream);
+}
+
+/* One chunk [b0, b0 + nb): load, solve, check, store, collect info. Dense
+ * device arguments of the compute dtype are used in place: no copies but
+ * the one the solver needs (it overwrites its input with the vectors), and
+ * on the batched path the copy out of the context's buffers when the
+ * caller's may not hold the graph (may_use_caller_buffers). */
+static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gstat_matrix *w,
+                               gstat_matrix *V, int64_t b0, int64_t nb, int64_t *info) {
+  eigh_run rr = *run;
+  const eigh_run *r = &rr;
+  gstat_matrix A = as_col_major(A0, &rr.fill);
+  gstat_cu_state *s = r->s;
+  size_t es = gstat_cu_dtype_bytes(r->cdt), mat = (size_t)(r->n * r->n) * es * (size_t)nb;
+  bool jacobi = r->jacobi;
+  if (jacobi && A0->dtype == GSTAT_BF16) {
+    char *a16 = gstat_cu_dense(&A, GSTAT_BF16, b0), *w16 = gstat_cu_dense(w, GSTAT_BF16, b0);
+    char *v16 = r->want ? gstat_cu_dense(V, GSTAT_BF16, b0) : NULL;
+    if (a16 && w16 && (!r->want || (v16 && v16 != a16)))
+      return jacobi_bf16(r, a16, w16, v16, b0, nb, info);
+  }
+  char *src = gstat_cu_dense(&A, r->cdt, b0);
+  char *dV = r->want ? gstat_cu_dense(V, r->cdt, b0) : NULL;
+  char *dW = gstat_cu_dense(w, r->cdt, b0);
+  /* a degenerate batch is solved again from A: not when A is V */
+  bool reloadable = !(src && src == dV);
+  bool lock = uses_lockstep(r, nb) && reloadable;
+  bool split_path = !lock && r->want && uses_split(r) && reloadable;
+  bool two = !lock && !split_path && uses_two_stage(r) && reloadable;
+  bool loop = !lock && !split_path && !two && uses_loop(r->n, nb);
+  if (!jacobi && !loop && rr.fill == CUBLAS_FILL_MODE_UPPER && !(src && src == dV)) {
+    /* the batched solver is faster on the lower triangle (bench/probe_uplo,
+     * H200, lower vs upper: float32 256x128 1.882 vs 1.948 ms, float64
+     * 64x512 36.75 vs 38.29), the lockstep one reads only that, and the
+     * input is a copy anyway: copy the transpose, whose lower triangle
+     * holds the data */
+    A = transposed(&A);
+    rr.fill = CUBLAS_FILL_MODE_LOWER;
+    src = NULL;
+  }
+  /* the batched solver's graphs are keyed by their buffers */
+  if (!jacobi && !loop && !lock && !split_path && !two && !may_use_caller_buffers(r, nb, dV, dW))
+    dV = dW = NULL;
+  bool v_in_place = dV != NULL, w_in_place = dW != NULL;
+  if (jacobi && src && src == dV) src = NULL; /* the kernel does not work in place */
+  /* Every buffer first: the chunk writes nothing to the caller's arrays
+   * before all it needs is there (an out-of-memory return leaves them
+   * untouched, and a halved retry finds an in-place A unsolved). The
+   * solver's own copy of A (load) goes into V when usable, else a buffer. */
+  bool load = !src || (!jacobi && !dV);
+  char *dA = NULL;
+  if (load && !(dA = !jacobi && dV ? dV : gstat_cu_buffer(s, r->ctx, CU_MAT, mat)))
+    return GSTAT_ENOMEM;
+  /* what the solver reads; cuSOLVER overwrites it with the vectors */
+  char *in = load ? dA : jacobi ? src : dV;
+  if (!dV) dV = jacobi ? (r->want ? gstat_cu_buffer(s, r->ctx, CU_RHS, mat) : NULL) : in;
+  if (!dW) dW = gstat_cu_buffer(s, r->ctx, CU_VEC, (size_t)(r->n * nb) * es);
+  /* info, flags, then the cuSOLVER paths' scaling: amax and sigma */
+  int *dInfo =
+      gstat_cu_buffer(s, r->ctx, CU_INFO, (2 * sizeof(int) + 2 * sizeof(double)) * (size_t)nb);
+  size_t stage = 0; /* host arrays pass through CU_STAGE */
+  const gstat_matrix *host_args[3] = {load ? &A : NULL, w_in_place ? NULL : w,
+                                      r->want && !v_in_place ? V : NULL};
+  for (int i = 0; i < 3; i++) {
+    size_t span = host_args[i] && host_args[i]->location == GSTAT_HOST
+                      ? gstat_cu_span(host_args[i], b0, nb)
+                      : 0;
+    if (span > stage) stage = span;
+  }
+  if ((r->want && !dV) || !dW || !dInfo ||
+      !gstat_cu_host_buffer(s, r->ctx, &s->host_info, 2 * sizeof(int) * (size_t)nb) ||
+      (stage && !gstat_cu_buffer(s, r->ctx, CU_STAGE, stage)))
+    return GSTAT_ENOMEM;
+  gstat_status st;
+  solver_ws ws;
+  void *own_work = NULL, *own_host = NULL;
+  if (two) {
+    size_t host = 0,
+           bytes = gstat_cu_two_stage_bytes(s->solver, s->params, r->n, (const double *)in, &host);
+    if (!bytes)
+      return gstat_cu_solver_fail(r->ctx, "eigh", "workspace query",
+                                  CUSOLVER_STATUS_INTERNAL_ERROR);
+    /* its workspace is about twice Xsyevd's: without room, Xsyevd */
+    if (!(own_work = gstat_cu_buffer(s, NULL, CU_WORK, bytes)) ||
+        (host && !(own_host = gstat_cu_host_buffer(s, NULL, &s->host_work, host)))) {
+      if (gstat_cu_fault_now() == FAULT_OOM) return GSTAT_ENOMEM;
+      eigh_run again = *run;
+      again.no_own_tridiag = true;
+      return eigh_chunk(&again, A0, w, V, b0, nb, info);
+    }
+  } else if (lock || split_path) {
+    size_t bytes = lock ? gstat_cu_sytrd_eigh_bytes(r->cdt, r->n, nb, r->want)
+                        : gstat_cu_sytrd_split_bytes(s->solver, r->n, (const float *)in);
+    if (!bytes)
+      return gstat_cu_solver_fail(r->ctx, "eigh", "workspace query",
+                                  CUSOLVER_STATUS_INTERNAL_ERROR);
+    if (!(own_work = gstat_cu_buffer(s, r->ctx, CU_WORK, bytes))) return GSTAT_ENOMEM;
+  } else if (!jacobi && (st = plan_workspace(r, in, dW, nb, loop, &ws)) != GSTAT_OK) {
+    return st;
+  }
+  cudaError_t err = cudaSuccess;
+  if (load) {
+    if ((st = gstat_cu_load(s, r->ctx, "eigh", &A, b0, nb, r->cdt, dA, NULL)) != GSTAT_OK)
+      return st;
+  } else if (!jacobi && src != dV) {
+    err = cudaMemcpyAsync(dV, src, mat, cudaMemcpyDeviceToDevice, s->stream);
+  }
+  int *dFlags = dInfo + nb;
+  if (err == cudaSuccess && !jacobi)
+    err = cudaMemsetAsync(dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
+  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "copying the input", err);
+  if (jacobi) {
+    /* the kernel also fixes signs, writes NaN for failed elements and sets
+     * every flag: no finishing pass */
+    err = gstat_cu_eigh_jacobi(r->cdt, in, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb, dW,
+                               r->want ? dV : NULL, dInfo, dFlags, s->stream);
+    if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel", err);
+  } else {
+    bool degenerate = false, cusolver = !lock && !split_path && !two;
+    /* our paths scale as LAPACK does; cuSOLVER's batched solver does not
+     * (bench/README.md: the near-underflow graded fuzz case) */
+    double *amax = (double *)(dInfo + 2 * nb), *sigma = amax + nb;
+    if (cusolver &&
+        (err = gstat_cu_scale_to_unit(r->cdt, in, r->n, nb, r->fill == CUBLAS_FILL_MODE_UPPER, amax,
+                                      sigma, s->stream)) != cudaSuccess)
+      return gstat_cu_fail(r->ctx, "eigh", "scaling", err);
+    st = lock         ? lockstep(r, in, dW, dInfo, nb, own_work, &degenerate)
+         : split_path ? split(r, in, dW, dInfo, nb, own_work, &degenerate)
+         : two        ? two_stage(r, in, dW, dInfo, nb, own_work, own_host, &degenerate)
+         : loop       ? syevd_loop(r, in, dW, dInfo, nb, &ws)
+                      : syev_batched(r, in, dW, dInfo, nb, &ws);
+    if (st != GSTAT_OK) return st;
+    if (cusolver &&
+        (err = gstat_cu_unscale_values(r->cdt, dW, r->n, nb, sigma, s->stream)) != cudaSuccess)
+      return gstat_cu_fail(r->ctx, "eigh", "unscaling", err);
+    /* cuSOLVER's batched solver may leave a near-tie one ulp out of order */
+    if (cusolver && (err = gstat_cu_sort_eigenpairs(r->cdt, r->want ? dV : NULL, dW, r->n, nb,
+                                                    s->stream)) != cudaSuccess)
+      return gstat_cu_fail(r->ctx, "eigh", "ordering the values", err);
+    if (degenerate) { /* again from A, by cuSOLVER alone */
+      eigh_run again = *run;
+      again.no_own_tridiag = true;
+      again.cdt = compute_dtype(A0->dtype, r->n, false);
+      return eigh_chunk(&again, A0, w, V, b0, nb, info);
+    }
+    /* one pass: signs, NaN outputs for failed elements and flags for
+     * non-finite ones (the dispatcher may recompute them) */
+    err = gstat_cu_finish_eigh(r->cdt, r->want ? dV : NULL, dW, r->n, nb, dInfo, dFlags, s->stream);
+    if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "output check", err);
+  }
+  if (!w_in_place &&
+      (st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb, NULL)) != GSTAT_OK)
+    return st;
+  if (r->want && !v_in_place &&
+      (st = gstat_cu_store(s, r->ctx, "eigh", dV, r->cdt, V, b0, nb, NULL)) != GSTAT_OK)
+    return st;
+  return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, true, nb, info + b0, s->stream);
+}
+
+/* Host arrays on the Jacobi path, in pieces whose copies overlap the
+ * kernel: piece k + 1 comes in on one side stream while the kernel solves
+ * piece k on the context's stream and piece k - 1 goes out on another side
+ * stream (two sets of device buffers alternate). Only this path gains from
+ * pieces: its kernel time grows with the batch, while the batched solvers
+ * take about as long for part of a batch as for all of it
+ * (bench/probe_syev_batched). */
+enum { kPipePieceBytes = 16 << 20 }; /* of A in the compute type, per piece */
+_Static_assert(GSTAT_CU_STREAMS >= 4, "the pipeline uses side[0..1] and ev[0..3]");
+
+/* Matrices per piece when eigh of these arguments runs as a pipeline, else 0. */
+static int64_t pipeline_piece(const eigh_run *r, const gstat_matrix *A, const gstat_matrix *w,
+                              const gstat_matrix *V) {
+  if (A->location != GSTAT_HOST || w->location != GSTAT_HOST || (V && V->location != GSTAT_HOST))
+    return 0;
+  int64_t piece = kPipePieceBytes / (r->n * r->n * (int64_t)gstat_cu_dtype_bytes(r->cdt));
+  if (!r->jacobi || A->batch < 3 * piece) return 0; /* at least three pieces */
+  /* The pieces together may span at most twice the bytes of the whole
+   * batch: with an interleaved layout (batch stride 1) each piece would
+   * span nearly all of the array. */
+  int64_t pieces = (A->batch + piece - 1) / piece;
+  const gstat_matrix *args[3] = {A, w, V};
+  for (int i = 0; i < 3; i++)
+    if (args[i] && (size_t)pieces * gstat_cu_span(args[i], 0, piece) >
+                       2 * gstat_cu_span(args[i], 0, args[i]->batch))
+      return 0;
+  return piece;
+}
+
+static gstat_status jacobi_pipeline(const eigh_run *run, const gstat_matrix *A0, gstat_matrix *w,
+                                    gstat_matrix *V, int64_t piece, int64_t *info) {
+  eigh_run rr = *run;
+  const eigh_run *r = &rr;
+  gstat_matrix A = as_col_major(A0, &rr.fill);
+  gstat_cu_state *s = r->s;
+  size_t es = gstat_cu_dtype_bytes(r->cdt), mat = (size_t)(r->n * r->n * piece) * es,
+         vec = (size_t)(r->n * piece) * es, span = 0;
+  const gstat_matrix *args[3] = {&A, w, V}; /* a stage holds a piece of any of them */
+  for (int i = 0; i < 3; i++)
+    if (args[i] && gstat_cu_span(args[i], 0, piece) > span) span = gstat_cu_span(args[i], 0, piece);
+  span = (span + 255) & ~(size_t)255;
+  /* per slot: a stage in and a stage out, matrices, vectors, values, info + flags */
+  char *stage = gstat_cu_buffer(s, r->ctx, CU_STAGE, 4 * span);
+  char *dA = gstat_cu_buffer(s, r->ctx, CU_MAT, 2 * mat);
+  char *dV = r->want ? gstat_cu_buffer(s, r->ctx, CU_RHS, 2 * mat) : NULL;
+  char *dW = gstat_cu_buffer(s, r->ctx, CU_VEC, 2 * vec);
+  int *dInfo = gstat_cu_buffer(s, r->ctx, CU_INFO, 4 * sizeof(int) * (size_t)piece);
+  if (!stage || !dA || (r->want && !dV) || !dW || !dInfo) return GSTAT_ENOMEM;
+  cudaStream_t in = s->side[0], out = s->side[1];
+  cudaEvent_t *loaded = &s->ev[0], *solved = &s->ev[2], start = s->ev[GSTAT_CU_STREAMS];
+  /* both side streams start after the caller's earlier work on the stream */
+  cudaError_t err = cudaEventRecord(start, s->stream);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(in, start, 0);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(out, start, 0);
+  gstat_status st = GSTAT_OK;
+  int64_t pieces = (A.batch + piece - 1) / piece;
+  for (int64_t k = 0; k <= pieces && st == GSTAT_OK && err == cudaSuccess; k++) {
+    if (k < pieces) { /* piece k: in, then the kernel once it is there */
+      int slot = (int)(k & 1);
+      int64_t b0 = k * piece, nb = A.batch - b0 < piece ? A.batch - b0 : piece;
+      int *di = dInfo + 2 * piece * slot;
+      gstat_cu_lane lane = {in, stage + span * (size_t)slot};
+      /* the slot's last user, piece k - 2, is done: its kernel (waited for
+       * here, on the device) and its store and info (on the host: stores
+       * to host memory return once the bytes are there) */
+      if (k >= 2 && (err = cudaStreamWaitEvent(in, solved[slot], 0)) != cudaSuccess) break;
+      st = gstat_cu_load(s, r->ctx, "eigh", &A, b0, nb, r->cdt, dA + mat * (size_t)slot, &lane);
+      if (st != GSTAT_OK) break;
+      err = cudaEventRecord(loaded[slot], in);
+      if (err == cudaSuccess) err = cudaStreamWaitEvent(s->stream, loaded[slot], 0);
+      if (err == cudaSuccess)
+        err = gstat_cu_eigh_jacobi(
+            r->cdt, dA + mat * (size_t)slot, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb,
+            dW + vec * (size_t)slot, dV ? dV + mat * (size_t)slot : NULL, di, di + nb, s->stream);
+      if (err == cudaSuccess) err = cudaEventRecord(solved[slot], s->stream);
+      if (err == cudaSuccess) s->pipeline_pieces++;
+    }
+    if (k >= 1 && err == cudaSuccess) { /* piece k - 1: out once solved */
+      int slot = (int)((k - 1) & 1);
+      int64_t b0 = (k - 1) * piece, nb = A.batch - b0 < piece ? A.batch - b0 : piece;
+      int *di = dInfo + 2 * piece * slot;
+      gstat_cu_lane lane = {out, stage + span * (size_t)(2 + slot)};
+      err = cudaStreamWaitEvent(out, solved[slot], 0);
+      if (err != cudaSuccess) break;
+      st = gstat_cu_store(s, r->ctx, "eigh", dW + vec * (size_t)slot, r->cdt, w, b0, nb, &lane);
+      if (st == GSTAT_OK && V)
+        st = gstat_cu_store(s, r->ctx, "eigh", dV + mat * (size_t)slot, r->cdt, V, b0, nb, &lane);
+      if (st == GSTAT_OK)
+        st = gstat_cu_collect_info(s, r->ctx, "eigh", di, true, nb, info + b0, out);
+    }
+  }
+  if (st != GSTAT_OK || err != cudaSuccess) { /* nothing may run on after a failure */
+    cudaStreamSynchronize(in);
+    cudaStreamSynchronize(s->stream);
+    cudaStreamSynchronize(out);
+  }
+  return err == cudaSuccess ? st : gstat_cu_fail(r->ctx, "eigh", "pipelined Jacobi", err);
+}
+
+gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                           gstat_matrix *w, gstat_matrix *V, int64_t *info) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  eigh_run r = {s,
+                ctx,
+                A->rows,
+                gstat_cu_compute_dtype(A->dtype),
+                V != NULL,
+                uplo == GSTAT_UPPER ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER,
+                V ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR,
+                false,
+                false};
+  r.cdt = compute_dtype(A->dtype, r.n, V && gstat_cu_sytrd_split_fits(r.n));
+  r.jacobi = uses_jacobi(r.n, r.cdt, A->batch);
+  gstat_status st0 = gstat_cu_check_finite(s, ctx, "eigh", "A", A, uplo == GSTAT_UPPER ? 2 : 1);
+  if (st0 != GSTAT_OK) return st0;
+  int64_t piece = pipeline_piece(&r, A, w, V);
+  if (piece > 0) {
+    st0 = jacobi_pipeline(&r, A, w, V, piece, info);
+    /* out of memory: the plain chunks below, which can halve */
+    if (st0 != GSTAT_ENOMEM || gstat_cu_fault_now() == FAULT_OOM) return st0;
+  }
+  size_t es = gstat_cu_dtype_bytes(r.cdt), n2 = (size_t)(r.n * r.n);
+  /* device bytes per element: matrices (two for Jacobi), values, staging,
+   * and about as much again for the solver's workspace */
+  size_t per = n2 * es * 3 + (size_t)r.n * es + 8 + n2 * gstat_cu_dtype_bytes(A->dtype);
+  /* our tridiagonal step's vectors pass through two double copies */
+  if (gstat_cu_sytrd_split_fits(r.n) && V) per += n2 * 16;
+  int64_t chunk = gstat_cu_chunk(s, A->batch, per);
+  bool batched = !r.jacobi && !uses_loop(r.n, A->batch);
+  if (batched && chunk > (int64_t)(INT32_MAX / n2)) chunk = (int64_t)(INT32_MAX / n2);
+  /* the lockstep solver's grids; a Jacobi batch never runs it (the Jacobi
+   * kernel takes any batch in one launch) */
+  if (!r.jacobi && gstat_cu_sytrd_eigh_fits(r.n) && chunk > 65535) chunk = 65535;
+  /* bf16 is chosen to save memory, but its float32 working copy plus the
+   * batched solver's workspace (about 5x the matrices) for the whole batch
+   * is more than the float32 path needs (it solves in the caller's V): half
+   * the batch at a time keeps bf16's peak lower (bench/README.md) */
+  if (batched && A->dtype == GSTAT_BF16 && A->batch > 1 && chunk > (A->batch + 1) / 2)
+    chunk = (A->batch + 1) / 2;
+  for (int64_t b0 = 0; b0 < A->batch;) {
+    int64_t nb = A->batch - b0 < chunk ? A->batch - b0 : chunk;
+    gstat_status st = eigh_chunk(&r, A, w, V, b0, nb, info);
+    if (st == GSTAT_ENOMEM && gstat_cu_fault_now() != FAULT_OOM) {
+      if (chunk > 1) {
+        chunk = (chunk + 1) / 2; /* smaller chunks, then the CPU (dispatcher) */
+        continue;
+      }
+      if (r.cdt != gstat_cu_compute_dtype(A->dtype)) {
+        r.cdt = gstat_cu_compute_dtype(A->dtype); /* no room for the double copy */
+        continue;
+      }
+    }
+    if (st != GSTAT_OK) return st;
+    b0 += nb;
+  }
+  return GSTAT_OK;
+}
+
+/* eigh of dense device data with no host synchronization and no allocation
+ * (gstat_eigh_async: CUDA graph capture, training loops): the Jacobi kernel
+ * alone, from the caller's A into the caller's w and V, info and flags into
+ * the caller's 2 x batch ints. Whatever needs a copy, a workspace or a host
+ * read is refused, so the caller can fall back to gstat_eigh. */
+gstat_status gstat_cu_eigh_async(void *state, gstat_ctx *ctx, const gstat_matrix *A0,
+                                 gstat_uplo uplo, gstat_matrix *w, gstat_matrix *V, int32_t *info) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  if (A0->rows == 0) { /* nothing failed */
+    cudaError_t err = cudaMemsetAsync(info, 0, 2 * sizeof *info * (size_t)A0->batch, s->stream);
+    return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "eigh_async", "info", err);
+  }
+  cublasFillMode_t fill = uplo == GSTAT_UPPER ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+  gstat_matrix A = as_col_major(A0, &fill);
+  int dt = (int)A0->dtype;
+  char *a = gstat_cu_dense(&A, dt, 0), *dw = gstat_cu_dense(w, dt, 0);
+  char *dv = V ? gstat_cu_dense(V, dt, 0) : NULL;
+  if (A.rows > GSTAT_CU_JACOBI_MAX_N)
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "eigh_async: order %lld > %d: only the Jacobi kernels run without "
+                               "host synchronization",
+                               (long long)A.rows, GSTAT_CU_JACOBI_MAX_N);
+  if (!a || !dw || (V && (!dv || dv == a)) || (int)w->dtype != dt || (V && (int)V->dtype != dt))
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "eigh_async: A, w and V must be dense (A contiguous, V column-major "
+                               "and not A) and of one dtype");
+  cudaError_t err = gstat_cu_eigh_jacobi(dt, a, fill == CUBLAS_FILL_MODE_UPPER, A.rows, A.batch, dw,
+                                         dv, info, info + A.batch, s->stream);
+  if (err == cudaSuccess)
+    err = gstat_cu_flag_nonfinite(dt, a, fill == CUBLAS_FILL_MODE_UPPER, A.rows, A.batch, dw, dv,
+                                  info + A.batch, s->stream);
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "eigh_async", "Jacobi kernel", err);
+}
+
+/* gstat_eigh_backward's backend op: one kernel over the batch on the
+ * context's stream, reading and writing the caller's strided arrays. */
+gstat_status gstat_cu_eigh_backward_op(void *state, gstat_ctx *ctx, const gstat_matrix *w,
+                                       const gstat_matrix *V, const gstat_matrix *gw,
+                                       const gstat_matrix *gV, double broadening,
+                                       gstat_matrix *gA) {
+  gstat_cu_state *s = state;
+  if (V->rows > GSTAT_CU_EIGH_BWD_MAX_N || V->dtype == GSTAT_BF16)
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "eigh_backward: float32 or float64 of order <= %d only",
+                               GSTAT_CU_EIGH_BWD_MAX_N);
+  gstat_cu_bwd_args a = {.dtype = (int)V->dtype,
+                         .n = V->rows,
+                         .batch = V->batch,
+                         .w = w->data,
+                         .gw = gw ? gw->data : NULL,
+                         .w_bs = w->batch_stride,
+                         .w_s = w->row_stride,
+                         .gw_bs = gw ? gw->batch_stride : 0,
+                         .gw_s = gw ? gw->row_stride : 0,
+                         .v = V->data,
+                         .gv = gV->data,
+                         .v_bs = V->batch_stride,
+                         .v_rs = V->row_stride,
+                         .v_cs = V->col_stride,
+                         .gv_bs = gV->batch_stride,
+                         .gv_rs = gV->row_stride,
+                         .gv_cs = gV->col_stride,
+                         .out = gA->data,
+                         .out_bs = gA->batch_stride,
+                         .out_rs = gA->row_stride,
+                         .out_cs = gA->col_stride,
+                         .broadening = broadening};
+  cudaSetDevice(s->device);
+  cudaError_t err = gstat_cu_eigh_backward(&a, s->stream);
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "eigh_backward", "kernel", err);
+}

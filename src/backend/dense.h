@@ -1,0 +1,123 @@
+/*
+ * Dense BLAS-like building blocks for the statistics layers (src/pca,
+ * src/graph, src/spectral), which must not call BLAS/LAPACK themselves.
+ *
+ * Host memory, column-major (BLAS convention), compute dtype GSTAT_F32
+ * (float) or GSTAT_F64 (double); pointers are of that type. Arguments are
+ * trusted (the caller validated shapes); sizes are int64_t and must fit a
+ * BLAS int (checked: GSTAT_EUNSUPPORTED otherwise). BLAS may use the
+ * context's threads. Today these run on the CPU backend; a GPU version would
+ * plug in here.
+ */
+#ifndef GSTAT_BACKEND_DENSE_H
+#define GSTAT_BACKEND_DENSE_H
+
+#include "core/internal.h"
+#include "gstat/linalg.h"
+
+/* C (m x n) = alpha op(A) op(B) + beta C, op(A) m x k, op(B) k x n. */
+gstat_status gstat_i_gemm(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, gstat_trans tb, int64_t m,
+                          int64_t n, int64_t k, double alpha, const void *A, int64_t lda,
+                          const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+
+/* C (n x n) = alpha op(A) op(A)^T + beta C with op(A) n x k (trans NO: A is
+ * n x k; TRANS: A is k x n, i.e. C = alpha A^T A + beta C). Both triangles of
+ * C are written (the result is symmetric). */
+gstat_status gstat_i_syrk(gstat_ctx *ctx, gstat_dtype dt, gstat_trans trans, int64_t n, int64_t k,
+                          double alpha, const void *A, int64_t lda, double beta, void *C,
+                          int64_t ldc);
+/* The same, the lower triangle only (the strict upper one is left as it was). */
+gstat_status gstat_i_syrk_lower(gstat_ctx *ctx, gstat_dtype dt, gstat_trans trans, int64_t n,
+                                int64_t k, double alpha, const void *A, int64_t lda, double beta,
+                                void *C, int64_t ldc);
+
+/* Replace the columns of A (m x n, m >= n) by an orthonormal basis of their
+ * span (Householder QR, Q formed explicitly). `work` holds at least
+ * gstat_i_orthonormalize_work(dt, m, n) elements of type dt (the caller owns
+ * it, so repeated calls allocate nothing); 0 from the query means the sizes
+ * exceed LAPACK's integer range. */
+int64_t gstat_i_orthonormalize_work(gstat_dtype dt, int64_t m, int64_t n);
+gstat_status gstat_i_orthonormalize(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n, void *A,
+                                    int64_t lda, void *work);
+
+/* Element b of M (its rows x cols, any dtype and strides) into the dense
+ * column-major buffer dst of compute type dt with leading dimension ld. */
+void gstat_i_dense_load(const gstat_matrix *M, int64_t b, gstat_dtype dt, void *dst, int64_t ld);
+
+/* The rows x cols buffer src (compute type dt, column-major, ld) into element
+ * b of M, converted to M's dtype (bf16: nearest even). */
+void gstat_i_dense_store(gstat_dtype dt, const void *src, int64_t ld, const gstat_matrix *M,
+                         int64_t b);
+
+/* Cholesky factorization in place of the n x n matrix A (lda): the lower
+ * triangle is read and overwritten by L with A = L L^T (the strict upper
+ * triangle is left alone). *info = 0, or k > 0 when the leading minor of
+ * order k is not positive definite (a NaN counts as not positive). */
+gstat_status gstat_i_potrf(gstat_ctx *ctx, gstat_dtype dt, int64_t n, void *A, int64_t lda,
+                           int64_t *info);
+
+/* Triangular solve with several right-hand sides, B (m x n, ldb) overwritten
+ * by X: op(T) X = alpha B when right is false (T m x m), X op(T) = alpha B
+ * when right is true (T n x n). Only the `uplo` triangle of T is read. */
+gstat_status gstat_i_trsm(gstat_ctx *ctx, gstat_dtype dt, bool right, gstat_uplo uplo,
+                          gstat_trans trans, gstat_diag diag, int64_t m, int64_t n, double alpha,
+                          const void *T, int64_t ldt, void *B, int64_t ldb);
+
+/* On the CPU: every eigenvalue of the symmetric n x n A (lower triangle read,
+ * column-major, ld lda) into w (n, ascending), and the eigenvectors of the k
+ * largest into A's last k columns (ascending, the sign rule applied; the rest
+ * of A is overwritten). For k << n a fraction of a full eigh's cost (no
+ * divide-and-conquer, k back-transformed vectors). Statuses: GSTAT_OK,
+ * GSTAT_ENOCONV, GSTAT_ENOMEM, GSTAT_EBACKEND, GSTAT_EUNSUPPORTED. */
+gstat_status gstat_i_eigh_top(gstat_ctx *ctx, gstat_dtype dt, int64_t n, void *A, int64_t lda,
+                              int64_t k, void *w);
+
+/* Whether gstat_eigh would run the host matrix A on the CPU backend (the
+ * context's backend choice and AUTO's size rule, as the dispatch decides). */
+bool gstat_i_eigh_runs_on_cpu(gstat_ctx *ctx, const gstat_matrix *A);
+
+/* gstat_eigh for a statistics routine's own sub-problem: the same call, but
+ * the context's progress callback hears only the outer routine (no nested
+ * "eigh" reports to confuse a progress bar). */
+gstat_status gstat_i_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, gstat_matrix *w,
+                          gstat_matrix *V, int64_t *info);
+
+/* Column-pivoted QR (LAPACK geqp3) of A (m x n, lda), overwritten by the
+ * factorization; jpvt (n entries) receives the 0-based column order (the
+ * first column of A*P is column jpvt[0] of A). ctx may be NULL (then no
+ * message is recorded and BLAS threads are left as they are): a call from
+ * inside a parallel loop. Allocates its own LAPACK work. */
+gstat_status gstat_i_geqp3(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n, void *A,
+                           int64_t lda, int64_t *jpvt);
+
+/* Singular value decomposition (LAPACK gesvd) of A (m x n, lda; destroyed):
+ * s (min(m, n)) descending, U (m x min(m, n), ldu), VT (min(m, n) x n,
+ * ldvt). ctx may be NULL as for gstat_i_geqp3. */
+gstat_status gstat_i_gesvd(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n, void *A,
+                           int64_t lda, void *s, void *U, int64_t ldu, void *VT, int64_t ldvt);
+
+/* Threads for an OpenMP loop over `items` independent tasks that call the
+ * wrappers above with ctx NULL: 1 when the BLAS must not be called from a
+ * parallel region (a pthreads OpenBLAS) or when items is too small. */
+int gstat_i_dense_loop_threads(const gstat_ctx *ctx, int64_t items);
+
+/* Threads for an OpenMP loop of our own (no BLAS inside) over `items`
+ * independent pieces with `flops` arithmetic and `bytes` of memory traffic
+ * in all: the CPU rules' count for that much one-thread work, at most the
+ * context's threads and items, 1 inside a parallel region. Recorded in the
+ * context's last_threads. */
+int gstat_i_loop_threads(gstat_ctx *ctx, int64_t items, double flops, double bytes);
+
+/* Largest n for which gstat_eigh gives the same bits for a matrix alone or
+ * inside a batch (the backend's own kernel, no threaded BLAS); larger
+ * matrices must be passed one per call when results have to match
+ * one-at-a-time calls exactly (src/spectral's batches). */
+int64_t gstat_i_eigh_batch_invariant_max(void);
+
+/* y = alpha op(A) x + beta y, A m x n (lda), op(A) A or A^T. For a single
+ * right-hand side: a GEMM with n = 1 packs all of A first (OpenBLAS 0.3.21). */
+gstat_status gstat_i_gemv(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, int64_t m, int64_t n,
+                          double alpha, const void *A, int64_t lda, const void *x, double beta,
+                          void *y);
+
+#endif /* GSTAT_BACKEND_DENSE_H */

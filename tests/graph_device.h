@@ -1,0 +1,316 @@
+/*
+ * Every graph and spectral routine on device data against the same call on
+ * host data, shared by test_graph_device.c (the fake module, whose "device
+ * memory" is host memory marked GSTAT_CUDA) and test_cuda.c (the real module
+ * and cudaMalloc'd memory). Include it after stats_matrix.h (sm_memory,
+ * sm_arg). tol: relative tolerance of values (0: bitwise); labels must be
+ * identical (the graphs' eigengaps are clear), embeddings span the same
+ * subspace.
+ */
+#ifndef GSTAT_TESTS_GRAPH_DEVICE_H
+#define GSTAT_TESTS_GRAPH_DEVICE_H
+
+#include "gstat/spectral.h"
+#include "stats_matrix.h"
+
+enum { GD_N = 36, GD_BLOCKS = 3 };
+
+/* A symmetric n x n adjacency of `blocks` dense clusters (weights in
+ * [0.5, 1)) joined by a few weak edges: a clear eigengap after `blocks`. */
+static void gd_graph(tu_rng *rng, int64_t n, int64_t blocks, double *a) {
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j <= i; j++) {
+      bool same = i * blocks / n == j * blocks / n;
+      double w = i == j ? 0.0 : same ? 0.5 + 0.5 * tu_uniform(rng) : 0.0;
+      if (!same && (i + 3 * j) % 17 == 0) w = 0.01;
+      a[i * n + j] = a[j * n + i] = w;
+    }
+}
+
+static gstat_ctx *gd_ctx(void) {
+  return tu_ctx(GSTAT_BACKEND_AUTO);
+}
+
+/* values of two outputs (device one first) agree to tol */
+static void gd_same(const sm_memory *mem, const char *what, sm_arg *dev, sm_arg *host, double tol) {
+  double *x = sm_values(mem, dev), *y = sm_values(mem, host);
+  sm_close(what, x, y, dev->m.batch * dev->m.rows * dev->m.cols, tol);
+  free(x);
+  free(y);
+}
+
+/* gstat_laplacian of dense adjacencies (f64, f32) in device memory, every
+ * kind, L and degrees in device memory; then a CSR graph into a device L. */
+static void gd_laplacian(const sm_memory *mem, double tol) {
+  gstat_ctx *ctx = gd_ctx();
+  tu_rng rng = tu_rng_new();
+  const int64_t nb = 2, n = GD_N;
+  double *a = malloc(sizeof(double) * (size_t)(nb * n * n));
+  for (int64_t b = 0; b < nb; b++) gd_graph(&rng, n, GD_BLOCKS, a + b * n * n);
+  const gstat_dtype dts[2] = {GSTAT_F64, GSTAT_F32};
+  for (int t = 0; t < 2; t++)
+    for (int kind = 0; kind < 3; kind++) {
+      sm_arg Ah = sm_arg_new(mem, false, dts[t], nb, n, n, a),
+             Ad = sm_arg_new(mem, true, dts[t], nb, n, n, a);
+      sm_arg Lh = sm_arg_new(mem, false, dts[t], nb, n, n, NULL),
+             Ld = sm_arg_new(mem, true, dts[t], nb, n, n, NULL);
+      sm_arg dh = sm_arg_new(mem, false, GSTAT_F64, nb, n, 1, NULL),
+             dd = sm_arg_new(mem, true, GSTAT_F64, nb, n, 1, NULL);
+      gstat_graph Gh = gstat_graph_dense(&Ah.m), Gd = gstat_graph_dense(&Ad.m);
+      sm_check(ctx, gstat_laplacian(ctx, &Gh, (gstat_laplacian_kind)kind, &Lh.m, &dh.m));
+      sm_check(ctx, gstat_laplacian(ctx, &Gd, (gstat_laplacian_kind)kind, &Ld.m, &dd.m));
+      assert_int_equal(gstat_ctx_last_backends(ctx), GSTAT_RAN_CUDA); /* the device primitive */
+      gd_same(mem, "laplacian L", &Ld, &Lh, tol);
+      gd_same(mem, "laplacian degrees", &dd, &dh, tol);
+      sm_arg_free(mem, &Ah);
+      sm_arg_free(mem, &Ad);
+      sm_arg_free(mem, &Lh);
+      sm_arg_free(mem, &Ld);
+      sm_arg_free(mem, &dh);
+      sm_arg_free(mem, &dd);
+    }
+  /* an invalid weight on the device: the host's error and message */
+  a[1] = -1.0;
+  sm_arg Ah = sm_arg_new(mem, false, GSTAT_F64, 1, n, n, a),
+         Ad = sm_arg_new(mem, true, GSTAT_F64, 1, n, n, a);
+  sm_arg Ld = sm_arg_new(mem, true, GSTAT_F64, 1, n, n, NULL);
+  gstat_graph Gh = gstat_graph_dense(&Ah.m), Gd = gstat_graph_dense(&Ad.m);
+  Gh.symmetrize = Gd.symmetrize = GSTAT_SYM_MAX;
+  assert_int_equal(gstat_laplacian(ctx, &Gh, GSTAT_LAPLACIAN_SYMMETRIC, &Ld.m, NULL), GSTAT_EINVAL);
+  char want[512];
+  snprintf(want, sizeof want, "%s", gstat_ctx_last_error(ctx));
+  assert_int_equal(gstat_laplacian(ctx, &Gd, GSTAT_LAPLACIAN_SYMMETRIC, &Ld.m, NULL), GSTAT_EINVAL);
+  assert_string_equal(gstat_ctx_last_error(ctx), want);
+  sm_arg_free(mem, &Ah);
+  sm_arg_free(mem, &Ad);
+  sm_arg_free(mem, &Ld);
+  /* a path graph as CSR, its Laplacian into device memory */
+  int64_t off[5] = {0, 1, 3, 5, 6}, idx[6] = {1, 0, 2, 1, 3, 2};
+  double w[6] = {1, 1, 2, 2, 3, 3};
+  gstat_graph C = gstat_graph_csr(4, off, idx, w);
+  sm_arg Ch = sm_arg_new(mem, false, GSTAT_F32, 1, 4, 4, NULL),
+         Cd = sm_arg_new(mem, true, GSTAT_F32, 1, 4, 4, NULL);
+  sm_arg ch = sm_arg_new(mem, false, GSTAT_F64, 1, 4, 1, NULL),
+         cd = sm_arg_new(mem, true, GSTAT_F64, 1, 4, 1, NULL);
+  sm_check(ctx, gstat_laplacian(ctx, &C, GSTAT_LAPLACIAN_RANDOM_WALK, &Ch.m, &ch.m));
+  sm_check(ctx, gstat_laplacian(ctx, &C, GSTAT_LAPLACIAN_RANDOM_WALK, &Cd.m, &cd.m));
+  gd_same(mem, "CSR laplacian L", &Cd, &Ch, 0);
+  gd_same(mem, "CSR laplacian degrees", &cd, &ch, 0);
+  sm_arg_free(mem, &Ch);
+  sm_arg_free(mem, &Cd);
+  sm_arg_free(mem, &ch);
+  sm_arg_free(mem, &cd);
+  free(a);
+  gstat_ctx_destroy(ctx);
+}
+
+/* The CSR Laplacian, the operator and the components of dense device graphs. */
+static void gd_csr_op_components(const sm_memory *mem) {
+  gstat_ctx *ctx = gd_ctx();
+  tu_rng rng = tu_rng_new();
+  const int64_t nb = 2, n = GD_N;
+  double *a = malloc(sizeof(double) * (size_t)(nb * n * n));
+  for (int64_t b = 0; b < nb; b++) gd_graph(&rng, n, GD_BLOCKS, a + b * n * n);
+  for (int64_t i = 0; i < n; i++) /* graph 1: the weak edges cut, 3 components */
+    for (int64_t j = 0; j < n; j++)
+      if (a[n * n + i * n + j] < 0.1) a[n * n + i * n + j] = 0;
+  sm_arg Ah = sm_arg_new(mem, false, GSTAT_F64, nb, n, n, a),
+         Ad = sm_arg_new(mem, true, GSTAT_F64, nb, n, n, a);
+  gstat_graph Gh = gstat_graph_dense(&Ah.m), Gd = gstat_graph_dense(&Ad.m);
+  int64_t ch[2], cd[2], lh[2 * GD_N], ld[2 * GD_N];
+  sm_check(ctx, gstat_graph_components(ctx, &Gh, ch, lh));
+  sm_check(ctx, gstat_graph_components(ctx, &Gd, cd, ld));
+  assert_memory_equal(ch, cd, sizeof ch);
+  assert_memory_equal(lh, ld, sizeof lh);
+  assert_int_equal(cd[1], GD_BLOCKS);
+  /* one graph (batch 1 views of element 0) */
+  Gh.adjacency.batch = Gd.adjacency.batch = 1;
+  int64_t nnz_h, nnz_d;
+  sm_check(ctx, gstat_laplacian_csr(ctx, &Gh, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL,
+                                    &nnz_h, NULL));
+  sm_check(ctx, gstat_laplacian_csr(ctx, &Gd, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL,
+                                    &nnz_d, NULL));
+  assert_int_equal(nnz_h, nnz_d);
+  int64_t *oh = malloc(sizeof(int64_t) * (size_t)(2 * (n + 1 + nnz_h)));
+  double *vh = malloc(sizeof(double) * (size_t)(2 * nnz_h + 2 * n));
+  int64_t *ih = oh + n + 1, *od = ih + nnz_h, *id = od + n + 1;
+  double *vd = vh + nnz_h, *dgh = vd + nnz_h, *dgd = dgh + n;
+  sm_check(ctx, gstat_laplacian_csr(ctx, &Gh, GSTAT_LAPLACIAN_SYMMETRIC, nnz_h, oh, ih, vh, &nnz_h,
+                                    dgh));
+  sm_check(ctx, gstat_laplacian_csr(ctx, &Gd, GSTAT_LAPLACIAN_SYMMETRIC, nnz_d, od, id, vd, &nnz_d,
+                                    dgd));
+  assert_memory_equal(oh, od, sizeof(int64_t) * (size_t)(n + 1));
+  assert_memory_equal(ih, id, sizeof(int64_t) * (size_t)nnz_h);
+  assert_memory_equal(vh, vd, sizeof(double) * (size_t)nnz_h);
+  assert_memory_equal(dgh, dgd, sizeof(double) * (size_t)n);
+  gstat_laplacian_op *ph = NULL, *pd = NULL;
+  sm_check(ctx, gstat_laplacian_op_create(ctx, &Gh, GSTAT_LAPLACIAN_UNNORMALIZED, &ph));
+  sm_check(ctx, gstat_laplacian_op_create(ctx, &Gd, GSTAT_LAPLACIAN_UNNORMALIZED, &pd));
+  assert_memory_equal(gstat_laplacian_op_degrees(ph), gstat_laplacian_op_degrees(pd),
+                      sizeof(double) * (size_t)n);
+  double x[GD_N], yh[GD_N], yd[GD_N];
+  for (int64_t i = 0; i < n; i++) x[i] = tu_normal(&rng);
+  sm_check(ctx, gstat_laplacian_op_apply(ctx, ph, 1, x, yh));
+  sm_check(ctx, gstat_laplacian_op_apply(ctx, pd, 1, x, yd));
+  assert_memory_equal(yh, yd, sizeof yh);
+  gstat_laplacian_op_destroy(ph);
+  gstat_laplacian_op_destroy(pd);
+  free(oh);
+  free(vh);
+  sm_arg_free(mem, &Ah);
+  sm_arg_free(mem, &Ad);
+  free(a);
+  gstat_ctx_destroy(ctx);
+}
+
+static bool gd_csr_equal(const gstat_csr *x, const gstat_csr *y, double tol) {
+  if (x->n != y->n || x->nnz != y->nnz) return false;
+  if (memcmp(x->offsets, y->offsets, sizeof(int64_t) * (size_t)(x->n + 1)) ||
+      memcmp(x->indices, y->indices, sizeof(int64_t) * (size_t)x->nnz))
+    return false;
+  for (int64_t e = 0; e < x->nnz; e++)
+    if (!(fabs(x->weights[e] - y->weights[e]) <= tol * (1 + fabs(y->weights[e])))) return false;
+  return true;
+}
+
+/* Affinities of points in device memory: dense into device memory, and CSR. */
+static void gd_affinity(const sm_memory *mem, double tol) {
+  gstat_ctx *ctx = gd_ctx();
+  tu_rng rng = tu_rng_new();
+  const int64_t n = 40, p = 3;
+  double x[40 * 3];
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < p; j++) x[i * p + j] = tu_normal(&rng) + (double)(i % 3) * 4.0;
+  sm_arg Xh = sm_arg_new(mem, false, GSTAT_F64, 1, n, p, x),
+         Xd = sm_arg_new(mem, true, GSTAT_F64, 1, n, p, x);
+  const gstat_affinity_kind kinds[4] = {GSTAT_AFFINITY_RBF, GSTAT_AFFINITY_KNN,
+                                        GSTAT_AFFINITY_MUTUAL_KNN, GSTAT_AFFINITY_EPSILON};
+  for (int k = 0; k < 4; k++) {
+    gstat_affinity_options o;
+    gstat_affinity_options_init(&o);
+    o.kind = kinds[k];
+    o.n_neighbors = 5;
+    o.epsilon = 2.0;
+    sm_arg Ah = sm_arg_new(mem, false, GSTAT_F32, 1, n, n, NULL),
+           Ad = sm_arg_new(mem, true, GSTAT_F32, 1, n, n, NULL);
+    sm_check(ctx, gstat_affinity_dense(ctx, &Xh.m, &o, &Ah.m));
+    sm_check(ctx, gstat_affinity_dense(ctx, &Xd.m, &o, &Ad.m));
+    gd_same(mem, "affinity_dense", &Ad, &Ah, tol);
+    sm_arg_free(mem, &Ah);
+    sm_arg_free(mem, &Ad);
+    gstat_csr *ch = NULL, *cd = NULL;
+    sm_check(ctx, gstat_affinity_csr(ctx, &Xh.m, &o, &ch));
+    sm_check(ctx, gstat_affinity_csr(ctx, &Xd.m, &o, &cd));
+    assert_true(gd_csr_equal(cd, ch, tol));
+    gstat_csr_free(ch);
+    gstat_csr_free(cd);
+  }
+  sm_arg_free(mem, &Xh);
+  sm_arg_free(mem, &Xd);
+  gstat_ctx_destroy(ctx);
+}
+
+/* Largest distance of a unit column of E (n x d, row-major) from the span
+ * of F's columns (n x d, row-major), relative. */
+static double gd_subspace_gap(int64_t n, int64_t d, const double *E, const double *F) {
+  double *Q = malloc(sizeof(double) * (size_t)(n * d)), worst = 0;
+  for (int64_t c = 0; c < d; c++) { /* Gram-Schmidt on F's columns */
+    for (int64_t i = 0; i < n; i++) Q[c * n + i] = F[i * d + c];
+    for (int pass = 0; pass < 2; pass++)
+      for (int64_t q = 0; q < c; q++) {
+        double s = 0;
+        for (int64_t i = 0; i < n; i++) s += Q[q * n + i] * Q[c * n + i];
+        for (int64_t i = 0; i < n; i++) Q[c * n + i] -= s * Q[q * n + i];
+      }
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += Q[c * n + i] * Q[c * n + i];
+    for (int64_t i = 0; i < n; i++) Q[c * n + i] /= sqrt(s);
+  }
+  double *r = malloc(sizeof(double) * (size_t)n);
+  for (int64_t c = 0; c < d; c++) {
+    double norm = 0, res = 0;
+    for (int64_t i = 0; i < n; i++) norm += E[i * d + c] * E[i * d + c];
+    for (int64_t i = 0; i < n; i++) r[i] = E[i * d + c];
+    for (int64_t q = 0; q < d; q++) {
+      double s = 0;
+      for (int64_t i = 0; i < n; i++) s += Q[q * n + i] * r[i];
+      for (int64_t i = 0; i < n; i++) r[i] -= s * Q[q * n + i];
+    }
+    for (int64_t i = 0; i < n; i++) res += r[i] * r[i];
+    worst = fmax(worst, sqrt(res / norm));
+  }
+  free(Q);
+  free(r);
+  return worst;
+}
+
+/* Spectral clustering (with and without a result) and the embedding of one
+ * dense graph in device memory, the embedding written to device memory, on
+ * a context of `backend` (CUDA: the Laplacian and the eigh stay on the
+ * device for the embedding, and nothing runs on the CPU backend). */
+static void gd_spectral(const sm_memory *mem, double tol, gstat_backend backend) {
+  gstat_ctx *ctx = tu_ctx(backend);
+  tu_rng rng = tu_rng_new();
+  const int64_t n = 3 * GD_N, k = GD_BLOCKS;
+  double *a = malloc(sizeof(double) * (size_t)(n * n));
+  gd_graph(&rng, n, k, a);
+  const gstat_dtype dts[2] = {GSTAT_F64, GSTAT_F32};
+  for (int t = 0; t < 2; t++) {
+    sm_arg Ah = sm_arg_new(mem, false, dts[t], 1, n, n, a),
+           Ad = sm_arg_new(mem, true, dts[t], 1, n, n, a);
+    gstat_graph Gh = gstat_graph_dense(&Ah.m), Gd = gstat_graph_dense(&Ad.m);
+    gstat_spectral_options o;
+    gstat_spectral_options_init(&o);
+    o.n_clusters = k;
+    int64_t lh[3 * GD_N], ld[3 * GD_N];
+    gstat_spectral_result *rh = NULL, *rd = NULL;
+    sm_check(ctx, gstat_spectral_clustering(ctx, &Gh, &o, lh, &rh));
+    sm_check(ctx, gstat_spectral_clustering(ctx, &Gd, &o, ld, NULL));
+    assert_memory_equal(lh, ld, sizeof lh);
+    memset(ld, 0, sizeof ld);
+    sm_check(ctx, gstat_spectral_clustering(ctx, &Gd, &o, ld, &rd));
+    assert_memory_equal(lh, ld, sizeof lh);
+    assert_int_equal(rd->n_clusters, k);
+    assert_int_equal(rd->n_components, rh->n_components);
+    double etol = dts[t] == GSTAT_F32 ? 1e-4 : tol > 0 ? 1e-9 : 0;
+    sm_close("spectral eigenvalues", rd->eigenvalues, rh->eigenvalues, rh->n_eigenvalues, etol);
+    assert_true(gd_subspace_gap(n, rh->n_components, rd->embedding, rh->embedding) <=
+                (dts[t] == GSTAT_F32 ? 1e-3 : 1e-8));
+    gstat_spectral_result_free(rh);
+    gstat_spectral_result_free(rd);
+    /* the iterative solver: its operator is formed from a host copy */
+    o.solver = GSTAT_EIGEN_SPARSE;
+    sm_check(ctx, gstat_spectral_clustering(ctx, &Gh, &o, lh, NULL));
+    sm_check(ctx, gstat_spectral_clustering(ctx, &Gd, &o, ld, NULL));
+    assert_memory_equal(lh, ld, sizeof lh);
+    o.solver = GSTAT_EIGEN_AUTO;
+    /* cluster-QR: the device engine leaves it to the host */
+    o.assign = GSTAT_ASSIGN_CLUSTER_QR;
+    sm_check(ctx, gstat_spectral_clustering(ctx, &Gh, &o, lh, NULL));
+    sm_check(ctx, gstat_spectral_clustering(ctx, &Gd, &o, ld, NULL));
+    assert_memory_equal(lh, ld, sizeof lh);
+    o.assign = GSTAT_ASSIGN_KMEANS;
+    /* the embedding alone, into device memory */
+    o.n_components = k;
+    sm_arg Eh = sm_arg_new(mem, false, GSTAT_F64, 1, n, k, NULL),
+           Ed = sm_arg_new(mem, true, GSTAT_F64, 1, n, k, NULL);
+    double wh[GD_BLOCKS + 1], wd[GD_BLOCKS + 1];
+    sm_check(ctx, gstat_spectral_embedding(ctx, &Gh, &o, &Eh.m, wh));
+    sm_check(ctx, gstat_spectral_embedding(ctx, &Gd, &o, &Ed.m, wd));
+    if (backend == GSTAT_BACKEND_CUDA)
+      assert_int_equal(gstat_ctx_last_backends(ctx), GSTAT_RAN_CUDA);
+    double *eh = sm_values(mem, &Eh), *ed = sm_values(mem, &Ed);
+    assert_true(gd_subspace_gap(n, k, ed, eh) <= (dts[t] == GSTAT_F32 ? 1e-3 : 1e-8));
+    sm_close("embedding eigenvalues", wd, wh, k, etol);
+    free(eh);
+    free(ed);
+    sm_arg_free(mem, &Eh);
+    sm_arg_free(mem, &Ed);
+    sm_arg_free(mem, &Ah);
+    sm_arg_free(mem, &Ad);
+  }
+  free(a);
+  gstat_ctx_destroy(ctx);
+}
+
+#endif /* GSTAT_TESTS_GRAPH_DEVICE_H */

@@ -1,0 +1,157 @@
+/* The scheduler's dense primitives on host descriptors (backend/sched.h,
+ * internal API), which the CPU backend runs: the batched GEMM against a
+ * naive product for every pair of transposes and every layout of A, B and C
+ * (row- and column-major, strided: BLAS as they lie or through a dense
+ * copy), a shared A of batch 1, beta 0 and 1; the thin QR's Q orthonormal
+ * with the span of the input, in every layout. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/gemm_view.h"
+#include "backend/sched.h"
+#include "testutil.h"
+
+static double op_get(const gstat_matrix *m, gstat_trans t, int64_t b, int64_t i, int64_t j) {
+  int64_t e = m->batch == 1 ? 0 : b;
+  return t == GSTAT_TRANS ? tu_get(m, e, j, i) : tu_get(m, e, i, j);
+}
+
+static void fill(tu_rng *rng, gstat_matrix *m) {
+  for (int64_t b = 0; b < m->batch; b++)
+    for (int64_t i = 0; i < m->rows; i++)
+      for (int64_t j = 0; j < m->cols; j++) tu_set(m, b, i, j, tu_normal(rng));
+}
+
+static void gemm_case(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, gstat_trans tb, tu_layout la,
+                      tu_layout lb, tu_layout lc, int64_t a_batch, double beta) {
+  const int64_t nb = 3, m = 7, n = 5, k = 4;
+  tu_rng rng = tu_rng_new();
+  tu_buf A =
+      ta == GSTAT_TRANS ? tu_buf_new(dt, a_batch, k, m, la) : tu_buf_new(dt, a_batch, m, k, la);
+  tu_buf B = tb == GSTAT_TRANS ? tu_buf_new(dt, nb, n, k, lb) : tu_buf_new(dt, nb, k, n, lb);
+  tu_buf C = tu_buf_new(dt, nb, m, n, lc);
+  fill(&rng, &A.m);
+  fill(&rng, &B.m);
+  fill(&rng, &C.m);
+  double want[3 * 7 * 5];
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double s = 0;
+        for (int64_t t = 0; t < k; t++) s += op_get(&A.m, ta, b, i, t) * op_get(&B.m, tb, b, t, j);
+        want[(b * m + i) * n + j] = 1.5 * s + beta * tu_get(&C.m, b, i, j);
+      }
+  assert_int_equal(gstat_i_sched_gemm(ctx, "test", ta, tb, 1.5, &A.m, &B.m, beta, &C.m), GSTAT_OK);
+  double tol = dt == GSTAT_F64 ? 1e-13 : 1e-5;
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        assert_true(fabs(tu_get(&C.m, b, i, j) - want[(b * m + i) * n + j]) <= tol * 10);
+  assert_true(tu_outside_untouched(&C)); /* a strided C's gaps too */
+  tu_buf_free(&A);
+  tu_buf_free(&B);
+  tu_buf_free(&C);
+}
+
+static void test_gemm_layouts(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  const gstat_dtype dts[2] = {GSTAT_F32, GSTAT_F64};
+  for (int d = 0; d < 2; d++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++)
+        for (int la = 0; la < TU_LAYOUT_COUNT; la++)
+          for (int lb = 0; lb < TU_LAYOUT_COUNT; lb++)
+            for (int lc = 0; lc < TU_LAYOUT_COUNT; lc++)
+              gemm_case(ctx, dts[d], ta ? GSTAT_TRANS : GSTAT_NO_TRANS,
+                        tb ? GSTAT_TRANS : GSTAT_NO_TRANS, (tu_layout)la, (tu_layout)lb,
+                        (tu_layout)lc, 1 + 2 * ((la + lb + lc) % 2), (double)((la + lc) % 2));
+  gstat_ctx_destroy(ctx);
+}
+
+static void test_orthonormalize_layouts(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  const int64_t nb = 2, m = 9, n = 4;
+  for (int d = 0; d < 2; d++)
+    for (int l = 0; l < TU_LAYOUT_COUNT; l++) {
+      gstat_dtype dt = d ? GSTAT_F64 : GSTAT_F32;
+      double tol = d ? 1e-12 : 1e-5;
+      tu_rng rng = tu_rng_new();
+      tu_buf A = tu_buf_new(dt, nb, m, n, (tu_layout)l);
+      fill(&rng, &A.m);
+      double a0[2 * 9 * 4];
+      for (int64_t b = 0; b < nb; b++)
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < n; j++) a0[(b * m + i) * n + j] = tu_get(&A.m, b, i, j);
+      assert_int_equal(gstat_i_sched_orthonormalize(ctx, "test", &A.m), GSTAT_OK);
+      for (int64_t b = 0; b < nb; b++)
+        for (int64_t p = 0; p < n; p++) {
+          for (int64_t q = 0; q < n; q++) { /* Q^T Q = I */
+            double s = 0;
+            for (int64_t i = 0; i < m; i++) s += tu_get(&A.m, b, i, p) * tu_get(&A.m, b, i, q);
+            assert_true(fabs(s - (p == q)) <= tol * 10);
+          }
+          /* column p of the input lies in the span: Q Q^T a = a */
+          double c[4] = {0, 0, 0, 0};
+          for (int64_t q = 0; q < n; q++)
+            for (int64_t i = 0; i < m; i++) c[q] += tu_get(&A.m, b, i, q) * a0[(b * m + i) * n + p];
+          for (int64_t i = 0; i < m; i++) {
+            double r = a0[(b * m + i) * n + p];
+            for (int64_t q = 0; q < n; q++) r -= tu_get(&A.m, b, i, q) * c[q];
+            assert_true(fabs(r) <= tol * 100);
+          }
+        }
+      tu_buf_free(&A);
+    }
+  gstat_ctx_destroy(ctx);
+}
+
+/* k = 0 with A and B as gstat_matrix_col_major / _row_major make them (a
+ * zero stride along the empty side): every backend takes them as they lie
+ * (gemm_view gives a BLAS view with ld >= 1, as cuBLAS requires; it used to
+ * give none, with ld 0) and C becomes beta C. */
+static void test_gemm_empty_k(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  double a[1] = {0}, b[1] = {0}, c[6];
+  for (int t = 0; t < 16; t++) {
+    gstat_trans ta = t & 1 ? GSTAT_TRANS : GSTAT_NO_TRANS,
+                tb = t & 2 ? GSTAT_TRANS : GSTAT_NO_TRANS;
+    int64_t ar = ta == GSTAT_TRANS ? 0 : 3, ac = 3 - ar, br = tb == GSTAT_TRANS ? 2 : 0,
+            bc = 2 - br;
+    gstat_matrix A = t & 4 ? gstat_matrix_row_major(a, GSTAT_F64, 1, ar, ac)
+                           : gstat_matrix_col_major(a, GSTAT_F64, 1, ar, ac);
+    gstat_matrix B = t & 8 ? gstat_matrix_row_major(b, GSTAT_F64, 1, br, bc)
+                           : gstat_matrix_col_major(b, GSTAT_F64, 1, br, bc);
+    for (int lc = 0; lc < 2; lc++) {
+      gstat_matrix C = lc ? gstat_matrix_row_major(c, GSTAT_F64, 1, 3, 2)
+                          : gstat_matrix_col_major(c, GSTAT_F64, 1, 3, 2);
+      gstat_i_gemm_plan p = gstat_i_gemm_plan_of(ta, tb, &A, &B, &C);
+      assert_true(p.ok);
+      assert_int_equal(p.k, 0);
+      assert_true(p.ld1 >= (p.t1 == GSTAT_NO_TRANS && p.m > 1 ? p.m : 1));
+      assert_true(p.ld2 >= (p.t2 == GSTAT_TRANS && p.n > 1 ? p.n : 1));
+      for (int i = 0; i < 6; i++) c[i] = (double)(i + 1);
+      assert_int_equal(gstat_i_sched_gemm(ctx, "test", ta, tb, 1.0, &A, &B, 0.5, &C), GSTAT_OK);
+      for (int i = 0; i < 6; i++) assert_true(c[i] == 0.5 * (double)(i + 1));
+    }
+  }
+  gstat_ctx_destroy(ctx);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gemm_empty_k),
+      cmocka_unit_test(test_gemm_layouts),
+      cmocka_unit_test(test_orthonormalize_layouts),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

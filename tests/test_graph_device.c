@@ -1,0 +1,89 @@
+/*
+ * Graphs and spectral clustering on device data through the scheduler, run
+ * on any machine against tests/fake_module.c (its "device memory" is host
+ * memory marked GSTAT_CUDA and its primitives run the CPU's code): every
+ * result equals the same call's on host data (graph_device.h).
+ */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "stats_matrix.h"
+#include "graph_device.h"
+
+static void *fake_alloc(size_t bytes) {
+  return malloc(bytes);
+}
+static void fake_put(void *dev, const void *host, size_t bytes) {
+  memcpy(dev, host, bytes);
+}
+static void fake_get(void *host, const void *dev, size_t bytes) {
+  memcpy(host, dev, bytes);
+}
+static const sm_memory fake_memory = {fake_alloc, fake_put, fake_get, free};
+
+static void test_laplacian(void **state) {
+  (void)state;
+  gd_laplacian(&fake_memory, 0);
+}
+
+/* The device's Laplacian out of memory: the CPU reruns it on host copies. */
+static void test_laplacian_oom(void **state) {
+  (void)state;
+  setenv("GSTAT_FAKE_FAULT", "oom", 1);
+  gstat_ctx *ctx = gd_ctx();
+  tu_rng rng = tu_rng_new();
+  const int64_t n = GD_N;
+  double a[GD_N * GD_N];
+  gd_graph(&rng, n, GD_BLOCKS, a);
+  sm_arg Ah = sm_arg_new(&fake_memory, false, GSTAT_F64, 1, n, n, a),
+         Ad = sm_arg_new(&fake_memory, true, GSTAT_F64, 1, n, n, a);
+  sm_arg Lh = sm_arg_new(&fake_memory, false, GSTAT_F64, 1, n, n, NULL),
+         Ld = sm_arg_new(&fake_memory, true, GSTAT_F64, 1, n, n, NULL);
+  gstat_graph Gh = gstat_graph_dense(&Ah.m), Gd = gstat_graph_dense(&Ad.m);
+  sm_check(ctx, gstat_laplacian(ctx, &Gh, GSTAT_LAPLACIAN_SYMMETRIC, &Lh.m, NULL));
+  sm_check(ctx, gstat_laplacian(ctx, &Gd, GSTAT_LAPLACIAN_SYMMETRIC, &Ld.m, NULL));
+  assert_int_equal(gstat_ctx_last_backends(ctx), GSTAT_RAN_CPU);
+  gd_same(&fake_memory, "laplacian after oom", &Ld, &Lh, 0);
+  unsetenv("GSTAT_FAKE_FAULT");
+  sm_arg_free(&fake_memory, &Ah);
+  sm_arg_free(&fake_memory, &Ad);
+  sm_arg_free(&fake_memory, &Lh);
+  sm_arg_free(&fake_memory, &Ld);
+  gstat_ctx_destroy(ctx);
+}
+
+static void test_csr_op_components(void **state) {
+  (void)state;
+  gd_csr_op_components(&fake_memory);
+}
+
+static void test_affinity(void **state) {
+  (void)state;
+  gd_affinity(&fake_memory, 0);
+}
+
+static void test_spectral(void **state) {
+  (void)state;
+  gd_spectral(&fake_memory, 0, GSTAT_BACKEND_AUTO); /* small: the eigh on a host copy */
+  gd_spectral(&fake_memory, 0, GSTAT_BACKEND_CUDA); /* Laplacian and eigh "on the device" */
+}
+
+int main(void) {
+  setenv("GSTAT_CUDA_MODULE", GSTAT_FAKE_MODULE_PATH, 1);
+  (void)sm_run_matrix; /* stats_matrix.h's runner: test_fallback.c runs it */
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_laplacian),         cmocka_unit_test(test_laplacian_oom),
+      cmocka_unit_test(test_csr_op_components), cmocka_unit_test(test_affinity),
+      cmocka_unit_test(test_spectral),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
