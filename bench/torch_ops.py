@@ -6,7 +6,12 @@ one compiled training step of a model with a group-ZCA whitening layer
 CPU table (wall clock, median). Prints one table; ratio = torch / gstat
 (> 1: gstat faster).
 
-usage: bench/torch_ops.py [--reps 20] [--cpu-only] [--no-compile]
+With --graph, a row "gstat fwd+bwd, CUDA graph": the same forward + backward
+captured once in a torch.cuda.CUDAGraph and replayed (gstat's eigh of order
+<= 64 captures; torch.linalg.eigh synchronises, so it has no such row).
+--quick: only the float32 CUDA cases and the training step (no CPU table).
+
+usage: bench/torch_ops.py [--reps 20] [--cpu-only] [--no-compile] [--graph] [--quick]
 Needs gstat (scripts/python-gpu-check's build, on PYTHONPATH) and torch.
 """
 import argparse
@@ -54,6 +59,34 @@ def timer(device):
                 times.append((time.perf_counter() - t0) * 1e3)
         return statistics.median(times)
     return run
+
+
+def graph_rows(cases, reps):
+    """gstat's forward + backward captured in a CUDA graph, replayed (order <= 64)."""
+    run, rows = timer("cuda"), []
+    for dtype, batch, n in cases:
+        if n > gt._ASYNC_MAX_N:
+            continue
+        a = sym_batch(batch, n, dtype, "cuda").requires_grad_()
+        cw, cv = torch.randn(batch, n, device="cuda", dtype=dtype), torch.randn_like(a)
+
+        def step():
+            return torch.autograd.grad(loss_of(*gt.eigh(a), cw, cv), a)
+
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            step()
+        rows.append(("cuda", str(dtype)[6:], f"{batch}x{n} (CUDA graph)", "gstat", float("nan"),
+                     run(g.replay, reps)))
+        rows.append(("cuda", str(dtype)[6:], f"{batch}x{n} (CUDA graph)", "torch", float("nan"),
+                     float("nan")))
+    return rows
 
 
 def eigh_rows(device, cases, reps):
@@ -138,10 +171,15 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--cpu-only", action="store_true")
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--graph", action="store_true")
+    ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
-    rows = eigh_rows("cpu", CPU_CASES, max(3, args.reps // 4))
+    rows = [] if args.quick else eigh_rows("cpu", CPU_CASES, max(3, args.reps // 4))
     if torch.cuda.is_available() and not args.cpu_only:
-        rows += eigh_rows("cuda", CUDA_CASES, args.reps)
+        cases = [c for c in CUDA_CASES if c[0] == torch.float32] if args.quick else CUDA_CASES
+        rows += eigh_rows("cuda", cases, args.reps)
+        if args.graph:
+            rows += graph_rows(cases, args.reps)
         rows += train_step_rows("cuda", args.reps, not args.no_compile)
     print(f"torch {torch.version.__version__}, "
           f"{torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU'}; median ms")

@@ -238,6 +238,76 @@ static gstat_status laplacian(void *s, gstat_ctx *ctx, const char *fn, const gst
   return host->cpu->laplacian(NULL, ctx, fn, A, sym, drop_loops, kind, L, deg);
 }
 
+/* The CUDA module's no-synchronization eigh (its limits: order <= 64,
+ * dense arguments of one dtype): the CPU's eigh, info as the device's
+ * 2 x batch ints (flags: a non-finite value in an element's values). */
+static gstat_status eigh_async(void *s, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                               gstat_matrix *w, gstat_matrix *V, int32_t *info) {
+  (void)s;
+  if (A->rows > 64)
+    return host->fail(ctx, GSTAT_EUNSUPPORTED, "fake eigh_async: order %lld > 64",
+                      (long long)A->rows);
+  if (w->dtype != A->dtype || (V && V->dtype != A->dtype))
+    return host->fail(ctx, GSTAT_EUNSUPPORTED, "fake eigh_async: one dtype");
+  int64_t *inf = calloc((size_t)A->batch, sizeof *inf);
+  if (!inf) return GSTAT_ENOMEM;
+  gstat_status st = A->rows ? host->cpu->eigh(NULL, ctx, A, uplo, w, V, inf) : GSTAT_OK;
+  for (int64_t b = 0; b < A->batch && st == GSTAT_OK; b++) {
+    bool finite = true;
+    for (int64_t i = 0; i < A->rows && A->dtype == GSTAT_F64; i++)
+      finite = finite && isfinite(((double *)w->data)[b * w->batch_stride + i * w->row_stride]);
+    info[b] = (int32_t)inf[b];
+    info[A->batch + b] = finite ? 0 : 2;
+  }
+  free(inf);
+  return st;
+}
+
+/* The CUDA module's fused eigh backward (float64 here, order <= 32) in
+ * plain loops: M = V^T gV, the middle factor, then V (middle) V^T. */
+static double at(const gstat_matrix *m, int64_t b, int64_t i, int64_t j) {
+  return ((const double *)m->data)[b * m->batch_stride + i * m->row_stride + j * m->col_stride];
+}
+
+static gstat_status eigh_backward(void *s, gstat_ctx *ctx, const gstat_matrix *w,
+                                  const gstat_matrix *V, const gstat_matrix *gw,
+                                  const gstat_matrix *gV, double broadening, gstat_matrix *gA) {
+  (void)s;
+  const int64_t n = V->rows;
+  if (n > 32 || V->dtype != GSTAT_F64)
+    return host->fail(ctx, GSTAT_EUNSUPPORTED, "fake eigh_backward: float64, order <= 32");
+  double m[32][32], t[32][32];
+  for (int64_t b = 0; b < V->batch; b++) {
+    double amax = 0;
+    for (int64_t k = 0; k < n; k++) amax = fmax(amax, fabs(at(w, b, k, 0)));
+    const double tol = amax * ((double)n * 0x1p-52);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) {
+        m[i][j] = 0;
+        for (int64_t k = 0; k < n; k++) m[i][j] += at(V, b, k, i) * at(gV, b, k, j);
+      }
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) {
+        const double gap = at(w, b, j, 0) - at(w, b, i, 0);
+        double f = 0;
+        if (fabs(gap) > tol) f = broadening > 0 ? gap / (2 * (gap * gap + broadening)) : 0.5 / gap;
+        t[i][j] = i == j ? (gw ? at(gw, b, i, 0) : 0) : (m[i][j] - m[j][i]) * f;
+      }
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) {
+        m[i][j] = 0; /* V (middle) */
+        for (int64_t k = 0; k < n; k++) m[i][j] += at(V, b, i, k) * t[k][j];
+      }
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double acc = 0;
+        for (int64_t k = 0; k < n; k++) acc += m[i][k] * at(V, b, j, k);
+        ((double *)gA->data)[b * gA->batch_stride + i * gA->row_stride + j * gA->col_stride] = acc;
+      }
+  }
+  return GSTAT_OK;
+}
+
 static const gstat_i_backend_ops ops = {
     .api_version = GSTAT_I_BACKEND_API_VERSION,
     .name = "fake-cuda",
@@ -261,6 +331,8 @@ static const gstat_i_backend_ops ops = {
     .orthonormalize = orthonormalize,
     .rows = rows,
     .laplacian = laplacian,
+    .eigh_async = eigh_async,
+    .eigh_backward = eigh_backward,
 };
 
 static gstat_status create(gstat_ctx *ctx, int device, void **state) {

@@ -1744,6 +1744,147 @@ static void test_knn_ties(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
+/* The eigh backward of one n x n element on the host (column-major V, gV,
+ * gA; gw may be NULL): V (diag(gw) + F o (V^T gV - gV^T V)) V^T. */
+static void eigh_backward_host(int64_t n, const double *w, const double *v, const double *gw,
+                               const double *gv, double *ga) {
+  double amax = 0, *m = malloc(sizeof(double) * (size_t)(n * n));
+  double *t = malloc(sizeof(double) * (size_t)(n * n));
+  for (int64_t k = 0; k < n; k++) amax = fmax(amax, fabs(w[k]));
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double acc = 0;
+      for (int64_t k = 0; k < n; k++) acc += v[i * n + k] * gv[j * n + k];
+      m[j * n + i] = acc; /* (V^T gV)_ij */
+    }
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < n; j++) {
+      const double gap = w[j] - w[i];
+      const double f = fabs(gap) > amax * (double)n * DBL_EPSILON ? 0.5 / gap : 0.0;
+      t[j * n + i] = i == j ? (gw ? gw[i] : 0.0) : (m[j * n + i] - m[i * n + j]) * f;
+    }
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double acc = 0;
+      for (int64_t k = 0; k < n; k++)
+        for (int64_t l = 0; l < n; l++) acc += v[k * n + i] * t[l * n + k] * v[l * n + j];
+      ga[j * n + i] = acc;
+    }
+  free(m);
+  free(t);
+}
+
+/* gstat_eigh_async captured in a CUDA graph (global mode) on the caller's
+ * stream (gstat_eigh refused there) and replayed on new input: values and
+ * vectors as the CPU's, no device allocation by the capture or the replay,
+ * an element with a NaN flagged and NaN while the others are right; then
+ * gstat_eigh_backward on the results against eigh_backward_host. */
+static void test_eigh_async_capture(void **state) {
+  (void)state;
+  enum { NB = 40, N = 24, BAD = 7 };
+  const size_t mats = sizeof(double) * NB * N * N, vecs = sizeof(double) * NB * N;
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  cudaStream_t stream;
+  assert_int_equal(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  assert_int_equal(gstat_ctx_set_cuda_stream(gpu, stream), GSTAT_OK);
+  double *a = malloc(mats), *v = malloc(mats), *vr = malloc(mats), *w = malloc(vecs),
+         *wr = malloc(vecs), *gv = malloc(mats), *gw = malloc(vecs), *ga = malloc(mats),
+         *gr = malloc(sizeof(double) * N * N);
+  int32_t info[2 * NB];
+  void *dA, *dW, *dV, *dI, *dGV, *dGW, *dGA;
+  void **dev[] = {&dA, &dV, &dGV, &dGA};
+  for (int k = 0; k < 4; k++) assert_int_equal(cudaMalloc(dev[k], mats), cudaSuccess);
+  assert_int_equal(cudaMalloc(&dW, vecs), cudaSuccess);
+  assert_int_equal(cudaMalloc(&dGW, vecs), cudaSuccess);
+  assert_int_equal(cudaMalloc(&dI, sizeof info), cudaSuccess);
+  tu_rng rng = tu_rng_new();
+  for (int64_t b = 0; b < NB; b++) tu_spd(&rng, N, 10, a + b * N * N);
+  gstat_matrix A = gstat_matrix_col_major(dA, GSTAT_F64, NB, N, N),
+               W = gstat_vector_batch(dW, GSTAT_F64, NB, N),
+               V = gstat_matrix_col_major(dV, GSTAT_F64, NB, N, N);
+  A.location = W.location = V.location = GSTAT_CUDA;
+  assert_int_equal(cudaMemcpy(dA, a, mats, cudaMemcpyHostToDevice), cudaSuccess);
+  /* the first call makes the module's state: never inside a capture */
+  assert_int_equal(gstat_eigh_async(gpu, &A, GSTAT_LOWER, &W, &V, dI), GSTAT_OK);
+  assert_int_equal(cudaStreamSynchronize(stream), cudaSuccess);
+  const int64_t allocations = gstat_ctx_device_allocations(gpu);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  assert_int_equal(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  /* gstat_eigh reads info on the host: refused, the capture left intact */
+  gstat_status refused = gstat_eigh(gpu, &A, GSTAT_LOWER, &W, &V, NULL);
+  gstat_status st = gstat_eigh_async(gpu, &A, GSTAT_LOWER, &W, &V, dI);
+  assert_int_equal(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  assert_int_equal(refused, GSTAT_EUNSUPPORTED);
+  assert_non_null(strstr(gstat_ctx_last_error(gpu), "capturing"));
+  assert_int_equal(st, GSTAT_OK);
+  assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int64_t b = 0; b < NB; b++) tu_spd(&rng, N, 10, a + b * N * N); /* new input */
+  a[BAD * N * N + 3] = NAN;                                            /* (3, 0): read */
+  assert_int_equal(cudaMemcpy(dA, a, mats, cudaMemcpyHostToDevice), cudaSuccess);
+  assert_int_equal(cudaGraphLaunch(exec, stream), cudaSuccess);
+  assert_int_equal(cudaStreamSynchronize(stream), cudaSuccess);
+  assert_int_equal(cudaMemcpy(w, dW, vecs, cudaMemcpyDeviceToHost), cudaSuccess);
+  assert_int_equal(cudaMemcpy(v, dV, mats, cudaMemcpyDeviceToHost), cudaSuccess);
+  assert_int_equal(cudaMemcpy(info, dI, sizeof info, cudaMemcpyDeviceToHost), cudaSuccess);
+  assert_int_equal(gstat_ctx_device_allocations(gpu), allocations);
+  a[BAD * N * N + 3] = 0; /* the CPU's reference of the others */
+  gstat_matrix Ah = gstat_matrix_col_major(a, GSTAT_F64, NB, N, N),
+               Wh = gstat_vector_batch(wr, GSTAT_F64, NB, N),
+               Vh = gstat_matrix_col_major(vr, GSTAT_F64, NB, N, N);
+  assert_int_equal(gstat_eigh(cpu, &Ah, GSTAT_LOWER, &Wh, &Vh, NULL), GSTAT_OK);
+  for (int64_t b = 0; b < NB; b++) {
+    if (b != BAD) assert_int_equal(info[b], 0); /* a NaN may also stop the sweeps: 1 */
+    assert_int_equal(info[NB + b], b == BAD ? 2 : 0);
+    for (int64_t i = 0; i < N; i++) {
+      if (b == BAD) {
+        assert_true(isnan(w[b * N + i]));
+        continue;
+      }
+      assert_true(fabs(w[b * N + i] - wr[b * N + i]) <= 1e-12 * fabs(wr[b * N + N - 1]));
+      for (int64_t k = 0; k < N; k++) /* both with gstat's sign rule */
+        assert_true(fabs(v[(b * N + i) * N + k] - vr[(b * N + i) * N + k]) <= 1e-9);
+    }
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  /* the backward of the good elements (from BAD + 1 on), gw on and off */
+  for (size_t k = 0; k < NB * N * N; k++) gv[k] = sin(0.37 * (double)k);
+  for (size_t k = 0; k < NB * N; k++) gw[k] = cos(0.11 * (double)k);
+  assert_int_equal(cudaMemcpy(dGV, gv, mats, cudaMemcpyHostToDevice), cudaSuccess);
+  assert_int_equal(cudaMemcpy(dGW, gw, vecs, cudaMemcpyHostToDevice), cudaSuccess);
+  const int64_t b0 = BAD + 1, nb = NB - BAD - 1;
+  gstat_matrix w1 = gstat_vector_batch((double *)dW + b0 * N, GSTAT_F64, nb, N),
+               v1 = gstat_matrix_col_major((double *)dV + b0 * N * N, GSTAT_F64, nb, N, N),
+               gw1 = gstat_vector_batch((double *)dGW + b0 * N, GSTAT_F64, nb, N),
+               gv1 = gstat_matrix_col_major((double *)dGV + b0 * N * N, GSTAT_F64, nb, N, N),
+               ga1 = gstat_matrix_col_major((double *)dGA + b0 * N * N, GSTAT_F64, nb, N, N);
+  gstat_matrix *args[] = {&w1, &v1, &gw1, &gv1, &ga1};
+  for (int k = 0; k < 5; k++) args[k]->location = GSTAT_CUDA;
+  for (int with_gw = 0; with_gw < 2; with_gw++) {
+    assert_int_equal(gstat_eigh_backward(gpu, &w1, &v1, with_gw ? &gw1 : NULL, &gv1, 0.0, &ga1),
+                     GSTAT_OK);
+    assert_int_equal(cudaMemcpy(ga, dGA, mats, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int64_t b = b0; b < NB; b++) {
+      eigh_backward_host(N, w + b * N, v + b * N * N, with_gw ? gw + b * N : NULL, gv + b * N * N,
+                         gr);
+      double scale = 0;
+      for (int64_t k = 0; k < N * N; k++) scale = fmax(scale, fabs(gr[k]));
+      for (int64_t k = 0; k < N * N; k++)
+        assert_true(fabs(ga[b * N * N + k] - gr[k]) <= 1e-11 * (1 + scale));
+    }
+  }
+  for (int k = 0; k < 4; k++) cudaFree(*dev[k]);
+  cudaFree(dW);
+  cudaFree(dGW);
+  cudaFree(dI);
+  cudaStreamDestroy(stream);
+  void *bufs[] = {a, v, vr, w, wr, gv, gw, ga, gr};
+  for (int k = 0; k < 9; k++) free(bufs[k]);
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
 int main(void) {
   gstat_ctx *probe;
   if (gstat_ctx_create(&probe, NULL) != GSTAT_OK) return 1;
@@ -1784,6 +1925,7 @@ int main(void) {
       cmocka_unit_test(test_host_data_offload),
       cmocka_unit_test(test_knn_random),
       cmocka_unit_test(test_knn_ties),
+      cmocka_unit_test(test_eigh_async_capture),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -680,6 +680,110 @@ static void test_knn_algorithms(void **state) {
   free(x);
 }
 
+/* gstat_eigh_async: device data through the module's eigh_async (values
+ * and info as gstat_eigh's on the CPU), and its refusals: host data, no
+ * info, an order the module does not take. */
+static void test_eigh_async(void **state) {
+  (void)state;
+  setenv("GSTAT_FAKE_FAULT", "", 1);
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  enum { NB = 5, N = 65 };
+  tu_rng rng = tu_rng_new();
+  double *a = malloc(sizeof(double) * NB * N * N), *v = malloc(sizeof(double) * NB * N * N);
+  double *v2 = malloc(sizeof(double) * NB * N * N), w[NB * N], w2[NB * N];
+  int32_t info[2 * NB];
+  for (int64_t b = 0; b < NB; b++) tu_spd(&rng, N, 10, a + b * N * N);
+  for (int64_t n = 0; n <= 64; n += 16) {
+    gstat_matrix A = gstat_matrix_col_major(a, GSTAT_F64, NB, n, n);
+    A.batch_stride = N * N; /* n x n corners of the N x N matrices */
+    gstat_matrix W = gstat_vector_batch(w, GSTAT_F64, NB, n),
+                 V = gstat_matrix_col_major(v, GSTAT_F64, NB, n, n);
+    gstat_matrix W2 = gstat_vector_batch(w2, GSTAT_F64, NB, n),
+                 V2 = gstat_matrix_col_major(v2, GSTAT_F64, NB, n, n);
+    assert_int_equal(gstat_eigh(cpu, &A, GSTAT_LOWER, &W2, &V2, NULL), GSTAT_OK);
+    /* host data: refused, naming why */
+    assert_int_equal(gstat_eigh_async(gpu, &A, GSTAT_LOWER, &W, &V, info), GSTAT_EUNSUPPORTED);
+    assert_non_null(strstr(gstat_ctx_last_error(gpu), "host memory"));
+    A.location = W.location = V.location = GSTAT_CUDA;
+    assert_int_equal(gstat_eigh_async(gpu, &A, GSTAT_LOWER, &W, &V, NULL), GSTAT_EINVAL);
+    memset(info, 0x55, sizeof info);
+    assert_int_equal(gstat_eigh_async(gpu, &A, GSTAT_LOWER, &W, &V, info), GSTAT_OK);
+    assert_string_equal(gstat_ctx_last_backend_name(gpu), "cuda");
+    for (int b = 0; b < 2 * NB; b++) assert_int_equal(info[b], 0);
+    assert_memory_equal(w, w2, sizeof(double) * (size_t)(NB * n));
+    assert_memory_equal(v, v2, sizeof(double) * (size_t)(NB * n * n));
+  }
+  gstat_matrix A = gstat_matrix_col_major(a, GSTAT_F64, NB, N, N);
+  gstat_matrix W = gstat_vector_batch(w, GSTAT_F64, NB, N);
+  A.location = W.location = GSTAT_CUDA;
+  assert_int_equal(gstat_eigh_async(gpu, &A, GSTAT_LOWER, &W, NULL, info), GSTAT_EUNSUPPORTED);
+  assert_non_null(strstr(gstat_ctx_last_error(gpu), "order 65 > 64"));
+  free(a);
+  free(v);
+  free(v2);
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(cpu);
+}
+
+/* gstat_eigh_backward through the module's op: with gV = 0 the gradient is
+ * V diag(gw) V^T (checked here directly); with a skew V^T gV and gw = 0 it is
+ * V (F o skew) V^T, F_ij = 1 / (w_j - w_i); refusals: host data, a negative
+ * broadening, an order the module does not take. */
+static void test_eigh_backward(void **state) {
+  (void)state;
+  setenv("GSTAT_FAKE_FAULT", "", 1);
+  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  enum { NB = 3, N = 5 };
+  double w[NB * N], gw[NB * N], v[NB * N * N], gv[NB * N * N], ga[NB * N * N];
+  tu_rng rng = tu_rng_new();
+  double a[N * N];
+  for (int b = 0; b < NB; b++) { /* V orthogonal: eigenvectors of an SPD matrix */
+    tu_spd(&rng, N, 10, a);
+    gstat_matrix A1 = gstat_matrix_col_major(a, GSTAT_F64, 1, N, N);
+    gstat_matrix W1 = gstat_vector_batch(w + b * N, GSTAT_F64, 1, N),
+                 V1 = gstat_matrix_col_major(v + b * N * N, GSTAT_F64, 1, N, N);
+    gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+    assert_int_equal(gstat_eigh(cpu, &A1, GSTAT_LOWER, &W1, &V1, NULL), GSTAT_OK);
+    gstat_ctx_destroy(cpu);
+    for (int i = 0; i < N; i++) gw[b * N + i] = i + 1.0;
+  }
+  gstat_matrix W = gstat_vector_batch(w, GSTAT_F64, NB, N),
+               GW = gstat_vector_batch(gw, GSTAT_F64, NB, N),
+               V = gstat_matrix_col_major(v, GSTAT_F64, NB, N, N),
+               GV = gstat_matrix_col_major(gv, GSTAT_F64, NB, N, N),
+               GA = gstat_matrix_row_major(ga, GSTAT_F64, NB, N, N);
+  memset(gv, 0, sizeof gv);
+  assert_int_equal(gstat_eigh_backward(gpu, &W, &V, &GW, &GV, 0.0, &GA), GSTAT_EUNSUPPORTED);
+  assert_non_null(strstr(gstat_ctx_last_error(gpu), "host memory"));
+  gstat_matrix *all[] = {&W, &GW, &V, &GV, &GA};
+  for (int k = 0; k < 5; k++) all[k]->location = GSTAT_CUDA;
+  assert_int_equal(gstat_eigh_backward(gpu, &W, &V, &GW, &GV, -1.0, &GA), GSTAT_EINVAL);
+  assert_int_equal(gstat_eigh_backward(gpu, &W, &V, &GW, &GV, 0.0, &GA), GSTAT_OK);
+  for (int b = 0; b < NB; b++)
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++) {
+        double want = 0;
+        for (int k = 0; k < N; k++)
+          want += v[b * N * N + k * N + i] * gw[b * N + k] * v[b * N * N + k * N + j];
+        assert_true(fabs(ga[b * N * N + i * N + j] - want) <= 1e-12 * 10);
+      }
+  /* gV = V S with S = e_0 e_1^T: V^T gV - gV^T V = e_0 e_1^T - e_1 e_0^T */
+  for (int b = 0; b < NB; b++)
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++) gv[b * N * N + j * N + i] = j == 1 ? v[b * N * N + i] : 0.0;
+  assert_int_equal(gstat_eigh_backward(gpu, &W, &V, NULL, &GV, 0.0, &GA), GSTAT_OK);
+  for (int b = 0; b < NB; b++) {
+    const double f = 0.5 / (w[b * N + 1] - w[b * N]); /* middle (0, 1) = f, (1, 0) = f too */
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++) {
+        const double *vb = v + b * N * N; /* column k at vb + k * N */
+        double want = f * (vb[i] * vb[N + j] + vb[N + i] * vb[j]);
+        assert_true(fabs(ga[b * N * N + i * N + j] - want) <= 1e-12 * (1 + fabs(f)));
+      }
+  }
+  gstat_ctx_destroy(gpu);
+}
+
 int main(void) {
   setenv("GSTAT_CUDA_MODULE", GSTAT_FAKE_MODULE_PATH, 1);
   const struct CMUnitTest tests[] = {
@@ -698,6 +802,8 @@ int main(void) {
       cmocka_unit_test(test_dense_steps_on_device),
       cmocka_unit_test(test_rows_statistics),
       cmocka_unit_test(test_knn_algorithms),
+      cmocka_unit_test(test_eigh_async),
+      cmocka_unit_test(test_eigh_backward),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

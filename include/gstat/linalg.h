@@ -120,6 +120,53 @@ GSTAT_API gstat_status gstat_triangular_solve(gstat_ctx *ctx, const gstat_matrix
                                               const gstat_matrix *B, gstat_matrix *X,
                                               int64_t *info);
 
+/*
+ * gstat_eigh of CUDA device data enqueued on the context's CUDA stream
+ * without synchronizing the host and without allocating: usable inside a
+ * CUDA graph capture, and a call returns before the device has finished.
+ * The input is not checked for NaN/Inf and failures are not reported by the
+ * status: they stay on the device, in `info`.
+ *
+ * A, w, V  as gstat_eigh, all in the memory of the context's CUDA device and
+ *          dense: A's elements contiguous (column- or row-major), w packed,
+ *          V (not A) column-major and packed, one dtype for all three;
+ *          order n <= 64 (the Jacobi kernels).
+ * info     device memory, 2 x batch int32 (required): info[b] = 1 when
+ *          element b did not converge (its outputs are NaN),
+ *          info[batch + b] != 0 when its outputs are not all finite (a NaN or
+ *          Inf in the input gives such outputs).
+ *
+ * Statuses: GSTAT_OK (enqueued); GSTAT_EINVAL; GSTAT_EUNSUPPORTED (host
+ * data, n > 64, a layout or dtype mix this path does not take, no CUDA
+ * backend, or a backend without this path: call gstat_eigh); GSTAT_EBACKEND
+ * (the launch failed).
+ */
+GSTAT_API gstat_status gstat_eigh_async(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                                        gstat_matrix *w, gstat_matrix *V, int32_t *info);
+
+/*
+ * The gradient of a loss through eigh (torch.linalg's symmetric formula),
+ * for CUDA device data, enqueued like gstat_eigh_async (no host
+ * synchronization, no allocation):
+ *   gA = V (diag(gw) + F o (V^T gV - gV^T V)) V^T,
+ *   F_ij = 1 / (2 (w_j - w_i)), and 0 within a degenerate block
+ *   (|w_j - w_i| <= n eps max|w|, the diagonal included); broadening b > 0
+ *   replaces 1 / (w_j - w_i) by (w_j - w_i) / ((w_j - w_i)^2 + b).
+ *
+ * w, gw   batch x n x 1 eigenvalues (ascending) and their gradient; gw may be
+ *         NULL (no eigenvalue term).
+ * V, gV   batch x n x n eigenvectors (columns) and their gradient.
+ * gA      batch x n x n, overlapping none of the inputs.
+ * Any strides; one dtype, float32 or float64; order n <= 32.
+ *
+ * Statuses: GSTAT_OK (enqueued); GSTAT_EINVAL; GSTAT_EUNSUPPORTED (host data,
+ * bfloat16, n > 32, no CUDA backend with this path); GSTAT_EBACKEND.
+ */
+GSTAT_API gstat_status gstat_eigh_backward(gstat_ctx *ctx, const gstat_matrix *w,
+                                           const gstat_matrix *V, const gstat_matrix *gw,
+                                           const gstat_matrix *gV, double broadening,
+                                           gstat_matrix *gA);
+
 #ifdef __cplusplus
 }
 #endif

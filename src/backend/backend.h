@@ -25,7 +25,7 @@
 #include "gstat/spectral.h"
 #include "backend/rows_req.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 13
+#define GSTAT_I_BACKEND_API_VERSION 14
 
 /* Batch spectral clustering of dense graphs in a backend's memory: what
  * src/spectral/spectral_device.c asks of spectral_dense. Host arrays. */
@@ -210,6 +210,20 @@ typedef struct gstat_i_backend_ops {
   gstat_status (*laplacian)(void *state, gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
                             int sym, int drop_loops, int kind, const gstat_matrix *L,
                             const gstat_matrix *deg);
+
+  /* eigh of device data (batch >= 1, n >= 0) enqueued on the backend's
+   * stream with no host synchronization and no allocation, so that it can
+   * be captured in a CUDA graph; info: 2 x batch int32 in device memory
+   * (gstat_eigh_async says what they mean). GSTAT_EUNSUPPORTED with a
+   * message when these arguments cannot run that way. Optional. */
+  gstat_status (*eigh_async)(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                             gstat_matrix *w, gstat_matrix *V, int32_t *info);
+  /* gstat_eigh_backward on this backend's memory (checked descriptors, batch
+   * >= 1, n >= 1), enqueued like eigh_async. GSTAT_EUNSUPPORTED with a
+   * message for an order or dtype it does not take. Optional. */
+  gstat_status (*eigh_backward)(void *state, gstat_ctx *ctx, const gstat_matrix *w,
+                                const gstat_matrix *V, const gstat_matrix *gw,
+                                const gstat_matrix *gV, double broadening, gstat_matrix *gA);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

@@ -4,6 +4,7 @@
  * per-element info into a status and a message naming the failing element.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "core/matrix.h"
@@ -505,4 +506,89 @@ gstat_status gstat_i_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo
   gstat_status st = gstat_eigh(ctx, A, uplo, w, V, info);
   ctx->progress_muted--;
   return st;
+}
+
+/* gstat_eigh with everything that would read the device from the host left
+ * out (the finiteness check, info, the CPU's recomputation of flagged
+ * elements): device data only, one backend call, refused when the backend
+ * cannot run these arguments that way. */
+gstat_status gstat_eigh_async(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                              gstat_matrix *w, gstat_matrix *V, int32_t *info) {
+  static const char fn[] = "eigh_async";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  TRY(check_square(ctx, fn, "A", A));
+  TRY(check_uplo(ctx, fn, uplo));
+  if (!w) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: w is NULL", fn);
+  if (!info && A->batch > 0) return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: info is NULL", fn);
+  TRY(gstat_i_check_shape(ctx, fn, "w", w, A->batch, A->rows, 1));
+  if (V) TRY(gstat_i_check_shape(ctx, fn, "V", V, A->batch, A->rows, A->cols));
+  TRY(gstat_i_check_alias(ctx, fn, "w", w, "A", A, false));
+  TRY(gstat_i_check_alias(ctx, fn, "V", V, "A", A, false));
+  TRY(gstat_i_check_alias(ctx, fn, "V", V, "w", w, false));
+  const gstat_matrix *args[] = {A, w, V};
+  const char *names[] = {"A", "w", "V"};
+  TRY(check_location(ctx, fn, args, names, 3));
+  if (A->location != GSTAT_CUDA)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                        "%s: the arguments are in host memory; it takes CUDA device data", fn);
+  if (A->batch == 0) return GSTAT_OK;
+  gstat_i_backend be;
+  TRY(gstat_i_cuda_backend(ctx, &be));
+  if (!be.ops->eigh_async)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: the %s backend has no such path", fn,
+                        be.ops->name);
+  TRY(be.ops->eigh_async(be.state, ctx, A, uplo, w, V, info));
+  ctx->last_backends |= be.ops->ran_flag;
+  return GSTAT_OK;
+}
+
+/* Arguments of gstat_eigh_backward: V n x n, w and gw n x 1, gV and gA like V,
+ * one dtype, gA overlapping no input, all on one CUDA device. */
+static gstat_status check_eigh_backward(gstat_ctx *ctx, const char *fn, const gstat_matrix *w,
+                                        const gstat_matrix *V, const gstat_matrix *gw,
+                                        const gstat_matrix *gV, gstat_matrix *gA) {
+  if (!w || !V || !gV || !gA)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: w, V, gV or gA is NULL", fn);
+  TRY(check_square(ctx, fn, "V", V));
+  TRY(gstat_i_check_shape(ctx, fn, "w", w, V->batch, V->rows, 1));
+  if (gw) TRY(gstat_i_check_shape(ctx, fn, "gw", gw, V->batch, V->rows, 1));
+  TRY(gstat_i_check_shape(ctx, fn, "gV", gV, V->batch, V->rows, V->cols));
+  TRY(gstat_i_check_shape(ctx, fn, "gA", gA, V->batch, V->rows, V->cols));
+  const gstat_matrix *in[] = {w, V, gw, gV};
+  const char *names[] = {"w", "V", "gw", "gV", "gA"};
+  for (int k = 0; k < 4; k++) {
+    if (in[k] && in[k]->dtype != V->dtype)
+      return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: %s and V differ in dtype", fn, names[k]);
+    if (in[k]) TRY(gstat_i_check_alias(ctx, fn, "gA", gA, names[k], in[k], false));
+  }
+  if (gA->dtype != V->dtype)
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: gA and V differ in dtype", fn);
+  const gstat_matrix *all[] = {V, w, gw, gV, gA};
+  const char *order[] = {"V", "w", "gw", "gV", "gA"};
+  TRY(check_location(ctx, fn, all, order, 5));
+  if (V->location != GSTAT_CUDA)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
+                        "%s: the arguments are in host memory; it takes CUDA device data", fn);
+  return GSTAT_OK;
+}
+
+gstat_status gstat_eigh_backward(gstat_ctx *ctx, const gstat_matrix *w, const gstat_matrix *V,
+                                 const gstat_matrix *gw, const gstat_matrix *gV, double broadening,
+                                 gstat_matrix *gA) {
+  static const char fn[] = "eigh_backward";
+  if (!ctx) return GSTAT_EINVAL;
+  gstat_i_begin(ctx);
+  TRY(check_eigh_backward(ctx, fn, w, V, gw, gV, gA));
+  if (!(broadening >= 0) || isinf(broadening))
+    return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: broadening must be finite and >= 0", fn);
+  if (V->batch == 0 || V->rows == 0) return GSTAT_OK;
+  gstat_i_backend be;
+  TRY(gstat_i_cuda_backend(ctx, &be));
+  if (!be.ops->eigh_backward)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: the %s backend has no such path", fn,
+                        be.ops->name);
+  TRY(be.ops->eigh_backward(be.state, ctx, w, V, gw, gV, broadening, gA));
+  ctx->last_backends |= be.ops->ran_flag;
+  return GSTAT_OK;
 }

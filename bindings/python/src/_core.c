@@ -748,6 +748,81 @@ done:
   return ret;
 }
 
+/* eigh_async(a, w, v, info, batch, n, dtype, upper, device, stream): gstat_eigh_async on
+ * raw device pointers (ints; v 0 for values only): a row-major contiguous, w packed, v
+ * column-major packed, info 2 x batch int32, dtype 0/1/2 = float32/float64/bfloat16
+ * (the caller, gstat.torch, makes them so). No DLPack: torch's __dlpack__ without a
+ * stream orders the default stream after the current one, which a capture forbids. */
+static PyObject *py_eigh_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (check_nargs(nargs, 10, "eigh_async") < 0) return NULL;
+  long long v[10];
+  for (int i = 0; i < 10; i++) v[i] = i == 7 ? PyObject_IsTrue(args[i]) : to_i64(args[i]);
+  if (PyErr_Occurred()) return NULL;
+  static const gstat_dtype dts[] = {GSTAT_F32, GSTAT_F64, GSTAT_BF16};
+  if (v[6] < 0 || v[6] > 2 || v[4] < 0 || v[5] < 0 || v[8] < 0) {
+    PyErr_SetString(PyExc_ValueError, "eigh_async: bad dtype, shape or device");
+    return NULL;
+  }
+  gstat_dtype dt = dts[v[6]];
+  gstat_matrix A = gstat_matrix_row_major((void *)(intptr_t)v[0], dt, v[4], v[5], v[5]);
+  gstat_matrix W = gstat_vector_batch((void *)(intptr_t)v[1], dt, v[4], v[5]);
+  gstat_matrix V = gstat_matrix_col_major((void *)(intptr_t)v[2], dt, v[4], v[5], v[5]);
+  gstat_matrix *m[3] = {&A, &W, &V};
+  for (int i = 0; i < 3; i++) m[i]->location = GSTAT_CUDA, m[i]->device = (int32_t)v[8];
+  pooled *p = ctx_acquire(GSTAT_BACKEND_CUDA, (int)v[8]);
+  if (!p) return NULL;
+  gstat_status st = gstat_ctx_set_cuda_stream(p->ctx, (void *)(intptr_t)(v[9] == 0 ? 1 : v[9]));
+  if (st == GSTAT_OK)
+    st = gstat_eigh_async(p->ctx, &A, v[7] ? GSTAT_UPPER : GSTAT_LOWER, &W, v[2] ? &V : NULL,
+                          (int32_t *)(intptr_t)v[3]);
+  PyObject *ret = st == GSTAT_OK ? (Py_INCREF(Py_None), Py_None) : raise_status(st, p);
+  ctx_release(p);
+  return ret;
+}
+
+/* A device descriptor from raw fields (eigh_backward). */
+static gstat_matrix raw_matrix(long long ptr, gstat_dtype dt, long long batch, long long rows,
+                               long long cols, const long long st[3], int device) {
+  gstat_matrix m = {
+      (void *)(intptr_t)ptr, dt, GSTAT_CUDA, device, batch, rows, cols, st[0], st[1], st[2]};
+  return m;
+}
+
+/* eigh_backward(w, w_bs, w_s, gw, gw_bs, gw_s, v, v_bs, v_rs, v_cs, gv, gv_bs, gv_rs, gv_cs,
+ * out, out_bs, out_rs, out_cs, batch, n, dtype, broadening, device, stream):
+ * gstat_eigh_backward on raw device pointers and element strides (gw 0: none), dtype
+ * 0/1 = float32/float64; for gstat.torch's backward, as eigh_async. */
+static PyObject *py_eigh_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (check_nargs(nargs, 24, "eigh_backward") < 0) return NULL;
+  long long v[24];
+  for (int i = 0; i < 24; i++) v[i] = i == 21 ? 0 : to_i64(args[i]);
+  double broadening = PyFloat_AsDouble(args[21]);
+  if (PyErr_Occurred()) return NULL;
+  if (v[20] < 0 || v[20] > 1 || v[22] < 0) {
+    PyErr_SetString(PyExc_ValueError, "eigh_backward: bad dtype or device");
+    return NULL;
+  }
+  gstat_dtype dt = v[20] ? GSTAT_F64 : GSTAT_F32;
+  int dev = (int)v[22];
+  long long b = v[18], n = v[19];
+  const long long ws[3] = {v[1], v[2], 1}, gws[3] = {v[4], v[5], 1};
+  gstat_matrix W = raw_matrix(v[0], dt, b, n, 1, ws, dev);
+  gstat_matrix GW = raw_matrix(v[3], dt, b, n, 1, gws, dev);
+  gstat_matrix V = raw_matrix(v[6], dt, b, n, n, v + 7, dev);
+  gstat_matrix GV = raw_matrix(v[10], dt, b, n, n, v + 11, dev);
+  gstat_matrix GA = raw_matrix(v[14], dt, b, n, n, v + 15, dev);
+  pooled *p = ctx_acquire(GSTAT_BACKEND_CUDA, dev);
+  if (!p) return NULL;
+  gstat_status st = gstat_ctx_set_cuda_stream(p->ctx, (void *)(intptr_t)(v[23] == 0 ? 1 : v[23]));
+  if (st == GSTAT_OK)
+    st = gstat_eigh_backward(p->ctx, &W, &V, v[3] ? &GW : NULL, &GV, broadening, &GA);
+  PyObject *ret = st == GSTAT_OK ? (Py_INCREF(Py_None), Py_None) : raise_status(st, p);
+  ctx_release(p);
+  return ret;
+}
+
 /* cholesky(a, upper, out, backend, stream) */
 static PyObject *py_cholesky(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
@@ -1905,6 +1980,11 @@ static PyObject *py_set_bfloat16(PyObject *self, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     FAST("eigh", py_eigh, "eigh(a, UPLO, want_vectors, out_w, out_v, backend, stream)"),
+    FAST("eigh_async", py_eigh_async,
+         "eigh_async(a, w, v, info, batch, n, dtype, upper, device, stream)"),
+    FAST("eigh_backward", py_eigh_backward,
+         "eigh_backward(w, w_bs, w_s, gw, gw_bs, gw_s, v, v_bs, v_rs, v_cs, gv, gv_bs, gv_rs, "
+         "gv_cs, out, out_bs, out_rs, out_cs, batch, n, dtype, broadening, device, stream)"),
     FAST("cholesky", py_cholesky, "cholesky(a, upper, out, backend, stream)"),
     FAST("solve", py_solve, "solve(kind, t, b, upper, trans, unit, out, backend, stream)"),
     FAST("cov", py_cov,

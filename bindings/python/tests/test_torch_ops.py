@@ -56,6 +56,38 @@ def test_eigh_matches_torch(device, dtype, uplo):
     torch.testing.assert_close(gt.eigvalsh(a, uplo).double(), w.double())
 
 
+def test_eigh_ex_and_column_major_vectors():
+    a = sym(3, 7)
+    w, v = gt.eigh(a)
+    assert v.mT.is_contiguous()  # column-major, as torch.linalg.eigh's
+    we, ve, info = gt.eigh_ex(a)
+    assert info.dtype == torch.int32 and info.shape == (3,) and not info.any()
+    torch.testing.assert_close((we, ve), (w, v), rtol=0, atol=0)
+    x = a.clone().requires_grad_()
+    g1 = torch.autograd.grad(_gauge_invariant(*gt.eigh_ex(x)[:2]), x)[0]
+    g2 = torch.autograd.grad(_gauge_invariant(*gt.eigh(x)), x)[0]
+    torch.testing.assert_close(g1, g2)
+    assert gt.eigh_ex(a[0]).info.shape == ()
+    with pytest.raises(NotImplementedError, match="eigh_ex"):
+        torch.func.jvp(lambda x: gt.eigh_ex(x).eigenvalues, (a,), (a,))
+
+
+@pytest.mark.parametrize("broadening", [0.0, 1e-3])
+@pytest.mark.parametrize("spectrum", [None, [1.0, 1.0, 1.0, 2.0, 5.0, 5.0]])
+def test_plain_backward_equals_the_differentiable_one(broadening, spectrum):
+    # the in-place backward used when no second derivative is asked gives the
+    # differentiable formula's values, degenerate blocks included
+    a = sym(5, 6) if spectrum is None else with_spectrum(spectrum).expand(5, 6, 6)
+    w, v = gt.eigh(a)
+    gw, gv = torch.randn_like(w), torch.randn_like(v)
+    for g in ((gw, gv), (None, gv)):
+        ref = gt._eigh_backward(w, v, *g, broadening)  # grad mode on: the differentiable one
+        with torch.no_grad():
+            got = gt._eigh_backward(w, v, *g, broadening)
+        torch.testing.assert_close(got, ref, rtol=1e-12, atol=1e-12)
+        assert torch.isfinite(got).all()
+
+
 def test_eigh_reads_one_triangle():
     a = sym(4, 6)
     garbage = a.triu(1) * 0 + torch.randn(4, 6, 6, dtype=torch.float64).triu(1)
@@ -411,7 +443,12 @@ def _compiled_fns():
         comp = flat[:3]
         return gt.pca_project(flat, flat.mean(0), comp, comp.norm(dim=1) + 1, whiten=True).sum()
 
-    return {"eigh": f_eigh, "eigvalsh": f_eigvalsh, "cholesky+solves": f_chol, "pca_project": f_project}
+    def f_eigh_ex(x):
+        w, v, info = gt.eigh_ex(x)
+        return (v * v * w.unsqueeze(-2)).sum() + info.sum()
+
+    return {"eigh": f_eigh, "eigvalsh": f_eigvalsh, "cholesky+solves": f_chol,
+            "pca_project": f_project, "eigh_ex": f_eigh_ex}
 
 
 @pytest.mark.parametrize("name", list(_compiled_fns()))
@@ -522,14 +559,92 @@ def test_cuda_on_a_side_stream():
     torch.testing.assert_close(L, torch.linalg.cholesky(a * 2), rtol=1e-4, atol=1e-4)
 
 
+def _capturable_step(a):
+    """A training-loop-like step around gstat.torch.eigh: whitening and a loss."""
+    w, v = gt.eigh(a)
+    white = v @ torch.diag_embed((w.clamp_min(0) + 1e-3).rsqrt()) @ v.mT
+    return w * 2, white, (white @ a).diagonal(0, -2, -1).sum()
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype,n", [(torch.float32, 32), (torch.float64, 48),
+                                     (torch.bfloat16, 16)])
+def test_cuda_graph_capture_replays_eigh(dtype, n):
+    static = sym(64, n, dtype, "cuda", spd=True)
+    side = torch.cuda.Stream()  # warm-up on a side stream, as torch's documentation asks
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        _capturable_step(static)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        outs = _capturable_step(static)
+    for seed in (1, 2):  # new inputs copied into the static one, then replayed
+        x = sym(64, n, dtype, "cuda", spd=True, seed=seed)
+        static.copy_(x)
+        g.replay()
+        torch.cuda.synchronize()
+        ref = _capturable_step(x)
+        torch.testing.assert_close(outs[0], ref[0], rtol=0, atol=0)  # gstat's kernel, same bits
+        tol = {torch.float32: 1e-5, torch.float64: 1e-12, torch.bfloat16: 2e-2}[dtype]
+        for got, want in zip(outs[1:], ref[1:]):  # cuBLAS may pick other kernels in a graph
+            torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+        torch.testing.assert_close(outs[0].double() / 2, torch.linalg.eigvalsh(x.double()),
+                                   rtol=5e-2 if dtype == torch.bfloat16 else 1e-4, atol=1e-2)
+
+
+@needs_cuda
+def test_cuda_graph_capture_eigh_ex_and_values():
+    static = sym(16, 8, torch.float32, "cuda")
+    gt.eigh_ex(static), gt.eigvalsh(static)  # warm-up
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        w, v, info = gt.eigh_ex(static)
+        only = gt.eigvalsh(static)
+    bad = sym(16, 8, torch.float32, "cuda", seed=3)
+    bad[5, 2, 1] = float("nan")
+    static.copy_(bad)
+    g.replay()
+    torch.cuda.synchronize()
+    assert info[5] != 0 and (info[torch.arange(16, device="cuda") != 5] == 0).all()
+    assert w[5].isnan().all() and torch.isfinite(w[:5]).all()
+    torch.testing.assert_close(w[6:], torch.linalg.eigvalsh(bad[6:]), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(only[6:], w[6:])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_empty_batches(device):
+    for shape in ((0, 5, 5), (3, 0, 0)):
+        a = torch.zeros(shape, device=device, requires_grad=True)
+        w, v, info = gt.eigh_ex(a)
+        assert w.shape == shape[:-1] and v.shape == shape and info.shape == shape[:1]
+        assert not info.any()
+        assert torch.autograd.grad((w.sum() + v.sum()), a)[0].shape == shape
+
+
+@needs_cuda
+def test_cuda_eigh_ex_reports_without_raising():
+    a = sym(4, 10, torch.float64, "cuda")
+    a[1, 3, 0] = float("inf")
+    w, v, info = gt.eigh_ex(a)
+    assert info.dtype == torch.int32 and info.shape == (4,)
+    assert info.tolist()[1] != 0 and info.tolist()[0] == info.tolist()[2] == info.tolist()[3] == 0
+    torch.testing.assert_close(w[2], torch.linalg.eigvalsh(a[2]))
+    assert v[1].isnan().any()
+    with pytest.raises(ValueError):  # above the Jacobi orders, eigh checks on the host
+        gt.eigh(torch.full((2, 80, 80), float("nan"), device="cuda"))
+
+
 @needs_cuda
 def test_cuda_graph_capture_is_refused_clearly():
-    a = sym(16, 8, torch.float32, "cuda", spd=True)
-    gt.eigh(a)  # warm up outside capture
-    g = torch.cuda.CUDAGraph()
-    with pytest.raises(RuntimeError, match="not capturable"):
-        with torch.cuda.graph(g):
-            gt.eigh(a)
+    a = sym(2, 80, torch.float32, "cuda", spd=True)  # above the orders that capture
+    gt.eigh(a), gt.cholesky(a)  # warm up outside capture
+    for f, what in ((gt.eigh, "eigh"), (gt.cholesky, "cholesky")):
+        g = torch.cuda.CUDAGraph()
+        with pytest.raises(RuntimeError, match=f"{what}: not capturable"):
+            with torch.cuda.graph(g):
+                f(a)
     # the backward is made of torch operations: it captures and replays
     w, v = gt.eigh(a)
     gv = torch.randn_like(v)
@@ -542,6 +657,56 @@ def test_cuda_graph_capture_is_refused_clearly():
     g2.replay()
     torch.cuda.synchronize()
     torch.testing.assert_close(out, ref)
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("broadening", [0.0, 1e-3])
+def test_cuda_fused_backward_equals_torch_formula(dtype, broadening):
+    # gstat_eigh_backward (one kernel, orders <= 32) against the differentiable
+    # torch formula: random and degenerate spectra, strided/expanded gradients,
+    # with and without the eigenvalue term, orders 1, 7, 32
+    tol = 1e-4 if dtype == torch.float32 else 1e-11
+    for n in (1, 7, 32):
+        a = torch.cat([sym(6, n), with_spectrum([1.0] * (n // 2) + [3.0] * (n - n // 2)).expand(2, n, n)])
+        w, v = gt.eigh(a.to(device="cuda", dtype=dtype))
+        gw = torch.randn_like(w)
+        for gv in (torch.randn_like(v), torch.randn_like(v).mT, torch.ones(1, 1, 1, device="cuda",
+                                                                           dtype=dtype).expand_as(v)):
+            for g in ((gw, gv), (None, gv), (gw[:1].expand_as(w), gv)):
+                fused = gt._fused_backward(w, v, *g, broadening)
+                assert fused is not None
+                ref = gt._eigh_backward(w, v, *g, broadening)  # grad mode on: torch operations
+                # relative to the largest entry: near-degenerate pairs make some entries large
+                scale = 1 + ref.abs().max().item()
+                torch.testing.assert_close(fused, ref, rtol=0, atol=tol * scale)
+    assert gt._fused_backward(w, v.bfloat16(), None, v.bfloat16(), 0.0) is None
+
+
+@needs_cuda
+def test_cuda_fwd_bwd_captured():
+    # a whole step, forward and backward through gstat.torch.eigh, in one graph
+    a = sym(32, 24, torch.float32, "cuda").requires_grad_()
+    cw = torch.randn(32, 24, device="cuda")
+
+    def step():
+        w, v = gt.eigh(a)
+        return torch.autograd.grad((w * cw).sum() + (v * v * cw.unsqueeze(-1)).sum(), a)[0]
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        grad = step()
+    with torch.no_grad():
+        a.copy_(sym(32, 24, torch.float32, "cuda", seed=4))
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(grad, step(), rtol=1e-5, atol=1e-5)
 
 
 @needs_cuda

@@ -263,6 +263,15 @@ gstat_status gstat_cu_collect_info_scanned(gstat_cu_state *s, gstat_ctx *ctx, co
                                            const int *d_info, bool with_flags, int64_t nb,
                                            int64_t *info, cudaStream_t stream,
                                            const gstat_cu_scan *scan, bool verdict_set);
+/* gstat_eigh_async's backend op (eigh_cuda.c): the Jacobi kernels on the
+ * caller's dense device arrays, nothing read back, nothing allocated. */
+gstat_status gstat_cu_eigh_async(void *state, gstat_ctx *ctx, const gstat_matrix *A,
+                                 gstat_uplo uplo, gstat_matrix *w, gstat_matrix *V, int32_t *info);
+
+/* gstat_eigh_backward's backend op (eigh_cuda.c). */
+gstat_status gstat_cu_eigh_backward_op(void *state, gstat_ctx *ctx, const gstat_matrix *w,
+                                       const gstat_matrix *V, const gstat_matrix *gw,
+                                       const gstat_matrix *gV, double broadening, gstat_matrix *gA);
 
 /* Return a failed gstat_status from the enclosing function. */
 #define GSTAT_CU_TRY(expr)             \

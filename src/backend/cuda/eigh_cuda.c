@@ -1040,3 +1040,76 @@ gstat_status gstat_cu_eigh(void *state, gstat_ctx *ctx, const gstat_matrix *A, g
   }
   return GSTAT_OK;
 }
+
+/* eigh of dense device data with no host synchronization and no allocation
+ * (gstat_eigh_async: CUDA graph capture, training loops): the Jacobi kernel
+ * alone, from the caller's A into the caller's w and V, info and flags into
+ * the caller's 2 x batch ints. Whatever needs a copy, a workspace or a host
+ * read is refused, so the caller can fall back to gstat_eigh. */
+gstat_status gstat_cu_eigh_async(void *state, gstat_ctx *ctx, const gstat_matrix *A0,
+                                 gstat_uplo uplo, gstat_matrix *w, gstat_matrix *V, int32_t *info) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  if (A0->rows == 0) { /* nothing failed */
+    cudaError_t err = cudaMemsetAsync(info, 0, 2 * sizeof *info * (size_t)A0->batch, s->stream);
+    return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "eigh_async", "info", err);
+  }
+  cublasFillMode_t fill = uplo == GSTAT_UPPER ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+  gstat_matrix A = as_col_major(A0, &fill);
+  int dt = (int)A0->dtype;
+  char *a = gstat_cu_dense(&A, dt, 0), *dw = gstat_cu_dense(w, dt, 0);
+  char *dv = V ? gstat_cu_dense(V, dt, 0) : NULL;
+  if (A.rows > GSTAT_CU_JACOBI_MAX_N)
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "eigh_async: order %lld > %d: only the Jacobi kernels run without "
+                               "host synchronization",
+                               (long long)A.rows, GSTAT_CU_JACOBI_MAX_N);
+  if (!a || !dw || (V && (!dv || dv == a)) || (int)w->dtype != dt || (V && (int)V->dtype != dt))
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "eigh_async: A, w and V must be dense (A contiguous, V column-major "
+                               "and not A) and of one dtype");
+  cudaError_t err = gstat_cu_eigh_jacobi(dt, a, fill == CUBLAS_FILL_MODE_UPPER, A.rows, A.batch, dw,
+                                         dv, info, info + A.batch, s->stream);
+  if (err == cudaSuccess)
+    err = gstat_cu_flag_nonfinite(dt, a, fill == CUBLAS_FILL_MODE_UPPER, A.rows, A.batch, dw, dv,
+                                  info + A.batch, s->stream);
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "eigh_async", "Jacobi kernel", err);
+}
+
+/* gstat_eigh_backward's backend op: one kernel over the batch on the
+ * context's stream, reading and writing the caller's strided arrays. */
+gstat_status gstat_cu_eigh_backward_op(void *state, gstat_ctx *ctx, const gstat_matrix *w,
+                                       const gstat_matrix *V, const gstat_matrix *gw,
+                                       const gstat_matrix *gV, double broadening,
+                                       gstat_matrix *gA) {
+  gstat_cu_state *s = state;
+  if (V->rows > GSTAT_CU_EIGH_BWD_MAX_N || V->dtype == GSTAT_BF16)
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "eigh_backward: float32 or float64 of order <= %d only",
+                               GSTAT_CU_EIGH_BWD_MAX_N);
+  gstat_cu_bwd_args a = {.dtype = (int)V->dtype,
+                         .n = V->rows,
+                         .batch = V->batch,
+                         .w = w->data,
+                         .gw = gw ? gw->data : NULL,
+                         .w_bs = w->batch_stride,
+                         .w_s = w->row_stride,
+                         .gw_bs = gw ? gw->batch_stride : 0,
+                         .gw_s = gw ? gw->row_stride : 0,
+                         .v = V->data,
+                         .gv = gV->data,
+                         .v_bs = V->batch_stride,
+                         .v_rs = V->row_stride,
+                         .v_cs = V->col_stride,
+                         .gv_bs = gV->batch_stride,
+                         .gv_rs = gV->row_stride,
+                         .gv_cs = gV->col_stride,
+                         .out = gA->data,
+                         .out_bs = gA->batch_stride,
+                         .out_rs = gA->row_stride,
+                         .out_cs = gA->col_stride,
+                         .broadening = broadening};
+  cudaSetDevice(s->device);
+  cudaError_t err = gstat_cu_eigh_backward(&a, s->stream);
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "eigh_backward", "kernel", err);
+}

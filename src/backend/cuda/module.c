@@ -495,14 +495,61 @@ static void device_stats(void *state, gstat_device_stats *stats, size_t stats_si
   memcpy(stats, &all, stats_size < sizeof all ? stats_size : sizeof all);
 }
 
+/* ---- the synchronizing operations refuse a capturing stream ---- */
+
+/* GSTAT_EUNSUPPORTED when the context's stream is capturing a CUDA graph: eigh,
+ * Cholesky and the solves read results back on the host (and may allocate),
+ * which would invalidate the caller's capture; gstat_eigh_async is the path
+ * that captures. Querying the legacy stream while another stream captures is
+ * itself an error (cudaErrorStreamCaptureImplicit): refused alike. */
+static gstat_status refuse_capture(gstat_cu_state *s, gstat_ctx *ctx, const char *fn) {
+  enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaSetDevice(s->device);
+  cudaError_t err = cudaStreamIsCapturing(s->stream, &status);
+  if (err != cudaSuccess) cudaGetLastError();
+  if (err == cudaErrorStreamCaptureImplicit || status != cudaStreamCaptureStatusNone)
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "%s: the CUDA stream is capturing a graph, and this call reads its "
+                               "results on the host; only gstat_eigh_async (orders <= %d) can be "
+                               "captured",
+                               fn, GSTAT_CU_JACOBI_MAX_N);
+  return GSTAT_OK;
+}
+
+static gstat_status eigh_op(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                            gstat_matrix *w, gstat_matrix *V, int64_t *info) {
+  GSTAT_CU_TRY(refuse_capture(state, ctx, "eigh"));
+  return gstat_cu_eigh(state, ctx, A, uplo, w, V, info);
+}
+
+static gstat_status cholesky_op(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                                gstat_matrix *F, int64_t *info) {
+  GSTAT_CU_TRY(refuse_capture(state, ctx, "cholesky"));
+  return gstat_cu_cholesky(state, ctx, A, uplo, F, info);
+}
+
+static gstat_status cholesky_solve_op(void *state, gstat_ctx *ctx, const gstat_matrix *F,
+                                      gstat_uplo uplo, const gstat_matrix *B, gstat_matrix *X,
+                                      int64_t *info) {
+  GSTAT_CU_TRY(refuse_capture(state, ctx, "cholesky_solve"));
+  return gstat_cu_cholesky_solve(state, ctx, F, uplo, B, X, info);
+}
+
+static gstat_status triangular_solve_op(void *state, gstat_ctx *ctx, const gstat_matrix *T,
+                                        gstat_uplo uplo, gstat_trans trans, gstat_diag diag,
+                                        const gstat_matrix *B, gstat_matrix *X, int64_t *info) {
+  GSTAT_CU_TRY(refuse_capture(state, ctx, "triangular_solve"));
+  return gstat_cu_triangular_solve(state, ctx, T, uplo, trans, diag, B, X, info);
+}
+
 static const gstat_i_backend_ops cuda_ops = {
     .api_version = GSTAT_I_BACKEND_API_VERSION,
     .name = "cuda",
     .ran_flag = GSTAT_RAN_CUDA,
-    .eigh = gstat_cu_eigh,
-    .cholesky = gstat_cu_cholesky,
-    .cholesky_solve = gstat_cu_cholesky_solve,
-    .triangular_solve = gstat_cu_triangular_solve,
+    .eigh = eigh_op,
+    .cholesky = cholesky_op,
+    .cholesky_solve = cholesky_solve_op,
+    .triangular_solve = triangular_solve_op,
     .destroy = destroy,
     .device_allocations = device_allocations,
     .device_stats = device_stats,
@@ -520,6 +567,8 @@ static const gstat_i_backend_ops cuda_ops = {
     .orthonormalize = gstat_cu_orthonormalize,
     .rows = gstat_cu_rows,
     .laplacian = gstat_cu_laplacian,
+    .eigh_async = gstat_cu_eigh_async,
+    .eigh_backward = gstat_cu_eigh_backward_op,
 };
 
 static const gstat_i_module module = {

@@ -10,10 +10,14 @@ imports torch.
 
 CPU tensors go to gstat's CPU path as zero-copy numpy views; CUDA tensors go
 to the CUDA module, which runs on torch's current stream (no extra
-synchronisation needed). gstat checks its input for NaN/Inf and reads the
-solvers' info on the host, so a call synchronises the host with the stream:
-under CUDA graph capture the operators refuse with a RuntimeError rather than
-break the capture.
+synchronisation needed). ``eigh``/``eigvalsh``/``eigh_ex`` of orders up to 64
+on CUDA only queue gstat's Jacobi kernels (gstat_eigh_async): no host
+synchronisation, no allocation outside torch's, so they can be captured in a
+CUDA graph (``torch.cuda.CUDAGraph``; call them once before capturing); a
+failure there gives NaN outputs rather than an exception (``eigh_ex`` returns
+the per-element info). Elsewhere gstat checks the input for NaN/Inf and reads
+the solvers' info on the host, a synchronisation: under CUDA graph capture
+those calls refuse with a RuntimeError rather than break the capture.
 
 Gradients follow ``torch.linalg``: for ``eigh``/``eigvalsh``/``cholesky``
 the gradient is the symmetric one (as if the input were symmetric), for the
@@ -46,14 +50,15 @@ under ``torch.compile``, which sees the registered operators) the functions
 route through ``torch.autograd.Function`` s carrying torch.linalg's JVPs, with
 the same degenerate-block and `broadening` rules as the backward.
 """
+import math
 from typing import NamedTuple
 
 import torch
 
 from . import linalg as _linalg, _core
 
-__all__ = ["eigh", "eigvalsh", "cholesky", "cholesky_solve", "solve_triangular", "pca_project",
-           "EighResult"]
+__all__ = ["eigh", "eigh_ex", "eigvalsh", "cholesky", "cholesky_solve", "solve_triangular",
+           "pca_project", "EighResult", "EighExResult"]
 
 _DTYPES = (torch.float32, torch.float64, torch.bfloat16)
 _LIB = "gstat"
@@ -64,9 +69,15 @@ class EighResult(NamedTuple):
     eigenvectors: torch.Tensor
 
 
+class EighExResult(NamedTuple):
+    eigenvalues: torch.Tensor
+    eigenvectors: torch.Tensor
+    info: torch.Tensor
+
+
 def _tags():
     # inductor's CUDA graphs (mode="reduce-overhead") must leave these ops
-    # out of their captures: gstat synchronises with the host
+    # out of their captures: most of their paths synchronise with the host
     tag = getattr(torch.Tag, "cudagraph_unsafe", None)
     return (tag,) if tag is not None else ()
 
@@ -94,10 +105,13 @@ def _check(what, *tensors):
 
 def _refuse_capture(what):
     if torch.cuda.is_current_stream_capturing():
+        which = ("eigh and eigvalsh capture for orders up to 64 with dense outputs"
+                 if what in ("eigh", "eigvalsh")
+                 else "only eigh and eigvalsh capture (orders <= 64)")
         raise RuntimeError(
-            f"gstat.torch.{what}: not capturable in a CUDA graph (gstat checks the input for "
-            f"NaN/Inf and reads the solver's status on the host, a synchronisation that capture "
-            f"forbids); call it outside the captured region")
+            f"gstat.torch.{what}: not capturable in a CUDA graph here (this path checks the input "
+            f"for NaN/Inf and reads the solver's status on the host, a synchronisation that "
+            f"capture forbids; {which}); call it outside the captured region")
 
 
 def _on_device(t):
@@ -134,9 +148,48 @@ def _finish(outs, bufs):
             o.copy_(b)
 
 
+# ---- eigh on CUDA without host synchronization ----------------------------------------------
+# Orders up to 64 run gstat's Jacobi kernels through gstat_eigh_async: nothing
+# read back on the host, nothing allocated by gstat (every buffer is torch's),
+# so the call queues on torch's current stream, also inside a CUDA graph
+# capture. Failures stay on the device: NaN outputs and an info tensor.
+
+_ASYNC_MAX_N = 64
+_ASYNC_DTYPES = {torch.float32: 0, torch.float64: 1, torch.bfloat16: 2}
+_warm = set()  # devices whose gstat CUDA context exists (none may be made while capturing)
+
+
+def _async_eligible(A, w, v):
+    n = A.shape[-1]
+    return (A.is_cuda and n <= _ASYNC_MAX_N and w.is_contiguous()
+            and (v is None or (v.mT.is_contiguous()
+                               and (v.numel() == 0 or v.data_ptr() != A.data_ptr()))))
+
+
+def _run_eigh_async(A, upper, w, v):
+    """gstat_eigh_async into w, v (v column-major); returns the raw info:
+    2 x batch int32, (did not converge, non-finite outputs) per element."""
+    batch = math.prod(A.shape[:-2])
+    info = torch.empty(2 * batch, dtype=torch.int32, device=A.device)
+    dev = A.device.index if A.device.index is not None else torch.cuda.current_device()
+    if dev not in _warm and torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(
+            "gstat.torch.eigh: call it once on this device before capturing a CUDA graph (gstat's "
+            "CUDA context cannot be created inside a capture; torch asks for the same warm-up)")
+    A = _plain(A).contiguous()
+    _core.eigh_async(A.data_ptr(), w.data_ptr(), 0 if v is None else v.data_ptr(), info.data_ptr(),
+                     batch, A.shape[-1], _ASYNC_DTYPES[A.dtype], upper, dev,
+                     torch.cuda.current_stream(dev).cuda_stream)
+    _warm.add(dev)
+    return info
+
+
 def _run_eigh(A, upper, w, v):
     uplo = "U" if upper else "L"
     if _on_device(A):
+        if _async_eligible(A, w, v):
+            _run_eigh_async(A, upper, w, v)
+            return
         _refuse_capture("eigh")
         A = _plain(A)
         if v is None:
@@ -203,16 +256,45 @@ def _run_project(X, mean, components, ev, whiten, out):
 
 # ---- the operators -------------------------------------------------------------------------
 
+def _new_vectors(A):
+    """Eigenvector storage: column-major matrices, as torch.linalg.eigh's (and
+    what gstat's device kernels write in place); not a view (forward AD
+    wants an autograd.Function's outputs to be none)."""
+    n = A.shape[-1]
+    strides, step = [1, n], n * n
+    for d in reversed(A.shape[:-2]):
+        strides.insert(0, step)
+        step = step * d
+    return torch.empty_strided(A.shape, strides, dtype=A.dtype, device=A.device)
+
+
 @_op("eigh")
 def _eigh_op(A: torch.Tensor, upper: bool, broadening: float) -> tuple[torch.Tensor, torch.Tensor]:
-    w, v = A.new_empty(A.shape[:-1]), A.new_empty(A.shape)
+    w, v = A.new_empty(A.shape[:-1]), _new_vectors(A)
     _run_eigh(A, upper, w, v)
     return w, v
 
 
 @_eigh_op.register_fake
 def _(A, upper, broadening):
-    return A.new_empty(A.shape[:-1]), A.new_empty(A.shape)
+    return A.new_empty(A.shape[:-1]), _new_vectors(A)
+
+
+@_op("eigh_ex")
+def _eigh_ex_op(A: torch.Tensor, upper: bool,
+                broadening: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    w, v = A.new_empty(A.shape[:-1]), _new_vectors(A)
+    if _on_device(A) and _async_eligible(A, w, v):
+        raw = _run_eigh_async(A, upper, w, v).view(2, *A.shape[:-2])
+        return w, v, torch.where(raw[0] != 0, raw[0], raw[1])
+    _run_eigh(A, upper, w, v)
+    return w, v, torch.zeros(A.shape[:-2], dtype=torch.int32, device=A.device)
+
+
+@_eigh_ex_op.register_fake
+def _(A, upper, broadening):
+    return (A.new_empty(A.shape[:-1]), _new_vectors(A),
+            A.new_empty(A.shape[:-2], dtype=torch.int32))
 
 
 @_op("eigvalsh")
@@ -328,8 +410,76 @@ def _half_inverse_gaps(w, broadening):
     return torch.where(block, 0.0, inv)
 
 
+_BWD_MAX_N = 32  # gstat_eigh_backward's orders
+_BWD_DTYPES = {torch.float32: 0, torch.float64: 1}
+
+
+def _real_cuda(*ts):
+    """Whether every tensor is a plain CUDA tensor with memory behind it: not a
+    fake/functional tensor of a compiler's trace, nor a torch.func wrapper."""
+    wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", lambda t: False)
+    return all(type(t) is torch.Tensor and t.is_cuda and not wrapped(t) for t in ts)
+
+
+def _no_broadcast(t):
+    """t, or a copy where a dimension repeats memory (stride 0, as autograd's
+    expanded gradients of a sum), which gstat's descriptors do not take."""
+    return t.contiguous() if any(st < 1 and sz > 1 for st, sz in zip(t.stride(), t.shape)) else t
+
+
+def _fused_backward(w, v, gw, gv, broadening):
+    """The backward in one CUDA kernel (gstat_eigh_backward), or None where
+    it does not apply (then torch operations compute it)."""
+    n = v.shape[-1]
+    ts = (w, v, gv) if gw is None else (w, v, gw, gv)
+    if not (1 <= n <= _BWD_MAX_N and v.dtype in _BWD_DTYPES
+            and all(t.dtype == v.dtype for t in ts) and _real_cuda(*ts)):
+        return None
+    dev = v.device.index if v.device.index is not None else torch.cuda.current_device()
+    if dev not in _warm and torch.cuda.is_current_stream_capturing():
+        return None  # gstat's CUDA context cannot be made inside a capture
+    w2, v3, gv3 = (_no_broadcast(t) for t in (w.reshape(-1, n), v.reshape(-1, n, n),
+                                              gv.reshape(-1, n, n)))
+    gw2 = None if gw is None else _no_broadcast(gw.reshape(-1, n))
+    out = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+    _core.eigh_backward(w2.data_ptr(), *w2.stride(),
+                        *((0, 0, 0) if gw2 is None else (gw2.data_ptr(), *gw2.stride())),
+                        v3.data_ptr(), *v3.stride(), gv3.data_ptr(), *gv3.stride(),
+                        out.data_ptr(), n * n, n, 1, v3.shape[0], n, _BWD_DTYPES[v.dtype],
+                        float(broadening), dev, torch.cuda.current_stream(dev).cuda_stream)
+    _warm.add(dev)
+    return out
+
+
+def _eigh_backward_once(w, v, gw, gv, broadening):
+    """_eigh_backward where no second derivative is asked (grad mode off, as
+    in a plain backward): the same values in fewer, in-place kernels, or one
+    kernel on CUDA for orders up to 32. A batch of small matrices is bound
+    by kernel launches here."""
+    fused = _fused_backward(w, v, gw, gv, broadening)
+    if fused is not None:
+        return fused
+    inner = v.mT @ gv
+    inner = inner - inner.mT
+    gaps = w.unsqueeze(-2) - w.unsqueeze(-1)
+    tol = torch.linalg.vector_norm(w, float("inf"), dim=-1, keepdim=True).unsqueeze(-1)
+    block = gaps.abs() <= tol.mul_(w.shape[-1] * torch.finfo(w.dtype).eps)  # with the diagonal
+    if broadening > 0:
+        inner.mul_(gaps).div_(gaps.square().add_(broadening).mul_(2))
+    else:  # 0/0 on the diagonal and inf in degenerate blocks: masked below
+        inner.div_(gaps.mul_(2))
+    inner.masked_fill_(block, 0.0)
+    if gw is not None:
+        inner.diagonal(0, -2, -1).copy_(gw)
+    return v @ inner @ v.mT
+
+
 def _eigh_backward(w, v, gw, gv, broadening):
     # torch.linalg's symmetric gradient: V (diag(gw) + F o skew(V^T gV)) V^T
+    if v.shape[-1] == 0:  # (no max|w| to scale the degeneracy test by)
+        return None if gw is None and gv is None else torch.zeros_like(v)
+    if gv is not None and not torch.is_grad_enabled():
+        return _eigh_backward_once(w, v, gw, gv, broadening)
     if gv is None:
         return None if gw is None else (v * gw.unsqueeze(-2)) @ v.mT
     vtg = v.mT @ gv
@@ -350,6 +500,19 @@ def _eigh_bwd(ctx, gw, gv):
 
 
 _eigh_op.register_autograd(_eigh_bwd, setup_context=_eigh_setup)
+
+
+def _eigh_ex_setup(ctx, inputs, output):
+    ctx.broadening = inputs[2]
+    ctx.save_for_backward(*output[:2])
+
+
+def _eigh_ex_bwd(ctx, gw, gv, _ginfo):
+    w, v = ctx.saved_tensors
+    return _eigh_backward(w, v, gw, gv, ctx.broadening), None, None
+
+
+_eigh_ex_op.register_autograd(_eigh_ex_bwd, setup_context=_eigh_ex_setup)
 
 
 def _cholesky_setup(ctx, inputs, output):
@@ -695,7 +858,10 @@ def eigh(A, UPLO="L", *, broadening=0.0, out=None):
     As ``torch.linalg.eigh`` (only the triangle named by `UPLO` is read;
     eigenvectors are columns, signed so that the entry of largest magnitude is
     positive), differentiable, with finite gradients at degenerate eigenvalues
-    (see the module's documentation and `broadening`).
+    (see the module's documentation and `broadening`). On CUDA, orders up
+    to 64 never synchronise with the host (CUDA graph capture works) and a
+    failed element gives NaN outputs instead of an exception: ``eigh_ex``
+    reports which.
 
     Parameters
     ----------
@@ -734,6 +900,26 @@ def eigh(A, UPLO="L", *, broadening=0.0, out=None):
     _check_out("eigh", v, A.shape, A)
     torch.ops.gstat.eigh_out(A, upper, w, v)
     return EighResult(w, v)
+
+
+def eigh_ex(A, UPLO="L", *, broadening=0.0):
+    """``eigh`` that reports failures in a tensor instead of raising, as
+    ``torch.linalg.cholesky_ex``: ``(eigenvalues, eigenvectors, info)``.
+
+    On CUDA, for orders up to 64, nothing is read back to the host: the call
+    only queues work on the current stream (CUDA graph capture works), and a
+    failed element has NaN outputs and ``info`` 1 (did not converge) or 2
+    (a NaN/Inf in its input or outputs), 0 otherwise; check ``info`` when the
+    results are used, e.g. ``info.any()``, which synchronizes. Elsewhere (CPU,
+    larger orders) it is ``eigh`` with ``info`` all 0: failures raise there.
+    Differentiable in the eigenvalues and eigenvectors, as ``eigh``.
+    """
+    _check("eigh_ex", A)
+    if _transformed():  # its tangents would be silently dropped (see the module's notes)
+        raise NotImplementedError("gstat.torch.eigh_ex: no forward-mode AD or torch.func "
+                                  "transforms; use gstat.torch.eigh there")
+    w, v, info = torch.ops.gstat.eigh_ex(A, _upper(UPLO), float(broadening))
+    return EighExResult(w, v, info)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):

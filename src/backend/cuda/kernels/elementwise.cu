@@ -430,3 +430,57 @@ extern "C" cudaError_t gstat_cu_finish_eigh(int dtype, void *V, void *w, int64_t
     launch_finish_eigh<double>(V, w, n, total, info, flags, stream);
   return cudaGetLastError();
 }
+
+/* ---- non-finite input of the no-synchronization eigh ----------------------------------- */
+
+namespace gstat_cu {
+namespace {
+
+constexpr int kFlagThreads = 128;
+
+/* A block per element b of the dense column-major batch A: a NaN/Inf in its
+ * read triangle sets flags[b] = 2 and makes its values (and vectors) NaN.
+ * The Jacobi kernels need not carry such an input to their outputs, and
+ * gstat_eigh_async has no finiteness check before them. */
+template <typename S>
+__global__ void __launch_bounds__(kFlagThreads)
+    flag_nonfinite_kernel(const S *__restrict__ A, bool upper, int n, int64_t batch,
+                          S *__restrict__ W, S *__restrict__ V, int *__restrict__ flags) {
+  const int nn = n * n;
+  for (int64_t b = blockIdx.x; b < batch; b += gridDim.x) {
+    bool bad = false;
+    for (int e = threadIdx.x; e < nn; e += blockDim.x) {
+      const int j = e / n, i = e - j * n;
+      bad = bad || ((upper ? i <= j : i >= j) && !finite(A[b * nn + e]));
+    }
+    if (__syncthreads_or(bad)) {
+      const S nan = quiet_nan<S>();
+      for (int e = threadIdx.x; e < nn; e += blockDim.x) {
+        if (V) V[b * nn + e] = nan;
+        if (e < n) W[b * n + e] = nan;
+      }
+      if (threadIdx.x == 0) flags[b] = 2;
+    }
+  }
+}
+
+} /* namespace */
+} /* namespace gstat_cu */
+
+extern "C" cudaError_t gstat_cu_flag_nonfinite(int dtype, const void *A, int upper, int64_t n,
+                                               int64_t batch, void *W, void *V, int *flags,
+                                               cudaStream_t stream) {
+  int64_t total;
+  if (!element_count(batch, n, n, &total) || !valid_dtype(dtype) || n > 4096)
+    return cudaErrorInvalidValue;
+  if (total == 0) return cudaSuccess;
+  if (!A || !W || !flags) return cudaErrorInvalidValue;
+  const unsigned blocks = (unsigned)(batch < kMaxLinearBlocks ? batch : kMaxLinearBlocks);
+  with_dtype(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    flag_nonfinite_kernel<S>
+        <<<blocks, kFlagThreads, 0, stream>>>(static_cast<const S *>(A), upper != 0, (int)n, batch,
+                                              static_cast<S *>(W), static_cast<S *>(V), flags);
+  });
+  return cudaGetLastError();
+}

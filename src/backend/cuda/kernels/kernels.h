@@ -69,6 +69,29 @@ cudaError_t gstat_cu_find_nonfinite(int dtype, const void *A, int tri, int64_t b
                                     int64_t cols, int64_t bs, int64_t rs, int64_t cs,
                                     unsigned long long *first, cudaStream_t stream);
 
+/* For each element b of the dense column-major batch A (n x n, n <= 4096,
+ * dtype 1, 2 or 3) with a NaN/Inf in its read triangle (upper != 0: i <= j,
+ * else i >= j): flags[b] = 2 and its values in W (packed, n per element) and
+ * vectors in V (dense, NULL: none) NaN. Other elements are left as they are. */
+cudaError_t gstat_cu_flag_nonfinite(int dtype, const void *A, int upper, int64_t n, int64_t batch,
+                                    void *W, void *V, int *flags, cudaStream_t stream);
+
+/* The backward of eigh (eigh_backward.cu): strided batches of dtype 1 or 2,
+ * n <= GSTAT_CU_EIGH_BWD_MAX_N; gw may be NULL (no eigenvalue gradient). */
+#define GSTAT_CU_EIGH_BWD_MAX_N 32
+typedef struct gstat_cu_bwd_args {
+  int dtype;
+  int64_t n, batch;
+  const void *w, *gw; /* batch x n: element (b, i) at b * bs + i * s */
+  int64_t w_bs, w_s, gw_bs, gw_s;
+  const void *v, *gv; /* batch x n x n: (b, i, j) at b * bs + i * rs + j * cs */
+  int64_t v_bs, v_rs, v_cs, gv_bs, gv_rs, gv_cs;
+  void *out; /* batch x n x n, not overlapping the inputs */
+  int64_t out_bs, out_rs, out_cs;
+  double broadening; /* >= 0 */
+} gstat_cu_bwd_args;
+cudaError_t gstat_cu_eigh_backward(const gstat_cu_bwd_args *a, cudaStream_t stream);
+
 /* In-place Cholesky A = L L^T of a dense column-major batch (dtype 1 or 2),
  * n <= 64: reads and writes the lower triangle, zeroes the strict upper one.
  * info[b] = 0, or the order of the first leading minor that is not positive
