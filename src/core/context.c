@@ -63,6 +63,21 @@ gstat_status gstat_i_fail(gstat_ctx *ctx, gstat_status status, const char *fmt, 
   return status;
 }
 
+gstat_status gstat_i_err_set(gstat_i_err *err, gstat_status status, const char *fmt, ...) {
+  if (err->status != GSTAT_OK) return status;
+  err->status = status;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+gstat_status gstat_i_err_raise(gstat_ctx *ctx, const gstat_i_err *err) {
+  if (err->status == GSTAT_OK) return GSTAT_OK;
+  return gstat_i_fail(ctx, err->status, "%s", err->msg);
+}
+
 gstat_status gstat_i_progress(gstat_ctx *ctx, const char *what, int64_t done, int64_t total) {
   if (!ctx->opt.progress || ctx->progress_muted > 0) return GSTAT_OK;
   if (ctx->opt.progress(done, total, what, ctx->opt.progress_user) == 0) return GSTAT_OK;

@@ -59,6 +59,19 @@ void *gstat_i_workspace(gstat_ctx *ctx, gstat_i_ws_slot slot, size_t size);
 gstat_status gstat_i_fail(gstat_ctx *ctx, gstat_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A failure recorded apart from the context, so that the per-element work of
+ * a batch can run in parallel; the caller raises the first one. */
+typedef struct gstat_i_err {
+  gstat_status status;
+  char msg[320];
+} gstat_i_err;
+
+/* Record a failure (the first one wins) and return its status. */
+gstat_status gstat_i_err_set(gstat_i_err *err, gstat_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Move a recorded failure into the context. */
+gstat_status gstat_i_err_raise(gstat_ctx *ctx, const gstat_i_err *err);
+
 /* Start of a public call: clears the message and the backends-ran bits. */
 void gstat_i_begin(gstat_ctx *ctx);
 

@@ -1,28 +1,12 @@
 /* Graph descriptors, CSR validation, symmetry checks, symmetrization and the
  * working CSR form (gstat_i_graph) every graph function starts from. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/matrix.h"
 #include "graph/graph_internal.h"
-
-gstat_status gstat_i_err_set(gstat_i_err *err, gstat_status status, const char *fmt, ...) {
-  if (err->status != GSTAT_OK) return status;
-  err->status = status;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-  va_end(ap);
-  return status;
-}
-
-gstat_status gstat_i_err_raise(gstat_ctx *ctx, const gstat_i_err *err) {
-  if (err->status == GSTAT_OK) return GSTAT_OK;
-  return gstat_i_fail(ctx, err->status, "%s", err->msg);
-}
 
 gstat_graph gstat_graph_dense(const gstat_matrix *adjacency) {
   gstat_graph g;

@@ -15,24 +15,13 @@
 #ifndef GSTAT_GRAPH_INTERNAL_H
 #define GSTAT_GRAPH_INTERNAL_H
 
-#include "graph/weights_impl.h" /* gstat_i_sym_pair, gstat_i_sym_agree, gstat_i_inv_sqrt_degree */
+#include "graph/dense_rules.h" /* the dense adjacency and Laplacian rules, weights_impl.h */
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "core/internal.h"
 #include "gstat/graph.h"
 #include "backend/sched.h"
-
-typedef struct gstat_i_err {
-  gstat_status status;
-  char msg[320];
-} gstat_i_err;
-
-/* Record a failure (the first one wins) and return its status. */
-gstat_status gstat_i_err_set(gstat_i_err *err, gstat_status status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Move a recorded failure into the context. */
-gstat_status gstat_i_err_raise(gstat_ctx *ctx, const gstat_i_err *err);
 
 /* A CSR input: row i (local, 0 <= i < n) holds entries offsets[i] ..
  * offsets[i+1]-1 with column indices base .. base+n-1 (base > 0 for a graph
@@ -97,20 +86,6 @@ gstat_status gstat_i_graph_on_host(gstat_ctx *ctx, const char *fn, const gstat_g
 
 /* ---- dense adjacency ---------------------------------------------------------- */
 
-/* Read the leading n x n block of element b of M (any dtype) into A (n x n,
- * column-major double, may be NULL to only validate): checks finiteness and
- * signs, symmetrizes by `sym` (CHECK: refuse asymmetry beyond the dtype's
- * tolerance), zeroes the diagonal under DROP. */
-gstat_status gstat_i_dense_adjacency(gstat_i_err *err, const char *fn, const char *name,
-                                     const gstat_matrix *M, int64_t b, int64_t n,
-                                     gstat_symmetrize sym, gstat_self_loops loops, double *A);
-/* The same on nt threads (column tiles in parallel), for one large graph
- * outside any parallel region. */
-gstat_status gstat_i_dense_adjacency_threads(gstat_i_err *err, const char *fn, const char *name,
-                                             const gstat_matrix *M, int64_t b, int64_t n,
-                                             gstat_symmetrize sym, gstat_self_loops loops, int nt,
-                                             double *A);
-
 /* The same from a validated CSR input (directed entries scattered, then
  * symmetrized; CHECK inputs must have passed gstat_i_csr_check_symmetric). */
 void gstat_i_csr_to_dense(const gstat_i_csr_in *g, gstat_symmetrize sym, gstat_self_loops loops,
@@ -118,11 +93,6 @@ void gstat_i_csr_to_dense(const gstat_i_csr_in *g, gstat_symmetrize sym, gstat_s
 
 /* Components of a dense symmetric adjacency (entries > 0 are edges). */
 int64_t gstat_i_dense_components(int64_t n, const double *A, int64_t *labels, int64_t *stack);
-
-/* Turn the symmetric adjacency A (n x n, col-major) into its Laplacian in
- * place; d receives the degrees. RANDOM_WALK gives the non-symmetric
- * I - D^-1 A. */
-void gstat_i_dense_laplacian(int64_t n, double *A, gstat_laplacian_kind kind, double *d);
 
 /* Library-owned CSR (gstat_csr_free frees it): one block after the header. */
 gstat_csr *gstat_i_csr_new(int64_t n, int64_t nnz, bool weights);

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "core/matrix.h"
-#include "graph/graph_internal.h"
+#include "graph/dense_rules.h"
 #include "backend/cpu/primitives_cpu.h"
 #include "backend/dense.h"
 
