@@ -2,10 +2,15 @@
 # branches (issue 30 items 1-2, issue 32) on the GPU machine. Builds like
 # scripts/gpu-check (scripts/gpu-build into build-gpu; .device/ from
 # scripts/prepare-device, carried); every check appends a line to
-# $OUT/results.txt, which pc_table prints last.
+# results.txt, which pc_table prints last.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-export OUT=${OUT:-/tmp/gstat-gpu-out}
+# Logs go to PC_LOGS (gpu-build and python-gpu-check write theirs there
+# too); the caller's $OUT gets only results.txt and pending-logs.tgz, as a
+# device call brings back at most 8 files.
+PC_LOGS=${PC_LOGS:-/tmp/gstat-pending-logs}
+[ -n "${PC_NESTED:-}" ] || PC_OUT=${OUT:-/tmp/gstat-gpu-out}
+export OUT=$PC_LOGS
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/.device/lib:${LD_LIBRARY_PATH:-}"
 PC_RESULTS="$OUT/results.txt"
@@ -26,6 +31,9 @@ pc_table() {
   echo
   echo "== results ($(basename "$0") $PC_STAGE)"
   cat "$PC_RESULTS"
+  mkdir -p "$PC_OUT"
+  cp "$PC_RESULTS" "$PC_OUT/results.txt"
+  tar czf "$PC_OUT/pending-logs.tgz" -C "$PC_LOGS" --exclude results.txt . 2>/dev/null
 }
 
 # scripts/gpu-build (a no-op when build-gpu is up to date); stops the script on failure
