@@ -6,14 +6,15 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Logs go to PC_LOGS (gpu-build and python-gpu-check write theirs there
-# too); the caller's $OUT gets only results.txt and pending-logs.tgz, as a
-# device call brings back at most 8 files.
+# too); the caller's $OUT gets results.txt (line by line, so a call cut
+# short by its time limit still brings it back) and, at the end,
+# pending-logs.tgz: a device call brings back at most 8 files.
 PC_LOGS=${PC_LOGS:-/tmp/gstat-pending-logs}
-[ -n "${PC_NESTED:-}" ] || PC_OUT=${OUT:-/tmp/gstat-gpu-out}
+[ -n "${PC_NESTED:-}" ] || export PC_OUT=${OUT:-/tmp/gstat-gpu-out}
 export OUT=$PC_LOGS
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$PC_OUT"
 export LD_LIBRARY_PATH="$PWD/.device/lib:${LD_LIBRARY_PATH:-}"
-PC_RESULTS="$OUT/results.txt"
+PC_RESULTS="$PC_OUT/results.txt"
 PC_STAGE=${*:-all}
 for st in $PC_STAGE; do
   case "$st" in build | test | bench | all) ;;
@@ -31,9 +32,7 @@ pc_table() {
   echo
   echo "== results ($(basename "$0") $PC_STAGE)"
   cat "$PC_RESULTS"
-  mkdir -p "$PC_OUT"
-  cp "$PC_RESULTS" "$PC_OUT/results.txt"
-  tar czf "$PC_OUT/pending-logs.tgz" -C "$PC_LOGS" --exclude results.txt . 2>/dev/null
+  tar czf "$PC_OUT/pending-logs.tgz" -C "$PC_LOGS" . 2>/dev/null
 }
 
 # scripts/gpu-build (a no-op when build-gpu is up to date); stops the script on failure
