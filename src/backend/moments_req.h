@@ -33,7 +33,7 @@ typedef struct gstat_i_pairwise_out {
  * the pair's co-moment is zero too). */
 static inline void gstat_i_pairwise_from_sums(int64_t p, const double *shift, const double *S,
                                               const double *Q, const double *P,
-                                              gstat_i_pairwise_out *o) {
+                                              const gstat_i_pairwise_out *o) {
   const double tiny = 64 * DBL_EPSILON;
   for (int64_t a = 0; a < p; a++) {
     double waa = o->W[a + a * p];
