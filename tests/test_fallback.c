@@ -739,6 +739,25 @@ static void test_cov_missing_on_device(void **state) {
     }
     unsetenv("GSTAT_FAKE_FAULT");
   }
+  /* a column constant on the rows where another is present (not on its
+   * own): the pair's variance is exactly 0 on the CPU, so its correlation
+   * NaN and covariance 0; the GEMM formulation must find the same */
+  double *xc = malloc(sizeof(double) * SM_NB * SM_N * SM_P);
+  memcpy(xc, xm, sizeof(double) * SM_NB * SM_N * SM_P);
+  for (int64_t i = 0; i < SM_NB * SM_N; i++) {
+    double *row = xc + i * SM_P;
+    row[3] = i % 3 == 0 ? NAN : row[3];
+    row[2] = i % 3 == 0 ? 100.0 + (double)i : 1e3 / 7; /* constant where column 3 is present */
+  }
+  for (int v = 4; v <= 5; v++) {
+    assert_int_equal(miss_case(cpu, false, v, xc, fw, aw, want, &ran), GSTAT_OK);
+    assert_int_equal(miss_case(gpu, true, v, xc, fw, aw, got, &ran), GSTAT_OK);
+    assert_int_equal(ran, GSTAT_RAN_CUDA);
+    sm_close("a column constant on a pair's rows", got, want, K, 1e-12);
+    double c23 = got[2 * SM_P + 3]; /* element 0, entry (2, 3) */
+    assert_true(v == 5 ? isnan(c23) : c23 == 0.0);
+  }
+  free(xc);
   /* an Inf in element 1: pairwise leaves it to the CPU (no check) ... */
   xm[(SM_N + 20) * SM_P + 4] = INFINITY;
   assert_int_equal(miss_case(loose, false, 4, xm, fw, aw, want, &ran), GSTAT_OK);
