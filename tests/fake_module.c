@@ -242,12 +242,29 @@ static gstat_status laplacian(void *s, gstat_ctx *ctx, const char *fn, const gst
   return host->cpu->laplacian(NULL, ctx, fn, A, sym, drop_loops, kind, L, deg);
 }
 
+/* A dense column-major host descriptor (the module links no libgstat, so
+ * not gstat_matrix_col_major: a static libgstat does not export it). */
+static gstat_matrix col_major(void *data, gstat_dtype dt, int64_t rows, int64_t cols) {
+  gstat_matrix m;
+  memset(&m, 0, sizeof m);
+  m.data = data;
+  m.dtype = dt;
+  m.location = GSTAT_HOST;
+  m.batch = 1;
+  m.rows = rows;
+  m.cols = cols;
+  m.row_stride = 1;
+  m.col_stride = rows > 0 ? rows : 1;
+  m.batch_stride = rows * cols;
+  return m;
+}
+
 /* Element b of X as a malloc'd dense column-major n x p buffer of dtype ct. */
 static void *dense_copy(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, gstat_dtype ct) {
   size_t es = ct == GSTAT_F64 ? 8 : 4, count = (size_t)(X->rows * X->cols);
   void *buf = malloc(count ? count * es : 1);
   if (!buf) return NULL;
-  gstat_matrix src = *X, dst = gstat_matrix_col_major(buf, ct, 1, X->rows, X->cols);
+  gstat_matrix src = *X, dst = col_major(buf, ct, X->rows, X->cols);
   src.data = (char *)X->data + (size_t)(b * X->batch_stride) * (X->dtype == GSTAT_F64   ? 8
                                                                 : X->dtype == GSTAT_F32 ? 4
                                                                                         : 2);
@@ -312,8 +329,8 @@ static gstat_status wcomoment(void *s, gstat_ctx *ctx, const gstat_matrix *X, in
     }
   }
   if (st == GSTAT_OK) {
-    gstat_matrix A = gstat_matrix_col_major(x, ct, 1, n, p);
-    gstat_matrix C = gstat_matrix_col_major(ct == GSTAT_F64 ? (void *)M : (void *)cf, ct, 1, p, p);
+    gstat_matrix A = col_major(x, ct, n, p);
+    gstat_matrix C = col_major(ct == GSTAT_F64 ? (void *)M : (void *)cf, ct, p, p);
     st = host->cpu->gemm(NULL, ctx, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &A, &A, 0.0, &C);
   }
   if (st == GSTAT_OK && ct != GSTAT_F64)
@@ -332,9 +349,9 @@ static gstat_status nan_rows(void *s, gstat_ctx *ctx, const gstat_matrix *X, int
 
 /* C = A^T B for dense n x p float64 A and B. */
 static gstat_status gram(gstat_ctx *ctx, int64_t n, int64_t p, double *A, double *B, double *C) {
-  gstat_matrix a = gstat_matrix_col_major(A, GSTAT_F64, 1, n, p);
-  gstat_matrix bm = gstat_matrix_col_major(B, GSTAT_F64, 1, n, p);
-  gstat_matrix c = gstat_matrix_col_major(C, GSTAT_F64, 1, p, p);
+  gstat_matrix a = col_major(A, GSTAT_F64, n, p);
+  gstat_matrix bm = col_major(B, GSTAT_F64, n, p);
+  gstat_matrix c = col_major(C, GSTAT_F64, p, p);
   return host->cpu->gemm(NULL, ctx, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &a, &bm, 0.0, &c);
 }
 
