@@ -181,6 +181,66 @@ static gstat_status one_pass(gstat_ctx *ctx, const char *fn, const gstat_matrix 
   return GSTAT_OK;
 }
 
+#define TRY_RET(expr)              \
+  do {                             \
+    st = (expr);                   \
+    if (st != GSTAT_OK) return st; \
+  } while (0)
+
+/* Weights or NaN: every element scanned (nan_rows) before anything is
+ * written, then each element's co-moments from the primitives. */
+static gstat_status general_path(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                 const gstat_cov_options *opt, gstat_matrix *C,
+                                 gstat_matrix *mean) {
+  gstat_status st = GSTAT_OK;
+  int64_t batch = X->batch, n = X->rows, p = X->cols;
+  cov_job j;
+  memset(&j, 0, sizeof j);
+  j.n = n;
+  j.p = p;
+  j.opt = opt;
+  /* which rows have a NaN (and where an Inf is), wherever X lies: needed
+   * unless NaN simply propagate (EVERYTHING) and Inf is let through */
+  bool scan = n > 0 && (opt->missing != GSTAT_MISSING_EVERYTHING || ctx->opt.check_finite);
+  bool pw = opt->missing == GSTAT_MISSING_PAIRWISE;
+  gstat_i_ws_plan pl = {0, true};
+  size_t o_c = gstat_i_ws_take(&pl, p * p, sizeof(double)); /* n, p < 2^31: no overflow */
+  size_t o_mean = gstat_i_ws_take(&pl, p, sizeof(double));
+  size_t o_w = gstat_i_ws_take(&pl, weighted(opt) ? n : 0, sizeof(double));
+  size_t o_pw = gstat_i_ws_take(&pl, pw ? 3 * p * p : 0, sizeof(double));
+  size_t o_keep = gstat_i_ws_take(&pl, scan ? batch * n : 0, 1);
+  char *ws = pl.ok ? gstat_i_workspace(ctx, GSTAT_WS_COV, pl.size) : NULL;
+  if (!ws)
+    return pl.ok ? gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn,
+                                pl.size)
+                 : gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: the workspace size overflows", fn);
+  j.c = (double *)(ws + o_c);
+  j.mean = (double *)(ws + o_mean);
+  j.w = (double *)(ws + o_w);
+  j.W = (double *)(ws + o_pw);
+  j.WA = j.W + p * p;
+  j.V = j.WA + p * p;
+  unsigned char *keep = (unsigned char *)(ws + o_keep);
+  for (int64_t r = 0; weighted(opt) && r < n; r++)
+    j.w[r] = (opt->fweights ? opt->fweights[r] : 1.0) * (opt->aweights ? opt->aweights[r] : 1.0);
+  for (int64_t b = 0; scan && b < batch; b++) { /* every element before anything is written */
+    int64_t inf_at;
+    TRY_RET(gstat_i_sched_nan_rows(ctx, fn, X, b, keep + b * n, &inf_at));
+    if (ctx->opt.check_finite && inf_at >= 0)
+      return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
+                          "%s: batch element %" PRId64 " of X has an infinite value at (%" PRId64
+                          ", %" PRId64 ")",
+                          fn, b, inf_at / p, inf_at % p);
+  }
+  for (int64_t b = 0; b < batch; b++) {
+    TRY_RET(one_dataset(ctx, fn, X, b, &j, scan ? keep + b * n : NULL));
+    TRY_RET(gstat_i_sched_store(ctx, fn, "C", GSTAT_F64, j.c, p, C, b));
+    if (mean) TRY_RET(gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, j.mean, p, mean, b));
+  }
+  if (!ctx->last_backends) ctx->last_backends |= GSTAT_RAN_CPU; /* no rows: all on the host */
+  return GSTAT_OK;
+}
+
 #define TRY(expr)                  \
   do {                             \
     st = (expr);                   \
@@ -251,54 +311,7 @@ gstat_status gstat_covariance(gstat_ctx *ctx, const gstat_matrix *X, const gstat
   bool served;
   TRY(one_pass(ctx, fn, X, opt, C, mean, &served));
   if (served) goto done;
-  cov_job j;
-  memset(&j, 0, sizeof j);
-  j.n = n;
-  j.p = p;
-  j.opt = opt;
-  /* which rows have a NaN (and where an Inf is), wherever X lies: needed
-   * unless NaN simply propagate (EVERYTHING) and Inf is let through */
-  bool scan = n > 0 && (opt->missing != GSTAT_MISSING_EVERYTHING || ctx->opt.check_finite);
-  bool pw = opt->missing == GSTAT_MISSING_PAIRWISE;
-  gstat_i_ws_plan pl = {0, true};
-  size_t o_c = gstat_i_ws_take(&pl, p * p, sizeof(double)); /* n, p < 2^31: no overflow */
-  size_t o_mean = gstat_i_ws_take(&pl, p, sizeof(double));
-  size_t o_w = gstat_i_ws_take(&pl, weighted(opt) ? n : 0, sizeof(double));
-  size_t o_pw = gstat_i_ws_take(&pl, pw ? 3 * p * p : 0, sizeof(double));
-  size_t o_keep = gstat_i_ws_take(&pl, scan ? batch * n : 0, 1);
-  char *ws = pl.ok ? gstat_i_workspace(ctx, GSTAT_WS_COV, pl.size) : NULL;
-  if (!ws) {
-    st = pl.ok ? gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn,
-                              pl.size)
-               : gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: the workspace size overflows", fn);
-    goto done;
-  }
-  j.c = (double *)(ws + o_c);
-  j.mean = (double *)(ws + o_mean);
-  j.w = (double *)(ws + o_w);
-  j.W = (double *)(ws + o_pw);
-  j.WA = j.W + p * p;
-  j.V = j.WA + p * p;
-  unsigned char *keep = (unsigned char *)(ws + o_keep);
-  for (int64_t r = 0; weighted(opt) && r < n; r++)
-    j.w[r] = (opt->fweights ? opt->fweights[r] : 1.0) * (opt->aweights ? opt->aweights[r] : 1.0);
-  for (int64_t b = 0; scan && b < batch; b++) { /* every element before anything is written */
-    int64_t inf_at;
-    TRY(gstat_i_sched_nan_rows(ctx, fn, X, b, keep + b * n, &inf_at));
-    if (ctx->opt.check_finite && inf_at >= 0) {
-      st = gstat_i_fail(ctx, GSTAT_ENOTFINITE,
-                        "%s: batch element %" PRId64 " of X has an infinite value at (%" PRId64
-                        ", %" PRId64 ")",
-                        fn, b, inf_at / p, inf_at % p);
-      goto done;
-    }
-  }
-  for (int64_t b = 0; b < batch; b++) {
-    TRY(one_dataset(ctx, fn, X, b, &j, scan ? keep + b * n : NULL));
-    TRY(gstat_i_sched_store(ctx, fn, "C", GSTAT_F64, j.c, p, C, b));
-    if (mean) TRY(gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, j.mean, p, mean, b));
-  }
-  if (!ctx->last_backends) ctx->last_backends |= GSTAT_RAN_CPU; /* no rows: all on the host */
+  TRY(general_path(ctx, fn, X, opt, C, mean));
 done:
   return st;
 }
