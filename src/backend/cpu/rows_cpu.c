@@ -30,24 +30,17 @@ static gstat_matrix rows_of(const gstat_matrix *M, int64_t b, int64_t r0, int64_
   return part;
 }
 
-/* u (rows x p, column-major, ld) = (u - center) * inv, in place (inv NULL:
- * no scale; multiplying by 1 would give the same numbers at twice the cost). */
+/* u (rows x p, column-major, ld) = (u - center) * inv, in place. */
 static void center_block(gstat_dtype ct, int64_t rows, int64_t p, void *u, int64_t ld,
                          const double *center, const double *inv) {
   for (int64_t j = 0; j < p; j++) {
-    double c = center ? center[j] : 0.0, f = inv ? inv[j] : 1.0;
+    double c = center ? center[j] : 0.0, f = inv[j];
     if (ct == GSTAT_F64) {
       double *col = (double *)u + j * ld;
-      if (inv)
-        for (int64_t i = 0; i < rows; i++) col[i] = (col[i] - c) * f;
-      else
-        for (int64_t i = 0; i < rows; i++) col[i] = col[i] - c;
+      for (int64_t i = 0; i < rows; i++) col[i] = (col[i] - c) * f;
     } else {
       float *col = (float *)u + j * ld;
-      if (inv)
-        for (int64_t i = 0; i < rows; i++) col[i] = (float)(((double)col[i] - c) * f);
-      else
-        for (int64_t i = 0; i < rows; i++) col[i] = (float)((double)col[i] - c);
+      for (int64_t i = 0; i < rows; i++) col[i] = (float)(((double)col[i] - c) * f);
     }
   }
 }
@@ -86,7 +79,7 @@ typedef struct {
   gstat_dtype ct;
   int64_t n, p, block, blocks;
   const void *t;     /* L or Q, dense (NULL: neither) */
-  const double *inv; /* 1 / scale, NULL without scale */
+  const double *inv; /* 1 / scale */
   double *bsum;      /* 2 per block */
 } rows_job;
 
@@ -186,7 +179,7 @@ gstat_status gstat_i_cpu_rows(void *state, gstat_ctx *ctx, const gstat_i_rows_re
   for (int64_t j = 0; j < p; j++) inv[j] = r->scale ? 1.0 / r->scale[j] : 1.0;
   if (T) load_matrix(job.ct, T, r->Q != NULL, ws + o_t);
   job.t = T ? ws + o_t : NULL;
-  job.inv = r->scale ? inv : NULL;
+  job.inv = inv;
   job.bsum = (double *)(ws + o_bsum);
   run_all_blocks(&job, nt, ctx, ws + shared, per, o_u, o_v, o_d);
   if (r->sums)
