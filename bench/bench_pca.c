@@ -4,8 +4,10 @@
  *   bench_pca [--dtype f32|f64] [--reps R] [--methods LIST] [--in FILE]
  *             [--ev-out DIR] [--scores] [--seed S] N P K
  *
- *   LIST     comma-separated, from cov, gram, randomized, auto, covariance
- *            (default cov,gram,randomized,covariance)
+ *   LIST     comma-separated, from cov, gram, randomized, auto, covariance,
+ *            wcovariance (analytic weights), complete and pairwise (missing
+ *            modes, one NaN in every 97th row) (default
+ *            cov,gram,randomized,covariance)
  *   FILE     raw row-major N*P elements of the dtype; random data if absent
  *   DIR      where to write ev_<method>.raw: the K explained variances as
  *            float64 (for accuracy checks by the driving script)
@@ -85,19 +87,52 @@ static const char *method_name(gstat_pca_method m) {
 }
 
 static int usage(const char *argv0) {
-  fprintf(stderr,
-          "usage: %s [--dtype f32|f64] [--reps R] [--methods cov,gram,randomized,auto,covariance]\n"
-          "          [--in FILE] [--ev-out DIR] [--scores] [--seed S] N P K\n",
-          argv0);
+  fprintf(
+      stderr,
+      "usage: %s [--dtype f32|f64] [--reps R]\n"
+      "          [--methods cov,gram,randomized,auto,covariance,wcovariance,complete,pairwise]\n"
+      "          [--in FILE] [--ev-out DIR] [--scores] [--seed S] N P K\n",
+      argv0);
   return 2;
+}
+
+/* The covariance variants' options (analytic weights w; NaN planted into
+ * the data for the missing modes); 0 for a PCA method. */
+static int cov_variant(const char *name, gstat_cov_options *co, double *w, int64_t n) {
+  gstat_cov_options_init(co);
+  if (!strcmp(name, "covariance")) return 1;
+  if (!strcmp(name, "wcovariance")) {
+    for (int64_t i = 0; i < n; i++) w[i] = 0.5 + (double)(i % 7) / 4.0;
+    co->aweights = w;
+    return 1;
+  }
+  co->missing = !strcmp(name, "complete") ? GSTAT_MISSING_COMPLETE : GSTAT_MISSING_PAIRWISE;
+  return !strcmp(name, "complete") || !strcmp(name, "pairwise") ? 2 : 0;
 }
 
 /* Time one method; 0 on success. */
 static int run_method(gstat_ctx *ctx, const char *name, const gstat_matrix *X, int64_t k, int reps,
                       int scores, const char *ev_dir) {
-  int64_t p = X->cols;
+  int64_t n = X->rows, p = X->cols;
   gstat_pca_method m = GSTAT_PCA_AUTO;
-  int is_cov = !strcmp(name, "covariance");
+  gstat_cov_options co;
+  double *w = malloc(sizeof(double) * (size_t)n);
+  int is_cov = cov_variant(name, &co, w, n);
+  gstat_matrix Xv = *X;
+  void *nan_copy = NULL;
+  if (is_cov == 2) { /* a copy with one NaN in every 97th row */
+    size_t es = gstat_dtype_size(X->dtype), bytes = (size_t)(n * p) * es;
+    nan_copy = malloc(bytes);
+    memcpy(nan_copy, X->data, bytes);
+    for (int64_t i = 0; i < n; i += 97) {
+      char *e = (char *)nan_copy + (size_t)(i * p + i % p) * es;
+      if (X->dtype == GSTAT_F64)
+        *(double *)e = NAN;
+      else
+        *(float *)e = NAN;
+    }
+    Xv.data = nan_copy;
+  }
   if (!is_cov && !method_of(name, &m)) {
     fprintf(stderr, "unknown method %s\n", name);
     return 2;
@@ -115,11 +150,13 @@ static int run_method(gstat_ctx *ctx, const char *name, const gstat_matrix *X, i
   for (int r = 0; r <= reps; r++) {
     double t0 = now_ms();
     gstat_status st =
-        is_cov ? gstat_covariance(ctx, X, NULL, &C, NULL) : gstat_pca(ctx, X, &o, &res);
+        is_cov ? gstat_covariance(ctx, &Xv, &co, &C, NULL) : gstat_pca(ctx, X, &o, &res);
     double t = now_ms() - t0;
     if (st != GSTAT_OK) {
       fprintf(stderr, "%s: %s\n", name, gstat_ctx_last_error(ctx));
       free(c);
+      free(w);
+      free(nan_copy);
       gstat_pca_result_free(res);
       return 1;
     }
@@ -130,7 +167,13 @@ static int run_method(gstat_ctx *ctx, const char *name, const gstat_matrix *X, i
   }
   if (reps == 0) best = first;
   printf("method=%s best_ms=%.4f first_ms=%.4f ran=%s\n", name, best, first,
-         is_cov ? "covariance" : method_name(res->method));
+         is_cov ? name : method_name(res->method));
+  if (is_cov) { /* a checksum, to compare builds */
+    double sum = 0;
+    for (int64_t e = 0; e < p * p; e++)
+      sum += X->dtype == GSTAT_F64 ? ((double *)c)[e] : (double)((float *)c)[e];
+    printf("method=%s checksum=%.17g\n", name, sum);
+  }
   if (ev_dir && !is_cov) {
     char path[4096];
     snprintf(path, sizeof path, "%s/ev_%s.raw", ev_dir, name);
@@ -145,6 +188,8 @@ static int run_method(gstat_ctx *ctx, const char *name, const gstat_matrix *X, i
     fclose(f);
   }
   free(c);
+  free(w);
+  free(nan_copy);
   gstat_pca_result_free(res);
   return 0;
 }

@@ -10,9 +10,12 @@
  * vouches for a call whose info is all 0 (info_clean).
  *
  * Its "device memory" is host memory in descriptors marked GSTAT_CUDA: the
- * statistics primitives (co-moment, projection, kNN, rows, non-finite scan,
- * copies, GEMM, QR) run the CPU's code on it, so CI exercises the scheduler's
- * device paths;
+ * statistics primitives (co-moment, projection, kNN, rows, NaN rows,
+ * non-finite scan, copies, GEMM, QR) run the CPU's code on it, so CI
+ * exercises the scheduler's device paths; the weighted co-moment and the
+ * pairwise co-moments run the CUDA module's algorithms (left-out rows
+ * zeroed rather than compacted; masked GEMMs) in plain C, so CI checks them
+ * against the CPU's;
  * host data it takes as the CUDA module does (its host_cost says it always
  * pays, so AUTO picks it).
  */
@@ -207,9 +210,10 @@ static gstat_status orthonormalize(void *s, gstat_ctx *ctx, const gstat_matrix *
 
 static double host_cost(void *s, const gstat_ctx *ctx, const gstat_i_work *w) {
   (void)s;
-  (void)ctx;
-  (void)w;
-  return 0.0;
+  (void)ctx; /* host data of the new co-moments stay on the CPU, as the CUDA module says */
+  bool moments = w->op == GSTAT_I_PRIM_WCOMOMENT || w->op == GSTAT_I_PRIM_NAN_ROWS ||
+                 w->op == GSTAT_I_PRIM_PAIRWISE;
+  return moments ? -1.0 : 0.0;
 }
 
 static int64_t allocations(void *s) {
@@ -238,6 +242,172 @@ static gstat_status laplacian(void *s, gstat_ctx *ctx, const char *fn, const gst
   return host->cpu->laplacian(NULL, ctx, fn, A, sym, drop_loops, kind, L, deg);
 }
 
+/* A dense column-major host descriptor (the module links no libgstat, so
+ * not gstat_matrix_col_major: a static libgstat does not export it). */
+static gstat_matrix col_major(void *data, gstat_dtype dt, int64_t rows, int64_t cols) {
+  gstat_matrix m;
+  memset(&m, 0, sizeof m);
+  m.data = data;
+  m.dtype = dt;
+  m.location = GSTAT_HOST;
+  m.batch = 1;
+  m.rows = rows;
+  m.cols = cols;
+  m.row_stride = 1;
+  m.col_stride = rows > 0 ? rows : 1;
+  m.batch_stride = rows * cols;
+  return m;
+}
+
+/* Element b of X as a malloc'd dense column-major n x p buffer of dtype ct. */
+static void *dense_copy(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, gstat_dtype ct) {
+  size_t es = ct == GSTAT_F64 ? 8 : 4, count = (size_t)(X->rows * X->cols);
+  void *buf = malloc(count ? count * es : 1);
+  if (!buf) return NULL;
+  gstat_matrix src = *X, dst = col_major(buf, ct, X->rows, X->cols);
+  src.data = (char *)X->data + (size_t)(b * X->batch_stride) * (X->dtype == GSTAT_F64   ? 8
+                                                                : X->dtype == GSTAT_F32 ? 4
+                                                                                        : 2);
+  src.batch = 1;
+  src.location = dst.location = GSTAT_HOST;
+  if (count && host->cpu->copy(NULL, ctx, &src, &dst) != GSTAT_OK) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+static double at(gstat_dtype ct, const void *x, int64_t k) {
+  return ct == GSTAT_F64 ? ((const double *)x)[k] : (double)((const float *)x)[k];
+}
+
+/* Column j's weighted mean over the kept rows (corrected second pass; a
+ * constant column's value exactly), as the CUDA module's kernel. */
+static double kept_mean(gstat_dtype ct, const void *x, int64_t n, int64_t j, const double *w,
+                        const unsigned char *keep) {
+  double s = 0, ws = 0, lo = INFINITY, hi = -INFINITY, r = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (keep && !keep[i]) continue;
+    double v = at(ct, x, i + j * n), wi = w ? w[i] : 1.0;
+    s += wi * v;
+    ws += wi;
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  }
+  double m = s / ws;
+  for (int64_t i = 0; i < n; i++)
+    if (!keep || keep[i]) r += (w ? w[i] : 1.0) * (at(ct, x, i + j * n) - m);
+  return lo == hi && !isnan(s) ? lo : m + r / ws;
+}
+
+/* The weighted co-moment as the CUDA module computes it: a dense copy,
+ * left-out rows zeroed (not compacted), kept rows centred and scaled by
+ * sqrt(w), one product over all n rows. */
+static gstat_status wcomoment(void *s, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                              const double *w, const unsigned char *keep, bool about_zero,
+                              double *mean, double *M) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  int64_t n = X->rows, p = X->cols;
+  gstat_dtype ct = X->dtype == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32;
+  void *x = dense_copy(ctx, X, b, ct);
+  float *cf = malloc(sizeof(float) * (size_t)(p * p + 1));
+  gstat_status st = x && cf ? GSTAT_OK : oom(ctx);
+  for (int64_t j = 0; st == GSTAT_OK && j < p; j++) {
+    double m = kept_mean(ct, x, n, j, w, keep);
+    mean[j] = about_zero ? (isnan(m) ? NAN : 0.0) : m;
+    for (int64_t i = 0; i < n; i++) {
+      bool in = !keep || keep[i];
+      double f = w ? sqrt(w[i]) : 1.0;
+      if (ct == GSTAT_F64) {
+        double *v = (double *)x + i + j * n;
+        *v = in ? (*v - mean[j]) * f : 0.0;
+      } else {
+        float *v = (float *)x + i + j * n;
+        *v = in ? (float)((double)(float)((double)*v - mean[j]) * f) : 0.0f;
+      }
+    }
+  }
+  if (st == GSTAT_OK) {
+    gstat_matrix A = col_major(x, ct, n, p);
+    gstat_matrix C = col_major(ct == GSTAT_F64 ? (void *)M : (void *)cf, ct, p, p);
+    st = host->cpu->gemm(NULL, ctx, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &A, &A, 0.0, &C);
+  }
+  if (st == GSTAT_OK && ct != GSTAT_F64)
+    for (int64_t k = 0; k < p * p; k++) M[k] = (double)cf[k];
+  free(x);
+  free(cf);
+  return st;
+}
+
+static gstat_status nan_rows(void *s, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                             unsigned char *keep, int64_t *inf_at) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  return host->cpu->nan_rows(NULL, ctx, X, b, keep, inf_at);
+}
+
+/* C = A^T B for dense n x p float64 A and B. */
+static gstat_status gram(gstat_ctx *ctx, int64_t n, int64_t p, double *A, double *B, double *C) {
+  gstat_matrix a = col_major(A, GSTAT_F64, n, p);
+  gstat_matrix bm = col_major(B, GSTAT_F64, n, p);
+  gstat_matrix c = col_major(C, GSTAT_F64, p, p);
+  return host->cpu->gemm(NULL, ctx, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &a, &bm, 0.0, &c);
+}
+
+/* The pairwise co-moments as the CUDA module computes them: masked GEMMs
+ * over x0 = x - shift (0 where missing), moments_req.h's last step. An
+ * infinite value is left to the CPU (EUNSUPPORTED), as there. */
+static gstat_status pairwise(void *s, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                             const double *w, const double *aw, const gstat_i_pairwise_out *o) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  int64_t n = X->rows, p = X->cols;
+  size_t np = (size_t)(n * p + 1), pp = (size_t)(p * p + 1);
+  double *x = dense_copy(ctx, X, b, GSTAT_F64), *shift = malloc(sizeof(double) * (size_t)(p + 1));
+  double *B = malloc(sizeof(double) * np), *T = malloc(sizeof(double) * np);
+  double *S = malloc(sizeof(double) * 3 * pp), *Q = S + pp, *P = Q + pp;
+  unsigned char *in = malloc(np);
+  gstat_status st = x && shift && B && T && S && in ? GSTAT_OK : oom(ctx);
+  for (int64_t j = 0; st == GSTAT_OK && j < p; j++) { /* the shift: mean, or the constant */
+    double sum = 0, lo = INFINITY, hi = -INFINITY, cnt = 0;
+    for (int64_t i = 0; i < n; i++) {
+      double v = x[i + j * n];
+      if (isinf(v)) st = host->fail(ctx, GSTAT_EUNSUPPORTED, "fake: an infinite value");
+      if (isnan(v)) continue;
+      sum += v;
+      cnt++;
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    }
+    shift[j] = cnt == 0 ? 0.0 : lo == hi ? lo : sum / cnt;
+  }
+  for (int64_t e = 0; st == GSTAT_OK && e < n * p; e++) { /* x becomes x0; B = D m */
+    in[e] = !isnan(x[e]);
+    x[e] = in[e] ? x[e] - shift[e / n] : 0.0;
+    B[e] = in[e] ? (w ? w[e % n] : 1.0) : 0.0;
+  }
+  /* T in turn: m, x0, x0 * x0, D x0, aw m */
+  for (int step = 0; st == GSTAT_OK && step < (o->WA ? 5 : 4); step++) {
+    for (int64_t e = 0; e < n * p; e++)
+      T[e] = step == 0   ? in[e]
+             : step == 1 ? x[e]
+             : step == 2 ? x[e] * x[e]
+             : step == 3 ? B[e] * x[e]
+                         : in[e] * aw[e % n];
+    double *out = step == 0 ? o->W : step == 1 ? S : step == 2 ? Q : step == 3 ? P : o->WA;
+    st = step == 3 ? gram(ctx, n, p, x, T, out) : gram(ctx, n, p, T, B, out);
+  }
+  if (st == GSTAT_OK) gstat_i_pairwise_from_sums(p, shift, S, Q, P, o);
+  free(x);
+  free(shift);
+  free(B);
+  free(T);
+  free(S);
+  free(in);
+  return st;
+}
+
 static const gstat_i_backend_ops ops = {
     .api_version = GSTAT_I_BACKEND_API_VERSION,
     .name = "fake-cuda",
@@ -261,6 +431,9 @@ static const gstat_i_backend_ops ops = {
     .orthonormalize = orthonormalize,
     .rows = rows,
     .laplacian = laplacian,
+    .wcomoment = wcomoment,
+    .nan_rows = nan_rows,
+    .pairwise = pairwise,
 };
 
 static gstat_status create(gstat_ctx *ctx, int device, void **state) {

@@ -84,11 +84,11 @@ static void sm_arg_free(const sm_memory *mem, sm_arg *a) {
   free(a->host);
 }
 
-/* |x - y| <= tol (1 + |y|) everywhere. */
+/* |x - y| <= tol (1 + |y|) everywhere, or both NaN. */
 static void sm_close(const char *what, const double *x, const double *y, int64_t count,
                      double tol) {
   for (int64_t e = 0; e < count; e++)
-    if (!(fabs(x[e] - y[e]) <= tol * (1 + fabs(y[e])))) {
+    if (!(fabs(x[e] - y[e]) <= tol * (1 + fabs(y[e]))) && !(isnan(x[e]) && isnan(y[e]))) {
       print_error("%s: entry %lld is %.17g, the CPU's %.17g\n", what, (long long)e, x[e], y[e]);
       fail();
     }
@@ -140,6 +140,72 @@ static void sm_covariance(gstat_ctx *ctx, const sm_memory *mem, bool device, gst
   *out = realloc(c, sizeof(double) * (size_t)*count);
   memcpy(*out + 4 * SM_NB * SM_P * SM_P, m, sizeof(double) * SM_NB * SM_P);
   free(m);
+  sm_arg_free(mem, &X);
+  sm_arg_free(mem, &C);
+  sm_arg_free(mem, &M);
+}
+
+/* Covariance of data with NaN in every missing-value mode, weighted and
+ * not: EVERYTHING (NaN columns), COMPLETE (R's complete.obs; na.or.complete
+ * gives NaN without complete rows: the last element has none), PAIRWISE,
+ * with correlation, analytic and frequency weights, moments about 0. */
+enum { SM_MISS_VARIANTS = 8 };
+
+/* x with NaN planted (xm: SM_NB x SM_N x SM_P) and the weights. */
+static void sm_miss_data(const double *x, double *xm, double *fw, double *aw) {
+  memcpy(xm, x, sizeof(double) * SM_NB * SM_N * SM_P);
+  for (int64_t b = 0; b < SM_NB; b++)
+    for (int64_t i = 0; i < SM_N; i++) {
+      double *row = xm + (b * SM_N + i) * SM_P;
+      if (i % 7 == 3) row[i % SM_P] = NAN;
+      if (i % 11 == 5) row[0] = NAN;
+      if (b == SM_NB - 1 && i % 2 == 1) row[SM_P - 1] = NAN; /* ... */
+      if (b == SM_NB - 1 && i % 2 == 0) row[SM_P - 2] = NAN; /* no complete row */
+    }
+  for (int i = 0; i < SM_N; i++) {
+    fw[i] = (double)(i % 4);
+    aw[i] = 0.5 + (double)(i % 5) / 3.0;
+  }
+}
+
+/* Variant v's options. */
+static void sm_miss_options(int v, gstat_cov_options *o, double *fw, double *aw) {
+  const gstat_missing modes[SM_MISS_VARIANTS] = {GSTAT_MISSING_EVERYTHING, GSTAT_MISSING_EVERYTHING,
+                                                 GSTAT_MISSING_COMPLETE,   GSTAT_MISSING_COMPLETE,
+                                                 GSTAT_MISSING_PAIRWISE,   GSTAT_MISSING_PAIRWISE,
+                                                 GSTAT_MISSING_PAIRWISE,   GSTAT_MISSING_COMPLETE};
+  gstat_cov_options_init(o);
+  o->missing = modes[v];
+  o->aweights = v == 1 || v == 5 || v == 6 || v == 7 ? aw : NULL;
+  o->fweights = v == 3 || v == 5 ? fw : NULL;
+  o->correlation = v == 3 || v == 5;
+  o->ddof = v == 6 ? 0 : 1;
+  o->assume_centered = v == 7;
+}
+
+static void sm_cov_missing(gstat_ctx *ctx, const sm_memory *mem, bool device, gstat_dtype dt,
+                           const double *x, double **out, int64_t *count) {
+  double *xm = malloc(sizeof(double) * SM_NB * SM_N * SM_P), fw[SM_N], aw[SM_N];
+  sm_miss_data(x, xm, fw, aw);
+  sm_arg X = sm_arg_new(mem, device, dt, SM_NB, SM_N, SM_P, xm);
+  sm_arg C = sm_arg_new(mem, device, GSTAT_F64, SM_MISS_VARIANTS * SM_NB, SM_P, SM_P, NULL);
+  sm_arg M = sm_arg_new(mem, device, GSTAT_F64, SM_MISS_VARIANTS * SM_NB, SM_P, 1, NULL);
+  for (int v = 0; v < SM_MISS_VARIANTS; v++) {
+    gstat_cov_options o;
+    sm_miss_options(v, &o, fw, aw);
+    gstat_matrix Cv = C.m, Mv = M.m; /* this variant's elements */
+    Cv.data = (double *)C.m.data + v * SM_NB * SM_P * SM_P;
+    Mv.data = (double *)M.m.data + v * SM_NB * SM_P;
+    Cv.batch = Mv.batch = SM_NB;
+    sm_check(ctx, gstat_covariance(ctx, &X.m, &o, &Cv, &Mv));
+  }
+  double *c = sm_values(mem, &C), *m = sm_values(mem, &M);
+  int64_t nc = SM_MISS_VARIANTS * SM_NB * SM_P * SM_P, nm = SM_MISS_VARIANTS * SM_NB * SM_P;
+  *count = nc + nm;
+  *out = realloc(c, sizeof(double) * (size_t)*count);
+  memcpy(*out + nc, m, sizeof(double) * (size_t)nm);
+  free(m);
+  free(xm);
   sm_arg_free(mem, &X);
   sm_arg_free(mem, &C);
   sm_arg_free(mem, &M);
@@ -280,10 +346,15 @@ static const struct {
   const char *name;
   sm_stat run;
 } sm_stats[] = {
-    {"covariance", sm_covariance},   {"shrinkage", sm_shrinkage},
-    {"mahalanobis", sm_mahalanobis}, {"pca covariance", sm_pca_cov},
-    {"pca gram", sm_pca_gram},       {"pca randomized", sm_pca_randomized},
-    {"accumulator", sm_accumulator}, {"knn", sm_knn},
+    {"covariance", sm_covariance},
+    {"covariance missing", sm_cov_missing},
+    {"shrinkage", sm_shrinkage},
+    {"mahalanobis", sm_mahalanobis},
+    {"pca covariance", sm_pca_cov},
+    {"pca gram", sm_pca_gram},
+    {"pca randomized", sm_pca_randomized},
+    {"accumulator", sm_accumulator},
+    {"knn", sm_knn},
 };
 
 /* The whole matrix; tol[d]: the relative tolerance for dtype d (f32, f64,

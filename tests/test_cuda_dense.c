@@ -6,9 +6,11 @@
  * operand of batch 1 (stride 0), more than 65535 batch elements, QR of
  * n == 1 and square elements with padded columns, and the rows primitive
  * with n or p of 1, row-major, column-major and copied layouts, with L, with
- * Q, centred and scaled, d in float64 (written in place) or float32 (stored).
- * Each call is checked against a host reference and must have run on CUDA
- * (no fallback). Without a usable GPU it reports itself skipped (exit 77).
+ * Q, centred and scaled, d in float64 (written in place) or float32 (stored);
+ * the weighted and missing-value co-moments (nan_rows, wcomoment, pairwise)
+ * under gstat_covariance with NaN in the data, every mode, against the CPU
+ * on a host copy of the same layout. Each call is checked against a host reference and must have
+ * run on CUDA (no fallback). Without a usable GPU it reports itself skipped (exit 77).
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda_runtime.h>
@@ -328,6 +330,81 @@ static void test_rows_shapes(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* gstat_covariance of device X (batch 2, layout lay, NaN planted) in
+ * variant v against the CPU's on the host mirror: EVERYTHING weighted,
+ * COMPLETE, COMPLETE with frequency weights and correlation, PAIRWISE,
+ * PAIRWISE with both weights and correlation, COMPLETE about 0 weighted. */
+static void cov_case(gstat_ctx *ctx, gstat_ctx *cpu, gstat_dtype dt, int64_t n, int64_t p, int lay,
+                     int v) {
+  tu_rng rng = tu_rng_new();
+  dmat X = dmat_new(dt, 2, n, p, lay);
+  for (int64_t b = 0; b < 2; b++)
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < p; j++) {
+        bool missing = n > 1 && p > 1 && (i * 7 + j * 3 + b) % 11 == 0;
+        dmat_set(&X, b, i, j, missing ? NAN : 3.0 + (double)j + tu_normal(&rng));
+      }
+  dmat_upload(&X);
+  gstat_matrix H = X.m; /* the host mirror, same layout */
+  H.data = X.host;
+  H.location = GSTAT_HOST;
+  double *fw = malloc(sizeof(double) * (size_t)n), *aw = malloc(sizeof(double) * (size_t)n);
+  for (int64_t i = 0; i < n; i++) {
+    fw[i] = (double)(1 + i % 3);
+    aw[i] = 0.25 + tu_uniform(&rng);
+  }
+  const gstat_missing modes[6] = {GSTAT_MISSING_EVERYTHING, GSTAT_MISSING_COMPLETE,
+                                  GSTAT_MISSING_COMPLETE,   GSTAT_MISSING_PAIRWISE,
+                                  GSTAT_MISSING_PAIRWISE,   GSTAT_MISSING_COMPLETE};
+  gstat_cov_options o;
+  gstat_cov_options_init(&o);
+  o.missing = modes[v];
+  o.aweights = v == 0 || v == 4 || v == 5 ? aw : NULL;
+  o.fweights = v == 2 || v == 4 ? fw : NULL;
+  o.correlation = v == 2 || v == 4;
+  o.assume_centered = v == 5;
+  size_t cc = (size_t)(2 * p * p), mc = (size_t)(2 * p);
+  double *c = malloc(sizeof(double) * (cc + 1)), *m = malloc(sizeof(double) * (mc + 1));
+  double *c0 = malloc(sizeof(double) * (cc + 1)), *m0 = malloc(sizeof(double) * (mc + 1));
+  gstat_matrix C = gstat_matrix_row_major(c, GSTAT_F64, 2, p, p),
+               M = gstat_vector_batch(m, GSTAT_F64, 2, p);
+  gstat_matrix C0 = gstat_matrix_row_major(c0, GSTAT_F64, 2, p, p),
+               M0 = gstat_vector_batch(m0, GSTAT_F64, 2, p);
+  char what[160];
+  snprintf(what, sizeof what, "covariance dt %d %lldx%lld layout %d variant %d", (int)dt,
+           (long long)n, (long long)p, lay, v);
+  gstat_status st = gstat_covariance(ctx, &X.m, &o, &C, &M);
+  if (st != GSTAT_OK) fail_msg("%s: %s", what, gstat_ctx_last_error(ctx));
+  ran_cuda(ctx, what);
+  assert_int_equal(gstat_covariance(cpu, &H, &o, &C0, &M0), GSTAT_OK);
+  double tol = dt == GSTAT_F64 ? 1e-10 : 2e-4;
+  for (size_t e = 0; e < cc + mc; e++) {
+    double g = e < cc ? c[e] : m[e - cc], w = e < cc ? c0[e] : m0[e - cc];
+    if (!(fabs(g - w) <= tol * (1 + fabs(w))) && !(isnan(g) && isnan(w)))
+      fail_msg("%s: entry %zu = %.17g, the CPU's %.17g", what, e, g, w);
+  }
+  free(c);
+  free(m);
+  free(c0);
+  free(m0);
+  free(fw);
+  free(aw);
+  dmat_free(&X);
+}
+
+static void test_cov_moments_shapes(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
+  const int64_t shapes[4][2] = {{1, 1}, {2, 3}, {37, 5}, {300, 40}};
+  const gstat_dtype dts[2] = {GSTAT_F32, GSTAT_F64};
+  for (int d = 0; d < 2; d++)
+    for (int s = 0; s < 4; s++)
+      for (int lay = 0; lay < 4; lay++) /* 2: dense column-major, read in place by nan_rows */
+        for (int v = 0; v < 6; v++) cov_case(ctx, cpu, dts[d], shapes[s][0], shapes[s][1], lay, v);
+  gstat_ctx_destroy(ctx);
+  gstat_ctx_destroy(cpu);
+}
+
 int main(void) {
   setenv("GSTAT_CUDA_MODULE", GSTAT_CUDA_MODULE_PATH, 0);
   gstat_ctx *probe;
@@ -339,10 +416,9 @@ int main(void) {
     return 77;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_gemm_shapes),
-      cmocka_unit_test(test_gemm_many_elements),
-      cmocka_unit_test(test_orthonormalize_shapes),
-      cmocka_unit_test(test_rows_shapes),
+      cmocka_unit_test(test_gemm_shapes),           cmocka_unit_test(test_gemm_many_elements),
+      cmocka_unit_test(test_orthonormalize_shapes), cmocka_unit_test(test_rows_shapes),
+      cmocka_unit_test(test_cov_moments_shapes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

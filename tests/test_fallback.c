@@ -680,6 +680,105 @@ static void test_knn_algorithms(void **state) {
   free(x);
 }
 
+/* Variant v of the missing-value covariances (stats_matrix.h) of element
+ * data x (with its NaN, and an Inf when asked) on ctx: C and the mean into
+ * out (SM_NB x (p^2 + p)), the status and what ran. */
+static gstat_status miss_case(gstat_ctx *ctx, bool device, int v, const double *xm, double *fw,
+                              double *aw, double *out, unsigned *ran) {
+  sm_arg X = sm_arg_new(&fake_memory, device, GSTAT_F64, SM_NB, SM_N, SM_P, xm);
+  sm_arg C = sm_arg_new(&fake_memory, device, GSTAT_F64, SM_NB, SM_P, SM_P, NULL);
+  sm_arg M = sm_arg_new(&fake_memory, device, GSTAT_F64, SM_NB, SM_P, 1, NULL);
+  gstat_cov_options o;
+  sm_miss_options(v, &o, fw, aw);
+  gstat_status st = gstat_covariance(ctx, &X.m, &o, &C.m, &M.m);
+  *ran = gstat_ctx_last_backends(ctx);
+  double *c = sm_values(&fake_memory, &C), *m = sm_values(&fake_memory, &M);
+  memcpy(out, c, sizeof(double) * SM_NB * SM_P * SM_P);
+  memcpy(out + SM_NB * SM_P * SM_P, m, sizeof(double) * SM_NB * SM_P);
+  free(c);
+  free(m);
+  sm_arg_free(&fake_memory, &X);
+  sm_arg_free(&fake_memory, &C);
+  sm_arg_free(&fake_memory, &M);
+  return st;
+}
+
+/* Weighted covariance and every missing-value mode of "device" data run on
+ * the device's primitives (nan_rows, wcomoment, pairwise: last_backends is
+ * CUDA alone, under a CPU context too) and give the CPU's values on host
+ * data; a device out of memory reruns them on the CPU through host copies;
+ * an Inf (not refused without finiteness checks) sends the pairwise step to
+ * the CPU; with the checks it is refused by position, nothing written. */
+static void test_cov_missing_on_device(void **state) {
+  (void)state;
+  enum { K = SM_NB * (SM_P * SM_P + SM_P) };
+  double *x = malloc(sizeof(double) * SM_NB * SM_N * SM_P);
+  double *xm = malloc(sizeof(double) * SM_NB * SM_N * SM_P), fw[SM_N], aw[SM_N];
+  double want[K], got[K];
+  unsigned ran;
+  sm_data(x);
+  sm_miss_data(x, xm, fw, aw);
+  gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU), *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  gstat_ctx_options co;
+  gstat_ctx_options_init(&co);
+  co.check_finite = 0;
+  gstat_ctx *loose;
+  assert_int_equal(gstat_ctx_create(&loose, &co), GSTAT_OK);
+  for (int v = 0; v < SM_MISS_VARIANTS; v++) {
+    assert_int_equal(miss_case(cpu, false, v, xm, fw, aw, want, &ran), GSTAT_OK);
+    assert_int_equal(ran, GSTAT_RAN_CPU);
+    char what[64];
+    for (int f = 0; f < 3; f++) { /* CUDA context, CPU context, out of memory */
+      setenv("GSTAT_FAKE_FAULT", f == 2 ? "oom" : "", 1);
+      memset(got, 0, sizeof got);
+      assert_int_equal(miss_case(f == 1 ? cpu : gpu, true, v, xm, fw, aw, got, &ran), GSTAT_OK);
+      snprintf(what, sizeof what, "variant %d, case %d", v, f);
+      sm_close(what, got, want, K, 1e-12);
+      if (ran != (f == 2 ? GSTAT_RAN_CPU : GSTAT_RAN_CUDA))
+        fail_msg("%s: last_backends %u", what, ran);
+    }
+    unsetenv("GSTAT_FAKE_FAULT");
+  }
+  /* a column constant on the rows where another is present (not on its
+   * own): the pair's variance is exactly 0 on the CPU, so its correlation
+   * NaN and covariance 0; the GEMM formulation must find the same */
+  double *xc = malloc(sizeof(double) * SM_NB * SM_N * SM_P);
+  memcpy(xc, xm, sizeof(double) * SM_NB * SM_N * SM_P);
+  for (int64_t i = 0; i < SM_NB * SM_N; i++) {
+    double *row = xc + i * SM_P;
+    row[3] = i % 3 == 0 ? NAN : row[3];
+    row[2] = i % 3 == 0 ? 100.0 + (double)i : 1e3 / 7; /* constant where column 3 is present */
+  }
+  for (int v = 4; v <= 5; v++) {
+    assert_int_equal(miss_case(cpu, false, v, xc, fw, aw, want, &ran), GSTAT_OK);
+    assert_int_equal(miss_case(gpu, true, v, xc, fw, aw, got, &ran), GSTAT_OK);
+    assert_int_equal(ran, GSTAT_RAN_CUDA);
+    sm_close("a column constant on a pair's rows", got, want, K, 1e-12);
+    double c23 = got[2 * SM_P + 3]; /* element 0, entry (2, 3) */
+    assert_true(v == 5 ? isnan(c23) : c23 == 0.0);
+  }
+  free(xc);
+  /* an Inf in element 1: pairwise leaves it to the CPU (no check) ... */
+  xm[(SM_N + 20) * SM_P + 4] = INFINITY;
+  assert_int_equal(miss_case(loose, false, 4, xm, fw, aw, want, &ran), GSTAT_OK);
+  assert_int_equal(miss_case(loose, true, 4, xm, fw, aw, got, &ran), GSTAT_OK);
+  sm_close("pairwise with an Inf", got, want, K, 1e-12);
+  assert_int_equal(ran, GSTAT_RAN_CUDA | GSTAT_RAN_CPU); /* nan_rows on the device */
+  /* ... and with the checks every mode refuses it, naming it, C untouched */
+  for (int v = 0; v < SM_MISS_VARIANTS; v++) {
+    memset(got, 0, sizeof got);
+    assert_int_equal(miss_case(gpu, true, v, xm, fw, aw, got, &ran), GSTAT_ENOTFINITE);
+    assert_non_null(
+        strstr(gstat_ctx_last_error(gpu), "batch element 1 of X has an infinite value at (20, 4)"));
+    for (int k = 0; k < K; k++) assert_true(got[k] == 0.0);
+  }
+  gstat_ctx_destroy(cpu);
+  gstat_ctx_destroy(gpu);
+  gstat_ctx_destroy(loose);
+  free(x);
+  free(xm);
+}
+
 int main(void) {
   setenv("GSTAT_CUDA_MODULE", GSTAT_FAKE_MODULE_PATH, 1);
   const struct CMUnitTest tests[] = {
@@ -698,6 +797,7 @@ int main(void) {
       cmocka_unit_test(test_dense_steps_on_device),
       cmocka_unit_test(test_rows_statistics),
       cmocka_unit_test(test_knn_algorithms),
+      cmocka_unit_test(test_cov_missing_on_device),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,8 +24,9 @@
 #include "gstat/linalg.h"
 #include "gstat/spectral.h"
 #include "backend/rows_req.h"
+#include "backend/moments_req.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 13
+#define GSTAT_I_BACKEND_API_VERSION 14
 
 /* Batch spectral clustering of dense graphs in a backend's memory: what
  * src/spectral/spectral_device.c asks of spectral_dense. Host arrays. */
@@ -48,7 +49,10 @@ typedef enum {
   GSTAT_I_PRIM_COMOMENT,
   GSTAT_I_PRIM_PROJECT,
   GSTAT_I_PRIM_KNN,
-  GSTAT_I_PRIM_ROWS
+  GSTAT_I_PRIM_ROWS,
+  GSTAT_I_PRIM_WCOMOMENT,
+  GSTAT_I_PRIM_NAN_ROWS,
+  GSTAT_I_PRIM_PAIRWISE
 } gstat_i_prim;
 
 /* One primitive call's shape: element count, rows, columns, k (PROJECT's
@@ -194,6 +198,33 @@ typedef struct gstat_i_backend_ops {
    * strides (L and Q are used in X's compute dtype). Optional (NULL: the CPU
    * through host copies). */
   gstat_status (*rows)(void *state, gstat_ctx *ctx, const gstat_i_rows_req *r);
+  /* ---- weighted and missing-value co-moments (covariance; moments_req.h) ---- */
+
+  /* The co-moment of a subset of the rows of element b of X (n x p, any
+   * dtype and strides, the host's memory or this backend's), weighted: mean
+   * (host, p) = sum w_i x_i / sum w_i and M (host, p x p doubles, both
+   * triangles) = sum w_i (x_i - mean)(x_i - mean)^T over the rows i with
+   * keep[i] != 0, in X's compute type. w (n host doubles, >= 0; NULL: 1) and
+   * keep (n host bytes; NULL: every row) are the caller's; the kept rows
+   * have weight > 0 in all. A left-out row's NaN does not count; a kept
+   * row's NaN/Inf propagates. A constant column's mean is its value
+   * exactly. about_zero: the moments about 0 (mean 0, NaN for a column with
+   * a NaN). Optional (NULL: the CPU through host copies). */
+  gstat_status (*wcomoment)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                            const double *w, const unsigned char *keep, bool about_zero,
+                            double *mean, double *M);
+  /* keep[i] (host, n bytes) = row i of element b of X (any memory, dtype and
+   * strides) has no NaN; *inf_at = i p + j of an infinite x_ij (the
+   * smallest such index), or -1. Optional. */
+  gstat_status (*nan_rows)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                           unsigned char *keep, int64_t *inf_at);
+  /* Pairwise co-moments (R's use = "pairwise.complete.obs") of element b of
+   * X (any memory, dtype and strides; NaN: missing; no Inf), computed in
+   * float64, with row weights w (n host doubles; NULL: 1) and analytic
+   * weights aw (for o->WA; NULL when o->WA is NULL): moments_req.h.
+   * Optional. */
+  gstat_status (*pairwise)(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                           const double *w, const double *aw, const gstat_i_pairwise_out *o);
   /* ---- graph primitives (src/graph, src/spectral; the scheduler runs them) ---- */
 
   /* Dense Laplacians and degree scaling: each n x n element of A (this

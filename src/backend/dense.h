@@ -120,4 +120,29 @@ gstat_status gstat_i_gemv(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, int64_
                           double alpha, const void *A, int64_t lda, const void *x, double beta,
                           void *y);
 
+/* ---- column statistics of dense column-major buffers (cpu/data_cpu.c) ---- */
+
+/* Column means of the n x p column-major buffer (compute type ct, ld = n),
+ * weighted when w (n entries, sum wsum > 0) is given. Accumulated in double
+ * and corrected by a second pass over the residuals, so the mean is accurate
+ * even when |mean| >> spread. */
+void gstat_i_col_means(gstat_dtype ct, int64_t n, int64_t p, const void *buf, const double *w,
+                       double wsum, double *mean);
+
+/* Standard deviations (divisor n - 1) of the columns of a centered buffer. */
+void gstat_i_col_sd(gstat_dtype ct, int64_t n, int64_t p, const void *buf, double *sd);
+
+/* buf(:, j) = (buf(:, j) - mean[j]) / scale[j]; mean and/or scale may be NULL. */
+void gstat_i_center_scale(gstat_dtype ct, int64_t n, int64_t p, void *buf, const double *mean,
+                          const double *scale);
+
+/* Multiply row i of buf by f[i] (e.g. sqrt of the weights). */
+void gstat_i_scale_rows(gstat_dtype ct, int64_t n, int64_t p, void *buf, const double *f);
+
+/* Set mean[j] to the value of column j of the n x p buffer (compute type ct,
+ * ld n) when the column is constant, so that centering gives exact zeros
+ * (variance exactly 0) instead of the rounding error of the mean. */
+void gstat_i_exact_constant_means(gstat_dtype ct, int64_t n, int64_t p, const void *buf,
+                                  double *mean);
+
 #endif /* GSTAT_BACKEND_DENSE_H */

@@ -30,6 +30,12 @@ typedef struct prim_call {
   int64_t *nbr;
   double *d2;
   const gstat_i_rows_req *rows; /* ROWS (X and b are its own) */
+  const double *w, *aw;         /* WCOMOMENT, PAIRWISE: row and analytic weights */
+  const unsigned char *keep;    /* WCOMOMENT: the rows taken */
+  bool about_zero;
+  unsigned char *keep_out; /* NAN_ROWS */
+  int64_t *inf_at;
+  const gstat_i_pairwise_out *pw; /* PAIRWISE */
 } prim_call;
 
 static gstat_status rows_staged(gstat_ctx *ctx, const prim_call *c);
@@ -40,6 +46,9 @@ static bool has_op(const gstat_i_backend *be, gstat_i_prim op) {
     case GSTAT_I_PRIM_PROJECT: return be->ops->project != NULL;
     case GSTAT_I_PRIM_KNN: return be->ops->knn != NULL;
     case GSTAT_I_PRIM_ROWS: return be->ops->rows != NULL;
+    case GSTAT_I_PRIM_WCOMOMENT: return be->ops->wcomoment != NULL;
+    case GSTAT_I_PRIM_NAN_ROWS: return be->ops->nan_rows != NULL;
+    case GSTAT_I_PRIM_PAIRWISE: return be->ops->pairwise != NULL;
   }
   return false;
 }
@@ -50,6 +59,13 @@ static gstat_status invoke(const gstat_i_backend *be, gstat_ctx *ctx, const prim
   if (c->op == GSTAT_I_PRIM_KNN)
     return be->ops->knn(be->state, ctx, c->X, c->b, c->k, c->include_self, c->nbr, c->d2);
   if (c->op == GSTAT_I_PRIM_ROWS) return be->ops->rows(be->state, ctx, c->rows);
+  if (c->op == GSTAT_I_PRIM_WCOMOMENT)
+    return be->ops->wcomoment(be->state, ctx, c->X, c->b, c->w, c->keep, c->about_zero, c->mean,
+                              c->M);
+  if (c->op == GSTAT_I_PRIM_NAN_ROWS)
+    return be->ops->nan_rows(be->state, ctx, c->X, c->b, c->keep_out, c->inf_at);
+  if (c->op == GSTAT_I_PRIM_PAIRWISE)
+    return be->ops->pairwise(be->state, ctx, c->X, c->b, c->w, c->aw, c->pw);
   return be->ops->project(be->state, ctx, c->X, c->b, c->center, c->scale, c->comp, c->ev, c->k,
                           c->Y);
 }
@@ -168,6 +184,35 @@ gstat_status gstat_i_sched_comoment(gstat_ctx *ctx, const char *fn, const gstat_
                                     int64_t b, double *mean, double *M, const gstat_matrix *S) {
   prim_call c = {
       .op = GSTAT_I_PRIM_COMOMENT, .fn = fn, .X = X, .b = b, .mean = mean, .M = M, .S = S};
+  return run(ctx, &c);
+}
+
+gstat_status gstat_i_sched_wcomoment(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                     int64_t b, const double *w, const unsigned char *keep,
+                                     bool about_zero, double *mean, double *M) {
+  prim_call c = {.op = GSTAT_I_PRIM_WCOMOMENT,
+                 .fn = fn,
+                 .X = X,
+                 .b = b,
+                 .w = w,
+                 .keep = keep,
+                 .about_zero = about_zero,
+                 .mean = mean,
+                 .M = M};
+  return run(ctx, &c);
+}
+
+gstat_status gstat_i_sched_nan_rows(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                    int64_t b, unsigned char *keep, int64_t *inf_at) {
+  prim_call c = {
+      .op = GSTAT_I_PRIM_NAN_ROWS, .fn = fn, .X = X, .b = b, .keep_out = keep, .inf_at = inf_at};
+  return run(ctx, &c);
+}
+
+gstat_status gstat_i_sched_pairwise(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                    int64_t b, const double *w, const double *aw,
+                                    const gstat_i_pairwise_out *o) {
+  prim_call c = {.op = GSTAT_I_PRIM_PAIRWISE, .fn = fn, .X = X, .b = b, .w = w, .aw = aw, .pw = o};
   return run(ctx, &c);
 }
 

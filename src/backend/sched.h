@@ -17,6 +17,7 @@
 #include "core/internal.h"
 #include "gstat/linalg.h"
 #include "backend/rows_req.h"
+#include "backend/moments_req.h"
 
 /* Column means (p doubles) and co-moment (p x p doubles, column-major, both
  * triangles) of the rows of element b of X (host or device memory, n >= 1,
@@ -25,6 +26,29 @@
  * lower triangle at least, in X's memory: a chain that stays on the device). */
 gstat_status gstat_i_sched_comoment(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
                                     int64_t b, double *mean, double *M, const gstat_matrix *S);
+
+/* ---- weighted and missing-value co-moments (backend.h's contracts) ---- */
+
+/* Weighted mean (p) and co-moment (p x p, both triangles) of the rows of
+ * element b of X (host or device) with keep[i] != 0 (keep NULL: all), row
+ * weights w (NULL: 1; host doubles, the kept ones summing to > 0), in X's
+ * compute type; about_zero: moments about 0. */
+gstat_status gstat_i_sched_wcomoment(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                     int64_t b, const double *w, const unsigned char *keep,
+                                     bool about_zero, double *mean, double *M);
+
+/* keep[i] (host, n bytes) = row i of element b of X (host or device) has
+ * no NaN; *inf_at = i p + j of the first infinite entry by (row, column),
+ * or -1. */
+gstat_status gstat_i_sched_nan_rows(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                    int64_t b, unsigned char *keep, int64_t *inf_at);
+
+/* Pairwise weights, sums and co-moments of element b of X (host or device;
+ * NaN: missing; no Inf) in float64 (moments_req.h's gstat_i_pairwise_out),
+ * row weights w and analytic weights aw host doubles or NULL. */
+gstat_status gstat_i_sched_pairwise(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                    int64_t b, const double *w, const double *aw,
+                                    const gstat_i_pairwise_out *o);
 
 /* Element b of Y (m x k, host or device memory, any dtype) = ((X_b - mean) /
  * scale) comp^T, column i times 1/sqrt(ev[i]) when ev is given (0 where ev

@@ -14,6 +14,10 @@
 #include "graph/laplacian_op.h"
 #include "backend/dense.h"
 
+/* How many entries ahead a CSR product prefetches its gathers: about a row
+ * of a kNN graph (~15 entries); 8 gained less, 32 no more (bench/README.md). */
+enum { AHEAD = 16 };
+
 struct gstat_laplacian_op {
   gstat_laplacian_kind kind;
   int64_t n;
@@ -185,16 +189,71 @@ static gstat_status dense_apply(gstat_ctx *ctx, const gstat_laplacian_op *op, in
   return GSTAT_OK;
 }
 
+/* Rows [r0, r1) of Y = L X for CM columns of a CSR graph, xt the block's
+ * row-major copy (scaled by D^-1/2 when symmetric). CM is a constant after
+ * inlining, so the accumulators stay in registers; each row's sum runs over
+ * its entries in order, as before, so the results do not change. A graph
+ * numbered without locality (kNN of data in their order) makes every
+ * gather a cache miss: the row of the entry AHEAD entries on is fetched
+ * early (the indices are known), so the misses overlap. */
+static inline void csr_rows(const gstat_laplacian_op *op, int64_t r0, int64_t r1, const int CM,
+                            const double *restrict xt, const double *restrict X,
+                            double *restrict Y) {
+  const gstat_i_graph *g = &op->g;
+  const double *d = op->degrees, *s = op->scale, *w = g->weights;
+  const int64_t *off = g->offsets, *idx = g->indices, base = g->base, nn = g->n;
+  const int64_t last = off[r1] - AHEAD; /* prefetch only inside the rows' entries */
+  bool unnorm = op->kind == GSTAT_LAPLACIAN_UNNORMALIZED;
+  for (int64_t i = r0; i < r1; i++) {
+    double acc[16] = {0};
+    for (int64_t e = off[i]; e < off[i + 1]; e++) {
+      if (e < last) {
+        const double *ahead = xt + (idx[e + AHEAD] - base) * CM;
+        __builtin_prefetch(ahead);
+        if (CM > 1) __builtin_prefetch(ahead + CM - 1); /* a row may span two lines */
+      }
+      const double we = w ? w[e] : 1.0, *x = xt + (idx[e] - base) * CM;
+      for (int c = 0; c < CM; c++) acc[c] += we * x[c];
+    }
+    for (int c = 0; c < CM; c++) {
+      double xi = X[i + c * nn];
+      /* symmetric: x_i - s_i sum w s_j x_j; random walk: x_i - (1/d_i) sum w x_j */
+      Y[i + c * nn] = unnorm ? d[i] * xi - acc[c] : (d[i] > 0 ? xi : 0.0) - s[i] * acc[c];
+    }
+  }
+}
+
+static void csr_rows_n(const gstat_laplacian_op *op, int64_t r0, int64_t r1, int cm,
+                       const double *xt, const double *X, double *Y) {
+  switch (cm) {
+    case 1: csr_rows(op, r0, r1, 1, xt, X, Y); break;
+    case 2: csr_rows(op, r0, r1, 2, xt, X, Y); break;
+    case 3: csr_rows(op, r0, r1, 3, xt, X, Y); break;
+    case 4: csr_rows(op, r0, r1, 4, xt, X, Y); break;
+    case 5: csr_rows(op, r0, r1, 5, xt, X, Y); break;
+    case 6: csr_rows(op, r0, r1, 6, xt, X, Y); break;
+    case 7: csr_rows(op, r0, r1, 7, xt, X, Y); break;
+    case 8: csr_rows(op, r0, r1, 8, xt, X, Y); break;
+    case 9: csr_rows(op, r0, r1, 9, xt, X, Y); break;
+    case 10: csr_rows(op, r0, r1, 10, xt, X, Y); break;
+    case 11: csr_rows(op, r0, r1, 11, xt, X, Y); break;
+    case 12: csr_rows(op, r0, r1, 12, xt, X, Y); break;
+    case 13: csr_rows(op, r0, r1, 13, xt, X, Y); break;
+    case 14: csr_rows(op, r0, r1, 14, xt, X, Y); break;
+    case 15: csr_rows(op, r0, r1, 15, xt, X, Y); break;
+    default: csr_rows(op, r0, r1, 16, xt, X, Y); break;
+  }
+}
+
 gstat_status gstat_i_laplacian_apply(gstat_ctx *ctx, void *opv, int64_t n, int64_t m,
                                      const double *X, double *Y) {
   const gstat_laplacian_op *op = opv;
   const gstat_i_graph *g = &op->g;
-  const double *d = op->degrees, *s = op->scale;
+  const double *s = op->scale;
   bool sym = op->kind == GSTAT_LAPLACIAN_SYMMETRIC;
-  bool unnorm = op->kind == GSTAT_LAPLACIAN_UNNORMALIZED;
   (void)n;
   if (op->dense) return dense_apply(ctx, op, m, X, Y);
-  enum { COLS = 16 }; /* columns per pass */
+  enum { COLS = 16, ROWS = 512 }; /* columns per pass, rows per piece */
   int64_t nn = g->n, cols = m < COLS ? m : COLS;
   /* a row-major copy of the block (scaled by D^-1/2 when symmetric) makes
    * the gathers contiguous */
@@ -209,24 +268,21 @@ gstat_status gstat_i_laplacian_apply(gstat_ctx *ctx, void *opv, int64_t n, int64
   int nt = gstat_i_loop_threads(ctx, nn, 2.0 * entries * (double)cols,
                                 12.0 * entries + 16.0 * (double)nn * (double)cols);
   bool par = nt > 1;
+  int64_t pieces = (nn + ROWS - 1) / ROWS;
   for (int64_t c0 = 0; c0 < m; c0 += COLS) {
-    int64_t cm = m - c0 < COLS ? m - c0 : COLS;
-#pragma omp parallel for num_threads(nt) schedule(static) if (par)
-    for (int64_t j = 0; j < nn; j++)
-      for (int64_t c = 0; c < cm; c++) xt[j * cm + c] = (sym ? s[j] : 1.0) * X[j + (c0 + c) * nn];
-#pragma omp parallel for num_threads(nt) schedule(static) if (par)
-    for (int64_t i = 0; i < nn; i++) {
-      double acc[COLS] = {0};
-      for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
-        double w = g->weights ? g->weights[e] : 1.0;
-        const double *x = xt + (g->indices[e] - g->base) * cm;
-        for (int64_t c = 0; c < cm; c++) acc[c] += w * x[c];
-      }
-      for (int64_t c = 0; c < cm; c++) {
-        double xi = X[i + (c0 + c) * nn];
-        /* symmetric: x_i - s_i sum w s_j x_j; random walk: x_i - (1/d_i) sum w x_j */
-        Y[i + (c0 + c) * nn] = unnorm ? d[i] * xi - acc[c] : (d[i] > 0 ? xi : 0.0) - s[i] * acc[c];
-      }
+    int cm = (int)(m - c0 < COLS ? m - c0 : COLS);
+    const double *Xc = X + c0 * nn;
+    double *Yc = Y + c0 * nn;
+#pragma omp parallel num_threads(nt) if (par)
+    {
+#pragma omp for schedule(static)
+      for (int64_t j = 0; j < nn; j++)
+        for (int c = 0; c < cm; c++) xt[j * cm + c] = (sym ? s[j] : 1.0) * Xc[j + c * nn];
+          /* pieces handed out one at a time: a thread the OS sets aside on a
+           * loaded machine leaves its rows to the others */
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t t = 0; t < pieces; t++)
+        csr_rows_n(op, t * ROWS, t * ROWS + ROWS < nn ? t * ROWS + ROWS : nn, cm, xt, Xc, Yc);
     }
   }
   return GSTAT_OK;

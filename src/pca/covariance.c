@@ -1,14 +1,14 @@
 /*
- * Covariance and correlation matrices of a batch of datasets.
+ * Covariance and correlation matrices of a batch of datasets, written once
+ * over the scheduler for host and device data alike.
  *
- * Unweighted data without NaN: the scheduler's fused co-moment, on whichever
- * backend runs it (host or device data). Otherwise, per dataset (device data
- * through a host copy): load it into a dense column-major buffer, drop incomplete rows
- * (COMPLETE), take column means by a corrected two-pass sum, center, scale the
- * rows by sqrt(weight) and form C = Xc^T Xc with syrk, then divide by the
- * numpy/torch divisor. Never E[XY] - E[X]E[Y]: centering first keeps the
- * result accurate when |mean| >> spread. PAIRWISE with missing values runs a
- * plain two-pass loop per pair of columns in float64, as R does.
+ * Unweighted data without NaN: the fused co-moment primitive. Otherwise per
+ * dataset: the rows with a NaN (nan_rows, which also finds an Inf to
+ * refuse), then the weighted co-moment of the rows taken (wcomoment: every
+ * row, or the complete ones under COMPLETE), or, for PAIRWISE with missing
+ * values, the pair weights and co-moments (pairwise); the divisor
+ * (numpy/torch's), the correlation and NaN for undefined entries here. The
+ * backends centre before they multiply (never E[XY] - E[X]E[Y]).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -32,34 +32,20 @@ void gstat_cov_options_init(gstat_cov_options *opt) {
   opt->assume_centered = 0;
 }
 
-/* Everything one dataset's computation needs; buffers live in the
- * GSTAT_WS_COV workspace. */
+/* What the general path keeps (host buffers in the GSTAT_WS_COV workspace). */
 typedef struct cov_job {
-  gstat_dtype ct; /* compute type of the data buffer */
   int64_t n, p;
   const gstat_cov_options *opt;
-  void *x;             /* n x p data, column-major, ld n (ld = kept rows after compaction) */
-  double *c;           /* p x p result */
-  float *cf;           /* p x p float32 syrk output (ct == F32) */
-  double *mean;        /* p */
-  double *w;           /* n combined weights of the kept rows (weighted only) */
-  unsigned char *keep; /* n: row has no NaN */
+  double *c;    /* p x p result (the pairwise co-moments first) */
+  double *mean; /* p */
+  double *w;    /* n row weights fweight * aweight (weighted only) */
+  double *W;    /* PAIRWISE: p x p pair weights, */
+  double *WA;   /* sums of weight * aweight (analytic weights only), */
+  double *V;    /* and variances over the pair's rows */
 } cov_job;
-
-static inline double get(gstat_dtype ct, const void *x, int64_t k) {
-  return ct == GSTAT_F64 ? ((const double *)x)[k] : (double)((const float *)x)[k];
-}
 
 static bool weighted(const gstat_cov_options *opt) {
   return opt->fweights || opt->aweights;
-}
-
-/* Row weight before any missing-value handling: fweight * aweight. */
-static inline double row_weight(const gstat_cov_options *opt, int64_t r) {
-  double w = 1.0;
-  if (opt->fweights) w *= opt->fweights[r];
-  if (opt->aweights) w *= opt->aweights[r];
-  return w;
 }
 
 /* numpy/torch: sum(w) - ddof, or sum(w) - ddof * sum(w * aw) / sum(w) with
@@ -74,84 +60,30 @@ static void fill_nan(double *a, int64_t count) {
   for (int64_t k = 0; k < count; k++) a[k] = NAN;
 }
 
-/* Mark the rows without NaN; true when there is any NaN. */
-static bool scan_nan(cov_job *j) {
-  bool any = false;
-  memset(j->keep, 1, (size_t)j->n);
-  for (int64_t c = 0; c < j->p; c++) {
-    for (int64_t r = 0; r < j->n; r++)
-      if (isnan(get(j->ct, j->x, r + c * j->n))) {
-        j->keep[r] = 0;
-        any = true;
-      }
-  }
-  return any;
-}
-
-/* Move the kept rows to the top of each column (in place: a destination
- * never lies after its source), packed with ld = kept count. */
-static int64_t compact_rows(cov_job *j) {
-  int64_t m = 0;
-  for (int64_t r = 0; r < j->n; r++) m += j->keep[r];
-  for (int64_t c = 0; c < j->p; c++) {
-    int64_t d = c * m;
-    if (j->ct == GSTAT_F64) {
-      double *x = j->x;
-      for (int64_t r = 0; r < j->n; r++)
-        if (j->keep[r]) x[d++] = x[r + c * j->n];
-    } else {
-      float *x = j->x;
-      for (int64_t r = 0; r < j->n; r++)
-        if (j->keep[r]) x[d++] = x[r + c * j->n];
-    }
-  }
-  return m;
-}
-
-/* The dense path: m rows (the first m of the buffer, ld m) go in; rows
- * listed by keep (all when keep is NULL) give the weights. */
-static gstat_status dense_path(gstat_ctx *ctx, cov_job *j, int64_t m, const unsigned char *keep) {
+/* The rows listed by keep (all when keep is NULL): their weight sums here,
+ * their weighted co-moment from the primitive, wherever X lies. */
+static gstat_status dense_path(gstat_ctx *ctx, const char *fn, const gstat_matrix *X, int64_t b,
+                               cov_job *j, const unsigned char *keep) {
   const gstat_cov_options *opt = j->opt;
-  int64_t p = j->p;
+  int64_t p = j->p, m = 0;
   bool wtd = weighted(opt);
   double wsum = 0, wasum = 0;
-  if (wtd) {
-    int64_t k = 0;
-    for (int64_t r = 0; r < j->n; r++) {
-      if (keep && !keep[r]) continue;
-      double w = row_weight(opt, r);
-      j->w[k++] = w;
-      wsum += w;
-      if (opt->aweights) wasum += w * opt->aweights[r];
-    }
-  } else {
-    wsum = (double)m;
+  for (int64_t r = 0; r < j->n; r++) {
+    if (keep && !keep[r]) continue;
+    m++;
+    if (!wtd) continue;
+    wsum += j->w[r];
+    if (opt->aweights) wasum += j->w[r] * opt->aweights[r];
   }
+  if (!wtd) wsum = (double)m;
   if (m == 0 || !(wsum > 0)) { /* no data (or no weight): nothing is defined */
     fill_nan(j->mean, p);
     fill_nan(j->c, p * p);
     return GSTAT_OK;
   }
-  if (opt->assume_centered) { /* moments about 0; a NaN still marks its column */
-    for (int64_t c = 0; c < p; c++) {
-      j->mean[c] = 0.0;
-      for (int64_t r = 0; r < m; r++)
-        if (isnan(get(j->ct, j->x, r + c * m))) j->mean[c] = NAN;
-    }
-  } else {
-    gstat_i_col_means(j->ct, m, p, j->x, wtd ? j->w : NULL, wsum, j->mean);
-    gstat_i_exact_constant_means(j->ct, m, p, j->x, j->mean);
-    gstat_i_center_scale(j->ct, m, p, j->x, j->mean, NULL);
-  }
-  if (wtd) {
-    for (int64_t r = 0; r < m; r++) j->w[r] = sqrt(j->w[r]); /* zero weight: a zero row */
-    gstat_i_scale_rows(j->ct, m, p, j->x, j->w);
-  }
-  void *out = j->ct == GSTAT_F64 ? (void *)j->c : (void *)j->cf;
-  gstat_status st = gstat_i_syrk(ctx, j->ct, GSTAT_TRANS, p, m, 1.0, j->x, m, 0.0, out, p);
+  gstat_status st = gstat_i_sched_wcomoment(ctx, fn, X, b, wtd ? j->w : NULL, keep,
+                                            opt->assume_centered != 0, j->mean, j->c);
   if (st != GSTAT_OK) return st;
-  if (j->ct != GSTAT_F64)
-    for (int64_t k = 0; k < p * p; k++) j->c[k] = (double)j->cf[k];
   /* NaN kept (EVERYTHING), or an unchecked Inf: the column's mean is not
    * finite; make its row and column NaN whatever BLAS did with it */
   for (int64_t c = 0; c < p; c++)
@@ -161,98 +93,51 @@ static gstat_status dense_path(gstat_ctx *ctx, cov_job *j, int64_t m, const unsi
   return GSTAT_OK;
 }
 
-/* Weighted mean of x over the rows where it and y (when given) are present,
- * corrected by a second pass; also the weight sums. Returns the row count. */
-static int64_t pair_mean(const cov_job *j, const double *x, const double *y, double *mean,
-                         double *wsum, double *wasum) {
-  const gstat_cov_options *opt = j->opt;
-  bool wtd = weighted(opt);
-  int64_t cnt = 0;
-  double s = 0, ws = 0, was = 0, first = NAN;
-  bool constant = true;
-  for (int64_t r = 0; r < j->n; r++) {
-    if (isnan(x[r]) || (y && isnan(y[r]))) continue;
-    double w = wtd ? j->w[r] : 1.0;
-    if (cnt == 0) first = x[r];
-    constant = constant && x[r] == first;
-    cnt++;
-    ws += w;
-    s += w * x[r];
-    if (opt->aweights) was += w * opt->aweights[r];
-  }
-  double m = s / ws, e = 0;
-  for (int64_t r = 0; r < j->n; r++) {
-    if (isnan(x[r]) || (y && isnan(y[r]))) continue;
-    e += (wtd ? j->w[r] : 1.0) * (x[r] - m);
-  }
-  *mean = constant && cnt > 0 ? first : m + e / ws; /* exact: zero variance stays zero */
-  *wsum = ws;
-  *wasum = was;
-  return cnt;
-}
-
 /* PAIRWISE with missing values: entry (a, b) from the rows where both
  * columns are present, with that pair's own means (and, for correlation,
- * its own standard deviations), as R's cov/cor(use = "pairwise"). */
-static void pairwise_path(cov_job *j) {
+ * its own standard deviations), as R's cov/cor(use = "pairwise"): the
+ * primitive's pair weights and co-moments, divided here. */
+static gstat_status pairwise_path(gstat_ctx *ctx, const char *fn, const gstat_matrix *X, int64_t b,
+                                  cov_job *j) {
   const gstat_cov_options *opt = j->opt;
-  int64_t n = j->n, p = j->p;
-  bool wtd = weighted(opt);
-  const double *x = j->x;
-  if (wtd)
-    for (int64_t r = 0; r < n; r++) j->w[r] = row_weight(opt, r);
-  for (int64_t a = 0; a < p; a++) {
-    double ws, was;
-    int64_t cnt = pair_mean(j, x + a * n, NULL, &j->mean[a], &ws, &was);
-    if (cnt == 0 || !(ws > 0)) j->mean[a] = NAN;
-  }
-  for (int64_t b = 0; b < p; b++)
-    for (int64_t a = b; a < p; a++) {
-      const double *xa = x + a * n, *xb = x + b * n;
-      double ma, mb, ws, was;
-      int64_t cnt = pair_mean(j, xa, xb, &ma, &ws, &was);
-      double v = NAN;
-      if (cnt > 0 && ws > 0) {
-        pair_mean(j, xb, xa, &mb, &ws, &was);
-        /* corrected two-pass: sum w da db - (sum w da)(sum w db) / W */
-        double ea = 0, eb = 0, sab = 0, saa = 0, sbb = 0;
-        for (int64_t r = 0; r < n; r++) {
-          if (isnan(xa[r]) || isnan(xb[r])) continue;
-          double w = wtd ? j->w[r] : 1.0, da = xa[r] - ma, db = xb[r] - mb;
-          ea += w * da;
-          eb += w * db;
-          sab += w * da * db;
-          saa += w * da * da;
-          sbb += w * db * db;
-        }
-        double cab = sab - ea * eb / ws, vaa = saa - ea * ea / ws, vbb = sbb - eb * eb / ws;
-        double d = divisor(opt, ws, was);
+  int64_t p = j->p;
+  gstat_i_pairwise_out o = {j->mean, j->W, opt->aweights ? j->WA : NULL, j->c, j->V};
+  gstat_status st =
+      gstat_i_sched_pairwise(ctx, fn, X, b, weighted(opt) ? j->w : NULL, opt->aweights, &o);
+  if (st != GSTAT_OK) return st;
+  for (int64_t bb = 0; bb < p; bb++)
+    for (int64_t a = bb; a < p; a++) { /* reads c[a + bb p] only before writing it */
+      int64_t ab = a + bb * p, ba = bb + a * p;
+      double ws = j->W[ab], v = NAN;
+      if (ws > 0) {
+        double cab = j->c[ab], vaa = j->V[ab], vbb = j->V[ba];
+        double d = divisor(opt, ws, o.WA ? o.WA[ab] : 0.0);
         if (!(d > 0)) {
           v = gstat_i_over_no_dof(cab, d, opt->correlation);
         } else if (!opt->correlation) {
           v = cab / d;
         } else if (vaa > 0 && vbb > 0) {
-          v = a == b ? 1.0 : cab / (sqrt(vaa) * sqrt(vbb));
+          v = a == bb ? 1.0 : cab / (sqrt(vaa) * sqrt(vbb));
           if (v > 1)
             v = 1;
           else if (v < -1)
             v = -1;
         }
       }
-      j->c[a + b * p] = j->c[b + a * p] = v;
+      j->c[ab] = j->c[ba] = v;
     }
+  return GSTAT_OK;
 }
 
-static gstat_status one_dataset(gstat_ctx *ctx, cov_job *j) {
+/* keep: element b's rows without NaN (NULL when not scanned: EVERYTHING). */
+static gstat_status one_dataset(gstat_ctx *ctx, const char *fn, const gstat_matrix *X, int64_t b,
+                                cov_job *j, const unsigned char *keep) {
   gstat_missing mode = j->opt->missing;
-  bool any_nan = scan_nan(j);
-  if (!any_nan || mode == GSTAT_MISSING_EVERYTHING) return dense_path(ctx, j, j->n, NULL);
-  if (mode == GSTAT_MISSING_COMPLETE) {
-    int64_t m = compact_rows(j);
-    return dense_path(ctx, j, m, j->keep);
-  }
-  pairwise_path(j);
-  return GSTAT_OK;
+  bool any_nan = false;
+  for (int64_t r = 0; keep && r < j->n && !any_nan; r++) any_nan = !keep[r];
+  if (!any_nan || mode == GSTAT_MISSING_EVERYTHING) return dense_path(ctx, fn, X, b, j, NULL);
+  if (mode == GSTAT_MISSING_COMPLETE) return dense_path(ctx, fn, X, b, j, keep);
+  return pairwise_path(ctx, fn, X, b, j);
 }
 
 /* Unweighted data: means and co-moments by the fused co-moment primitive
@@ -296,6 +181,66 @@ static gstat_status one_pass(gstat_ctx *ctx, const char *fn, const gstat_matrix 
   return GSTAT_OK;
 }
 
+#define TRY_RET(expr)              \
+  do {                             \
+    st = (expr);                   \
+    if (st != GSTAT_OK) return st; \
+  } while (0)
+
+/* Weights or NaN: every element scanned (nan_rows) before anything is
+ * written, then each element's co-moments from the primitives. */
+static gstat_status general_path(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                 const gstat_cov_options *opt, gstat_matrix *C,
+                                 gstat_matrix *mean) {
+  gstat_status st = GSTAT_OK;
+  int64_t batch = X->batch, n = X->rows, p = X->cols;
+  cov_job j;
+  memset(&j, 0, sizeof j);
+  j.n = n;
+  j.p = p;
+  j.opt = opt;
+  /* which rows have a NaN (and where an Inf is), wherever X lies: needed
+   * unless NaN simply propagate (EVERYTHING) and Inf is let through */
+  bool scan = n > 0 && (opt->missing != GSTAT_MISSING_EVERYTHING || ctx->opt.check_finite);
+  bool pw = opt->missing == GSTAT_MISSING_PAIRWISE;
+  gstat_i_ws_plan pl = {0, true};
+  size_t o_c = gstat_i_ws_take(&pl, p * p, sizeof(double)); /* n, p < 2^31: no overflow */
+  size_t o_mean = gstat_i_ws_take(&pl, p, sizeof(double));
+  size_t o_w = gstat_i_ws_take(&pl, weighted(opt) ? n : 0, sizeof(double));
+  size_t o_pw = gstat_i_ws_take(&pl, pw ? 3 * p * p : 0, sizeof(double));
+  size_t o_keep = gstat_i_ws_take(&pl, scan ? batch * n : 0, 1);
+  char *ws = pl.ok ? gstat_i_workspace(ctx, GSTAT_WS_COV, pl.size) : NULL;
+  if (!ws)
+    return pl.ok ? gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn,
+                                pl.size)
+                 : gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: the workspace size overflows", fn);
+  j.c = (double *)(ws + o_c);
+  j.mean = (double *)(ws + o_mean);
+  j.w = (double *)(ws + o_w);
+  j.W = (double *)(ws + o_pw);
+  j.WA = j.W + p * p;
+  j.V = j.WA + p * p;
+  unsigned char *keep = (unsigned char *)(ws + o_keep);
+  for (int64_t r = 0; weighted(opt) && r < n; r++)
+    j.w[r] = (opt->fweights ? opt->fweights[r] : 1.0) * (opt->aweights ? opt->aweights[r] : 1.0);
+  for (int64_t b = 0; scan && b < batch; b++) { /* every element before anything is written */
+    int64_t inf_at;
+    TRY_RET(gstat_i_sched_nan_rows(ctx, fn, X, b, keep + b * n, &inf_at));
+    if (ctx->opt.check_finite && inf_at >= 0)
+      return gstat_i_fail(ctx, GSTAT_ENOTFINITE,
+                          "%s: batch element %" PRId64 " of X has an infinite value at (%" PRId64
+                          ", %" PRId64 ")",
+                          fn, b, inf_at / p, inf_at % p);
+  }
+  for (int64_t b = 0; b < batch; b++) {
+    TRY_RET(one_dataset(ctx, fn, X, b, &j, scan ? keep + b * n : NULL));
+    TRY_RET(gstat_i_sched_store(ctx, fn, "C", GSTAT_F64, j.c, p, C, b));
+    if (mean) TRY_RET(gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, j.mean, p, mean, b));
+  }
+  if (!ctx->last_backends) ctx->last_backends |= GSTAT_RAN_CPU; /* no rows: all on the host */
+  return GSTAT_OK;
+}
+
 #define TRY(expr)                  \
   do {                             \
     st = (expr);                   \
@@ -306,7 +251,6 @@ gstat_status gstat_covariance(gstat_ctx *ctx, const gstat_matrix *X, const gstat
                               gstat_matrix *C, gstat_matrix *mean) {
   static const char fn[] = "covariance";
   gstat_status st = GSTAT_OK;
-  gstat_i_staged hx = {0};
   if (!ctx) return GSTAT_EINVAL;
   gstat_i_begin(ctx);
   gstat_cov_options defaults;
@@ -367,52 +311,7 @@ gstat_status gstat_covariance(gstat_ctx *ctx, const gstat_matrix *X, const gstat
   bool served;
   TRY(one_pass(ctx, fn, X, opt, C, mean, &served));
   if (served) goto done;
-  TRY(gstat_i_sched_stage(ctx, fn, "X", X, true, &hx)); /* device data: a host copy */
-  X = &hx.m;
-  int64_t bi, ri, ci;
-  if (ctx->opt.check_finite && n > 0 && gstat_i_find_inf(X, &bi, &ri, &ci)) {
-    st = gstat_i_fail(ctx, GSTAT_ENOTFINITE,
-                      "%s: batch element %" PRId64 " of X has an infinite value at (%" PRId64
-                      ", %" PRId64 ")",
-                      fn, bi, ri, ci);
-    goto done;
-  }
-
-  cov_job j;
-  memset(&j, 0, sizeof j);
-  j.ct = opt->missing == GSTAT_MISSING_PAIRWISE ? GSTAT_F64 : gstat_i_compute_dtype(X->dtype);
-  j.n = n;
-  j.p = p;
-  j.opt = opt;
-  gstat_i_ws_plan pl = {0, true};
-  size_t o_x = gstat_i_ws_take(&pl, n * p, gstat_dtype_size(j.ct));
-  size_t o_c = gstat_i_ws_take(&pl, p * p, sizeof(double)); /* n, p < 2^31: no overflow */
-  size_t o_cf = gstat_i_ws_take(&pl, j.ct == GSTAT_F64 ? 0 : p * p, sizeof(float));
-  size_t o_mean = gstat_i_ws_take(&pl, p, sizeof(double));
-  size_t o_w = gstat_i_ws_take(&pl, weighted(opt) ? n : 0, sizeof(double));
-  size_t o_keep = gstat_i_ws_take(&pl, n, 1);
-  char *ws = pl.ok ? gstat_i_workspace(ctx, GSTAT_WS_COV, pl.size) : NULL;
-  if (!ws) {
-    st = pl.ok ? gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn,
-                              pl.size)
-               : gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: the workspace size overflows", fn);
-    goto done;
-  }
-  j.x = ws + o_x;
-  j.c = (double *)(ws + o_c);
-  j.cf = (float *)(ws + o_cf);
-  j.mean = (double *)(ws + o_mean);
-  j.w = (double *)(ws + o_w);
-  j.keep = (unsigned char *)(ws + o_keep);
-
-  for (int64_t b = 0; b < batch; b++) {
-    gstat_i_dense_load(X, b, j.ct, j.x, n > 0 ? n : 1);
-    TRY(one_dataset(ctx, &j));
-    TRY(gstat_i_sched_store(ctx, fn, "C", GSTAT_F64, j.c, p, C, b));
-    if (mean) TRY(gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, j.mean, p, mean, b));
-  }
-  ctx->last_backends |= GSTAT_RAN_CPU;
+  TRY(general_path(ctx, fn, X, opt, C, mean));
 done:
-  gstat_i_sched_release(ctx, &hx);
   return st;
 }

@@ -1,34 +1,18 @@
 /*
- * Data-matrix preparation shared by covariance and PCA: load one dataset of
- * a batch into a dense column-major buffer in the compute type, column means
- * by a corrected two-pass sum, centering and scaling in place.
+ * Data-matrix preparation shared by covariance and PCA: the compute type,
+ * the buffer ops of backend/dense.h (column means by a corrected two-pass
+ * sum, centring and scaling in place), and covariance's helpers.
  */
 #ifndef GSTAT_PCA_DATA_H
 #define GSTAT_PCA_DATA_H
 
 #include "core/internal.h"
+#include "backend/dense.h" /* the buffer ops: column means, centring, scaling */
 
 /* float64 for F64 data, float32 for F32 and BF16. */
 static inline gstat_dtype gstat_i_compute_dtype(gstat_dtype d) {
   return d == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32;
 }
-
-/* Column means of the n x p column-major buffer (compute type ct, ld = n),
- * weighted when w (n entries, sum wsum > 0) is given. Accumulated in double
- * and corrected by a second pass over the residuals, so the mean is accurate
- * even when |mean| >> spread. */
-void gstat_i_col_means(gstat_dtype ct, int64_t n, int64_t p, const void *buf, const double *w,
-                       double wsum, double *mean);
-
-/* Standard deviations (divisor n - 1) of the columns of a centered buffer. */
-void gstat_i_col_sd(gstat_dtype ct, int64_t n, int64_t p, const void *buf, double *sd);
-
-/* buf(:, j) = (buf(:, j) - mean[j]) / scale[j]; mean and/or scale may be NULL. */
-void gstat_i_center_scale(gstat_dtype ct, int64_t n, int64_t p, void *buf, const double *mean,
-                          const double *scale);
-
-/* Multiply row i of buf by f[i] (e.g. sqrt of the weights). */
-void gstat_i_scale_rows(gstat_dtype ct, int64_t n, int64_t p, void *buf, const double *f);
 
 /* ---- covariance helpers (covariance.c, shrinkage.c, mahalanobis.c, accum.c) ---- */
 
@@ -52,11 +36,5 @@ double gstat_i_over_no_dof(double comoment, double divisor, int correlation);
  * NaN in the row and column (diagonal included) of a variable whose variance
  * is zero or NaN. */
 void gstat_i_cov_finish(int64_t p, double *c, int64_t ld, double divisor, int correlation);
-
-/* Set mean[j] to the value of column j of the n x p buffer (compute type ct,
- * ld n) when the column is constant, so that centering gives exact zeros
- * (variance exactly 0) instead of the rounding error of the mean. */
-void gstat_i_exact_constant_means(gstat_dtype ct, int64_t n, int64_t p, const void *buf,
-                                  double *mean);
 
 #endif /* GSTAT_PCA_DATA_H */

@@ -31,9 +31,10 @@ class _DLManaged(ctypes.Structure):
                 ("deleter", ctypes.c_void_p)]
 
 
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+# A private prototype: ctypes.pythonapi.PyCapsule_New is one object shared by
+# every module, and jax.ffi.pycapsule rewrites its argtypes when it runs.
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                                 ctypes.c_void_p)(("PyCapsule_New", ctypes.pythonapi))
 
 
 class _Namespace:

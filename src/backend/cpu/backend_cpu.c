@@ -167,4 +167,7 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .orthonormalize = gstat_i_cpu_orthonormalize,
     .rows = gstat_i_cpu_rows,
     .laplacian = gstat_i_cpu_laplacian,
+    .wcomoment = gstat_i_cpu_wcomoment,
+    .nan_rows = gstat_i_cpu_nan_rows,
+    .pairwise = gstat_i_cpu_pairwise,
 };

@@ -20,6 +20,14 @@ gstat_status gstat_i_cpu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X,
                              int64_t k, bool include_self, int64_t *nbr, double *d2);
 gstat_status gstat_i_cpu_eigh_lowest(void *state, gstat_ctx *ctx, gstat_matrix *A, const int64_t *m,
                                      gstat_matrix *w, int64_t *info);
+/* backend.h's weighted and missing-value co-moments on host data (moments_cpu.c). */
+gstat_status gstat_i_cpu_wcomoment(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                                   const double *w, const unsigned char *keep, bool about_zero,
+                                   double *mean, double *M);
+gstat_status gstat_i_cpu_nan_rows(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                                  unsigned char *keep, int64_t *inf_at);
+gstat_status gstat_i_cpu_pairwise(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
+                                  const double *w, const double *aw, const gstat_i_pairwise_out *o);
 double gstat_i_cpu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w);
 
 /* AUTO's floors (the rules table): whether host work of `cpu_seconds` on

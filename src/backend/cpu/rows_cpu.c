@@ -1,12 +1,12 @@
 /*
  * The CPU backend's rows primitive (backend.h, gstat_i_rows_req): threaded
  * over blocks of rows, each loaded into a cache-sized column-major buffer,
- * centred and scaled there, multiplied by Q (GEMM on the block) and reduced
- * in double; X is read once and no n x p copy is made. With L the blocks
- * are centred into one n x p copy, solved by one trsm with the context's
- * BLAS threads (many single-threaded trsm calls in a parallel region ran up
- * to ten times slower on a loaded machine), then reduced. The sums are added
- * in block order, so the result does not depend on the thread count.
+ * centred and scaled there, solved with L (trsm on the block) or multiplied
+ * by Q (GEMM on the block), and reduced in double; X is read once and no
+ * n x p copy is made. (One trsm over a centred n x p copy, the previous way,
+ * read and wrote that copy three more times: Mahalanobis was 6-16 % slower
+ * in CPU time than before the primitive, bench/README.md.) The sums are
+ * added in block order, so the result does not depend on the thread count.
  */
 #include <omp.h>
 #include <stdbool.h>
@@ -80,57 +80,56 @@ typedef struct {
   const void *t;     /* L or Q, dense (NULL: neither) */
   const double *inv; /* 1 / scale */
   double *bsum;      /* 2 per block */
-  char *all;         /* with L: the centred rows, n x p, ld n */
 } rows_job;
 
-/* What run_blocks does to a block: everything, or (with L, around the
- * solve) the loading and centring, then the reduction. */
-typedef enum { ROWS_ALL, ROWS_LOAD, ROWS_REDUCE } rows_step;
-
-/* Blocks [lo, hi) of the job with one thread's buffers (u, v: block x p,
- * d: block doubles); ctx NULL inside a parallel region (see comoment.c). */
-static void run_blocks(const rows_job *job, rows_step step, int64_t lo, int64_t hi, gstat_ctx *bctx,
-                       void *u, void *v, double *d) {
+/* d for rows [r0, r0 + rows) through one thread's buffers (u, v: block x
+ * p); bctx NULL inside a parallel region (see comoment.c). */
+static void block_d(const rows_job *job, int64_t r0, int64_t rows, gstat_ctx *bctx, void *u,
+                    void *v, double *d) {
   const gstat_i_rows_req *r = job->r;
   int64_t p = job->p;
-  for (int64_t kb = lo; kb < hi; kb++) {
-    int64_t r0 = kb * job->block, rows = job->n - r0 < job->block ? job->n - r0 : job->block;
-    int64_t ld = job->all ? job->n : rows;
-    void *ub = job->all ? job->all + (size_t)r0 * gstat_dtype_size(job->ct) : u;
-    if (step != ROWS_REDUCE) {
-      gstat_matrix part = rows_of(r->X, r->b, r0, rows);
-      gstat_i_dense_load(&part, 0, job->ct, ub, ld);
-      if (r->center || r->scale) center_block(job->ct, rows, p, ub, ld, r->center, job->inv);
-    }
-    if (step == ROWS_LOAD) continue;
-    /* sizes were checked against the BLAS range: this cannot fail */
-    if (r->Q)
-      (void)gstat_i_gemm(bctx, job->ct, GSTAT_NO_TRANS, GSTAT_NO_TRANS, rows, p, p, 1.0, ub, ld,
-                         job->t, p, 0.0, v, rows);
-    reduce_block(job->ct, rows, p, ub, ld, r->Q ? v : NULL, d);
-    double s1 = 0, s2 = 0;
-    for (int64_t i = 0; i < rows; i++) {
-      s1 += d[i];
-      s2 += d[i] * d[i];
-    }
-    job->bsum[2 * kb] = s1;
-    job->bsum[2 * kb + 1] = s2;
-    if (r->d) {
-      gstat_matrix dpart = rows_of(r->d, 0, r0, rows);
-      gstat_i_dense_store(GSTAT_F64, d, rows, &dpart, 0);
-    }
+  gstat_matrix part = rows_of(r->X, r->b, r0, rows);
+  gstat_i_dense_load(&part, 0, job->ct, u, rows);
+  if (r->center || r->scale) center_block(job->ct, rows, p, u, rows, r->center, job->inv);
+  /* sizes were checked against the BLAS range: these cannot fail */
+  if (r->L)
+    (void)gstat_i_trsm(bctx, job->ct, true, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, rows, p, 1.0,
+                       job->t, p, u, rows);
+  else if (r->Q)
+    (void)gstat_i_gemm(bctx, job->ct, GSTAT_NO_TRANS, GSTAT_NO_TRANS, rows, p, p, 1.0, u, rows,
+                       job->t, p, 0.0, v, rows);
+  reduce_block(job->ct, rows, p, u, rows, r->Q ? v : NULL, d);
+}
+
+/* Block kb of the job: its d, stored where asked, and its two sums. */
+static void run_block(const rows_job *job, int64_t kb, gstat_ctx *bctx, void *u, void *v,
+                      double *d) {
+  const gstat_i_rows_req *r = job->r;
+  int64_t r0 = kb * job->block, rows = job->n - r0 < job->block ? job->n - r0 : job->block;
+  block_d(job, r0, rows, bctx, u, v, d);
+  double s1 = 0, s2 = 0;
+  for (int64_t i = 0; i < rows; i++) {
+    s1 += d[i];
+    s2 += d[i] * d[i];
+  }
+  job->bsum[2 * kb] = s1;
+  job->bsum[2 * kb + 1] = s2;
+  if (r->d) {
+    gstat_matrix dpart = rows_of(r->d, 0, r0, rows);
+    gstat_i_dense_store(GSTAT_F64, d, rows, &dpart, 0);
   }
 }
 
-/* run_blocks over every block on nt threads (a slice each). */
-static void run_all_blocks(const rows_job *job, rows_step step, int nt, gstat_ctx *ctx, char *ws,
-                           size_t per, size_t o_u, size_t o_v, size_t o_d) {
+/* Every block on nt threads, a contiguous slice each (handing blocks out one
+ * at a time cost Ledoit-Wolf's pass 4 % more CPU, even on one thread). */
+static void run_all_blocks(const rows_job *job, int nt, gstat_ctx *ctx, char *ws, size_t per,
+                           size_t o_u, size_t o_v, size_t o_d) {
 #pragma omp parallel num_threads(nt)
   {
-    int t = omp_get_thread_num();
-    char *w = ws + per * (size_t)t;
-    run_blocks(job, step, job->blocks * t / nt, job->blocks * (t + 1) / nt, nt > 1 ? NULL : ctx,
-               w + o_u, w + o_v, (double *)(w + o_d));
+    char *w = ws + per * (size_t)omp_get_thread_num();
+#pragma omp for schedule(static)
+    for (int64_t kb = 0; kb < job->blocks; kb++)
+      run_block(job, kb, nt > 1 ? NULL : ctx, w + o_u, w + o_v, (double *)(w + o_d));
   }
 }
 
@@ -144,9 +143,11 @@ gstat_status gstat_i_cpu_rows(void *state, gstat_ctx *ctx, const gstat_i_rows_re
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "rows: X exceeds the BLAS integer range");
   rows_job job = {.r = r, .ct = X->dtype == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32, .n = n, .p = p};
   size_t es = gstat_dtype_size(job.ct);
-  /* with Q, blocks 16 times taller: a GEMM on a block runs at its full rate
-   * only when the block is large against the p x p matrix it reads */
-  int64_t block = (r->Q ? 16 : 1) * BLOCK_VALUES / (p > 0 ? p : 1), least = r->Q ? 256 : 64;
+  /* with L or Q, taller blocks: BLAS-3 on a block runs at its full rate only
+   * when the block is large against the p x p matrix it reads (a trsm's
+   * block stays within L2: 1 MiB in float32) */
+  int64_t tall = r->Q ? 16 : r->L ? 4 : 1;
+  int64_t block = tall * BLOCK_VALUES / (p > 0 ? p : 1), least = T ? 256 : 64;
   if (block < least) block = least;
   job.block = block < n ? block : n;
   job.blocks = (n + job.block - 1) / job.block;
@@ -155,16 +156,15 @@ gstat_status gstat_i_cpu_rows(void *state, gstat_ctx *ctx, const gstat_i_rows_re
       T ? gstat_i_cpu_seconds(job.ct, flops, true)
         : gstat_i_cpu_loop_seconds(flops, (double)(n * p) * (double)gstat_dtype_size(X->dtype));
   int nt = gstat_i_cpu_batch_threads(ctx, job.blocks, seconds);
-  /* shared: L or Q (dense, ct), 1/scale, per-block sums, with L all rows;
-   * per thread: the block, its product, its d */
+  /* shared: L or Q (dense, ct), 1/scale, per-block sums; per thread: the
+   * block, its product, its d */
   gstat_i_ws_plan pl = {0, true};
   size_t o_t = gstat_i_ws_take(&pl, T ? p * p : 0, es);
   size_t o_inv = gstat_i_ws_take(&pl, p, sizeof(double));
   size_t o_bsum = gstat_i_ws_take(&pl, 2 * job.blocks, sizeof(double));
-  size_t o_all = gstat_i_ws_take(&pl, r->L ? n * p : 0, es);
   size_t shared = (pl.size + 63) / 64 * 64;
   gstat_i_ws_plan tp = {0, true};
-  size_t o_u = gstat_i_ws_take(&tp, r->L ? 0 : job.block * p, es);
+  size_t o_u = gstat_i_ws_take(&tp, job.block * p, es);
   size_t o_v = gstat_i_ws_take(&tp, r->Q ? job.block * p : 0, es);
   size_t o_d = gstat_i_ws_take(&tp, job.block, sizeof(double));
   size_t per = (tp.size + 63) / 64 * 64, total;
@@ -179,15 +179,7 @@ gstat_status gstat_i_cpu_rows(void *state, gstat_ctx *ctx, const gstat_i_rows_re
   job.t = T ? ws + o_t : NULL;
   job.inv = inv;
   job.bsum = (double *)(ws + o_bsum);
-  job.all = r->L ? ws + o_all : NULL;
-  char *threads_ws = ws + shared;
-  if (r->L) { /* Z L^T = U for all rows at once */
-    run_all_blocks(&job, ROWS_LOAD, nt, ctx, threads_ws, per, o_u, o_v, o_d);
-    gstat_status st = gstat_i_trsm(ctx, job.ct, true, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, n,
-                                   p, 1.0, job.t, p, job.all, n);
-    if (st != GSTAT_OK) return st;
-  }
-  run_all_blocks(&job, r->L ? ROWS_REDUCE : ROWS_ALL, nt, ctx, threads_ws, per, o_u, o_v, o_d);
+  run_all_blocks(&job, nt, ctx, ws + shared, per, o_u, o_v, o_d);
   if (r->sums)
     for (int64_t kb = 0; kb < job.blocks; kb++) {
       r->sums[0] += job.bsum[2 * kb];

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_state.h"
+#include "backend/cuda/moments_cuda.h"
 #include "backend/cuda/rows_cuda.h"
 #include "backend/cuda/kernels/kernels.h"
 #include "backend/cuda/util_kernels.h"
@@ -440,6 +441,9 @@ static const gstat_i_backend_ops cuda_ops = {
     .orthonormalize = gstat_cu_orthonormalize,
     .rows = gstat_cu_rows,
     .laplacian = gstat_cu_laplacian,
+    .wcomoment = gstat_cu_wcomoment,
+    .nan_rows = gstat_cu_nan_rows_op,
+    .pairwise = gstat_cu_pairwise,
 };
 
 static const gstat_i_module module = {
