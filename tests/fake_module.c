@@ -435,7 +435,7 @@ static gstat_status eigh_async(void *s, gstat_ctx *ctx, const gstat_matrix *A, g
 
 /* The CUDA module's fused eigh backward (float64 here, order <= 32) in
  * plain loops: M = V^T gV, the middle factor, then V (middle) V^T. */
-static double at(const gstat_matrix *m, int64_t b, int64_t i, int64_t j) {
+static double entry(const gstat_matrix *m, int64_t b, int64_t i, int64_t j) {
   return ((const double *)m->data)[b * m->batch_stride + i * m->row_stride + j * m->col_stride];
 }
 
@@ -449,29 +449,29 @@ static gstat_status eigh_backward(void *s, gstat_ctx *ctx, const gstat_matrix *w
   double m[32][32], t[32][32];
   for (int64_t b = 0; b < V->batch; b++) {
     double amax = 0;
-    for (int64_t k = 0; k < n; k++) amax = fmax(amax, fabs(at(w, b, k, 0)));
+    for (int64_t k = 0; k < n; k++) amax = fmax(amax, fabs(entry(w, b, k, 0)));
     const double tol = amax * ((double)n * 0x1p-52);
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = 0; j < n; j++) {
         m[i][j] = 0;
-        for (int64_t k = 0; k < n; k++) m[i][j] += at(V, b, k, i) * at(gV, b, k, j);
+        for (int64_t k = 0; k < n; k++) m[i][j] += entry(V, b, k, i) * entry(gV, b, k, j);
       }
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = 0; j < n; j++) {
-        const double gap = at(w, b, j, 0) - at(w, b, i, 0);
+        const double gap = entry(w, b, j, 0) - entry(w, b, i, 0);
         double f = 0;
         if (fabs(gap) > tol) f = broadening > 0 ? gap / (2 * (gap * gap + broadening)) : 0.5 / gap;
-        t[i][j] = i == j ? (gw ? at(gw, b, i, 0) : 0) : (m[i][j] - m[j][i]) * f;
+        t[i][j] = i == j ? (gw ? entry(gw, b, i, 0) : 0) : (m[i][j] - m[j][i]) * f;
       }
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = 0; j < n; j++) {
         m[i][j] = 0; /* V (middle) */
-        for (int64_t k = 0; k < n; k++) m[i][j] += at(V, b, i, k) * t[k][j];
+        for (int64_t k = 0; k < n; k++) m[i][j] += entry(V, b, i, k) * t[k][j];
       }
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = 0; j < n; j++) {
         double acc = 0;
-        for (int64_t k = 0; k < n; k++) acc += m[i][k] * at(V, b, j, k);
+        for (int64_t k = 0; k < n; k++) acc += m[i][k] * entry(V, b, j, k);
         ((double *)gA->data)[b * gA->batch_stride + i * gA->row_stride + j * gA->col_stride] = acc;
       }
   }
