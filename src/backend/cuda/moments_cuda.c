@@ -50,6 +50,7 @@ static const void *dense_input(gstat_cu_state *s, gstat_ctx *ctx, const gstat_ma
 gstat_status gstat_cu_nan_rows_op(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
                                   unsigned char *keep, int64_t *inf_at) {
   gstat_cu_state *s = state;
+  cudaSetDevice(s->device); /* the context's GPU, whatever this thread's current one */
   if (X->location != GSTAT_CUDA) return host_data(ctx);
   int64_t n = X->rows, p = X->cols;
   int cdt = gstat_cu_compute_dtype(X->dtype);
@@ -93,6 +94,7 @@ gstat_status gstat_cu_wcomoment(void *state, gstat_ctx *ctx, const gstat_matrix 
                                 const double *w, const unsigned char *keep, bool about_zero,
                                 double *mean, double *M) {
   gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
   if (X->location != GSTAT_CUDA) return host_data(ctx);
   int64_t n = X->rows, p = X->cols;
   int cdt = gstat_cu_compute_dtype(X->dtype);
@@ -168,6 +170,7 @@ static gstat_status masked_products(gstat_cu_state *s, gstat_ctx *ctx, int64_t n
 gstat_status gstat_cu_pairwise(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
                                const double *w, const double *aw, const gstat_i_pairwise_out *o) {
   gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
   if (X->location != GSTAT_CUDA) return host_data(ctx);
   int64_t n = X->rows, p = X->cols, pp = p * p;
   size_t np = (size_t)(n * p) * sizeof(double);
