@@ -225,6 +225,6 @@ gstat_status gstat_cu_pairwise(void *state, gstat_ctx *ctx, const gstat_matrix *
                            s->stream),
            "results");
   TRY_CU(cudaStreamSynchronize(s->stream), "results");
-  gstat_i_pairwise_from_sums(p, hshift, hS, hQ, hP, o);
+  gstat_i_pairwise_from_sums(p, n, hshift, hS, hQ, hP, o);
   return GSTAT_OK;
 }
