@@ -450,6 +450,42 @@ static void test_cov_moments_shapes(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
+/* The primitives at empty extents their contracts allow (covariance itself
+ * returns before them): the weighted co-moment of p = 0 columns, the
+ * pairwise co-moments of n = 0 rows (no weight: NaN) and of p = 0 columns,
+ * the row scan of n = 0 rows; on CUDA alone (cuBLAS takes no leading
+ * dimension of 0). */
+static void test_moments_empty_extents(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA);
+  for (int d = 0; d < 2; d++) {
+    gstat_dtype dt = d ? GSTAT_F64 : GSTAT_F32;
+    double mean[3], M[9], W[9], C[9], V[9], w[3] = {1, 2, 3};
+    unsigned char keep[3] = {1, 1, 1};
+    int64_t inf_at = 5;
+    dmat A = dmat_new(dt, 1, 3, 0, 2), B = dmat_new(dt, 1, 0, 3, 2);
+    gstat_i_pairwise_out o = {mean, W, NULL, C, V};
+    gstat_i_begin(ctx);
+    assert_int_equal(gstat_i_sched_wcomoment(ctx, "test", &A.m, 0, w, keep, false, mean, M),
+                     GSTAT_OK);
+    ran_cuda(ctx, "wcomoment of 3 x 0");
+    gstat_i_begin(ctx);
+    assert_int_equal(gstat_i_sched_pairwise(ctx, "test", &A.m, 0, w, NULL, &o), GSTAT_OK);
+    ran_cuda(ctx, "pairwise of 3 x 0");
+    gstat_i_begin(ctx);
+    assert_int_equal(gstat_i_sched_pairwise(ctx, "test", &B.m, 0, NULL, NULL, &o), GSTAT_OK);
+    ran_cuda(ctx, "pairwise of 0 x 3");
+    for (int k = 0; k < 9; k++) assert_true(W[k] == 0 && isnan(C[k]) && isnan(V[k]));
+    for (int k = 0; k < 3; k++) assert_true(isnan(mean[k]));
+    gstat_i_begin(ctx);
+    assert_int_equal(gstat_i_sched_nan_rows(ctx, "test", &B.m, 0, keep, &inf_at), GSTAT_OK);
+    assert_true(inf_at == -1);
+    dmat_free(&A);
+    dmat_free(&B);
+  }
+  gstat_ctx_destroy(ctx);
+}
+
 int main(void) {
   setenv("GSTAT_CUDA_MODULE", GSTAT_CUDA_MODULE_PATH, 0);
   gstat_ctx *probe;
@@ -463,7 +499,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_shapes),           cmocka_unit_test(test_gemm_many_elements),
       cmocka_unit_test(test_orthonormalize_shapes), cmocka_unit_test(test_rows_shapes),
-      cmocka_unit_test(test_cov_moments_shapes),
+      cmocka_unit_test(test_cov_moments_shapes),    cmocka_unit_test(test_moments_empty_extents),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
