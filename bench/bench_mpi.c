@@ -133,6 +133,7 @@ static void bench_pca(int rank, int size, int64_t N, int64_t P, const opts *o) {
     c.X.device = co.cuda_device;
 #else
     (void)local_rank;
+    (void)dx;
     if (rank == 0) fprintf(stderr, "bench_mpi: built without CUDA (--gpu unavailable)\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
 #endif

@@ -398,7 +398,7 @@ static gstat_status pairwise(void *s, gstat_ctx *ctx, const gstat_matrix *X, int
     double *out = step == 0 ? o->W : step == 1 ? S : step == 2 ? Q : step == 3 ? P : o->WA;
     st = step == 3 ? gram(ctx, n, p, x, T, out) : gram(ctx, n, p, T, B, out);
   }
-  if (st == GSTAT_OK) gstat_i_pairwise_from_sums(p, shift, S, Q, P, o);
+  if (st == GSTAT_OK) gstat_i_pairwise_from_sums(p, n, shift, S, Q, P, o);
   free(x);
   free(shift);
   free(B);

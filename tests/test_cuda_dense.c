@@ -8,12 +8,15 @@
  * with n or p of 1, row-major, column-major and copied layouts, with L, with
  * Q, centred and scaled, d in float64 (written in place) or float32 (stored);
  * the weighted and missing-value co-moments (nan_rows, wcomoment, pairwise)
- * under gstat_covariance with NaN in the data, every mode, against the CPU
- * on a host copy of the same layout. Each call is checked against a host reference and must have
- * run on CUDA (no fallback). Without a usable GPU it reports itself skipped (exit 77).
+ * under gstat_covariance with NaN in the data, every mode and dtype, constant
+ * columns, zero weights, all rows dropped, 2^24 + 5 rows, another device
+ * current, against the CPU on a host copy of the same layout. Each call is checked against a host
+ * reference and must have run on CUDA (no fallback). Without a usable GPU it reports itself skipped
+ * (exit 77).
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda_runtime.h>
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,12 +78,15 @@ static void dmat_set(dmat *d, int64_t b, int64_t i, int64_t j, double v) {
   size_t o = offset(&d->m, b, i, j);
   if (d->m.dtype == GSTAT_F64)
     ((double *)d->host)[o] = v;
+  else if (d->m.dtype == GSTAT_BF16)
+    ((uint16_t *)d->host)[o] = gstat_f32_to_bf16((float)v);
   else
     ((float *)d->host)[o] = (float)v;
 }
 
 static double dmat_get(const dmat *d, int64_t b, int64_t i, int64_t j) {
   size_t o = offset(&d->m, b, i, j);
+  if (d->m.dtype == GSTAT_BF16) return (double)gstat_bf16_to_f32(((uint16_t *)d->host)[o]);
   return d->m.dtype == GSTAT_F64 ? ((double *)d->host)[o] : (double)((float *)d->host)[o];
 }
 
@@ -330,32 +336,58 @@ static void test_rows_shapes(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
-/* gstat_covariance of device X (batch 2, layout lay, NaN planted) in
- * variant v against the CPU's on the host mirror: EVERYTHING weighted,
- * COMPLETE, COMPLETE with frequency weights and correlation, PAIRWISE,
- * PAIRWISE with both weights and correlation, COMPLETE about 0 weighted. */
-static void cov_case(gstat_ctx *ctx, gstat_ctx *cpu, gstat_dtype dt, int64_t n, int64_t p, int lay,
-                     int v) {
-  tu_rng rng = tu_rng_new();
-  dmat X = dmat_new(dt, 2, n, p, lay);
+/* One case of test_cov_moments_shapes: X's dtype, shape and layout, the
+ * variant of cov_case, the data's pattern (cov_fill), and the device made
+ * current for the call (-1: the context's, 0). */
+typedef struct {
+  gstat_dtype dt;
+  int64_t n, p;
+  int lay, v, pattern, current;
+} cov_shape;
+
+/* X's values: 3 + j + N(0, 1), NaN planted in about one in 11 entries when
+ * n > 1. Pattern 1 (p >= 4) adds what the GPU must reproduce exactly: column
+ * 0 constant (its mean exactly the value, variance 0), column 1 constant on
+ * the rows where column 2 is present but not overall (the pair's variance 0:
+ * moments_req.h's rule after cuBLAS's sums), column p - 1 all NaN in element
+ * 1 (COMPLETE drops every row; PAIRWISE pairs without weight). */
+static void cov_fill(dmat *X, tu_rng *rng, int pattern) {
+  int64_t n = X->m.rows, p = X->m.cols;
   for (int64_t b = 0; b < 2; b++)
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = 0; j < p; j++) {
-        bool missing = n > 1 && p > 1 && (i * 7 + j * 3 + b) % 11 == 0;
-        dmat_set(&X, b, i, j, missing ? NAN : 3.0 + (double)j + tu_normal(&rng));
+        bool missing = n > 1 && (i * 7 + j * 3 + b) % 11 == 0;
+        double v = 3.0 + (double)j + tu_normal(rng);
+        if (pattern == 1 && j == 0) v = 7.25;
+        if (pattern == 1 && j == 1) v = (i * 7 + 6 + b) % 11 == 0 ? 9.0 + tu_normal(rng) : 5.5;
+        if (pattern == 1 && j == p - 1 && b == 1) missing = true;
+        dmat_set(X, b, i, j, missing ? NAN : v);
       }
-  dmat_upload(&X);
+  dmat_upload(X);
+}
+
+/* gstat_covariance of device X (batch 2) in variant v against the CPU's on
+ * the host mirror (same layout): EVERYTHING weighted, COMPLETE, COMPLETE
+ * with frequency weights and correlation, PAIRWISE, PAIRWISE with both
+ * weights and correlation, COMPLETE about 0 weighted. Pattern 1 gives some
+ * rows frequency weight 0. */
+static void cov_case(gstat_ctx *ctx, gstat_ctx *cpu, cov_shape k) {
+  tu_rng rng = tu_rng_new();
+  int64_t n = k.n, p = k.p;
+  dmat X = dmat_new(k.dt, 2, n, p, k.lay);
+  cov_fill(&X, &rng, k.pattern);
   gstat_matrix H = X.m; /* the host mirror, same layout */
   H.data = X.host;
   H.location = GSTAT_HOST;
   double *fw = malloc(sizeof(double) * (size_t)n), *aw = malloc(sizeof(double) * (size_t)n);
   for (int64_t i = 0; i < n; i++) {
-    fw[i] = (double)(1 + i % 3);
+    fw[i] = (double)(i % 3 + (k.pattern == 1 ? 0 : 1));
     aw[i] = 0.25 + tu_uniform(&rng);
   }
   const gstat_missing modes[6] = {GSTAT_MISSING_EVERYTHING, GSTAT_MISSING_COMPLETE,
                                   GSTAT_MISSING_COMPLETE,   GSTAT_MISSING_PAIRWISE,
                                   GSTAT_MISSING_PAIRWISE,   GSTAT_MISSING_COMPLETE};
+  int v = k.v;
   gstat_cov_options o;
   gstat_cov_options_init(&o);
   o.missing = modes[v];
@@ -370,17 +402,22 @@ static void cov_case(gstat_ctx *ctx, gstat_ctx *cpu, gstat_dtype dt, int64_t n, 
                M = gstat_vector_batch(m, GSTAT_F64, 2, p);
   gstat_matrix C0 = gstat_matrix_row_major(c0, GSTAT_F64, 2, p, p),
                M0 = gstat_vector_batch(m0, GSTAT_F64, 2, p);
-  char what[160];
-  snprintf(what, sizeof what, "covariance dt %d %lldx%lld layout %d variant %d", (int)dt,
-           (long long)n, (long long)p, lay, v);
+  char what[200];
+  snprintf(what, sizeof what, "covariance dt %d %lldx%lld layout %d variant %d pattern %d%s",
+           (int)k.dt, (long long)n, (long long)p, k.lay, v, k.pattern,
+           k.current > 0 ? ", another device current" : "");
+  if (k.current > 0) assert_int_equal(cudaSetDevice(k.current), cudaSuccess);
   gstat_status st = gstat_covariance(ctx, &X.m, &o, &C, &M);
+  if (k.current > 0) assert_int_equal(cudaSetDevice(0), cudaSuccess);
   if (st != GSTAT_OK) fail_msg("%s: %s", what, gstat_ctx_last_error(ctx));
   ran_cuda(ctx, what);
   assert_int_equal(gstat_covariance(cpu, &H, &o, &C0, &M0), GSTAT_OK);
-  double tol = dt == GSTAT_F64 ? 1e-10 : 2e-4;
+  /* at 2^24 rows the CPU's own row-by-row sums of a repeated value err by
+   * ~n eps (2e-10 seen against the fake's GEMMs) */
+  double tol = k.dt == GSTAT_F64 ? fmax(1e-10, 16 * DBL_EPSILON * (double)n) : 2e-4;
   for (size_t e = 0; e < cc + mc; e++) {
     double g = e < cc ? c[e] : m[e - cc], w = e < cc ? c0[e] : m0[e - cc];
-    if (!(fabs(g - w) <= tol * (1 + fabs(w))) && !(isnan(g) && isnan(w)))
+    if (!(g == w || fabs(g - w) <= tol * (1 + fabs(w))) && !(isnan(g) && isnan(w)))
       fail_msg("%s: entry %zu = %.17g, the CPU's %.17g", what, e, g, w);
   }
   free(c);
@@ -392,17 +429,64 @@ static void cov_case(gstat_ctx *ctx, gstat_ctx *cpu, gstat_dtype dt, int64_t n, 
   dmat_free(&X);
 }
 
+/* Every dtype (bfloat16 read as float32), layout, variant and pattern on
+ * small shapes (n or p of 1 included); rows beyond one grid of the linear
+ * kernels (2^24 + 5: the grid-stride loops of the row scan, centring and
+ * masks); with two GPUs, a call while another device is current. */
 static void test_cov_moments_shapes(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
-  const int64_t shapes[4][2] = {{1, 1}, {2, 3}, {37, 5}, {300, 40}};
-  const gstat_dtype dts[2] = {GSTAT_F32, GSTAT_F64};
-  for (int d = 0; d < 2; d++)
-    for (int s = 0; s < 4; s++)
+  const int64_t shapes[6][2] = {{1, 1}, {1, 4}, {2, 3}, {37, 1}, {37, 5}, {300, 40}};
+  const gstat_dtype dts[3] = {GSTAT_F32, GSTAT_F64, GSTAT_BF16};
+  for (int d = 0; d < 3; d++)
+    for (int s = 0; s < 6; s++)
       for (int lay = 0; lay < 4; lay++) /* 2: dense column-major, read in place by nan_rows */
-        for (int v = 0; v < 6; v++) cov_case(ctx, cpu, dts[d], shapes[s][0], shapes[s][1], lay, v);
+        for (int v = 0; v < 6; v++)
+          for (int pat = 0; pat < (shapes[s][1] >= 4 ? 2 : 1); pat++)
+            cov_case(ctx, cpu, (cov_shape){dts[d], shapes[s][0], shapes[s][1], lay, v, pat, -1});
+  for (int v = 2; v <= 3; v++)
+    cov_case(ctx, cpu, (cov_shape){GSTAT_F64, ((int64_t)1 << 24) + 5, 4, 3, v, 1, -1});
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 1)
+    for (int v = 0; v < 6; v++) cov_case(ctx, cpu, (cov_shape){GSTAT_F64, 37, 5, 1, v, 1, 1});
   gstat_ctx_destroy(ctx);
   gstat_ctx_destroy(cpu);
+}
+
+/* The primitives at empty extents their contracts allow (covariance itself
+ * returns before them): the weighted co-moment of p = 0 columns, the
+ * pairwise co-moments of n = 0 rows (no weight: NaN) and of p = 0 columns,
+ * the row scan of n = 0 rows; on CUDA alone (cuBLAS takes no leading
+ * dimension of 0). */
+static void test_moments_empty_extents(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA);
+  for (int d = 0; d < 2; d++) {
+    gstat_dtype dt = d ? GSTAT_F64 : GSTAT_F32;
+    double mean[3], M[9], W[9], C[9], V[9], w[3] = {1, 2, 3};
+    unsigned char keep[3] = {1, 1, 1};
+    int64_t inf_at = 5;
+    dmat A = dmat_new(dt, 1, 3, 0, 2), B = dmat_new(dt, 1, 0, 3, 2);
+    gstat_i_pairwise_out o = {mean, W, NULL, C, V};
+    gstat_i_begin(ctx);
+    assert_int_equal(gstat_i_sched_wcomoment(ctx, "test", &A.m, 0, w, keep, false, mean, M),
+                     GSTAT_OK);
+    ran_cuda(ctx, "wcomoment of 3 x 0");
+    gstat_i_begin(ctx);
+    assert_int_equal(gstat_i_sched_pairwise(ctx, "test", &A.m, 0, w, NULL, &o), GSTAT_OK);
+    ran_cuda(ctx, "pairwise of 3 x 0");
+    gstat_i_begin(ctx);
+    assert_int_equal(gstat_i_sched_pairwise(ctx, "test", &B.m, 0, NULL, NULL, &o), GSTAT_OK);
+    ran_cuda(ctx, "pairwise of 0 x 3");
+    for (int k = 0; k < 9; k++) assert_true(W[k] == 0 && isnan(C[k]) && isnan(V[k]));
+    for (int k = 0; k < 3; k++) assert_true(isnan(mean[k]));
+    gstat_i_begin(ctx);
+    assert_int_equal(gstat_i_sched_nan_rows(ctx, "test", &B.m, 0, keep, &inf_at), GSTAT_OK);
+    assert_true(inf_at == -1);
+    dmat_free(&A);
+    dmat_free(&B);
+  }
+  gstat_ctx_destroy(ctx);
 }
 
 int main(void) {
@@ -418,7 +502,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_shapes),           cmocka_unit_test(test_gemm_many_elements),
       cmocka_unit_test(test_orthonormalize_shapes), cmocka_unit_test(test_rows_shapes),
-      cmocka_unit_test(test_cov_moments_shapes),
+      cmocka_unit_test(test_cov_moments_shapes),    cmocka_unit_test(test_moments_empty_extents),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

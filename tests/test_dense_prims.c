@@ -147,11 +147,56 @@ static void test_gemm_empty_k(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* moments_req.h's last step on sums accumulated one row after another with
+ * one FMA each (a GPU GEMM's order; the CPU's BLAS sums in blocks and errs
+ * far less): columns constant on the pair's rows but away from their shift
+ * have an exactly zero variance and co-moment on the CPU, which the rule
+ * must find at 2^20 rows too, where such sums err by hundreds of eps. */
+static void test_pairwise_sums_rows_in_order(void **state) {
+  (void)state;
+  enum { P = 16 };
+  const int64_t n = (int64_t)1 << 20, pp = P * P;
+  tu_rng rng = tu_rng_new();
+  double *w = malloc(sizeof(double) * (size_t)n), *g = calloc((size_t)(7 * pp + P), sizeof(double));
+  assert_non_null(w);
+  assert_non_null(g);
+  double *W = g, *S = g + pp, *Q = g + 2 * pp, *P2 = g + 3 * pp, *C = g + 4 * pp, *V = g + 5 * pp;
+  double *mean = g + 6 * pp, *shift = g + 7 * pp, x0[P];
+  for (int64_t i = 0; i < n; i++) w[i] = 0.25 + 2.75 * tu_uniform(&rng);
+  for (int a = 0; a < P; a++) { /* x - shift: a constant off zero, as x0 where the mean moved */
+    x0[a] = -(1e3 / 7 + 37.0 * (double)a + tu_uniform(&rng));
+    shift[a] = 1.0;
+  }
+  for (int a = 0; a < P; a++) { /* every row present: a's sums are the same with any b */
+    double sw = 0, ss = 0, sq = 0, sqa = x0[a] * x0[a];
+    for (int64_t i = 0; i < n; i++) {
+      sw = fma(1.0, w[i], sw);
+      ss = fma(x0[a], w[i], ss);
+      sq = fma(sqa, w[i], sq);
+    }
+    for (int b = 0; b < P; b++) {
+      W[a + b * P] = sw;
+      S[a + b * P] = ss;
+      Q[a + b * P] = sq;
+      P2[a + b * P] = x0[a] * x0[b] * sw; /* unused: a zero variance makes the co-moment 0 */
+    }
+  }
+  gstat_i_pairwise_out o = {mean, W, NULL, C, V};
+  gstat_i_pairwise_from_sums(P, n, shift, S, Q, P2, &o);
+  for (int k = 0; k < pp; k++)
+    if (V[k] != 0.0 || C[k] != 0.0)
+      fail_msg("pair %d: variance %.3g, co-moment %.3g of rows where it is constant (Q %.17g)", k,
+               V[k], C[k], Q[k]);
+  free(w);
+  free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_empty_k),
       cmocka_unit_test(test_gemm_layouts),
       cmocka_unit_test(test_orthonormalize_layouts),
+      cmocka_unit_test(test_pairwise_sums_rows_in_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

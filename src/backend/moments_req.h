@@ -26,15 +26,17 @@ typedef struct gstat_i_pairwise_out {
 /* The GEMM formulation's last step. With x0 = x - shift (0 where missing),
  * m the presence mask and D the weights, W = m^T D m is in o->W, and
  * S = x0^T D m (S[a + b p]: sum of a over the pair's rows), Q = (x0 * x0)^T
- * D m and P = x0^T D x0 are given: C = P - S_ab S_ba / W and V = Q - S^2 /
- * W. The shift (a column's mean, or its value when constant) keeps the
- * cancellation small; a variance within the rounding of Q is zero, as the
- * CPU's two-pass loop finds for a column constant on the pair's rows (then
- * the pair's co-moment is zero too). */
-static inline void gstat_i_pairwise_from_sums(int64_t p, const double *shift, const double *S,
-                                              const double *Q, const double *P,
+ * D m and P = x0^T D x0 are given (sums over n rows): C = P - S_ab S_ba / W
+ * and V = Q - S^2 / W. The shift (a column's mean, or its value when
+ * constant) keeps the cancellation small; a variance within the rounding of
+ * Q is zero, as the CPU's two-pass loop finds for a column constant on the
+ * pair's rows (then the pair's co-moment is zero too). That rounding grows
+ * with the rows: sums taken row after row (a GPU GEMM) err by ~sqrt(n) eps,
+ * hundreds of eps at 10^6 rows, where a fixed 64 eps missed such columns. */
+static inline void gstat_i_pairwise_from_sums(int64_t p, int64_t n, const double *shift,
+                                              const double *S, const double *Q, const double *P,
                                               const gstat_i_pairwise_out *o) {
-  const double tiny = 64 * DBL_EPSILON;
+  const double tiny = 64 * DBL_EPSILON * sqrt(n > 1 ? (double)n : 1.0);
   for (int64_t a = 0; a < p; a++) {
     double waa = o->W[a + a * p];
     o->mean[a] = waa > 0 ? shift[a] + S[a + a * p] / waa : NAN;

@@ -35,6 +35,20 @@ static gstat_status host_data(gstat_ctx *ctx) {
   return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED, "covariance: host data are the CPU's");
 }
 
+/* What the device entries take: X in device memory, n and p in cuBLAS's int. */
+static gstat_status device_input(gstat_ctx *ctx, const gstat_matrix *X) {
+  if (X->location != GSTAT_CUDA) return host_data(ctx);
+  if (X->rows > INT32_MAX || X->cols > INT32_MAX)
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "covariance: n or p exceeds cuBLAS's int range");
+  return GSTAT_OK;
+}
+
+/* A leading dimension for cuBLAS, which wants >= 1 even for an empty extent. */
+static int ld_of(int64_t rows) {
+  return rows > 0 ? (int)rows : 1;
+}
+
 /* Element b of X as a dense column-major device matrix of dtype cdt: X's
  * own memory when it is one, else a copy into role's buffer. */
 static const void *dense_input(gstat_cu_state *s, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
@@ -50,7 +64,8 @@ static const void *dense_input(gstat_cu_state *s, gstat_ctx *ctx, const gstat_ma
 gstat_status gstat_cu_nan_rows_op(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
                                   unsigned char *keep, int64_t *inf_at) {
   gstat_cu_state *s = state;
-  if (X->location != GSTAT_CUDA) return host_data(ctx);
+  cudaSetDevice(s->device); /* the context's GPU, whatever this thread's current one */
+  GSTAT_CU_TRY(device_input(ctx, X));
   int64_t n = X->rows, p = X->cols;
   int cdt = gstat_cu_compute_dtype(X->dtype);
   *inf_at = -1;
@@ -93,7 +108,8 @@ gstat_status gstat_cu_wcomoment(void *state, gstat_ctx *ctx, const gstat_matrix 
                                 const double *w, const unsigned char *keep, bool about_zero,
                                 double *mean, double *M) {
   gstat_cu_state *s = state;
-  if (X->location != GSTAT_CUDA) return host_data(ctx);
+  cudaSetDevice(s->device);
+  GSTAT_CU_TRY(device_input(ctx, X));
   int64_t n = X->rows, p = X->cols;
   int cdt = gstat_cu_compute_dtype(X->dtype);
   size_t es = gstat_cu_dtype_bytes(cdt);
@@ -113,11 +129,11 @@ gstat_status gstat_cu_wcomoment(void *state, gstat_ctx *ctx, const gstat_matrix 
   const float onef = 1, zerof = 0;
   if (cdt == GSTAT_F64)
     TRY_BLAS(cublasDsyrk(s->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, (int)p, (int)n, &one, x,
-                         (int)n, &zero, S, (int)p),
+                         ld_of(n), &zero, S, ld_of(p)),
              "syrk");
   else
     TRY_BLAS(cublasSsyrk(s->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, (int)p, (int)n, &onef, x,
-                         (int)n, &zerof, S, (int)p),
+                         ld_of(n), &zerof, S, ld_of(p)),
              "syrk");
   TRY_CU(
       cudaMemcpyAsync(mean, dmean, sizeof(double) * (size_t)p, cudaMemcpyDeviceToHost, s->stream),
@@ -137,8 +153,8 @@ gstat_status gstat_cu_wcomoment(void *state, gstat_ctx *ctx, const gstat_matrix 
 static gstat_status gram(gstat_cu_state *s, gstat_ctx *ctx, int64_t n, int64_t p, const double *A,
                          const double *B, double *out) {
   const double one = 1, zero = 0;
-  TRY_BLAS(cublasDgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)p, (int)p, (int)n, &one, A, (int)n,
-                       B, (int)n, &zero, out, (int)p),
+  TRY_BLAS(cublasDgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)p, (int)p, (int)n, &one, A, ld_of(n),
+                       B, ld_of(n), &zero, out, ld_of(p)),
            "gemm");
   return GSTAT_OK;
 }
@@ -168,7 +184,8 @@ static gstat_status masked_products(gstat_cu_state *s, gstat_ctx *ctx, int64_t n
 gstat_status gstat_cu_pairwise(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
                                const double *w, const double *aw, const gstat_i_pairwise_out *o) {
   gstat_cu_state *s = state;
-  if (X->location != GSTAT_CUDA) return host_data(ctx);
+  cudaSetDevice(s->device);
+  GSTAT_CU_TRY(device_input(ctx, X));
   int64_t n = X->rows, p = X->cols, pp = p * p;
   size_t np = (size_t)(n * p) * sizeof(double);
   gstat_status st = GSTAT_OK;
@@ -208,6 +225,6 @@ gstat_status gstat_cu_pairwise(void *state, gstat_ctx *ctx, const gstat_matrix *
                            s->stream),
            "results");
   TRY_CU(cudaStreamSynchronize(s->stream), "results");
-  gstat_i_pairwise_from_sums(p, hshift, hS, hQ, hP, o);
+  gstat_i_pairwise_from_sums(p, n, hshift, hS, hQ, hP, o);
   return GSTAT_OK;
 }
