@@ -23,6 +23,21 @@ typedef struct sm_memory {
   void (*release)(void *dev);
 } sm_memory;
 
+/* The fake module's "device memory": host memory marked GSTAT_CUDA. */
+static inline void *sm_fake_alloc(size_t bytes) {
+  return malloc(bytes);
+}
+static inline void sm_fake_put(void *dev, const void *host, size_t bytes) {
+  memcpy(dev, host, bytes);
+}
+static inline void sm_fake_get(void *host, const void *dev, size_t bytes) {
+  memcpy(host, dev, bytes);
+}
+static inline const sm_memory *sm_fake_memory(void) {
+  static const sm_memory m = {sm_fake_alloc, sm_fake_put, sm_fake_get, free};
+  return &m;
+}
+
 /* A dense row-major batch of doubles, on the host or on the device in dtype dt. */
 typedef struct sm_arg {
   gstat_matrix m;
