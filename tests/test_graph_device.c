@@ -55,6 +55,13 @@ static void test_csr_op_components(void **state) {
   gd_csr_op_components(sm_fake_memory());
 }
 
+/* Batch spectral clustering of "device" graphs: the engine's steps on the
+ * fake module, its faults (flagged eigh elements, out of memory). */
+static void test_spectral_batch(void **state) {
+  (void)state;
+  gd_spectral_batch(sm_fake_memory(), "GSTAT_FAKE_FAULT", "retry", "oom");
+}
+
 static void test_affinity(void **state) {
   (void)state;
   gd_affinity(sm_fake_memory(), 0);
@@ -72,7 +79,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_laplacian),         cmocka_unit_test(test_laplacian_oom),
       cmocka_unit_test(test_csr_op_components), cmocka_unit_test(test_affinity),
-      cmocka_unit_test(test_spectral),
+      cmocka_unit_test(test_spectral),          cmocka_unit_test(test_spectral_batch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
