@@ -36,10 +36,10 @@ typedef struct gstat_i_sc_assign_req {
   const gstat_matrix *deg; /* as sc_laplacians wrote it */
   const int64_t *sizes, *k, *info, *comps; /* host, count each (k 0: by the eigengap) */
   gstat_spectral_options opt;              /* validated, defaults applied */
-  const int64_t *node0; /* host, count + 1: graph g's labels at labels[node0[g] ...] */
-  const int64_t *eig0;  /* host, count + 1: its eigenvalues at eigenvalues[eig0[g] ...] */
-  int64_t *labels;      /* host out, node0[count] */
-  double *eigenvalues;  /* host out, eig0[count], or NULL */
+  const int64_t *node0;          /* host, count + 1: graph g's labels at labels[node0[g] ...] */
+  const int64_t *eig0;           /* host, count + 1: its eigenvalues at eigenvalues[eig0[g] ...] */
+  int64_t *labels;               /* host out, node0[count] */
+  double *eigenvalues;           /* host out, eig0[count], or NULL */
   int64_t *k_used, *iters, *why; /* host out, count each (why: WHY_* of assign_impl.h) */
   double *inertia;               /* host out, count */
 } gstat_i_sc_assign_req;

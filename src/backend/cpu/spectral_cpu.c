@@ -31,8 +31,7 @@ static bool dense(const gstat_matrix *M) {
 
 /* Graph g's Laplacian (n x n in W, column-major) into element g of L,
  * padded to N with the decoupled diagonal `pad`. */
-static void store_padded(const double *W, int64_t n, double pad, const gstat_matrix *L,
-                         int64_t g) {
+static void store_padded(const double *W, int64_t n, double pad, const gstat_matrix *L, int64_t g) {
   int64_t N = L->rows;
   size_t at = (size_t)(g * N * N);
   for (int64_t j = 0; j < N; j++)
