@@ -8,9 +8,7 @@
 # KNOWN lists the files still waiting for their primitives (the graph and
 # spectral issue); a new violation, or a listed file that no longer
 # violates, fails the test.
-set(KNOWN
-  src/spectral/spectral_device.c  # the CUDA module's whole-engine spectral_dense
-)
+set(KNOWN)
 set(RULES graph/weights_impl.h graph/dense_rules.h spectral/assign_impl.h)
 set(bad "")
 set(still "")

@@ -242,6 +242,17 @@ static gstat_status laplacian(void *s, gstat_ctx *ctx, const char *fn, const gst
   return host->cpu->laplacian(NULL, ctx, fn, A, sym, drop_loops, kind, L, deg);
 }
 
+/* The batch spectral engine's steps: the CPU's on the "device" data. */
+static gstat_status sc_laplacians(void *s, gstat_ctx *ctx, const gstat_i_sc_lap_req *r) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  return host->cpu->sc_laplacians(NULL, ctx, r);
+}
+static gstat_status sc_assign(void *s, gstat_ctx *ctx, const gstat_i_sc_assign_req *r) {
+  (void)s;
+  return host->cpu->sc_assign(NULL, ctx, r);
+}
+
 /* A dense column-major host descriptor (the module links no libgstat, so
  * not gstat_matrix_col_major: a static libgstat does not export it). */
 static gstat_matrix col_major(void *data, gstat_dtype dt, int64_t rows, int64_t cols) {
@@ -501,6 +512,8 @@ static const gstat_i_backend_ops ops = {
     .orthonormalize = orthonormalize,
     .rows = rows,
     .laplacian = laplacian,
+    .sc_laplacians = sc_laplacians,
+    .sc_assign = sc_assign,
     .wcomoment = wcomoment,
     .nan_rows = nan_rows,
     .pairwise = pairwise,

@@ -1394,148 +1394,6 @@ static void test_accum_device_rows(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
-/* ---- batch spectral clustering of graphs in device memory ---- */
-
-/* count SBM-like graphs of up to N nodes (dense, column-major, dtype dt):
- * 2-4 blocks, every 7th graph split in two components with no edge between,
- * with sizes[g] nodes (the rest zero padding). */
-static void sc_graphs(tu_rng *rng, int64_t count, int64_t N, const int64_t *sizes, double *A) {
-  memset(A, 0, sizeof(double) * (size_t)(count * N * N));
-  for (int64_t g = 0; g < count; g++) {
-    int64_t n = sizes[g], blocks = 2 + g % 3;
-    double *a = A + g * N * N;
-    for (int64_t i = 0; i < n; i++)
-      for (int64_t j = 0; j < i; j++) {
-        bool same = i * blocks / n == j * blocks / n;
-        bool cut = g % 7 == 3 && (i < n / 2) != (j < n / 2);
-        double p = same ? 0.5 : 0.04;
-        if (!cut && (tu_uniform(rng) < p || (same && i == j + 1)))
-          a[i + j * N] = a[j + i * N] = 0.5 + tu_uniform(rng);
-      }
-  }
-}
-
-/* Run the batch on ctx with the adjacency on the host or the device. */
-static gstat_status sc_run(gstat_ctx *ctx, bool device, gstat_dtype dt, int64_t count, int64_t N,
-                           const int64_t *sizes, const double *A, const int64_t *ks,
-                           const gstat_spectral_options *o, int64_t *labels,
-                           gstat_spectral_batch_result **res) {
-  size_t cells = (size_t)(count * N * N), es = dt == GSTAT_F64 ? 8 : 4;
-  void *h = malloc(cells * es);
-  for (size_t c = 0; c < cells; c++) {
-    if (dt == GSTAT_F64)
-      ((double *)h)[c] = A[c];
-    else
-      ((float *)h)[c] = (float)A[c];
-  }
-  void *data = h, *d = NULL;
-  if (device) {
-    assert_int_equal(cudaMalloc(&d, cells * es), cudaSuccess);
-    assert_int_equal(cudaMemcpy(d, h, cells * es, cudaMemcpyHostToDevice), cudaSuccess);
-    data = d;
-  }
-  gstat_graph_batch B;
-  memset(&B, 0, sizeof B);
-  B.format = GSTAT_GRAPH_DENSE;
-  B.count = count;
-  B.sizes = sizes;
-  B.adjacency = gstat_matrix_col_major(data, dt, count, N, N);
-  B.adjacency.location = device ? GSTAT_CUDA : GSTAT_HOST;
-  gstat_status st = gstat_spectral_clustering_batch(ctx, &B, ks, o, labels, res);
-  if (d) cudaFree(d);
-  free(h);
-  return st;
-}
-
-/* The GPU engine against the host engine on the same graphs: statuses, k,
- * components, eigenvalues; labels equal on (almost) every graph (the
- * eigenvectors differ by rounding, which may move a borderline node);
- * ragged sizes; the fallbacks (cluster-QR, a solver fault) give the host
- * engine's labels exactly; a NaN weight gives the host engine's error. */
-static void test_spectral_device_batch(void **state) {
-  (void)state;
-  tu_rng rng = tu_rng_new();
-  const int64_t count = 300, N = 64;
-  int64_t sizes[300], ks[300];
-  double *A = malloc(sizeof(double) * (size_t)(count * N * N));
-  int64_t *lg = malloc(sizeof(int64_t) * (size_t)(count * N)),
-          *lc = malloc(sizeof(int64_t) * (size_t)(count * N));
-  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
-  for (int variant = 0; variant < 4; variant++) {
-    gstat_dtype dt = variant % 2 ? GSTAT_F32 : GSTAT_F64;
-    bool ragged = variant >= 2;
-    for (int64_t g = 0; g < count; g++) {
-      sizes[g] = ragged ? (g % 11 == 5 ? 0 : g % 13 == 2 ? 2 : 20 + (g * 7) % 45) : N;
-      ks[g] = g % 17 == 4 ? 0 : 2 + g % 3; /* 0: eigengap */
-      if (sizes[g] > 0 && ks[g] > sizes[g]) ks[g] = sizes[g];
-    }
-    sc_graphs(&rng, count, N, sizes, A);
-    gstat_spectral_options o;
-    gstat_spectral_options_init(&o);
-    o.seed = 7;
-    o.laplacian = variant == 1 ? GSTAT_LAPLACIAN_SYMMETRIC : GSTAT_LAPLACIAN_RANDOM_WALK;
-    o.normalize_rows = variant == 2;
-    gstat_spectral_batch_result *rg = NULL, *rc = NULL;
-    gstat_status sg = sc_run(gpu, true, dt, count, N, sizes, A, ks, &o, lg, &rg);
-    assert_string_equal(gstat_ctx_last_backend_name(gpu), "cuda");
-    gstat_status sc = sc_run(cpu, false, dt, count, N, sizes, A, ks, &o, lc, &rc);
-    assert_int_equal(sg, sc);
-    int64_t node = 0, differ = 0;
-    for (int64_t g = 0; g < count; g++) {
-      assert_int_equal(rg->status[g], rc->status[g]);
-      assert_int_equal(rg->graph_components[g], rc->graph_components[g]);
-      assert_int_equal(rg->n_clusters[g], rc->n_clusters[g]);
-      assert_int_equal(rg->eig_offsets[g + 1], rc->eig_offsets[g + 1]);
-      for (int64_t e = rc->eig_offsets[g]; e < rc->eig_offsets[g + 1]; e++)
-        assert_true(fabs(rg->eigenvalues[e] - rc->eigenvalues[e]) <=
-                    (dt == GSTAT_F64 ? 1e-10 : 2e-4) * (1 + fabs(rc->eigenvalues[e])));
-      bool same = true;
-      for (int64_t i = 0; i < sizes[g]; i++) same &= lg[node + i] == lc[node + i];
-      differ += !same;
-      if (rc->status[g] == GSTAT_OK && same)
-        assert_true(fabs(rg->inertia[g] - rc->inertia[g]) <=
-                    (dt == GSTAT_F64 ? 1e-9 : 1e-4) * (1 + rc->inertia[g]));
-      node += sizes[g];
-    }
-    if (differ > count / 50)
-      fail_msg("variant %d: %lld of %lld graphs labelled differently", variant, (long long)differ,
-               (long long)count);
-    gstat_spectral_batch_result_free(rg);
-    gstat_spectral_batch_result_free(rc);
-  }
-  /* fallbacks: cluster-QR, and eigh elements flagged by a solver fault, run the
-   * host engine on a copy: its labels exactly */
-  for (int f = 0; f < 2; f++) {
-    for (int64_t g = 0; g < count; g++) sizes[g] = N, ks[g] = 2 + g % 3;
-    sc_graphs(&rng, count, N, sizes, A);
-    gstat_spectral_options o;
-    gstat_spectral_options_init(&o);
-    if (f == 0) o.assign = GSTAT_ASSIGN_CLUSTER_QR;
-    if (f == 1) setenv("GSTAT_CUDA_FAULT", "solver", 1);
-    gstat_status sg = sc_run(gpu, true, GSTAT_F64, count, N, sizes, A, ks, &o, lg, NULL);
-    unsetenv("GSTAT_CUDA_FAULT");
-    gstat_status sc = sc_run(cpu, false, GSTAT_F64, count, N, sizes, A, ks, &o, lc, NULL);
-    assert_int_equal(sg, sc);
-    assert_memory_equal(lg, lc, sizeof(int64_t) * (size_t)(count * N));
-  }
-  /* a NaN weight: the host engine's error, message included */
-  A[5 * N * N + 3 + 9 * N] = NAN;
-  gstat_spectral_options o;
-  gstat_spectral_options_init(&o);
-  gstat_status sg = sc_run(gpu, true, GSTAT_F64, count, N, sizes, A, ks, &o, lg, NULL);
-  char msg[512];
-  snprintf(msg, sizeof msg, "%s", gstat_ctx_last_error(gpu));
-  gstat_status sc = sc_run(cpu, false, GSTAT_F64, count, N, sizes, A, ks, &o, lc, NULL);
-  assert_int_equal(sg, GSTAT_ENOTFINITE);
-  assert_int_equal(sg, sc);
-  assert_string_equal(msg, gstat_ctx_last_error(cpu));
-  gstat_ctx_destroy(gpu);
-  gstat_ctx_destroy(cpu);
-  free(A);
-  free(lg);
-  free(lc);
-}
-
 /* ---- statistics through the scheduler, on the real device ---- */
 
 static void *device_alloc(size_t bytes) {
@@ -1553,6 +1411,14 @@ static void device_release(void *dev) {
   cudaFree(dev);
 }
 static const sm_memory cuda_memory = {device_alloc, device_put, device_get, device_release};
+
+/* Batch spectral clustering of cudaMalloc'd graphs against the host engine
+ * (graph_device.h); the module's faults: a solver's flagged elements, no
+ * device memory. */
+static void test_spectral_device_batch(void **state) {
+  (void)state;
+  gd_spectral_batch(&cuda_memory, "GSTAT_CUDA_FAULT", "solver", "oom");
+}
 
 /* Every statistic x {host, device} data x {CPU, CUDA, AUTO} x {f32, f64,
  * bf16} against the CPU on host data (stats_matrix.h). */

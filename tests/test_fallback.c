@@ -207,25 +207,13 @@ static void test_device_stats_sizes(void **state) {
 
 /* ---- statistics through the scheduler ---- */
 
-/* The fake's "device memory": host memory marked GSTAT_CUDA. */
-static void *fake_alloc(size_t bytes) {
-  return malloc(bytes);
-}
-static void fake_put(void *dev, const void *host, size_t bytes) {
-  memcpy(dev, host, bytes);
-}
-static void fake_get(void *host, const void *dev, size_t bytes) {
-  memcpy(host, dev, bytes);
-}
-static const sm_memory fake_memory = {fake_alloc, fake_put, fake_get, free};
-
 /* Every statistic on host and "device" data under every context: the fake
  * computes with the CPU's code, so the results are the CPU's. */
 static void test_statistics_matrix(void **state) {
   (void)state;
   /* the accumulator merges in its own order: float rounding apart */
   const double tol[3] = {1e-5, 1e-12, 1e-5};
-  sm_run_matrix(&fake_memory, tol);
+  sm_run_matrix(sm_fake_memory(), tol);
 }
 
 /* Covariance and PCA of data on ctx: the values, and what ran. */
@@ -233,7 +221,7 @@ static double fault_data[SM_NB * SM_N * SM_P];
 
 static void cov_and_pca(gstat_ctx *ctx, bool device, double *cov, double *comp, unsigned *ran) {
   const double *x = fault_data;
-  sm_arg X = sm_arg_new(&fake_memory, device, GSTAT_F64, SM_NB, SM_N, SM_P, x);
+  sm_arg X = sm_arg_new(sm_fake_memory(), device, GSTAT_F64, SM_NB, SM_N, SM_P, x);
   gstat_matrix C = gstat_matrix_row_major(cov, GSTAT_F64, SM_NB, SM_P, SM_P);
   assert_int_equal(gstat_covariance(ctx, &X.m, NULL, &C, NULL), GSTAT_OK);
   ran[0] = gstat_ctx_last_backends(ctx);
@@ -245,7 +233,7 @@ static void cov_and_pca(gstat_ctx *ctx, bool device, double *cov, double *comp, 
   ran[1] = gstat_ctx_last_backends(ctx);
   memcpy(comp, r->components, sizeof(double) * SM_NB * SM_K * SM_P);
   gstat_pca_result_free(r);
-  sm_arg_free(&fake_memory, &X);
+  sm_arg_free(sm_fake_memory(), &X);
 }
 
 /* Faults on the "GPU" inside a covariance and a PCA: a device out of memory
@@ -411,9 +399,9 @@ static void test_not_pd_in_place_device_keeps_verdict(void **state) {
  * device out of memory reruns them on host copies with the same results. */
 static void dense_case(gstat_ctx *ctx, bool device, gstat_dtype dt, gstat_pca_method method,
                        double *out, unsigned *ran) {
-  sm_arg X = sm_arg_new(&fake_memory, device, dt, SM_NB, SM_N, SM_P, fault_data);
-  sm_arg Z = sm_arg_new(&fake_memory, device, dt, SM_NB, SM_N, SM_K, NULL);
-  sm_arg R = sm_arg_new(&fake_memory, device, dt, SM_NB, SM_N, SM_P, NULL);
+  sm_arg X = sm_arg_new(sm_fake_memory(), device, dt, SM_NB, SM_N, SM_P, fault_data);
+  sm_arg Z = sm_arg_new(sm_fake_memory(), device, dt, SM_NB, SM_N, SM_K, NULL);
+  sm_arg R = sm_arg_new(sm_fake_memory(), device, dt, SM_NB, SM_N, SM_P, NULL);
   gstat_pca_options o;
   gstat_pca_options_init(&o);
   o.method = method;
@@ -426,16 +414,16 @@ static void dense_case(gstat_ctx *ctx, bool device, gstat_dtype dt, gstat_pca_me
   sm_check(ctx, gstat_pca_transform(ctx, r, &X.m, &Z.m));
   sm_check(ctx, gstat_pca_inverse_transform(ctx, r, &Z.m, &R.m));
   ran[1] = gstat_ctx_last_backends(ctx);
-  double *rx = sm_values(&fake_memory, &R);
+  double *rx = sm_values(sm_fake_memory(), &R);
   memcpy(out, r->components, sizeof(double) * SM_NB * SM_K * SM_P);
   memcpy(out + SM_NB * SM_K * SM_P, r->explained_variance, sizeof(double) * SM_NB * SM_K);
   memcpy(out + SM_NB * SM_K * (SM_P + 1), r->scores, sizeof(double) * SM_NB * SM_N * SM_K);
   memcpy(out + SM_NB * SM_K * (SM_P + 1 + SM_N), rx, sizeof(double) * SM_NB * SM_N * SM_P);
   free(rx);
   gstat_pca_result_free(r);
-  sm_arg_free(&fake_memory, &X);
-  sm_arg_free(&fake_memory, &Z);
-  sm_arg_free(&fake_memory, &R);
+  sm_arg_free(sm_fake_memory(), &X);
+  sm_arg_free(sm_fake_memory(), &Z);
+  sm_arg_free(sm_fake_memory(), &R);
 }
 
 static void test_dense_steps_on_device(void **state) {
@@ -474,8 +462,8 @@ static void test_dense_steps_on_device(void **state) {
       assert_int_equal(ran[1], GSTAT_RAN_CPU);
     }
   /* AUTO on wide device data takes GRAM, as on the host (not a p x p eigh) */
-  sm_arg W = sm_arg_new(&fake_memory, true, GSTAT_F64, 1, 12, 40, fault_data);
-  sm_arg H = sm_arg_new(&fake_memory, false, GSTAT_F64, 1, 12, 40, fault_data);
+  sm_arg W = sm_arg_new(sm_fake_memory(), true, GSTAT_F64, 1, 12, 40, fault_data);
+  sm_arg H = sm_arg_new(sm_fake_memory(), false, GSTAT_F64, 1, 12, 40, fault_data);
   gstat_pca_options o;
   gstat_pca_options_init(&o);
   o.n_components = 3;
@@ -487,8 +475,8 @@ static void test_dense_steps_on_device(void **state) {
   sm_close("wide device data, AUTO", rd->components, rh->components, 3 * 40, 1e-10);
   gstat_pca_result_free(rd);
   gstat_pca_result_free(rh);
-  sm_arg_free(&fake_memory, &W);
-  sm_arg_free(&fake_memory, &H);
+  sm_arg_free(sm_fake_memory(), &W);
+  sm_arg_free(sm_fake_memory(), &H);
   gstat_ctx_destroy(cpu);
   gstat_ctx_destroy(gpu);
 }
@@ -509,15 +497,15 @@ static void rows_stats(gstat_ctx *ctx, bool device, const double *s, double *out
                        gstat_status st[4]) {
   double c[RW_NB * SM_P];
   for (int64_t e = 0; e < RW_NB * SM_P; e++) c[e] = 50.0 + (double)(e % SM_P);
-  sm_arg X = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
-  sm_arg S = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, SM_P, SM_P, s);
-  sm_arg Z = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, 1, SM_P, c); /* a row centre */
-  sm_arg D = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, SM_N, 1, NULL);
-  sm_arg C = sm_arg_new(&fake_memory, device, GSTAT_F64, RW_NB, SM_P, SM_P, NULL);
+  sm_arg X = sm_arg_new(sm_fake_memory(), device, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+  sm_arg S = sm_arg_new(sm_fake_memory(), device, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+  sm_arg Z = sm_arg_new(sm_fake_memory(), device, GSTAT_F64, RW_NB, 1, SM_P, c); /* a row centre */
+  sm_arg D = sm_arg_new(sm_fake_memory(), device, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+  sm_arg C = sm_arg_new(sm_fake_memory(), device, GSTAT_F64, RW_NB, SM_P, SM_P, NULL);
   for (int inv = 0; inv < 2; inv++) {
     st[inv] = gstat_mahalanobis(ctx, &X.m, &Z.m, &S.m, inv, &D.m);
     ran[inv] = gstat_ctx_last_backends(ctx);
-    double *d = sm_values(&fake_memory, &D);
+    double *d = sm_values(sm_fake_memory(), &D);
     memcpy(out + inv * RW_NB * SM_N, d, sizeof(double) * RW_NB * SM_N);
     free(d);
   }
@@ -526,16 +514,16 @@ static void rows_stats(gstat_ctx *ctx, bool device, const double *s, double *out
   for (int k = 0; k < 2; k++) {
     st[2 + k] = gstat_cov_shrink(ctx, &X.m, methods[k], k, &C.m, NULL, o + RW_NB * SM_P * SM_P);
     ran[2 + k] = gstat_ctx_last_backends(ctx);
-    double *cv = sm_values(&fake_memory, &C);
+    double *cv = sm_values(sm_fake_memory(), &C);
     memcpy(o, cv, sizeof(double) * RW_NB * SM_P * SM_P);
     free(cv);
     o += RW_NB * SM_P * SM_P + RW_NB;
   }
-  sm_arg_free(&fake_memory, &X);
-  sm_arg_free(&fake_memory, &S);
-  sm_arg_free(&fake_memory, &Z);
-  sm_arg_free(&fake_memory, &D);
-  sm_arg_free(&fake_memory, &C);
+  sm_arg_free(sm_fake_memory(), &X);
+  sm_arg_free(sm_fake_memory(), &S);
+  sm_arg_free(sm_fake_memory(), &Z);
+  sm_arg_free(sm_fake_memory(), &D);
+  sm_arg_free(sm_fake_memory(), &C);
 }
 
 /* RW_NB covariance matrices, the second one not positive definite when
@@ -585,44 +573,44 @@ static void test_rows_statistics(void **state) {
   /* arguments in different memories: S and d2 copied to and from X's */
   for (int mix = 1; mix < 8; mix++)
     for (int inv = 0; inv < 2; inv++) {
-      sm_arg X = sm_arg_new(&fake_memory, mix & 1, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
-      sm_arg S = sm_arg_new(&fake_memory, mix & 2, GSTAT_F64, RW_NB, SM_P, SM_P, s);
-      sm_arg D = sm_arg_new(&fake_memory, mix & 4, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+      sm_arg X = sm_arg_new(sm_fake_memory(), mix & 1, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+      sm_arg S = sm_arg_new(sm_fake_memory(), mix & 2, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+      sm_arg D = sm_arg_new(sm_fake_memory(), mix & 4, GSTAT_F64, RW_NB, SM_N, 1, NULL);
       assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, inv, &D.m), GSTAT_OK);
-      double *d = sm_values(&fake_memory, &D);
-      sm_arg_free(&fake_memory, &D);
-      D = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, 1, NULL);
-      sm_arg H = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
-      sm_arg HS = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+      double *d = sm_values(sm_fake_memory(), &D);
+      sm_arg_free(sm_fake_memory(), &D);
+      D = sm_arg_new(sm_fake_memory(), false, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+      sm_arg H = sm_arg_new(sm_fake_memory(), false, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+      sm_arg HS = sm_arg_new(sm_fake_memory(), false, GSTAT_F64, RW_NB, SM_P, SM_P, s);
       assert_int_equal(gstat_mahalanobis(cpu, &H.m, NULL, &HS.m, inv, &D.m), GSTAT_OK);
       sm_close("mixed memories", d, D.host, RW_NB * SM_N, 1e-12);
       free(d);
-      sm_arg_free(&fake_memory, &X);
-      sm_arg_free(&fake_memory, &S);
-      sm_arg_free(&fake_memory, &D);
-      sm_arg_free(&fake_memory, &H);
-      sm_arg_free(&fake_memory, &HS);
+      sm_arg_free(sm_fake_memory(), &X);
+      sm_arg_free(sm_fake_memory(), &S);
+      sm_arg_free(sm_fake_memory(), &D);
+      sm_arg_free(sm_fake_memory(), &H);
+      sm_arg_free(sm_fake_memory(), &HS);
     }
   /* element 1 not positive definite: the same NaN, values and message */
   rows_matrices(s, true);
   rows_stats(cpu, false, s, want, ran, st);
   assert_int_equal(st[0], GSTAT_ENOTPD);
   assert_true(isnan(want[SM_N]) && !isnan(want[0]) && !isnan(want[2 * SM_N]));
-  sm_arg X = sm_arg_new(&fake_memory, true, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
-  sm_arg S = sm_arg_new(&fake_memory, true, GSTAT_F64, RW_NB, SM_P, SM_P, s);
-  sm_arg D = sm_arg_new(&fake_memory, true, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+  sm_arg X = sm_arg_new(sm_fake_memory(), true, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data);
+  sm_arg S = sm_arg_new(sm_fake_memory(), true, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+  sm_arg D = sm_arg_new(sm_fake_memory(), true, GSTAT_F64, RW_NB, SM_N, 1, NULL);
   assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, 0, &D.m), GSTAT_ENOTPD);
   char msg[512];
   snprintf(msg, sizeof msg, "%s", gstat_ctx_last_error(gpu));
   assert_non_null(strstr(msg, "batch element 1 of S is not positive definite"));
-  sm_arg H = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data),
-         HS = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_P, SM_P, s),
-         HD = sm_arg_new(&fake_memory, false, GSTAT_F64, RW_NB, SM_N, 1, NULL);
+  sm_arg H = sm_arg_new(sm_fake_memory(), false, GSTAT_F64, RW_NB, SM_N, SM_P, rows_data),
+         HS = sm_arg_new(sm_fake_memory(), false, GSTAT_F64, RW_NB, SM_P, SM_P, s),
+         HD = sm_arg_new(sm_fake_memory(), false, GSTAT_F64, RW_NB, SM_N, 1, NULL);
   assert_int_equal(gstat_mahalanobis(cpu, &H.m, NULL, &HS.m, 0, &HD.m), GSTAT_ENOTPD);
   assert_string_equal(msg, gstat_ctx_last_error(cpu));
-  sm_arg_free(&fake_memory, &H);
-  sm_arg_free(&fake_memory, &HS);
-  sm_arg_free(&fake_memory, &HD);
+  sm_arg_free(sm_fake_memory(), &H);
+  sm_arg_free(sm_fake_memory(), &HS);
+  sm_arg_free(sm_fake_memory(), &HD);
   /* a NaN in S's lower triangle, in each form: named in S's terms */
   ((double *)S.dev)[2 * SM_P * SM_P + 4 * SM_P + 1] = NAN; /* element 2, (4, 1) */
   for (int inv = 0; inv < 2; inv++) {
@@ -630,15 +618,15 @@ static void test_rows_statistics(void **state) {
     assert_string_equal(gstat_ctx_last_error(gpu),
                         "mahalanobis: batch element 2 of S has a non-finite value at (4, 1)");
   }
-  sm_arg_free(&fake_memory, &S); /* a NaN in the upper triangle: never read */
+  sm_arg_free(sm_fake_memory(), &S); /* a NaN in the upper triangle: never read */
   rows_matrices(s, false);
   s[(2 * SM_P + 1) * SM_P + 4] = NAN;
-  S = sm_arg_new(&fake_memory, true, GSTAT_F64, RW_NB, SM_P, SM_P, s);
+  S = sm_arg_new(sm_fake_memory(), true, GSTAT_F64, RW_NB, SM_P, SM_P, s);
   assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, 0, &D.m), GSTAT_OK);
   assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, 1, &D.m), GSTAT_OK);
-  sm_arg_free(&fake_memory, &X);
-  sm_arg_free(&fake_memory, &S);
-  sm_arg_free(&fake_memory, &D);
+  sm_arg_free(sm_fake_memory(), &X);
+  sm_arg_free(sm_fake_memory(), &S);
+  sm_arg_free(sm_fake_memory(), &D);
   gstat_ctx_destroy(cpu);
   gstat_ctx_destroy(gpu);
 }
@@ -685,21 +673,21 @@ static void test_knn_algorithms(void **state) {
  * out (SM_NB x (p^2 + p)), the status and what ran. */
 static gstat_status miss_case(gstat_ctx *ctx, bool device, int v, const double *xm, double *fw,
                               double *aw, double *out, unsigned *ran) {
-  sm_arg X = sm_arg_new(&fake_memory, device, GSTAT_F64, SM_NB, SM_N, SM_P, xm);
-  sm_arg C = sm_arg_new(&fake_memory, device, GSTAT_F64, SM_NB, SM_P, SM_P, NULL);
-  sm_arg M = sm_arg_new(&fake_memory, device, GSTAT_F64, SM_NB, SM_P, 1, NULL);
+  sm_arg X = sm_arg_new(sm_fake_memory(), device, GSTAT_F64, SM_NB, SM_N, SM_P, xm);
+  sm_arg C = sm_arg_new(sm_fake_memory(), device, GSTAT_F64, SM_NB, SM_P, SM_P, NULL);
+  sm_arg M = sm_arg_new(sm_fake_memory(), device, GSTAT_F64, SM_NB, SM_P, 1, NULL);
   gstat_cov_options o;
   sm_miss_options(v, &o, fw, aw);
   gstat_status st = gstat_covariance(ctx, &X.m, &o, &C.m, &M.m);
   *ran = gstat_ctx_last_backends(ctx);
-  double *c = sm_values(&fake_memory, &C), *m = sm_values(&fake_memory, &M);
+  double *c = sm_values(sm_fake_memory(), &C), *m = sm_values(sm_fake_memory(), &M);
   memcpy(out, c, sizeof(double) * SM_NB * SM_P * SM_P);
   memcpy(out + SM_NB * SM_P * SM_P, m, sizeof(double) * SM_NB * SM_P);
   free(c);
   free(m);
-  sm_arg_free(&fake_memory, &X);
-  sm_arg_free(&fake_memory, &C);
-  sm_arg_free(&fake_memory, &M);
+  sm_arg_free(sm_fake_memory(), &X);
+  sm_arg_free(sm_fake_memory(), &C);
+  sm_arg_free(sm_fake_memory(), &M);
   return st;
 }
 

@@ -19,20 +19,9 @@
 #include "stats_matrix.h"
 #include "graph_device.h"
 
-static void *fake_alloc(size_t bytes) {
-  return malloc(bytes);
-}
-static void fake_put(void *dev, const void *host, size_t bytes) {
-  memcpy(dev, host, bytes);
-}
-static void fake_get(void *host, const void *dev, size_t bytes) {
-  memcpy(host, dev, bytes);
-}
-static const sm_memory fake_memory = {fake_alloc, fake_put, fake_get, free};
-
 static void test_laplacian(void **state) {
   (void)state;
-  gd_laplacian(&fake_memory, 0);
+  gd_laplacian(sm_fake_memory(), 0);
 }
 
 /* The device's Laplacian out of memory: the CPU reruns it on host copies. */
@@ -44,37 +33,44 @@ static void test_laplacian_oom(void **state) {
   const int64_t n = GD_N;
   double a[GD_N * GD_N];
   gd_graph(&rng, n, GD_BLOCKS, a);
-  sm_arg Ah = sm_arg_new(&fake_memory, false, GSTAT_F64, 1, n, n, a),
-         Ad = sm_arg_new(&fake_memory, true, GSTAT_F64, 1, n, n, a);
-  sm_arg Lh = sm_arg_new(&fake_memory, false, GSTAT_F64, 1, n, n, NULL),
-         Ld = sm_arg_new(&fake_memory, true, GSTAT_F64, 1, n, n, NULL);
+  sm_arg Ah = sm_arg_new(sm_fake_memory(), false, GSTAT_F64, 1, n, n, a),
+         Ad = sm_arg_new(sm_fake_memory(), true, GSTAT_F64, 1, n, n, a);
+  sm_arg Lh = sm_arg_new(sm_fake_memory(), false, GSTAT_F64, 1, n, n, NULL),
+         Ld = sm_arg_new(sm_fake_memory(), true, GSTAT_F64, 1, n, n, NULL);
   gstat_graph Gh = gstat_graph_dense(&Ah.m), Gd = gstat_graph_dense(&Ad.m);
   sm_check(ctx, gstat_laplacian(ctx, &Gh, GSTAT_LAPLACIAN_SYMMETRIC, &Lh.m, NULL));
   sm_check(ctx, gstat_laplacian(ctx, &Gd, GSTAT_LAPLACIAN_SYMMETRIC, &Ld.m, NULL));
   assert_int_equal(gstat_ctx_last_backends(ctx), GSTAT_RAN_CPU);
-  gd_same(&fake_memory, "laplacian after oom", &Ld, &Lh, 0);
+  gd_same(sm_fake_memory(), "laplacian after oom", &Ld, &Lh, 0);
   unsetenv("GSTAT_FAKE_FAULT");
-  sm_arg_free(&fake_memory, &Ah);
-  sm_arg_free(&fake_memory, &Ad);
-  sm_arg_free(&fake_memory, &Lh);
-  sm_arg_free(&fake_memory, &Ld);
+  sm_arg_free(sm_fake_memory(), &Ah);
+  sm_arg_free(sm_fake_memory(), &Ad);
+  sm_arg_free(sm_fake_memory(), &Lh);
+  sm_arg_free(sm_fake_memory(), &Ld);
   gstat_ctx_destroy(ctx);
 }
 
 static void test_csr_op_components(void **state) {
   (void)state;
-  gd_csr_op_components(&fake_memory);
+  gd_csr_op_components(sm_fake_memory());
+}
+
+/* Batch spectral clustering of "device" graphs: the engine's steps on the
+ * fake module, its faults (flagged eigh elements, out of memory). */
+static void test_spectral_batch(void **state) {
+  (void)state;
+  gd_spectral_batch(sm_fake_memory(), "GSTAT_FAKE_FAULT", "retry", "oom");
 }
 
 static void test_affinity(void **state) {
   (void)state;
-  gd_affinity(&fake_memory, 0);
+  gd_affinity(sm_fake_memory(), 0);
 }
 
 static void test_spectral(void **state) {
   (void)state;
-  gd_spectral(&fake_memory, 0, GSTAT_BACKEND_AUTO); /* small: the eigh on a host copy */
-  gd_spectral(&fake_memory, 0, GSTAT_BACKEND_CUDA); /* Laplacian and eigh "on the device" */
+  gd_spectral(sm_fake_memory(), 0, GSTAT_BACKEND_AUTO); /* small: the eigh on a host copy */
+  gd_spectral(sm_fake_memory(), 0, GSTAT_BACKEND_CUDA); /* Laplacian and eigh "on the device" */
 }
 
 int main(void) {
@@ -83,7 +79,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_laplacian),         cmocka_unit_test(test_laplacian_oom),
       cmocka_unit_test(test_csr_op_components), cmocka_unit_test(test_affinity),
-      cmocka_unit_test(test_spectral),
+      cmocka_unit_test(test_spectral),          cmocka_unit_test(test_spectral_batch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,24 +25,9 @@
 #include "gstat/spectral.h"
 #include "backend/rows_req.h"
 #include "backend/moments_req.h"
+#include "backend/spectral_req.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 15
-
-/* Batch spectral clustering of dense graphs in a backend's memory: what
- * src/spectral/spectral_device.c asks of spectral_dense. Host arrays. */
-typedef struct gstat_i_sc_device_req {
-  const gstat_matrix *A;      /* count x N x N adjacencies (this backend's memory) */
-  const int64_t *sizes;       /* count: nodes of graph g (<= N) */
-  const int64_t *k;           /* count: clusters of graph g (0: by the eigengap) */
-  const int64_t *node0;       /* count + 1: graph g's labels at labels[node0[g] ...] */
-  const int64_t *eig0;        /* count + 1: its eigenvalues at eigenvalues[eig0[g] ...] */
-  gstat_spectral_options opt; /* validated, defaults applied */
-  int symmetrize, self_loops; /* gstat_symmetrize, gstat_self_loops */
-  int64_t *labels;            /* out: node0[count]; -1 for a graph that failed */
-  double *eigenvalues;        /* out: eig0[count], or NULL */
-  int64_t *k_used, *comps, *iters, *why; /* out: count each (why: WHY_* of assign_impl.h) */
-  double *inertia;                       /* out: count */
-} gstat_i_sc_device_req;
+#define GSTAT_I_BACKEND_API_VERSION 16
 
 /* The primitives a cost model compares (host_cost). */
 typedef enum {
@@ -154,16 +139,6 @@ typedef struct gstat_i_backend_ops {
    * Optional (NULL: never chosen for host data under AUTO). */
   double (*host_cost)(void *state, const gstat_ctx *ctx, const gstat_i_work *w);
 
-  /* Batch spectral clustering of the dense graphs of r->A (the whole engine
-   * on the device: Laplacians, components, batched eigh, embeddings, k-means;
-   * results as the CPU engine's, src/spectral). GSTAT_OK when every graph was
-   * attempted (each graph's own failure in r->why); GSTAT_EUNSUPPORTED when
-   * the request needs the host engine (invalid weights, whose message it
-   * writes; cluster-QR; too many nodes; an eigh element to recompute), or a
-   * whole-call failure: the caller then runs the host engine on a copy.
-   * Optional. */
-  gstat_status (*spectral_dense)(void *state, gstat_ctx *ctx, const gstat_i_sc_device_req *r);
-
   /* The m[e] smallest eigenpairs of each n x n matrix e of A (host, dense
    * column-major, compute dtype, lower triangle read, A overwritten): the
    * eigenvalues ascending in the first m[e] entries of w's row e, their
@@ -255,6 +230,16 @@ typedef struct gstat_i_backend_ops {
   gstat_status (*eigh_backward)(void *state, gstat_ctx *ctx, const gstat_matrix *w,
                                 const gstat_matrix *V, const gstat_matrix *gw,
                                 const gstat_matrix *gV, double broadening, gstat_matrix *gA);
+  /* The batch spectral engine's steps (spectral_req.h), A, L, deg, V, W in
+   * this backend's memory, every graph's numbers in host arrays. sc_laplacians
+   * validates every graph before writing; GSTAT_EUNSUPPORTED (nothing
+   * written) for an invalid weight, which the host engine then names or
+   * skips, and for what the backend does not take (dtype, size). sc_assign
+   * is GSTAT_OK once every graph was attempted (each graph's own failure in
+   * why[g]); GSTAT_EUNSUPPORTED for cluster-QR where the backend has no
+   * LAPACK. Either failing sends the batch to the host engine. Optional. */
+  gstat_status (*sc_laplacians)(void *state, gstat_ctx *ctx, const gstat_i_sc_lap_req *r);
+  gstat_status (*sc_assign)(void *state, gstat_ctx *ctx, const gstat_i_sc_assign_req *r);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

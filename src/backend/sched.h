@@ -18,6 +18,7 @@
 #include "gstat/linalg.h"
 #include "backend/rows_req.h"
 #include "backend/moments_req.h"
+#include "backend/spectral_req.h"
 
 /* Column means (p doubles) and co-moment (p x p doubles, column-major, both
  * triangles) of the rows of element b of X (host or device memory, n >= 1,
@@ -182,5 +183,11 @@ gstat_status gstat_i_sched_cholesky(gstat_ctx *ctx, const char *fn, const gstat_
 gstat_status gstat_i_sched_laplacian(gstat_ctx *ctx, const char *fn, const gstat_matrix *A, int sym,
                                      bool drop_loops, int kind, const gstat_matrix *L,
                                      const gstat_matrix *deg);
+
+/* The batch spectral engine's steps (backend.h's sc_laplacians and
+ * sc_assign, spectral_req.h) on the backend whose memory holds r->A (r->V):
+ * GSTAT_EUNSUPPORTED where that backend lacks the step or declines it. */
+gstat_status gstat_i_sched_sc_laplacians(gstat_ctx *ctx, const gstat_i_sc_lap_req *r);
+gstat_status gstat_i_sched_sc_assign(gstat_ctx *ctx, const gstat_i_sc_assign_req *r);
 
 #endif /* GSTAT_BACKEND_SCHED_H */

@@ -32,4 +32,8 @@ gstat_status gstat_i_dense_adjacency_threads(gstat_i_err *err, const char *fn, c
  * I - D^-1 A. */
 void gstat_i_dense_laplacian(int64_t n, double *A, gstat_laplacian_kind kind, double *d);
 
+/* Components of a dense symmetric adjacency (entries > 0 are edges; labels
+ * and stack: n each). */
+int64_t gstat_i_dense_components(int64_t n, const double *A, int64_t *labels, int64_t *stack);
+
 #endif

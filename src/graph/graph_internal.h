@@ -91,9 +91,6 @@ gstat_status gstat_i_graph_on_host(gstat_ctx *ctx, const char *fn, const gstat_g
 void gstat_i_csr_to_dense(const gstat_i_csr_in *g, gstat_symmetrize sym, gstat_self_loops loops,
                           double *A);
 
-/* Components of a dense symmetric adjacency (entries > 0 are edges). */
-int64_t gstat_i_dense_components(int64_t n, const double *A, int64_t *labels, int64_t *stack);
-
 /* Library-owned CSR (gstat_csr_free frees it): one block after the header. */
 gstat_csr *gstat_i_csr_new(int64_t n, int64_t nnz, bool weights);
 

@@ -330,6 +330,15 @@ GSTAT_HD static inline int64_t gstat_i_sc_eig_count_impl(const gstat_spectral_op
   return m < n ? m : n;
 }
 
+/* Why a graph with comps connected components fails before its eigh, when
+ * asking for k clusters (0: eigengap), or WHY_OK. */
+GSTAT_HD static inline int64_t gstat_i_sc_components_rule(const gstat_spectral_options *o,
+                                                          int64_t k, int64_t comps) {
+  if (o->disconnected == GSTAT_DISCONNECTED_REJECT && comps > 1) return WHY_REJECT;
+  if (k > 0 && comps > k && o->disconnected != GSTAT_DISCONNECTED_PROCEED) return WHY_SPLIT;
+  return WHY_OK;
+}
+
 /*
  * From the smallest eigenpairs (V: n x ?, column-major, ld n; w ascending,
  * gstat_i_sc_eig_count_impl of them) and degrees d to labels: eigenvalues
@@ -383,6 +392,23 @@ GSTAT_HD static inline bool gstat_i_sc_assign_impl(const gstat_spectral_options 
   gstat_i_relabel_impl(labels, n, k, (int64_t *)work);
   r->inertia = gstat_i_inertia_impl(E, n, dim, labels, k, work);
   return false;
+}
+
+/* One graph of a padded batch (the backends' sc_assign): its failure before
+ * the eigh (components, info != 0 from the eigh), then the assignment from
+ * the first m = gstat_i_sc_eig_count_impl pairs (Vd n x m, wd m, doubles);
+ * labels -1 for a graph that failed. E: n x m, work: the k-means scratch. */
+GSTAT_HD static inline void gstat_i_sc_assign_graph(const gstat_spectral_options *o, int64_t n,
+                                                    int64_t k, int64_t info, const double *Vd,
+                                                    const double *wd, const double *d,
+                                                    gstat_i_sc_rec *r, int64_t *labels,
+                                                    double *eig_out, double *E, double *work) {
+  if (n == 0) return; /* k 0, no labels */
+  r->why = gstat_i_sc_components_rule(o, k, r->comps);
+  if (info != 0 && r->why == WHY_OK) r->why = WHY_EIGH;
+  gstat_i_sc_assign_impl(o, n, k, Vd, wd, d, r, labels, eig_out, E, false, work);
+  if (r->why != WHY_OK)
+    for (int64_t i = 0; i < n; i++) labels[i] = -1;
 }
 
 #endif /* GSTAT_SPECTRAL_ASSIGN_IMPL_H */

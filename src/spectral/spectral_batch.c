@@ -142,10 +142,7 @@ static void build_one(const sc *s, const char *fn, int64_t g, double *A, double 
                             s->G->self_loops, A);
   }
   r->comps = gstat_i_dense_components(n, A, lab, lab + n);
-  if (s->o->disconnected == GSTAT_DISCONNECTED_REJECT && r->comps > 1)
-    r->why = WHY_REJECT;
-  else if (k > 0 && r->comps > k && s->o->disconnected != GSTAT_DISCONNECTED_PROCEED)
-    r->why = WHY_SPLIT;
+  r->why = gstat_i_sc_components_rule(s->o, k, r->comps);
   gstat_i_dense_laplacian(n, A,
                           s->o->laplacian == GSTAT_LAPLACIAN_UNNORMALIZED
                               ? GSTAT_LAPLACIAN_UNNORMALIZED

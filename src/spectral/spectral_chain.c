@@ -48,10 +48,7 @@ static gstat_status check_on_host(gstat_ctx *ctx, const char *fn, const gstat_gr
   gstat_i_sched_release(ctx, &copy);
   if (st != GSTAT_OK) return gstat_i_err_raise(ctx, &err);
   r->comps = gstat_i_dense_components(n, h->A, h->lab, h->lab + n);
-  if (o->disconnected == GSTAT_DISCONNECTED_REJECT && r->comps > 1)
-    r->why = WHY_REJECT;
-  else if (k > 0 && r->comps > k && o->disconnected != GSTAT_DISCONNECTED_PROCEED)
-    r->why = WHY_SPLIT;
+  r->why = gstat_i_sc_components_rule(o, k, r->comps);
   return GSTAT_OK;
 }
 

@@ -67,6 +67,9 @@ gstat_status gstat_i_cpu_orthonormalize(void *state, gstat_ctx *ctx, const gstat
 gstat_status gstat_i_cpu_laplacian(void *state, gstat_ctx *ctx, const char *fn,
                                    const gstat_matrix *A, int sym, int drop_loops, int kind,
                                    const gstat_matrix *L, const gstat_matrix *deg);
+/* backend.h's sc_laplacians and sc_assign on host memory (spectral_cpu.c). */
+gstat_status gstat_i_cpu_sc_laplacians(void *state, gstat_ctx *ctx, const gstat_i_sc_lap_req *r);
+gstat_status gstat_i_cpu_sc_assign(void *state, gstat_ctx *ctx, const gstat_i_sc_assign_req *r);
 
 /* Element 0 of host X searched by a gstat_knn_algorithm other than AUTO:
  * TREE (GSTAT_EINVAL above its dimensions), BRUTE (GEMM distances) or

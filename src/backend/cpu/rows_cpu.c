@@ -3,9 +3,8 @@
  * over blocks of rows, each loaded into a cache-sized column-major buffer,
  * centred and scaled there, solved with L (trsm on the block) or multiplied
  * by Q (GEMM on the block), and reduced in double; X is read once and no
- * n x p copy is made. (One trsm over a centred n x p copy, the previous way,
- * read and wrote that copy three more times: Mahalanobis was 6-16 % slower
- * in CPU time than before the primitive, bench/README.md.) The sums are
+ * n x p copy is made (one trsm over a centred copy read and wrote it three
+ * more times: bench/README.md, "Mahalanobis after the rows fix"). The sums are
  * added in block order, so the result does not depend on the thread count.
  */
 #include <omp.h>
@@ -121,7 +120,7 @@ static void run_block(const rows_job *job, int64_t kb, gstat_ctx *bctx, void *u,
 }
 
 /* Every block on nt threads, a contiguous slice each (handing blocks out one
- * at a time cost Ledoit-Wolf's pass 4 % more CPU, even on one thread). */
+ * at a time cost Ledoit-Wolf more CPU even on one thread: bench/README.md). */
 static void run_all_blocks(const rows_job *job, int nt, gstat_ctx *ctx, char *ws, size_t per,
                            size_t o_u, size_t o_v, size_t o_d) {
 #pragma omp parallel num_threads(nt)

@@ -212,7 +212,9 @@ gstat_status gstat_cu_find_nonfinite_first(void *state, gstat_ctx *ctx, const gs
 gstat_status gstat_cu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b, int64_t k,
                           bool include_self, int64_t *nbr, double *d2);
 double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work *w);
-gstat_status gstat_cu_spectral_dense(void *state, gstat_ctx *ctx, const gstat_i_sc_device_req *r);
+/* The batch spectral engine's steps (spectral_cuda.c). */
+gstat_status gstat_cu_sc_laplacians_op(void *state, gstat_ctx *ctx, const gstat_i_sc_lap_req *r);
+gstat_status gstat_cu_sc_assign_op(void *state, gstat_ctx *ctx, const gstat_i_sc_assign_req *r);
 /* The dense primitives on descriptors (dense_cuda.c). */
 gstat_status gstat_cu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_trans tb,
                            double alpha, const gstat_matrix *A, const gstat_matrix *B, double beta,

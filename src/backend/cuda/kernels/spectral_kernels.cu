@@ -116,19 +116,8 @@ __global__ void assign_kernel(gstat_spectral_options o, int64_t count, int64_t N
   const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (g >= count) return;
   const int64_t n = meta[g], k = meta[count + g], info = meta[2 * count + g];
-  int64_t *lab = labels + g * N, *o3 = out + 3 * g;
   gstat_i_sc_rec r = {};
   r.comps = comps[g];
-  if (n == 0) {
-    o3[0] = 0, o3[1] = 0, o3[2] = WHY_OK;
-    inertia[g] = 0;
-    return;
-  }
-  if (o.disconnected == GSTAT_DISCONNECTED_REJECT && r.comps > 1)
-    r.why = WHY_REJECT;
-  else if (k > 0 && r.comps > k && o.disconnected != GSTAT_DISCONNECTED_PROCEED)
-    r.why = WHY_SPLIT;
-  if (info != 0 && r.why == WHY_OK) r.why = WHY_EIGH;
   const int64_t m = gstat_i_sc_eig_count_impl(&o, n, k);
   double *Vd = scratch + g * per, *wd = Vd + n * mmax, *E = wd + mmax, *work = E + n * mmax;
   const TV *Vg = V + g * N * N, *Wg = W + g * N;
@@ -136,9 +125,9 @@ __global__ void assign_kernel(gstat_spectral_options o, int64_t count, int64_t N
     wd[c] = (double)Wg[c];
     for (int64_t i = 0; i < n; i++) Vd[i + c * n] = (double)Vg[i + c * N];
   }
-  gstat_i_sc_assign_impl(&o, n, k, Vd, wd, deg + g * N, &r, lab, eig + g * mmax, E, false, work);
-  if (r.why != WHY_OK)
-    for (int64_t i = 0; i < n; i++) lab[i] = -1;
+  gstat_i_sc_assign_graph(&o, n, k, info, Vd, wd, deg + g * N, &r, labels + g * N, eig + g * mmax,
+                          E, work);
+  int64_t *o3 = out + 3 * g;
   o3[0] = r.k, o3[1] = r.iters, o3[2] = r.why;
   inertia[g] = r.inertia;
 }
