@@ -232,9 +232,9 @@ typedef struct gstat_i_backend_ops {
                                 const gstat_matrix *gV, double broadening, gstat_matrix *gA);
   /* The batch spectral engine's steps (spectral_req.h), A, L, deg, V, W in
    * this backend's memory, every graph's numbers in host arrays. sc_laplacians
-   * validates every graph before writing; GSTAT_EUNSUPPORTED (nothing
-   * written) for an invalid weight, which the host engine then names or
-   * skips, and for what the backend does not take (dtype, size). sc_assign
+   * validates every graph; GSTAT_EUNSUPPORTED (L and deg then unspecified)
+   * for an invalid weight, which the host engine then names or skips, and
+   * for what the backend does not take (dtype, size). sc_assign
    * is GSTAT_OK once every graph was attempted (each graph's own failure in
    * why[g]); GSTAT_EUNSUPPORTED for cluster-QR where the backend has no
    * LAPACK. Either failing sends the batch to the host engine. Optional. */

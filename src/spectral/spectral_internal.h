@@ -111,8 +111,9 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
 gstat_status gstat_i_sc_check_ks(gstat_ctx *ctx, const char *fn, const gstat_i_sc_batch *B,
                                  const int64_t *ks, const gstat_spectral_options *o);
 /* The engine for a dense batch in CUDA device memory (spectral_device.c):
- * the CUDA backend's spectral_dense, or the host engine on a copy when it
- * cannot (same contract as gstat_i_sc_dense). */
+ * the backend's sc_laplacians, eigh and sc_assign where the graphs lie, or
+ * the host engine on a copy where a step declines (same contract as
+ * gstat_i_sc_dense). */
 gstat_status gstat_i_sc_device(gstat_ctx *ctx, const char *fn, const gstat_i_sc_batch *B,
                                const int64_t *ks, const gstat_spectral_options *o,
                                gstat_i_sc_out *out);
