@@ -616,39 +616,32 @@ gstat_status gstat_i_sched_laplacian(gstat_ctx *ctx, const char *fn, const gstat
 
 /* ---- the batch spectral engine's steps ---- */
 
-/* The backend whose memory holds M (the CPU for host memory), with a message
- * when it lacks the step `has`. */
-static gstat_status engine_backend(gstat_ctx *ctx, const gstat_matrix *M, gstat_i_backend *be,
-                                   bool (*has)(const gstat_i_backend *)) {
+/* The backend whose memory holds M: the CPU for host memory. */
+static gstat_status engine_backend(gstat_ctx *ctx, const gstat_matrix *M, gstat_i_backend *be) {
   *be = cpu;
-  if (M->location == GSTAT_CUDA) {
-    gstat_status st = device_backend(ctx, "spectral_batch", "G.adjacency", be);
-    if (st != GSTAT_OK) return st;
-  }
-  if (has(be)) return GSTAT_OK;
+  return M->location == GSTAT_CUDA ? device_backend(ctx, "spectral_batch", "G.adjacency", be)
+                                   : GSTAT_OK;
+}
+
+static gstat_status lacks_step(gstat_ctx *ctx, const gstat_i_backend *be) {
   return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "spectral_batch: the %s backend lacks this step",
                       be->ops->name);
 }
 
-static bool has_sc_laplacians(const gstat_i_backend *be) {
-  return be->ops->sc_laplacians != NULL;
-}
-static bool has_sc_assign(const gstat_i_backend *be) {
-  return be->ops->sc_assign != NULL;
-}
-
 gstat_status gstat_i_sched_sc_laplacians(gstat_ctx *ctx, const gstat_i_sc_lap_req *r) {
   gstat_i_backend be;
-  gstat_status st = engine_backend(ctx, r->A, &be, has_sc_laplacians);
-  if (st == GSTAT_OK) st = be.ops->sc_laplacians(be.state, ctx, r);
+  gstat_status st = engine_backend(ctx, r->A, &be);
+  if (st != GSTAT_OK) return st;
+  st = be.ops->sc_laplacians ? be.ops->sc_laplacians(be.state, ctx, r) : lacks_step(ctx, &be);
   if (st == GSTAT_OK) ctx->last_backends |= be.ops->ran_flag;
   return st;
 }
 
 gstat_status gstat_i_sched_sc_assign(gstat_ctx *ctx, const gstat_i_sc_assign_req *r) {
   gstat_i_backend be;
-  gstat_status st = engine_backend(ctx, r->V, &be, has_sc_assign);
-  if (st == GSTAT_OK) st = be.ops->sc_assign(be.state, ctx, r);
+  gstat_status st = engine_backend(ctx, r->V, &be);
+  if (st != GSTAT_OK) return st;
+  st = be.ops->sc_assign ? be.ops->sc_assign(be.state, ctx, r) : lacks_step(ctx, &be);
   if (st == GSTAT_OK) ctx->last_backends |= be.ops->ran_flag;
   return st;
 }
