@@ -66,8 +66,8 @@ def main():
     rows = []
     for n, p in shapes:
         g = torch.Generator(device="cuda").manual_seed(0)
-        # well conditioned (singular values in about [0.5, 1.5]): a plain Gaussian mix made the
-        # float32 covariance at 10^6 x 1000 fail Cholesky (28th session)
+        # well conditioned (singular values in about [0.5, 1.5]): the float32 covariance of a
+        # plain Gaussian mix can fail Cholesky (bench/README.md)
         mix = torch.eye(p, device="cuda") + 0.25 * torch.randn(p, p, device="cuda", generator=g) / p ** 0.5
         x = (torch.randn(n, p, device="cuda", generator=g) @ mix + 3.0).contiguous()
         xm, xd = dense(x), x.double()
