@@ -106,8 +106,8 @@ bool gstat_i_laplacian_op_csr(const gstat_laplacian_op *op, double *p, gstat_i_c
   bool unnorm = op->kind == GSTAT_LAPLACIAN_UNNORMALIZED;
   for (int64_t i = 0; i < op->n; i++)
     p[i] = unnorm ? op->degrees[i] : op->degrees[i] > 0 ? 1.0 : 0.0;
-  gstat_i_csr_lap a = {op->n,    op->g.offsets, op->g.indices,        op->g.base,
-                       op->g.weights, p,        unnorm ? NULL : op->scale};
+  gstat_i_csr_lap a = {
+      op->n, op->g.offsets, op->g.indices, op->g.base, op->g.weights, p, unnorm ? NULL : op->scale};
   *out = a;
   return true;
 }

@@ -110,21 +110,21 @@ typedef struct solver {
   double *Q; /* n x (m + b) */
   double *H; /* ldh x ldh, ldh = m + b; rows j..j+b, columns 0..j: E */
   int64_t ldh;
-  double *S;             /* j x j Ritz coefficients (ld j) */
-  double *theta;         /* j Ritz values, ascending */
-  double *ES;            /* b x j: E S, its column norms are the residual estimates */
-  double *est;           /* j residual estimates */
-  double *C, *Cacc;      /* (m + b) x b projection coefficients (ld m + b) */
+  double *S;                  /* j x j Ritz coefficients (ld j) */
+  double *theta;              /* j Ritz values, ascending */
+  double *ES;                 /* b x j: E S, its column norms are the residual estimates */
+  double *est;                /* j residual estimates */
+  double *C, *Cacc;           /* (m + b) x b projection coefficients (ld m + b) */
   double *G, *Racc, *Rt, *Li; /* b x b */
-  double *W;             /* (m + b)^2 in Q's memory: a small operand or result of a step */
-  double *coef;          /* m + b */
-  double *ca, *cb;       /* m + b: per-column coefficients of a lincomb */
-  double *norm0;         /* b: column norms of the block before any projection */
-  double *F;             /* n x 3b: the filter's three blocks (Chebyshev-Davidson), scratch */
-  int coupled;           /* Krylov-Schur: H carries the coupling E of the next block */
-  int fresh;             /* Krylov-Schur: restarted, A F couples to every kept vector */
-  int64_t degree;        /* Chebyshev filter degree */
-  double upper;          /* top of the damped interval (a bound of the spectrum) */
+  double *W;                  /* (m + b)^2 in Q's memory: a small operand or result of a step */
+  double *coef;               /* m + b */
+  double *ca, *cb;            /* m + b: per-column coefficients of a lincomb */
+  double *norm0;              /* b: column norms of the block before any projection */
+  double *F;                  /* n x 3b: the filter's three blocks (Chebyshev-Davidson), scratch */
+  int coupled;                /* Krylov-Schur: H carries the coupling E of the next block */
+  int fresh;                  /* Krylov-Schur: restarted, A F couples to every kept vector */
+  int64_t degree;             /* Chebyshev filter degree */
+  double upper;               /* top of the damped interval (a bound of the spectrum) */
   int64_t applies, iters, restarts, deflated;
 } solver;
 
@@ -135,8 +135,8 @@ static gstat_status apply_block(solver *s, const double *X, int64_t cols, double
 
 /* rows x cols at p, column-major with leading dimension ld, in the
  * operator's memory (s->where) or, for a host array, with host = true. */
-static gstat_matrix block_in(const gstat_matrix *where, const double *p, int64_t rows,
-                             int64_t cols, int64_t ld) {
+static gstat_matrix block_in(const gstat_matrix *where, const double *p, int64_t rows, int64_t cols,
+                             int64_t ld) {
   gstat_matrix m = gstat_matrix_col_major((void *)p, GSTAT_F64, 1, rows, cols);
   m.col_stride = ld;
   m.batch_stride = ld * cols;
@@ -871,9 +871,9 @@ done:
 /* The iteration (validated arguments, n >= 2 (m + b)). */
 static gstat_status solve_iterative(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn apply, void *op,
                                     const gstat_matrix *where, const gstat_i_eigs_options *opt,
-                                    int davidson, int64_t b,
-                                    int64_t m, double tol, int64_t max_iter, double *w, double *V,
-                                    double *resid, gstat_i_eigs_report *rep) {
+                                    int davidson, int64_t b, int64_t m, double tol,
+                                    int64_t max_iter, double *w, double *V, double *resid,
+                                    gstat_i_eigs_report *rep) {
   gstat_status status = GSTAT_OK;
   int64_t k = opt->k;
   solver s;
