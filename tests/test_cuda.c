@@ -1152,7 +1152,7 @@ static void test_graph_device_data(void **state) {
   gd_affinity(&cuda_memory, 1e-12);
   gd_spectral(&cuda_memory, 1e-9, GSTAT_BACKEND_AUTO);
   gd_spectral(&cuda_memory, 1e-9, GSTAT_BACKEND_CUDA);
-  gd_spectral_sparse("GSTAT_CUDA_FAULT", NULL); /* cuSPARSE, the basis on the device */
+  gd_spectral_sparse("GSTAT_CUDA_FAULT", "solver"); /* cuSPARSE, the basis on the device */
 }
 
 /* Host data streamed to the GPU in several row chunks (the co-moment about

@@ -445,6 +445,11 @@ static const gstat_i_backend_ops cuda_ops = {
     .wcomoment = gstat_cu_wcomoment,
     .nan_rows = gstat_cu_nan_rows_op,
     .pairwise = gstat_cu_pairwise,
+    .lincomb = gstat_cu_lincomb_op,
+    .dots = gstat_cu_dots_op,
+    .csr_lap_plan = gstat_cu_csr_lap_plan,
+    .csr_lap_apply = gstat_cu_csr_lap_apply,
+    .csr_lap_release = gstat_cu_csr_lap_release,
 };
 
 static const gstat_i_module module = {
