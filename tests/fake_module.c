@@ -5,6 +5,7 @@
  * (GSTAT_FAKE_FAULT: "nodevice" at creation, "oom" for every call, "retry"
  * to flag every third element as unreliable after scribbling over it,
  * "retry-vouched" to do so and still vouch that every info is 0,
+ * "sparse" to fail the Laplacian plan's products,
  * "nonfinite" to return a co-moment with a NaN, "nodense" to fail the GEMM and QR
  * alone). Like the CUDA module it
  * vouches for a call whose info is all 0 (info_clean).
@@ -206,6 +207,59 @@ static gstat_status orthonormalize(void *s, gstat_ctx *ctx, const gstat_matrix *
   (void)s;
   if (dense_fails()) return oom(ctx);
   return host->cpu->orthonormalize(NULL, ctx, A);
+}
+
+static gstat_status lincomb(void *s, gstat_ctx *ctx, const gstat_i_lincomb_req *r) {
+  (void)s;
+  if (dense_fails()) return oom(ctx);
+  return host->cpu->lincomb(NULL, ctx, r);
+}
+
+static gstat_status dots(void *s, gstat_ctx *ctx, const gstat_matrix *X, const gstat_matrix *Y,
+                         double *out) {
+  (void)s;
+  if (dense_fails()) return oom(ctx);
+  return host->cpu->dots(NULL, ctx, X, Y, out);
+}
+
+/* The Laplacian plan: the request kept (the caller's arrays outlive it),
+ * applied by a plain loop in the order the CUDA module's SpMM may use: the
+ * weights scaled on both sides first. */
+static gstat_status csr_lap_plan(void *s, gstat_ctx *ctx, const gstat_i_csr_lap *A, void **plan) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  gstat_i_csr_lap *kept = malloc(sizeof *kept);
+  if (!kept) return oom(ctx);
+  *kept = *A;
+  *plan = kept;
+  return GSTAT_OK;
+}
+
+static gstat_status csr_lap_apply(void *s, gstat_ctx *ctx, void *plan, const gstat_matrix *X,
+                                  const gstat_matrix *Y) {
+  (void)s;
+  if (!strcmp(fault(), "sparse")) return host->fail(ctx, GSTAT_EBACKEND, "fake: SpMM failed");
+  const gstat_i_csr_lap *A = plan;
+  const int64_t *off = A->offsets;
+  for (int64_t c = 0; c < X->cols; c++) {
+    const double *x = (const double *)X->data + c * X->col_stride;
+    double *y = (double *)Y->data + c * Y->col_stride;
+    for (int64_t i = 0; i < A->n; i++) {
+      double acc = 0, si = A->s ? A->s[i] : 1;
+      for (int64_t e = off[i]; e < off[i + 1]; e++) {
+        int64_t j = A->indices[e] - A->base;
+        double w = A->weights ? A->weights[e] : 1;
+        acc += w * si * (A->s ? A->s[j] : 1) * x[j];
+      }
+      y[i] = A->p[i] * x[i] - acc;
+    }
+  }
+  return GSTAT_OK;
+}
+
+static void csr_lap_release(void *s, void *plan) {
+  (void)s;
+  free(plan);
 }
 
 static double host_cost(void *s, const gstat_ctx *ctx, const gstat_i_work *w) {
@@ -519,6 +573,11 @@ static const gstat_i_backend_ops ops = {
     .pairwise = pairwise,
     .eigh_async = eigh_async,
     .eigh_backward = eigh_backward,
+    .lincomb = lincomb,
+    .dots = dots,
+    .csr_lap_plan = csr_lap_plan,
+    .csr_lap_apply = csr_lap_apply,
+    .csr_lap_release = csr_lap_release,
 };
 
 static gstat_status create(gstat_ctx *ctx, int device, void **state) {

@@ -313,6 +313,92 @@ static void gd_spectral(const sm_memory *mem, double tol, gstat_backend backend)
   gstat_ctx_destroy(ctx);
 }
 
+/* ---- one large CSR graph: the sparse eigensolver where the context says ---- */
+
+enum { GD_RING = 600, GD_RINGS = 4, GD_REACH = 4 };
+
+/* GD_RINGS rings of GD_RING nodes, each node joined to the GD_REACH nearest
+ * on both sides (weights in [0.5, 1)), consecutive rings joined by one weak
+ * edge: rows sorted, symmetric. off: n + 1, idx and w: n (2 GD_REACH) + 2
+ * GD_RINGS. */
+static void gd_rings(tu_rng *rng, int64_t *off, int64_t *idx, double *w) {
+  const int64_t n = GD_RING * GD_RINGS;
+  double *ring = malloc(sizeof(double) * (size_t)(n * GD_REACH)); /* weight of i -- i + d */
+  for (int64_t i = 0; i < n * GD_REACH; i++) ring[i] = 0.5 + 0.5 * tu_uniform(rng);
+  int64_t e = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t r = i / GD_RING, at = i % GD_RING, base = r * GD_RING;
+    off[i] = e;
+    /* the weak link: the first node of ring r to the first of r - 1 and r + 1 */
+    if (at == 0 && r > 0) idx[e] = base - GD_RING, w[e++] = 0.01;
+    int64_t nb[2 * GD_REACH];
+    double wb[2 * GD_REACH];
+    for (int64_t d = 1; d <= GD_REACH; d++) {
+      int64_t lo = base + (at - d + GD_RING) % GD_RING, hi = base + (at + d) % GD_RING;
+      nb[2 * d - 2] = lo, wb[2 * d - 2] = ring[lo * GD_REACH + d - 1];
+      nb[2 * d - 1] = hi, wb[2 * d - 1] = ring[i * GD_REACH + d - 1];
+    }
+    for (int a = 0; a < 2 * GD_REACH; a++) /* sorted by column */
+      for (int b = a + 1; b < 2 * GD_REACH; b++)
+        if (nb[b] < nb[a]) {
+          int64_t t = nb[a];
+          double u = wb[a];
+          nb[a] = nb[b], wb[a] = wb[b], nb[b] = t, wb[b] = u;
+        }
+    for (int a = 0; a < 2 * GD_REACH; a++) idx[e] = nb[a], w[e++] = wb[a];
+    if (at == 0 && r + 1 < GD_RINGS) idx[e] = base + GD_RING, w[e++] = 0.01;
+  }
+  off[n] = e;
+  free(ring);
+}
+
+/* Spectral clustering of one large CSR graph on a CUDA context (the
+ * Laplacian planned on the device, the solver's basis there) against a CPU
+ * context: the same labels, eigenvalues to the solver's tolerance, the
+ * device recorded; with `fault` set in fault_var (a failing product), the
+ * host's solver reruns it (fault NULL: not tried). */
+static void gd_spectral_sparse(const char *fault_var, const char *fault) {
+  const int64_t n = GD_RING * GD_RINGS, cap = n * 2 * GD_REACH + 2 * GD_RINGS;
+  int64_t *off = malloc(sizeof(int64_t) * (size_t)(n + 1)), *idx = malloc(sizeof(int64_t) * cap);
+  double *w = malloc(sizeof(double) * (size_t)cap);
+  int64_t *lh = malloc(sizeof(int64_t) * 2 * (size_t)n), *ld = lh + n;
+  tu_rng rng = tu_rng_new();
+  gd_rings(&rng, off, idx, w);
+  gstat_graph G = gstat_graph_csr(n, off, idx, w);
+  gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU), *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  const gstat_laplacian_kind kinds[2] = {GSTAT_LAPLACIAN_SYMMETRIC, GSTAT_LAPLACIAN_UNNORMALIZED};
+  for (int t = 0; t < (fault ? 3 : 2); t++) {
+    if (t == 2 && fault) setenv(fault_var, fault, 1);
+    gstat_spectral_options o;
+    gstat_spectral_options_init(&o);
+    o.n_clusters = GD_RINGS;
+    o.solver = GSTAT_EIGEN_SPARSE;
+    o.laplacian = kinds[t % 2];
+    o.eig_tol = 1e-10;
+    gstat_spectral_result *rh = NULL, *rd = NULL;
+    sm_check(cpu, gstat_spectral_clustering(cpu, &G, &o, lh, &rh));
+    sm_check(gpu, gstat_spectral_clustering(gpu, &G, &o, ld, &rd));
+    assert_true(rh->used_sparse && rd->used_sparse);
+    assert_memory_equal(lh, ld, sizeof(int64_t) * (size_t)n);
+    for (int64_t i = 1; i < n; i++) /* the rings, recovered */
+      assert_int_equal(lh[i] == lh[i - 1], i % GD_RING != 0);
+    double scale = o.laplacian == GSTAT_LAPLACIAN_SYMMETRIC ? 2 : 8;
+    sm_close("sparse eigenvalues", rd->eigenvalues, rh->eigenvalues, rh->n_eigenvalues,
+             1e-8 * scale);
+    unsigned ran = gstat_ctx_last_backends(gpu);
+    assert_true(ran & (t == 2 ? GSTAT_RAN_CPU : GSTAT_RAN_CUDA));
+    gstat_spectral_result_free(rh);
+    gstat_spectral_result_free(rd);
+  }
+  if (fault) unsetenv(fault_var);
+  gstat_ctx_destroy(cpu);
+  gstat_ctx_destroy(gpu);
+  free(off);
+  free(idx);
+  free(w);
+  free(lh);
+}
+
 /* ---- batch spectral clustering of graphs in device memory ---- */
 
 /* count SBM-like graphs of up to N nodes (dense, column-major): 2-4 blocks,
@@ -398,8 +484,9 @@ static void gd_sc_compare(int64_t count, const int64_t *sizes, gstat_dtype dt,
 /* The device engine against the host engine on the same graphs (dense and
  * ragged, f32 and f64, the Laplacian kinds, eigengap k); a solver fault
  * (fault_var=retry: elements the dispatcher recomputes) compared alike;
- * cluster-QR and no device memory (fault_var=oom) run the host engine on a
- * copy: its labels exactly; a NaN weight gives the host engine's error. */
+ * cluster-QR and no device memory (fault_var=oom, unless NULL) run the host
+ * engine on a copy: its labels exactly; a NaN weight gives the host engine's
+ * error. */
 static void gd_spectral_batch(const sm_memory *mem, const char *fault_var, const char *retry,
                               const char *oom) {
   tu_rng rng = tu_rng_new();
@@ -438,14 +525,15 @@ static void gd_spectral_batch(const sm_memory *mem, const char *fault_var, const
     gstat_spectral_batch_result_free(rg);
     gstat_spectral_batch_result_free(rc);
   }
-  /* the host engine on a copy: cluster-QR, no device memory */
-  for (int f = 0; f < 2; f++) {
+  /* the host engine on a copy: cluster-QR, no device memory (oom NULL: the
+   * backend's simulated out-of-memory also fails its copy to the host) */
+  for (int f = 0; f < (oom ? 2 : 1); f++) {
     for (int64_t g = 0; g < count; g++) sizes[g] = N, ks[g] = 2 + g % 3;
     gd_sc_graphs(&rng, count, N, sizes, A);
     gstat_spectral_options o;
     gstat_spectral_options_init(&o);
     if (f == 0) o.assign = GSTAT_ASSIGN_CLUSTER_QR;
-    if (f == 1) setenv(fault_var, oom, 1);
+    if (f == 1 && oom) setenv(fault_var, oom, 1);
     gstat_status sg = gd_sc_run(mem, gpu, true, GSTAT_F64, count, N, sizes, A, ks, &o, lg, NULL);
     unsetenv(fault_var);
     gstat_status sc = gd_sc_run(mem, cpu, false, GSTAT_F64, count, N, sizes, A, ks, &o, lc, NULL);

@@ -397,9 +397,8 @@ static void sm_run_matrix(const sm_memory *mem, const double tol[3]) {
                    where ? "device" : "host", (int)backends[be], (int)dts[d]);
           /* GRAM and RANDOMIZED of device data centre and scale by GEMMs in
            * the data's precision, the host in double: in float that rounding,
-           * through the sketch's power iterations and divided by the random
-           * data's gap after the third component, reached 4e-4 (one seed,
-           * under valgrind's BLAS kernels) */
+           * through the sketch's power iterations, is divided by the random
+           * data's gap after the third component, which some seeds make small */
           bool dense_pca = where == 1 && d != 1 &&
                            (!strcmp(sm_stats[s].name, "pca gram") ||
                             !strcmp(sm_stats[s].name, "pca randomized"));

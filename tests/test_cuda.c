@@ -1325,6 +1325,31 @@ static void test_pca_dense_device(void **state) {
 /* Rows in CUDA memory added to an accumulator (mean and co-moment on the
  * GPU, merged on the host) give the host accumulator's covariance; chunks
  * from the host and the device mix; weights, COMPLETE and NaN are refused. */
+
+/* Device rows Xd and the same host rows Xh (weights w or NULL) into fresh
+ * accumulators of `missing` on gpu and cpu: the same rows, weight and
+ * covariance. */
+static void accum_agree(gstat_ctx *gpu, gstat_ctx *cpu, int64_t p, gstat_missing missing,
+                        const gstat_matrix *Xd, const gstat_matrix *Xh, const double *w,
+                        double tol) {
+  gstat_cov_accum *ag = NULL, *ac = NULL;
+  assert_int_equal(gstat_cov_accum_create(gpu, p, missing, &ag), GSTAT_OK);
+  assert_int_equal(gstat_cov_accum_create(cpu, p, missing, &ac), GSTAT_OK);
+  assert_int_equal(gstat_cov_accum_add(gpu, ag, Xd, w), GSTAT_OK);
+  assert_int_equal(gstat_cov_accum_add(cpu, ac, Xh, w), GSTAT_OK);
+  assert_int_equal(gstat_cov_accum_rows(ag), gstat_cov_accum_rows(ac));
+  double *cg = malloc(sizeof(double) * (size_t)(2 * p * p));
+  gstat_matrix Cg = gstat_matrix_row_major(cg, GSTAT_F64, 1, p, p),
+               Cc = gstat_matrix_row_major(cg + p * p, GSTAT_F64, 1, p, p);
+  assert_int_equal(gstat_cov_accum_covariance(gpu, ag, 1, 0, &Cg, NULL), GSTAT_OK);
+  assert_int_equal(gstat_cov_accum_covariance(cpu, ac, 1, 0, &Cc, NULL), GSTAT_OK);
+  for (int64_t i = 0; i < p * p; i++)
+    assert_true(fabs(cg[i] - cg[p * p + i]) <= tol * (1 + fabs(cg[p * p + i])));
+  free(cg);
+  gstat_cov_accum_destroy(ag);
+  gstat_cov_accum_destroy(ac);
+}
+
 static void test_accum_device_rows(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
@@ -1364,20 +1389,18 @@ static void test_accum_device_rows(void **state) {
         assert_true(fabs(cg[i] - cc[i]) <= tol * (1 + fabs(cc[i])));
       for (int64_t j = 0; j < p; j++)
         assert_true(fabs(cg[p * p + j] - cc[p * p + j]) <= 1e-12 * 1e3 + tol);
-      double w[3] = {1, 1, 1};
-      gstat_matrix three = D;
-      three.rows = 3;
-      assert_int_equal(gstat_cov_accum_add(gpu, ag, &three, w), GSTAT_EUNSUPPORTED);
+      double w[3] = {1, 2.5, 0.5};
+      gstat_matrix three = D, three_h = X.m;
+      three.rows = three_h.rows = 3;
+      accum_agree(gpu, cpu, p, GSTAT_MISSING_EVERYTHING, &three, &three_h, w, tol);
       if (d == 0 && layout == TU_ROW_MAJOR) {
-        gstat_cov_accum *complete = NULL;
-        assert_int_equal(gstat_cov_accum_create(gpu, p, GSTAT_MISSING_COMPLETE, &complete),
-                         GSTAT_OK);
-        assert_int_equal(gstat_cov_accum_add(gpu, complete, &three, NULL), GSTAT_EUNSUPPORTED);
-        gstat_cov_accum_destroy(complete);
         double nan = NAN;
         assert_int_equal(cudaMemcpy((double *)dptr + 2 * X.m.row_stride + 7, &nan, sizeof nan,
                                     cudaMemcpyHostToDevice),
                          cudaSuccess);
+        tu_set(&X.m, 0, 2, 7, NAN); /* missing = COMPLETE drops row 2 on both */
+        accum_agree(gpu, cpu, p, GSTAT_MISSING_COMPLETE, &three, &three_h, w, tol);
+        accum_agree(gpu, cpu, p, GSTAT_MISSING_COMPLETE, &three, &three_h, NULL, tol);
         assert_int_equal(gstat_cov_accum_add(gpu, ag, &three, NULL), GSTAT_ENOTFINITE);
         assert_string_equal(gstat_ctx_last_error(gpu),
                             "cov_accum_add: X (CUDA memory) has a NaN or Inf in column 7");
@@ -1413,11 +1436,12 @@ static void device_release(void *dev) {
 static const sm_memory cuda_memory = {device_alloc, device_put, device_get, device_release};
 
 /* Batch spectral clustering of cudaMalloc'd graphs against the host engine
- * (graph_device.h); the module's faults: a solver's flagged elements, no
- * device memory. */
+ * (graph_device.h); the module's solver fault flags elements. Its simulated
+ * out-of-memory also fails every copy to the host (test_graph_device covers
+ * the engine's out-of-memory path on the fake module). */
 static void test_spectral_device_batch(void **state) {
   (void)state;
-  gd_spectral_batch(&cuda_memory, "GSTAT_CUDA_FAULT", "solver", "oom");
+  gd_spectral_batch(&cuda_memory, "GSTAT_CUDA_FAULT", "solver", NULL);
 }
 
 /* Every statistic x {host, device} data x {CPU, CUDA, AUTO} x {f32, f64,
@@ -1438,6 +1462,7 @@ static void test_graph_device_data(void **state) {
   gd_affinity(&cuda_memory, 1e-12);
   gd_spectral(&cuda_memory, 1e-9, GSTAT_BACKEND_AUTO);
   gd_spectral(&cuda_memory, 1e-9, GSTAT_BACKEND_CUDA);
+  gd_spectral_sparse("GSTAT_CUDA_FAULT", "solver"); /* cuSPARSE, the basis on the device */
 }
 
 /* Host data streamed to the GPU in several row chunks (the co-moment about

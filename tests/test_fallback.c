@@ -691,6 +691,44 @@ static gstat_status miss_case(gstat_ctx *ctx, bool device, int v, const double *
   return st;
 }
 
+/* The accumulator's "device" rows with weights and missing = COMPLETE: the
+ * scheduler's NaN-row scan and weighted co-moment, the host's numbers. */
+static void test_accum_weighted_on_device(void **state) {
+  (void)state;
+  double *x = malloc(sizeof(double) * SM_NB * SM_N * SM_P);
+  double *xm = malloc(sizeof(double) * SM_NB * SM_N * SM_P), fw[SM_N], aw[SM_N];
+  double ch[SM_P * SM_P], cd[SM_P * SM_P];
+  sm_data(x);
+  sm_miss_data(x, xm, fw, aw);
+  gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU), *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  for (int c = 0; c < 3; c++) { /* weights; COMPLETE with weights; COMPLETE */
+    gstat_missing miss = c == 0 ? GSTAT_MISSING_EVERYTHING : GSTAT_MISSING_COMPLETE;
+    const double *w = c == 2 ? NULL : fw;
+    sm_arg H = sm_arg_new(sm_fake_memory(), false, GSTAT_F64, 1, SM_N, SM_P, c ? xm : x),
+           D = sm_arg_new(sm_fake_memory(), true, GSTAT_F64, 1, SM_N, SM_P, c ? xm : x);
+    gstat_cov_accum *ah = NULL, *ad = NULL;
+    assert_int_equal(gstat_cov_accum_create(cpu, SM_P, miss, &ah), GSTAT_OK);
+    assert_int_equal(gstat_cov_accum_create(gpu, SM_P, miss, &ad), GSTAT_OK);
+    sm_check(cpu, gstat_cov_accum_add(cpu, ah, &H.m, w));
+    sm_check(gpu, gstat_cov_accum_add(gpu, ad, &D.m, w));
+    assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
+    assert_int_equal(gstat_cov_accum_rows(ad), gstat_cov_accum_rows(ah));
+    gstat_matrix Ch = gstat_matrix_row_major(ch, GSTAT_F64, 1, SM_P, SM_P),
+                 Cd = gstat_matrix_row_major(cd, GSTAT_F64, 1, SM_P, SM_P);
+    sm_check(cpu, gstat_cov_accum_covariance(cpu, ah, 1, 0, &Ch, NULL));
+    sm_check(gpu, gstat_cov_accum_covariance(gpu, ad, 1, 0, &Cd, NULL));
+    sm_close("accumulator on device rows", cd, ch, SM_P * SM_P, 1e-12);
+    gstat_cov_accum_destroy(ah);
+    gstat_cov_accum_destroy(ad);
+    sm_arg_free(sm_fake_memory(), &H);
+    sm_arg_free(sm_fake_memory(), &D);
+  }
+  gstat_ctx_destroy(cpu);
+  gstat_ctx_destroy(gpu);
+  free(x);
+  free(xm);
+}
+
 /* Weighted covariance and every missing-value mode of "device" data run on
  * the device's primitives (nan_rows, wcomoment, pairwise: last_backends is
  * CUDA alone, under a CPU context too) and give the CPU's values on host
@@ -892,6 +930,7 @@ int main(void) {
       cmocka_unit_test(test_cov_missing_on_device),
       cmocka_unit_test(test_eigh_async),
       cmocka_unit_test(test_eigh_backward),
+      cmocka_unit_test(test_accum_weighted_on_device),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

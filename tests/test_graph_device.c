@@ -62,6 +62,13 @@ static void test_spectral_batch(void **state) {
   gd_spectral_batch(sm_fake_memory(), "GSTAT_FAKE_FAULT", "retry", "oom");
 }
 
+/* One large CSR graph on a CUDA context: the Laplacian planned on the fake
+ * module, the solver's steps there; a failing product reruns on the host. */
+static void test_spectral_sparse(void **state) {
+  (void)state;
+  gd_spectral_sparse("GSTAT_FAKE_FAULT", "sparse");
+}
+
 static void test_affinity(void **state) {
   (void)state;
   gd_affinity(sm_fake_memory(), 0);
@@ -80,6 +87,7 @@ int main(void) {
       cmocka_unit_test(test_laplacian),         cmocka_unit_test(test_laplacian_oom),
       cmocka_unit_test(test_csr_op_components), cmocka_unit_test(test_affinity),
       cmocka_unit_test(test_spectral),          cmocka_unit_test(test_spectral_batch),
+      cmocka_unit_test(test_spectral_sparse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

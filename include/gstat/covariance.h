@@ -182,13 +182,14 @@ GSTAT_API void gstat_cov_accum_reset(gstat_cov_accum *acc);
  * weight - ddof). Host rows are processed in blocks (float64 workspace of
  * about 16 Mi values, not a copy of the chunk). Rows in CUDA memory
  * (location GSTAT_CUDA, the context's device) are reduced on the GPU (mean
- * and co-moment in X's compute type: float32 for F32/BF16 data) and merged
- * here; they take no weights and only missing = EVERYTHING, and a NaN or Inf
- * there is GSTAT_ENOTFINITE while the context checks finiteness. On a
- * failed argument check the accumulator is unchanged.
+ * and co-moment in X's compute type: float32 for F32/BF16 data; with
+ * weights or missing = COMPLETE, the weighted co-moment of the complete
+ * rows) and merged here; a NaN (EVERYTHING) or Inf there is
+ * GSTAT_ENOTFINITE while the context checks finiteness. On a failed
+ * argument check the accumulator is unchanged.
  * Statuses: GSTAT_OK; GSTAT_EINVAL (shape, weights); GSTAT_ENOTFINITE (Inf
  * while the context checks finiteness); GSTAT_ENOMEM; GSTAT_EUNSUPPORTED
- * (device rows with weights or COMPLETE, or without a usable CUDA backend);
+ * (device rows without a usable CUDA backend);
  * GSTAT_EBACKEND (a CUDA failure). Rows that would make the total weight
  * overflow a double, or the row counts pass 2^53, are GSTAT_EINVAL (their
  * export could not be merged back), as are such merges and states below.

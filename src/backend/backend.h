@@ -26,8 +26,9 @@
 #include "backend/rows_req.h"
 #include "backend/moments_req.h"
 #include "backend/spectral_req.h"
+#include "backend/sparse_req.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 16
+#define GSTAT_I_BACKEND_API_VERSION 17
 
 /* The primitives a cost model compares (host_cost). */
 typedef enum {
@@ -240,6 +241,25 @@ typedef struct gstat_i_backend_ops {
    * LAPACK. Either failing sends the batch to the host engine. Optional. */
   gstat_status (*sc_laplacians)(void *state, gstat_ctx *ctx, const gstat_i_sc_lap_req *r);
   gstat_status (*sc_assign)(void *state, gstat_ctx *ctx, const gstat_i_sc_assign_req *r);
+  /* ---- block steps of the sparse eigensolver (sparse_req.h) ---- */
+
+  /* Z = g Z + a X + b Y per column (gstat_i_lincomb_req), in this backend's
+   * memory. Optional (NULL: the CPU through host copies). */
+  gstat_status (*lincomb)(void *state, gstat_ctx *ctx, const gstat_i_lincomb_req *r);
+  /* out[c] (host, m doubles) = X[:, c] . Y[:, c] for n x m float64 blocks
+   * with unit row stride in this backend's memory, summed in an order that
+   * depends only on n (the same result every call). Optional. */
+  gstat_status (*dots)(void *state, gstat_ctx *ctx, const gstat_matrix *X, const gstat_matrix *Y,
+                       double *out);
+  /* A Laplacian's action planned in this backend's memory (sparse_req.h's
+   * gstat_i_csr_lap: the graph copied once, kept by the plan), applied to
+   * n x m float64 blocks X, Y (unit row stride, this backend's memory, not
+   * overlapping) by csr_lap_apply, freed by csr_lap_release. Optional
+   * (NULL: the operator stays on the host). */
+  gstat_status (*csr_lap_plan)(void *state, gstat_ctx *ctx, const gstat_i_csr_lap *A, void **plan);
+  gstat_status (*csr_lap_apply)(void *state, gstat_ctx *ctx, void *plan, const gstat_matrix *X,
+                                const gstat_matrix *Y);
+  void (*csr_lap_release)(void *state, void *plan);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

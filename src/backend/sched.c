@@ -616,39 +616,32 @@ gstat_status gstat_i_sched_laplacian(gstat_ctx *ctx, const char *fn, const gstat
 
 /* ---- the batch spectral engine's steps ---- */
 
-/* The backend whose memory holds M (the CPU for host memory), with a message
- * when it lacks the step `has`. */
-static gstat_status engine_backend(gstat_ctx *ctx, const gstat_matrix *M, gstat_i_backend *be,
-                                   bool (*has)(const gstat_i_backend *)) {
+/* The backend whose memory holds M: the CPU for host memory. */
+static gstat_status engine_backend(gstat_ctx *ctx, const gstat_matrix *M, gstat_i_backend *be) {
   *be = cpu;
-  if (M->location == GSTAT_CUDA) {
-    gstat_status st = device_backend(ctx, "spectral_batch", "G.adjacency", be);
-    if (st != GSTAT_OK) return st;
-  }
-  if (has(be)) return GSTAT_OK;
+  return M->location == GSTAT_CUDA ? device_backend(ctx, "spectral_batch", "G.adjacency", be)
+                                   : GSTAT_OK;
+}
+
+static gstat_status lacks_step(gstat_ctx *ctx, const gstat_i_backend *be) {
   return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "spectral_batch: the %s backend lacks this step",
                       be->ops->name);
 }
 
-static bool has_sc_laplacians(const gstat_i_backend *be) {
-  return be->ops->sc_laplacians != NULL;
-}
-static bool has_sc_assign(const gstat_i_backend *be) {
-  return be->ops->sc_assign != NULL;
-}
-
 gstat_status gstat_i_sched_sc_laplacians(gstat_ctx *ctx, const gstat_i_sc_lap_req *r) {
   gstat_i_backend be;
-  gstat_status st = engine_backend(ctx, r->A, &be, has_sc_laplacians);
-  if (st == GSTAT_OK) st = be.ops->sc_laplacians(be.state, ctx, r);
+  gstat_status st = engine_backend(ctx, r->A, &be);
+  if (st != GSTAT_OK) return st;
+  st = be.ops->sc_laplacians ? be.ops->sc_laplacians(be.state, ctx, r) : lacks_step(ctx, &be);
   if (st == GSTAT_OK) ctx->last_backends |= be.ops->ran_flag;
   return st;
 }
 
 gstat_status gstat_i_sched_sc_assign(gstat_ctx *ctx, const gstat_i_sc_assign_req *r) {
   gstat_i_backend be;
-  gstat_status st = engine_backend(ctx, r->V, &be, has_sc_assign);
-  if (st == GSTAT_OK) st = be.ops->sc_assign(be.state, ctx, r);
+  gstat_status st = engine_backend(ctx, r->V, &be);
+  if (st != GSTAT_OK) return st;
+  st = be.ops->sc_assign ? be.ops->sc_assign(be.state, ctx, r) : lacks_step(ctx, &be);
   if (st == GSTAT_OK) ctx->last_backends |= be.ops->ran_flag;
   return st;
 }
@@ -678,4 +671,95 @@ gstat_status gstat_i_sched_knn_with(gstat_ctx *ctx, const char *fn, const gstat_
   gstat_i_sched_release(ctx, &h);
   if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
   return st;
+}
+
+/* ---- the sparse eigensolver's steps ---- */
+
+gstat_status gstat_i_sched_lincomb(gstat_ctx *ctx, const char *fn, const gstat_i_lincomb_req *r) {
+  const gstat_matrix *ms[3] = {r->Z, r->X ? r->X : r->Z, r->Y ? r->Y : r->Z};
+  gstat_i_backend be;
+  gstat_status st = dense_backend(ctx, fn, ms, 3, &be);
+  if (st != GSTAT_OK || r->Z->rows == 0 || r->Z->cols == 0) return st;
+  st = be.ops->lincomb ? be.ops->lincomb(be.state, ctx, r) : GSTAT_EUNSUPPORTED;
+  if (st == GSTAT_OK || be.ops == cpu.ops || !retry_on_cpu(st)) return st;
+  ctx->last_error[0] = '\0'; /* on host copies */
+  gstat_i_staged hz, hx = {0}, hy = {0};
+  st = gstat_i_sched_stage(ctx, fn, "Z", r->Z, r->g != NULL, &hz);
+  if (st == GSTAT_OK && r->X) st = gstat_i_sched_stage(ctx, fn, "X", r->X, true, &hx);
+  if (st == GSTAT_OK && r->Y) st = gstat_i_sched_stage(ctx, fn, "Y", r->Y, true, &hy);
+  gstat_i_lincomb_req h = {&hz.m, r->X ? &hx.m : NULL, r->Y ? &hy.m : NULL, r->g, r->a, r->b};
+  if (st == GSTAT_OK) st = cpu.ops->lincomb(NULL, ctx, &h);
+  if (st == GSTAT_OK) st = gstat_i_sched_unstage(ctx, fn, "Z", &hz, r->Z);
+  gstat_i_sched_release(ctx, &hy);
+  gstat_i_sched_release(ctx, &hx);
+  gstat_i_sched_release(ctx, &hz);
+  return st;
+}
+
+gstat_status gstat_i_sched_dots(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                const gstat_matrix *Y, double *out) {
+  const gstat_matrix *ms[2] = {X, Y};
+  gstat_i_backend be;
+  gstat_status st = dense_backend(ctx, fn, ms, 2, &be);
+  if (st != GSTAT_OK || X->cols == 0) return st;
+  st = be.ops->dots ? be.ops->dots(be.state, ctx, X, Y, out) : GSTAT_EUNSUPPORTED;
+  if (st == GSTAT_OK || be.ops == cpu.ops || !retry_on_cpu(st)) return st;
+  ctx->last_error[0] = '\0';
+  gstat_i_staged hx, hy = {0};
+  st = gstat_i_sched_stage(ctx, fn, "X", X, true, &hx);
+  if (st == GSTAT_OK) st = gstat_i_sched_stage(ctx, fn, "Y", Y, true, &hy);
+  if (st == GSTAT_OK) st = cpu.ops->dots(NULL, ctx, &hx.m, &hy.m, out);
+  gstat_i_sched_release(ctx, &hy);
+  gstat_i_sched_release(ctx, &hx);
+  return st;
+}
+
+gstat_status gstat_i_sched_csr_lap_plan(gstat_ctx *ctx, const char *fn, const gstat_i_csr_lap *A,
+                                        gstat_i_sched_lap *out) {
+  memset(out, 0, sizeof *out);
+  out->where.location = GSTAT_HOST;
+  /* under AUTO a host graph's solve stays on the CPU until the crossover is
+   * measured (bench/README.md) */
+  if (ctx->opt.backend != GSTAT_BACKEND_CUDA || !gstat_ctx_cuda_available(ctx))
+    return GSTAT_EUNSUPPORTED;
+  gstat_i_backend gpu;
+  if (gstat_i_cuda_backend(ctx, &gpu) != GSTAT_OK || !gpu.ops->csr_lap_plan) {
+    ctx->last_error[0] = '\0';
+    return GSTAT_EUNSUPPORTED;
+  }
+  gstat_status st = gpu.ops->csr_lap_plan(gpu.state, ctx, A, &out->plan);
+  if (st != GSTAT_OK) {
+    if (retry_on_cpu(st)) ctx->last_error[0] = '\0'; /* the host operator instead */
+    return retry_on_cpu(st) ? GSTAT_EUNSUPPORTED : st;
+  }
+  (void)fn;
+  out->ops = gpu.ops;
+  out->state = gpu.state;
+  out->n = A->n;
+  out->where.location = GSTAT_CUDA;
+  out->where.device = ctx->opt.cuda_device;
+  return GSTAT_OK;
+}
+
+gstat_status gstat_i_sched_csr_lap_apply(gstat_ctx *ctx, void *plan, int64_t n, int64_t m,
+                                         const double *X, double *Y) {
+  gstat_i_sched_lap *p = plan;
+  gstat_matrix xm = p->where, ym = p->where;
+  xm.data = (void *)X;
+  ym.data = Y;
+  xm.dtype = ym.dtype = GSTAT_F64;
+  xm.batch = ym.batch = 1;
+  xm.rows = ym.rows = n;
+  xm.cols = ym.cols = m;
+  xm.row_stride = ym.row_stride = 1;
+  xm.col_stride = ym.col_stride = n;
+  xm.batch_stride = ym.batch_stride = n * m;
+  gstat_status st = p->ops->csr_lap_apply(p->state, ctx, p->plan, &xm, &ym);
+  if (st == GSTAT_OK) ctx->last_backends |= p->ops->ran_flag;
+  return st;
+}
+
+void gstat_i_sched_csr_lap_release(gstat_i_sched_lap *p) {
+  if (p->plan) p->ops->csr_lap_release(p->state, p->plan);
+  p->plan = NULL;
 }

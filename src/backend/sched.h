@@ -19,6 +19,7 @@
 #include "backend/rows_req.h"
 #include "backend/moments_req.h"
 #include "backend/spectral_req.h"
+#include "backend/sparse_req.h"
 
 /* Column means (p doubles) and co-moment (p x p doubles, column-major, both
  * triangles) of the rows of element b of X (host or device memory, n >= 1,
@@ -189,5 +190,35 @@ gstat_status gstat_i_sched_laplacian(gstat_ctx *ctx, const char *fn, const gstat
  * GSTAT_EUNSUPPORTED where that backend lacks the step or declines it. */
 gstat_status gstat_i_sched_sc_laplacians(gstat_ctx *ctx, const gstat_i_sc_lap_req *r);
 gstat_status gstat_i_sched_sc_assign(gstat_ctx *ctx, const gstat_i_sc_assign_req *r);
+
+/* ---- the sparse eigensolver's steps (sparse_req.h) ---- */
+
+/* Z = g Z + a X + b Y per column, where the blocks lie (all on the host, or
+ * all in device memory: the device's backend, else the CPU on host copies). */
+gstat_status gstat_i_sched_lincomb(gstat_ctx *ctx, const char *fn, const gstat_i_lincomb_req *r);
+/* out[c] (host) = X[:, c] . Y[:, c], where X and Y lie (as lincomb). */
+gstat_status gstat_i_sched_dots(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                const gstat_matrix *Y, double *out);
+
+/* A Laplacian's action planned on a backend: `where` (location and device;
+ * no data) is the memory its blocks must lie in. */
+typedef struct gstat_i_sched_lap {
+  const struct gstat_i_backend_ops *ops; /* the backend that holds the plan */
+  void *state, *plan;
+  int64_t n;
+  gstat_matrix where;
+} gstat_i_sched_lap;
+
+/* Plans A's Laplacian (sparse_req.h) on the GPU when the context asks for
+ * CUDA and the module has the step; GSTAT_EUNSUPPORTED (no message) where
+ * the operator stays on the host (AUTO included, until its crossover is
+ * measured), or a failure of the plan that the host cannot help. */
+gstat_status gstat_i_sched_csr_lap_plan(gstat_ctx *ctx, const char *fn, const gstat_i_csr_lap *A,
+                                        gstat_i_sched_lap *out);
+/* The planned operator as a graph/sparse_eigs.h gstat_i_apply_fn (plan: the
+ * gstat_i_sched_lap): X and Y n x m column-major in its memory. */
+gstat_status gstat_i_sched_csr_lap_apply(gstat_ctx *ctx, void *plan, int64_t n, int64_t m,
+                                         const double *X, double *Y);
+void gstat_i_sched_csr_lap_release(gstat_i_sched_lap *p);
 
 #endif /* GSTAT_BACKEND_SCHED_H */

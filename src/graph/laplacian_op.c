@@ -13,6 +13,7 @@
 #include "graph/graph_internal.h"
 #include "graph/laplacian_op.h"
 #include "backend/dense.h"
+#include "backend/sparse_req.h"
 
 /* How many entries ahead a CSR product prefetches its gathers: about a row
  * of a kNN graph (~15 entries); 8 gained less, 32 no more (bench/README.md). */
@@ -98,6 +99,17 @@ gstat_status gstat_i_laplacian_op_new(gstat_ctx *ctx, const char *fn, const gsta
   }
   *out = op;
   return GSTAT_OK;
+}
+
+bool gstat_i_laplacian_op_csr(const gstat_laplacian_op *op, double *p, gstat_i_csr_lap *out) {
+  if (op->dense || op->kind == GSTAT_LAPLACIAN_RANDOM_WALK) return false;
+  bool unnorm = op->kind == GSTAT_LAPLACIAN_UNNORMALIZED;
+  for (int64_t i = 0; i < op->n; i++)
+    p[i] = unnorm ? op->degrees[i] : op->degrees[i] > 0 ? 1.0 : 0.0;
+  gstat_i_csr_lap a = {
+      op->n, op->g.offsets, op->g.indices, op->g.base, op->g.weights, p, unnorm ? NULL : op->scale};
+  *out = a;
+  return true;
 }
 
 int64_t gstat_i_laplacian_op_components(const gstat_laplacian_op *op, int64_t *labels,

@@ -14,6 +14,11 @@ gstat_status gstat_i_laplacian_op_new(gstat_ctx *ctx, const char *fn, const gsta
 gstat_status gstat_i_laplacian_apply(gstat_ctx *ctx, void *op, int64_t n, int64_t m,
                                      const double *X, double *Y);
 
+/* The CSR operator as a backend's Laplacian request (backend/sparse_req.h),
+ * with p (n doubles of the caller's) filled: false for a dense operator. */
+struct gstat_i_csr_lap;
+bool gstat_i_laplacian_op_csr(const gstat_laplacian_op *op, double *p, struct gstat_i_csr_lap *out);
+
 /* Connected components of the operator's graph (labels and stack: n each). */
 int64_t gstat_i_laplacian_op_components(const gstat_laplacian_op *op, int64_t *labels,
                                         int64_t *stack);

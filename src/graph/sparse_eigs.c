@@ -70,6 +70,7 @@
 #include "graph/sparse_eigs.h"
 #include "gstat/linalg.h"
 #include "backend/dense.h"
+#include "backend/sched.h"
 
 #define TRY(expr)                      \
   do {                                 \
@@ -82,9 +83,9 @@ enum {
   DEFAULT_DEGREE = 16,
   MAX_DEFAULT_BLOCK = 16,
   MAX_BLOCK = 256,
-  SERIAL_BELOW_N = 4096, /* run single-threaded below this size */
-  RESTART_CHUNK = 2048   /* rows per GEMM when the restart rotates the basis in place */
+  SERIAL_BELOW_N = 4096 /* run single-threaded below this size */
 };
+static const char FN[] = "sparse_eigs";
 static const double DEFAULT_TOL = 1e-8;
 /* A column that keeps less than this fraction of its norm through the
  * projections is roundoff: deflate it (replace by a random direction). */
@@ -102,23 +103,28 @@ typedef struct solver {
   int scale_fixed;
   gstat_i_rng rng;
   int64_t j; /* basis columns; the next block F sits at columns j..j+b */
+  /* Q, F and W lie in the operator's memory (`where`: the host or a
+   * device); every step on them goes through the scheduler. The small
+   * matrices below them are host memory. */
+  gstat_matrix where;
   double *Q; /* n x (m + b) */
   double *H; /* ldh x ldh, ldh = m + b; rows j..j+b, columns 0..j: E */
   int64_t ldh;
-  double *S;             /* j x j Ritz coefficients (ld j) */
-  double *theta;         /* j Ritz values, ascending */
-  double *ES;            /* b x j: E S, its column norms are the residual estimates */
-  double *est;           /* j residual estimates */
-  double *C, *Cacc;      /* (m + b) x b projection coefficients (ld m + b) */
-  double *G, *Racc, *Rt; /* b x b */
-  double *T;             /* RESTART_CHUNK x m */
-  double *coef;          /* m + b */
-  double *norm0;         /* b: column norms of the block before any projection */
-  double *F;             /* n x 3b: the filter's three blocks (Chebyshev-Davidson), scratch */
-  int coupled;           /* Krylov-Schur: H carries the coupling E of the next block */
-  int fresh;             /* Krylov-Schur: restarted, A F couples to every kept vector */
-  int64_t degree;        /* Chebyshev filter degree */
-  double upper;          /* top of the damped interval (a bound of the spectrum) */
+  double *S;                  /* j x j Ritz coefficients (ld j) */
+  double *theta;              /* j Ritz values, ascending */
+  double *ES;                 /* b x j: E S, its column norms are the residual estimates */
+  double *est;                /* j residual estimates */
+  double *C, *Cacc;           /* (m + b) x b projection coefficients (ld m + b) */
+  double *G, *Racc, *Rt, *Li; /* b x b */
+  double *W;                  /* (m + b)^2 in Q's memory: a small operand or result of a step */
+  double *coef;               /* m + b */
+  double *ca, *cb;            /* m + b: per-column coefficients of a lincomb */
+  double *norm0;              /* b: column norms of the block before any projection */
+  double *F;                  /* n x 3b: the filter's three blocks (Chebyshev-Davidson), scratch */
+  int coupled;                /* Krylov-Schur: H carries the coupling E of the next block */
+  int fresh;                  /* Krylov-Schur: restarted, A F couples to every kept vector */
+  int64_t degree;             /* Chebyshev filter degree */
+  double upper;               /* top of the damped interval (a bound of the spectrum) */
   int64_t applies, iters, restarts, deflated;
 } solver;
 
@@ -127,30 +133,117 @@ static gstat_status apply_block(solver *s, const double *X, int64_t cols, double
   return s->apply(s->ctx, s->op, s->n, cols, X, Y);
 }
 
+/* rows x cols at p, column-major with leading dimension ld, in the
+ * operator's memory (s->where) or, for a host array, with host = true. */
+static gstat_matrix block_in(const gstat_matrix *where, const double *p, int64_t rows, int64_t cols,
+                             int64_t ld) {
+  gstat_matrix m = gstat_matrix_col_major((void *)p, GSTAT_F64, 1, rows, cols);
+  m.col_stride = ld;
+  m.batch_stride = ld * cols;
+  if (where) {
+    m.location = where->location;
+    m.device = where->device;
+  }
+  return m;
+}
+
+static gstat_matrix block_at(const solver *s, const double *p, int64_t rows, int64_t cols,
+                             int64_t ld, bool host) {
+  return block_in(host ? NULL : &s->where, p, rows, cols, ld);
+}
+
+/* bytes of the operator's memory: the context's allocator on the host, the
+ * workspace of the backend that owns the device memory (kept by it). */
+static gstat_status memory_in(gstat_ctx *ctx, const gstat_matrix *where, size_t bytes,
+                              double **mem) {
+  void *p = NULL;
+  gstat_status st = GSTAT_OK;
+  if (where->location == GSTAT_HOST) {
+    if (!(p = gstat_i_alloc(ctx, bytes))) st = GSTAT_ENOMEM;
+  } else {
+    st = gstat_i_sched_device_memory(ctx, FN, where, bytes, &p);
+  }
+  *mem = p;
+  if (st == GSTAT_OK || ctx->last_error[0]) return st;
+  return gstat_i_fail(ctx, st == GSTAT_ENOMEM ? st : GSTAT_EUNSUPPORTED,
+                      "sparse_eigs: cannot allocate %zu bytes for the basis", bytes);
+}
+
+static void release_in(gstat_ctx *ctx, const gstat_matrix *where, double *mem, size_t bytes) {
+  if (where->location == GSTAT_HOST) gstat_i_free(ctx, mem, bytes);
+}
+
+/* cols whole columns (n rows) at p in the operator's memory. */
+static gstat_matrix tall(const solver *s, const double *p, int64_t cols) {
+  return block_at(s, p, s->n, cols, s->n, false);
+}
+
+/* dst = src, both described by block_at. */
+static gstat_status copy_block(solver *s, gstat_matrix src, gstat_matrix dst) {
+  return gstat_i_sched_copy(s->ctx, FN, "the basis", &src, &dst);
+}
+
+/* C = A^T B (k x cols, host, leading dimension ldc) for tall A and B,
+ * through W (left holding C). */
+static gstat_status inner(solver *s, gstat_matrix A, gstat_matrix B, double *C, int64_t ldc) {
+  gstat_matrix Wm = block_at(s, s->W, A.cols, B.cols, A.cols, false);
+  gstat_status st =
+      gstat_i_sched_gemm(s->ctx, FN, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &A, &B, 0.0, &Wm);
+  if (st == GSTAT_OK) st = copy_block(s, Wm, block_at(s, C, A.cols, B.cols, ldc, true));
+  return st;
+}
+
 /* C (rows lo..nq of a ld ldc array) = Q[:, lo:nq]^T Y; Y -= Q[:, lo:nq] C. */
 static gstat_status project(solver *s, int64_t lo, int64_t nq, double *Y, int64_t cols, double *C,
                             int64_t ldc) {
   gstat_status status = GSTAT_OK;
   if (nq <= lo) return GSTAT_OK;
-  const double *Ql = s->Q + lo * s->n;
-  if (cols == 1) {
-    TRY(gstat_i_gemv(s->ctx, GSTAT_F64, GSTAT_TRANS, s->n, nq - lo, 1.0, Ql, s->n, Y, 0.0, C + lo));
-    TRY(gstat_i_gemv(s->ctx, GSTAT_F64, GSTAT_NO_TRANS, s->n, nq - lo, -1.0, Ql, s->n, C + lo, 1.0,
-                     Y));
-    goto done;
-  }
-  TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_TRANS, GSTAT_NO_TRANS, nq - lo, cols, s->n, 1.0, Ql,
-                   s->n, Y, s->n, 0.0, C + lo, ldc));
-  TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, s->n, cols, nq - lo, -1.0, Ql,
-                   s->n, C + lo, ldc, 1.0, Y, s->n));
+  gstat_matrix Ql = tall(s, s->Q + lo * s->n, nq - lo), Ym = tall(s, Y, cols);
+  gstat_matrix Wm = block_at(s, s->W, nq - lo, cols, nq - lo, false);
+  TRY(inner(s, Ql, Ym, C + lo, ldc)); /* W keeps C for the update */
+  TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, -1.0, &Ql, &Wm, 1.0, &Ym));
 done:
   return status;
 }
 
-static double dot(const solver *s, const double *x, const double *y) {
-  double acc = 0;
-  for (int64_t i = 0; i < s->n; i++) acc += x[i] * y[i];
-  return acc;
+/* out[c] = X[:, c] . Y[:, c] over cols columns. */
+static gstat_status dots(solver *s, const double *X, const double *Y, int64_t cols, double *out) {
+  gstat_matrix Xm = tall(s, X, cols), Ym = tall(s, Y, cols);
+  return gstat_i_sched_dots(s->ctx, FN, &Xm, &Ym, out);
+}
+
+/* Z = g Z + a X + b Y over cols columns (g, a, b per column; NULL as in
+ * sparse_req.h). */
+static gstat_status lincomb(solver *s, double *Z, const double *g, const double *X, const double *a,
+                            const double *Y, const double *b, int64_t cols) {
+  gstat_matrix Zm = tall(s, Z, cols), Xm = tall(s, X, cols), Ym = tall(s, Y, cols);
+  gstat_i_lincomb_req r = {&Zm, X ? &Xm : NULL, Y ? &Ym : NULL, g, a, b};
+  return gstat_i_sched_lincomb(s->ctx, FN, &r);
+}
+
+/* Column v (n) times f. */
+static gstat_status scale_column(solver *s, double *v, double f) {
+  return lincomb(s, v, &f, NULL, NULL, NULL, NULL, 1);
+}
+
+/* cols columns at Z of seeded Gaussian numbers (drawn on the host). */
+static gstat_status random_columns(solver *s, double *Z, int64_t cols) {
+  gstat_matrix Zm = tall(s, Z, cols);
+  gstat_i_staged h;
+  gstat_status st = gstat_i_sched_stage(s->ctx, FN, "the basis", &Zm, false, &h);
+  if (st != GSTAT_OK) return st;
+  double *z = h.m.data;
+  for (int64_t i = 0; i < s->n * cols; i++) z[i] = gstat_i_rng_normal(&s->rng);
+  st = gstat_i_sched_unstage(s->ctx, FN, "the basis", &h, &Zm);
+  gstat_i_sched_release(s->ctx, &h);
+  return st;
+}
+
+/* ||v|| for one column. */
+static gstat_status norm(solver *s, const double *v, double *out) {
+  gstat_status st = dots(s, v, v, 1, out);
+  *out = sqrt(*out);
+  return st;
 }
 
 /* Cacc += C Racc over rows lo..nq (upper b x b Racc). */
@@ -197,11 +290,19 @@ static gstat_status cholqr(solver *s, double *Y, const double *norm0, int *ok) {
   if (info != 0) goto done;
   for (int64_t c = 0; c < b; c++)
     if (!(G[c + c * b] > CHOLQR_MIN_SINE)) goto done;
-  /* L = D L_s, so G = L L^T; then Y L^{-T} */
+  /* L = D L_s, so G = L L^T; then Y L^{-T}: the small inverse formed here
+   * (its pivots are bounded below), one product where Y lies, through F */
   for (int64_t c = 0; c < b; c++)
     for (int64_t r = c; r < b; r++) G[r + c * b] *= d[r];
-  TRY(gstat_i_trsm(s->ctx, GSTAT_F64, true, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, s->n, b, 1.0,
-                   G, b, Y, s->n));
+  double *Li = s->Li;
+  for (int64_t c = 0; c < b; c++)
+    for (int64_t r = 0; r < b; r++) Li[r + c * b] = r == c;
+  TRY(gstat_i_trsm(s->ctx, GSTAT_F64, true, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, b, b, 1.0, G,
+                   b, Li, b));
+  gstat_matrix Wm = block_at(s, s->W, b, b, b, false), Ym = tall(s, Y, b), Fm = tall(s, s->F, b);
+  TRY(copy_block(s, block_at(s, Li, b, b, b, true), Wm));
+  TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, 1.0, &Ym, &Wm, 0.0, &Fm));
+  TRY(copy_block(s, Fm, Ym));
   /* R = L^T into the upper triangle, zeros below */
   for (int64_t c = 0; c < b; c++)
     for (int64_t r = c + 1; r < b; r++) {
@@ -227,7 +328,9 @@ static gstat_status gram_schmidt(solver *s, int64_t nq, double *Y, const double 
   for (int64_t c = 0; c < b; c++) {
     double *v = Y + c * n;
     int64_t nb = nq + c; /* Q and the finished columns of Y are contiguous */
-    double before = sqrt(dot(s, v, v)), after = before;
+    double before, after;
+    TRY(norm(s, v, &before));
+    after = before;
     for (int pass = 0; pass < 3; pass++) {
       if (nb > 0) {
         TRY(project(s, 0, nb, v, 1, s->coef, nb));
@@ -235,13 +338,13 @@ static gstat_status gram_schmidt(solver *s, int64_t nq, double *Y, const double 
         for (int64_t r = 0; r < c; r++) R[r + c * b] += s->coef[nq + r];
       }
       double prev = after;
-      after = sqrt(dot(s, v, v));
+      TRY(norm(s, v, &after));
       if (pass >= 1 && after > 0.5 * prev) break;
     }
     double ref = norm0 ? norm0[c] : before;
     if (after > DEFLATE * ref && after > 0) {
       R[c + c * b] = after;
-      for (int64_t i = 0; i < n; i++) v[i] /= after;
+      TRY(scale_column(s, v, 1 / after));
       continue;
     }
     /* deflated: a random direction orthogonal to everything so far */
@@ -253,12 +356,13 @@ static gstat_status gram_schmidt(solver *s, int64_t nq, double *Y, const double 
                               (long long)nb, (long long)n);
         goto done;
       }
-      for (int64_t i = 0; i < n; i++) v[i] = gstat_i_rng_normal(&s->rng);
-      double r0 = sqrt(dot(s, v, v));
+      double r0, r1;
+      TRY(random_columns(s, v, 1));
+      TRY(norm(s, v, &r0));
       for (int pass = 0; pass < 2; pass++) TRY(project(s, 0, nb, v, 1, s->coef, nb));
-      double r1 = sqrt(dot(s, v, v));
+      TRY(norm(s, v, &r1));
       if (r1 > 1e-3 * r0) {
-        for (int64_t i = 0; i < n; i++) v[i] /= r1;
+        TRY(scale_column(s, v, 1 / r1));
         break;
       }
     }
@@ -285,7 +389,7 @@ static gstat_status orthonormalize(solver *s, int64_t lo, int64_t nq, int *finit
   for (int round = 0; round < 4; round++) {
     int64_t from = round == 0 ? lo : 0;
     TRY(project(s, from, nq, Y, b, s->C, ld));
-    TRY(gstat_i_syrk(s->ctx, GSTAT_F64, GSTAT_TRANS, b, s->n, 1.0, Y, s->n, 0.0, G, b));
+    TRY(inner(s, tall(s, Y, b), tall(s, Y, b), G, b));
     double kept = INFINITY; /* smallest norm left, of unit columns (rounds >= 1) */
     for (int64_t c = 0; c < b; c++) {
       if (round == 0) {
@@ -356,8 +460,7 @@ static gstat_status add_block(solver *s, int *finite) {
   gstat_status status = GSTAT_OK;
   int64_t j = s->j, b = s->b, n = s->n, ld = s->ldh;
   TRY(apply_block(s, s->Q + j * n, b, s->F));
-  TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_TRANS, GSTAT_NO_TRANS, j + b, b, n, 1.0, s->Q, n, s->F,
-                   n, 0.0, s->C, ld));
+  TRY(inner(s, tall(s, s->Q, j + b), tall(s, s->F, b), s->C, ld));
   for (int64_t c = 0; c < b; c++)
     for (int64_t r = 0; r < j + b; r++)
       if (!isfinite(s->C[r + c * ld])) *finite = 0;
@@ -404,17 +507,22 @@ static double threshold(const solver *s, double lambda) {
 static gstat_status restart(solver *s, int64_t pp) {
   gstat_status status = GSTAT_OK;
   int64_t j = s->j, b = s->b, n = s->n, ld = s->ldh;
-  for (int64_t r0 = 0; r0 < n; r0 += RESTART_CHUNK) {
-    int64_t rows = n - r0 < RESTART_CHUNK ? n - r0 : RESTART_CHUNK;
-    TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, rows, pp, j, 1.0, s->Q + r0,
-                     n, s->S, j, 0.0, s->T, rows));
-    for (int64_t c = 0; c < pp; c++)
-      memcpy(s->Q + r0 + c * n, s->T + c * rows, sizeof(double) * (size_t)rows);
+  /* by row chunks through F (3 b columns: free at a restart) */
+  int64_t chunk = 3 * b * n / pp < n ? 3 * b * n / pp : n;
+  gstat_matrix Sm = block_at(s, s->W, j, pp, j, false);
+  TRY(copy_block(s, block_at(s, s->S, j, pp, j, true), Sm));
+  for (int64_t r0 = 0; r0 < n; r0 += chunk) {
+    int64_t rows = n - r0 < chunk ? n - r0 : chunk;
+    gstat_matrix Qr = block_at(s, s->Q + r0, rows, j, n, false);
+    gstat_matrix Tm = block_at(s, s->F, rows, pp, rows, false);
+    TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, 1.0, &Qr, &Sm, 0.0, &Tm));
+    TRY(copy_block(s, Tm, block_at(s, s->Q + r0, rows, pp, n, false)));
   }
-  /* ascending order is safe: destination columns lie before the source */
-  if (pp != j && s->coupled)
-    for (int64_t c = 0; c < b; c++)
-      memmove(s->Q + (pp + c) * n, s->Q + (j + c) * n, sizeof(double) * (size_t)n);
+  /* the next block after the kept vectors (through F: the two may overlap) */
+  if (pp != j && s->coupled) {
+    TRY(copy_block(s, tall(s, s->Q + j * n, b), tall(s, s->F, b)));
+    TRY(copy_block(s, tall(s, s->F, b), tall(s, s->Q + pp * n, b)));
+  }
   for (int64_t c = 0; c < pp + b; c++) memset(s->H + c * ld, 0, sizeof(double) * (size_t)(pp + b));
   for (int64_t i = 0; i < pp; i++) {
     s->H[i + i * ld] = s->theta[i];
@@ -431,18 +539,20 @@ done:
   return status;
 }
 
-/* ||y - th x|| for each of `cols` columns. */
-static void residual_norms(const solver *s, const double *Y, const double *X, const double *th,
-                           int64_t cols, double *out) {
+/* ||y - th x|| for each of `cols` columns, the differences into Z (which
+ * may be Y). */
+static gstat_status residual_norms(solver *s, const double *Y, const double *X, const double *th,
+                                   int64_t cols, double *Z, double *out) {
+  gstat_status status = GSTAT_OK;
   for (int64_t c = 0; c < cols; c++) {
-    const double *x = X + c * s->n, *y = Y + c * s->n;
-    double acc = 0;
-    for (int64_t i = 0; i < s->n; i++) {
-      double d = y[i] - th[c] * x[i];
-      acc += d * d;
-    }
-    out[c] = sqrt(acc);
+    s->ca[c] = 1;
+    s->cb[c] = -th[c];
   }
+  TRY(lincomb(s, Z, NULL, Y, s->ca, X, s->cb, cols));
+  TRY(dots(s, Z, Z, cols, out));
+  for (int64_t c = 0; c < cols; c++) out[c] = sqrt(out[c]);
+done:
+  return status;
 }
 
 /* True residual norms of the first cnt basis columns as Ritz vectors (values
@@ -453,7 +563,7 @@ static gstat_status true_residuals(solver *s, int64_t cnt, double *res, double *
   for (int64_t c0 = 0; c0 < cnt; c0 += room) {
     int64_t cols = cnt - c0 < room ? cnt - c0 : room;
     TRY(apply_block(s, s->Q + c0 * n, cols, Y));
-    residual_norms(s, Y, s->Q + c0 * n, s->theta + c0, cols, res + c0);
+    TRY(residual_norms(s, Y, s->Q + c0 * n, s->theta + c0, cols, Y, res + c0));
     for (int64_t c = 0; c < cols; c++)
       if (!isfinite(res[c0 + c])) {
         status =
@@ -475,20 +585,36 @@ static void fix_sign(double *v, int64_t n) {
 }
 
 /* Small n: form the operator densely (applied to identity blocks) and solve it. */
+/* Y (host) = Op X (host) for cols columns, through the operator's memory
+ * (T: 2 n cols doubles there). */
+static gstat_status apply_from_host(gstat_ctx *ctx, gstat_i_apply_fn apply, void *op,
+                                    const gstat_matrix *where, int64_t n, int64_t cols,
+                                    const double *X, double *Y, double *T) {
+  gstat_matrix Xh = block_in(NULL, X, n, cols, n), Yh = block_in(NULL, Y, n, cols, n);
+  gstat_matrix Xt = block_in(where, T, n, cols, n), Yt = block_in(where, T + n * cols, n, cols, n);
+  gstat_status st = gstat_i_sched_copy(ctx, FN, "X", &Xh, &Xt);
+  if (st == GSTAT_OK) st = apply(ctx, op, n, cols, T, T + n * cols);
+  if (st == GSTAT_OK) st = gstat_i_sched_copy(ctx, FN, "Y", &Yt, &Yh);
+  return st;
+}
+
 static gstat_status solve_dense(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn apply, void *op,
-                                const gstat_i_eigs_options *opt, double tol, double *w, double *V,
-                                double *resid, gstat_i_eigs_report *rep) {
+                                const gstat_matrix *where, const gstat_i_eigs_options *opt,
+                                double tol, double *w, double *V, double *resid,
+                                gstat_i_eigs_report *rep) {
   gstat_status status = GSTAT_OK;
   int64_t k = opt->k, bs = n < 64 ? n : 64;
   size_t elems = (size_t)(n * n + n * bs + n + n * k), bytes = elems * sizeof(double);
-  double *mem = gstat_i_alloc(ctx, bytes);
+  size_t tbytes = sizeof(double) * (size_t)(2 * n * (bs > k ? bs : k));
+  double *T = NULL, *mem = gstat_i_alloc(ctx, bytes);
   if (!mem) return gstat_i_fail(ctx, GSTAT_ENOMEM, "sparse_eigs: cannot allocate %zu bytes", bytes);
   double *A = mem, *X = A + n * n, *lam = X + n * bs, *Y = lam + n;
+  TRY(memory_in(ctx, where, tbytes, &T));
   for (int64_t c0 = 0; c0 < n; c0 += bs) {
     int64_t cols = n - c0 < bs ? n - c0 : bs;
     memset(X, 0, sizeof(double) * (size_t)(n * cols));
     for (int64_t c = 0; c < cols; c++) X[(c0 + c) + c * n] = 1;
-    TRY(apply(ctx, op, n, cols, X, A + c0 * n));
+    TRY(apply_from_host(ctx, apply, op, where, n, cols, X, A + c0 * n, T));
     rep->operator_applies += cols;
   }
   for (int64_t i = 0; i < n * n; i++)
@@ -501,7 +627,7 @@ static gstat_status solve_dense(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn appl
   gstat_matrix wm = gstat_vector_batch(lam, GSTAT_F64, 1, n);
   TRY(gstat_i_eigh(ctx, &Am, GSTAT_LOWER, &wm, &Am, NULL));
   if (!(scale > 0)) scale = fmax(fabs(lam[0]), fabs(lam[n - 1]));
-  TRY(apply(ctx, op, n, k, A, Y));
+  TRY(apply_from_host(ctx, apply, op, where, n, k, A, Y, T));
   rep->operator_applies += k;
   rep->converged = 0;
   rep->max_residual = 0;
@@ -526,6 +652,7 @@ static gstat_status solve_dense(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn appl
                           "(largest residual %.3g)",
                           (long long)rep->converged, (long long)k, tol, rep->max_residual);
 done:
+  if (T) release_in(ctx, where, T, tbytes);
   gstat_i_free(ctx, mem, bytes);
   return status;
 }
@@ -539,9 +666,9 @@ static gstat_status not_finite(solver *s) {
 /* The seeded Gaussian start block, orthonormalized, at columns 0..b. */
 static gstat_status start_block(solver *s) {
   int finite = 1;
-  for (int64_t i = 0; i < s->n * s->b; i++) s->Q[i] = gstat_i_rng_normal(&s->rng);
+  gstat_status st = random_columns(s, s->Q, s->b);
   s->j = 0;
-  return orthonormalize(s, 0, 0, &finite);
+  return st == GSTAT_OK ? orthonormalize(s, 0, 0, &finite) : st;
 }
 
 /* Thick-restart block Lanczos. res: the k true residuals at the end. */
@@ -585,18 +712,16 @@ done:
   return status;
 }
 
-/* In place over n x cols: Z = alpha (Z - c Y) - beta X (X NULL: no term). */
-static void cheb_combine(const solver *s, int64_t cols, double *Z, const double *Y, const double *X,
-                         double c, double alpha, double beta) {
-  int64_t len = s->n * cols;
-  int nt = gstat_i_loop_threads(s->ctx, len, 4.0 * (double)len, 32.0 * (double)len);
-  if (X) {
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t i = 0; i < len; i++) Z[i] = alpha * (Z[i] - c * Y[i]) - beta * X[i];
-  } else {
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t i = 0; i < len; i++) Z[i] = alpha * (Z[i] - c * Y[i]);
+/* In place over n x cols: Z = alpha Z - alpha c Y - beta X (X NULL: no term). */
+static gstat_status cheb_combine(solver *s, int64_t cols, double *Z, const double *Y,
+                                 const double *X, double c, double alpha, double beta) {
+  double *g = s->coef, *a = s->ca, *b = s->cb; /* cols <= b <= the arrays' length */
+  for (int64_t i = 0; i < cols; i++) {
+    g[i] = alpha;
+    a[i] = -alpha * c;
+    b[i] = -beta;
   }
+  return lincomb(s, Z, g, Y, a, X, b, cols);
 }
 
 /* out = p(A) X for X = F[0:b]: the Chebyshev polynomial of degree d that is
@@ -611,20 +736,20 @@ static gstat_status cheb_filter(solver *s, double a0, double a, double up, const
   double e = (up - a) / 2, c = (up + a) / 2, t0 = (a0 - c) / e;
   double *X = s->F, *Y = X + n * b, *Z = Y + n * b;
   TRY(apply_block(s, X, b, Y));
-  residual_norms(s, Y, X, th, b, rx);
+  TRY(residual_norms(s, Y, X, th, b, Z, rx));
   double sig = 1 / t0;
-  cheb_combine(s, b, Y, X, NULL, c, sig / e, 0);
+  TRY(cheb_combine(s, b, Y, X, NULL, c, sig / e, 0));
   for (int64_t deg = 2; deg <= s->degree; deg++) {
     double sig1 = 1 / (2 * t0 - sig);
     TRY(apply_block(s, Y, b, Z));
-    cheb_combine(s, b, Z, Y, X, c, 2 * sig1 / e, sig * sig1);
+    TRY(cheb_combine(s, b, Z, Y, X, c, 2 * sig1 / e, sig * sig1));
     double *t = X;
     X = Y;
     Y = Z;
     Z = t;
     sig = sig1;
   }
-  memcpy(out, Y, sizeof(double) * (size_t)(n * b));
+  TRY(copy_block(s, tall(s, Y, b), tall(s, out, b)));
 done:
   return status;
 }
@@ -638,16 +763,19 @@ static gstat_status estimate_upper(solver *s, double *upper) {
   int64_t n = s->n, steps = STEPS < n ? STEPS : n;
   double *v0 = s->F, *v = v0 + n, *w = v + n, alpha[STEPS], beta[STEPS];
   double T[STEPS * STEPS], lam[STEPS];
-  for (int64_t i = 0; i < n; i++) v[i] = gstat_i_rng_normal(&s->rng), v0[i] = 0;
-  double nv = sqrt(dot(s, v, v));
-  for (int64_t i = 0; i < n; i++) v[i] /= nv;
+  double nv, one = 1;
+  TRY(random_columns(s, v, 1));
+  TRY(lincomb(s, v0, NULL, NULL, NULL, NULL, NULL, 1)); /* zeros */
+  TRY(norm(s, v, &nv));
+  TRY(scale_column(s, v, 1 / nv));
   double bprev = 0;
   int64_t t = 0;
   for (; t < steps; t++) {
     TRY(apply_block(s, v, 1, w));
-    alpha[t] = dot(s, w, v);
-    for (int64_t i = 0; i < n; i++) w[i] -= alpha[t] * v[i] + bprev * v0[i];
-    beta[t] = sqrt(dot(s, w, w));
+    TRY(dots(s, w, v, 1, &alpha[t]));
+    double ma = -alpha[t], mb = -bprev;
+    TRY(lincomb(s, w, &one, v, &ma, v0, &mb, 1));
+    TRY(norm(s, w, &beta[t]));
     if (!isfinite(alpha[t]) || !isfinite(beta[t])) {
       status = not_finite(s);
       goto done;
@@ -656,10 +784,9 @@ static gstat_status estimate_upper(solver *s, double *upper) {
       t++;
       break;
     }
-    for (int64_t i = 0; i < n; i++) {
-      v0[i] = v[i];
-      v[i] = w[i] / beta[t];
-    }
+    double ib = 1 / beta[t];
+    TRY(lincomb(s, v0, NULL, v, &one, NULL, NULL, 1));
+    TRY(lincomb(s, v, NULL, w, &ib, NULL, NULL, 1));
     bprev = beta[t];
   }
   memset(T, 0, sizeof T);
@@ -713,8 +840,10 @@ static gstat_status cheb_davidson(solver *s, int64_t max_iter, double *res, int6
      * interlacing, so the wanted end and the guard vectors are amplified;
      * measured: 20 % fewer products than damping above the largest one) */
     int64_t j = s->j;
-    TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, n, b, j, 1.0, s->Q, n,
-                     s->S + nc * j, j, 0.0, s->F, n));
+    gstat_matrix Qm = tall(s, s->Q, j), Sm = block_at(s, s->W, j, b, j, false),
+                 Fm = tall(s, s->F, b);
+    TRY(copy_block(s, block_at(s, s->S + nc * j, j, b, j, true), Sm));
+    TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, 1.0, &Qm, &Sm, 0.0, &Fm));
     double a0 = s->theta[0], a = s->theta[(s->p < j ? s->p : j) - 1], up = s->upper;
     if (!(a < up)) a = 0.5 * (a0 + up);
     if (a0 > a) a0 = a;
@@ -741,9 +870,10 @@ done:
 
 /* The iteration (validated arguments, n >= 2 (m + b)). */
 static gstat_status solve_iterative(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn apply, void *op,
-                                    const gstat_i_eigs_options *opt, int davidson, int64_t b,
-                                    int64_t m, double tol, int64_t max_iter, double *w, double *V,
-                                    double *resid, gstat_i_eigs_report *rep) {
+                                    const gstat_matrix *where, const gstat_i_eigs_options *opt,
+                                    int davidson, int64_t b, int64_t m, double tol,
+                                    int64_t max_iter, double *w, double *V, double *resid,
+                                    gstat_i_eigs_report *rep) {
   gstat_status status = GSTAT_OK;
   int64_t k = opt->k;
   solver s;
@@ -765,22 +895,26 @@ static gstat_status solve_iterative(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn 
   s.upper = opt->upper;
   s.degree = opt->degree ? opt->degree : DEFAULT_DEGREE;
   s.ldh = m + b;
+  s.where = *where;
   gstat_i_rng_seed(&s.rng, opt->seed);
 
-  size_t ld = (size_t)(m + b), chunk = (size_t)(n < RESTART_CHUNK ? n : RESTART_CHUNK);
-  size_t qn, bytes = 0;
+  size_t ld = (size_t)(m + b), lc = ld + 3 * (size_t)b;
+  size_t qn, tbytes = 0, bytes;
   size_t small = ld * ld + (size_t)(m * m) + 3 * (size_t)m + (size_t)(b * m) + 2 * ld * (size_t)b +
-                 3 * (size_t)(b * b) + chunk * (size_t)m + ld + (size_t)b;
-  /* the basis, plus three blocks of scratch (filter, residual checks) */
+                 4 * (size_t)(b * b) + ld + 2 * lc + (size_t)b;
+  /* the basis, plus three blocks of scratch (filter, residual checks), and W */
   if (!gstat_i_mul_size((size_t)n, ld + 3 * (size_t)b, &qn) ||
-      !gstat_i_add_size(qn, small, &bytes) || !gstat_i_mul_size(bytes, sizeof(double), &bytes))
+      !gstat_i_add_size(qn, ld * ld, &tbytes) || !gstat_i_mul_size(tbytes, sizeof(double), &tbytes))
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "sparse_eigs: n=%lld x basis %lld overflows",
                         (long long)n, (long long)(m + 4 * b));
-  double *mem = gstat_i_alloc(ctx, bytes);
+  bytes = small * sizeof(double);
+  double *mem = gstat_i_alloc(ctx, bytes), *tallmem = NULL;
   if (!mem) return gstat_i_fail(ctx, GSTAT_ENOMEM, "sparse_eigs: cannot allocate %zu bytes", bytes);
-  s.Q = mem;
+  TRY(memory_in(ctx, where, tbytes, &tallmem));
+  s.Q = tallmem;
   s.F = s.Q + (size_t)n * ld;
-  s.H = s.Q + qn;
+  s.W = s.Q + qn;
+  s.H = mem;
   s.S = s.H + ld * ld;
   s.theta = s.S + m * m;
   s.est = s.theta + m;
@@ -791,9 +925,11 @@ static gstat_status solve_iterative(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn 
   s.G = s.Cacc + ld * b;
   s.Racc = s.G + b * b;
   s.Rt = s.Racc + b * b;
-  s.T = s.Rt + b * b;
-  s.coef = s.T + chunk * m;
-  s.norm0 = s.coef + ld;
+  s.Li = s.Rt + b * b;
+  s.coef = s.Li + b * b;
+  s.ca = s.coef + ld;
+  s.cb = s.ca + lc;
+  s.norm0 = s.cb + lc;
 
   TRY(gstat_i_progress(ctx, "sparse_eigs", 0, max_iter));
   int64_t nconv = 0;
@@ -808,9 +944,9 @@ static gstat_status solve_iterative(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn 
     TRY(krylov_schur(&s, max_iter, res, &nconv));
   }
 
+  TRY(copy_block(&s, tall(&s, s.Q, k), block_at(&s, V, n, k, n, true)));
   for (int64_t c = 0; c < k; c++) {
     w[c] = s.theta[c];
-    memcpy(V + c * n, s.Q + c * n, sizeof(double) * (size_t)n);
     fix_sign(V + c * n, n);
     if (resid) resid[c] = res[c];
     rep->max_residual = fmax(rep->max_residual, res[c]);
@@ -828,6 +964,7 @@ done:
   rep->restarts = s.restarts;
   rep->deflated = s.deflated;
   rep->scale = s.scale;
+  if (tallmem) release_in(ctx, where, tallmem, tbytes);
   gstat_i_free(ctx, mem, bytes);
   return status;
 }
@@ -881,11 +1018,13 @@ gstat_status gstat_i_sparse_eigs(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn app
    * valgrind runs to a crawl with spinning workers) */
   int threads = ctx->num_threads;
   if (n < SERIAL_BELOW_N) ctx->num_threads = 1;
+  gstat_matrix host = {0};
+  const gstat_matrix *where = opt->where ? opt->where : &host;
   if (n < 2 * (m + b))
-    status = solve_dense(ctx, n, apply, op, opt, tol, w, V, resid, rep);
+    status = solve_dense(ctx, n, apply, op, where, opt, tol, w, V, resid, rep);
   else
-    status =
-        solve_iterative(ctx, n, apply, op, opt, davidson, b, m, tol, max_iter, w, V, resid, rep);
+    status = solve_iterative(ctx, n, apply, op, where, opt, davidson, b, m, tol, max_iter, w, V,
+                             resid, rep);
   ctx->num_threads = threads;
   return status;
 }

@@ -19,9 +19,10 @@
 
 #include "core/internal.h"
 
-/* Y (n x m, column-major, ld n) = Op X (n x m, ld n). Returns GSTAT_OK or a
- * failure status (with the context message set). The operator must be
- * symmetric; X and Y never overlap. */
+/* Y (n x m, column-major, ld n) = Op X (n x m, ld n), both in the memory
+ * the options' `where` names. Returns GSTAT_OK or a failure status (with
+ * the context message set). The operator must be symmetric; X and Y never
+ * overlap. */
 typedef gstat_status (*gstat_i_apply_fn)(gstat_ctx *ctx, void *op, int64_t n, int64_t m,
                                          const double *X, double *Y);
 
@@ -62,6 +63,11 @@ typedef struct gstat_i_eigs_options {
                        128). At least k + 2 block (Davidson) or k + block (Lanczos) */
   int64_t degree;   /* Chebyshev filter degree (Davidson); 0: 16 */
   gstat_i_eigs_method method; /* 0: auto */
+  /* The memory the operator takes its blocks in (location and device of a
+   * descriptor; its data unused), or NULL: the host. The basis lives there
+   * and every step on it runs where it lies (backend/sched.h); only the
+   * small projected problems come to the host. */
+  const gstat_matrix *where;
 } gstat_i_eigs_options;
 
 typedef struct gstat_i_eigs_report {

@@ -264,27 +264,55 @@ done:
   return st;
 }
 
+/* Rows in CUDA memory whose weights sum to 0: only their columns' NaN
+ * marks count, read from a host copy by the host path. */
+static gstat_status add_device_copy(gstat_ctx *ctx, gstat_cov_accum *acc, const gstat_matrix *X,
+                                    const double *weights, const char *fn) {
+  gstat_i_staged h;
+  gstat_status st = gstat_i_sched_stage(ctx, fn, "X", X, true, &h);
+  if (st == GSTAT_OK) st = add_host_rows(ctx, acc, &h.m, weights, fn);
+  gstat_i_sched_release(ctx, &h);
+  return st;
+}
+
 /* Add rows in CUDA memory: mean and co-moment where they lie (the
- * scheduler's fused co-moment), merged here. Unweighted, missing =
- * EVERYTHING only. */
+ * scheduler's fused co-moment, or with weights or missing = COMPLETE its
+ * NaN-row scan and weighted co-moment of the kept rows), merged here. */
 static gstat_status add_device_rows(gstat_ctx *ctx, gstat_cov_accum *acc, const gstat_matrix *X,
                                     const double *weights, const char *fn) {
   gstat_status st = GSTAT_OK;
   int64_t n = X->rows, p = acc->p;
-  if (weights || acc->missing != GSTAT_MISSING_EVERYTHING)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
-                        "%s: rows in CUDA memory take neither weights nor missing = COMPLETE", fn);
   if (n == 0) return GSTAT_OK;
   gstat_i_ws_plan pl = {0, true};
   size_t o_m = gstat_i_ws_take(&pl, p * p, sizeof(double));
   size_t o_mean = gstat_i_ws_take(&pl, p, sizeof(double));
   size_t o_shift = gstat_i_ws_take(&pl, p, sizeof(double));
   size_t o_d = gstat_i_ws_take(&pl, p, sizeof(double));
+  size_t o_keep = gstat_i_ws_take(&pl, n, 1);
   char *ws = workspace(ctx, fn, &pl);
   if (!ws) return GSTAT_ENOMEM;
   double *mb = (double *)(ws + o_m), *mean = (double *)(ws + o_mean);
   double *shift = (double *)(ws + o_shift), *delta = (double *)(ws + o_d);
-  TRY(gstat_i_sched_comoment(ctx, fn, X, 0, mean, mb, NULL));
+  unsigned char *keep = NULL;
+  int64_t m = n, inf_at;
+  if (acc->missing == GSTAT_MISSING_COMPLETE) {
+    keep = (unsigned char *)(ws + o_keep);
+    TRY(gstat_i_sched_nan_rows(ctx, fn, X, 0, keep, &inf_at));
+    m = 0;
+    for (int64_t r = 0; r < n; r++) m += keep[r] != 0;
+  }
+  double wsum = 0;
+  for (int64_t r = 0; r < n; r++)
+    if (!keep || keep[r]) wsum += weights ? weights[r] : 1.0;
+  if (m == 0) { /* every row skipped */
+    acc->skipped += n;
+    return GSTAT_OK;
+  }
+  if (!(wsum > 0)) return add_device_copy(ctx, acc, X, weights, fn);
+  if (weights || keep)
+    TRY(gstat_i_sched_wcomoment(ctx, fn, X, 0, weights, keep, false, mean, mb));
+  else
+    TRY(gstat_i_sched_comoment(ctx, fn, X, 0, mean, mb, NULL));
   /* the chunk's mean is its shift; a column with NaN/Inf is poisoned, as on the host */
   for (int64_t j = 0; j < p; j++) {
     if (isfinite(mean[j])) {
@@ -299,7 +327,7 @@ static gstat_status add_device_rows(gstat_ctx *ctx, gstat_cov_accum *acc, const 
     mean[j] = NAN;
     for (int64_t k = 0; k < p; k++) mb[j + k * p] = mb[k + j * p] = NAN;
   }
-  merge_into(acc, n, 0, (double)n, shift, mean, mb, delta);
+  merge_into(acc, m, n - m, wsum, shift, mean, mb, delta);
 done:
   return st;
 }

@@ -8,6 +8,33 @@
 #include "graph/laplacian_op.h"
 #include "graph/sparse_eigs.h"
 #include "spectral/spectral_sparse.h"
+#include "backend/sched.h"
+
+/* The smallest eigenpairs of the operator's Laplacian: on the device where
+ * the scheduler plans it there (the basis in device memory, only the small
+ * projected problems on the host), else on the host; a device failure that
+ * the host can take (out of memory, a backend error) reruns on the host. */
+static gstat_status lowest_pairs(gstat_ctx *ctx, const char *fn, gstat_laplacian_op *op,
+                                 gstat_i_eigs_options *eo, double *w, double *V,
+                                 gstat_i_eigs_report *rep) {
+  int64_t n = gstat_laplacian_op_size(op);
+  double *p = malloc(sizeof(double) * (size_t)(n + 1));
+  gstat_i_csr_lap A;
+  gstat_i_sched_lap plan;
+  gstat_status st = GSTAT_EUNSUPPORTED;
+  if (p && gstat_i_laplacian_op_csr(op, p, &A) &&
+      gstat_i_sched_csr_lap_plan(ctx, fn, &A, &plan) == GSTAT_OK) {
+    eo->where = &plan.where;
+    st = gstat_i_sparse_eigs(ctx, n, gstat_i_sched_csr_lap_apply, &plan, eo, w, V, NULL, rep);
+    gstat_i_sched_csr_lap_release(&plan);
+    eo->where = NULL;
+    if (st == GSTAT_ENOMEM || st == GSTAT_EBACKEND || st == GSTAT_EUNSUPPORTED)
+      ctx->last_error[0] = '\0';
+  }
+  free(p);
+  if (st != GSTAT_ENOMEM && st != GSTAT_EBACKEND && st != GSTAT_EUNSUPPORTED) return st;
+  return gstat_i_sparse_eigs(ctx, n, gstat_i_laplacian_apply, op, eo, w, V, NULL, rep);
+}
 
 gstat_status gstat_i_sc_sparse(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
                                const gstat_spectral_options *o, int64_t k, int64_t *labels,
@@ -59,7 +86,7 @@ gstat_status gstat_i_sc_sparse(gstat_ctx *ctx, const char *fn, const gstat_graph
    * degree-16 filters (rbf n = 3000, k = 4: 12 against 53 products, 226 against
    * 376 ms end to end; bench/README.md). */
   if (G->format == GSTAT_GRAPH_DENSE) eo.method = GSTAT_I_EIGS_BLOCK_LANCZOS;
-  gstat_status es = gstat_i_sparse_eigs(ctx, n, gstat_i_laplacian_apply, op, &eo, w, V, NULL, rep);
+  gstat_status es = lowest_pairs(ctx, fn, op, &eo, w, V, rep);
   if (es != GSTAT_OK && es != GSTAT_ENOCONV) {
     st = es;
     goto done;

@@ -172,4 +172,6 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .wcomoment = gstat_i_cpu_wcomoment,
     .nan_rows = gstat_i_cpu_nan_rows,
     .pairwise = gstat_i_cpu_pairwise,
+    .lincomb = gstat_i_cpu_lincomb,
+    .dots = gstat_i_cpu_dots,
 };

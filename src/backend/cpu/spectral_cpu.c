@@ -56,25 +56,19 @@ gstat_status gstat_i_cpu_sc_laplacians(void *state, gstat_ctx *ctx, const gstat_
   if (count == 0 || N == 0) return GSTAT_OK;
   double bytes = 8.0 * (double)(count * N * N);
   int nt = gstat_i_loop_threads(ctx, count, 30.0 * bytes / 8.0, bytes);
-  int64_t bad = 0;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 16) reduction(| : bad) if (nt > 1)
-  for (int64_t g = 0; g < count; g++) {
-    gstat_i_err err = {0};
-    if (gstat_i_dense_adjacency(&err, "spectral_batch", "", A, g, r->sizes[g], sym, loops, NULL) !=
-        GSTAT_OK)
-      bad = 1;
-  }
-  if (bad) /* the host engine names the entry, or skips the graph in a batch */
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "spectral_batch: a graph has an invalid weight");
   size_t per = (size_t)(N * N + 2 * N);
   double *scr = gstat_i_alloc(ctx, per * (size_t)nt * sizeof(double));
   if (!scr) return gstat_i_fail(ctx, GSTAT_ENOMEM, "spectral_batch: cannot allocate scratch");
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 4) if (nt > 1)
+  int64_t bad = 0; /* L is the engine's workspace: one pass reads, checks and builds */
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 4) reduction(| : bad) if (nt > 1)
   for (int64_t g = 0; g < count; g++) {
     double *W = scr + per * (size_t)thread_id(), *d = (double *)r->deg->data + g * N;
     int64_t n = r->sizes[g], *lab = (int64_t *)(W + N * N);
     gstat_i_err err = {0};
-    gstat_i_dense_adjacency(&err, "spectral_batch", "", A, g, n, sym, loops, W);
+    if (gstat_i_dense_adjacency(&err, "spectral_batch", "", A, g, n, sym, loops, W) != GSTAT_OK) {
+      bad = 1;
+      continue;
+    }
     r->comps[g] = gstat_i_dense_components(n, W, lab, lab + n);
     gstat_i_dense_laplacian(n, W, (gstat_laplacian_kind)r->kind, d);
     double maxdeg = 0;
@@ -85,6 +79,8 @@ gstat_status gstat_i_cpu_sc_laplacians(void *state, gstat_ctx *ctx, const gstat_
     store_padded(W, n, r->kind == GSTAT_LAPLACIAN_UNNORMALIZED ? 2 * maxdeg + 1 : 3.0, r->L, g);
   }
   gstat_i_free(ctx, scr, per * (size_t)nt * sizeof(double));
+  if (bad) /* the host engine names the entry, or skips the graph in a batch */
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "spectral_batch: a graph has an invalid weight");
   return GSTAT_OK;
 }
 

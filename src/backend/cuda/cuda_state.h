@@ -220,6 +220,14 @@ gstat_status gstat_cu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_tr
                            double alpha, const gstat_matrix *A, const gstat_matrix *B, double beta,
                            const gstat_matrix *C);
 gstat_status gstat_cu_orthonormalize(void *state, gstat_ctx *ctx, const gstat_matrix *A);
+gstat_status gstat_cu_lincomb_op(void *state, gstat_ctx *ctx, const gstat_i_lincomb_req *r);
+gstat_status gstat_cu_dots_op(void *state, gstat_ctx *ctx, const gstat_matrix *X,
+                              const gstat_matrix *Y, double *out);
+gstat_status gstat_cu_csr_lap_plan(void *state, gstat_ctx *ctx, const gstat_i_csr_lap *A,
+                                   void **plan);
+gstat_status gstat_cu_csr_lap_apply(void *state, gstat_ctx *ctx, void *plan, const gstat_matrix *X,
+                                    const gstat_matrix *Y);
+void gstat_cu_csr_lap_release(void *state, void *plan);
 gstat_status gstat_cu_laplacian(void *state, gstat_ctx *ctx, const char *fn, const gstat_matrix *A,
                                 int sym, int drop_loops, int kind, const gstat_matrix *L,
                                 const gstat_matrix *deg);

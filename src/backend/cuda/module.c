@@ -574,6 +574,11 @@ static const gstat_i_backend_ops cuda_ops = {
     .pairwise = gstat_cu_pairwise,
     .eigh_async = gstat_cu_eigh_async,
     .eigh_backward = gstat_cu_eigh_backward_op,
+    .lincomb = gstat_cu_lincomb_op,
+    .dots = gstat_cu_dots_op,
+    .csr_lap_plan = gstat_cu_csr_lap_plan,
+    .csr_lap_apply = gstat_cu_csr_lap_apply,
+    .csr_lap_release = gstat_cu_csr_lap_release,
 };
 
 static const gstat_i_module module = {

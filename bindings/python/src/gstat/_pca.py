@@ -364,9 +364,11 @@ class PCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 def _device_shape(est, X, width):
     """A CUDA tensor given to a fitted model: 2-D with `width` columns."""
     shape = tuple(int(s) for s in X.shape)
-    if len(shape) != 2 or shape[1] != width:
-        raise ValueError(f"X has shape {shape}, but {type(est).__name__} is expecting {width} "
-                         f"columns")
+    if len(shape) != 2:
+        raise ValueError(f"Expected a 2-D tensor, got shape {shape}")
+    if shape[1] != width:  # scikit-learn's words, as for host data
+        raise ValueError(f"X has {shape[1]} features, but {type(est).__name__} is expecting "
+                         f"{width} features as input")
 
 
 def _accum_header(p, n):

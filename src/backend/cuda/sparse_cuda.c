@@ -1,0 +1,214 @@
+/*
+ * The sparse eigensolver's steps on the device (backend.h's lincomb, dots
+ * and the CSR Laplacian plan): the plan copies the graph once, with the
+ * symmetric kind's scaling folded into the weights (weights_impl.h's rule),
+ * and applies Y = diag(p) X - A' X as one diagonal kernel and one cuSPARSE
+ * SpMM (A not transposed: the same result every call).
+ */
+#include <cusparse.h>
+#include <stdlib.h>
+
+#include "backend/cuda/cuda_state.h"
+#include "backend/cuda/kernels/blocks_kernels.h"
+#include "graph/weights_impl.h"
+
+/* Column-major float64 in this device's memory, or NULL. */
+static double *device_block(const gstat_cu_state *s, const gstat_matrix *M) {
+  if (!M || M->location != GSTAT_CUDA || M->device != s->device || M->dtype != GSTAT_F64 ||
+      M->row_stride != 1 || (M->cols > 1 && M->col_stride < M->rows))
+    return NULL;
+  return M->data;
+}
+
+static gstat_status not_taken(gstat_ctx *ctx, const char *fn) {
+  return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                             "%s: blocks must be column-major float64 in this device's memory", fn);
+}
+
+gstat_status gstat_cu_lincomb_op(void *state, gstat_ctx *ctx, const gstat_i_lincomb_req *r) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  double *Z = device_block(s, r->Z), *X = device_block(s, r->X), *Y = device_block(s, r->Y);
+  if (!Z || (r->X && !X) || (r->Y && !Y)) return not_taken(ctx, "lincomb");
+  int64_t n = r->Z->rows, m = r->Z->cols;
+  for (int64_t c0 = 0; c0 < m; c0 += GSTAT_CU_LINCOMB_COLS) {
+    int64_t cols = m - c0 < GSTAT_CU_LINCOMB_COLS ? m - c0 : GSTAT_CU_LINCOMB_COLS;
+    cudaError_t e = gstat_cu_lincomb(
+        n, cols, Z + c0 * r->Z->col_stride, r->Z->col_stride, X ? X + c0 * r->X->col_stride : NULL,
+        X ? r->X->col_stride : 1, Y ? Y + c0 * r->Y->col_stride : NULL, Y ? r->Y->col_stride : 1,
+        r->g ? r->g + c0 : NULL, r->a ? r->a + c0 : NULL, r->b ? r->b + c0 : NULL, s->stream);
+    if (e != cudaSuccess) return gstat_cu_fail(ctx, "lincomb", "kernel", e);
+  }
+  return GSTAT_OK; /* ordered on the stream before whatever reads Z */
+}
+
+gstat_status gstat_cu_dots_op(void *state, gstat_ctx *ctx, const gstat_matrix *X,
+                              const gstat_matrix *Y, double *out) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  double *x = device_block(s, X), *y = device_block(s, Y);
+  if (!x || !y) return not_taken(ctx, "dots");
+  int64_t m = X->cols;
+  double *d = gstat_cu_buffer(s, ctx, CU_SUMS, sizeof(double) * (size_t)m);
+  double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, sizeof(double) * (size_t)m);
+  if (!d || !h) return GSTAT_ENOMEM;
+  cudaError_t e = gstat_cu_dots(X->rows, m, x, X->col_stride, y, Y->col_stride, d, s->stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(h, d, sizeof(double) * (size_t)m, cudaMemcpyDeviceToHost, s->stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s->stream);
+  if (e != cudaSuccess) return gstat_cu_fail(ctx, "dots", "reduction", e);
+  for (int64_t c = 0; c < m; c++) out[c] = h[c];
+  return GSTAT_OK;
+}
+
+/* ---- the Laplacian plan ---- */
+
+typedef struct lap_plan {
+  int64_t n, nnz;
+  int64_t *off, *idx; /* device: rebased to 0 */
+  double *val, *p;    /* device: scaled weights, the diagonal */
+  cusparseHandle_t handle;
+  cusparseSpMatDescr_t A;
+  void *buffer;
+  size_t buffer_bytes;
+} lap_plan;
+
+void gstat_cu_csr_lap_release(void *state, void *plan) {
+  (void)state;
+  lap_plan *P = plan;
+  if (!P) return;
+  if (P->A) cusparseDestroySpMat(P->A);
+  if (P->handle) cusparseDestroy(P->handle);
+  cudaFree(P->off);
+  cudaFree(P->idx);
+  cudaFree(P->val);
+  cudaFree(P->p);
+  cudaFree(P->buffer);
+  free(P);
+}
+
+static gstat_status sparse_fail(gstat_ctx *ctx, const char *what, cusparseStatus_t st) {
+  return gstat_cu_host->fail(ctx,
+                             st == CUSPARSE_STATUS_ALLOC_FAILED ? GSTAT_ENOMEM : GSTAT_EBACKEND,
+                             "csr_lap: %s: %s", what, cusparseGetErrorString(st));
+}
+
+/* The graph in host arrays of the device's layout: offsets from 0, indices
+ * from 0, weights scaled (s_i w s_j) where s is given. */
+static gstat_status host_layout(gstat_ctx *ctx, const gstat_i_csr_lap *A, int64_t *off,
+                                int64_t *idx, double *val) {
+  int64_t first = A->offsets[0];
+  for (int64_t i = 0; i <= A->n; i++) off[i] = A->offsets[i] - first;
+  for (int64_t i = 0; i < A->n; i++)
+    for (int64_t e = A->offsets[i]; e < A->offsets[i + 1]; e++) {
+      int64_t j = A->indices[e] - A->base, at = e - first;
+      double w = A->weights ? A->weights[e] : 1.0;
+      idx[at] = j;
+      val[at] = A->s ? gstat_i_norm_weight(w, A->s[i], A->s[j]) : w;
+    }
+  (void)ctx;
+  return GSTAT_OK;
+}
+
+static gstat_status upload(gstat_ctx *ctx, lap_plan *P, const gstat_i_csr_lap *A) {
+  size_t n1 = (size_t)(P->n + 1), nz = (size_t)(P->nnz > 0 ? P->nnz : 1);
+  int64_t *off = malloc(sizeof(int64_t) * n1), *idx = malloc(sizeof(int64_t) * nz);
+  double *val = malloc(sizeof(double) * nz);
+  gstat_status st = off && idx && val ? GSTAT_OK : GSTAT_ENOMEM;
+  if (st == GSTAT_OK) st = host_layout(ctx, A, off, idx, val);
+  cudaError_t e = cudaSuccess;
+  if (st == GSTAT_OK &&
+      ((e = cudaMalloc((void **)&P->off, sizeof(int64_t) * n1)) != cudaSuccess ||
+       (e = cudaMalloc((void **)&P->idx, sizeof(int64_t) * nz)) != cudaSuccess ||
+       (e = cudaMalloc((void **)&P->val, sizeof(double) * nz)) != cudaSuccess ||
+       (e = cudaMalloc((void **)&P->p, sizeof(double) * (size_t)P->n + 8)) != cudaSuccess ||
+       (e = cudaMemcpy(P->off, off, sizeof(int64_t) * n1, cudaMemcpyHostToDevice)) != cudaSuccess ||
+       (e = cudaMemcpy(P->idx, idx, sizeof(int64_t) * nz, cudaMemcpyHostToDevice)) != cudaSuccess ||
+       (e = cudaMemcpy(P->val, val, sizeof(double) * nz, cudaMemcpyHostToDevice)) != cudaSuccess ||
+       (e = cudaMemcpy(P->p, A->p, sizeof(double) * (size_t)P->n, cudaMemcpyHostToDevice)) !=
+           cudaSuccess))
+    st = gstat_cu_fail(ctx, "csr_lap", "copying the graph", e);
+  else if (st == GSTAT_ENOMEM)
+    st = gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "csr_lap: cannot allocate the graph's host copy");
+  free(off);
+  free(idx);
+  free(val);
+  return st;
+}
+
+gstat_status gstat_cu_csr_lap_plan(void *state, gstat_ctx *ctx, const gstat_i_csr_lap *A,
+                                   void **plan) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  *plan = NULL;
+  if (gstat_cu_fault_now() == FAULT_OOM)
+    return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "csr_lap: simulated device out of memory");
+  lap_plan *P = calloc(1, sizeof *P);
+  if (!P) return GSTAT_ENOMEM;
+  P->n = A->n;
+  P->nnz = A->offsets[A->n] - A->offsets[0];
+  gstat_status st = upload(ctx, P, A);
+  cusparseStatus_t cs = CUSPARSE_STATUS_SUCCESS;
+  if (st == GSTAT_OK &&
+      ((cs = cusparseCreate(&P->handle)) != CUSPARSE_STATUS_SUCCESS ||
+       (cs = cusparseCreateCsr(&P->A, P->n, P->n, P->nnz, P->off, P->idx, P->val,
+                               CUSPARSE_INDEX_64I, CUSPARSE_INDEX_64I, CUSPARSE_INDEX_BASE_ZERO,
+                               CUDA_R_64F)) != CUSPARSE_STATUS_SUCCESS))
+    st = sparse_fail(ctx, "creating the matrix", cs);
+  if (st != GSTAT_OK) {
+    gstat_cu_csr_lap_release(state, P);
+    return st;
+  }
+  *plan = P;
+  return GSTAT_OK;
+}
+
+/* Y -= A' X through cuSPARSE, its buffer grown to this block's size. */
+static gstat_status spmm(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, int64_t m, double *x,
+                         int64_t ldx, double *y, int64_t ldy) {
+  cusparseDnMatDescr_t Xd = NULL, Yd = NULL;
+  const double alpha = -1.0, beta = 1.0;
+  size_t need = 0;
+  cusparseStatus_t cs = cusparseSetStream(P->handle, s->stream);
+  if (cs == CUSPARSE_STATUS_SUCCESS)
+    cs = cusparseCreateDnMat(&Xd, P->n, m, ldx, x, CUDA_R_64F, CUSPARSE_ORDER_COL);
+  if (cs == CUSPARSE_STATUS_SUCCESS)
+    cs = cusparseCreateDnMat(&Yd, P->n, m, ldy, y, CUDA_R_64F, CUSPARSE_ORDER_COL);
+  if (cs == CUSPARSE_STATUS_SUCCESS)
+    cs = cusparseSpMM_bufferSize(P->handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                 CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, P->A, Xd, &beta, Yd,
+                                 CUDA_R_64F, CUSPARSE_SPMM_ALG_DEFAULT, &need);
+  gstat_status st = cs == CUSPARSE_STATUS_SUCCESS ? GSTAT_OK : sparse_fail(ctx, "SpMM setup", cs);
+  if (st == GSTAT_OK && need > P->buffer_bytes) {
+    cudaFree(P->buffer);
+    P->buffer = NULL;
+    P->buffer_bytes = 0;
+    cudaError_t e = cudaMalloc(&P->buffer, need);
+    if (e != cudaSuccess) st = gstat_cu_fail(ctx, "csr_lap", "SpMM buffer", e);
+    if (e == cudaSuccess) P->buffer_bytes = need;
+  }
+  if (st == GSTAT_OK &&
+      (cs = cusparseSpMM(P->handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                         CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, P->A, Xd, &beta, Yd, CUDA_R_64F,
+                         CUSPARSE_SPMM_ALG_DEFAULT, P->buffer)) != CUSPARSE_STATUS_SUCCESS)
+    st = sparse_fail(ctx, "SpMM", cs);
+  if (Xd) cusparseDestroyDnMat(Xd);
+  if (Yd) cusparseDestroyDnMat(Yd);
+  return st;
+}
+
+gstat_status gstat_cu_csr_lap_apply(void *state, gstat_ctx *ctx, void *plan, const gstat_matrix *X,
+                                    const gstat_matrix *Y) {
+  gstat_cu_state *s = state;
+  lap_plan *P = plan;
+  cudaSetDevice(s->device);
+  double *x = device_block(s, X), *y = device_block(s, Y);
+  if (!x || !y || X->rows != P->n) return not_taken(ctx, "csr_lap");
+  if (gstat_cu_fault_now() == FAULT_SOLVER)
+    return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "csr_lap: simulated SpMM failure");
+  int64_t m = X->cols, ldx = X->cols > 1 ? X->col_stride : P->n;
+  int64_t ldy = Y->cols > 1 ? Y->col_stride : P->n;
+  cudaError_t e = gstat_cu_diag_times(P->n, m, P->p, x, ldx, y, ldy, s->stream);
+  if (e != cudaSuccess) return gstat_cu_fail(ctx, "csr_lap", "diagonal", e);
+  return m > 0 && P->nnz > 0 ? spmm(s, ctx, P, m, x, ldx, y, ldy) : GSTAT_OK;
+}
