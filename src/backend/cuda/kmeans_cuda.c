@@ -221,11 +221,11 @@ gstat_status gstat_cu_kmeans(void *state, gstat_ctx *ctx, const gstat_matrix *E,
   cudaSetDevice(s->device);
   int64_t n = E->rows, dim = E->cols, k = opt->k;
   bool dense = E->dtype == GSTAT_F64 && E->col_stride == 1 && (n <= 1 || E->row_stride == dim);
-  if (!dense || n < 1 || dim < 1 || k < 1 || dim > 22 || k * dim > 6144 ||
+  if (!dense || n < 1 || dim < 1 || k < 1 || dim > 22 || k * dim > 4096 ||
       (E->location == GSTAT_CUDA && E->device != s->device))
     return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
                                "kmeans: the device takes dense row-major float64 rows of at most "
-                               "22 columns and 6144 centre coordinates");
+                               "22 columns and 4096 centre coordinates");
   if (gstat_cu_fault_now() == FAULT_OOM)
     return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "kmeans: simulated device out of memory");
   km_run r = {.s = s, .ctx = ctx, .n = n, .dim = dim, .k = k, .err = cudaSuccess};
