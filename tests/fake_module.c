@@ -273,10 +273,11 @@ static gstat_status kmeans(void *s, gstat_ctx *ctx, const gstat_matrix *E,
 
 static double host_cost(void *s, const gstat_ctx *ctx, const gstat_i_work *w) {
   (void)s;
-  (void)ctx; /* host data of the new co-moments stay on the CPU, as the CUDA module says */
+  /* host data of the new co-moments stay on the CPU, as the CUDA module says */
   bool moments = w->op == GSTAT_I_PRIM_WCOMOMENT || w->op == GSTAT_I_PRIM_NAN_ROWS ||
                  w->op == GSTAT_I_PRIM_PAIRWISE;
-  if (w->op == GSTAT_I_PRIM_KMEANS) return w->n >= 20000 ? 0.0 : -1.0; /* the module's rule */
+  if (w->op == GSTAT_I_PRIM_KMEANS) /* the module's rule: large, and not under AUTO */
+    return w->n >= 20000 && ctx->opt.backend != GSTAT_BACKEND_AUTO ? 0.0 : -1.0;
   return moments ? -1.0 : 0.0;
 }
 
