@@ -27,7 +27,7 @@ static const struct {
   double knn_bytes;          /* knn: rate of the passes over a block of distances (GEMM write, three
                                 selection reads), fitted to bench_knn_gpu on the H200 */
   int64_t kmeans_min_points; /* kmeans: fewer points stay on the CPU */
-  bool kmeans_auto;           /* kmeans: AUTO sends host rows here (false until measured) */
+  bool kmeans_auto;          /* kmeans: AUTO sends host rows here (false until measured) */
   double kmeans_pass_seconds; /* kmeans: a pass's launches and synchronization (estimates, not
                                  measured yet: bench/README.md's owed list) */
 } cuda_rules = {30e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20, 1.5e12, 20000, false, 2e-5};
