@@ -26,6 +26,14 @@ typedef struct km_run {
   cudaError_t err;
 } km_run;
 
+/* A copy ordered on the module's stream and waited for (a caller's stream
+ * need not synchronize with the legacy default stream). */
+static cudaError_t copy_now(cudaStream_t st, void *dst, const void *src, size_t bytes,
+                            enum cudaMemcpyKind kind) {
+  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, st);
+  return e == cudaSuccess ? cudaStreamSynchronize(st) : e;
+}
+
 static void *device_alloc(km_run *r, size_t bytes) {
   void *p = NULL;
   if (r->err == cudaSuccess) r->err = cudaMalloc(&p, bytes ? bytes : 8);
@@ -58,7 +66,8 @@ static void seed(km_run *r, uint64_t *rng) {
   double pot = block_total(r);
   for (int64_t c = 1; c < r->k && r->err == cudaSuccess; c++) {
     if (pot > 0 && r->err == cudaSuccess) /* the picks walk the distances in order */
-      r->err = cudaMemcpy(r->hc, r->closest, sizeof(double) * (size_t)n, cudaMemcpyDeviceToHost);
+      r->err = copy_now(r->s->stream, r->hc, r->closest, sizeof(double) * (size_t)n,
+                        cudaMemcpyDeviceToHost);
     double best_pot = INFINITY;
     int64_t best = 0;
     for (int64_t t = 0; t < trials && r->err == cudaSuccess; t++) {
@@ -91,8 +100,8 @@ static double update(km_run *r) {
   r->err = gstat_cu_km_partial(r->X, r->n, dim, r->lab, k, r->partial, st);
   if (r->err == cudaSuccess) r->err = gstat_cu_km_sum(r->partial, r->nb, k * w, r->sums, st);
   if (r->err == cudaSuccess)
-    r->err =
-        cudaMemcpy(r->hsums, r->sums, sizeof(double) * (size_t)(k * w), cudaMemcpyDeviceToHost);
+    r->err = copy_now(r->s->stream, r->hsums, r->sums, sizeof(double) * (size_t)(k * w),
+                      cudaMemcpyDeviceToHost);
   bool dist_here = false;
   for (int64_t c = 0; c < k && r->err == cudaSuccess; c++) {
     double count = r->hsums[c * w + dim];
@@ -100,8 +109,9 @@ static double update(km_run *r) {
       for (int64_t a = 0; a < dim; a++) r->hnext[c * dim + a] = r->hsums[c * w + a] / count;
       continue;
     }
-    if (!dist_here && (r->err = cudaMemcpy(r->hdist, r->dist, sizeof(double) * (size_t)r->n,
-                                           cudaMemcpyDeviceToHost)) != cudaSuccess)
+    if (!dist_here &&
+        (r->err = copy_now(r->s->stream, r->hdist, r->dist, sizeof(double) * (size_t)r->n,
+                           cudaMemcpyDeviceToHost)) != cudaSuccess)
       break;
     dist_here = true;
     int64_t far = -1;
@@ -109,8 +119,8 @@ static double update(km_run *r) {
       if (r->hdist[i] >= 0 && (far < 0 || r->hdist[i] > r->hdist[far])) far = i;
     if (far < 0) far = 0;
     r->hdist[far] = -1; /* taken */
-    r->err = cudaMemcpy(r->hnext + c * dim, r->X + far * dim, sizeof(double) * (size_t)dim,
-                        cudaMemcpyDeviceToHost);
+    r->err = copy_now(r->s->stream, r->hnext + c * dim, r->X + far * dim,
+                      sizeof(double) * (size_t)dim, cudaMemcpyDeviceToHost);
   }
   double shift = 0;
   for (int64_t c = 0; c < k * dim; c++) {
@@ -121,8 +131,8 @@ static double update(km_run *r) {
   r->hcent = r->hnext;
   r->hnext = t;
   if (r->err == cudaSuccess)
-    r->err = cudaMemcpy(r->centers, r->hcent, sizeof(double) * (size_t)(k * dim),
-                        cudaMemcpyHostToDevice);
+    r->err = copy_now(r->s->stream, r->centers, r->hcent, sizeof(double) * (size_t)(k * dim),
+                      cudaMemcpyHostToDevice);
   return shift;
 }
 
@@ -136,7 +146,7 @@ static bool assign(km_run *r, bool track, double *total) {
                                 r->changed, track, st);
   if (total) *total = block_total(r);
   if (track && r->err == cudaSuccess)
-    r->err = cudaMemcpy(&h, r->changed, sizeof h, cudaMemcpyDeviceToHost);
+    r->err = copy_now(r->s->stream, &h, r->changed, sizeof h, cudaMemcpyDeviceToHost);
   return h != 0;
 }
 
@@ -147,8 +157,8 @@ static double one_run(km_run *r, const gstat_i_kmeans_opt *opt, int64_t run, dou
   gstat_i_xoshiro_seed(rng, opt->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(run + 1)));
   seed(r, rng);
   if (r->err == cudaSuccess)
-    r->err = cudaMemcpy(r->hcent, r->centers, sizeof(double) * (size_t)(r->k * r->dim),
-                        cudaMemcpyDeviceToHost);
+    r->err = copy_now(r->s->stream, r->hcent, r->centers, sizeof(double) * (size_t)(r->k * r->dim),
+                      cudaMemcpyDeviceToHost);
   int64_t it = 0;
   while (it < opt->max_iter && r->err == cudaSuccess) {
     bool changed = assign(r, it > 0, NULL);
@@ -203,12 +213,13 @@ static gstat_status place(km_run *r, const gstat_matrix *E, double **own, double
   if (E->location == GSTAT_HOST) {
     *host_rows = E->data;
     r->X = *own = device_alloc(r, bytes);
-    if (r->err == cudaSuccess) r->err = cudaMemcpy(*own, E->data, bytes, cudaMemcpyHostToDevice);
+    if (r->err == cudaSuccess)
+      r->err = copy_now(r->s->stream, *own, E->data, bytes, cudaMemcpyHostToDevice);
   } else { /* the tolerance needs the data's spread: one copy to the host */
     r->X = E->data;
     *host_rows = *hx = malloc(bytes ? bytes : 8);
     if (!*hx) return gstat_cu_host->fail(r->ctx, GSTAT_ENOMEM, "kmeans: no host memory");
-    r->err = cudaMemcpy(*hx, E->data, bytes, cudaMemcpyDeviceToHost);
+    r->err = copy_now(r->s->stream, *hx, E->data, bytes, cudaMemcpyDeviceToHost);
   }
   return r->err == cudaSuccess ? GSTAT_OK
                                : gstat_cu_fail(r->ctx, "kmeans", "the embedding", r->err);
@@ -254,7 +265,8 @@ gstat_status gstat_cu_kmeans(void *state, gstat_ctx *ctx, const gstat_matrix *E,
   }
   if (st == GSTAT_OK) {
     *inertia = best;
-    r.err = cudaMemcpy(labels, r.best_lab, sizeof(int64_t) * (size_t)n, cudaMemcpyDeviceToHost);
+    r.err = copy_now(s->stream, labels, r.best_lab, sizeof(int64_t) * (size_t)n,
+                     cudaMemcpyDeviceToHost);
     if (r.err != cudaSuccess) st = gstat_cu_fail(ctx, "kmeans", "the labels", r.err);
   }
   release(&r, own, hx);
