@@ -124,6 +124,29 @@ GSTAT_HD static inline double gstat_i_km_assign(gstat_i_km *m) {
   return total;
 }
 
+/* The point farthest from its centre not taken yet (dist >= 0; the first
+ * on ties, point 0 when none is left), marked taken: an empty cluster's new
+ * centre. */
+GSTAT_HD static inline int64_t gstat_i_km_take_farthest(double *dist, int64_t n) {
+  int64_t far = -1;
+  for (int64_t i = 0; i < n; i++)
+    if (dist[i] >= 0 && (far < 0 || dist[i] > dist[far])) far = i;
+  if (far < 0) far = 0;
+  dist[far] = -1;
+  return far;
+}
+
+/* The squared shift between two sets of centres (kd values each). */
+GSTAT_HD static inline double gstat_i_km_shift(const double *next, const double *centers,
+                                               int64_t kd) {
+  double shift = 0;
+  for (int64_t c = 0; c < kd; c++) {
+    double t = next[c] - centers[c];
+    shift += t * t;
+  }
+  return shift;
+}
+
 /* New centres; empty clusters take the farthest points. Returns the shift. */
 GSTAT_HD static inline double gstat_i_km_update(gstat_i_km *m) {
   int64_t dim = m->dim, k = m->k;
@@ -139,18 +162,10 @@ GSTAT_HD static inline double gstat_i_km_update(gstat_i_km *m) {
       for (int64_t a = 0; a < dim; a++) m->next[c * dim + a] /= m->count[c];
       continue;
     }
-    int64_t far = -1;
-    for (int64_t i = 0; i < m->n; i++)
-      if (m->dist[i] >= 0 && (far < 0 || m->dist[i] > m->dist[far])) far = i;
-    if (far < 0) far = 0;
-    m->dist[far] = -1; /* taken */
+    int64_t far = gstat_i_km_take_farthest(m->dist, m->n);
     memcpy(m->next + c * dim, m->X + far * dim, sizeof(double) * (size_t)dim);
   }
-  double shift = 0;
-  for (int64_t c = 0; c < k * dim; c++) {
-    double t = m->next[c] - m->centers[c];
-    shift += t * t;
-  }
+  double shift = gstat_i_km_shift(m->next, m->centers, k * dim);
   double *t = m->centers;
   m->centers = m->next;
   m->next = t;

@@ -114,19 +114,11 @@ static double update(km_run *r) {
                            cudaMemcpyDeviceToHost)) != cudaSuccess)
       break;
     dist_here = true;
-    int64_t far = -1;
-    for (int64_t i = 0; i < r->n; i++)
-      if (r->hdist[i] >= 0 && (far < 0 || r->hdist[i] > r->hdist[far])) far = i;
-    if (far < 0) far = 0;
-    r->hdist[far] = -1; /* taken */
+    int64_t far = gstat_i_km_take_farthest(r->hdist, r->n);
     r->err = copy_now(r->s->stream, r->hnext + c * dim, r->X + far * dim,
                       sizeof(double) * (size_t)dim, cudaMemcpyDeviceToHost);
   }
-  double shift = 0;
-  for (int64_t c = 0; c < k * dim; c++) {
-    double t = r->hnext[c] - r->hcent[c];
-    shift += t * t;
-  }
+  double shift = gstat_i_km_shift(r->hnext, r->hcent, k * dim);
   double *t = r->hcent;
   r->hcent = r->hnext;
   r->hnext = t;
