@@ -343,7 +343,7 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
     backend : {'auto', 'cpu', 'cuda'} or None
         Where the work runs. 'cuda' also takes a large sparse graph's
         eigensolver (the Laplacian through cuSPARSE) and its k-means to the
-        GPU for host data; 'auto' (default) keeps host graphs on the CPU.
+        GPU for host data; under 'auto' (default) those two stay on the CPU.
     progress : bool, callable or None
         A tqdm bar over the long phases of `fit` (the kNN search, the sparse
         eigensolver's iterations, k-means): None (default) shows one when the
