@@ -5,7 +5,7 @@
  *   bench_sparse_eigs [--n N] [--dim D] [--clusters C] [--spread S] [--knn K]
  *                     [--nev E] [--tol T] [--block B] [--basis M] [--degree P]
  *                     [--method 0|1|2] [--seed X] [--reps R]
- *                     [--graph FILE] [--vectors FILE]
+ *                     [--graph FILE] [--vectors FILE] [--device 1]
  *
  *   N points (default 100000) in D dimensions (default 3): uniform in the unit
  *   cube, or C Gaussian blobs (C > 0, unit variance, centers uniform in a
@@ -22,6 +22,12 @@
  *   --vectors FILE  write float64 eigenvalues[E] then the n x E eigenvectors
  *                   (column-major)
  *
+ *   --device 1      also solve on the GPU (a CUDA context: the Laplacian
+ *                   planned through cuSPARSE, the basis in device memory) in
+ *                   the same run: device_solve_ms (best of R, the wall
+ *                   clock), device_applies, and eig_diff, the largest
+ *                   difference from the CPU's eigenvalues
+ *
  * Output: one line of key=value (times in ms; cpu_ms is the process CPU time,
  * steadier than the wall clock on a shared machine; spmm_block_ms is one
  * product with E columns, spmv_xE_ms E products with one column).
@@ -35,6 +41,7 @@
 #include <time.h>
 
 #include "graph/sparse_eigs.h"
+#include "backend/sched.h"
 
 static double now_ms(void) {
   struct timespec t;
@@ -302,6 +309,54 @@ static void write_graph(const char *path, const csr *a) {
   fclose(f);
 }
 
+/* The same solve on a CUDA context: the normalized Laplacian of a planned
+ * on the device (p = 1, s = D^-1/2), the basis there. Prints its keys. */
+static void solve_on_device(const csr *a, const gstat_i_eigs_options *cpu_opt, int64_t reps,
+                            const double *w_cpu) {
+  int64_t n = a->n, nev = cpu_opt->k;
+  gstat_ctx_options co;
+  gstat_ctx_options_init(&co);
+  co.backend = GSTAT_BACKEND_CUDA;
+  gstat_ctx *ctx = NULL;
+  double *p = xmalloc(sizeof(double) * (size_t)(2 * n)), *s = p + n;
+  for (int64_t i = 0; i < n; i++) {
+    double deg = 0;
+    for (int64_t e = a->off[i]; e < a->off[i + 1]; e++) deg += a->val[e];
+    p[i] = deg > 0;
+    s[i] = deg > 0 ? 1 / sqrt(deg) : 1;
+  }
+  gstat_i_csr_lap A = {n, a->off, a->idx, 0, a->val, p, s};
+  gstat_i_sched_lap plan;
+  if (gstat_ctx_create(&ctx, &co) != GSTAT_OK ||
+      gstat_i_sched_csr_lap_plan(ctx, "bench", &A, &plan) != GSTAT_OK) {
+    printf(" device=none(%s)", ctx ? gstat_ctx_last_error(ctx) : "no context");
+    gstat_ctx_destroy(ctx);
+    free(p);
+    return;
+  }
+  gstat_i_eigs_options opt = *cpu_opt;
+  opt.where = &plan.where;
+  double *w = xmalloc(sizeof(double) * (size_t)nev),
+         *V = xmalloc(sizeof(double) * (size_t)(n * nev));
+  gstat_i_eigs_report rep;
+  gstat_status st = GSTAT_OK;
+  double best = INFINITY, diff = 0;
+  for (int64_t r = 0; r < reps; r++) {
+    double t1 = now_ms();
+    st = gstat_i_sparse_eigs(ctx, n, gstat_i_sched_csr_lap_apply, &plan, &opt, w, V, NULL, &rep);
+    best = fmin(best, now_ms() - t1);
+  }
+  for (int64_t i = 0; i < nev; i++) diff = fmax(diff, fabs(w[i] - w_cpu[i]));
+  printf(" device_status=%s device_solve_ms=%.1f device_applies=%lld eig_diff=%.3g ran=%s",
+         st == GSTAT_OK ? "OK" : gstat_ctx_last_error(ctx), best, (long long)rep.operator_applies,
+         diff, gstat_ctx_last_backend_name(ctx));
+  gstat_i_sched_csr_lap_release(&plan);
+  gstat_ctx_destroy(ctx);
+  free(p);
+  free(w);
+  free(V);
+}
+
 int main(int argc, char **argv) {
   int64_t n = 100000, nev = 8, block = 0, basis = 0, reps = 1, degree = 0;
   int method = 0;
@@ -309,6 +364,7 @@ int main(int argc, char **argv) {
   double tol = 1e-8, spread = 10;
   uint64_t seed = 1;
   const char *graph_out = NULL, *vec_out = NULL;
+  int device = 0;
   for (int a = 1; a < argc; a++) {
     const char *o = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
     if (!v) {
@@ -345,6 +401,8 @@ int main(int argc, char **argv) {
       graph_out = v;
     else if (!strcmp(o, "--vectors"))
       vec_out = v;
+    else if (!strcmp(o, "--device"))
+      device = atoi(v);
     else {
       fprintf(stderr, "unknown option %s\n", o);
       return 2;
@@ -426,6 +484,7 @@ int main(int argc, char **argv) {
       (long long)nev, spmv);
   printf(" eigenvalues=");
   for (int64_t i = 0; i < nev; i++) printf("%s%.9g", i ? "," : "", w[i]);
+  if (device) solve_on_device(&a, &opt, reps, w);
   printf("\n");
   if (vec_out) {
     FILE *f = fopen(vec_out, "wb");

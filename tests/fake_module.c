@@ -262,11 +262,22 @@ static void csr_lap_release(void *s, void *plan) {
   free(plan);
 }
 
+/* k-means: the CPU's, on host rows or the "device" ones alike */
+static gstat_status kmeans(void *s, gstat_ctx *ctx, const gstat_matrix *E,
+                           const gstat_i_kmeans_opt *opt, int64_t *labels, double *inertia,
+                           int64_t *iterations) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  return host->cpu->kmeans(NULL, ctx, E, opt, labels, inertia, iterations);
+}
+
 static double host_cost(void *s, const gstat_ctx *ctx, const gstat_i_work *w) {
   (void)s;
-  (void)ctx; /* host data of the new co-moments stay on the CPU, as the CUDA module says */
+  /* host data of the new co-moments stay on the CPU, as the CUDA module says */
   bool moments = w->op == GSTAT_I_PRIM_WCOMOMENT || w->op == GSTAT_I_PRIM_NAN_ROWS ||
                  w->op == GSTAT_I_PRIM_PAIRWISE;
+  if (w->op == GSTAT_I_PRIM_KMEANS) /* the module's rule: large, and not under AUTO */
+    return w->n >= 20000 && ctx->opt.backend != GSTAT_BACKEND_AUTO ? 0.0 : -1.0;
   return moments ? -1.0 : 0.0;
 }
 
@@ -578,6 +589,7 @@ static const gstat_i_backend_ops ops = {
     .csr_lap_plan = csr_lap_plan,
     .csr_lap_apply = csr_lap_apply,
     .csr_lap_release = csr_lap_release,
+    .kmeans = kmeans,
 };
 
 static gstat_status create(gstat_ctx *ctx, int device, void **state) {

@@ -399,6 +399,62 @@ static void gd_spectral_sparse(const char *fault_var, const char *fault) {
   free(lh);
 }
 
+/* GD_KM_CLUSTERS random 8-regular-ish clusters of GD_KM_SIZE nodes (each
+ * node joined to 4 random others of its cluster, weights in [0.5, 1)), a
+ * weak ring between the clusters: a clear eigengap, large enough that one
+ * graph's k-means goes where the context says (the GPU's rule: 20000 points). */
+enum { GD_KM_SIZE = 6000, GD_KM_CLUSTERS = 4, GD_KM_LINKS = 4 };
+
+static gstat_csr *gd_km_graph(gstat_ctx *ctx, tu_rng *rng) {
+  const int64_t n = GD_KM_SIZE * GD_KM_CLUSTERS, m = n * GD_KM_LINKS + GD_KM_CLUSTERS;
+  int64_t *src = malloc(sizeof(int64_t) * (size_t)(2 * m)), *dst = src + m;
+  double *w = malloc(sizeof(double) * (size_t)m);
+  int64_t e = 0;
+  for (int64_t i = 0; i < n; i++)
+    for (int t = 0; t < GD_KM_LINKS; t++) {
+      int64_t base = i / GD_KM_SIZE * GD_KM_SIZE,
+              j = base + (int64_t)(tu_uniform(rng) * GD_KM_SIZE);
+      if (j == i) j = base + (i - base + 1) % GD_KM_SIZE;
+      src[e] = i, dst[e] = j, w[e++] = 0.5 + 0.5 * tu_uniform(rng);
+    }
+  for (int64_t c = 0; c < GD_KM_CLUSTERS; c++)
+    src[e] = c * GD_KM_SIZE, dst[e] = (c + 1) % GD_KM_CLUSTERS * GD_KM_SIZE, w[e++] = 0.01;
+  gstat_csr *G = NULL;
+  sm_check(ctx, gstat_csr_from_edges(ctx, n, e, src, dst, w, GSTAT_SYM_MAX, &G));
+  free(src);
+  free(w);
+  return G;
+}
+
+/* One large graph's k-means on a CUDA context (on the device: the module's
+ * kmeans, or the fake's CPU code) against a CPU context: the same labels,
+ * the clusters recovered, the inertia to rounding, the device recorded. */
+static void gd_kmeans_large(void) {
+  gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU), *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  tu_rng rng = tu_rng_new();
+  gstat_csr *C = gd_km_graph(cpu, &rng);
+  const int64_t n = C->n;
+  gstat_graph G = gstat_graph_csr(n, C->offsets, C->indices, C->weights);
+  int64_t *lh = malloc(sizeof(int64_t) * 2 * (size_t)n), *ld = lh + n;
+  gstat_spectral_options o;
+  gstat_spectral_options_init(&o);
+  o.n_clusters = GD_KM_CLUSTERS;
+  o.solver = GSTAT_EIGEN_SPARSE;
+  gstat_spectral_result *rh = NULL, *rd = NULL;
+  sm_check(cpu, gstat_spectral_clustering(cpu, &G, &o, lh, &rh));
+  sm_check(gpu, gstat_spectral_clustering(gpu, &G, &o, ld, &rd));
+  assert_memory_equal(lh, ld, sizeof(int64_t) * (size_t)n);
+  for (int64_t i = 1; i < n; i++) assert_int_equal(lh[i] == lh[i - 1], i % GD_KM_SIZE != 0);
+  assert_true(fabs(rd->inertia - rh->inertia) <= 1e-9 * fmax(1, rh->inertia));
+  assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
+  gstat_spectral_result_free(rh);
+  gstat_spectral_result_free(rd);
+  gstat_csr_free(C);
+  free(lh);
+  gstat_ctx_destroy(cpu);
+  gstat_ctx_destroy(gpu);
+}
+
 /* ---- batch spectral clustering of graphs in device memory ---- */
 
 /* count SBM-like graphs of up to N nodes (dense, column-major): 2-4 blocks,

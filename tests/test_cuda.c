@@ -1463,6 +1463,7 @@ static void test_graph_device_data(void **state) {
   gd_spectral(&cuda_memory, 1e-9, GSTAT_BACKEND_AUTO);
   gd_spectral(&cuda_memory, 1e-9, GSTAT_BACKEND_CUDA);
   gd_spectral_sparse("GSTAT_CUDA_FAULT", "solver"); /* cuSPARSE, the basis on the device */
+  gd_kmeans_large();                                /* the module's k-means */
 }
 
 /* Host data streamed to the GPU in several row chunks (the co-moment about

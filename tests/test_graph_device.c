@@ -69,6 +69,12 @@ static void test_spectral_sparse(void **state) {
   gd_spectral_sparse("GSTAT_FAKE_FAULT", "sparse");
 }
 
+/* One large graph's k-means on a CUDA context: the fake module's (the CPU's code). */
+static void test_kmeans_large(void **state) {
+  (void)state;
+  gd_kmeans_large();
+}
+
 static void test_affinity(void **state) {
   (void)state;
   gd_affinity(sm_fake_memory(), 0);
@@ -87,7 +93,7 @@ int main(void) {
       cmocka_unit_test(test_laplacian),         cmocka_unit_test(test_laplacian_oom),
       cmocka_unit_test(test_csr_op_components), cmocka_unit_test(test_affinity),
       cmocka_unit_test(test_spectral),          cmocka_unit_test(test_spectral_batch),
-      cmocka_unit_test(test_spectral_sparse),
+      cmocka_unit_test(test_spectral_sparse),   cmocka_unit_test(test_kmeans_large),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,11 +38,13 @@ typedef enum {
   GSTAT_I_PRIM_ROWS,
   GSTAT_I_PRIM_WCOMOMENT,
   GSTAT_I_PRIM_NAN_ROWS,
-  GSTAT_I_PRIM_PAIRWISE
+  GSTAT_I_PRIM_PAIRWISE,
+  GSTAT_I_PRIM_KMEANS
 } gstat_i_prim;
 
-/* One primitive call's shape: element count, rows, columns, k (PROJECT's
- * components, KNN's neighbours), the data's dtype. */
+/* One primitive call's shape: element count (KMEANS: its runs), rows,
+ * columns, k (PROJECT's components, KNN's neighbours, KMEANS's clusters),
+ * the data's dtype. */
 typedef struct gstat_i_work {
   gstat_i_prim op;
   gstat_dtype dtype;
@@ -260,6 +262,17 @@ typedef struct gstat_i_backend_ops {
   gstat_status (*csr_lap_apply)(void *state, gstat_ctx *ctx, void *plan, const gstat_matrix *X,
                                 const gstat_matrix *Y);
   void (*csr_lap_release)(void *state, void *plan);
+  /* The best of opt->n_init k-means runs (spectral/assign_impl.h: its
+   * seeds, k-means++ seeding, Lloyd's stopping rules, the serial choice of
+   * the best run) on the rows of E (n x dim float64, row-major dense, the
+   * host's memory or this backend's: a backend that takes host rows moves
+   * them itself): labels (host, n), *inertia and *iterations of the best
+   * run. A backend's sums may round differently from the CPU's serial ones.
+   * opt->tick, when set, is called between runs (host threads only);
+   * GSTAT_ECANCELED when it stops. Optional. */
+  gstat_status (*kmeans)(void *state, gstat_ctx *ctx, const gstat_matrix *E,
+                         const gstat_i_kmeans_opt *opt, int64_t *labels, double *inertia,
+                         int64_t *iterations);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

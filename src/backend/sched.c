@@ -36,6 +36,8 @@ typedef struct prim_call {
   unsigned char *keep_out; /* NAN_ROWS */
   int64_t *inf_at;
   const gstat_i_pairwise_out *pw; /* PAIRWISE */
+  const gstat_i_kmeans_opt *km;   /* KMEANS: labels into nbr, inertia into d2 */
+  int64_t *iterations;
 } prim_call;
 
 static gstat_status rows_staged(gstat_ctx *ctx, const prim_call *c);
@@ -49,6 +51,7 @@ static bool has_op(const gstat_i_backend *be, gstat_i_prim op) {
     case GSTAT_I_PRIM_WCOMOMENT: return be->ops->wcomoment != NULL;
     case GSTAT_I_PRIM_NAN_ROWS: return be->ops->nan_rows != NULL;
     case GSTAT_I_PRIM_PAIRWISE: return be->ops->pairwise != NULL;
+    case GSTAT_I_PRIM_KMEANS: return be->ops->kmeans != NULL;
   }
   return false;
 }
@@ -66,12 +69,18 @@ static gstat_status invoke(const gstat_i_backend *be, gstat_ctx *ctx, const prim
     return be->ops->nan_rows(be->state, ctx, c->X, c->b, c->keep_out, c->inf_at);
   if (c->op == GSTAT_I_PRIM_PAIRWISE)
     return be->ops->pairwise(be->state, ctx, c->X, c->b, c->w, c->aw, c->pw);
+  if (c->op == GSTAT_I_PRIM_KMEANS)
+    return be->ops->kmeans(be->state, ctx, c->X, c->km, c->nbr, c->d2, c->iterations);
   return be->ops->project(be->state, ctx, c->X, c->b, c->center, c->scale, c->comp, c->ev, c->k,
                           c->Y);
 }
 
 static gstat_i_work work_of(const prim_call *c) {
   gstat_i_work w = {c->op, c->X->dtype, 1, c->X->rows, c->X->cols, c->k};
+  if (c->op == GSTAT_I_PRIM_KMEANS) {
+    w.batch = c->km->n_init;
+    w.k = c->km->k;
+  }
   return w;
 }
 
@@ -762,4 +771,19 @@ gstat_status gstat_i_sched_csr_lap_apply(gstat_ctx *ctx, void *plan, int64_t n, 
 void gstat_i_sched_csr_lap_release(gstat_i_sched_lap *p) {
   if (p->plan) p->ops->csr_lap_release(p->state, p->plan);
   p->plan = NULL;
+}
+
+/* ---- k-means of one large embedding ---- */
+
+gstat_status gstat_i_sched_kmeans(gstat_ctx *ctx, const char *fn, const gstat_matrix *E,
+                                  const gstat_i_kmeans_opt *opt, int64_t *labels, double *inertia,
+                                  int64_t *iterations) {
+  prim_call c = {.op = GSTAT_I_PRIM_KMEANS,
+                 .fn = fn,
+                 .X = E,
+                 .km = opt,
+                 .nbr = labels,
+                 .d2 = inertia,
+                 .iterations = iterations};
+  return run(ctx, &c);
 }

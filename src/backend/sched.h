@@ -191,6 +191,17 @@ gstat_status gstat_i_sched_laplacian(gstat_ctx *ctx, const char *fn, const gstat
 gstat_status gstat_i_sched_sc_laplacians(gstat_ctx *ctx, const gstat_i_sc_lap_req *r);
 gstat_status gstat_i_sched_sc_assign(gstat_ctx *ctx, const gstat_i_sc_assign_req *r);
 
+/* ---- k-means of one large embedding ---- */
+
+/* backend.h's kmeans on the rows of E (n x dim float64, row-major dense,
+ * host or device memory): on the device for device rows, for host rows
+ * where the context or AUTO's cost model takes it there (large n), else on
+ * the CPU (its runs spread over the threads); a device failure reruns on the
+ * CPU. GSTAT_ECANCELED when opt->tick stopped it. */
+gstat_status gstat_i_sched_kmeans(gstat_ctx *ctx, const char *fn, const gstat_matrix *E,
+                                  const gstat_i_kmeans_opt *opt, int64_t *labels, double *inertia,
+                                  int64_t *iterations);
+
 /* ---- the sparse eigensolver's steps (sparse_req.h) ---- */
 
 /* Z = g Z + a X + b Y per column, where the blocks lie (all on the host, or

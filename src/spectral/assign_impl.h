@@ -124,6 +124,29 @@ GSTAT_HD static inline double gstat_i_km_assign(gstat_i_km *m) {
   return total;
 }
 
+/* The point farthest from its centre not taken yet (dist >= 0; the first
+ * on ties, point 0 when none is left), marked taken: an empty cluster's new
+ * centre. */
+GSTAT_HD static inline int64_t gstat_i_km_take_farthest(double *dist, int64_t n) {
+  int64_t far = -1;
+  for (int64_t i = 0; i < n; i++)
+    if (dist[i] >= 0 && (far < 0 || dist[i] > dist[far])) far = i;
+  if (far < 0) far = 0;
+  dist[far] = -1;
+  return far;
+}
+
+/* The squared shift between two sets of centres (kd values each). */
+GSTAT_HD static inline double gstat_i_km_shift(const double *next, const double *centers,
+                                               int64_t kd) {
+  double shift = 0;
+  for (int64_t c = 0; c < kd; c++) {
+    double t = next[c] - centers[c];
+    shift += t * t;
+  }
+  return shift;
+}
+
 /* New centres; empty clusters take the farthest points. Returns the shift. */
 GSTAT_HD static inline double gstat_i_km_update(gstat_i_km *m) {
   int64_t dim = m->dim, k = m->k;
@@ -139,18 +162,10 @@ GSTAT_HD static inline double gstat_i_km_update(gstat_i_km *m) {
       for (int64_t a = 0; a < dim; a++) m->next[c * dim + a] /= m->count[c];
       continue;
     }
-    int64_t far = -1;
-    for (int64_t i = 0; i < m->n; i++)
-      if (m->dist[i] >= 0 && (far < 0 || m->dist[i] > m->dist[far])) far = i;
-    if (far < 0) far = 0;
-    m->dist[far] = -1; /* taken */
+    int64_t far = gstat_i_km_take_farthest(m->dist, m->n);
     memcpy(m->next + c * dim, m->X + far * dim, sizeof(double) * (size_t)dim);
   }
-  double shift = 0;
-  for (int64_t c = 0; c < k * dim; c++) {
-    double t = m->next[c] - m->centers[c];
-    shift += t * t;
-  }
+  double shift = gstat_i_km_shift(m->next, m->centers, k * dim);
   double *t = m->centers;
   m->centers = m->next;
   m->next = t;
@@ -164,22 +179,24 @@ GSTAT_HD static inline bool gstat_i_km_same(const int64_t *a, const int64_t *b, 
   return true;
 }
 
-/* Returns false when opt->tick stopped it (labels then incomplete). */
-GSTAT_HD static inline bool gstat_i_kmeans_impl(const double *X, int64_t n, int64_t dim,
-                                                const gstat_i_kmeans_opt *opt, int64_t *labels,
-                                                double *inertia, int64_t *iterations,
-                                                double *scratch) {
-  gstat_i_km m = {X, n, dim, opt->k, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+/* The run's state over scratch (gstat_i_kmeans_scratch_impl doubles). */
+GSTAT_HD static inline gstat_i_km gstat_i_km_over(const double *X, int64_t n, int64_t dim,
+                                                  int64_t k, double *scratch) {
+  gstat_i_km m = {X, n, dim, k, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   double *s = scratch;
-  m.centers = s, s += opt->k * dim;
-  m.next = s, s += opt->k * dim;
+  m.centers = s, s += k * dim;
+  m.next = s, s += k * dim;
   m.closest = s, s += n;
   m.trial = s, s += n;
   m.best_trial = s, s += n;
   m.dist = s, s += n;
-  m.count = s, s += opt->k;
-  m.lab = (int64_t *)s, s += n;
-  /* the tolerance is relative to the data's spread, as scikit-learn's */
+  m.count = s, s += k;
+  m.lab = (int64_t *)s;
+  return m;
+}
+
+/* Lloyd's stopping shift: tol relative to the data's spread, as scikit-learn's. */
+GSTAT_HD static inline double gstat_i_km_tol(const double *X, int64_t n, int64_t dim, double tol) {
   double var = 0;
   for (int64_t a = 0; a < dim; a++) {
     double mean = 0, ss = 0;
@@ -188,32 +205,63 @@ GSTAT_HD static inline bool gstat_i_kmeans_impl(const double *X, int64_t n, int6
     for (int64_t i = 0; i < n; i++) ss += (X[i * dim + a] - mean) * (X[i * dim + a] - mean);
     var += ss / (double)n;
   }
-  double tol = dim > 0 ? opt->tol * var / (double)dim : 0;
-  double best = INFINITY;
+  return dim > 0 ? tol * var / (double)dim : 0;
+}
+
+/* Run r (its own seed): labels in m->lab, Lloyd updates in *iters; returns
+ * the inertia, or sets *stopped when opt->tick stopped it (tick: whether
+ * this caller reports). */
+GSTAT_HD static inline double gstat_i_km_run(gstat_i_km *m, const gstat_i_kmeans_opt *opt,
+                                             int64_t r, double tol, bool tick, int64_t *iters,
+                                             bool *stopped) {
+  uint64_t rng[4];
+  gstat_i_xoshiro_seed(rng, opt->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(r + 1)));
+  gstat_i_km_seed(m, rng);
+  int64_t it = 0;                      /* Lloyd updates done */
+  int64_t *prev = (int64_t *)m->trial; /* trial is free after seeding */
+  *stopped = false;
+  while (it < opt->max_iter) {
+#ifndef __CUDA_ARCH__
+    if (tick && opt->tick &&
+        !opt->tick(opt->tick_arg, r * opt->max_iter + it, opt->n_init * opt->max_iter)) {
+      *stopped = true;
+      return NAN;
+    }
+#else
+    (void)tick;
+#endif
+    if (it > 0) memcpy(prev, m->lab, sizeof(int64_t) * (size_t)m->n);
+    gstat_i_km_assign(m);
+    if (it > 0 && gstat_i_km_same(prev, m->lab, m->n)) break; /* strict */
+    it++;
+    if (gstat_i_km_update(m) <= tol) break;
+  }
+  *iters = it;
+  return gstat_i_km_assign(m);
+}
+
+/* Whether run r's inertia replaces the best so far: the first run always
+ * counts (an embedding whose squared distances overflow, degrees near
+ * underflow, has an infinite or NaN inertia, and labels must be written all
+ * the same), a later one when strictly smaller. */
+GSTAT_HD static inline bool gstat_i_km_better(int64_t r, double total, double best) {
+  return r == 0 || total < best;
+}
+
+/* Returns false when opt->tick stopped it (labels then incomplete). */
+GSTAT_HD static inline bool gstat_i_kmeans_impl(const double *X, int64_t n, int64_t dim,
+                                                const gstat_i_kmeans_opt *opt, int64_t *labels,
+                                                double *inertia, int64_t *iterations,
+                                                double *scratch) {
+  gstat_i_km m = gstat_i_km_over(X, n, dim, opt->k, scratch);
+  double tol = gstat_i_km_tol(X, n, dim, opt->tol), best = INFINITY;
   *iterations = 0;
   for (int64_t r = 0; r < opt->n_init; r++) {
-    uint64_t rng[4];
-    gstat_i_xoshiro_seed(rng, opt->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(r + 1)));
-    gstat_i_km_seed(&m, rng);
-    int64_t it = 0;                     /* Lloyd updates done */
-    int64_t *prev = (int64_t *)m.trial; /* trial is free after seeding */
-    while (it < opt->max_iter) {
-#ifndef __CUDA_ARCH__
-      if (opt->tick &&
-          !opt->tick(opt->tick_arg, r * opt->max_iter + it, opt->n_init * opt->max_iter))
-        return false;
-#endif
-      if (it > 0) memcpy(prev, m.lab, sizeof(int64_t) * (size_t)n);
-      gstat_i_km_assign(&m);
-      if (it > 0 && gstat_i_km_same(prev, m.lab, n)) break; /* strict */
-      it++;
-      if (gstat_i_km_update(&m) <= tol) break;
-    }
-    double total = gstat_i_km_assign(&m);
-    /* the first run always counts: an embedding whose squared distances
-     * overflow (degrees near underflow) has an infinite or NaN inertia, and
-     * labels must be written all the same */
-    if (r == 0 || total < best) {
+    int64_t it = 0;
+    bool stopped = false;
+    double total = gstat_i_km_run(&m, opt, r, tol, true, &it, &stopped);
+    if (stopped) return false;
+    if (gstat_i_km_better(r, total, best)) {
       best = total;
       memcpy(labels, m.lab, sizeof(int64_t) * (size_t)n);
       *iterations = it;
@@ -307,11 +355,18 @@ enum {
 /* The per-graph record: k used, components, k-means iterations, failure,
  * embedding columns, whether it was processed, inertia; the k-means tick of
  * a single graph (progress and cancellation, host only). */
+/* A host k-means over all n_init runs with gstat_i_kmeans_impl's contract
+ * and result (arg: the tick's argument, the context). */
+typedef bool (*gstat_i_km_runs)(void *arg, const double *X, int64_t n, int64_t dim,
+                                const gstat_i_kmeans_opt *opt, int64_t *labels, double *inertia,
+                                int64_t *iterations, double *scratch);
+
 typedef struct gstat_i_sc_rec {
   int64_t k, comps, iters, why, dim, done;
   double inertia;
   gstat_i_km_tick tick;
   void *tick_arg;
+  gstat_i_km_runs runs; /* host only, NULL: gstat_i_kmeans_impl (one graph: runs in parallel) */
 } gstat_i_sc_rec;
 
 /* Embedding columns for k clusters. */
@@ -384,7 +439,14 @@ GSTAT_HD static inline bool gstat_i_sc_assign_impl(const gstat_spectral_options 
   } else {
     gstat_i_kmeans_opt ko = {k, o->n_init, o->max_iter, o->tol, o->seed, r->tick, r->tick_arg};
     double inertia;
-    if (!gstat_i_kmeans_impl(E, n, dim, &ko, labels, &inertia, &r->iters, work)) {
+    bool done;
+#ifndef __CUDA_ARCH__
+    done = r->runs ? r->runs(r->tick_arg, E, n, dim, &ko, labels, &inertia, &r->iters, work)
+                   : gstat_i_kmeans_impl(E, n, dim, &ko, labels, &inertia, &r->iters, work);
+#else
+    done = gstat_i_kmeans_impl(E, n, dim, &ko, labels, &inertia, &r->iters, work);
+#endif
+    if (!done) {
       r->why = WHY_CANCELED;
       return false;
     }

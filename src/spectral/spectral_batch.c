@@ -259,6 +259,7 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
     if (B->single) { /* one graph: k-means reports progress and can be cancelled */
       recs[g].tick = gstat_i_sc_km_tick;
       recs[g].tick_arg = ctx;
+      recs[g].runs = gstat_i_kmeans_runs;
     }
     order[g].n = bad[g] != GSTAT_OK ? 0 : size_of(&s, g); /* skipped as an empty graph */
     order[g].g = g;

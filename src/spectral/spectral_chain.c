@@ -113,6 +113,7 @@ gstat_status gstat_i_sc_device_one(gstat_ctx *ctx, const char *fn, const gstat_g
   if (st == GSTAT_OK && r->why == WHY_OK) {
     r->tick = gstat_i_sc_km_tick; /* one graph: k-means reports progress */
     r->tick_arg = ctx;
+    r->runs = gstat_i_kmeans_runs; /* and spreads its runs over the threads */
     gstat_i_sc_assign(o, n, k, h.V, h.w, h.d, r, labels, eig, emb, embed_only, h.scratch);
   }
   if (st == GSTAT_OK && r->why != WHY_OK) {

@@ -120,7 +120,7 @@ static gstat_status report(gstat_ctx *ctx, const char *fn, const gstat_i_sc_batc
   gstat_status first = GSTAT_OK;
   for (int64_t g = 0; g < B->G->count; g++) {
     gstat_i_sc_rec rec = {b->k_used[g],  b->comps[g], b->iters[g], b->why[g], 0, 1,
-                          b->inertia[g], NULL,        NULL};
+                          b->inertia[g], NULL,        NULL,        NULL};
     if (out->k) out->k[g] = rec.k;
     if (out->components) out->components[g] = rec.comps;
     if (out->inertia) out->inertia[g] = rec.why == WHY_OK ? rec.inertia : NAN;

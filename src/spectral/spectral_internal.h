@@ -25,6 +25,13 @@ void gstat_i_embedding(int64_t n, const double *V, int64_t ldv, int64_t first, i
  * at least kmax + 1 entries; kmax < 1 gives 1. */
 int64_t gstat_i_eigengap(const double *w, int64_t kmax);
 
+/* gstat_i_kmeans with the n_init runs spread over the context's threads
+ * (ctx: a gstat_ctx *), bitwise the same result; serial below a size where
+ * threads do not pay. A gstat_i_km_runs for one graph's record. */
+bool gstat_i_kmeans_runs(void *ctx, const double *X, int64_t n, int64_t dim,
+                         const gstat_i_kmeans_opt *opt, int64_t *labels, double *inertia,
+                         int64_t *iterations, double *scratch);
+
 /* Doubles of scratch gstat_i_kmeans needs. */
 size_t gstat_i_kmeans_scratch(int64_t n, int64_t dim, int64_t k);
 /* Best of n_init k-means++ / Lloyd runs on the rows of X (n x dim,

@@ -93,6 +93,7 @@ gstat_status gstat_i_sc_sparse(gstat_ctx *ctx, const char *fn, const gstat_graph
   }
   r->tick = gstat_i_sc_km_tick;
   r->tick_arg = ctx;
+  r->runs = gstat_i_kmeans_runs;
   gstat_i_sc_assign(o, n, k, V, w, d, r, labels, eig_out, emb_out, embed_only, scratch);
   if (r->why != WHY_OK) goto fail;
   if (es == GSTAT_ENOCONV)

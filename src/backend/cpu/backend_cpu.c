@@ -174,4 +174,5 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .pairwise = gstat_i_cpu_pairwise,
     .lincomb = gstat_i_cpu_lincomb,
     .dots = gstat_i_cpu_dots,
+    .kmeans = gstat_i_cpu_kmeans,
 };

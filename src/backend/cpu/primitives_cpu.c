@@ -199,6 +199,11 @@ double gstat_i_cpu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_wo
   double n = (double)w->n, p = (double)w->p, items = (double)w->batch;
   double bytes = items * n * p * (double)gstat_dtype_size(w->dtype);
   double rate = cpu_rules.flops_per_thread[w->dtype == GSTAT_F64] * threads;
+  if (w->op == GSTAT_I_PRIM_KMEANS) { /* scalar loops: seeding and ~30 Lloyd passes a run */
+    double k = (double)(w->k > 1 ? w->k : 1), passes = k * (2 + log(k)) + 30;
+    return items * 3 * n * p * k * passes /
+           (cpu_rules.small_flops_per_thread[1] * fmin(threads, items));
+  }
   if (w->op == GSTAT_I_PRIM_KNN) {
     if (p <= (double)cpu_rules.knn_tree_max_dims)
       return items * n * log2(n) * cpu_rules.knn_tree_seconds / threads;

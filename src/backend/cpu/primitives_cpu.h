@@ -70,6 +70,9 @@ gstat_status gstat_i_cpu_laplacian(void *state, gstat_ctx *ctx, const char *fn,
 /* backend.h's sc_laplacians and sc_assign on host memory (spectral_cpu.c). */
 gstat_status gstat_i_cpu_sc_laplacians(void *state, gstat_ctx *ctx, const gstat_i_sc_lap_req *r);
 gstat_status gstat_i_cpu_sc_assign(void *state, gstat_ctx *ctx, const gstat_i_sc_assign_req *r);
+gstat_status gstat_i_cpu_kmeans(void *state, gstat_ctx *ctx, const gstat_matrix *E,
+                                const gstat_i_kmeans_opt *opt, int64_t *labels, double *inertia,
+                                int64_t *iterations);
 gstat_status gstat_i_cpu_lincomb(void *state, gstat_ctx *ctx, const gstat_i_lincomb_req *r);
 gstat_status gstat_i_cpu_dots(void *state, gstat_ctx *ctx, const gstat_matrix *X,
                               const gstat_matrix *Y, double *out);

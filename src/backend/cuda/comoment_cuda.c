@@ -20,13 +20,17 @@
 /* The CUDA backend's rules for its cost model and chunking (bench/README.md,
  * "The cost model"). */
 static const struct {
-  double h2d_bytes;    /* the caller's pageable host memory to the device, per second */
-  double flops[2];     /* sustained GEMM rate: float32, float64 */
-  double call_seconds; /* a call's fixed cost: launches, synchronizations */
-  size_t chunk_bytes;  /* host rows moved per chunk */
-  double knn_bytes;    /* knn: rate of the passes over a block of distances (GEMM write, three
-                          selection reads), fitted to bench_knn_gpu on the H200 */
-} cuda_rules = {30e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20, 1.5e12};
+  double h2d_bytes;          /* the caller's pageable host memory to the device, per second */
+  double flops[2];           /* sustained GEMM rate: float32, float64 */
+  double call_seconds;       /* a call's fixed cost: launches, synchronizations */
+  size_t chunk_bytes;        /* host rows moved per chunk */
+  double knn_bytes;          /* knn: rate of the passes over a block of distances (GEMM write, three
+                                selection reads), fitted to bench_knn_gpu on the H200 */
+  int64_t kmeans_min_points; /* kmeans: fewer points stay on the CPU */
+  bool kmeans_auto;          /* kmeans: AUTO sends host rows here (false until measured) */
+  double kmeans_pass_seconds; /* kmeans: a pass's launches and synchronization (estimates, not
+                                 measured yet: bench/README.md's owed list) */
+} cuda_rules = {30e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20, 1.5e12, 20000, false, 2e-5};
 
 #define TRY_CU(expr, what)                                             \
   do {                                                                 \
@@ -442,6 +446,14 @@ double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work 
            (bytes + items * n * (double)w->k * 16) / cuda_rules.h2d_bytes +
            2 * items * n * n * p / cuda_rules.flops[w->dtype == GSTAT_F64] +
            4 * items * n * n * es / cuda_rules.knn_bytes;
+  }
+  if (w->op == GSTAT_I_PRIM_KMEANS) { /* seeding and ~30 Lloyd steps a run, each a pass */
+    if (w->n < cuda_rules.kmeans_min_points ||
+        (ctx->opt.backend == GSTAT_BACKEND_AUTO && !cuda_rules.kmeans_auto))
+      return -1.0;
+    double k = (double)(w->k > 1 ? w->k : 1), passes = k * (3 + log(k)) + 60;
+    return cuda_rules.call_seconds + n * p * 8 / cuda_rules.h2d_bytes + /* moved once */
+           items * passes * (cuda_rules.kmeans_pass_seconds + n * p * 8 / cuda_rules.knn_bytes);
   }
   if (w->op != GSTAT_I_PRIM_COMOMENT && w->op != GSTAT_I_PRIM_PROJECT) return -1.0;
   double flops =

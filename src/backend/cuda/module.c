@@ -579,6 +579,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .csr_lap_plan = gstat_cu_csr_lap_plan,
     .csr_lap_apply = gstat_cu_csr_lap_apply,
     .csr_lap_release = gstat_cu_csr_lap_release,
+    .kmeans = gstat_cu_kmeans,
 };
 
 static const gstat_i_module module = {

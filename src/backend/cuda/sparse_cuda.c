@@ -110,7 +110,14 @@ static gstat_status host_layout(gstat_ctx *ctx, const gstat_i_csr_lap *A, int64_
   return GSTAT_OK;
 }
 
-static gstat_status upload(gstat_ctx *ctx, lap_plan *P, const gstat_i_csr_lap *A) {
+/* A copy to the device ordered on the module's stream and waited for. */
+static cudaError_t copy_in(cudaStream_t st, void *dst, const void *src, size_t bytes) {
+  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st);
+  return e == cudaSuccess ? cudaStreamSynchronize(st) : e;
+}
+
+static gstat_status upload(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P,
+                           const gstat_i_csr_lap *A) {
   size_t n1 = (size_t)(P->n + 1), nz = (size_t)(P->nnz > 0 ? P->nnz : 1);
   int64_t *off = malloc(sizeof(int64_t) * n1), *idx = malloc(sizeof(int64_t) * nz);
   double *val = malloc(sizeof(double) * nz);
@@ -122,11 +129,10 @@ static gstat_status upload(gstat_ctx *ctx, lap_plan *P, const gstat_i_csr_lap *A
        (e = cudaMalloc((void **)&P->idx, sizeof(int64_t) * nz)) != cudaSuccess ||
        (e = cudaMalloc((void **)&P->val, sizeof(double) * nz)) != cudaSuccess ||
        (e = cudaMalloc((void **)&P->p, sizeof(double) * (size_t)P->n + 8)) != cudaSuccess ||
-       (e = cudaMemcpy(P->off, off, sizeof(int64_t) * n1, cudaMemcpyHostToDevice)) != cudaSuccess ||
-       (e = cudaMemcpy(P->idx, idx, sizeof(int64_t) * nz, cudaMemcpyHostToDevice)) != cudaSuccess ||
-       (e = cudaMemcpy(P->val, val, sizeof(double) * nz, cudaMemcpyHostToDevice)) != cudaSuccess ||
-       (e = cudaMemcpy(P->p, A->p, sizeof(double) * (size_t)P->n, cudaMemcpyHostToDevice)) !=
-           cudaSuccess))
+       (e = copy_in(s->stream, P->off, off, sizeof(int64_t) * n1)) != cudaSuccess ||
+       (e = copy_in(s->stream, P->idx, idx, sizeof(int64_t) * nz)) != cudaSuccess ||
+       (e = copy_in(s->stream, P->val, val, sizeof(double) * nz)) != cudaSuccess ||
+       (e = copy_in(s->stream, P->p, A->p, sizeof(double) * (size_t)P->n)) != cudaSuccess))
     st = gstat_cu_fail(ctx, "csr_lap", "copying the graph", e);
   else if (st == GSTAT_ENOMEM)
     st = gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "csr_lap: cannot allocate the graph's host copy");
@@ -147,7 +153,7 @@ gstat_status gstat_cu_csr_lap_plan(void *state, gstat_ctx *ctx, const gstat_i_cs
   if (!P) return GSTAT_ENOMEM;
   P->n = A->n;
   P->nnz = A->offsets[A->n] - A->offsets[0];
-  gstat_status st = upload(ctx, P, A);
+  gstat_status st = upload(s, ctx, P, A);
   cusparseStatus_t cs = CUSPARSE_STATUS_SUCCESS;
   if (st == GSTAT_OK &&
       ((cs = cusparseCreate(&P->handle)) != CUSPARSE_STATUS_SUCCESS ||

@@ -341,6 +341,9 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
     kernel_params : dict or None
         Further keyword arguments of a callable or named kernel.
     backend : {'auto', 'cpu', 'cuda'} or None
+        Where the work runs. 'cuda' also takes a large sparse graph's
+        eigensolver (the Laplacian through cuSPARSE) and its k-means to the
+        GPU for host data; under 'auto' (default) those two stay on the CPU.
     progress : bool, callable or None
         A tqdm bar over the long phases of `fit` (the kNN search, the sparse
         eigensolver's iterations, k-means): None (default) shows one when the
@@ -551,6 +554,7 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
         extension): exact by default; 'nndescent' is approximate (recall >=
         0.99 on blobs, seeded by `random_state`). See :func:`gstat.kneighbors`.
     backend : {'auto', 'cpu', 'cuda'} or None
+        As :class:`SpectralClustering`.
     progress : bool, callable or None
         As :class:`SpectralClustering`.
 
