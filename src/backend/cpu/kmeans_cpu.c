@@ -1,39 +1,47 @@
 /* The kmeans primitive on the host (backend.h): assign_impl.h's serial runs,
  * spread over the context's threads for a large embedding. */
+#include <omp.h>
 #include <stdlib.h>
 
 #include "backend/cpu/primitives_cpu.h"
 
-/* Below this many points the runs stay serial: threads cost more than one
- * run (bench/README.md, "k-means runs in parallel"). */
-enum { PARALLEL_RUNS_MIN_N = 20000 };
+/* Below this many points the runs stay serial: at 2000 two threads gained
+ * nothing, from 5000 about 1.6x (bench/README.md, "k-means runs in
+ * parallel"). */
+enum { PARALLEL_RUNS_MIN_N = 5000 };
 
-/* One round: runs r0 .. r0 + cnt - 1, run r0 + q in slot q, which keeps
- * the labels of its best run so far (the serial rule within the slot's
- * runs: its first counts, a later one when strictly smaller). */
+/* One round: runs r0 .. r0 + cnt - 1 handed out to nt threads as they
+ * finish (runs differ in length); each thread's slot keeps the labels of its
+ * best run so far (the serial rule within the slot's runs, which it takes in
+ * increasing order: its first counts, a later one when strictly smaller). */
 static void run_round(const double *X, int64_t n, int64_t dim, const gstat_i_kmeans_opt *opt,
-                      double tol, int64_t r0, int cnt, double *mem, int64_t per, double *total,
-                      int64_t *its, int64_t *mine) {
-#pragma omp parallel for num_threads(cnt) schedule(static, 1)
-  for (int q = 0; q < cnt; q++) {
-    int64_t r = r0 + q, it = 0;
+                      double tol, int64_t r0, int64_t cnt, int nt, double *mem, int64_t per,
+                      double *total, int64_t *its, int64_t *mine) {
+#pragma omp parallel num_threads(nt)
+  {
+    int q = omp_get_thread_num();
     double *s = mem + q * per;
     gstat_i_km m = gstat_i_km_over(X, n, dim, opt->k, s);
-    bool stop;
-    total[r] = gstat_i_km_run(&m, opt, r, tol, false, &it, &stop);
-    its[r] = it;
-    if (mine[q] < 0 || total[r] < total[mine[q]]) {
-      mine[q] = r;
-      memcpy(s + per - n, m.lab, sizeof(int64_t) * (size_t)n);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t r = r0; r < r0 + cnt; r++) {
+      int64_t it = 0;
+      bool stop;
+      total[r] = gstat_i_km_run(&m, opt, r, tol, false, &it, &stop);
+      its[r] = it;
+      if (mine[q] < 0 || total[r] < total[mine[q]]) {
+        mine[q] = r;
+        memcpy(s + per - n, m.lab, sizeof(int64_t) * (size_t)n);
+      }
     }
   }
 }
 
-/* The n_init runs in rounds of one run per thread (progress and cancellation
- * between rounds, outside the parallel region); the winner is chosen by the
- * serial rule over all inertias, so the result is the serial one bitwise (a
- * winner whose labels its slot did not keep, after a first run with a NaN
- * inertia, is run again). false when opt->tick stopped it. */
+/* The n_init runs in rounds of two runs per thread (progress and
+ * cancellation between rounds, outside the parallel region); the winner is
+ * chosen by the serial rule over all inertias, so the result is the serial
+ * one bitwise whichever thread ran what (a winner whose labels its slot did
+ * not keep, after a first run with a NaN inertia, is run again). false when
+ * opt->tick stopped it. */
 static bool parallel_runs(gstat_ctx *ctx, const double *X, int64_t n, int64_t dim,
                           const gstat_i_kmeans_opt *opt, int64_t *labels, double *inertia,
                           int64_t *iterations, double *scratch) {
@@ -51,11 +59,11 @@ static bool parallel_runs(gstat_ctx *ctx, const double *X, int64_t n, int64_t di
   for (int64_t q = 0; q < nt; q++) mine[q] = -1;
   double tol = gstat_i_km_tol(X, n, dim, opt->tol);
   bool done = true;
-  for (int64_t r0 = 0; r0 < runs && done; r0 += nt) {
+  for (int64_t r0 = 0; r0 < runs && done; r0 += 2 * nt) {
     done = !opt->tick || opt->tick(opt->tick_arg, r0 * opt->max_iter, runs * opt->max_iter);
     if (done)
-      run_round(X, n, dim, opt, tol, r0, (int)(runs - r0 < nt ? runs - r0 : nt), mem, per, total,
-                its, mine);
+      run_round(X, n, dim, opt, tol, r0, runs - r0 < 2 * nt ? runs - r0 : 2 * nt, (int)nt, mem, per,
+                total, its, mine);
   }
   if (done) {
     int64_t win = 0;
@@ -63,8 +71,11 @@ static bool parallel_runs(gstat_ctx *ctx, const double *X, int64_t n, int64_t di
       if (gstat_i_km_better(r, total[r], total[win])) win = r;
     *inertia = total[win];
     *iterations = its[win];
-    if (mine[win % nt] == win) {
-      memcpy(labels, mem + (win % nt) * per + per - n, sizeof(int64_t) * (size_t)n);
+    int64_t held = -1;
+    for (int64_t q = 0; q < nt; q++)
+      if (mine[q] == win) held = q;
+    if (held >= 0) {
+      memcpy(labels, mem + held * per + per - n, sizeof(int64_t) * (size_t)n);
     } else {
       gstat_i_km m = gstat_i_km_over(X, n, dim, opt->k, scratch);
       int64_t it = 0;
