@@ -5,8 +5,9 @@
  *
  * The operator is given as a function applying it to a block of vectors, so
  * a Laplacian is never formed when it need not be (gstat_laplacian's
- * operator form) and the same solver serves the CPU (threaded CSR SpMV) and,
- * later, the GPU (cuSPARSE through the backend table).
+ * operator form) and the same solver serves the CPU (threaded CSR SpMV) and
+ * the GPU (a backend's Laplacian plan, cuSPARSE; the basis in device memory:
+ * the options' `where`).
  *
  * Methods: block Chebyshev-filtered Davidson (default) and thick-restart
  * block Lanczos (Krylov-Schur, default for a block of 1); the reasons and
@@ -98,9 +99,10 @@ typedef struct gstat_i_eigs_report {
  * callers holding an explicit Laplacian of a few thousand nodes should call
  * gstat_eigh on it directly, which is faster than this iteration there.
  *
- * Memory: n (basis + 4 block) doubles (Davidson with k = 8: 80 n), from the
- * context's allocator, freed before returning; the CSR product adds n
- * min(block, 8) for a packed panel per call. Threads: the context's, but one
+ * Memory: n (basis + 4 block) doubles (Davidson with k = 8: 80 n) in the
+ * operator's memory (the context's allocator on the host, freed before
+ * returning; the device backend's kept workspace), small matrices on the
+ * host; the CSR product adds n min(block, 8) for a packed panel per call. Threads: the context's, but one
  * below 4096 nodes (the operator is called with that context too).
  *
  * Statuses: GSTAT_OK when all k converged; GSTAT_ENOCONV when not within

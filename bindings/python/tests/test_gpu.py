@@ -406,3 +406,18 @@ def test_torch_kneighbors_by_algorithm():
         hd, hi = gstat.kneighbors(x, 6, include_self=True, algorithm=alg, random_state=1)
         np.testing.assert_array_equal(ind.cpu().numpy(), hi)
         np.testing.assert_array_equal(dist.cpu().numpy(), hd)
+
+
+@needs_gpu
+def test_spectral_sparse_graph_on_the_gpu():
+    """A large kNN graph clustered with backend='cuda' (the sparse
+    eigensolver's basis and the Laplacian on the GPU, and, past 20000
+    points, its k-means) gives the CPU's labels; the GPU ran."""
+    rng = np.random.default_rng(7)
+    centers = rng.uniform(-10, 10, size=(4, 3))
+    x = centers[np.arange(24000) % 4] + rng.standard_normal((24000, 3))
+    kw = dict(affinity="nearest_neighbors", n_neighbors=10, random_state=0)
+    cpu = gstat.SpectralClustering(4, backend="cpu", **kw).fit_predict(x)
+    gpu = gstat.SpectralClustering(4, backend="cuda", **kw).fit_predict(x)
+    assert "cuda" in gstat.last_backend()
+    np.testing.assert_array_equal(cpu, gpu)  # both numbered by first appearance
