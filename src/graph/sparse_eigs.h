@@ -102,8 +102,8 @@ typedef struct gstat_i_eigs_report {
  * Memory: n (basis + 4 block) doubles (Davidson with k = 8: 80 n) in the
  * operator's memory (the context's allocator on the host, freed before
  * returning; the device backend's kept workspace), small matrices on the
- * host; the CSR product adds n min(block, 8) for a packed panel per call. Threads: the context's, but one
- * below 4096 nodes (the operator is called with that context too).
+ * host; the CSR product adds n min(block, 8) for a packed panel per call. Threads: the context's,
+ * but one below 4096 nodes (the operator is called with that context too).
  *
  * Statuses: GSTAT_OK when all k converged; GSTAT_ENOCONV when not within
  * max_iter (w, V, resid and the report still hold the best estimates; at
