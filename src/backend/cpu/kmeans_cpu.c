@@ -5,9 +5,8 @@
 
 #include "backend/cpu/primitives_cpu.h"
 
-/* Below this many points the runs stay serial: at 2000 two threads gained
- * nothing, from 5000 about 1.6x (bench/README.md, "k-means runs in
- * parallel"). */
+/* Below this many points the runs stay serial: threads do not pay there
+ * (bench/README.md, "k-means runs in parallel"). */
 enum { PARALLEL_RUNS_MIN_N = 5000 };
 
 /* One round: runs r0 .. r0 + cnt - 1 handed out to nt threads as they

@@ -95,8 +95,7 @@ static gstat_status sparse_fail(gstat_ctx *ctx, const char *what, cusparseStatus
 
 /* The graph in host arrays of the device's layout: offsets from 0, indices
  * from 0, weights scaled (s_i w s_j) where s is given. */
-static gstat_status host_layout(gstat_ctx *ctx, const gstat_i_csr_lap *A, int64_t *off,
-                                int64_t *idx, double *val) {
+static void host_layout(const gstat_i_csr_lap *A, int64_t *off, int64_t *idx, double *val) {
   int64_t first = A->offsets[0];
   for (int64_t i = 0; i <= A->n; i++) off[i] = A->offsets[i] - first;
   for (int64_t i = 0; i < A->n; i++)
@@ -106,8 +105,6 @@ static gstat_status host_layout(gstat_ctx *ctx, const gstat_i_csr_lap *A, int64_
       idx[at] = j;
       val[at] = A->s ? gstat_i_norm_weight(w, A->s[i], A->s[j]) : w;
     }
-  (void)ctx;
-  return GSTAT_OK;
 }
 
 /* A copy to the device ordered on the module's stream and waited for. */
@@ -122,7 +119,7 @@ static gstat_status upload(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P,
   int64_t *off = malloc(sizeof(int64_t) * n1), *idx = malloc(sizeof(int64_t) * nz);
   double *val = malloc(sizeof(double) * nz);
   gstat_status st = off && idx && val ? GSTAT_OK : GSTAT_ENOMEM;
-  if (st == GSTAT_OK) st = host_layout(ctx, A, off, idx, val);
+  if (st == GSTAT_OK) host_layout(A, off, idx, val);
   cudaError_t e = cudaSuccess;
   if (st == GSTAT_OK &&
       ((e = cudaMalloc((void **)&P->off, sizeof(int64_t) * n1)) != cudaSuccess ||
