@@ -5,7 +5,7 @@
  *   bench_sparse_eigs [--n N] [--dim D] [--clusters C] [--spread S] [--knn K]
  *                     [--nev E] [--tol T] [--block B] [--basis M] [--degree P]
  *                     [--method 0|1|2] [--seed X] [--reps R]
- *                     [--graph FILE] [--vectors FILE] [--device 1]
+ *                     [--graph FILE] [--vectors FILE] [--device 1] [--cpu 0]
  *
  *   N points (default 100000) in D dimensions (default 3): uniform in the unit
  *   cube, or C Gaussian blobs (C > 0, unit variance, centers uniform in a
@@ -27,6 +27,8 @@
  *                   the same run: device_solve_ms (best of R, the wall
  *                   clock), device_applies, and eig_diff, the largest
  *                   difference from the CPU's eigenvalues
+ *   --cpu 0         skip the CPU solve (with --device 1: the device's alone;
+ *                   eig_diff is then nan)
  *
  * Output: one line of key=value (times in ms; cpu_ms is the process CPU time,
  * steadier than the wall clock on a shared machine; spmm_block_ms is one
@@ -364,7 +366,7 @@ int main(int argc, char **argv) {
   double tol = 1e-8, spread = 10;
   uint64_t seed = 1;
   const char *graph_out = NULL, *vec_out = NULL;
-  int device = 0;
+  int device = 0, on_cpu = 1;
   for (int a = 1; a < argc; a++) {
     const char *o = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
     if (!v) {
@@ -403,6 +405,8 @@ int main(int argc, char **argv) {
       vec_out = v;
     else if (!strcmp(o, "--device"))
       device = atoi(v);
+    else if (!strcmp(o, "--cpu"))
+      on_cpu = atoi(v);
     else {
       fprintf(stderr, "unknown option %s\n", o);
       return 2;
@@ -447,10 +451,12 @@ int main(int argc, char **argv) {
   double *w = xmalloc(sizeof(double) * (size_t)nev);
   double *V = xmalloc(sizeof(double) * (size_t)(n * nev));
   double *res = xmalloc(sizeof(double) * (size_t)nev);
-  gstat_i_eigs_report rep;
+  gstat_i_eigs_report rep = {0};
+  memset(V, 0, sizeof(double) * (size_t)(n * nev));
   gstat_status st = GSTAT_OK;
   double best = INFINITY, best_cpu = INFINITY;
-  for (int64_t r = 0; r < reps; r++) {
+  for (int64_t i = 0; i < nev; i++) w[i] = NAN; /* unless the CPU solves */
+  for (int64_t r = 0; r < (on_cpu ? reps : 0); r++) {
     double t1 = now_ms(), c1 = cpu_ms();
     st = gstat_i_sparse_eigs(ctx, n, gstat_i_csr_apply, &op, &opt, w, V, res, &rep);
     best = fmin(best, now_ms() - t1);

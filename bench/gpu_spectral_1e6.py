@@ -57,12 +57,15 @@ def run(n, skip_eigsh, warm):
     X, y = blobs(n, 10, 10, rng)
     Xd = torch.from_numpy(X).cuda()
     G, t_knn = timed(lambda: gstat.kneighbors_graph(Xd, 10, backend="cuda"))
+    ran = [gstat.last_backend()]
     A = (G + G.T) * 0.5
     emb = gstat.SpectralEmbedding(10, affinity="precomputed", random_state=0, backend="cuda")
     _, t_emb = timed(lambda: emb.fit(A))
+    ran.append(gstat.last_backend())
     sc = gstat.SpectralClustering(10, affinity="nearest_neighbors", n_neighbors=10, random_state=0,
                                   backend="cuda")
     labels, t_all = timed(lambda: sc.fit_predict(Xd))
+    ran.append(gstat.last_backend())
     labels = labels.cpu().numpy() if hasattr(labels, "cpu") else np.asarray(labels)
     t_eigsh = float("nan")
     if not skip_eigsh:
@@ -76,7 +79,7 @@ def run(n, skip_eigsh, warm):
     if not warm:
         print(f"{n:>8} {1e3 * t_knn:>9.0f} {1e3 * t_emb:>11.0f} {1e3 * t_all:>11.0f} "
               f"{ari(labels, y):>6.4f} {1e3 * t_eigsh:>9.0f} "
-              f"{t_eigsh / t_emb:>12.2f}")
+              f"{t_eigsh / t_emb:>12.2f}  ran: {' / '.join(map(str, ran))}")
 
 
 def cupyx_sync(cupy):

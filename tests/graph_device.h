@@ -284,7 +284,7 @@ static void gd_spectral(const sm_memory *mem, double tol, gstat_backend backend)
     sm_check(ctx, gstat_spectral_clustering(ctx, &Gd, &o, ld, NULL));
     assert_memory_equal(lh, ld, sizeof lh);
     o.solver = GSTAT_EIGEN_AUTO;
-    /* cluster-QR: the device engine leaves it to the host */
+    /* cluster-QR */
     o.assign = GSTAT_ASSIGN_CLUSTER_QR;
     sm_check(ctx, gstat_spectral_clustering(ctx, &Gh, &o, lh, NULL));
     sm_check(ctx, gstat_spectral_clustering(ctx, &Gd, &o, ld, NULL));
@@ -540,9 +540,9 @@ static void gd_sc_compare(int64_t count, const int64_t *sizes, gstat_dtype dt,
 /* The device engine against the host engine on the same graphs (dense and
  * ragged, f32 and f64, the Laplacian kinds, eigengap k); a solver fault
  * (fault_var=retry: elements the dispatcher recomputes) compared alike;
- * cluster-QR and no device memory (fault_var=oom, unless NULL) run the host
- * engine on a copy: its labels exactly; a NaN weight gives the host engine's
- * error. */
+ * cluster-QR in the device engine; no device memory (fault_var=oom, unless
+ * NULL) runs the host engine on a copy: its labels exactly; a NaN weight
+ * gives the host engine's error. */
 static void gd_spectral_batch(const sm_memory *mem, const char *fault_var, const char *retry,
                               const char *oom) {
   tu_rng rng = tu_rng_new();
@@ -552,9 +552,9 @@ static void gd_spectral_batch(const sm_memory *mem, const char *fault_var, const
   int64_t *lg = malloc(sizeof(int64_t) * (size_t)(count * N)),
           *lc = malloc(sizeof(int64_t) * (size_t)(count * N));
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
-  for (int variant = 0; variant < 5; variant++) {
+  for (int variant = 0; variant < 7; variant++) {
     gstat_dtype dt = variant % 2 ? GSTAT_F32 : GSTAT_F64;
-    bool ragged = variant >= 2;
+    bool ragged = variant >= 2 && variant != 6;
     for (int64_t g = 0; g < count; g++) {
       sizes[g] = ragged ? (g % 11 == 5 ? 0 : g % 13 == 2 ? 2 : 20 + (g * 7) % 45) : N;
       ks[g] = g % 17 == 4 ? 0 : 2 + g % 3; /* 0: eigengap */
@@ -568,6 +568,7 @@ static void gd_spectral_batch(const sm_memory *mem, const char *fault_var, const
                   : variant == 4 ? GSTAT_LAPLACIAN_UNNORMALIZED
                                  : GSTAT_LAPLACIAN_RANDOM_WALK;
     o.normalize_rows = variant == 2;
+    if (variant >= 5) o.assign = GSTAT_ASSIGN_CLUSTER_QR;
     if (variant == 4) setenv(fault_var, retry, 1);
     gstat_spectral_batch_result *rg = NULL, *rc = NULL;
     gstat_status sg = gd_sc_run(mem, gpu, true, dt, count, N, sizes, A, ks, &o, lg, &rg);
@@ -581,15 +582,14 @@ static void gd_spectral_batch(const sm_memory *mem, const char *fault_var, const
     gstat_spectral_batch_result_free(rg);
     gstat_spectral_batch_result_free(rc);
   }
-  /* the host engine on a copy: cluster-QR, no device memory (oom NULL: the
-   * backend's simulated out-of-memory also fails its copy to the host) */
-  for (int f = 0; f < (oom ? 2 : 1); f++) {
+  /* the host engine on a copy: no device memory (oom NULL: the backend's
+   * simulated out-of-memory also fails its copy to the host) */
+  if (oom) {
     for (int64_t g = 0; g < count; g++) sizes[g] = N, ks[g] = 2 + g % 3;
     gd_sc_graphs(&rng, count, N, sizes, A);
     gstat_spectral_options o;
     gstat_spectral_options_init(&o);
-    if (f == 0) o.assign = GSTAT_ASSIGN_CLUSTER_QR;
-    if (f == 1 && oom) setenv(fault_var, oom, 1);
+    setenv(fault_var, oom, 1);
     gstat_status sg = gd_sc_run(mem, gpu, true, GSTAT_F64, count, N, sizes, A, ks, &o, lg, NULL);
     unsetenv(fault_var);
     gstat_status sc = gd_sc_run(mem, cpu, false, GSTAT_F64, count, N, sizes, A, ks, &o, lc, NULL);

@@ -1,7 +1,10 @@
 /*
- * k-means of one large graph's embedding (src/spectral/kmeans.c): the runs
- * spread over threads give the serial result bitwise; cancellation.
+ * The assignment of one graph's embedding: k-means (src/spectral/kmeans.c),
+ * whose runs spread over threads give the serial result bitwise, and
+ * cancellation; cluster-QR (src/spectral/cluster_qr_impl.h, the code both
+ * backends run) on families of embeddings.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +15,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "spectral/cluster_qr_impl.h"
 #include "spectral/spectral_internal.h"
 
 /* One large graph's k-means spreads its runs over threads: the serial
@@ -53,9 +57,77 @@ static void test_kmeans_parallel_runs(void **state) {
   free(ls);
 }
 
+/* Labels equal truth up to a renumbering (a bijection of k labels). */
+static void same_partition(const int64_t *labels, const int64_t *truth, int64_t n, int64_t k) {
+  int64_t map[16], back[16];
+  for (int64_t c = 0; c < k; c++) map[c] = back[c] = -1;
+  for (int64_t i = 0; i < n; i++) {
+    assert_true(labels[i] >= 0 && labels[i] < k);
+    if (map[truth[i]] < 0 && back[labels[i]] < 0)
+      map[truth[i]] = labels[i], back[labels[i]] = truth[i];
+    assert_int_equal(map[truth[i]], labels[i]);
+  }
+}
+
+/* A random k x k orthogonal matrix (Gram-Schmidt of normal columns). */
+static void random_rotation(tu_rng *rng, int64_t k, double *Q) {
+  for (int64_t c = 0; c < k; c++) {
+    double *q = Q + c * k, t = 0;
+    for (int64_t a = 0; a < k; a++) q[a] = tu_normal(rng);
+    for (int64_t o = 0; o < c; o++) {
+      double d = 0;
+      for (int64_t a = 0; a < k; a++) d += q[a] * Q[a + o * k];
+      for (int64_t a = 0; a < k; a++) q[a] -= d * Q[a + o * k];
+    }
+    for (int64_t a = 0; a < k; a++) t += q[a] * q[a];
+    for (int64_t a = 0; a < k; a++) q[a] /= sqrt(t);
+  }
+}
+
+/* Cluster-QR recovers the clusters of a rotated unequal-size indicator
+ * embedding, exact or noisy (repeated rows: ties); an embedding of
+ * rank below k (repeated rows, a zero column, all zeros) still gets labels
+ * in [0, k) and never NaN decisions. */
+static void test_cluster_qr_families(void **state) {
+  (void)state;
+  enum { N = 900, K = 6 };
+  tu_rng rng = tu_rng_new();
+  double *E = malloc(sizeof(double) * N * K), Q[K * K];
+  double *work = malloc(sizeof(double) * gstat_i_cluster_qr_scratch_impl(N, K));
+  int64_t truth[N], labels[N], size[K] = {0};
+  for (int64_t i = 0; i < N; i++) truth[i] = i < N / 2 ? i % 2 : 2 + i % 4, size[truth[i]]++;
+  for (int rep = 0; rep < 3; rep++) {
+    random_rotation(&rng, K, Q);
+    double noise = rep == 2 ? 0 : 1e-2 * rep + 1e-3;
+    for (int64_t i = 0; i < N; i++)
+      for (int64_t a = 0; a < K; a++) {
+        double t = 0;
+        for (int64_t c = 0; c < K; c++) t += (c == truth[i]) / sqrt((double)size[c]) * Q[c + a * K];
+        E[i * K + a] = t + noise * tu_normal(&rng) / sqrt((double)N);
+      }
+    assert_true(gstat_i_cluster_qr_impl(E, N, K, labels, work));
+    same_partition(labels, truth, N, K);
+  }
+  for (int family = 0; family < 3; family++) {
+    for (int64_t i = 0; i < N; i++)
+      for (int64_t a = 0; a < K; a++)
+        E[i * K + a] = family == 2   ? 0
+                       : family == 0 ? (double)(i % 2 + a)
+                       : a == 3      ? 0
+                                     : tu_normal(&rng);
+    assert_true(gstat_i_cluster_qr_impl(E, N, K, labels, work));
+    for (int64_t i = 0; i < N; i++) assert_true(labels[i] >= 0 && labels[i] < K);
+    if (family == 0) /* two distinct rows: at most two labels, one per row */
+      for (int64_t i = 2; i < N; i++) assert_int_equal(labels[i], labels[i % 2]);
+  }
+  free(E);
+  free(work);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kmeans_parallel_runs),
+      cmocka_unit_test(test_cluster_qr_families),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -82,25 +82,6 @@ bool gstat_i_eigh_runs_on_cpu(gstat_ctx *ctx, const gstat_matrix *A);
 gstat_status gstat_i_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, gstat_matrix *w,
                           gstat_matrix *V, int64_t *info);
 
-/* Column-pivoted QR (LAPACK geqp3) of A (m x n, lda), overwritten by the
- * factorization; jpvt (n entries) receives the 0-based column order (the
- * first column of A*P is column jpvt[0] of A). ctx may be NULL (then no
- * message is recorded and BLAS threads are left as they are): a call from
- * inside a parallel loop. Allocates its own LAPACK work. */
-gstat_status gstat_i_geqp3(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n, void *A,
-                           int64_t lda, int64_t *jpvt);
-
-/* Singular value decomposition (LAPACK gesvd) of A (m x n, lda; destroyed):
- * s (min(m, n)) descending, U (m x min(m, n), ldu), VT (min(m, n) x n,
- * ldvt). ctx may be NULL as for gstat_i_geqp3. */
-gstat_status gstat_i_gesvd(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n, void *A,
-                           int64_t lda, void *s, void *U, int64_t ldu, void *VT, int64_t ldvt);
-
-/* Threads for an OpenMP loop over `items` independent tasks that call the
- * wrappers above with ctx NULL: 1 when the BLAS must not be called from a
- * parallel region (a pthreads OpenBLAS) or when items is too small. */
-int gstat_i_dense_loop_threads(const gstat_ctx *ctx, int64_t items);
-
 /* Threads for an OpenMP loop of our own (no BLAS inside) over `items`
  * independent pieces with `flops` arithmetic and `bytes` of memory traffic
  * in all: the CPU rules' count for that much one-thread work, at most the

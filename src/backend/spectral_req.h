@@ -56,9 +56,9 @@ static inline int64_t gstat_i_sc_assign_pairs(const gstat_i_sc_assign_req *r) {
 
 /* Doubles of scratch one graph's assignment needs with at most mmax pairs
  * of N nodes: its pairs in double (N mmax + mmax), the embedding (N mmax)
- * and the k-means (gstat_i_kmeans_scratch_impl with k, dim <= mmax). */
+ * and k-means' or cluster-QR's work (k, dim <= mmax). */
 static inline int64_t gstat_i_sc_assign_scratch(int64_t N, int64_t mmax) {
-  return 2 * N * mmax + 2 * mmax * mmax + 6 * N + 2 * mmax + 8;
+  return 2 * N * mmax + mmax + (int64_t)gstat_i_sc_assign_work_impl(N, mmax, mmax) + 8;
 }
 
 #endif /* GSTAT_BACKEND_SPECTRAL_REQ_H */

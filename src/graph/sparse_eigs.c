@@ -126,12 +126,12 @@ typedef struct solver {
   int64_t degree;             /* Chebyshev filter degree */
   double upper;               /* top of the damped interval (a bound of the spectrum) */
   int64_t applies, iters, restarts, deflated;
+  /* the known eigenvectors (options' known), in Q's memory: U n x nu, and
+   * UT (nu x up to m + 4b) for U^T X; shift: upper - known_value */
+  double *U, *UT;
+  int64_t nu;
+  double shift;
 } solver;
-
-static gstat_status apply_block(solver *s, const double *X, int64_t cols, double *Y) {
-  s->applies += cols;
-  return s->apply(s->ctx, s->op, s->n, cols, X, Y);
-}
 
 /* rows x cols at p, column-major with leading dimension ld, in the
  * operator's memory (s->where) or, for a host array, with host = true. */
@@ -176,6 +176,21 @@ static void release_in(gstat_ctx *ctx, const gstat_matrix *where, double *mem, s
 /* cols whole columns (n rows) at p in the operator's memory. */
 static gstat_matrix tall(const solver *s, const double *p, int64_t cols) {
   return block_at(s, p, s->n, cols, s->n, false);
+}
+
+/* Y = Op X, plus shift U (U^T X) with known eigenvectors: they move to the
+ * top of the spectrum, out of the search. */
+static gstat_status apply_block(solver *s, const double *X, int64_t cols, double *Y) {
+  s->applies += cols;
+  gstat_status st = s->apply(s->ctx, s->op, s->n, cols, X, Y);
+  if (st != GSTAT_OK || s->nu == 0) return st;
+  gstat_matrix Um = tall(s, s->U, s->nu), Xm = tall(s, X, cols), Ym = tall(s, Y, cols);
+  gstat_matrix Tm = block_at(s, s->UT, s->nu, cols, s->nu, false);
+  st = gstat_i_sched_gemm(s->ctx, FN, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &Um, &Xm, 0.0, &Tm);
+  if (st == GSTAT_OK)
+    st = gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, s->shift, &Um, &Tm, 1.0,
+                            &Ym);
+  return st;
 }
 
 /* dst = src, both described by block_at. */
@@ -598,6 +613,18 @@ static gstat_status apply_from_host(gstat_ctx *ctx, gstat_i_apply_fn apply, void
   return st;
 }
 
+/* A (n x n, host) += (upper - known_value) U U^T for the known vectors U:
+ * the dense form of apply_block's shift. */
+static void shift_known(int64_t n, const gstat_i_eigs_options *opt, double *A) {
+  const double *U = opt->known, shift = opt->upper - opt->known_value;
+  for (int64_t c = 0; c < opt->n_known; c++)
+    for (int64_t j = 0; j < n; j++) {
+      double f = shift * U[j + c * n];
+      if (f != 0)
+        for (int64_t i = 0; i < n; i++) A[i + j * n] += f * U[i + c * n];
+    }
+}
+
 static gstat_status solve_dense(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn apply, void *op,
                                 const gstat_matrix *where, const gstat_i_eigs_options *opt,
                                 double tol, double *w, double *V, double *resid,
@@ -622,6 +649,7 @@ static gstat_status solve_dense(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn appl
       status = gstat_i_fail(ctx, GSTAT_ENOTFINITE, "sparse_eigs: the operator returned NaN or Inf");
       goto done;
     }
+  shift_known(n, opt, A);
   double scale = opt->upper;
   gstat_matrix Am = gstat_matrix_col_major(A, GSTAT_F64, 1, n, n);
   gstat_matrix wm = gstat_vector_batch(lam, GSTAT_F64, 1, n);
@@ -903,8 +931,11 @@ static gstat_status solve_iterative(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn 
   size_t small = ld * ld + (size_t)(m * m) + 3 * (size_t)m + (size_t)(b * m) + 2 * ld * (size_t)b +
                  4 * (size_t)(b * b) + ld + 2 * lc + (size_t)b;
   /* the basis, plus three blocks of scratch (filter, residual checks), and W */
+  /* and the known vectors with their products' room */
+  size_t nu = (size_t)opt->n_known, known = (size_t)n * nu + nu * lc;
   if (!gstat_i_mul_size((size_t)n, ld + 3 * (size_t)b, &qn) ||
-      !gstat_i_add_size(qn, ld * ld, &tbytes) || !gstat_i_mul_size(tbytes, sizeof(double), &tbytes))
+      !gstat_i_add_size(qn, ld * ld, &tbytes) || !gstat_i_add_size(tbytes, known, &tbytes) ||
+      !gstat_i_mul_size(tbytes, sizeof(double), &tbytes))
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "sparse_eigs: n=%lld x basis %lld overflows",
                         (long long)n, (long long)(m + 4 * b));
   bytes = small * sizeof(double);
@@ -914,6 +945,12 @@ static gstat_status solve_iterative(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn 
   s.Q = tallmem;
   s.F = s.Q + (size_t)n * ld;
   s.W = s.Q + qn;
+  s.U = s.W + ld * ld;
+  s.UT = s.U + (size_t)n * nu;
+  s.nu = opt->n_known;
+  s.shift = opt->upper - opt->known_value;
+  if (s.nu > 0)
+    TRY(copy_block(&s, block_at(&s, opt->known, n, s.nu, n, true), tall(&s, s.U, s.nu)));
   s.H = mem;
   s.S = s.H + ld * ld;
   s.theta = s.S + m * m;
@@ -969,6 +1006,26 @@ done:
   return status;
 }
 
+/* The k found vectors V (host) made orthogonal to the nu known ones U to
+ * rounding (the shift leaves them so only to the solver's tolerance, ~tol:
+ * one projection suffices, and keeps them orthogonal to each other to
+ * ~tol^2), renormalized; the sign rule again. */
+static void orthogonalize_found(int64_t n, const double *U, int64_t nu, double *V, int64_t k) {
+  for (int64_t c = 0; c < k; c++) {
+    double *v = V + c * n, t = 0;
+    for (int64_t o = 0; o < nu; o++) {
+      const double *u = U + o * n;
+      double d = 0;
+      for (int64_t i = 0; i < n; i++) d += u[i] * v[i];
+      for (int64_t i = 0; i < n; i++) v[i] -= d * u[i];
+    }
+    for (int64_t i = 0; i < n; i++) t += v[i] * v[i];
+    t = t > 0 ? 1 / sqrt(t) : 0;
+    for (int64_t i = 0; i < n; i++) v[i] *= t;
+    fix_sign(v, n);
+  }
+}
+
 gstat_status gstat_i_sparse_eigs(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn apply, void *op,
                                  const gstat_i_eigs_options *opt, double *w, double *V,
                                  double *resid, gstat_i_eigs_report *report) {
@@ -994,6 +1051,24 @@ gstat_status gstat_i_sparse_eigs(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn app
                         "sparse_eigs: max_iter, block (<= %d), basis and degree must be >= 0 and "
                         "the method known",
                         MAX_BLOCK);
+  if (opt->n_known < 0 ||
+      (opt->n_known > 0 && (!opt->known || !(opt->upper > 0) || !isfinite(opt->known_value))))
+    return gstat_i_fail(ctx, GSTAT_EINVAL,
+                        "sparse_eigs: known vectors need n_known >= 0, their array, a finite "
+                        "value and upper > 0");
+  /* the known eigenpairs first; the search is for the rest */
+  int64_t nk = opt->n_known < k ? opt->n_known : k;
+  for (int64_t c = 0; c < nk; c++) {
+    w[c] = opt->known_value;
+    memcpy(V + c * n, opt->known + c * n, sizeof(double) * (size_t)n);
+    if (resid) resid[c] = 0;
+  }
+  rep->converged = nk;
+  if (nk == k) return GSTAT_OK;
+  gstat_i_eigs_options rest = *opt;
+  rest.k = k -= nk;
+  w += nk, V += nk * n, resid = resid ? resid + nk : NULL;
+  opt = &rest;
   int64_t b = opt->block ? opt->block : (k < MAX_DEFAULT_BLOCK ? k : MAX_DEFAULT_BLOCK);
   /* a block of one converges the wanted pairs one after another under a
    * filter; Lanczos suits it (see the measurements at the top) */
@@ -1025,6 +1100,9 @@ gstat_status gstat_i_sparse_eigs(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn app
   else
     status = solve_iterative(ctx, n, apply, op, where, opt, davidson, b, m, tol, max_iter, w, V,
                              resid, rep);
+  rep->converged += nk;
+  if (opt->n_known > 0 && (status == GSTAT_OK || status == GSTAT_ENOCONV))
+    orthogonalize_found(n, opt->known, opt->n_known, V, k);
   ctx->num_threads = threads;
   return status;
 }

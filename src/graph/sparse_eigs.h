@@ -69,6 +69,16 @@ typedef struct gstat_i_eigs_options {
    * and every step on it runs where it lies (backend/sched.h); only the
    * small projected problems come to the host. */
   const gstat_matrix *where;
+  /* Eigenvectors known beforehand (a Laplacian's null space: one per
+   * connected component): n_known orthonormal columns (n x n_known, host,
+   * column-major) of eigenvalue known_value, the operator's smallest. They
+   * are returned as the first min(n_known, k) pairs, and the search runs on
+   * their complement: the operator shifted by upper - known_value on them
+   * (upper required), so no iteration is spent on an eigenvalue repeated
+   * once per component. */
+  const double *known;
+  int64_t n_known;
+  double known_value;
 } gstat_i_eigs_options;
 
 typedef struct gstat_i_eigs_report {

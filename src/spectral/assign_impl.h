@@ -19,6 +19,7 @@
 
 #include "core/hostdevice.h"
 #include "core/rng_impl.h"
+#include "spectral/cluster_qr_impl.h"
 #include "graph/weights_impl.h"
 #include "gstat/spectral.h"
 
@@ -385,6 +386,15 @@ GSTAT_HD static inline int64_t gstat_i_sc_eig_count_impl(const gstat_spectral_op
   return m < n ? m : n;
 }
 
+/* Doubles of work gstat_i_sc_assign_impl needs for n nodes, dim embedding
+ * columns and k clusters: the larger of k-means', cluster-QR's (dim = k) and
+ * the inertia's. */
+GSTAT_HD static inline size_t gstat_i_sc_assign_work_impl(int64_t n, int64_t dim, int64_t k) {
+  size_t km = gstat_i_kmeans_scratch_impl(n, dim, k), qr = gstat_i_cluster_qr_scratch_impl(n, dim);
+  size_t inert = (size_t)(k * (dim + 1) + k), w = km > qr ? km : qr;
+  return w > inert ? w : inert;
+}
+
 /* Why a graph with comps connected components fails before its eigh, when
  * asking for k clusters (0: eigengap), or WHY_OK. */
 GSTAT_HD static inline int64_t gstat_i_sc_components_rule(const gstat_spectral_options *o,
@@ -398,12 +408,11 @@ GSTAT_HD static inline int64_t gstat_i_sc_components_rule(const gstat_spectral_o
  * From the smallest eigenpairs (V: n x ?, column-major, ld n; w ascending,
  * gstat_i_sc_eig_count_impl of them) and degrees d to labels: eigenvalues
  * into eig_out (or not, NULL), eigengap k when k = 0, embedding into E (n x
- * dim, row-major), then unless embed_only: k-means, renumbering, inertia.
- * r->comps and r->why come from the caller. Returns true when the caller must
- * finish with cluster-QR (o->assign; E holds the embedding, r->k and r->dim
- * are set); work: gstat_i_kmeans_scratch_impl(n, dim, k) doubles at least.
+ * dim, row-major), then unless embed_only: k-means or cluster-QR (o->assign),
+ * renumbering, inertia. r->comps and r->why come from the caller. work:
+ * gstat_i_sc_assign_work_impl(n, dim, k) doubles.
  */
-GSTAT_HD static inline bool gstat_i_sc_assign_impl(const gstat_spectral_options *o, int64_t n,
+GSTAT_HD static inline void gstat_i_sc_assign_impl(const gstat_spectral_options *o, int64_t n,
                                                    int64_t k, const double *V, const double *w,
                                                    const double *d, gstat_i_sc_rec *r,
                                                    int64_t *labels, double *eig_out, double *E,
@@ -413,7 +422,7 @@ GSTAT_HD static inline bool gstat_i_sc_assign_impl(const gstat_spectral_options 
   r->done = 1;
   if (eig_out)
     for (int64_t i = 0; i < neig; i++) eig_out[i] = w[i];
-  if (r->why != WHY_OK) return false;
+  if (r->why != WHY_OK) return;
   if (k == 0) {
     int64_t kmax = o->max_clusters < n - drop ? o->max_clusters : n - drop;
     if (kmax > neig - 1) kmax = neig - 1;
@@ -421,7 +430,7 @@ GSTAT_HD static inline bool gstat_i_sc_assign_impl(const gstat_spectral_options 
     if (k < r->comps) { /* never fewer clusters than components */
       if (r->comps > kmax) {
         r->why = WHY_TOO_MANY;
-        return false;
+        return;
       }
       k = r->comps;
     }
@@ -431,11 +440,14 @@ GSTAT_HD static inline bool gstat_i_sc_assign_impl(const gstat_spectral_options 
   r->dim = dim;
   gstat_i_embedding_impl(n, V, n, drop, dim, o->laplacian == GSTAT_LAPLACIAN_RANDOM_WALK ? d : NULL,
                          o->normalize_rows != 0, E);
-  if (embed_only) return false;
+  if (embed_only) return;
   if (k == n) { /* every node its own cluster */
     for (int64_t i = 0; i < n; i++) labels[i] = i;
   } else if (o->assign == GSTAT_ASSIGN_CLUSTER_QR) {
-    return true;
+    if (!gstat_i_cluster_qr_impl(E, n, k, labels, work)) {
+      r->why = WHY_QR;
+      return;
+    }
   } else {
     gstat_i_kmeans_opt ko = {k, o->n_init, o->max_iter, o->tol, o->seed, r->tick, r->tick_arg};
     double inertia;
@@ -448,12 +460,11 @@ GSTAT_HD static inline bool gstat_i_sc_assign_impl(const gstat_spectral_options 
 #endif
     if (!done) {
       r->why = WHY_CANCELED;
-      return false;
+      return;
     }
   }
   gstat_i_relabel_impl(labels, n, k, (int64_t *)work);
   r->inertia = gstat_i_inertia_impl(E, n, dim, labels, k, work);
-  return false;
 }
 
 /* One graph of a padded batch (the backends' sc_assign): its failure before

@@ -14,17 +14,8 @@ bool gstat_i_kmeans(const double *X, int64_t n, int64_t dim, const gstat_i_kmean
   return gstat_i_kmeans_impl(X, n, dim, opt, labels, inertia, iterations, scratch);
 }
 
-void gstat_i_relabel(int64_t *labels, int64_t n, int64_t k, int64_t *map) {
-  gstat_i_relabel_impl(labels, n, k, map);
-}
-
 bool gstat_i_sc_km_tick(void *ctx, int64_t done, int64_t total) {
   return gstat_i_progress((gstat_ctx *)ctx, "kmeans: iterations", done, total) == GSTAT_OK;
-}
-
-double gstat_i_inertia(const double *X, int64_t n, int64_t dim, const int64_t *labels, int64_t k,
-                       double *scratch) {
-  return gstat_i_inertia_impl(X, n, dim, labels, k, scratch);
 }
 
 /* One graph's k-means through the scheduler (the CPU spreads the runs over

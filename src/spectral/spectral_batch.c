@@ -123,10 +123,7 @@ typedef gstat_i_sc_rec rec;
 /* Scratch one thread needs for a graph of n nodes with at most kmax clusters
  * and dmax embedding columns (doubles). */
 size_t gstat_i_sc_thread_scratch(int64_t n, int64_t kmax, int64_t dmax) {
-  size_t km = gstat_i_kmeans_scratch(n, dmax, kmax), qr = gstat_i_cluster_qr_scratch(n, dmax);
-  size_t assign = km > qr ? km : qr, inert = (size_t)(kmax * (dmax + 1) + kmax);
-  if (inert > assign) assign = inert;
-  return (size_t)(2 * n + n * dmax) + assign + 8;
+  return (size_t)(2 * n + n * dmax) + gstat_i_sc_assign_work_impl(n, dmax, kmax) + 8;
 }
 
 /* Step 1 for graph g (slot A, n x n): adjacency, components, Laplacian. */
@@ -157,14 +154,7 @@ void gstat_i_sc_assign(const gstat_spectral_options *o, int64_t n, int64_t k, co
    * (unless emb_out), then work */
   int64_t kb = k > 0 ? k : (o->max_clusters < n ? o->max_clusters : n);
   double *E = emb_out ? emb_out : scratch + 2 * n, *work = scratch + 2 * n + n * dim_of(o, kb);
-  if (!gstat_i_sc_assign_impl(o, n, k, V, w, d, r, labels, eig_out, E, embed_only, work)) return;
-  /* cluster-QR: host only (LAPACK) */
-  if (gstat_i_cluster_qr(E, n, r->k, labels, work) != GSTAT_OK) {
-    r->why = WHY_QR;
-    return;
-  }
-  gstat_i_relabel(labels, n, r->k, (int64_t *)work);
-  r->inertia = gstat_i_inertia(E, n, r->dim, labels, r->k, work);
+  gstat_i_sc_assign_impl(o, n, k, V, w, d, r, labels, eig_out, E, embed_only, work);
 }
 
 gstat_status gstat_i_sc_failure(gstat_ctx *ctx, const char *fn, int64_t g, const gstat_i_sc_rec *r,
@@ -298,10 +288,6 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
       /* per graph: its Laplacian and the k-means runs on its embedding */
       double per_graph = 30.0 * (double)(n * n) + 3000.0 * (double)(n * kmax * dmax);
       int tn = gstat_i_loop_threads(ctx, cn, per_graph * (double)cn, 8.0 * (double)(cn * n * n));
-      if (o->assign == GSTAT_ASSIGN_CLUSTER_QR) {
-        int lt = gstat_i_dense_loop_threads(ctx, cn);
-        if (lt < tn) tn = lt;
-      }
       size_t cells = (size_t)(cn * n * n), ts = gstat_i_sc_thread_scratch(n, kmax, dmax);
       /* f32: the Laplacians and eigenvalues also in float (half a double each) */
       size_t lf = f32 ? (cells + (size_t)(cn * n)) / 2 + 1 : 0;

@@ -4,7 +4,7 @@
  * (sc_laplacians) into device workspace, one batched eigh there, and the
  * assignment (sc_assign) where the eigenpairs lie; only labels, eigenvalues
  * and per-graph numbers reach the host. What no backend step takes
- * (cluster-QR, bfloat16, graphs over a backend's size limit, an invalid
+ * (bfloat16, graphs over a backend's size limit, an invalid
  * weight to name or skip, too little device memory) runs the host engine on
  * a host copy of the adjacencies: nothing is lost, and the messages are the
  * host engine's.
@@ -139,9 +139,8 @@ gstat_status gstat_i_sc_device(gstat_ctx *ctx, const char *fn, const gstat_i_sc_
   int64_t count = B->G->count, N = A->rows;
   gstat_status st = gstat_i_sc_check_ks(ctx, fn, B, ks, o);
   if (st != GSTAT_OK) return st;
-  /* no backend's sc_assign runs cluster-QR (LAPACK's), nor a step bfloat16 */
-  if (o->assign == GSTAT_ASSIGN_CLUSTER_QR || A->dtype == GSTAT_BF16 || N == 0 || count == 0)
-    return on_host_copy(ctx, fn, B, ks, o, out);
+  /* no backend's step runs bfloat16 */
+  if (A->dtype == GSTAT_BF16 || N == 0 || count == 0) return on_host_copy(ctx, fn, B, ks, o, out);
   gstat_dtype cdt = A->dtype == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32;
   size_t es = gstat_dtype_size(cdt), per = es * (size_t)(2 * N * N + N) + 8 * (size_t)N;
   int64_t chunk = (int64_t)(SC_DEVICE_CHUNK_BYTES / per);

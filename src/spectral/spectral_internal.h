@@ -42,19 +42,6 @@ bool gstat_i_kmeans(const double *X, int64_t n, int64_t dim, const gstat_i_kmean
  * the context (ctx), false when the caller cancelled. */
 bool gstat_i_sc_km_tick(void *ctx, int64_t done, int64_t total);
 
-/* Doubles of scratch gstat_i_cluster_qr needs. */
-size_t gstat_i_cluster_qr_scratch(int64_t n, int64_t k);
-/* Cluster-QR (Damle, Minden, Ying) on the n x k embedding E (row-major). */
-gstat_status gstat_i_cluster_qr(const double *E, int64_t n, int64_t k, int64_t *labels,
-                                double *scratch);
-
-/* Renumber labels 0, 1, ... by first appearance; map holds k entries. */
-void gstat_i_relabel(int64_t *labels, int64_t n, int64_t k, int64_t *map);
-/* Sum of squared distances of the rows of X to their label's mean;
- * `scratch` holds k * (dim + 1) doubles. */
-double gstat_i_inertia(const double *X, int64_t n, int64_t dim, const int64_t *labels, int64_t k,
-                       double *scratch);
-
 /* ---- the dense engine ------------------------------------------------------------ */
 
 /* A batch in the engine's terms: graph g has n(g) nodes whose labels go to

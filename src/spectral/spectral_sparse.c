@@ -2,6 +2,7 @@
  * the iterative solver of graph/sparse_eigs.h (no dense matrix), then the
  * same embedding and assignment as the dense engine. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "graph/graph_internal.h"
@@ -36,13 +37,64 @@ static gstat_status lowest_pairs(gstat_ctx *ctx, const char *fn, gstat_laplacian
   return gstat_i_sparse_eigs(ctx, n, gstat_i_laplacian_apply, op, eo, w, V, NULL, rep);
 }
 
+/* Component c's null vector: sqrt(d_i) on its nodes for the normalized
+ * kinds (L D^1/2 1_c = 0), 1 for D - A; an isolated node's is its unit
+ * vector. Normalized into u (n, zero elsewhere). */
+static void null_vector(int64_t n, const double *d, bool normalized, const int64_t *lab, int64_t c,
+                        double *u) {
+  double t = 0;
+  for (int64_t i = 0; i < n; i++) {
+    u[i] = lab[i] != c ? 0 : normalized ? sqrt(d[i]) : 1;
+    t += u[i] * u[i];
+  }
+  if (!(t > 0)) /* degree 0 */
+    for (int64_t i = 0; i < n; i++) u[i] = lab[i] == c, t += u[i];
+  for (int64_t i = 0; i < n; i++) u[i] /= sqrt(t);
+}
+
+static int by_size_desc(const void *a, const void *b) {
+  const int64_t *x = a, *y = b; /* (size, label) */
+  if (x[0] != y[0]) return x[0] > y[0] ? -1 : 1;
+  return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* The Laplacian's null space, known exactly (eigenvalue 0 once per
+ * connected component): the null vectors of the `cols` largest components
+ * (ties: the first found) into U (n x cols), checked by one product (Y: n x
+ * cols) against rounding (1e-10 of the spectral scale `upper`). Returns the
+ * columns given the solver (0 when the check or an allocation fails: it
+ * then finds them itself). */
+static int64_t known_null_space(gstat_ctx *ctx, gstat_laplacian_op *op, bool normalized,
+                                const int64_t *lab, int64_t comps, int64_t cols, double upper,
+                                double *U, double *Y) {
+  int64_t n = gstat_laplacian_op_size(op);
+  const double *d = gstat_laplacian_op_degrees(op);
+  int64_t *size = calloc((size_t)(2 * comps), sizeof(int64_t));
+  if (!size) return 0;
+  for (int64_t c = 0; c < comps; c++) size[2 * c + 1] = c;
+  for (int64_t i = 0; i < n; i++) size[2 * lab[i]]++;
+  qsort(size, (size_t)comps, 2 * sizeof(int64_t), by_size_desc);
+  for (int64_t c = 0; c < cols; c++) null_vector(n, d, normalized, lab, size[2 * c + 1], U + c * n);
+  free(size);
+  if (gstat_i_laplacian_apply(ctx, op, n, cols, U, Y) != GSTAT_OK) {
+    ctx->last_error[0] = '\0';
+    return 0;
+  }
+  for (int64_t c = 0; c < cols; c++) {
+    double t = 0;
+    for (int64_t i = 0; i < n; i++) t += Y[i + c * n] * Y[i + c * n];
+    if (!(sqrt(t) <= 1e-10 * upper)) return 0;
+  }
+  return cols;
+}
+
 gstat_status gstat_i_sc_sparse(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
                                const gstat_spectral_options *o, int64_t k, int64_t *labels,
                                double *eig_out, double *emb_out, bool embed_only, gstat_i_sc_rec *r,
                                gstat_i_eigs_report *rep) {
   gstat_laplacian_op *op = NULL;
   int64_t *lab = NULL;
-  double *V = NULL, *scratch = NULL;
+  double *V = NULL, *scratch = NULL, *known = NULL;
   gstat_status st = gstat_i_laplacian_op_new(ctx, fn, G,
                                              o->laplacian == GSTAT_LAPLACIAN_UNNORMALIZED
                                                  ? GSTAT_LAPLACIAN_UNNORMALIZED
@@ -72,21 +124,33 @@ gstat_status gstat_i_sc_sparse(gstat_ctx *ctx, const char *fn, const gstat_graph
 
   double maxdeg = 0;
   for (int64_t i = 0; i < n; i++) maxdeg = fmax(maxdeg, d[i]);
+  bool normalized = o->laplacian != GSTAT_LAPLACIAN_UNNORMALIZED;
   gstat_i_eigs_options eo = {0};
   eo.k = m;
   eo.tol = o->eig_tol;
   eo.max_iter = o->eig_max_iter;
   eo.seed = o->seed;
-  eo.upper = o->laplacian == GSTAT_LAPLACIAN_UNNORMALIZED ? 2 * maxdeg : 2.0;
-  /* a block smaller than the multiplicity of 0 (the components) misses copies */
-  eo.block = m < 16 ? m : 16;
-  if (r->comps > eo.block) eo.block = r->comps < m ? r->comps : m;
+  eo.upper = normalized ? 2.0 : 2 * maxdeg;
+  /* the components' null vectors are known: the solver searches the rest */
+  int64_t cols = r->comps < m ? r->comps : m;
+  known = malloc(sizeof(double) * (size_t)(2 * n * cols + 1));
+  if (known && eo.upper > 0)
+    eo.n_known = known_null_space(ctx, op, normalized, lab, r->comps, cols, eo.upper, known,
+                                  known + n * cols);
+  eo.known = known;
+  int64_t rest = m - eo.n_known;
+  eo.block = rest < 16 ? rest : 16;
+  /* without them, a block smaller than the multiplicity of 0 misses copies */
+  if (eo.n_known == 0 && r->comps > eo.block) eo.block = cols;
   /* A dense operator costs one pass over n^2 entries per product of up to 8
    * vectors: count block products. Lanczos needs far fewer than Davidson's
    * degree-16 filters (rbf n = 3000, k = 4: 12 against 53 products, 226 against
    * 376 ms end to end; bench/README.md). */
   if (G->format == GSTAT_GRAPH_DENSE) eo.method = GSTAT_I_EIGS_BLOCK_LANCZOS;
-  gstat_status es = lowest_pairs(ctx, fn, op, &eo, w, V, rep);
+  gstat_status es =
+      rest == 0 /* nothing to search: no plan */
+          ? gstat_i_sparse_eigs(ctx, n, gstat_i_laplacian_apply, op, &eo, w, V, NULL, rep)
+          : lowest_pairs(ctx, fn, op, &eo, w, V, rep);
   if (es != GSTAT_OK && es != GSTAT_ENOCONV) {
     st = es;
     goto done;
@@ -107,6 +171,7 @@ fail:
   st = gstat_i_sc_failure(ctx, fn, -1, r, k, o->max_clusters);
 done:
   gstat_laplacian_op_destroy(op);
+  free(known);
   free(lab);
   free(V);
   free(scratch);

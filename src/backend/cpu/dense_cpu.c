@@ -226,44 +226,6 @@ static gstat_status lapack_fail(gstat_ctx *ctx, gstat_status st, const char *wha
   return st;
 }
 
-gstat_status gstat_i_geqp3(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n, void *A,
-                           int64_t lda, int64_t *jpvt) {
-  if (!fits_int(m, n, lda)) {
-    if (ctx)
-      gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "geqp3: dimensions exceed the LAPACK integer range");
-    return GSTAT_EUNSUPPORTED;
-  }
-  if (m == 0 || n == 0) {
-    for (int64_t j = 0; j < n; j++) jpvt[j] = j;
-    return GSTAT_OK;
-  }
-  int64_t r = m < n ? m : n;
-  lapack_int *piv = calloc((size_t)n, sizeof *piv); /* 0: every column is free */
-  void *tau = malloc((size_t)r * (dt == GSTAT_F64 ? sizeof(double) : sizeof(float)));
-  lapack_int rc = -1;
-  if (piv && tau) {
-    threads_guard g = {0};
-    if (ctx) g = threads_enter(ctx, 4.0 * (double)m * (double)n * (double)r);
-    if (dt == GSTAT_F64)
-      rc = LAPACKE_dgeqp3(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, A, (lapack_int)lda, piv,
-                          tau);
-    else
-      rc = LAPACKE_sgeqp3(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, A, (lapack_int)lda, piv,
-                          tau);
-    if (ctx) threads_leave(g);
-    for (int64_t j = 0; rc == 0 && j < n; j++) jpvt[j] = (int64_t)piv[j] - 1;
-  }
-  free(piv);
-  free(tau);
-  if (rc == -1 && (!piv || !tau)) {
-    if (ctx) gstat_i_fail(ctx, GSTAT_ENOMEM, "geqp3: cannot allocate its work");
-    return GSTAT_ENOMEM;
-  }
-  return rc == 0 ? GSTAT_OK
-                 : lapack_fail(ctx, rc == LAPACK_WORK_MEMORY_ERROR ? GSTAT_ENOMEM : GSTAT_EBACKEND,
-                               "geqp3", (int)rc);
-}
-
 /* ---- the k largest eigenpairs with every eigenvalue (for src/pca) ---- */
 
 /* LAPACK: Householder reduction (sytrd, blocked), all eigenvalues of the
@@ -314,46 +276,6 @@ gstat_status gstat_i_eigh_top(gstat_ctx *ctx, gstat_dtype dt, int64_t n, void *A
   free(mem);
   return rc == 0 ? GSTAT_OK
                  : lapack_fail(ctx, rc > 0 ? GSTAT_ENOCONV : GSTAT_EBACKEND, "eigh_top", (int)rc);
-}
-
-gstat_status gstat_i_gesvd(gstat_ctx *ctx, gstat_dtype dt, int64_t m, int64_t n, void *A,
-                           int64_t lda, void *s, void *U, int64_t ldu, void *VT, int64_t ldvt) {
-  if (!fits_int(m, n, lda) || !fits_int(ldu, ldvt, 1)) {
-    if (ctx)
-      gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "gesvd: dimensions exceed the LAPACK integer range");
-    return GSTAT_EUNSUPPORTED;
-  }
-  if (m == 0 || n == 0) return GSTAT_OK;
-  int64_t r = m < n ? m : n;
-  void *superb = malloc((size_t)r * sizeof(double));
-  if (!superb) {
-    if (ctx) gstat_i_fail(ctx, GSTAT_ENOMEM, "gesvd: cannot allocate its work");
-    return GSTAT_ENOMEM;
-  }
-  threads_guard g = {0};
-  if (ctx) g = threads_enter(ctx, 10.0 * (double)m * (double)n * (double)r);
-  lapack_int rc;
-  if (dt == GSTAT_F64)
-    rc = LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'S', 'S', (lapack_int)m, (lapack_int)n, A,
-                        (lapack_int)lda, s, U, (lapack_int)ldu, VT, (lapack_int)ldvt, superb);
-  else
-    rc = LAPACKE_sgesvd(LAPACK_COL_MAJOR, 'S', 'S', (lapack_int)m, (lapack_int)n, A,
-                        (lapack_int)lda, s, U, (lapack_int)ldu, VT, (lapack_int)ldvt, superb);
-  if (ctx) threads_leave(g);
-  free(superb);
-  if (rc == 0) return GSTAT_OK;
-  return lapack_fail(ctx,
-                     rc > 0                           ? GSTAT_ENOCONV
-                     : rc == LAPACK_WORK_MEMORY_ERROR ? GSTAT_ENOMEM
-                                                      : GSTAT_EBACKEND,
-                     "gesvd", (int)rc);
-}
-
-int gstat_i_dense_loop_threads(const gstat_ctx *ctx, int64_t items) {
-  if (gstat_i_blas_threads_conflict_with_openmp()) return 1;
-  int nt = ctx->num_threads;
-  if (items < nt) nt = items < 1 ? 1 : (int)items;
-  return nt;
 }
 
 /* Must not exceed eigh_small_max_f64 in cpu_ops.c (above it, a batch of one

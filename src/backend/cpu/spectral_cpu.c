@@ -111,8 +111,6 @@ static void assign_one(const gstat_i_sc_assign_req *r, int64_t g, int64_t mmax, 
 
 gstat_status gstat_i_cpu_sc_assign(void *state, gstat_ctx *ctx, const gstat_i_sc_assign_req *r) {
   (void)state;
-  if (r->opt.assign == GSTAT_ASSIGN_CLUSTER_QR) /* LAPACK's, in the host engine */
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "spectral_batch: cluster-QR runs on the host");
   if (!dense(r->V) || !dense(r->W) || !dense(r->deg) || r->V->dtype != r->W->dtype)
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "spectral_batch: eigenpairs are dense F32/F64");
   int64_t count = r->V->batch, N = r->V->rows;

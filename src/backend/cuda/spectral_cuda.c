@@ -8,7 +8,7 @@
  *
  * sc_assign's device bytes per graph of N nodes with at most m pairs used:
  * labels (8 N), eigenvalues (8 m), results, and the scratch of
- * gstat_i_sc_assign_scratch (about 2 N m doubles).
+ * gstat_i_sc_assign_scratch (about 3 N m doubles).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +115,6 @@ static void scatter(const gstat_i_sc_assign_req *r, int64_t N, int64_t mmax, con
 gstat_status gstat_cu_sc_assign_op(void *state, gstat_ctx *ctx, const gstat_i_sc_assign_req *r) {
   gstat_cu_state *s = state;
   cudaSetDevice(s->device);
-  if (r->opt.assign == GSTAT_ASSIGN_CLUSTER_QR) return decline(ctx, "cluster-QR runs on the host");
   if (!packed(r->V) || !packed(r->W) || !packed(r->deg) || r->V->dtype != r->W->dtype)
     return decline(ctx, "eigenpairs are packed F32/F64");
   int64_t count = r->V->batch, N = r->V->rows;
