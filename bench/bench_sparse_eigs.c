@@ -26,7 +26,10 @@
  *                   planned through cuSPARSE, the basis in device memory) in
  *                   the same run: device_solve_ms (best of R, the wall
  *                   clock), device_applies, and eig_diff, the largest
- *                   difference from the CPU's eigenvalues
+ *                   difference from the CPU's eigenvalues; then the
+ *                   planned product alone (device_spmm_block_ms: E columns at
+ *                   once, device_spmv_xE_ms: one at a time), the solve's
+ *                   share of products against its basis steps
  *   --cpu 0         skip the CPU solve (with --device 1: the device's alone;
  *                   eig_diff is then nan)
  *
@@ -311,6 +314,39 @@ static void write_graph(const char *path, const csr *a) {
   fclose(f);
 }
 
+/* The planned product alone on the device, for the solver's cost split:
+ * one block of nev columns and nev single columns, ten times each, timed
+ * to a one-entry copy back (the stream drained). */
+static void device_products(gstat_ctx *ctx, gstat_i_sched_lap *plan, int64_t n, int64_t nev,
+                            const double *V) {
+  void *mem = NULL;
+  if (gstat_i_sched_device_memory(ctx, "bench", &plan->where,
+                                  sizeof(double) * (size_t)(2 * n * nev), &mem) != GSTAT_OK)
+    return;
+  double *x = mem, *y = x + n * nev;
+  gstat_matrix Xd = gstat_matrix_col_major(x, GSTAT_F64, 1, n, nev),
+               Yd = gstat_matrix_col_major(y, GSTAT_F64, 1, n, nev);
+  Xd.location = Yd.location = plan->where.location;
+  Xd.device = Yd.device = plan->where.device;
+  gstat_matrix Vh = gstat_matrix_col_major((void *)V, GSTAT_F64, 1, n, nev), one, oneh;
+  double back = 0;
+  oneh = gstat_matrix_col_major(&back, GSTAT_F64, 1, 1, 1);
+  one = Yd;
+  one.rows = one.cols = 1;
+  if (gstat_i_sched_copy(ctx, "bench", "X", &Vh, &Xd) != GSTAT_OK) return;
+  double ms[2];
+  for (int single = 0; single < 2; single++) {
+    gstat_i_sched_copy(ctx, "bench", "sync", &one, &oneh);
+    double t = now_ms();
+    for (int r = 0; r < 10; r++)
+      for (int64_t c = 0; c < (single ? nev : 1); c++)
+        gstat_i_sched_csr_lap_apply(ctx, plan, n, single ? 1 : nev, x + c * n, y + c * n);
+    gstat_i_sched_copy(ctx, "bench", "sync", &one, &oneh);
+    ms[single] = (now_ms() - t) / 10;
+  }
+  printf(" device_spmm_block_ms=%.3f device_spmv_x%lld_ms=%.3f", ms[0], (long long)nev, ms[1]);
+}
+
 /* The same solve on a CUDA context: the normalized Laplacian of a planned
  * on the device (p = 1, s = D^-1/2), the basis there. Prints its keys. */
 static void solve_on_device(const csr *a, const gstat_i_eigs_options *cpu_opt, int64_t reps,
@@ -352,6 +388,7 @@ static void solve_on_device(const csr *a, const gstat_i_eigs_options *cpu_opt, i
   printf(" device_status=%s device_solve_ms=%.1f device_applies=%lld eig_diff=%.3g ran=%s",
          st == GSTAT_OK ? "OK" : gstat_ctx_last_error(ctx), best, (long long)rep.operator_applies,
          diff, gstat_ctx_last_backend_name(ctx));
+  device_products(ctx, &plan, n, nev, V);
   gstat_i_sched_csr_lap_release(&plan);
   gstat_ctx_destroy(ctx);
   free(p);

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "spectral/assign_impl.h"
 #include "spectral/cluster_qr_impl.h"
 #include "spectral/spectral_internal.h"
 
@@ -124,10 +125,41 @@ static void test_cluster_qr_families(void **state) {
   free(work);
 }
 
+/* The GPU k-means' pick by bisection over running sums (assign_impl.h) is
+ * the serial walk's pick for every target: weights with zeros, ties, tiny
+ * and huge values, targets at, between and beyond the running totals. */
+static void test_kmeans_pick_sorted(void **state) {
+  (void)state;
+  enum { N = 2000 };
+  tu_rng rng = tu_rng_new();
+  double *w = malloc(sizeof(double) * N), *sums = malloc(sizeof(double) * N);
+  for (int family = 0; family < 4; family++) {
+    for (int64_t i = 0; i < N; i++) {
+      double u = tu_uniform(&rng);
+      w[i] = family == 0   ? u
+             : family == 1 ? (u < 0.7 ? 0 : u) /* many zeros */
+             : family == 2 ? (i % 3 ? 1e-300 : 1e300 * u)
+                           : (i < N - 5 ? 0 : 1); /* weight only at the end */
+    }
+    int64_t last = gstat_i_km_running_sums(w, N, sums);
+    double total = sums[N - 1];
+    for (int t = 0; t < 3000; t++) {
+      double r = t < 1000   ? tu_uniform(&rng) * total
+                 : t < 2000 ? sums[(t * 7919) % N] /* exactly a running total */
+                 : t < 2990 ? nextafter(sums[(t * 104729) % N], 0)
+                            : total * (1 + (t - 2990) * 1e-3); /* at and past the end */
+      assert_int_equal(gstat_i_km_pick_sorted(sums, N, last, r), gstat_i_km_pick(w, N, r));
+    }
+  }
+  free(w);
+  free(sums);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kmeans_parallel_runs),
       cmocka_unit_test(test_cluster_qr_families),
+      cmocka_unit_test(test_kmeans_pick_sorted),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

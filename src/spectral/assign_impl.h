@@ -68,6 +68,34 @@ GSTAT_HD static inline int64_t gstat_i_km_pick(const double *w, int64_t n, doubl
   return last;
 }
 
+/* gstat_i_km_pick for many targets over the same weights: the running sums
+ * once (each bitwise the walk's total at that index; returns the walk's
+ * fallback, the last index of a positive weight), then a bisection per
+ * target for the first total above it (totals never decrease). */
+GSTAT_HD static inline int64_t gstat_i_km_running_sums(const double *w, int64_t n, double *sums) {
+  double acc = 0;
+  int64_t last = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (w[i] > 0) last = i;
+    sums[i] = acc += w[i];
+  }
+  return last;
+}
+
+GSTAT_HD static inline int64_t gstat_i_km_pick_sorted(const double *sums, int64_t n, int64_t last,
+                                                      double r) {
+  if (n == 0 || !(sums[n - 1] > r)) return last;
+  int64_t lo = 0, hi = n - 1; /* the answer lies in [lo, hi] */
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (sums[mid] > r)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
 GSTAT_HD static inline void gstat_i_km_seed(gstat_i_km *m, uint64_t *rng) {
   int64_t n = m->n, dim = m->dim;
   int64_t trials = 2 + (int64_t)log((double)m->k);

@@ -22,7 +22,8 @@ typedef struct km_run {
   double *closest, *trial, *best_trial, *dist, *blocks, *partial, *centers, *sums;
   int64_t *lab, *best_lab;
   int *changed;
-  double *hc, *hcent, *hnext, *hsums, *hdist; /* host */
+  double *hc, *hcent, *hnext, *hsums, *hdist; /* host; hc and hdist pinned */
+  double *prefix;                             /* host: hc's running sums */
   cudaError_t err;
 } km_run;
 
@@ -65,14 +66,18 @@ static void seed(km_run *r, uint64_t *rng) {
     r->err = gstat_cu_km_dist(r->X, n, r->dim, r->centers, NULL, r->closest, r->blocks, st);
   double pot = block_total(r);
   for (int64_t c = 1; c < r->k && r->err == cudaSuccess; c++) {
-    if (pot > 0 && r->err == cudaSuccess) /* the picks walk the distances in order */
+    int64_t last = 0;
+    if (pot > 0 && r->err == cudaSuccess) { /* the picks walk the distances in order */
       r->err = copy_now(r->s->stream, r->hc, r->closest, sizeof(double) * (size_t)n,
                         cudaMemcpyDeviceToHost);
+      last = gstat_i_km_running_sums(r->hc, n, r->prefix);
+    }
     double best_pot = INFINITY;
     int64_t best = 0;
     for (int64_t t = 0; t < trials && r->err == cudaSuccess; t++) {
-      int64_t cand = pot > 0 ? gstat_i_km_pick(r->hc, n, gstat_i_xoshiro_uniform(rng) * pot)
-                             : (int64_t)(gstat_i_xoshiro_uniform(rng) * (double)n);
+      int64_t cand =
+          pot > 0 ? gstat_i_km_pick_sorted(r->prefix, n, last, gstat_i_xoshiro_uniform(rng) * pot)
+                  : (int64_t)(gstat_i_xoshiro_uniform(rng) * (double)n);
       r->err = gstat_cu_km_dist(r->X, n, r->dim, r->X + cand * r->dim, r->closest, r->trial,
                                 r->blocks, st);
       double p = block_total(r);
@@ -168,11 +173,12 @@ static void release(km_run *r, double *own_x, double *host_x) {
   void *dev[] = {own_x,      r->closest, r->trial, r->best_trial, r->dist,     r->blocks,
                  r->partial, r->centers, r->sums,  r->lab,        r->best_lab, r->changed};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) cudaFree(dev[i]);
-  free(r->hc);
+  cudaFreeHost(r->hc);
+  cudaFreeHost(r->hdist);
+  free(r->prefix);
   free(r->hcent);
   free(r->hnext);
   free(r->hsums);
-  free(r->hdist);
   free(host_x);
 }
 
@@ -190,12 +196,15 @@ static bool buffers(km_run *r) {
   r->lab = device_alloc(r, sizeof(int64_t) * n);
   r->best_lab = device_alloc(r, sizeof(int64_t) * n);
   r->changed = device_alloc(r, sizeof(int));
-  r->hc = malloc(sizeof(double) * n);
-  r->hdist = malloc(sizeof(double) * n);
+  /* pinned: each centre's pick copies all n distances back */
+  if (r->err == cudaSuccess) r->err = cudaMallocHost((void **)&r->hc, sizeof(double) * n);
+  if (r->err == cudaSuccess) r->err = cudaMallocHost((void **)&r->hdist, sizeof(double) * n);
+  r->prefix = malloc(sizeof(double) * n);
   r->hcent = malloc(sizeof(double) * kd);
   r->hnext = malloc(sizeof(double) * kd);
   r->hsums = malloc(sizeof(double) * (kw + 1));
-  return r->err == cudaSuccess && r->hc && r->hdist && r->hcent && r->hnext && r->hsums;
+  return r->err == cudaSuccess && r->hc && r->hdist && r->prefix && r->hcent && r->hnext &&
+         r->hsums;
 }
 
 /* The embedding's rows on the device (*own: a copy made here) and on the host (*hx). */
