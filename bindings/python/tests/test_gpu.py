@@ -421,3 +421,32 @@ def test_spectral_sparse_graph_on_the_gpu():
     gpu = gstat.SpectralClustering(4, backend="cuda", **kw).fit_predict(x)
     assert "cuda" in gstat.last_backend()
     np.testing.assert_array_equal(cpu, gpu)  # both numbered by first appearance
+
+
+@needs_gpu
+def test_sparse_cuda_graphs_are_taken_on_the_host():
+    """A torch sparse CUDA tensor or a CuPy sparse matrix as a precomputed
+    graph: copied to the host (the CSR graph API takes host arrays), the
+    host graph's results, never a foreign error."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(3)
+    A = np.kron(np.eye(2), rng.uniform(0.5, 1.5, (20, 20)))
+    A = (A + A.T) / 2
+    np.fill_diagonal(A, 0)
+    A[19, 20] = A[20, 19] = 0.05
+    ref = gstat.SpectralClustering(2, affinity="precomputed", random_state=0).fit_predict(
+        sp.csr_array(A))
+    Lref = gstat.laplacian(sp.csr_array(A), normed=True).toarray()
+    graphs = []
+    if torch is not None and torch.cuda.is_available():
+        d = torch.from_numpy(A).cuda()
+        graphs += [d.to_sparse(), d.to_sparse_csr()]
+    if cupy is not None:
+        import cupyx.scipy.sparse as cs
+        graphs.append(cs.csr_matrix(cupy.asarray(A)))
+    if not graphs:
+        pytest.skip("neither torch with CUDA nor CuPy with a GPU")
+    for g in graphs:
+        got = gstat.SpectralClustering(2, affinity="precomputed", random_state=0).fit_predict(g)
+        np.testing.assert_array_equal(np.asarray(got), ref)
+        np.testing.assert_allclose(gstat.laplacian(g, normed=True).toarray(), Lref, atol=1e-12)

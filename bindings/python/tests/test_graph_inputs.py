@@ -1,6 +1,6 @@
 """Graphs the way users hold them (issue 29): scipy.sparse in every format
 (duplicates, unsorted indices, stored zeros, integer/bool/float32 data),
-networkx and igraph graphs, at every graph entry point; and progress reports
+torch sparse tensors, networkx and igraph graphs, at every graph entry point; and progress reports
 of the kNN search and the spectral fits."""
 import numpy as np
 import pytest
@@ -52,6 +52,27 @@ def test_every_scipy_format_equals_the_csr(rng, fmt, cls):
     _same(_results(M), ref)
     L = gstat.laplacian(M)
     assert sp.issparse(L) and isinstance(L, sp.sparray) == isinstance(M, sp.sparray)
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr", "csc"])
+def test_torch_sparse_tensors_equal_the_csr(rng, layout):
+    torch = pytest.importorskip("torch")
+    A = _two_blocks(rng)
+    ref = _results(sp.csr_array(A))
+    dense = torch.from_numpy(A)
+    t = {"coo": dense.to_sparse, "csr": dense.to_sparse_csr, "csc": dense.to_sparse_csc}[layout]()
+    if layout == "coo":  # an uncoalesced COO: every weight split in two entries
+        i = torch.nonzero(dense).T
+        v = dense[i[0], i[1]]
+        t = torch.sparse_coo_tensor(torch.cat((i, i), 1), torch.cat((v / 4, 3 * v / 4)), A.shape)
+        assert not t.is_coalesced()
+    _same(_results(t), ref)
+    L = gstat.laplacian(t.float())  # float32 weights: the host float64 path
+    assert sp.issparse(L)
+    np.testing.assert_allclose(L.toarray(), gstat.laplacian(sp.csr_array(A)).toarray(),
+                               rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="2-D"):
+        gstat.laplacian(torch.stack([dense, dense]).to_sparse())
 
 
 def _messy_csr(A, rng, cls):

@@ -5,18 +5,21 @@ import sys
 
 import numpy as np
 
+from ._graph_input import is_sparse_tensor
+
 _CUDA_DEVICE_TYPES = (2, 13)  # DLPack kDLCUDA, kDLCUDAManaged
 
 
 def cuda_device(x):
-    """Device ordinal if `x` is a CUDA DLPack tensor (not numpy), else None.
+    """Device ordinal if `x` is a dense CUDA DLPack tensor (not numpy, not a
+    sparse tensor: graph inputs copy those to the host), else None.
 
     Every entry point asks this before converting anything with numpy, whose
     own error for device memory would be the producer's (torch: "can't
     convert cuda:0 device type tensor to numpy"). A device array that offers
     only ``__cuda_array_interface__`` (no DLPack) raises gstat's
     UnsupportedError here."""
-    if isinstance(x, np.ndarray):
+    if isinstance(x, np.ndarray) or is_sparse_tensor(x):  # sparse graphs: copied to the host
         return None
     dev = getattr(x, "__dlpack_device__", None)
     if dev is not None and hasattr(x, "__dlpack__"):

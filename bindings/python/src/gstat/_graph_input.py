@@ -1,7 +1,9 @@
-"""Graphs the way users hold them: scipy.sparse in any format, networkx and
-python-igraph graphs, dense arrays. Every graph entry point of gstat passes
-its input through :func:`as_graph`; networkx and igraph are imported only
-when such a graph is given, so neither is a dependency.
+"""Graphs the way users hold them: scipy.sparse in any format, torch sparse
+tensors (COO, CSR, CSC) and CuPy sparse matrices, networkx and python-igraph
+graphs, dense arrays. Every graph entry point of gstat passes its input
+through :func:`as_graph`; networkx, igraph, torch and CuPy are imported
+only when such a graph is given, so none is a dependency. A sparse graph in
+CUDA memory is copied to the host (the CSR graph API takes host arrays).
 
 Node order: a networkx graph's rows are ``list(G.nodes)`` (its insertion
 order, as ``networkx.to_scipy_sparse_array``); an igraph graph's are its
@@ -12,13 +14,36 @@ which the caller's `symmetrize` option then treats like any other matrix.
 """
 import numpy as np
 
-_WHAT = ("an array_like (n, n), a scipy.sparse matrix or array (any format), a networkx graph "
-         "or an igraph graph")
+_WHAT = ("an array_like (n, n), a scipy.sparse matrix or array (any format), a torch sparse "
+         "tensor, a CuPy sparse matrix, a networkx graph or an igraph graph")
 
 
 def is_sparse(a):
     """A scipy.sparse matrix or array (of any format), without importing scipy."""
     return hasattr(a, "tocsr") and hasattr(a, "nnz")
+
+
+def is_sparse_tensor(a):
+    """A torch sparse tensor (any sparse layout) or a CuPy sparse matrix: a
+    graph as_graph copies to a host scipy CSR, never a dense DLPack tensor."""
+    root = type(a).__module__.split(".")[0]
+    if root == "torch":
+        layout = getattr(a, "layout", None)
+        return layout is not None and str(layout) != "torch.strided"
+    return root == "cupyx" and hasattr(a, "get") and hasattr(a, "nnz")
+
+
+def _from_sparse_tensor(a, where):
+    import scipy.sparse as sp
+    if type(a).__module__.split(".")[0] == "cupyx":
+        return canonical_csr(a.get())  # scipy's twin of the CuPy matrix, on the host
+    if a.dim() != 2:
+        raise ValueError(f"{where}: a sparse tensor graph must be 2-D (n, n), got shape "
+                         f"{tuple(a.shape)}")
+    c = a.detach().to_sparse_coo().coalesce().cpu()
+    rows, cols = c.indices().numpy()
+    data = c.values().double().numpy()
+    return canonical_csr(sp.csr_array((data, (rows, cols)), shape=tuple(c.shape)))
 
 
 def _is_networkx(a):
@@ -77,6 +102,8 @@ def _from_igraph(g):
 def as_graph(a, where="gstat"):
     """`a` as a canonical scipy CSR (sparse input and graph objects) or
     unchanged (dense input). Raises TypeError for what is not a graph."""
+    if is_sparse_tensor(a):
+        return _from_sparse_tensor(a, where)
     if is_sparse(a):
         return canonical_csr(a)
     if _is_networkx(a):

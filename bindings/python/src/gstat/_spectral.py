@@ -94,13 +94,16 @@ def laplacian(adjacency, normed=False, *, kind=None, return_diag=False, symmetri
 
     Parameters
     ----------
-    adjacency : array_like (..., n, n), scipy.sparse (n, n), networkx or igraph graph
+    adjacency : array_like (..., n, n), scipy.sparse (n, n), torch/CuPy sparse, networkx or igraph graph
         Non-negative weights; dense input may be a batch. scipy.sparse in
         any format (matrix or array classes; duplicates summed, stored zeros
-        dropped) stays sparse. A networkx graph's nodes are ordered as
-        ``list(G.nodes)``, an igraph graph's by vertex id; weights are the
-        ``'weight'`` edge attribute (1 if absent); a directed graph gives its
-        adjacency ``A[i, j]`` = weight of i -> j, which `symmetrize` treats.
+        dropped) stays sparse; a torch sparse tensor (COO, CSR, CSC) or a
+        CuPy sparse matrix, on the CPU or a GPU, is taken as a scipy CSR
+        copy on the host (the result is a scipy CSR). A networkx graph's
+        nodes are ordered as ``list(G.nodes)``, an igraph graph's by vertex
+        id; weights are the ``'weight'`` edge attribute (1 if absent); a
+        directed graph gives its adjacency ``A[i, j]`` = weight of i -> j,
+        which `symmetrize` treats.
     normed : bool, optional
         ``I - D^-1/2 A D^-1/2`` instead of ``D - A``.
     kind : {'unnormalized', 'symmetric', 'random_walk'}, optional
@@ -641,8 +644,9 @@ def spectral_clustering_batch(graphs, n_clusters, *, laplacian="random_walk", as
     graphs : sequence of graphs, an ndarray (count, n, n), or a CUDA tensor
         (count, n, n) (torch, CuPy)
         Adjacency matrices (ragged sizes allowed): each an array_like
-        (n_i, n_i), a scipy.sparse matrix/array of any format, or a networkx
-        or igraph graph (as :func:`laplacian` reads them). A CUDA tensor of float32
+        (n_i, n_i), a scipy.sparse matrix/array of any format, a torch or
+        CuPy sparse graph, or a networkx or igraph graph (as :func:`laplacian`
+        reads them). A CUDA tensor of float32
         or float64 is clustered on its GPU (Laplacians, eigen
         decompositions, embeddings and k-means all on the device, no copy
         of the graphs); the labels still come back as numpy arrays.
