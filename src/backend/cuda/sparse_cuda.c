@@ -210,12 +210,14 @@ static gstat_status spmm(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, int64_t
   return st;
 }
 
-/* dst (cols x rows, ld ldd) = src^T (src rows x cols, ld lds), on the stream. */
+/* dst (cols x rows, ld ldd) = src^T (src rows x cols, ld lds), on the
+ * stream: geam's 1 src^T + 0 src^T (its second operand never the
+ * uninitialized dst; finite entries come through exactly). */
 static bool transpose(gstat_cu_state *s, int64_t rows, int64_t cols, const double *src, int64_t lds,
                       double *dst, int64_t ldd) {
   const double one = 1.0, zero = 0.0;
-  return cublasDgeam(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)cols, (int)rows, &one, src, (int)lds,
-                     &zero, dst, (int)ldd, dst, (int)ldd) == CUBLAS_STATUS_SUCCESS;
+  return cublasDgeam(s->blas, CUBLAS_OP_T, CUBLAS_OP_T, (int)cols, (int)rows, &one, src, (int)lds,
+                     &zero, src, (int)lds, dst, (int)ldd) == CUBLAS_STATUS_SUCCESS;
 }
 
 /* The SpMM of a block of several columns on row-major copies: X and
