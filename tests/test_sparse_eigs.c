@@ -445,7 +445,7 @@ static void test_disconnected(void **state) {
       if (m == 2) opt.known = U, opt.n_known = 4, opt.method = GSTAT_I_EIGS_AUTO;
       result r = solve(ctx, &L, &opt);
       if (m == 0) applies_without = r.rep.operator_applies;
-      if (m == 2) assert_true(3 * r.rep.operator_applies < 2 * applies_without); /* 0.44-0.57 */
+      if (m == 2) assert_true(3 * r.rep.operator_applies < 2 * applies_without);
       if (r.status != GSTAT_OK) fail_msg("%s", gstat_ctx_last_error(ctx));
       assert_int_equal(r.rep.dense, 0);
       check_pairs(&L, &opt, &r, true);

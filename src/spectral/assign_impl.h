@@ -69,9 +69,10 @@ GSTAT_HD static inline int64_t gstat_i_km_pick(const double *w, int64_t n, doubl
 }
 
 /* gstat_i_km_pick for many targets over the same weights: the running sums
- * once (each bitwise the walk's total at that index; returns the walk's
- * fallback, the last index of a positive weight), then a bisection per
- * target for the first total above it (totals never decrease). */
+ * once (each bitwise the walk's total at that index; sums may be w itself;
+ * returns the walk's fallback, the last index of a positive weight), then a
+ * bisection per target for the first total above it (totals never
+ * decrease). */
 GSTAT_HD static inline int64_t gstat_i_km_running_sums(const double *w, int64_t n, double *sums) {
   double acc = 0;
   int64_t last = 0;

@@ -23,7 +23,8 @@ static gstat_status lowest_pairs(gstat_ctx *ctx, const char *fn, gstat_laplacian
   gstat_i_csr_lap A;
   gstat_i_sched_lap plan;
   gstat_status st = GSTAT_EUNSUPPORTED;
-  if (p && gstat_i_laplacian_op_csr(op, p, &A) &&
+  bool search = eo->n_known < eo->k; /* else the known pairs are all: no plan */
+  if (search && p && gstat_i_laplacian_op_csr(op, p, &A) &&
       gstat_i_sched_csr_lap_plan(ctx, fn, &A, &plan) == GSTAT_OK) {
     eo->where = &plan.where;
     st = gstat_i_sparse_eigs(ctx, n, gstat_i_sched_csr_lap_apply, &plan, eo, w, V, NULL, rep);
@@ -147,10 +148,7 @@ gstat_status gstat_i_sc_sparse(gstat_ctx *ctx, const char *fn, const gstat_graph
    * degree-16 filters (rbf n = 3000, k = 4: 12 against 53 products, 226 against
    * 376 ms end to end; bench/README.md). */
   if (G->format == GSTAT_GRAPH_DENSE) eo.method = GSTAT_I_EIGS_BLOCK_LANCZOS;
-  gstat_status es =
-      rest == 0 /* nothing to search: no plan */
-          ? gstat_i_sparse_eigs(ctx, n, gstat_i_laplacian_apply, op, &eo, w, V, NULL, rep)
-          : lowest_pairs(ctx, fn, op, &eo, w, V, rep);
+  gstat_status es = lowest_pairs(ctx, fn, op, &eo, w, V, rep);
   if (es != GSTAT_OK && es != GSTAT_ENOCONV) {
     st = es;
     goto done;

@@ -23,7 +23,6 @@ typedef struct km_run {
   int64_t *lab, *best_lab;
   int *changed;
   double *hc, *hcent, *hnext, *hsums, *hdist; /* host; hc and hdist pinned */
-  double *prefix;                             /* host: hc's running sums */
   cudaError_t err;
 } km_run;
 
@@ -70,13 +69,13 @@ static void seed(km_run *r, uint64_t *rng) {
     if (pot > 0 && r->err == cudaSuccess) { /* the picks walk the distances in order */
       r->err = copy_now(r->s->stream, r->hc, r->closest, sizeof(double) * (size_t)n,
                         cudaMemcpyDeviceToHost);
-      last = gstat_i_km_running_sums(r->hc, n, r->prefix);
+      last = gstat_i_km_running_sums(r->hc, n, r->hc); /* in place */
     }
     double best_pot = INFINITY;
     int64_t best = 0;
     for (int64_t t = 0; t < trials && r->err == cudaSuccess; t++) {
       int64_t cand =
-          pot > 0 ? gstat_i_km_pick_sorted(r->prefix, n, last, gstat_i_xoshiro_uniform(rng) * pot)
+          pot > 0 ? gstat_i_km_pick_sorted(r->hc, n, last, gstat_i_xoshiro_uniform(rng) * pot)
                   : (int64_t)(gstat_i_xoshiro_uniform(rng) * (double)n);
       r->err = gstat_cu_km_dist(r->X, n, r->dim, r->X + cand * r->dim, r->closest, r->trial,
                                 r->blocks, st);
@@ -175,7 +174,6 @@ static void release(km_run *r, double *own_x, double *host_x) {
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) cudaFree(dev[i]);
   cudaFreeHost(r->hc);
   cudaFreeHost(r->hdist);
-  free(r->prefix);
   free(r->hcent);
   free(r->hnext);
   free(r->hsums);
@@ -199,12 +197,10 @@ static bool buffers(km_run *r) {
   /* pinned: each centre's pick copies all n distances back */
   if (r->err == cudaSuccess) r->err = cudaMallocHost((void **)&r->hc, sizeof(double) * n);
   if (r->err == cudaSuccess) r->err = cudaMallocHost((void **)&r->hdist, sizeof(double) * n);
-  r->prefix = malloc(sizeof(double) * n);
   r->hcent = malloc(sizeof(double) * kd);
   r->hnext = malloc(sizeof(double) * kd);
   r->hsums = malloc(sizeof(double) * (kw + 1));
-  return r->err == cudaSuccess && r->hc && r->hdist && r->prefix && r->hcent && r->hnext &&
-         r->hsums;
+  return r->err == cudaSuccess && r->hc && r->hdist && r->hcent && r->hnext && r->hsums;
 }
 
 /* The embedding's rows on the device (*own: a copy made here) and on the host (*hx). */
