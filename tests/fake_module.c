@@ -131,6 +131,17 @@ static gstat_status scale_sym(void *s, gstat_ctx *ctx, const gstat_matrix *S, co
   return host->cpu->scale_sym(NULL, ctx, S, d);
 }
 
+static gstat_status offdiag_sumsq(void *s, gstat_ctx *ctx, const gstat_matrix *S, double *out) {
+  (void)s;
+  return host->cpu->offdiag_sumsq(NULL, ctx, S, out);
+}
+
+static gstat_status sym_affine(void *s, gstat_ctx *ctx, const gstat_matrix *S, const double *a,
+                               const double *c) {
+  (void)s;
+  return host->cpu->sym_affine(NULL, ctx, S, a, c);
+}
+
 /* "device memory" for a chain: one growing buffer the state keeps */
 static void *workspace(void *state, gstat_ctx *ctx, size_t bytes) {
   fake_state *s = state;
@@ -590,6 +601,8 @@ static const gstat_i_backend_ops ops = {
     .csr_lap_apply = csr_lap_apply,
     .csr_lap_release = csr_lap_release,
     .kmeans = kmeans,
+    .offdiag_sumsq = offdiag_sumsq,
+    .sym_affine = sym_affine,
 };
 
 static gstat_status create(gstat_ctx *ctx, int device, void **state) {

@@ -226,19 +226,27 @@ static void sm_cov_missing(gstat_ctx *ctx, const sm_memory *mem, bool device, gs
   sm_arg_free(mem, &M);
 }
 
+/* Ledoit-Wolf about the mean, then OAS about 0 (assume_centered): C, the
+ * mean and the shrinkage of each. */
 static void sm_shrinkage(gstat_ctx *ctx, const sm_memory *mem, bool device, gstat_dtype dt,
                          const double *x, double **out, int64_t *count) {
+  enum { ONE = SM_NB * SM_P * SM_P + SM_NB * SM_P + SM_NB };
   sm_arg X = sm_arg_new(mem, device, dt, SM_NB, SM_N, SM_P, x);
   sm_arg C = sm_arg_new(mem, device, GSTAT_F64, SM_NB, SM_P, SM_P, NULL);
   sm_arg M = sm_arg_new(mem, device, GSTAT_F64, SM_NB, SM_P, 1, NULL);
-  double sh[SM_NB];
-  sm_check(ctx, gstat_cov_shrink(ctx, &X.m, GSTAT_SHRINK_LEDOIT_WOLF, 0, &C.m, &M.m, sh));
-  double *c = sm_values(mem, &C), *m = sm_values(mem, &M);
-  *count = SM_NB * SM_P * SM_P + SM_NB * SM_P + SM_NB;
-  *out = realloc(c, sizeof(double) * (size_t)*count);
-  memcpy(*out + SM_NB * SM_P * SM_P, m, sizeof(double) * SM_NB * SM_P);
-  memcpy(*out + SM_NB * SM_P * SM_P + SM_NB * SM_P, sh, sizeof sh);
-  free(m);
+  *count = 2 * ONE;
+  *out = malloc(sizeof(double) * (size_t)*count);
+  for (int v = 0; v < 2; v++) {
+    double sh[SM_NB], *o = *out + v * ONE;
+    sm_check(ctx, gstat_cov_shrink(ctx, &X.m, v ? GSTAT_SHRINK_OAS : GSTAT_SHRINK_LEDOIT_WOLF, v,
+                                   &C.m, &M.m, sh));
+    double *c = sm_values(mem, &C), *m = sm_values(mem, &M);
+    memcpy(o, c, sizeof(double) * SM_NB * SM_P * SM_P);
+    memcpy(o + SM_NB * SM_P * SM_P, m, sizeof(double) * SM_NB * SM_P);
+    memcpy(o + SM_NB * SM_P * SM_P + SM_NB * SM_P, sh, sizeof sh);
+    free(c);
+    free(m);
+  }
   sm_arg_free(mem, &X);
   sm_arg_free(mem, &C);
   sm_arg_free(mem, &M);

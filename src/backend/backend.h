@@ -273,6 +273,18 @@ typedef struct gstat_i_backend_ops {
   gstat_status (*kmeans)(void *state, gstat_ctx *ctx, const gstat_matrix *E,
                          const gstat_i_kmeans_opt *opt, int64_t *labels, double *inertia,
                          int64_t *iterations);
+  /* ---- symmetric matrices kept where they were formed (shrinkage) ---- */
+
+  /* out[b] (host) = the sum of S_ij^2 over the strict lower triangle of
+   * each p x p element b of S (this backend's memory, dense column-major,
+   * compute dtype), in double, in an order that depends only on p.
+   * Optional (NULL: the CPU on a host copy). */
+  gstat_status (*offdiag_sumsq)(void *state, gstat_ctx *ctx, const gstat_matrix *S, double *out);
+  /* S_b = a[b] S_b + c[b] I for each element b of S (as offdiag_sumsq's),
+   * from its lower triangle into both, in double rounded once; a and c host
+   * doubles. Optional (NULL: the CPU on a host copy). */
+  gstat_status (*sym_affine)(void *state, gstat_ctx *ctx, const gstat_matrix *S, const double *a,
+                             const double *c);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

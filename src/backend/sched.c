@@ -387,18 +387,56 @@ gstat_status gstat_i_sched_device_memory(gstat_ctx *ctx, const char *fn, const g
   return *mem ? GSTAT_OK : GSTAT_ENOMEM;
 }
 
+/* The backend that holds S: the device's for device memory, else the CPU. */
+static gstat_status sym_backend(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,
+                                gstat_i_backend *be) {
+  *be = cpu;
+  return S->location == GSTAT_CUDA ? device_backend(ctx, fn, "S", be) : GSTAT_OK;
+}
+
+/* An in-place map of S that its backend lacks, run by the CPU on a host
+ * copy of S. */
+typedef enum { SYM_SCALE, SYM_AFFINE } sym_op;
+
+static gstat_status sym_map_on_host(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,
+                                    sym_op op, const double *d, const double *c) {
+  gstat_i_staged h;
+  gstat_status st = gstat_i_sched_stage(ctx, fn, "S", S, true, &h);
+  if (st == GSTAT_OK)
+    st = op == SYM_SCALE ? cpu.ops->scale_sym(NULL, ctx, &h.m, d)
+                         : cpu.ops->sym_affine(NULL, ctx, &h.m, d, c);
+  if (st == GSTAT_OK) st = gstat_i_sched_unstage(ctx, fn, "S", &h, S);
+  gstat_i_sched_release(ctx, &h);
+  return st;
+}
+
 gstat_status gstat_i_sched_scale_sym(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,
                                      const double *d) {
-  gstat_i_backend be = cpu;
-  if (S->location == GSTAT_CUDA) {
-    gstat_status st = device_backend(ctx, fn, "S", &be);
-    if (st != GSTAT_OK) return st;
-  }
+  gstat_i_backend be;
+  gstat_status st = sym_backend(ctx, fn, S, &be);
+  if (st != GSTAT_OK) return st;
   if (be.ops->scale_sym) return be.ops->scale_sym(be.state, ctx, S, d);
-  gstat_i_staged h; /* a backend without it: on a host copy */
-  gstat_status st = gstat_i_sched_stage(ctx, fn, "S", S, true, &h);
-  if (st == GSTAT_OK) st = cpu.ops->scale_sym(NULL, ctx, &h.m, d);
-  if (st == GSTAT_OK) st = gstat_i_sched_unstage(ctx, fn, "S", &h, S);
+  return sym_map_on_host(ctx, fn, S, SYM_SCALE, d, NULL);
+}
+
+gstat_status gstat_i_sched_sym_affine(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,
+                                      const double *a, const double *c) {
+  gstat_i_backend be;
+  gstat_status st = sym_backend(ctx, fn, S, &be);
+  if (st != GSTAT_OK) return st;
+  if (be.ops->sym_affine) return be.ops->sym_affine(be.state, ctx, S, a, c);
+  return sym_map_on_host(ctx, fn, S, SYM_AFFINE, a, c);
+}
+
+gstat_status gstat_i_sched_offdiag_sumsq(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,
+                                         double *out) {
+  gstat_i_backend be;
+  gstat_status st = sym_backend(ctx, fn, S, &be);
+  if (st != GSTAT_OK) return st;
+  if (be.ops->offdiag_sumsq) return be.ops->offdiag_sumsq(be.state, ctx, S, out);
+  gstat_i_staged h;
+  st = gstat_i_sched_stage(ctx, fn, "S", S, true, &h);
+  if (st == GSTAT_OK) st = cpu.ops->offdiag_sumsq(NULL, ctx, &h.m, out);
   gstat_i_sched_release(ctx, &h);
   return st;
 }

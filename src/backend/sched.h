@@ -140,6 +140,14 @@ bool gstat_i_sched_eigh_stays_on_device(gstat_ctx *ctx, gstat_dtype dt, int64_t 
  * compute dtype, host or device memory); d host doubles, batch x p. */
 gstat_status gstat_i_sched_scale_sym(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,
                                      const double *d);
+/* out[b] (host) = the sum of squares of the strict lower triangle of each
+ * p x p element of S (as scale_sym's), in double. */
+gstat_status gstat_i_sched_offdiag_sumsq(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,
+                                         double *out);
+/* S_b = a[b] S_b + c[b] I (as scale_sym's S), read from the lower triangle,
+ * both triangles written; a and c host doubles (batch). */
+gstat_status gstat_i_sched_sym_affine(gstat_ctx *ctx, const char *fn, const gstat_matrix *S,
+                                      const double *a, const double *c);
 
 /* ---- dense primitives on descriptors ---- */
 

@@ -9,8 +9,9 @@
  * which has no cancellation when S is close to mu I.
  *
  * Written over the scheduler, wherever X lies: the fused co-moment gives the
- * means and S; Ledoit-Wolf's sum of ||x_k - mean||^4 is a reduction of the
- * rows primitive; the p x p arithmetic runs on the host.
+ * means and S, kept where X lies; Ledoit-Wolf's sum of ||x_k - mean||^4 is a
+ * reduction of the rows primitive; S's diagonal and off-diagonal sum of
+ * squares give the shrinkage, and one symmetric map of S forms the result.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -19,31 +20,22 @@
 
 #include "core/matrix.h"
 #include "gstat/covariance.h"
+#include "pca/data.h"
 #include "backend/sched.h"
 
-/* ||S - mu I||_F^2 and ||S||_F^2 of the p x p matrix s (ld p). */
-static void frobenius(int64_t p, const double *s, double mu, double *dev2, double *all2) {
-  double d = 0, a = 0;
-  for (int64_t j = 0; j < p; j++)
-    for (int64_t i = 0; i < p; i++) {
-      double v = s[i + j * p];
-      a += v * v;
-      if (i == j) v -= mu;
-      d += v * v;
-    }
-  *dev2 = d;
-  *all2 = a;
-}
-
-/* The shrinkage of one dataset from S (= Xc^T Xc / n) and, for Ledoit-Wolf,
- * norms4 = sum over rows of ||x_k - mean||^4. */
-static double choose_shrinkage(gstat_shrinkage method, int64_t n, int64_t p, const double *s,
-                               double norms4) {
+/* The shrinkage of one dataset from S (= Xc^T Xc / n) given as its diagonal
+ * (p values) and the sum of squares of its strict lower triangle, and, for
+ * Ledoit-Wolf, norms4 = sum over rows of ||x_k - mean||^4. */
+static double choose_shrinkage(gstat_shrinkage method, int64_t n, int64_t p, const double *diag,
+                               double lower2, double norms4) {
   if (p == 1) return 0.0; /* one feature: any shrinkage gives the same matrix; sklearn says 0 */
   double tr = 0;
-  for (int64_t i = 0; i < p; i++) tr += s[i + i * p];
-  double mu = tr / (double)p, dev2, all2;
-  frobenius(p, s, mu, &dev2, &all2);
+  for (int64_t i = 0; i < p; i++) tr += diag[i];
+  double mu = tr / (double)p, dev2 = 2 * lower2, all2 = 2 * lower2;
+  for (int64_t i = 0; i < p; i++) {
+    dev2 += (diag[i] - mu) * (diag[i] - mu);
+    all2 += diag[i] * diag[i];
+  }
   double dn = (double)n, dp = (double)p;
   if (method == GSTAT_SHRINK_LEDOIT_WOLF) {
     double beta = (norms4 / dn - all2) / (dp * dn);
@@ -62,24 +54,86 @@ static double choose_shrinkage(gstat_shrinkage method, int64_t n, int64_t p, con
   return r < 1.0 ? r : 1.0;
 }
 
-/* Means and S = co-moment / n of every element into mean and s (batch x p,
- * batch x p x p doubles); about 0 with assume_centered. A NaN/Inf shows in
- * the means: only then is X scanned, to name it. */
-static gstat_status moments(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
-                            int assume_centered, double *mean, double *s) {
+/* Where the p x p co-moments are formed and shrunk: beside X (device
+ * memory for device data, so that only p + 1 numbers an element cross to
+ * the host), else host doubles. */
+typedef struct {
+  gstat_matrix S; /* batch x p x p: the co-moments, then the results */
+  gstat_matrix m; /* p x 1 in S's memory: assume_centered's mean */
+  double *mean;   /* host, batch x p */
+  double *diag;   /* host, batch x p: S's diagonal / n */
+  bool host;      /* S is host doubles (X on the host) */
+} shrink_work;
+
+static gstat_status shrink_work_get(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                    shrink_work *w) {
+  int64_t batch = X->batch, p = X->cols;
+  gstat_dtype ct = gstat_i_compute_dtype(X->dtype);
+  size_t sbytes = (size_t)(batch * p * p + p) * gstat_dtype_size(ct);
+  void *mem = NULL;
+  /* none there (host data, or the device is out of memory): on the host */
+  w->host = gstat_i_sched_device_memory(ctx, fn, X, sbytes, &mem) != GSTAT_OK;
+  gstat_i_ws_plan pl = {0, true};
+  size_t o_s = gstat_i_ws_take(&pl, w->host ? batch * p * p + p : 0, sizeof(double));
+  size_t o_mean = gstat_i_ws_take(&pl, 2 * batch * p, sizeof(double));
+  char *ws = pl.ok ? gstat_i_workspace(ctx, GSTAT_WS_COV, pl.size) : NULL;
+  if (!ws)
+    return pl.ok ? gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn,
+                                pl.size)
+                 : gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: the workspace size overflows", fn);
+  if (w->host) {
+    ct = GSTAT_F64;
+    mem = ws + o_s;
+  }
+  w->S = gstat_matrix_col_major(mem, ct, batch, p, p);
+  w->m = gstat_matrix_col_major((char *)mem + (size_t)(batch * p * p) * gstat_dtype_size(ct), ct, 1,
+                                p, 1);
+  if (!w->host) {
+    w->S.location = w->m.location = X->location;
+    w->S.device = w->m.device = X->device;
+  }
+  w->mean = (double *)(ws + o_mean);
+  w->diag = w->mean + batch * p;
+  return GSTAT_OK;
+}
+
+/* Element b's co-moment into w->S (X^T X with assume_centered: co-moment +
+ * n mean mean^T, no cancellation), its mean (0 when assume_centered) and
+ * diagonal / n to the host. */
+static gstat_status form_moments(gstat_ctx *ctx, const char *fn, const gstat_matrix *X, int64_t b,
+                                 int assume_centered, shrink_work *w) {
   int64_t n = X->rows, p = X->cols;
+  gstat_matrix Sb = gstat_i_batch_part(&w->S, b, 1);
+  double *mb = w->mean + b * p, *db = w->diag + b * p;
+  gstat_status st = w->host ? gstat_i_sched_comoment(ctx, fn, X, b, mb, Sb.data, NULL)
+                            : gstat_i_sched_comoment(ctx, fn, X, b, mb, NULL, &Sb);
+  if (st == GSTAT_OK && assume_centered) {
+    gstat_matrix mh = gstat_matrix_col_major(mb, GSTAT_F64, 1, p, 1);
+    st = gstat_i_sched_copy(ctx, fn, "mean", &mh, &w->m);
+    if (st == GSTAT_OK)
+      st = gstat_i_sched_gemm(ctx, fn, GSTAT_NO_TRANS, GSTAT_TRANS, (double)n, &w->m, &w->m, 1.0,
+                              &Sb);
+    memset(mb, 0, sizeof(double) * (size_t)p);
+  }
+  gstat_matrix diag = Sb, dh = gstat_matrix_col_major(db, GSTAT_F64, 1, p, 1);
+  diag.cols = 1;
+  diag.row_stride = p + 1;
+  if (st == GSTAT_OK) st = gstat_i_sched_copy(ctx, fn, "S", &diag, &dh);
+  for (int64_t j = 0; j < p; j++) db[j] /= (double)n;
+  return st;
+}
+
+/* Every element's moments before anything is written. A NaN/Inf shows in
+ * the means or the diagonal: only then is X scanned, to name it. */
+static gstat_status moments(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                            int assume_centered, shrink_work *w) {
+  int64_t p = X->cols;
   bool finite = true;
   for (int64_t b = 0; b < X->batch; b++) {
-    double *mb = mean + b * p, *sb = s + b * p * p;
-    gstat_status st = gstat_i_sched_comoment(ctx, fn, X, b, mb, sb, NULL);
+    gstat_status st = form_moments(ctx, fn, X, b, assume_centered, w);
     if (st != GSTAT_OK) return st;
-    for (int64_t j = 0; j < p; j++) finite &= isfinite(mb[j]) && isfinite(sb[j + j * p]);
-    if (assume_centered) { /* X^T X = co-moment + n mean mean^T: no cancellation */
-      for (int64_t j = 0; j < p; j++)
-        for (int64_t i = 0; i < p; i++) sb[i + j * p] += (double)n * mb[i] * mb[j];
-      memset(mb, 0, sizeof(double) * (size_t)p);
-    }
-    for (int64_t e = 0; e < p * p; e++) sb[e] /= (double)n;
+    for (int64_t j = 0; j < p; j++)
+      finite &= isfinite(w->mean[b * p + j]) && isfinite(w->diag[b * p + j]);
   }
   int64_t bi, ri, ci;
   gstat_status st = GSTAT_OK;
@@ -88,6 +142,45 @@ static gstat_status moments(gstat_ctx *ctx, const char *fn, const gstat_matrix *
                         "%s: batch element %" PRId64 " of X has a non-finite value at (%" PRId64
                         ", %" PRId64 ")",
                         fn, bi, ri, ci);
+  return st;
+}
+
+/* Element b: its mean out, its shrinkage chosen, (1 - s) S + s mu I formed
+ * where S lies and copied into C. */
+static gstat_status shrink_one(gstat_ctx *ctx, const char *fn, const gstat_matrix *X, int64_t b,
+                               gstat_shrinkage method, int assume_centered, shrink_work *w,
+                               gstat_matrix *C, gstat_matrix *mean_out, double *shrinkage) {
+  int64_t n = X->rows, p = X->cols;
+  double *mb = w->mean + b * p, *db = w->diag + b * p;
+  gstat_status st = GSTAT_OK;
+  if (mean_out) { /* p x 1 or 1 x p: the same p values along the one long side */
+    gstat_matrix mo = *mean_out;
+    if (mo.rows == 1) { /* view 1 x p as p x 1 */
+      mo.rows = p;
+      mo.cols = 1;
+      mo.row_stride = mean_out->col_stride;
+      mo.col_stride = mean_out->row_stride;
+    }
+    st = gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, mb, p, &mo, b);
+    if (st != GSTAT_OK) return st;
+  }
+  double sums[2] = {0, 0}; /* Ledoit-Wolf: sum_k ||x_k - mean||^4 */
+  if (method == GSTAT_SHRINK_LEDOIT_WOLF && p > 1) {
+    gstat_i_rows_req r = {.X = X, .b = b, .center = assume_centered ? NULL : mb, .sums = sums};
+    st = gstat_i_sched_rows(ctx, fn, &r);
+    if (st != GSTAT_OK) return st;
+  }
+  gstat_matrix Sb = gstat_i_batch_part(&w->S, b, 1), Cb = gstat_i_batch_part(C, b, 1);
+  double lower2 = 0;
+  if (p > 1) st = gstat_i_sched_offdiag_sumsq(ctx, fn, &Sb, &lower2);
+  if (st != GSTAT_OK) return st;
+  double dn = (double)n, sh = choose_shrinkage(method, n, p, db, lower2 / (dn * dn), sums[1]);
+  double tr = 0;
+  for (int64_t i = 0; i < p; i++) tr += db[i];
+  double a = (1.0 - sh) / dn, c = sh * (tr / (double)p);
+  st = gstat_i_sched_sym_affine(ctx, fn, &Sb, &a, &c);
+  if (st == GSTAT_OK) st = gstat_i_sched_copy(ctx, fn, "C", &Sb, &Cb);
+  if (st == GSTAT_OK && shrinkage) shrinkage[b] = sh;
   return st;
 }
 
@@ -150,49 +243,11 @@ gstat_status gstat_cov_shrink(gstat_ctx *ctx, const gstat_matrix *X, gstat_shrin
     for (int64_t b = 0; shrinkage && b < batch; b++) shrinkage[b] = 0.0;
     goto done;
   }
-  gstat_i_ws_plan pl = {0, true};
-  size_t o_s = gstat_i_ws_take(&pl, batch * p * p, sizeof(double));
-  size_t o_mean = gstat_i_ws_take(&pl, batch * p, sizeof(double));
-  char *ws = pl.ok ? gstat_i_workspace(ctx, GSTAT_WS_COV, pl.size) : NULL;
-  if (!ws) {
-    st = pl.ok ? gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn,
-                              pl.size)
-               : gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: the workspace size overflows", fn);
-    goto done;
-  }
-  double *s = (double *)(ws + o_s), *mean = (double *)(ws + o_mean);
-  st = moments(ctx, fn, X, assume_centered, mean, s);
-  if (st != GSTAT_OK) goto done;
-
-  for (int64_t b = 0; b < batch; b++) {
-    double *mb = mean + b * p, *c = s + b * p * p;
-    if (mean_out) { /* p x 1 or 1 x p: the same p values along the one long side */
-      gstat_matrix mo = *mean_out;
-      if (mo.rows == 1) { /* view 1 x p as p x 1 */
-        mo.rows = p;
-        mo.cols = 1;
-        mo.row_stride = mean_out->col_stride;
-        mo.col_stride = mean_out->row_stride;
-      }
-      st = gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, mb, p, &mo, b);
-      if (st != GSTAT_OK) goto done;
-    }
-    double sums[2] = {0, 0}; /* Ledoit-Wolf: sum_k ||x_k - mean||^4 */
-    if (method == GSTAT_SHRINK_LEDOIT_WOLF && p > 1) {
-      gstat_i_rows_req r = {.X = X, .b = b, .center = assume_centered ? NULL : mb, .sums = sums};
-      st = gstat_i_sched_rows(ctx, fn, &r);
-      if (st != GSTAT_OK) goto done;
-    }
-    double sh = choose_shrinkage(method, n, p, c, sums[1]);
-    double tr = 0;
-    for (int64_t i = 0; i < p; i++) tr += c[i + i * p];
-    double mu = tr / (double)p;
-    for (int64_t k = 0; k < p * p; k++) c[k] *= 1.0 - sh;
-    for (int64_t i = 0; i < p; i++) c[i + i * p] += sh * mu;
-    st = gstat_i_sched_store(ctx, fn, "C", GSTAT_F64, c, p, C, b);
-    if (st != GSTAT_OK) goto done;
-    if (shrinkage) shrinkage[b] = sh;
-  }
+  shrink_work w;
+  st = shrink_work_get(ctx, fn, X, &w);
+  if (st == GSTAT_OK) st = moments(ctx, fn, X, assume_centered, &w);
+  for (int64_t b = 0; st == GSTAT_OK && b < batch; b++)
+    st = shrink_one(ctx, fn, X, b, method, assume_centered, &w, C, mean_out, shrinkage);
 done:
   return st;
 }

@@ -175,4 +175,6 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .lincomb = gstat_i_cpu_lincomb,
     .dots = gstat_i_cpu_dots,
     .kmeans = gstat_i_cpu_kmeans,
+    .offdiag_sumsq = gstat_i_cpu_offdiag_sumsq,
+    .sym_affine = gstat_i_cpu_sym_affine,
 };

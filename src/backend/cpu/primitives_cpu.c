@@ -138,6 +138,51 @@ gstat_status gstat_i_cpu_scale_sym(void *state, gstat_ctx *ctx, const gstat_matr
   return GSTAT_OK;
 }
 
+/* Element-wise through gstat_i_elem: S's strides and dtype (F32 or F64) as
+ * they come; the p^2 work is small beside the co-moment that formed S. */
+static double sym_get(const gstat_matrix *S, int64_t b, int64_t i, int64_t j) {
+  const void *e = gstat_i_elem(S, b, i, j);
+  return S->dtype == GSTAT_F64 ? *(const double *)e : (double)*(const float *)e;
+}
+
+static void sym_set(const gstat_matrix *S, int64_t b, int64_t i, int64_t j, double v) {
+  void *e = gstat_i_elem(S, b, i, j);
+  if (S->dtype == GSTAT_F64)
+    *(double *)e = v;
+  else
+    *(float *)e = (float)v;
+}
+
+gstat_status gstat_i_cpu_offdiag_sumsq(void *state, gstat_ctx *ctx, const gstat_matrix *S,
+                                       double *out) {
+  (void)state;
+  (void)ctx;
+  for (int64_t b = 0; b < S->batch; b++) {
+    double sum = 0;
+    for (int64_t j = 0; j < S->cols; j++)
+      for (int64_t i = j + 1; i < S->rows; i++) {
+        double v = sym_get(S, b, i, j);
+        sum += v * v;
+      }
+    out[b] = sum;
+  }
+  return GSTAT_OK;
+}
+
+gstat_status gstat_i_cpu_sym_affine(void *state, gstat_ctx *ctx, const gstat_matrix *S,
+                                    const double *a, const double *c) {
+  (void)state;
+  (void)ctx;
+  for (int64_t b = 0; b < S->batch; b++)
+    for (int64_t j = 0; j < S->cols; j++)
+      for (int64_t i = j; i < S->rows; i++) {
+        double v = a[b] * sym_get(S, b, i, j) + (i == j ? c[b] : 0.0);
+        sym_set(S, b, i, j, v);
+        sym_set(S, b, j, i, v);
+      }
+  return GSTAT_OK;
+}
+
 gstat_status gstat_i_cpu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
                                  const double *mean, const double *scale, const double *comp,
                                  const double *ev, int64_t k, gstat_matrix *Y) {
@@ -171,9 +216,17 @@ gstat_status gstat_i_cpu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X,
   return gstat_i_knn_gemm(ctx, X, b, k, include_self, nbr, d2);
 }
 
+/* Whether m's elements are column-major with unit row stride in dtype dt,
+ * so that they can serve as dense_load's or dense_store's buffer. */
+static bool dense_in(const gstat_matrix *m, gstat_dtype dt) {
+  return m->dtype == dt && (m->rows <= 1 || m->row_stride == 1) &&
+         (m->cols <= 1 || m->col_stride >= m->rows);
+}
+
 /* Host to host, element by element through a dense buffer of the wider
  * compute type (exact for every pair of dtypes but a narrowing, which rounds
- * once). */
+ * once); no buffer where src or dst can be that buffer itself (a statistic's
+ * repeated calls then allocate nothing). */
 gstat_status gstat_i_cpu_copy(void *state, gstat_ctx *ctx, const gstat_matrix *src,
                               gstat_matrix *dst) {
   (void)state;
@@ -181,6 +234,18 @@ gstat_status gstat_i_cpu_copy(void *state, gstat_ctx *ctx, const gstat_matrix *s
   int64_t rows = src->rows, cols = src->cols;
   size_t bytes;
   if (rows == 0 || cols == 0) return GSTAT_OK;
+  if (dense_in(src, ct) || dense_in(dst, ct)) {
+    bool from_src = dense_in(src, ct);
+    for (int64_t b = 0; b < src->batch; b++) {
+      if (from_src)
+        gstat_i_dense_store(ct, gstat_i_elem(src, b, 0, 0), cols > 1 ? src->col_stride : rows, dst,
+                            b);
+      else
+        gstat_i_dense_load(src, b, ct, gstat_i_elem(dst, b, 0, 0),
+                           cols > 1 ? dst->col_stride : rows);
+    }
+    return GSTAT_OK;
+  }
   if (!gstat_i_mul_size((size_t)(rows * cols), gstat_dtype_size(ct), &bytes))
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "copy: the buffer size overflows");
   void *buf = gstat_i_alloc(ctx, bytes);

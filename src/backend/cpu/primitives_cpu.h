@@ -9,6 +9,10 @@ gstat_status gstat_i_cpu_comoment(void *state, gstat_ctx *ctx, const gstat_matri
                                   double *mean, double *M, const gstat_matrix *S);
 gstat_status gstat_i_cpu_scale_sym(void *state, gstat_ctx *ctx, const gstat_matrix *S,
                                    const double *d);
+gstat_status gstat_i_cpu_offdiag_sumsq(void *state, gstat_ctx *ctx, const gstat_matrix *S,
+                                       double *out);
+gstat_status gstat_i_cpu_sym_affine(void *state, gstat_ctx *ctx, const gstat_matrix *S,
+                                    const double *a, const double *c);
 gstat_status gstat_i_cpu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
                                  const double *mean, const double *scale, const double *comp,
                                  const double *ev, int64_t k, gstat_matrix *Y);

@@ -462,16 +462,27 @@ double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work 
          flops / cuda_rules.flops[w->dtype == GSTAT_F64];
 }
 
+/* S's data when it is dense float32/float64 in device memory, else NULL
+ * after a failure naming op. */
+static char *sym_dense(gstat_ctx *ctx, const char *op, const gstat_matrix *S) {
+  int cdt = (int)S->dtype;
+  char *dS = gstat_cu_dense(S, cdt, 0);
+  if (!dS || (cdt != GSTAT_F32 && cdt != GSTAT_F64)) {
+    gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                        "%s: S must be dense float32/float64 in device memory", op);
+    return NULL;
+  }
+  return dS;
+}
+
 gstat_status gstat_cu_scale_sym_op(void *state, gstat_ctx *ctx, const gstat_matrix *S,
                                    const double *d) {
   gstat_cu_state *s = state;
   cudaSetDevice(s->device);
   int cdt = (int)S->dtype;
   int64_t p = S->rows;
-  char *dS = gstat_cu_dense(S, cdt, 0);
-  if (!dS || (cdt != GSTAT_F32 && cdt != GSTAT_F64))
-    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
-                               "scale_sym: S must be dense float32/float64 in device memory");
+  char *dS = sym_dense(ctx, "scale_sym", S);
+  if (!dS) return GSTAT_EUNSUPPORTED;
   double *dd = gstat_cu_buffer(s, ctx, CU_SUMS, sizeof(double) * (size_t)(S->batch * p));
   double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, sizeof(double) * (size_t)(S->batch * p));
   if (!dd || !h) return GSTAT_ENOMEM;
@@ -485,6 +496,44 @@ gstat_status gstat_cu_scale_sym_op(void *state, gstat_ctx *ctx, const gstat_matr
            "scaling");
   TRY_CU(cudaStreamSynchronize(s->stream), "scaling"); /* h is reused */
   return GSTAT_OK;
+}
+
+gstat_status gstat_cu_offdiag_sumsq_op(void *state, gstat_ctx *ctx, const gstat_matrix *S,
+                                       double *out) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  char *dS = sym_dense(ctx, "offdiag_sumsq", S);
+  if (!dS) return GSTAT_EUNSUPPORTED;
+  int cdt = (int)S->dtype;
+  int64_t p = S->rows, nb = S->batch;
+  double *part = gstat_cu_buffer(s, ctx, CU_SUMS, sizeof(double) * (size_t)(p + nb));
+  double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, sizeof(double) * (size_t)nb);
+  if (!part || !h) return GSTAT_ENOMEM;
+  for (int64_t b = 0; b < nb; b++)
+    TRY_CU(gstat_cu_offdiag_sumsq(cdt, dS + (size_t)(b * p * p) * gstat_cu_dtype_bytes(cdt), p,
+                                  part, part + p + b, s->stream),
+           "sums of squares");
+  TRY_CU(
+      cudaMemcpyAsync(h, part + p, sizeof(double) * (size_t)nb, cudaMemcpyDeviceToHost, s->stream),
+      "sums of squares");
+  TRY_CU(cudaStreamSynchronize(s->stream), "sums of squares");
+  memcpy(out, h, sizeof(double) * (size_t)nb);
+  return GSTAT_OK;
+}
+
+gstat_status gstat_cu_sym_affine_op(void *state, gstat_ctx *ctx, const gstat_matrix *S,
+                                    const double *a, const double *c) {
+  gstat_cu_state *s = state;
+  cudaSetDevice(s->device);
+  char *dS = sym_dense(ctx, "sym_affine", S);
+  if (!dS) return GSTAT_EUNSUPPORTED;
+  int cdt = (int)S->dtype;
+  int64_t p = S->rows;
+  for (int64_t b = 0; b < S->batch; b++)
+    TRY_CU(gstat_cu_sym_affine(cdt, dS + (size_t)(b * p * p) * gstat_cu_dtype_bytes(cdt), p, a[b],
+                               c[b], s->stream),
+           "symmetric update");
+  return GSTAT_OK; /* stream-ordered: the next primitive reads S there */
 }
 
 void *gstat_cu_workspace(void *state, gstat_ctx *ctx, size_t bytes) {

@@ -203,6 +203,10 @@ gstat_status gstat_cu_comoment(void *state, gstat_ctx *ctx, const gstat_matrix *
                                double *mean, double *M, const gstat_matrix *S);
 gstat_status gstat_cu_scale_sym_op(void *state, gstat_ctx *ctx, const gstat_matrix *S,
                                    const double *d);
+gstat_status gstat_cu_offdiag_sumsq_op(void *state, gstat_ctx *ctx, const gstat_matrix *S,
+                                       double *out);
+gstat_status gstat_cu_sym_affine_op(void *state, gstat_ctx *ctx, const gstat_matrix *S,
+                                    const double *a, const double *c);
 void *gstat_cu_workspace(void *state, gstat_ctx *ctx, size_t bytes);
 gstat_status gstat_cu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X, int64_t b,
                               const double *mean, const double *scale, const double *comp,

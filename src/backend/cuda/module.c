@@ -580,6 +580,8 @@ static const gstat_i_backend_ops cuda_ops = {
     .csr_lap_apply = gstat_cu_csr_lap_apply,
     .csr_lap_release = gstat_cu_csr_lap_release,
     .kmeans = gstat_cu_kmeans,
+    .offdiag_sumsq = gstat_cu_offdiag_sumsq_op,
+    .sym_affine = gstat_cu_sym_affine_op,
 };
 
 static const gstat_i_module module = {

@@ -260,6 +260,16 @@ cudaError_t gstat_cu_add_to_double(int dtype, const void *S, int64_t count, doub
 cudaError_t gstat_cu_scale_sym(int dtype, void *S, int64_t p, const double *sd,
                                cudaStream_t stream);
 
+/* *out = the sum of S(i, j)^2 over i > j of a dense column-major p x p S,
+ * in double, in a fixed order; part: p doubles of scratch. */
+cudaError_t gstat_cu_offdiag_sumsq(int dtype, const void *S, int64_t p, double *part, double *out,
+                                   cudaStream_t stream);
+
+/* S = a S + c I, read from the lower triangle of the dense column-major
+ * p x p S, written to both. */
+cudaError_t gstat_cu_sym_affine(int dtype, void *S, int64_t p, double a, double c,
+                                cudaStream_t stream);
+
 /* ---- batch spectral clustering of dense graphs (spectral_kernels.cu) ---- */
 
 #define GSTAT_CU_SC_MAX_N 1024 /* nodes per graph (the components' labels in shared memory) */

@@ -97,6 +97,56 @@ __global__ void __launch_bounds__(kLinearThreads)
     acc[e] += (double)S[e];
 }
 
+/* The block's sum of s, by warp shuffles and one thread's walk over the
+ * warps: a fixed order, the same result every call. Valid in thread 0. */
+__device__ double block_sum(double s) {
+  __shared__ double warps[kLinearThreads / 32];
+  for (int o = 16; o > 0; o /= 2) s += __shfl_down_sync(kFullMask, s, o);
+  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = s;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int w = 1; w < kLinearThreads / 32; w++) s += warps[w];
+  return s;
+}
+
+/* part[j] = sum over i > j of S(i, j)^2: a block per column. */
+template <typename T>
+__global__ void __launch_bounds__(kLinearThreads)
+    offdiag_col_sumsq(const T *__restrict__ S, int64_t p, double *__restrict__ part) {
+  const int64_t j = blockIdx.x;
+  double s = 0;
+  for (int64_t i = j + 1 + threadIdx.x; i < p; i += kLinearThreads) {
+    const double v = (double)S[i + j * p];
+    s += v * v;
+  }
+  s = block_sum(s);
+  if (threadIdx.x == 0) part[j] = s;
+}
+
+/* *out = sum of the p values of part: one block. */
+__global__ void __launch_bounds__(kLinearThreads)
+    sum_values(const double *__restrict__ part, int64_t p, double *__restrict__ out) {
+  double s = 0;
+  for (int64_t j = threadIdx.x; j < p; j += kLinearThreads) s += part[j];
+  s = block_sum(s);
+  if (threadIdx.x == 0) *out = s;
+}
+
+/* S = a S + c I from the lower triangle into both: the thread of a lower
+ * entry writes it and its mirror, so no entry is read after it was written. */
+template <typename T>
+__global__ void __launch_bounds__(kLinearThreads)
+    sym_affine(T *__restrict__ S, int64_t p, double a, double c) {
+  const int64_t total = p * p, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+    const int64_t i = e % p, j = e / p;
+    if (i < j) continue;
+    const T v = (T)(a * (double)S[e] + (i == j ? c : 0.0));
+    S[e] = v;
+    S[j + i * p] = v;
+  }
+}
+
 } /* namespace */
 } /* namespace gstat_cu */
 
@@ -182,5 +232,34 @@ extern "C" cudaError_t gstat_cu_add_to_double(int dtype, const void *S, int64_t 
     add_to_double<float><<<blocks, kLinearThreads, 0, stream>>>((const float *)S, count, acc);
   else
     add_to_double<double><<<blocks, kLinearThreads, 0, stream>>>((const double *)S, count, acc);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_offdiag_sumsq(int dtype, const void *S, int64_t p, double *part,
+                                              double *out, cudaStream_t stream) {
+  if (!compute_dtype(dtype) || p < 0 || p > INT32_MAX) return cudaErrorInvalidValue;
+  if (!S || !part || !out) return cudaErrorInvalidValue;
+  if (p > 0) {
+    if (dtype == kF32)
+      offdiag_col_sumsq<float>
+          <<<(unsigned)p, kLinearThreads, 0, stream>>>((const float *)S, p, part);
+    else
+      offdiag_col_sumsq<double>
+          <<<(unsigned)p, kLinearThreads, 0, stream>>>((const double *)S, p, part);
+  }
+  sum_values<<<1, kLinearThreads, 0, stream>>>(part, p, out);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_sym_affine(int dtype, void *S, int64_t p, double a, double c,
+                                           cudaStream_t stream) {
+  if (!compute_dtype(dtype) || p < 0) return cudaErrorInvalidValue;
+  if (p == 0) return cudaSuccess;
+  if (!S) return cudaErrorInvalidValue;
+  unsigned blocks = linear_blocks(p * p);
+  if (dtype == kF32)
+    sym_affine<float><<<blocks, kLinearThreads, 0, stream>>>((float *)S, p, a, c);
+  else
+    sym_affine<double><<<blocks, kLinearThreads, 0, stream>>>((double *)S, p, a, c);
   return cudaGetLastError();
 }
