@@ -28,7 +28,7 @@
 #include "backend/spectral_req.h"
 #include "backend/sparse_req.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 17
+#define GSTAT_I_BACKEND_API_VERSION 18
 
 /* The primitives a cost model compares (host_cost). */
 typedef enum {
