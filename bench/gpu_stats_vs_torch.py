@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Ledoit-Wolf shrinkage and Mahalanobis distances of data already on the GPU
-(fp32): gstat_cov_shrink and gstat_mahalanobis against the same computation
-written in torch on the same tensor, same run.
+"""Covariance, Ledoit-Wolf shrinkage and Mahalanobis distances of data already
+on the GPU (fp32): gstat_covariance, gstat_cov_shrink and gstat_mahalanobis
+against the same computation written in torch on the same tensor, same run.
 
 gstat is called through ctypes on the tensors' device pointers (no copy of X;
-gstat's outputs are device tensors too). torch: Ledoit-Wolf as scikit-learn
+gstat's outputs are device float32 tensors too). torch: torch.cov; Ledoit-Wolf as scikit-learn
 writes it (centred X, S = Xc^T Xc / n, the shrinkage from ||S||_F, tr S and
 sum_k ||xc_k||^4); Mahalanobis as cholesky + solve_triangular + column sums
 of squares. Times are wall-clock around synchronized calls, best of REPS
@@ -71,10 +71,23 @@ def main():
         mix = torch.eye(p, device="cuda") + 0.25 * torch.randn(p, p, device="cuda", generator=g) / p ** 0.5
         x = (torch.randn(n, p, device="cuda", generator=g) @ mix + 3.0).contiguous()
         xm, xd = dense(x), x.double()
-        c_out = torch.empty(p, p, device="cuda", dtype=torch.float64)
+        c_out = torch.empty(p, p, device="cuda", dtype=torch.float32)
         m_out = torch.empty(p, device="cuda", dtype=torch.float64)
         cm, mm = dense(c_out), dense(m_out)
         sh = ctypes.c_double()
+
+        def gstat_cov():
+            st = lib.gstat_covariance(ctx, ctypes.byref(xm), None, ctypes.byref(cm),
+                                      ctypes.byref(mm))
+            assert st == 0, lib.gstat_ctx_last_error(ctx).decode()
+            return c_out
+
+        g_ms, c = timed(gstat_cov, args.reps)
+        ran = lib.gstat_ctx_last_backend_name(ctx).decode()
+        t_ms, ct = timed(lambda: torch.cov(x.T), args.reps)
+        ref = torch.cov(xd.T)
+        rows.append(("covariance", n, p, ran, g_ms, t_ms, rel_err(c, ref), rel_err(ct, ref)))
+        print(f"{n}x{p} covariance: gstat {g_ms:.2f} ms ({ran}), torch {t_ms:.2f} ms", flush=True)
 
         def gstat_lw():
             st = lib.gstat_cov_shrink(ctx, ctypes.byref(xm), 0, 0, ctypes.byref(cm),

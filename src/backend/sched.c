@@ -149,6 +149,26 @@ static gstat_status run_staged(gstat_ctx *ctx, const prim_call *c) {
   return st;
 }
 
+/* Whether the diagonal of a co-moment left in S (device memory) is finite:
+ * p numbers to the host. */
+static bool s_diagonal_finite(gstat_ctx *ctx, const prim_call *c, gstat_status *st) {
+  int64_t p = c->X->cols;
+  size_t bytes = sizeof(double) * (size_t)(p > 0 ? p : 1);
+  double *d = gstat_i_alloc(ctx, bytes);
+  if (!d) {
+    *st = gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes", c->fn, bytes);
+    return true;
+  }
+  gstat_matrix diag = *c->S, dh = gstat_matrix_col_major(d, GSTAT_F64, 1, p, 1);
+  diag.batch = diag.cols = 1;
+  diag.row_stride = c->S->row_stride + c->S->col_stride;
+  *st = gstat_i_sched_copy(ctx, c->fn, "S", &diag, &dh);
+  bool finite = true;
+  for (int64_t j = 0; j < p && *st == GSTAT_OK; j++) finite &= isfinite(d[j]) != 0;
+  gstat_i_free(ctx, d, bytes);
+  return finite;
+}
+
 /* Whether a co-moment result has a NaN/Inf the data do not explain (a GPU
  * fault): then it is recomputed on the CPU. */
 static bool comoment_suspect(gstat_ctx *ctx, const prim_call *c, gstat_status *st) {
@@ -156,6 +176,8 @@ static bool comoment_suspect(gstat_ctx *ctx, const prim_call *c, gstat_status *s
   bool finite = true;
   for (int64_t j = 0; j < p && finite; j++)
     finite = isfinite(c->mean[j]) && (!c->M || isfinite(c->M[j + j * p]));
+  if (finite && !c->M) finite = s_diagonal_finite(ctx, c, st);
+  if (*st != GSTAT_OK) return false;
   if (finite) return false;
   gstat_matrix xb = gstat_i_batch_part(c->X, c->b, 1);
   int64_t b, i, j;

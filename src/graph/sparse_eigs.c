@@ -896,6 +896,80 @@ done:
   return status;
 }
 
+/* The solver's parameters for the iteration (validated arguments). */
+static void solver_init(solver *s, gstat_ctx *ctx, int64_t n, gstat_i_apply_fn apply, void *op,
+                        const gstat_matrix *where, const gstat_i_eigs_options *opt, int davidson,
+                        int64_t b, int64_t m, double tol) {
+  memset(s, 0, sizeof *s);
+  s->ctx = ctx;
+  s->apply = apply;
+  s->op = op;
+  s->n = n;
+  s->k = opt->k;
+  s->b = b;
+  s->m = m;
+  /* keep the wanted pairs plus half of the rest (at least what the method
+   * needs), leaving room for a step */
+  s->p = s->k + (m - s->k - b) / 2;
+  if (davidson && s->p < s->k + b) s->p = s->k + b;
+  s->tol = tol;
+  s->scale = opt->upper;
+  s->scale_fixed = opt->upper > 0;
+  s->upper = opt->upper;
+  s->degree = opt->degree ? opt->degree : DEFAULT_DEGREE;
+  s->ldh = m + b;
+  s->where = *where;
+  s->nu = opt->n_known;
+  s->shift = opt->upper - opt->known_value;
+  gstat_i_rng_seed(&s->rng, opt->seed);
+}
+
+/* The solver's memory: the tall blocks (the basis, three blocks of scratch
+ * for the filter and residual checks, W, the known vectors and their
+ * products' room) where the operator's blocks lie, the small ones on the
+ * host; carved into s. */
+static gstat_status solver_memory(solver *s, double **mem, size_t *bytes, double **tallmem,
+                                  size_t *tbytes) {
+  int64_t n = s->n, m = s->m, b = s->b;
+  size_t ld = (size_t)(m + b), lc = ld + 3 * (size_t)b, qn;
+  size_t small = ld * ld + (size_t)(m * m) + 3 * (size_t)m + (size_t)(b * m) + 2 * ld * (size_t)b +
+                 4 * (size_t)(b * b) + ld + 2 * lc + (size_t)b;
+  size_t nu = (size_t)s->nu, known = (size_t)n * nu + nu * lc;
+  *tbytes = 0;
+  if (!gstat_i_mul_size((size_t)n, ld + 3 * (size_t)b, &qn) ||
+      !gstat_i_add_size(qn, ld * ld, tbytes) || !gstat_i_add_size(*tbytes, known, tbytes) ||
+      !gstat_i_mul_size(*tbytes, sizeof(double), tbytes))
+    return gstat_i_fail(s->ctx, GSTAT_ENOMEM, "sparse_eigs: n=%lld x basis %lld overflows",
+                        (long long)n, (long long)(m + 4 * b));
+  *bytes = small * sizeof(double);
+  *mem = gstat_i_alloc(s->ctx, *bytes);
+  if (!*mem)
+    return gstat_i_fail(s->ctx, GSTAT_ENOMEM, "sparse_eigs: cannot allocate %zu bytes", *bytes);
+  gstat_status st = memory_in(s->ctx, &s->where, *tbytes, tallmem);
+  if (st != GSTAT_OK) return st;
+  s->Q = *tallmem;
+  s->F = s->Q + (size_t)n * ld;
+  s->W = s->Q + qn;
+  s->U = s->W + ld * ld;
+  s->UT = s->U + (size_t)n * nu;
+  s->H = *mem;
+  s->S = s->H + ld * ld;
+  s->theta = s->S + m * m;
+  s->est = s->theta + m;
+  s->ES = s->est + 2 * m; /* the residuals between */
+  s->C = s->ES + b * m;
+  s->Cacc = s->C + ld * b;
+  s->G = s->Cacc + ld * b;
+  s->Racc = s->G + b * b;
+  s->Rt = s->Racc + b * b;
+  s->Li = s->Rt + b * b;
+  s->coef = s->Li + b * b;
+  s->ca = s->coef + ld;
+  s->cb = s->ca + lc;
+  s->norm0 = s->cb + lc;
+  return GSTAT_OK;
+}
+
 /* The iteration (validated arguments, n >= 2 (m + b)). */
 static gstat_status solve_iterative(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn apply, void *op,
                                     const gstat_matrix *where, const gstat_i_eigs_options *opt,
@@ -905,68 +979,13 @@ static gstat_status solve_iterative(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn 
   gstat_status status = GSTAT_OK;
   int64_t k = opt->k;
   solver s;
-  memset(&s, 0, sizeof s);
-  s.ctx = ctx;
-  s.apply = apply;
-  s.op = op;
-  s.n = n;
-  s.k = k;
-  s.b = b;
-  s.m = m;
-  /* keep the wanted pairs plus half of the rest (at least what the method
-   * needs), leaving room for a step */
-  s.p = k + (m - k - b) / 2;
-  if (davidson && s.p < k + b) s.p = k + b;
-  s.tol = tol;
-  s.scale = opt->upper;
-  s.scale_fixed = opt->upper > 0;
-  s.upper = opt->upper;
-  s.degree = opt->degree ? opt->degree : DEFAULT_DEGREE;
-  s.ldh = m + b;
-  s.where = *where;
-  gstat_i_rng_seed(&s.rng, opt->seed);
-
-  size_t ld = (size_t)(m + b), lc = ld + 3 * (size_t)b;
-  size_t qn, tbytes = 0, bytes;
-  size_t small = ld * ld + (size_t)(m * m) + 3 * (size_t)m + (size_t)(b * m) + 2 * ld * (size_t)b +
-                 4 * (size_t)(b * b) + ld + 2 * lc + (size_t)b;
-  /* the basis, plus three blocks of scratch (filter, residual checks), and W */
-  /* and the known vectors with their products' room */
-  size_t nu = (size_t)opt->n_known, known = (size_t)n * nu + nu * lc;
-  if (!gstat_i_mul_size((size_t)n, ld + 3 * (size_t)b, &qn) ||
-      !gstat_i_add_size(qn, ld * ld, &tbytes) || !gstat_i_add_size(tbytes, known, &tbytes) ||
-      !gstat_i_mul_size(tbytes, sizeof(double), &tbytes))
-    return gstat_i_fail(ctx, GSTAT_ENOMEM, "sparse_eigs: n=%lld x basis %lld overflows",
-                        (long long)n, (long long)(m + 4 * b));
-  bytes = small * sizeof(double);
-  double *mem = gstat_i_alloc(ctx, bytes), *tallmem = NULL;
-  if (!mem) return gstat_i_fail(ctx, GSTAT_ENOMEM, "sparse_eigs: cannot allocate %zu bytes", bytes);
-  TRY(memory_in(ctx, where, tbytes, &tallmem));
-  s.Q = tallmem;
-  s.F = s.Q + (size_t)n * ld;
-  s.W = s.Q + qn;
-  s.U = s.W + ld * ld;
-  s.UT = s.U + (size_t)n * nu;
-  s.nu = opt->n_known;
-  s.shift = opt->upper - opt->known_value;
+  solver_init(&s, ctx, n, apply, op, where, opt, davidson, b, m, tol);
+  double *mem = NULL, *tallmem = NULL;
+  size_t bytes = 0, tbytes = 0;
+  TRY(solver_memory(&s, &mem, &bytes, &tallmem, &tbytes));
+  double *res = s.est + m;
   if (s.nu > 0)
     TRY(copy_block(&s, block_at(&s, opt->known, n, s.nu, n, true), tall(&s, s.U, s.nu)));
-  s.H = mem;
-  s.S = s.H + ld * ld;
-  s.theta = s.S + m * m;
-  s.est = s.theta + m;
-  double *res = s.est + m;
-  s.ES = res + m;
-  s.C = s.ES + b * m;
-  s.Cacc = s.C + ld * b;
-  s.G = s.Cacc + ld * b;
-  s.Racc = s.G + b * b;
-  s.Rt = s.Racc + b * b;
-  s.Li = s.Rt + b * b;
-  s.coef = s.Li + b * b;
-  s.ca = s.coef + ld;
-  s.cb = s.ca + lc;
-  s.norm0 = s.cb + lc;
 
   TRY(gstat_i_progress(ctx, "sparse_eigs", 0, max_iter));
   int64_t nconv = 0;
@@ -1002,7 +1021,7 @@ done:
   rep->deflated = s.deflated;
   rep->scale = s.scale;
   if (tallmem) release_in(ctx, where, tallmem, tbytes);
-  gstat_i_free(ctx, mem, bytes);
+  if (mem) gstat_i_free(ctx, mem, bytes);
   return status;
 }
 

@@ -2,7 +2,8 @@
  * Covariance and correlation matrices of a batch of datasets, written once
  * over the scheduler for host and device data alike.
  *
- * Unweighted data without NaN: the fused co-moment primitive. Otherwise per
+ * Unweighted data without NaN: the fused co-moment primitive (on device data
+ * a plain covariance is finished where the co-moment lies). Otherwise per
  * dataset: the rows with a NaN (nan_rows, which also finds an Inf to
  * refuse), then the weighted co-moment of the rows taken (wcomoment: every
  * row, or the complete ones under COMPLETE), or, for PAIRWISE with missing
@@ -138,6 +139,48 @@ static gstat_status one_dataset(gstat_ctx *ctx, const char *fn, const gstat_matr
   if (!any_nan || mode == GSTAT_MISSING_EVERYTHING) return dense_path(ctx, fn, X, b, j, NULL);
   if (mode == GSTAT_MISSING_COMPLETE) return dense_path(ctx, fn, X, b, j, keep);
   return pairwise_path(ctx, fn, X, b, j);
+}
+
+/* Device data, a plain covariance: the co-moments stay where X lies and
+ * become the covariance there (one symmetric map); only the means come to
+ * the host. *served stays false, nothing written, where this does not apply
+ * (host data, weights, correlation, no positive divisor, a NaN/Inf in the
+ * means): one_pass then decides on the host. */
+static gstat_status device_pass(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
+                                const gstat_cov_options *opt, gstat_matrix *C, gstat_matrix *mean,
+                                bool *served) {
+  *served = false;
+  int64_t n = X->rows, p = X->cols, batch = X->batch;
+  double div = divisor(opt, (double)n, 0), zero = 0.0, inv = 1.0 / div;
+  if (weighted(opt) || n < 1 || opt->assume_centered || opt->correlation || !(div > 0))
+    return GSTAT_OK;
+  gstat_dtype ct = gstat_i_compute_dtype(X->dtype);
+  void *mem;
+  double *ms = gstat_i_workspace(ctx, GSTAT_WS_COV, sizeof(double) * (size_t)(batch * p));
+  if (!ms || gstat_i_sched_device_memory(ctx, fn, X, (size_t)(batch * p * p) * gstat_dtype_size(ct),
+                                         &mem) != GSTAT_OK)
+    return GSTAT_OK; /* host data (or no room there) */
+  gstat_matrix S = gstat_matrix_col_major(mem, ct, batch, p, p);
+  S.location = X->location;
+  S.device = X->device;
+  bool finite = true;
+  for (int64_t b = 0; b < batch; b++) {
+    gstat_matrix Sb = gstat_i_batch_part(&S, b, 1);
+    gstat_status st = gstat_i_sched_comoment(ctx, fn, X, b, ms + b * p, NULL, &Sb);
+    if (st != GSTAT_OK) return st;
+    for (int64_t k = 0; k < p; k++) finite &= isfinite(ms[b * p + k]) != 0;
+  }
+  if (!finite) return GSTAT_OK;
+  for (int64_t b = 0; b < batch; b++) {
+    gstat_matrix Sb = gstat_i_batch_part(&S, b, 1), Cb = gstat_i_batch_part(C, b, 1);
+    gstat_status st = gstat_i_sched_sym_affine(ctx, fn, &Sb, &inv, &zero);
+    if (st == GSTAT_OK) st = gstat_i_sched_copy(ctx, fn, "C", &Sb, &Cb);
+    if (st == GSTAT_OK && mean)
+      st = gstat_i_sched_store(ctx, fn, "mean", GSTAT_F64, ms + b * p, p, mean, b);
+    if (st != GSTAT_OK) return st;
+  }
+  *served = true;
+  return GSTAT_OK;
 }
 
 /* Unweighted data: means and co-moments by the fused co-moment primitive
@@ -309,6 +352,8 @@ gstat_status gstat_covariance(gstat_ctx *ctx, const gstat_matrix *X, const gstat
   }
   if (batch == 0 || p == 0) goto done;
   bool served;
+  TRY(device_pass(ctx, fn, X, opt, C, mean, &served));
+  if (served) goto done;
   TRY(one_pass(ctx, fn, X, opt, C, mean, &served));
   if (served) goto done;
   TRY(general_path(ctx, fn, X, opt, C, mean));

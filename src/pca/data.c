@@ -64,8 +64,9 @@ void gstat_i_cov_finish(int64_t p, double *c, int64_t ld, double divisor, int co
         c[i + j * ld] = gstat_i_over_no_dof(c[i + j * ld], divisor, correlation);
     return;
   }
+  double inv = 1.0 / divisor; /* the rounding of the device's sym_affine, bit for bit */
   for (int64_t j = 0; j < p; j++)
-    for (int64_t i = 0; i < p; i++) c[i + j * ld] /= divisor;
+    for (int64_t i = 0; i < p; i++) c[i + j * ld] *= inv;
   if (!correlation) return;
   /* off-diagonal entries first: they read the variances on the diagonal */
   for (int64_t j = 0; j < p; j++) {

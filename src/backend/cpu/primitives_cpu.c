@@ -176,7 +176,8 @@ gstat_status gstat_i_cpu_sym_affine(void *state, gstat_ctx *ctx, const gstat_mat
   for (int64_t b = 0; b < S->batch; b++)
     for (int64_t j = 0; j < S->cols; j++)
       for (int64_t i = j; i < S->rows; i++) {
-        double v = a[b] * sym_get(S, b, i, j) + (i == j ? c[b] : 0.0);
+        double v = a[b] * sym_get(S, b, i, j);
+        if (i == j) v += c[b]; /* off the diagonal a S exactly (a -0 stays -0) */
         sym_set(S, b, i, j, v);
         sym_set(S, b, j, i, v);
       }

@@ -141,7 +141,8 @@ __global__ void __launch_bounds__(kLinearThreads)
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
     const int64_t i = e % p, j = e / p;
     if (i < j) continue;
-    const T v = (T)(a * (double)S[e] + (i == j ? c : 0.0));
+    const double v0 = a * (double)S[e];
+    const T v = (T)(i == j ? v0 + c : v0);
     S[e] = v;
     S[j + i * p] = v;
   }
