@@ -1592,8 +1592,9 @@ static void test_knn_random(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
   tu_rng r = tu_rng_new();
-  const int64_t dims[] = {2, 10, 40, 100}, sizes[] = {1, 2, 37, 1000, 20000};
-  for (int di = 0; di < 4; di++)
+  /* 2, 10, 32: the fused candidates; 40, 100: the GEMM blocks */
+  const int64_t dims[] = {2, 10, 32, 40, 100}, sizes[] = {1, 2, 37, 1000, 20000};
+  for (int di = 0; di < 5; di++)
     for (int si = 0; si < 5; si++)
       for (int d = 0; d < 2; d++) {
         gstat_dtype dt = d ? GSTAT_F32 : GSTAT_F64;

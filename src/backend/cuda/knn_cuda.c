@@ -179,18 +179,36 @@ static int list_cap(int64_t kp) {
   return cap > GSTAT_CU_KNN_MAX_CAP ? 0 : (int)cap;
 }
 
-/* Every row by GEMM blocks, candidates and exact distances; rows that
- * overflow their lists by the exhaustive path. */
+/* The candidates of rows r0 .. r0 + nb - 1 (dots: room for their GEMM block
+ * unless the dimensions are low enough for the fused kernel). */
+static cudaError_t candidates(const knn_job *job, bool fused, int64_t r0, int64_t nb, int cap,
+                              void *dots, int *cand, int *count, gstat_status *st) {
+  double c, eta;
+  knn_bound(job->cdt, job->p, &c, &eta);
+  if (fused)
+    return gstat_cu_knn_fused_select(job->cdt, job->y, job->sq, job->n, job->p, r0, nb, job->kp, c,
+                                     eta, cap, cand, count, job->s->stream);
+  *st = block_dots(job, r0, nb, dots);
+  if (*st != GSTAT_OK) return cudaSuccess;
+  return gstat_cu_knn_select(job->cdt, dots, job->sq, job->n, r0, nb, job->kp, c, eta, cap, cand,
+                             count, job->s->stream);
+}
+
+/* Every row by candidates (GEMM blocks, or in low dimensions the fused
+ * kernel) and exact distances; rows that overflow their lists by the
+ * exhaustive path. */
 static gstat_status blocked_search(knn_job *job, int cap) {
   gstat_cu_state *s = job->s;
   gstat_ctx *ctx = job->ctx;
   int64_t n = job->n, k = job->k;
-  size_t per_row = n * job->es + (size_t)cap * 4 + 8 + (size_t)k * 16 + 64;
+  bool fused = job->p <= GSTAT_CU_KNN_FUSED_MAX_P && job->kp <= GSTAT_CU_KNN_FUSED_MAX_KP;
+  size_t dots_row = fused ? 0 : n * job->es;
+  size_t per_row = dots_row + (size_t)cap * 4 + 8 + (size_t)k * 16 + 64;
   size_t budget = knn_budget(s, CU_KNN), dots_max = (size_t)4 << 30;
   int64_t rb = (int64_t)(budget / per_row);
-  if ((size_t)rb * n * job->es > dots_max) rb = (int64_t)(dots_max / (n * job->es));
+  if (!fused && (size_t)rb * dots_row > dots_max) rb = (int64_t)(dots_max / dots_row);
   rb = rb < 1 ? 1 : rb > n ? n : rb;
-  size_t o_cand = up256((size_t)(rb * n) * job->es), o_cnt = o_cand + up256((size_t)rb * cap * 4);
+  size_t o_cand = up256((size_t)rb * dots_row), o_cnt = o_cand + up256((size_t)rb * cap * 4);
   size_t o_ovf = o_cnt + up256((size_t)rb * 4), o_nbr = o_ovf + up256((size_t)rb * 4);
   size_t o_d2 = o_nbr + up256((size_t)(rb * k) * 8), total = o_d2 + up256((size_t)(rb * k) * 8);
   char *w = gstat_cu_buffer(s, ctx, CU_KNN, total);
@@ -201,16 +219,11 @@ static gstat_status blocked_search(knn_job *job, int cap) {
     return w ? gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "knn: cannot allocate host scratch")
              : GSTAT_ENOMEM;
   }
-  double c, eta;
-  knn_bound(job->cdt, job->p, &c, &eta);
   gstat_status st = GSTAT_OK;
   for (int64_t r0 = 0; r0 < n && st == GSTAT_OK; r0 += rb) {
     int64_t nb = n - r0 < rb ? n - r0 : rb, nover = 0;
-    cudaError_t e = cudaSuccess;
-    st = block_dots(job, r0, nb, w);
-    if (st == GSTAT_OK)
-      e = gstat_cu_knn_select(job->cdt, w, job->sq, n, r0, nb, job->kp, c, eta, cap,
-                              (int *)(w + o_cand), (int *)(w + o_cnt), s->stream);
+    cudaError_t e =
+        candidates(job, fused, r0, nb, cap, w, (int *)(w + o_cand), (int *)(w + o_cnt), &st);
     if (st == GSTAT_OK && e == cudaSuccess)
       e = gstat_cu_knn_exact(job->cdt, job->x, n, job->p, r0, nb, job->kp, job->include_self, cap,
                              (int *)(w + o_cand), (int *)(w + o_cnt), (int64_t *)(w + o_nbr),

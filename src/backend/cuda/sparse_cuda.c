@@ -3,9 +3,11 @@
  * and the CSR Laplacian plan): the plan copies the graph once, with the
  * symmetric kind's scaling folded into the weights (weights_impl.h's rule),
  * and applies Y = diag(p) X - A' X as one diagonal kernel and one cuSPARSE
- * SpMM (A not transposed: the same result every call).
+ * SpMM (A not transposed: the same result every call), a block of several
+ * columns on row-major copies of X and Y.
  */
 #include <cusparse.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "backend/cuda/cuda_state.h"
@@ -71,6 +73,8 @@ typedef struct lap_plan {
   cusparseSpMatDescr_t A;
   void *buffer;
   size_t buffer_bytes;
+  double *rows; /* device: a block of X and one of Y, row-major (2 n m doubles) */
+  size_t rows_bytes;
 } lap_plan;
 
 void gstat_cu_csr_lap_release(void *state, void *plan) {
@@ -84,6 +88,7 @@ void gstat_cu_csr_lap_release(void *state, void *plan) {
   cudaFree(P->val);
   cudaFree(P->p);
   cudaFree(P->buffer);
+  cudaFree(P->rows);
   free(P);
 }
 
@@ -166,21 +171,26 @@ gstat_status gstat_cu_csr_lap_plan(void *state, gstat_ctx *ctx, const gstat_i_cs
   return GSTAT_OK;
 }
 
-/* Y -= A' X through cuSPARSE, its buffer grown to this block's size. */
+/* Y -= A' X through cuSPARSE, its buffer grown to this block's size. X and
+ * Y are column-major (ld ldx, ldy) or, with `rows`, row-major (ld m): each
+ * stored entry of A then gathers m contiguous values of X instead of m
+ * values n apart (cuSPARSE's CSR_ALG2 for row-major blocks). */
 static gstat_status spmm(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, int64_t m, double *x,
-                         int64_t ldx, double *y, int64_t ldy) {
+                         int64_t ldx, double *y, int64_t ldy, bool rows) {
   cusparseDnMatDescr_t Xd = NULL, Yd = NULL;
   const double alpha = -1.0, beta = 1.0;
+  cusparseOrder_t order = rows ? CUSPARSE_ORDER_ROW : CUSPARSE_ORDER_COL;
+  cusparseSpMMAlg_t alg = rows ? CUSPARSE_SPMM_CSR_ALG2 : CUSPARSE_SPMM_ALG_DEFAULT;
   size_t need = 0;
   cusparseStatus_t cs = cusparseSetStream(P->handle, s->stream);
   if (cs == CUSPARSE_STATUS_SUCCESS)
-    cs = cusparseCreateDnMat(&Xd, P->n, m, ldx, x, CUDA_R_64F, CUSPARSE_ORDER_COL);
+    cs = cusparseCreateDnMat(&Xd, P->n, m, rows ? m : ldx, x, CUDA_R_64F, order);
   if (cs == CUSPARSE_STATUS_SUCCESS)
-    cs = cusparseCreateDnMat(&Yd, P->n, m, ldy, y, CUDA_R_64F, CUSPARSE_ORDER_COL);
+    cs = cusparseCreateDnMat(&Yd, P->n, m, rows ? m : ldy, y, CUDA_R_64F, order);
   if (cs == CUSPARSE_STATUS_SUCCESS)
     cs = cusparseSpMM_bufferSize(P->handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                  CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, P->A, Xd, &beta, Yd,
-                                 CUDA_R_64F, CUSPARSE_SPMM_ALG_DEFAULT, &need);
+                                 CUDA_R_64F, alg, &need);
   gstat_status st = cs == CUSPARSE_STATUS_SUCCESS ? GSTAT_OK : sparse_fail(ctx, "SpMM setup", cs);
   if (st == GSTAT_OK && need > P->buffer_bytes) {
     cudaFree(P->buffer);
@@ -193,10 +203,43 @@ static gstat_status spmm(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, int64_t
   if (st == GSTAT_OK &&
       (cs = cusparseSpMM(P->handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
                          CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, P->A, Xd, &beta, Yd, CUDA_R_64F,
-                         CUSPARSE_SPMM_ALG_DEFAULT, P->buffer)) != CUSPARSE_STATUS_SUCCESS)
+                         alg, P->buffer)) != CUSPARSE_STATUS_SUCCESS)
     st = sparse_fail(ctx, "SpMM", cs);
   if (Xd) cusparseDestroyDnMat(Xd);
   if (Yd) cusparseDestroyDnMat(Yd);
+  return st;
+}
+
+/* dst (cols x rows, ld ldd) = src^T (src rows x cols, ld lds), on the
+ * stream: geam's 1 src^T + 0 src^T (its second operand never the
+ * uninitialized dst; finite entries come through exactly). */
+static bool transpose(gstat_cu_state *s, int64_t rows, int64_t cols, const double *src, int64_t lds,
+                      double *dst, int64_t ldd) {
+  const double one = 1.0, zero = 0.0;
+  return cublasDgeam(s->blas, CUBLAS_OP_T, CUBLAS_OP_T, (int)cols, (int)rows, &one, src, (int)lds,
+                     &zero, src, (int)lds, dst, (int)ldd) == CUBLAS_STATUS_SUCCESS;
+}
+
+/* The SpMM of a block of several columns on row-major copies: X and
+ * diag(p) X transposed into the plan's scratch, Y -= A' X there, back. */
+static gstat_status spmm_rows(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, int64_t m,
+                              const double *x, int64_t ldx, double *y, int64_t ldy) {
+  size_t need = sizeof(double) * (size_t)(2 * P->n * m);
+  if (need > P->rows_bytes) {
+    cudaFree(P->rows);
+    P->rows = NULL;
+    P->rows_bytes = 0;
+    cudaError_t e = cudaMalloc((void **)&P->rows, need);
+    if (e != cudaSuccess) return gstat_cu_fail(ctx, "csr_lap", "row-major blocks", e);
+    P->rows_bytes = need;
+  }
+  double *xr = P->rows, *yr = xr + P->n * m;
+  if (P->n > INT32_MAX || m > INT32_MAX || !transpose(s, P->n, m, x, ldx, xr, m) ||
+      !transpose(s, P->n, m, y, ldy, yr, m))
+    return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "csr_lap: cuBLAS transpose failed");
+  gstat_status st = spmm(s, ctx, P, m, xr, m, yr, m, true);
+  if (st == GSTAT_OK && !transpose(s, m, P->n, yr, m, y, ldy))
+    st = gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "csr_lap: cuBLAS transpose failed");
   return st;
 }
 
@@ -213,5 +256,7 @@ gstat_status gstat_cu_csr_lap_apply(void *state, gstat_ctx *ctx, void *plan, con
   int64_t ldy = Y->cols > 1 ? Y->col_stride : P->n;
   cudaError_t e = gstat_cu_diag_times(P->n, m, P->p, x, ldx, y, ldy, s->stream);
   if (e != cudaSuccess) return gstat_cu_fail(ctx, "csr_lap", "diagonal", e);
-  return m > 0 && P->nnz > 0 ? spmm(s, ctx, P, m, x, ldx, y, ldy) : GSTAT_OK;
+  if (m == 0 || P->nnz == 0) return GSTAT_OK;
+  if (m == 1) return spmm(s, ctx, P, m, x, ldx, y, ldy, false);
+  return spmm_rows(s, ctx, P, m, x, ldx, y, ldy);
 }

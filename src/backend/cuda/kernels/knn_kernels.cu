@@ -1,6 +1,7 @@
 /* Exact k nearest neighbours on the device (knn_kernels.h): a centred copy
  * and its squared norms for the GEMM distances, a per-row threshold by two
- * 12-bit histogram passes and the candidates under it, the candidates'
+ * 12-bit histogram passes and the candidates under it (in low dimensions: a
+ * thread per row over tiles of the points, no distance block), the candidates'
  * exact distances sorted in shared memory, and the exhaustive path (every
  * distance of a row, stably sorted) for rows whose candidates overflow. */
 #include <climits>
@@ -161,6 +162,71 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) count[r] = stored;
 }
 
+/* ---- low dimensions: the candidates from the coordinates ---- */
+
+/* A thread per query row, the points streamed through shared memory in
+ * tiles: each distance a = sum (y_i - y_j)^2 straight from the centred copy
+ * (P >= p coordinates, the rest zero), never stored. The same rule as
+ * select_rows with the same bound B = c (sq_i + sq_j) + eta (the direct
+ * difference rounds less than the GEMM form it was derived for): pass 1
+ * keeps the kp smallest a + B exactly (the threshold), pass 2 writes every j
+ * with a - B at or below it. */
+constexpr int kFusedThreads = 128;
+
+template <typename T, int P>
+__global__ void __launch_bounds__(kFusedThreads)
+    fused_select_rows(const T *__restrict__ y, const T *__restrict__ sq, int64_t n, int p,
+                      int64_t r0, int64_t rb, int kp, T c, T eta, int cap, int *__restrict__ cand,
+                      int *__restrict__ count) {
+  __shared__ T tile[P][kFusedThreads];
+  __shared__ T tile_sq[kFusedThreads];
+  const int64_t r = (int64_t)blockIdx.x * kFusedThreads + threadIdx.x, i = r0 + r;
+  const bool active = r < rb;
+  T q[P], top[GSTAT_CU_KNN_FUSED_MAX_KP];
+  const T si = active ? sq[i] : (T)0;
+#pragma unroll
+  for (int a = 0; a < P; a++) q[a] = active && a < p ? y[i + a * n] : (T)0;
+  for (int t = 0; t < kp; t++) top[t] = (T)INFINITY;
+  T worst = (T)INFINITY; /* top[kp - 1], in a register */
+  int stored = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    const T thr = worst;
+    for (int64_t j0 = 0; j0 < n; j0 += kFusedThreads) {
+      const int64_t jt = j0 + threadIdx.x;
+      __syncthreads();
+#pragma unroll
+      for (int a = 0; a < P; a++) tile[a][threadIdx.x] = jt < n && a < p ? y[jt + a * n] : (T)0;
+      tile_sq[threadIdx.x] = jt < n ? sq[jt] : (T)0;
+      __syncthreads();
+      if (!active) continue;
+      const int m = n - j0 < kFusedThreads ? (int)(n - j0) : kFusedThreads;
+      for (int t = 0; t < m; t++) {
+        T a = 0;
+#pragma unroll
+        for (int d = 0; d < P; d++) {
+          const T g = q[d] - tile[d][t];
+          a += g * g;
+        }
+        const T b = c * (si + tile_sq[t]) + eta;
+        if (j0 + t == i) continue;
+        if (pass == 0) {
+          const T u = a + b;
+          if (u < worst) { /* insertion into the sorted kp */
+            int at = kp - 1;
+            for (; at > 0 && top[at - 1] > u; at--) top[at] = top[at - 1];
+            top[at] = u;
+            worst = top[kp - 1];
+          }
+        } else if (a - b <= thr) {
+          if (stored < cap) cand[r * cap + stored] = (int)(j0 + t);
+          stored++;
+        }
+      }
+    }
+  }
+  if (active) count[r] = stored;
+}
+
 /* ---- exact distances and the final order ---- */
 
 /* The CPU's exact squared distance: differences in double, squared and
@@ -297,6 +363,44 @@ extern "C" cudaError_t gstat_cu_knn_select(int dtype, const void *dots, const vo
   else
     select_rows<<<(unsigned)rb, kThreads, 0, stream>>>((const double *)dots, (const double *)sq, n,
                                                        r0, kp, c, eta, cap, cand, count);
+  return cudaGetLastError();
+}
+
+template <typename T>
+static void launch_fused(const T *y, const T *sq, int64_t n, int p, int64_t r0, int64_t rb, int kp,
+                         T c, T eta, int cap, int *cand, int *count, cudaStream_t stream) {
+  const unsigned blocks = (unsigned)((rb + kFusedThreads - 1) / kFusedThreads);
+#define FUSED(P)          \
+  fused_select_rows<T, P> \
+      <<<blocks, kFusedThreads, 0, stream>>>(y, sq, n, p, r0, rb, kp, c, eta, cap, cand, count)
+  if (p <= 4)
+    FUSED(4);
+  else if (p <= 8)
+    FUSED(8);
+  else if (p <= 12)
+    FUSED(12);
+  else if (p <= 16)
+    FUSED(16);
+  else if (p <= 24)
+    FUSED(24);
+  else
+    FUSED(32);
+#undef FUSED
+}
+
+extern "C" cudaError_t gstat_cu_knn_fused_select(int dtype, const void *y, const void *sq,
+                                                 int64_t n, int64_t p, int64_t r0, int64_t rb,
+                                                 int64_t kp, double c, double eta, int cap,
+                                                 int *cand, int *count, cudaStream_t stream) {
+  if ((dtype != kF32 && dtype != kF64) || p < 1 || p > GSTAT_CU_KNN_FUSED_MAX_P || kp < 1 ||
+      kp > GSTAT_CU_KNN_FUSED_MAX_KP || kp >= n || rb < 1 || rb > INT_MAX || n > INT_MAX)
+    return cudaErrorInvalidValue;
+  if (dtype == kF32)
+    launch_fused((const float *)y, (const float *)sq, n, (int)p, r0, rb, (int)kp, (float)c,
+                 (float)eta, cap, cand, count, stream);
+  else
+    launch_fused((const double *)y, (const double *)sq, n, (int)p, r0, rb, (int)kp, c, eta, cap,
+                 cand, count, stream);
   return cudaGetLastError();
 }
 

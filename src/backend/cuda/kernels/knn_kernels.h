@@ -35,6 +35,21 @@ cudaError_t gstat_cu_knn_select(int dtype, const void *dots, const void *sq, int
                                 int64_t rb, int64_t kp, double c, double eta, int cap, int *cand,
                                 int *count, cudaStream_t stream);
 
+/* Largest p and kp gstat_cu_knn_fused_select takes (its tile of the points
+ * in shared memory, its per-thread list). */
+#define GSTAT_CU_KNN_FUSED_MAX_P 32
+#define GSTAT_CU_KNN_FUSED_MAX_KP 64
+
+/* gstat_cu_knn_select's candidates for rows r0 .. r0 + rb - 1 straight from
+ * the centred copy y (n x p, column-major) and sq: no n x rb block of dot
+ * products (the distances are formed from the coordinates' differences,
+ * which the same bound covers). p <= GSTAT_CU_KNN_FUSED_MAX_P, kp <=
+ * GSTAT_CU_KNN_FUSED_MAX_KP. */
+cudaError_t gstat_cu_knn_fused_select(int dtype, const void *y, const void *sq, int64_t n,
+                                      int64_t p, int64_t r0, int64_t rb, int64_t kp, double c,
+                                      double eta, int cap, int *cand, int *count,
+                                      cudaStream_t stream);
+
 /* Each row r with count[r] <= cap: the exact squared distances (double, the
  * coordinates' differences squared and summed in order, as the CPU does) of
  * its candidates, the best kp by (distance, index), with r0 + r itself first
