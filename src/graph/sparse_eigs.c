@@ -1100,6 +1100,7 @@ gstat_status gstat_i_sparse_eigs(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn app
     int64_t cap = k + 4 * b > 128 ? k + 4 * b : 128; /* memory: n (m + 4b) doubles */
     m = m < cap ? m : cap;
   }
+  if (opt->basis == 0 && opt->cluster > 0 && m < k + 3 * opt->cluster) m = k + 3 * opt->cluster;
   /* Davidson keeps >= k + b at a restart (the block filtered next lies
    * inside) and adds a block; Krylov-Schur keeps >= k */
   int64_t m_min = davidson ? k + 2 * b : k + b;

@@ -62,6 +62,10 @@ typedef struct gstat_i_eigs_options {
   int64_t basis;    /* largest basis before a restart; 0: Davidson max(6 block, k + 3
                        block), Lanczos max(4k, k + 12 block) but at most max(k + 4 block,
                        128). At least k + 2 block (Davidson) or k + block (Lanczos) */
+  int64_t cluster;  /* eigenvalues the caller expects close above the wanted ones (a
+                       Laplacian's components beside its null space: one smallest nonzero
+                       eigenvalue each); 0: none. The default basis is then at least
+                       k + 3 cluster: a narrow one converges slowly inside a cluster */
   int64_t degree;   /* Chebyshev filter degree (Davidson); 0: 16 */
   gstat_i_eigs_method method; /* 0: auto */
   /* The memory the operator takes its blocks in (location and device of a

@@ -141,6 +141,10 @@ gstat_status gstat_i_sc_sparse(gstat_ctx *ctx, const char *fn, const gstat_graph
   eo.known = known;
   int64_t rest = m - eo.n_known;
   eo.block = rest < 16 ? rest : 16;
+  /* the pairs after the null space come in a cluster, one per component
+   * (each one's smallest nonzero eigenvalue): the basis spans it
+   * (bench/README.md, "A cluster above the null space") */
+  if (eo.n_known > 0 && r->comps > rest) eo.cluster = r->comps;
   /* without them, a block smaller than the multiplicity of 0 misses copies */
   if (eo.n_known == 0 && r->comps > eo.block) eo.block = cols;
   /* A dense operator costs one pass over n^2 entries per product of up to 8
