@@ -427,8 +427,9 @@ static gstat_csr *gd_km_graph(gstat_ctx *ctx, tu_rng *rng) {
 }
 
 /* One large graph's k-means on a CUDA context (on the device: the module's
- * kmeans, or the fake's CPU code) against a CPU context: the same labels,
- * the clusters recovered, the inertia to rounding, the device recorded. */
+ * kmeans, or the fake's CPU code) and under AUTO against a CPU context: the
+ * same labels, the clusters recovered, the inertia to rounding, the device
+ * recorded. */
 static void gd_kmeans_large(void) {
   gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU), *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
   tu_rng rng = tu_rng_new();
@@ -447,6 +448,14 @@ static void gd_kmeans_large(void) {
   for (int64_t i = 1; i < n; i++) assert_int_equal(lh[i] == lh[i - 1], i % GD_KM_SIZE != 0);
   assert_true(fabs(rd->inertia - rh->inertia) <= 1e-9 * fmax(1, rh->inertia));
   assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
+  gstat_spectral_result_free(rd);
+  /* AUTO: the solve of 24000 nodes stays on the CPU (the rules' 1e5 nodes),
+   * the k-means goes to the device (from 20000 points): the same labels */
+  gstat_ctx *automatic = tu_ctx(GSTAT_BACKEND_AUTO);
+  sm_check(automatic, gstat_spectral_clustering(automatic, &G, &o, ld, &rd));
+  assert_memory_equal(lh, ld, sizeof(int64_t) * (size_t)n);
+  assert_int_equal(gstat_ctx_last_backends(automatic), GSTAT_RAN_CPU | GSTAT_RAN_CUDA);
+  gstat_ctx_destroy(automatic);
   gstat_spectral_result_free(rh);
   gstat_spectral_result_free(rd);
   gstat_csr_free(C);

@@ -39,7 +39,9 @@ typedef enum {
   GSTAT_I_PRIM_WCOMOMENT,
   GSTAT_I_PRIM_NAN_ROWS,
   GSTAT_I_PRIM_PAIRWISE,
-  GSTAT_I_PRIM_KMEANS
+  GSTAT_I_PRIM_KMEANS,
+  GSTAT_I_PRIM_CSR_LAP /* a host graph's sparse solve (n nodes, p stored entries): host_cost
+                          >= 0 where AUTO plans its Laplacian on this backend */
 } gstat_i_prim;
 
 /* One primitive call's shape: element count (KMEANS: its runs), rows,

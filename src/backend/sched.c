@@ -52,6 +52,7 @@ static bool has_op(const gstat_i_backend *be, gstat_i_prim op) {
     case GSTAT_I_PRIM_NAN_ROWS: return be->ops->nan_rows != NULL;
     case GSTAT_I_PRIM_PAIRWISE: return be->ops->pairwise != NULL;
     case GSTAT_I_PRIM_KMEANS: return be->ops->kmeans != NULL;
+    case GSTAT_I_PRIM_CSR_LAP: return be->ops->csr_lap_plan != NULL;
   }
   return false;
 }
@@ -787,15 +788,19 @@ gstat_status gstat_i_sched_csr_lap_plan(gstat_ctx *ctx, const char *fn, const gs
                                         gstat_i_sched_lap *out) {
   memset(out, 0, sizeof *out);
   out->where.location = GSTAT_HOST;
-  /* under AUTO a host graph's solve stays on the CPU until the crossover is
-   * measured (bench/README.md) */
-  if (ctx->opt.backend != GSTAT_BACKEND_CUDA || !gstat_ctx_cuda_available(ctx))
+  if (ctx->opt.backend == GSTAT_BACKEND_CPU || !gstat_ctx_cuda_available(ctx))
     return GSTAT_EUNSUPPORTED;
   gstat_i_backend gpu;
   if (gstat_i_cuda_backend(ctx, &gpu) != GSTAT_OK || !gpu.ops->csr_lap_plan) {
     ctx->last_error[0] = '\0';
     return GSTAT_EUNSUPPORTED;
   }
+  /* under AUTO the module's rules say from which size the GPU pays */
+  gstat_i_work w = {
+      .op = GSTAT_I_PRIM_CSR_LAP, .batch = 1, .n = A->n, .p = A->offsets[A->n] - A->offsets[0]};
+  if (ctx->opt.backend == GSTAT_BACKEND_AUTO &&
+      (!gpu.ops->host_cost || gpu.ops->host_cost(gpu.state, ctx, &w) < 0))
+    return GSTAT_EUNSUPPORTED;
   gstat_status st = gpu.ops->csr_lap_plan(gpu.state, ctx, A, &out->plan);
   if (st != GSTAT_OK) {
     if (retry_on_cpu(st)) ctx->last_error[0] = '\0'; /* the host operator instead */

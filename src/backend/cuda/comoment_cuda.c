@@ -26,11 +26,12 @@ static const struct {
   size_t chunk_bytes;        /* host rows moved per chunk */
   double knn_bytes;          /* knn: rate of the passes over a block of distances (GEMM write, three
                                 selection reads), fitted to bench_knn_gpu on the H200 */
-  int64_t kmeans_min_points; /* kmeans: fewer points stay on the CPU */
-  bool kmeans_auto;          /* kmeans: AUTO sends host rows here (false until measured) */
-  double kmeans_pass_seconds; /* kmeans: a pass's launches and synchronization (estimates, not
-                                 measured yet: bench/README.md's owed list) */
-} cuda_rules = {30e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20, 1.5e12, 20000, false, 2e-5};
+  int64_t kmeans_min_points; /* kmeans: fewer points stay on the CPU (2e4: 2.1x the 16 cores) */
+  bool kmeans_auto;          /* kmeans: AUTO sends host rows here */
+  double kmeans_pass_seconds;    /* kmeans: a pass's launches and synchronization (estimate) */
+  int64_t sparse_auto_min_nodes; /* AUTO plans a host graph's Laplacian here from this many
+                                    nodes (1e5: 29x the 16 cores' solve; bench/README.md) */
+} cuda_rules = {30e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20, 1.5e12, 20000, true, 2e-5, 100000};
 
 #define TRY_CU(expr, what)                                             \
   do {                                                                 \
@@ -455,6 +456,10 @@ double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work 
     return cuda_rules.call_seconds + n * p * 8 / cuda_rules.h2d_bytes + /* moved once */
            items * passes * (cuda_rules.kmeans_pass_seconds + n * p * 8 / cuda_rules.knn_bytes);
   }
+  if (w->op == GSTAT_I_PRIM_CSR_LAP) /* the plan's copy, then each product's fixed cost */
+    return w->n < cuda_rules.sparse_auto_min_nodes
+               ? -1.0
+               : cuda_rules.call_seconds + (n + p) * 16 / cuda_rules.h2d_bytes;
   if (w->op != GSTAT_I_PRIM_COMOMENT && w->op != GSTAT_I_PRIM_PROJECT) return -1.0;
   double flops =
       w->op == GSTAT_I_PRIM_COMOMENT ? 2 * items * n * p * p : 2 * items * n * p * (double)w->k;
