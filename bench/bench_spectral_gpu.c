@@ -107,7 +107,10 @@ static batch ragged_sbm(int64_t count, int64_t nmin, int64_t nmax, int64_t k) {
       for (int64_t i = j + 1; i < n; i++) {
         x = x * 6364136223846793005u + 1442695040888963407u;
         double u = (double)(x >> 11) * 0x1p-53;
-        if (u < (i * k / n == j * k / n ? 0.5 : 0.05)) a[i + j * nmax] = a[j + i * nmax] = 1;
+        /* a path through the nodes keeps every graph connected: a component
+         * more than k makes the batch call refuse the graph */
+        if (i == j + 1 || u < (i * k / n == j * k / n ? 0.5 : 0.05))
+          a[i + j * nmax] = a[j + i * nmax] = 1;
       }
   }
   return b;
