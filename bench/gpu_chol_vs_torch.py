@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from gpu_vs_torch import load_input, time_cuda
+from gpu_vs_torch import cupy_linalg_ms, load_input, time_cuda
 
 # issue 30's Cholesky table, then single matrices to 32768
 SIZES = [(4096, 32), (1024, 64), (256, 128), (64, 256), (60, 1024),
@@ -63,19 +63,7 @@ def torch_ms(op, dtype, batch, n, reps, path, nrhs):
 def cupy_ms(op, dtype, batch, n, reps, path):
     if op != "cholesky":
         return math.nan
-    try:
-        import cupy
-    except ImportError:
-        return math.nan
-    try:
-        a = cupy.asarray(load_input(path, dtype, batch, n))
-        ms = time_cuda(lambda: cupy.linalg.cholesky(a), reps)
-        del a
-        cupy.get_default_memory_pool().free_all_blocks()
-        return ms
-    except Exception as e:
-        print(f"# cupy {op} {dtype} {batch}x{n}: {type(e).__name__}: {str(e)[:80]}", file=sys.stderr)
-        return math.nan
+    return cupy_linalg_ms("cholesky", op, dtype, batch, n, reps, path)
 
 
 def bench_case(exe, op, dtype, batch, n, reps, path, nrhs):

@@ -81,19 +81,25 @@ def torch_ms(op, dtype, batch, n, reps, path):
         return math.nan
 
 
-def cupy_ms(op, dtype, batch, n, reps, path):
+def cupy_linalg_ms(name, op, dtype, batch, n, reps, path):
+    """Median ms of cupy.linalg.<name> on the saved input; NaN without CuPy or
+    when it fails (the reason on stderr)."""
     try:
         import cupy
-        if dtype == "bf16" or op != "eigh":
-            return math.nan
         a = cupy.asarray(load_input(path, dtype, batch, n))
-        ms = time_cuda(lambda: cupy.linalg.eigh(a), reps)
+        ms = time_cuda(lambda: getattr(cupy.linalg, name)(a), reps)
         del a
         cupy.get_default_memory_pool().free_all_blocks()
         return ms
     except Exception as e:
         print(f"# cupy {op} {dtype} {batch}x{n}: {type(e).__name__}: {str(e)[:80]}", file=sys.stderr)
         return math.nan
+
+
+def cupy_ms(op, dtype, batch, n, reps, path):
+    if dtype == "bf16" or op != "eigh":
+        return math.nan
+    return cupy_linalg_ms("eigh", op, dtype, batch, n, reps, path)
 
 
 def main():

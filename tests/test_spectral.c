@@ -828,8 +828,8 @@ static int64_t grid_edges(int64_t first, int64_t a, int64_t b, int64_t *src, int
 
 /* Ten grid components of nearly equal shapes: the pair after the null space
  * lies in a cluster of ten (each grid's smallest nonzero eigenvalue, some
- * repeated). A solver basis sized for the one pair searched did not
- * converge in 1000 iterations (as scikit-learn's 10^6-point blobs did); the
+ * repeated). A solver basis sized for the one pair searched does not
+ * converge in 1000 iterations here (nor on 10-d blobs of 10^6 points); the
  * embedding converges and its eleventh eigenvalue is the largest grid's
  * own (the dense solver on that grid alone). */
 static void test_cluster_above_null_space(void **state) {

@@ -24,14 +24,12 @@
 #include "backend/sched.h"
 
 /* The shrinkage of one dataset from S (= Xc^T Xc / n) given as its diagonal
- * (p values) and the sum of squares of its strict lower triangle, and, for
- * Ledoit-Wolf, norms4 = sum over rows of ||x_k - mean||^4. */
+ * (p values, mean mu) and the sum of squares of its strict lower triangle,
+ * and, for Ledoit-Wolf, norms4 = sum over rows of ||x_k - mean||^4. */
 static double choose_shrinkage(gstat_shrinkage method, int64_t n, int64_t p, const double *diag,
-                               double lower2, double norms4) {
+                               double mu, double lower2, double norms4) {
   if (p == 1) return 0.0; /* one feature: any shrinkage gives the same matrix; sklearn says 0 */
-  double tr = 0;
-  for (int64_t i = 0; i < p; i++) tr += diag[i];
-  double mu = tr / (double)p, dev2 = 2 * lower2, all2 = 2 * lower2;
+  double dev2 = 2 * lower2, all2 = 2 * lower2;
   for (int64_t i = 0; i < p; i++) {
     dev2 += (diag[i] - mu) * (diag[i] - mu);
     all2 += diag[i] * diag[i];
@@ -62,7 +60,6 @@ typedef struct {
   gstat_matrix m; /* p x 1 in S's memory: assume_centered's mean */
   double *mean;   /* host, batch x p */
   double *diag;   /* host, batch x p: S's diagonal / n */
-  bool host;      /* S is host doubles (X on the host) */
 } shrink_work;
 
 static gstat_status shrink_work_get(gstat_ctx *ctx, const char *fn, const gstat_matrix *X,
@@ -71,24 +68,24 @@ static gstat_status shrink_work_get(gstat_ctx *ctx, const char *fn, const gstat_
   gstat_dtype ct = gstat_i_compute_dtype(X->dtype);
   size_t sbytes = (size_t)(batch * p * p + p) * gstat_dtype_size(ct);
   void *mem = NULL;
-  /* none there (host data, or the device is out of memory): on the host */
-  w->host = gstat_i_sched_device_memory(ctx, fn, X, sbytes, &mem) != GSTAT_OK;
+  /* none there (host data, or the device is out of memory): host doubles */
+  bool host = gstat_i_sched_device_memory(ctx, fn, X, sbytes, &mem) != GSTAT_OK;
   gstat_i_ws_plan pl = {0, true};
-  size_t o_s = gstat_i_ws_take(&pl, w->host ? batch * p * p + p : 0, sizeof(double));
+  size_t o_s = gstat_i_ws_take(&pl, host ? batch * p * p + p : 0, sizeof(double));
   size_t o_mean = gstat_i_ws_take(&pl, 2 * batch * p, sizeof(double));
   char *ws = pl.ok ? gstat_i_workspace(ctx, GSTAT_WS_COV, pl.size) : NULL;
   if (!ws)
     return pl.ok ? gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn,
                                 pl.size)
                  : gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: the workspace size overflows", fn);
-  if (w->host) {
+  if (host) {
     ct = GSTAT_F64;
     mem = ws + o_s;
   }
   w->S = gstat_matrix_col_major(mem, ct, batch, p, p);
   w->m = gstat_matrix_col_major((char *)mem + (size_t)(batch * p * p) * gstat_dtype_size(ct), ct, 1,
                                 p, 1);
-  if (!w->host) {
+  if (!host) {
     w->S.location = w->m.location = X->location;
     w->S.device = w->m.device = X->device;
   }
@@ -105,8 +102,9 @@ static gstat_status form_moments(gstat_ctx *ctx, const char *fn, const gstat_mat
   int64_t n = X->rows, p = X->cols;
   gstat_matrix Sb = gstat_i_batch_part(&w->S, b, 1);
   double *mb = w->mean + b * p, *db = w->diag + b * p;
-  gstat_status st = w->host ? gstat_i_sched_comoment(ctx, fn, X, b, mb, Sb.data, NULL)
-                            : gstat_i_sched_comoment(ctx, fn, X, b, mb, NULL, &Sb);
+  bool host = Sb.location != GSTAT_CUDA; /* host doubles: the co-moment lands there as M */
+  gstat_status st = host ? gstat_i_sched_comoment(ctx, fn, X, b, mb, Sb.data, NULL)
+                         : gstat_i_sched_comoment(ctx, fn, X, b, mb, NULL, &Sb);
   if (st == GSTAT_OK && assume_centered) {
     gstat_matrix mh = gstat_matrix_col_major(mb, GSTAT_F64, 1, p, 1);
     st = gstat_i_sched_copy(ctx, fn, "mean", &mh, &w->m);
@@ -174,10 +172,11 @@ static gstat_status shrink_one(gstat_ctx *ctx, const char *fn, const gstat_matri
   double lower2 = 0;
   if (p > 1) st = gstat_i_sched_offdiag_sumsq(ctx, fn, &Sb, &lower2);
   if (st != GSTAT_OK) return st;
-  double dn = (double)n, sh = choose_shrinkage(method, n, p, db, lower2 / (dn * dn), sums[1]);
-  double tr = 0;
+  double tr = 0, dn = (double)n;
   for (int64_t i = 0; i < p; i++) tr += db[i];
-  double a = (1.0 - sh) / dn, c = sh * (tr / (double)p);
+  double mu = tr / (double)p,
+         sh = choose_shrinkage(method, n, p, db, mu, lower2 / (dn * dn), sums[1]);
+  double a = (1.0 - sh) / dn, c = sh * mu;
   st = gstat_i_sched_sym_affine(ctx, fn, &Sb, &a, &c);
   if (st == GSTAT_OK) st = gstat_i_sched_copy(ctx, fn, "C", &Sb, &Cb);
   if (st == GSTAT_OK && shrinkage) shrinkage[b] = sh;

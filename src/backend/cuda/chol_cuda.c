@@ -23,22 +23,19 @@
 /* How a chunk is factored (path_for). */
 typedef enum { CHOL_SMALL, CHOL_BATCHED, CHOL_XPOTRF, CHOL_BLOCKED } chol_path;
 
-/* The factorization by size (bench/README.md, "Cholesky against torch").
- * Own kernel to n = 64: 1024x32 fp32 0.014 ms vs potrfBatched 0.044 ms
- * (H200). Blocked (own kernels + GEMM) from 512, potrfBatched below. H200,
- * float, ms, blocked vs potrfBatched: 512x128 0.204 / 0.192, 64x512 0.760 /
- * 0.794 (double 1.002 / 0.988), 16x1024 1.59 / 1.83, 4x2048 3.20 / 4.48,
- * 1x4096 5.46 / 12.06, 1x8192 25.4 / 50.5, 2x8192 59.6 / 61.3. Few large
- * matrices: cuSOLVER's Xpotrf (its own blocked, tuned factorization) one
- * after another beats our block columns, whose latency chain does not
- * amortize without a batch. Wide batches of n ~ 1024 go back to
- * potrfBatched: at 60x1024 the bare routine beat the blocked path (the
- * batch crossover between 16 and 60 is interpolated, the range of n kept
- * between 64x512's tie and 4x2048's loss; to be measured). Staging:
- * with a deferred scan, the potrfBatched and Xpotrf paths factor in our
- * buffer and the guarded finish pass writes F, one more pass over the batch
- * that costs less than the host's wait for the scan up to this size (an
- * estimate, to be measured). */
+/* The factorization by size (the measurements: bench/README.md, "Cholesky
+ * against torch" and the GPU tables). Own kernel to n = 64, potrfBatched
+ * above, blocked (own kernels + GEMM) from 512, where each block column's
+ * fixed latency is amortized over a batch. Few large matrices: cuSOLVER's
+ * Xpotrf (its own blocked, tuned factorization) one after another beats our
+ * block columns, whose latency chain does not amortize without a batch.
+ * Wide batches of n ~ 1024 go back to potrfBatched: at 60x1024 the bare
+ * routine beat the blocked path (the batch crossover between 16 and 60 is
+ * interpolated, the range of n kept between 64x512's tie and 4x2048's loss;
+ * to be measured). Staging: with a deferred scan, the potrfBatched and
+ * Xpotrf paths factor in our buffer and the guarded finish pass writes F,
+ * one more pass over the batch that costs less than the host's wait for the
+ * scan up to this size (an estimate, to be measured). */
 static const struct {
   int64_t small_max_n, blocked_min_n, xpotrf_min_n;
   int64_t xpotrf_few_min_n, xpotrf_few_max_batch;

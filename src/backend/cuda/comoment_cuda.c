@@ -26,11 +26,11 @@ static const struct {
   size_t chunk_bytes;        /* host rows moved per chunk */
   double knn_bytes;          /* knn: rate of the passes over a block of distances (GEMM write, three
                                 selection reads), fitted to bench_knn_gpu on the H200 */
-  int64_t kmeans_min_points; /* kmeans: fewer points stay on the CPU (2e4: 2.1x the 16 cores) */
+  int64_t kmeans_min_points; /* kmeans: fewer points stay on the CPU */
   bool kmeans_auto;          /* kmeans: AUTO sends host rows here */
   double kmeans_pass_seconds;    /* kmeans: a pass's launches and synchronization (estimate) */
   int64_t sparse_auto_min_nodes; /* AUTO plans a host graph's Laplacian here from this many
-                                    nodes (1e5: 29x the 16 cores' solve; bench/README.md) */
+                                    nodes (the crossovers: bench/README.md) */
 } cuda_rules = {30e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20, 1.5e12, 20000, true, 2e-5, 100000};
 
 #define TRY_CU(expr, what)                                             \

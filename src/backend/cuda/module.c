@@ -241,8 +241,8 @@ static gstat_status summary(gstat_cu_state *s, gstat_ctx *ctx, const char *fn, c
               ? cudaMemcpyAsync(h, flag, FLAG_BYTES, cudaMemcpyDeviceToHost, stream)
               : cudaMemcpyAsync(h + FLAG_ANY, d_any, sizeof *d_any, cudaMemcpyDeviceToHost, stream);
   /* Zero the caller's info while the device still works, not after the
-   * wait (800 KB for 100000 elements: the float64 100000x16 call 0.03 ms
-   * shorter, H200); the slow path overwrites every entry. */
+   * wait (a large batch's info is a measurable part of a short call:
+   * bench/README.md); the slow path overwrites every entry. */
   if (!scan) memset(info, 0, sizeof *info * (size_t)nb);
   if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, fn, "reading info", err);
