@@ -287,9 +287,9 @@ static double host_cost(void *s, const gstat_ctx *ctx, const gstat_i_work *w) {
   /* host data of the new co-moments stay on the CPU, as the CUDA module says */
   bool moments = w->op == GSTAT_I_PRIM_WCOMOMENT || w->op == GSTAT_I_PRIM_NAN_ROWS ||
                  w->op == GSTAT_I_PRIM_PAIRWISE;
-  (void)ctx;
   if (w->op == GSTAT_I_PRIM_KMEANS) return w->n >= 20000 ? 0.0 : -1.0; /* the module's rules */
-  if (w->op == GSTAT_I_PRIM_CSR_LAP) return w->n >= 100000 ? 0.0 : -1.0;
+  if (w->op == GSTAT_I_PRIM_CSR_LAP)
+    return ctx->opt.backend != GSTAT_BACKEND_AUTO || w->n >= 100000 ? 0.0 : -1.0;
   return moments ? -1.0 : 0.0;
 }
 

@@ -98,22 +98,21 @@ static gstat_status device_backend(gstat_ctx *ctx, const char *fn, const char *n
 /* Where a call on host data runs: the CPU unless the context asks for CUDA
  * (and the module has the primitive) or, under AUTO, a usable GPU's estimate
  * beats the CPU's (the backends' rules tables: bench/README.md). */
-static void choose_for_host(gstat_ctx *ctx, const prim_call *c, gstat_i_backend *be) {
+static void choose_for_host(gstat_ctx *ctx, const gstat_i_work *w, gstat_i_backend *be) {
   *be = cpu;
-  gstat_i_work w = work_of(c);
-  double here = cpu.ops->host_cost(NULL, ctx, &w);
+  double here = cpu.ops->host_cost(NULL, ctx, w);
   if (ctx->opt.backend == GSTAT_BACKEND_CPU ||
       (ctx->opt.backend == GSTAT_BACKEND_AUTO && gstat_i_cpu_keeps_host_work(here)) ||
       !gstat_ctx_cuda_available(ctx))
     return;
   gstat_i_backend gpu;
-  if (gstat_i_cuda_backend(ctx, &gpu) != GSTAT_OK || !has_op(&gpu, c->op)) return;
+  if (gstat_i_cuda_backend(ctx, &gpu) != GSTAT_OK || !has_op(&gpu, w->op)) return;
   if (ctx->opt.backend == GSTAT_BACKEND_CUDA) {
-    if (!gpu.ops->host_cost || gpu.ops->host_cost(gpu.state, ctx, &w) >= 0) *be = gpu;
+    if (!gpu.ops->host_cost || gpu.ops->host_cost(gpu.state, ctx, w) >= 0) *be = gpu;
     return;
   }
   if (!gpu.ops->host_cost) return;
-  double there = gpu.ops->host_cost(gpu.state, ctx, &w);
+  double there = gpu.ops->host_cost(gpu.state, ctx, w);
   if (there >= 0 && there < here) *be = gpu;
 }
 
@@ -192,7 +191,8 @@ static gstat_status run(gstat_ctx *ctx, const prim_call *c) {
     gstat_status st = device_backend(ctx, c->fn, c->X->location == GSTAT_CUDA ? "X" : "Y", &be);
     if (st != GSTAT_OK) return st;
   } else {
-    choose_for_host(ctx, c, &be);
+    gstat_i_work w = work_of(c);
+    choose_for_host(ctx, &w, &be);
   }
   gstat_status st = has_op(&be, c->op) ? invoke(&be, ctx, c) : GSTAT_EUNSUPPORTED;
   if (st == GSTAT_OK && be.ops != cpu.ops && c->op == GSTAT_I_PRIM_COMOMENT &&
@@ -730,7 +730,10 @@ gstat_status gstat_i_sched_knn_with(gstat_ctx *ctx, const char *fn, const gstat_
   if (algorithm == GSTAT_KNN_AUTO) return run(ctx, &c);
   if (algorithm == GSTAT_KNN_BRUTE) { /* the GPU's search is GEMM distances too */
     gstat_i_backend be = cpu;
-    if (X->location == GSTAT_HOST) choose_for_host(ctx, &c, &be);
+    if (X->location == GSTAT_HOST) {
+      gstat_i_work w = work_of(&c);
+      choose_for_host(ctx, &w, &be);
+    }
     if (X->location != GSTAT_HOST || be.ops != cpu.ops) return run(ctx, &c);
   }
   gstat_matrix xb = gstat_i_batch_part(X, b, 1); /* the CPU's own methods, on a host copy */
@@ -788,19 +791,19 @@ gstat_status gstat_i_sched_csr_lap_plan(gstat_ctx *ctx, const char *fn, const gs
                                         gstat_i_sched_lap *out) {
   memset(out, 0, sizeof *out);
   out->where.location = GSTAT_HOST;
-  if (ctx->opt.backend == GSTAT_BACKEND_CPU || !gstat_ctx_cuda_available(ctx))
-    return GSTAT_EUNSUPPORTED;
+  /* where a host call would run (the backends' rules: from which size the
+   * GPU pays under AUTO) */
+  gstat_i_work w = {.op = GSTAT_I_PRIM_CSR_LAP,
+                    .dtype = GSTAT_F64,
+                    .batch = 1,
+                    .n = A->n,
+                    .p = A->offsets[A->n] - A->offsets[0]};
   gstat_i_backend gpu;
-  if (gstat_i_cuda_backend(ctx, &gpu) != GSTAT_OK || !gpu.ops->csr_lap_plan) {
-    ctx->last_error[0] = '\0';
+  choose_for_host(ctx, &w, &gpu);
+  if (gpu.ops == cpu.ops) {
+    ctx->last_error[0] = '\0'; /* no usable GPU is no failure: the host operator */
     return GSTAT_EUNSUPPORTED;
   }
-  /* under AUTO the module's rules say from which size the GPU pays */
-  gstat_i_work w = {
-      .op = GSTAT_I_PRIM_CSR_LAP, .batch = 1, .n = A->n, .p = A->offsets[A->n] - A->offsets[0]};
-  if (ctx->opt.backend == GSTAT_BACKEND_AUTO &&
-      (!gpu.ops->host_cost || gpu.ops->host_cost(gpu.state, ctx, &w) < 0))
-    return GSTAT_EUNSUPPORTED;
   gstat_status st = gpu.ops->csr_lap_plan(gpu.state, ctx, A, &out->plan);
   if (st != GSTAT_OK) {
     if (retry_on_cpu(st)) ctx->last_error[0] = '\0'; /* the host operator instead */

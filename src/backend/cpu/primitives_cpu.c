@@ -270,6 +270,9 @@ double gstat_i_cpu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_wo
     return items * 3 * n * p * k * passes /
            (cpu_rules.small_flops_per_thread[1] * fmin(threads, items));
   }
+  if (w->op == GSTAT_I_PRIM_CSR_LAP) /* a solve's ~1000+ operator columns, each a pass over the
+                                       graph and the block (bench/README.md) */
+    return 1000 * 16 * (n + p) / fmin(cpu_rules.bytes_per_thread * threads, cpu_rules.bytes_max);
   if (w->op == GSTAT_I_PRIM_KNN) {
     if (p <= (double)cpu_rules.knn_tree_max_dims)
       return items * n * log2(n) * cpu_rules.knn_tree_seconds / threads;

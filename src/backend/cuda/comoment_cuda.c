@@ -456,8 +456,8 @@ double gstat_cu_host_cost(void *state, const gstat_ctx *ctx, const gstat_i_work 
     return cuda_rules.call_seconds + n * p * 8 / cuda_rules.h2d_bytes + /* moved once */
            items * passes * (cuda_rules.kmeans_pass_seconds + n * p * 8 / cuda_rules.knn_bytes);
   }
-  if (w->op == GSTAT_I_PRIM_CSR_LAP) /* the plan's copy, then each product's fixed cost */
-    return w->n < cuda_rules.sparse_auto_min_nodes
+  if (w->op == GSTAT_I_PRIM_CSR_LAP) /* the plan's copy of the graph, then its products */
+    return ctx->opt.backend == GSTAT_BACKEND_AUTO && w->n < cuda_rules.sparse_auto_min_nodes
                ? -1.0
                : cuda_rules.call_seconds + (n + p) * 16 / cuda_rules.h2d_bytes;
   if (w->op != GSTAT_I_PRIM_COMOMENT && w->op != GSTAT_I_PRIM_PROJECT) return -1.0;
