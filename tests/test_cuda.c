@@ -1667,6 +1667,13 @@ static void eigh_backward_host(int64_t n, const double *w, const double *v, cons
   free(t);
 }
 
+/* A copy on the test's stream, waited for: the legacy default stream of
+ * cudaMemcpy does not order with a non-blocking stream. */
+static cudaError_t copy_on(cudaStream_t stream, void *dst, const void *src, size_t bytes) {
+  cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream);
+  return err != cudaSuccess ? err : cudaStreamSynchronize(stream);
+}
+
 /* gstat_eigh_async captured in a CUDA graph (global mode) on the caller's
  * stream (gstat_eigh refused there) and replayed on new input: values and
  * vectors as the CPU's, no device allocation by the capture or the replay,
@@ -1696,7 +1703,7 @@ static void test_eigh_async_capture(void **state) {
                W = gstat_vector_batch(dW, GSTAT_F64, NB, N),
                V = gstat_matrix_col_major(dV, GSTAT_F64, NB, N, N);
   A.location = W.location = V.location = GSTAT_CUDA;
-  assert_int_equal(cudaMemcpy(dA, a, mats, cudaMemcpyHostToDevice), cudaSuccess);
+  assert_int_equal(copy_on(stream, dA, a, mats), cudaSuccess);
   /* the first call makes the module's state: never inside a capture */
   assert_int_equal(gstat_eigh_async(gpu, &A, GSTAT_LOWER, &W, &V, dI), GSTAT_OK);
   assert_int_equal(cudaStreamSynchronize(stream), cudaSuccess);
@@ -1716,12 +1723,12 @@ static void test_eigh_async_capture(void **state) {
   assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
   for (int64_t b = 0; b < NB; b++) tu_spd(&rng, N, 10, a + b * N * N); /* new input */
   a[BAD * N * N + 3] = NAN;                                            /* (3, 0): read */
-  assert_int_equal(cudaMemcpy(dA, a, mats, cudaMemcpyHostToDevice), cudaSuccess);
+  assert_int_equal(copy_on(stream, dA, a, mats), cudaSuccess);
   assert_int_equal(cudaGraphLaunch(exec, stream), cudaSuccess);
   assert_int_equal(cudaStreamSynchronize(stream), cudaSuccess);
-  assert_int_equal(cudaMemcpy(w, dW, vecs, cudaMemcpyDeviceToHost), cudaSuccess);
-  assert_int_equal(cudaMemcpy(v, dV, mats, cudaMemcpyDeviceToHost), cudaSuccess);
-  assert_int_equal(cudaMemcpy(info, dI, sizeof info, cudaMemcpyDeviceToHost), cudaSuccess);
+  assert_int_equal(copy_on(stream, w, dW, vecs), cudaSuccess);
+  assert_int_equal(copy_on(stream, v, dV, mats), cudaSuccess);
+  assert_int_equal(copy_on(stream, info, dI, sizeof info), cudaSuccess);
   assert_int_equal(gstat_ctx_device_allocations(gpu), allocations);
   a[BAD * N * N + 3] = 0; /* the CPU's reference of the others */
   gstat_matrix Ah = gstat_matrix_col_major(a, GSTAT_F64, NB, N, N),
@@ -1746,8 +1753,8 @@ static void test_eigh_async_capture(void **state) {
   /* the backward of the good elements (from BAD + 1 on), gw on and off */
   for (size_t k = 0; k < NB * N * N; k++) gv[k] = sin(0.37 * (double)k);
   for (size_t k = 0; k < NB * N; k++) gw[k] = cos(0.11 * (double)k);
-  assert_int_equal(cudaMemcpy(dGV, gv, mats, cudaMemcpyHostToDevice), cudaSuccess);
-  assert_int_equal(cudaMemcpy(dGW, gw, vecs, cudaMemcpyHostToDevice), cudaSuccess);
+  assert_int_equal(copy_on(stream, dGV, gv, mats), cudaSuccess);
+  assert_int_equal(copy_on(stream, dGW, gw, vecs), cudaSuccess);
   const int64_t b0 = BAD + 1, nb = NB - BAD - 1;
   gstat_matrix w1 = gstat_vector_batch((double *)dW + b0 * N, GSTAT_F64, nb, N),
                v1 = gstat_matrix_col_major((double *)dV + b0 * N * N, GSTAT_F64, nb, N, N),
@@ -1759,7 +1766,7 @@ static void test_eigh_async_capture(void **state) {
   for (int with_gw = 0; with_gw < 2; with_gw++) {
     assert_int_equal(gstat_eigh_backward(gpu, &w1, &v1, with_gw ? &gw1 : NULL, &gv1, 0.0, &ga1),
                      GSTAT_OK);
-    assert_int_equal(cudaMemcpy(ga, dGA, mats, cudaMemcpyDeviceToHost), cudaSuccess);
+    assert_int_equal(copy_on(stream, ga, dGA, mats), cudaSuccess);
     for (int64_t b = b0; b < NB; b++) {
       eigh_backward_host(N, w + b * N, v + b * N * N, with_gw ? gw + b * N : NULL, gv + b * N * N,
                          gr);
@@ -1789,6 +1796,8 @@ int main(void) {
     printf("test_cuda: no usable CUDA device or module: SKIPPED\n");
     return 77;
   }
+  const char *only = getenv("GSTAT_TEST_FILTER"); /* e.g. one test rerun on a GPU machine */
+  if (only) cmocka_set_test_filter(only);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_eigh_families),
       cmocka_unit_test(test_eigh_large_n),
