@@ -10,11 +10,19 @@ With --graph, a row "gstat fwd+bwd, CUDA graph": the same forward + backward
 captured once in a torch.cuda.CUDAGraph and replayed (gstat's eigh of order
 <= 64 captures; torch.linalg.eigh synchronises, so it has no such row).
 --quick: only the float32 CUDA cases and the training step (no CPU table).
+--breakdown: where a small eager step's time goes (1024 x 32 float32 on CUDA,
+256 x 32 on the CPU with --cpu-only):
+host microseconds per call of each piece over many calls (the GPU keeps up,
+so this is the host's cost), then the Python functions that cost most.
 
 usage: bench/torch_ops.py [--reps 20] [--cpu-only] [--no-compile] [--graph] [--quick]
+                          [--breakdown]
 Needs gstat (scripts/python-gpu-check's build, on PYTHONPATH) and torch.
 """
 import argparse
+import cProfile
+import io
+import pstats
 import statistics
 import time
 
@@ -153,6 +161,47 @@ def train_step_rows(device, reps, compile_):
     return rows
 
 
+def host_us(fn, calls, device):
+    """Host microseconds per call over many calls, synchronised once."""
+    for _ in range(10):
+        fn()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+def host_breakdown(device, dtype=torch.float32, batch=1024, n=32, calls=300):
+    a = sym_batch(batch, n, dtype, device).requires_grad_()
+    cw, cv = torch.randn(batch, n, device=device, dtype=dtype), torch.randn_like(a)
+    w0, v0 = (t.detach() for t in gt.eigh(a))
+    gw, gv = torch.randn_like(w0), torch.randn_like(v0)
+    wl, vl = w0.clone().requires_grad_(), v0.clone().requires_grad_()
+    pieces = {
+        "gstat eigh, no grad": lambda: gt.eigh(a.detach()),
+        "gstat eigh, grad on": lambda: gt.eigh(a),
+        "torch eigh, grad on": lambda: torch.linalg.eigh(a),
+        "loss + its backward alone": lambda: torch.autograd.grad(loss_of(wl, vl, cw, cv), (wl, vl)),
+        "gstat backward formula alone": lambda: gt._eigh_backward_once(w0, v0, gw, gv, 0.0),
+        "gstat fwd+bwd": lambda: torch.autograd.grad(loss_of(*gt.eigh(a), cw, cv), a),
+        "torch fwd+bwd": lambda: torch.autograd.grad(loss_of(*torch.linalg.eigh(a), cw, cv), a),
+    }
+    print(f"host us per call, {batch}x{n} {str(dtype)[6:]} on {device}, {calls} calls")
+    for name, fn in pieces.items():
+        print(f"  {name:<32} {host_us(fn, calls, device):9.1f}")
+    prof = cProfile.Profile()
+    prof.enable()
+    host_us(pieces["gstat fwd+bwd"], calls, device)
+    prof.disable()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(14)
+    print("\n".join(out.getvalue().splitlines()[4:]))
+
+
 def print_table(rows):
     print(f"| device | dtype | case | gstat fwd | torch fwd | gstat fwd+bwd | torch fwd+bwd | "
           f"ratio fwd | ratio fwd+bwd |")
@@ -173,7 +222,14 @@ def main():
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--graph", action="store_true")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--breakdown", action="store_true")
     args = ap.parse_args()
+    if args.breakdown:
+        if torch.cuda.is_available() and not args.cpu_only:
+            host_breakdown("cuda")
+        else:  # the CPU table's case (its backward is torch operations)
+            host_breakdown("cpu", batch=256, calls=20)
+        return
     rows = [] if args.quick else eigh_rows("cpu", CPU_CASES, max(3, args.reps // 4))
     if torch.cuda.is_available() and not args.cpu_only:
         cases = [c for c in CUDA_CASES if c[0] == torch.float32] if args.quick else CUDA_CASES

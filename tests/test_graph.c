@@ -464,6 +464,61 @@ static void test_knn_lists(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* The symmetry check of a graph large enough to run on threads: a ring with
+ * two neighbours each side is accepted (pairs equal to rounding too), and
+ * with two defects the message names the one the serial order finds first
+ * (upper entries before missing lower mirrors), whichever thread saw what. */
+static void test_symmetry_check_threads(void **state) {
+  (void)state;
+  enum { N = 200000, K = 4 };
+  int64_t *off = malloc(sizeof(int64_t) * (N + 1)), *idx = malloc(sizeof(int64_t) * N * K);
+  double *w = malloc(sizeof(double) * N * K);
+  for (int64_t i = 0; i < N; i++) {
+    int64_t nb[K] = {(i + N - 2) % N, (i + N - 1) % N, (i + 1) % N, (i + 2) % N};
+    for (int a = 1; a < K; a++) /* sorted: the rows at the seam wrap */
+      for (int b = a; b > 0 && nb[b] < nb[b - 1]; b--) {
+        int64_t t = nb[b];
+        nb[b] = nb[b - 1];
+        nb[b - 1] = t;
+      }
+    off[i] = i * K;
+    for (int a = 0; a < K; a++) {
+      idx[i * K + a] = nb[a];
+      w[i * K + a] = 1.0 + (double)((i + nb[a]) % 7);
+    }
+  }
+  off[N] = (int64_t)N * K;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  gstat_graph G = gstat_graph_csr(N, off, idx, w);
+  int64_t nnz = 0;
+  w[5 * K + 2] *= 1 + 1e-14; /* (5, 6): equal to rounding */
+  assert_int_equal(
+      gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
+      GSTAT_OK);
+  assert_int_equal(nnz, (int64_t)N * (K + 1));
+  w[10 * K + 0] = 0;      /* (10, 8) = 0: its mirror (8, 10) = 5 is the defect */
+  w[(N - 3) * K + 3] = 9; /* (N-3, N-1) = 9 against 1 + (2N-4) % 7 */
+  char msg[200];
+  snprintf(msg, sizeof msg,
+           "laplacian_csr: G is not symmetric: entry (8, 10)=5 but (10, 8)=0 (set symmetrize to "
+           "MAX, MEAN or SUM)");
+  expect_fail(
+      ctx, gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
+      GSTAT_EINVAL, msg);
+  w[10 * K + 0] = 5;
+  snprintf(msg, sizeof msg,
+           "laplacian_csr: G is not symmetric: entry (%d, %d)=9 but (%d, %d)=%g (set symmetrize "
+           "to MAX, MEAN or SUM)",
+           N - 3, N - 1, N - 1, N - 3, 1.0 + (double)((2 * N - 4) % 7));
+  expect_fail(
+      ctx, gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
+      GSTAT_EINVAL, msg);
+  gstat_ctx_destroy(ctx);
+  free(off);
+  free(idx);
+  free(w);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
@@ -605,6 +660,7 @@ int main(void) {
       cmocka_unit_test(test_affinities),
       cmocka_unit_test(test_knn_lists),
       cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_symmetry_check_threads),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

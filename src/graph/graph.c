@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/matrix.h"
+#include "backend/dense.h"
 #include "graph/graph_internal.h"
 
 gstat_graph gstat_graph_dense(const gstat_matrix *adjacency) {
@@ -97,17 +98,36 @@ static int64_t find_entry(const gstat_i_csr_in *g, int64_t i, int64_t col) {
   return lo < g->offsets[i + 1] && g->indices[lo] == col ? lo : -1;
 }
 
-gstat_status gstat_i_csr_check_symmetric(gstat_i_err *err, const char *fn, const char *name,
-                                         const gstat_i_csr_in *g, bool *exact) {
-  bool equal = true;
+/* Whether every entry of row i has its mirror: close (upper entries) or
+ * present (nonzero lower entries); *equal cleared where an upper pair differs. */
+static bool row_mirrored(const gstat_i_csr_in *g, int64_t i, bool *equal) {
+  for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+    int64_t j = g->indices[e] - g->base;
+    if (j == i) continue;
+    int64_t m = find_entry(g, j, g->base + i);
+    double a = g->weights ? g->weights[e] : 1.0;
+    if (j < i) {
+      if (a != 0 && m < 0) return false;
+      continue;
+    }
+    double b = m < 0 ? 0.0 : g->weights ? g->weights[m] : 1.0;
+    if (a != b) *equal = false;
+    if (!gstat_i_sym_close(a, b, GSTAT_F64)) return false;
+  }
+  return true;
+}
+
+/* The error naming the first asymmetric entry: upper entries in row order,
+ * then lower entries whose upper mirror is missing (an error path only). */
+static gstat_status report_asymmetry(gstat_i_err *err, const char *fn, const char *name,
+                                     const gstat_i_csr_in *g) {
   for (int64_t i = 0; i < g->n; i++)
     for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
       int64_t j = g->indices[e] - g->base;
-      if (j <= i) continue; /* each pair once, from its upper entry... */
+      if (j <= i) continue;
       int64_t m = find_entry(g, j, g->base + i);
       double a = g->weights ? g->weights[e] : 1.0;
       double b = m < 0 ? 0.0 : g->weights ? g->weights[m] : 1.0;
-      equal = equal && a == b;
       if (gstat_i_sym_close(a, b, GSTAT_F64)) continue;
       return gstat_i_err_set(err, GSTAT_EINVAL,
                              "%s: %s is not symmetric: entry (%lld, %lld)=%g but (%lld, %lld)=%g "
@@ -115,7 +135,6 @@ gstat_status gstat_i_csr_check_symmetric(gstat_i_err *err, const char *fn, const
                              fn, name, (long long)(g->base + i), (long long)(g->base + j), a,
                              (long long)(g->base + j), (long long)(g->base + i), b);
     }
-  /* ...and lower entries whose upper mirror is missing */
   for (int64_t i = 0; i < g->n; i++)
     for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
       int64_t j = g->indices[e] - g->base;
@@ -128,6 +147,20 @@ gstat_status gstat_i_csr_check_symmetric(gstat_i_err *err, const char *fn, const
                                fn, name, (long long)(g->base + i), (long long)(g->base + j), a,
                                (long long)(g->base + j), (long long)(g->base + i));
     }
+  return GSTAT_OK;
+}
+
+/* Rows checked on `threads` threads: each mirror lookup is a random access
+ * into another row, bound by memory latency, which threads overlap. */
+gstat_status gstat_i_csr_check_symmetric(gstat_i_err *err, const char *fn, const char *name,
+                                         const gstat_i_csr_in *g, int threads, bool *exact) {
+  bool mirrored = true, equal = true;
+  (void)threads; /* without OpenMP */
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 4096) \
+    reduction(&& : mirrored, equal)
+  for (int64_t i = 0; i < g->n; i++)
+    if (mirrored) mirrored = row_mirrored(g, i, &equal);
+  if (!mirrored) return report_asymmetry(err, fn, name, g);
   if (exact) *exact = equal;
   return GSTAT_OK;
 }
@@ -328,7 +361,8 @@ gstat_status gstat_i_graph_from(gstat_ctx *ctx, const char *fn, const gstat_grap
     return gstat_i_err_raise(ctx, &err);
   gstat_i_err probe = {0};
   bool exact = false;
-  bool symmetric = gstat_i_csr_check_symmetric(&probe, fn, "G", &in, &exact) == GSTAT_OK;
+  const int threads = gstat_i_loop_threads(ctx, in.n, 0, 24.0 * (double)G->csr.nnz);
+  bool symmetric = gstat_i_csr_check_symmetric(&probe, fn, "G", &in, threads, &exact) == GSTAT_OK;
   if (G->symmetrize == GSTAT_SYM_CHECK && !symmetric) return gstat_i_err_raise(ctx, &probe);
   /* MAX, MEAN, MIN (and CHECK) leave an exactly symmetric graph as it is;
    * CHECK averages pairs that agree only to its tolerance */

@@ -1425,6 +1425,17 @@ static int graph_in(PyObject *obj, int symmetrize, int loops, long long stream, 
   return 0;
 }
 
+/* A 1-d array cut to its first `len` entries in place (no other reference
+ * holds it yet). */
+static int shrink(PyObject **arr, int64_t len) {
+  npy_intp dims[1] = {(npy_intp)len};
+  PyArray_Dims shape = {dims, 1};
+  PyObject *r = PyArray_Resize((PyArrayObject *)*arr, &shape, 0, NPY_CORDER);
+  if (!r) return -1;
+  Py_DECREF(r); /* None */
+  return 0;
+}
+
 /* laplacian(graph, kind, symmetrize, loops, sparse, backend[, stream, L, degrees])
  * dense: -> (L (..., n, n) float64, degrees (..., n)); sparse: -> (indptr, indices, data, degrees)
  * With a stream the graph is a CUDA tensor and L, degrees the device outputs (returned). */
@@ -1465,12 +1476,18 @@ static PyObject *py_laplacian(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     ret = stream >= 0 ? PyTuple_Pack(2, l_out, d_out) : PyTuple_Pack(2, L.owner, D.owner);
   } else {
-    int64_t nnz = 0, n = g.g.format == GSTAT_GRAPH_CSR ? g.g.csr.n : g.dense.m.rows;
-    Py_BEGIN_ALLOW_THREADS st = gstat_laplacian_csr(p->ctx, &g.g, (gstat_laplacian_kind)kind, 0,
-                                                    NULL, NULL, NULL, &nnz, NULL);
-    Py_END_ALLOW_THREADS if (st != GSTAT_OK) {
-      raise_status(st, p);
-      goto done;
+    const int csr = g.g.format == GSTAT_GRAPH_CSR;
+    int64_t nnz = 0, n = csr ? g.g.csr.n : g.dense.m.rows;
+    if (csr) { /* at most the graph's entries, their mirrors unless CHECK kept the pattern, and
+                * the diagonal: one pass, no count first */
+      nnz = (g.g.symmetrize == GSTAT_SYM_CHECK ? 1 : 2) * g.g.csr.nnz + n;
+    } else {
+      Py_BEGIN_ALLOW_THREADS st = gstat_laplacian_csr(p->ctx, &g.g, (gstat_laplacian_kind)kind, 0,
+                                                      NULL, NULL, NULL, &nnz, NULL);
+      Py_END_ALLOW_THREADS if (st != GSTAT_OK) {
+        raise_status(st, p);
+        goto done;
+      }
     }
     npy_intp n1 = (npy_intp)(n + 1), nz = (npy_intp)nnz, nn = (npy_intp)n;
     ip = PyArray_SimpleNew(1, &n1, NPY_INT64);
@@ -1486,6 +1503,7 @@ static PyObject *py_laplacian(PyObject *self, PyObject *const *args, Py_ssize_t 
       raise_status(st, p);
       goto done;
     }
+    if (nnz < (int64_t)nz && (shrink(&ix, nnz) < 0 || shrink(&vals, nnz) < 0)) goto done;
     ret = PyTuple_Pack(4, ip, ix, vals, deg);
   }
 done:
