@@ -32,9 +32,11 @@ from gpu_vs_torch import cupy_linalg_ms, load_input, time_cuda
 SIZES = [(4096, 32), (1024, 64), (256, 128), (64, 256), (60, 1024),
          (1, 4096), (1, 8192), (1, 16384), (1, 32768)]
 SOLVE_SIZES = [s for s in SIZES if s[1] <= 16384]
-# --probes: the rules' crossovers (chol_rules' potrfBatched range, the
-# guarded copy's 16 MiB, solve_rules' single systems)
-PROBES = [(16, 1024), (32, 1024), (32, 768), (32, 1536), (64, 512), (4, 2048),
+# --probes: the rules' crossovers (chol_rules' register kernel against
+# potrfBatched between n 32 and 64, its potrfBatched range, the guarded
+# copy's 16 MiB, solve_rules' single systems)
+PROBES = [(1024, 40), (1024, 48), (1024, 56), (1024, 64),
+          (16, 1024), (32, 1024), (32, 768), (32, 1536), (64, 512), (4, 2048),
           (1, 512), (1, 1024), (1, 2048), (2, 1024), (8, 1024)]
 
 
