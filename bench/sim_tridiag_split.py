@@ -12,11 +12,20 @@ scales. Prints, per dtype and family, the blocks, the flag and the
 tridiagonal vectors' residual and orthogonality in units of n ulp (before
 float64's Newton-Schulz step and the back-transformation).
 
+The last two columns try a cluster step in place of the hand-back (issue
+30, float64, not on the GPU yet): inside each block, eigenvalues chained by
+gaps <= 1e-3 ||T|| form a cluster (as LAPACK's dstein groups them), whose
+twisted vectors are replaced by block inverse iteration (each column shifted
+by its own eigenvalue, a QR after every pass, three passes) and a
+Rayleigh-Ritz step on the cluster's subspace. Vectors of different clusters
+are then orthogonal to about eps / 1e-3.
+
     python3 bench/sim_tridiag_split.py [N [FAMILIES]]   (N 257, all families)
 """
 import sys
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.linalg.lapack as lapack
 
 rng = np.random.default_rng(1)
@@ -61,7 +70,52 @@ def family(kind, n, ulp):
     raise ValueError(kind)
 
 
-def step(d, e, f32, gap_tol):
+CLUSTER_GAP = 1e-3  # relative to ||T||: dstein's reorthogonalization threshold
+
+
+def cluster_vectors(d, e, lams, rng_c):
+    """Orthonormal vectors of one cluster of a tridiagonal block (d, e): block
+    inverse iteration, column j shifted by lams[j], a QR after each pass, then
+    Rayleigh-Ritz on the subspace (ascending, as lams)."""
+    m, k = len(d), len(lams)
+    t = np.diag(d) + np.diag(e[:-1], 1) + np.diag(e[:-1], -1)
+    z = np.linalg.qr(rng_c.standard_normal((m, k)))[0]
+    scale = max(np.abs(d).max(), np.abs(e).max(), np.finfo(float).tiny)
+    for _ in range(3):
+        for j, lam in enumerate(lams):
+            ab = np.zeros((3, m))
+            ab[0, 1:], ab[1], ab[2, :-1] = e[:-1], d - lam, e[:-1]
+            for bump in (0, 1, 2, 3):  # an exactly singular shift: nudge it by rounding units
+                try:
+                    ab[1] = d - (lam + bump * EPS * scale)
+                    z[:, j] = sla.solve_banded((1, 1), ab, z[:, j], check_finite=False)
+                    break
+                except np.linalg.LinAlgError:
+                    continue
+            z[:, j] /= np.linalg.norm(z[:, j])
+        z = np.linalg.qr(z)[0]
+    _, y = np.linalg.eigh(z.T @ t @ z)
+    return z @ y
+
+
+def cluster_step(d, ee, wd, blo, bhi, rank, vectors, tnorm):
+    """Every block's clusters (gaps chained <= CLUSTER_GAP ||T||) of two or
+    more eigenvalues get cluster_vectors in place of their twisted ones."""
+    rng_c, n, i = np.random.default_rng(7), len(d), 0
+    while i < n:
+        j = i
+        while j < bhi[i] and wd[j + 1] - wd[j] <= CLUSTER_GAP * tnorm:
+            j += 1
+        if j > i:
+            b0, b1 = blo[i], bhi[i]
+            vecs = cluster_vectors(d[b0:b1 + 1], ee[b0:b1 + 1], wd[i:j + 1], rng_c)
+            for c, slot in enumerate(range(i, j + 1)):
+                vectors[:, rank[slot]] = 0
+                vectors[b0:b1 + 1, rank[slot]] = vecs[:, c]
+        i = j + 1
+
+
+def step(d, e, f32, gap_tol, clusters=False):
     n = len(d)
     ee = np.r_[e, 0.0]
     r = np.abs(np.r_[0, ee[:-1]]) + np.abs(ee)
@@ -106,6 +160,8 @@ def step(d, e, f32, gap_tol):
         gap = min(abs(lam - wd[i - 1]) if i > b0 else np.inf, abs(wd[i + 1] - lam) if i < b1 else np.inf)
         flagged |= not gap > gap_tol * tnorm
         vectors[b0:b1 + 1, rank[i]] = twisted(d[b0:b1 + 1], ee[b0:b1 + 1], e2[b0:b1 + 1], lam, pivmin)
+    if clusters:
+        cluster_step(d, ee, wd, blo, bhi, rank, vectors, tnorm)
     w = np.empty(n)
     w[rank] = wd
     t = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
@@ -145,8 +201,9 @@ def main():
     kinds = sys.argv[2].split(",") if len(sys.argv) > 2 else [
         "random", "even", "rank-deficient", "near-rank-deficient", "repeated", "dense-clustered",
         "dense-geometric", "ulp-cluster", "graded"]
-    print("| dtype | family | blocks | handed back | residual | orthogonality | ascending |")
-    print("|---|---|---:|---|---:|---:|---|")
+    print("| dtype | family | blocks | handed back | residual | orthogonality | ascending "
+          "| cluster step: residual | orthogonality |")
+    print("|---|---|---:|---|---:|---:|---|---:|---:|")
     for f32 in (True, False):
         ulp = np.finfo(np.float32 if f32 else float).eps
         for kind in kinds:
@@ -154,10 +211,12 @@ def main():
             a /= np.abs(a).max()
             sytrd = lapack.ssytrd if f32 else lapack.dsytrd
             _, d, e, _, _ = sytrd(a.astype(np.float32) if f32 else a, lower=1)
-            blocks, flagged, res, orth, asc = step(d.astype(float), e.astype(float), f32,
-                                                   5e-12 if f32 else 1e-8)
+            args = (d.astype(float), e.astype(float), f32, 5e-12 if f32 else 1e-8)
+            blocks, flagged, res, orth, asc = step(*args)
+            _, _, cres, corth, _ = step(*args, clusters=True)
             print(f"| {'f32' if f32 else 'f64'} | {kind} | {blocks} | {'yes' if flagged else 'no'} | "
-                  f"{res / (n * ulp):.3g} | {orth / (n * ulp):.3g} | {asc} |", flush=True)
+                  f"{res / (n * ulp):.3g} | {orth / (n * ulp):.3g} | {asc} | {cres / (n * ulp):.3g} | "
+                  f"{corth / (n * ulp):.3g} |", flush=True)
 
 
 if __name__ == "__main__":
