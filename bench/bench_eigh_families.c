@@ -13,7 +13,7 @@
  * Prints a markdown table: ms, the ratio to the random row of the shape
  * (issue 30's target: <= 1.25) and the path (own: the lockstep solver;
  * handed-back: some matrices went to cuSOLVER; cusolver: not the lockstep
- * solver at all). scripts/pending-check-lockstep bench runs it.
+ * solver at all). scripts/gpu-stages-eigh bench runs it.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <cuda_runtime.h>
