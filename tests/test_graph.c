@@ -513,6 +513,19 @@ static void test_symmetry_check_threads(void **state) {
   expect_fail(
       ctx, gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
       GSTAT_EINVAL, msg);
+  /* a lower entry without its mirror: refused unless it is 0 */
+  int64_t off3[] = {0, 0, 1, 1}, idx3[] = {0};
+  double w3[] = {2};
+  G = gstat_graph_csr(3, off3, idx3, w3);
+  expect_fail(
+      ctx, gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
+      GSTAT_EINVAL,
+      "laplacian_csr: G is not symmetric: entry (1, 0)=2 but (0, 1)=0 (set symmetrize to "
+      "MAX, MEAN or SUM)");
+  w3[0] = 0;
+  assert_int_equal(
+      gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
+      GSTAT_OK);
   gstat_ctx_destroy(ctx);
   free(off);
   free(idx);

@@ -98,21 +98,35 @@ static int64_t find_entry(const gstat_i_csr_in *g, int64_t i, int64_t col) {
   return lo < g->offsets[i + 1] && g->indices[lo] == col ? lo : -1;
 }
 
-/* Whether every entry of row i has its mirror: close (upper entries) or
- * present (nonzero lower entries); *equal cleared where an upper pair differs. */
-static bool row_mirrored(const gstat_i_csr_in *g, int64_t i, bool *equal) {
+/* Row i's upper entries against their mirrors: false where one is not close;
+ * *equal cleared where a pair differs. *found counts the mirrors present
+ * and *lower the row's lower entries: over the graph the two agree exactly
+ * when every lower entry is some upper entry's mirror, so lower entries need
+ * no lookup of their own unless they differ. */
+static bool upper_mirrored(const gstat_i_csr_in *g, int64_t i, bool *equal, int64_t *found,
+                           int64_t *lower) {
   for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
     int64_t j = g->indices[e] - g->base;
-    if (j == i) continue;
-    int64_t m = find_entry(g, j, g->base + i);
-    double a = g->weights ? g->weights[e] : 1.0;
-    if (j < i) {
-      if (a != 0 && m < 0) return false;
+    if (j <= i) {
+      *lower += j < i;
       continue;
     }
+    int64_t m = find_entry(g, j, g->base + i);
+    double a = g->weights ? g->weights[e] : 1.0;
     double b = m < 0 ? 0.0 : g->weights ? g->weights[m] : 1.0;
+    *found += m >= 0;
     if (a != b) *equal = false;
     if (!gstat_i_sym_close(a, b, GSTAT_F64)) return false;
+  }
+  return true;
+}
+
+/* Whether every nonzero lower entry of row i has an upper mirror. */
+static bool lower_mirrored(const gstat_i_csr_in *g, int64_t i) {
+  for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+    int64_t j = g->indices[e] - g->base;
+    if (j >= i) break;
+    if ((!g->weights || g->weights[e] != 0) && find_entry(g, j, g->base + i) < 0) return false;
   }
   return true;
 }
@@ -155,11 +169,18 @@ static gstat_status report_asymmetry(gstat_i_err *err, const char *fn, const cha
 gstat_status gstat_i_csr_check_symmetric(gstat_i_err *err, const char *fn, const char *name,
                                          const gstat_i_csr_in *g, int threads, bool *exact) {
   bool mirrored = true, equal = true;
+  int64_t found = 0, lower = 0;
   (void)threads; /* without OpenMP */
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 4096) \
-    reduction(&& : mirrored, equal)
+    reduction(&& : mirrored, equal) reduction(+ : found, lower)
   for (int64_t i = 0; i < g->n; i++)
-    if (mirrored) mirrored = row_mirrored(g, i, &equal);
+    if (mirrored) mirrored = upper_mirrored(g, i, &equal, &found, &lower);
+  if (mirrored && found != lower) { /* some lower entries have no mirror: zeros may not */
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 4096) \
+    reduction(&& : mirrored)
+    for (int64_t i = 0; i < g->n; i++)
+      if (mirrored) mirrored = lower_mirrored(g, i);
+  }
   if (!mirrored) return report_asymmetry(err, fn, name, g);
   if (exact) *exact = equal;
   return GSTAT_OK;
