@@ -1,13 +1,16 @@
 """gstat's threads on a shared machine.
 
 Imported before ``gstat._core`` (which loads the OpenMP runtime): unless the
-user chose an OpenMP wait policy, the runtime gstat loads is asked for a
-passive one, so that threads waiting at the end of a parallel region sleep
-instead of spinning on a core that another process needs (bench/README.md,
-"Threads on a shared machine": 1.5-8.6x slower than one thread under
-contention otherwise). The variable is removed again as soon as ``_core``
-(and with it libgomp) has loaded, so child processes and runtimes loaded
-later see the user's environment.
+user chose an OpenMP wait policy, gstat's own runtime (the wheel's private
+copy of libgomp, in gstat.libs) is asked for a passive one, so that threads
+waiting at the end of a parallel region sleep instead of spinning on a core
+that another process needs (bench/README.md, "Threads on a shared
+machine"). The variable is removed again as soon as ``_core`` (and with it
+libgomp) has loaded, so child processes and runtimes loaded later see the
+user's environment. A build that links the shared libgomp.so.1 leaves the
+policy alone: that runtime is every library's in the process (torch's
+bundled libgomp.so.1 resolves to it), and passive waits slow their many
+small parallel regions (bench/README.md, the 32nd session's calls).
 
 ``register`` then makes gstat's thread setting (``gstat.set_num_threads``)
 known to threadpoolctl, so that ``threadpoolctl.threadpool_limits`` and
@@ -20,23 +23,23 @@ import sys
 _USER_CHOICE = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 
 
-def _runtime_loaded():
-    """Whether the OpenMP runtime the C library links (libgomp.so.1) is loaded already."""
+def _private_runtime(package_dir=os.path.dirname(__file__)):
+    """Whether gstat brings its own OpenMP runtime (auditwheel's renamed
+    libgomp-*.so* beside the package), which no other library shares."""
     if not sys.platform.startswith("linux"):
         return False
     try:
-        with open("/proc/self/maps") as f:
-            return any(os.path.basename(line.split()[-1]).startswith("libgomp.so")
-                       for line in f if "/" in line)
+        libs = os.listdir(os.path.join(os.path.dirname(package_dir), "gstat.libs"))
     except OSError:
         return False
+    return any(f.startswith("libgomp-") for f in libs)
 
 
-# Whether gstat set OMP_WAIT_POLICY for the runtime (True), the user chose
-# (False), or the runtime was loaded before gstat and kept its own (None).
+# Whether gstat set OMP_WAIT_POLICY for its runtime (True), the user chose
+# (False), or the runtime is shared with other libraries and kept its own (None).
 wait_policy_set = False
 if not any(v in os.environ for v in _USER_CHOICE):
-    wait_policy_set = None if _runtime_loaded() else True
+    wait_policy_set = True if _private_runtime() else None
 if wait_policy_set:
     os.environ["OMP_WAIT_POLICY"] = "passive"
     try:
