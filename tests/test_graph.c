@@ -496,6 +496,8 @@ static void test_symmetry_check_threads(void **state) {
       gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
       GSTAT_OK);
   assert_int_equal(nnz, (int64_t)N * (K + 1));
+  if (gstat_ctx_num_threads(ctx) > 1) /* the check ran on threads */
+    assert_true(gstat_ctx_last_threads(ctx) > 1);
   w[10 * K + 0] = 0;      /* (10, 8) = 0: its mirror (8, 10) = 5 is the defect */
   w[(N - 3) * K + 3] = 9; /* (N-3, N-1) = 9 against 1 + (2N-4) % 7 */
   char msg[200];

@@ -3,7 +3,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "backend/dense.h"
 #include "graph/graph_internal.h"
 
 typedef struct pair {
@@ -91,8 +90,7 @@ gstat_status gstat_csr_from_edges(gstat_ctx *ctx, int64_t n, int64_t n_edges, co
   gstat_i_csr_in in = {n, 0, dir->offsets, dir->indices, dir->weights};
   if (sym == GSTAT_SYM_CHECK) {
     gstat_i_err err = {0};
-    const int threads = gstat_i_loop_threads(ctx, n, 0, 24.0 * (double)kept);
-    if (gstat_i_csr_check_symmetric(&err, fn, "the edge list", &in, threads, NULL) != GSTAT_OK) {
+    if (gstat_i_csr_check_symmetric(&err, fn, "the edge list", &in, ctx, NULL) != GSTAT_OK) {
       st = gstat_i_err_raise(ctx, &err);
       goto done;
     }

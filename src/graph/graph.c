@@ -98,13 +98,13 @@ static int64_t find_entry(const gstat_i_csr_in *g, int64_t i, int64_t col) {
   return lo < g->offsets[i + 1] && g->indices[lo] == col ? lo : -1;
 }
 
-/* Row i's upper entries against their mirrors: false where one is not close;
+/* The first upper entry of row i whose mirror is not close (-1: none);
  * *equal cleared where a pair differs. *found counts the mirrors present
  * and *lower the row's lower entries: over the graph the two agree exactly
  * when every lower entry is some upper entry's mirror, so lower entries need
  * no lookup of their own unless they differ. */
-static bool upper_mirrored(const gstat_i_csr_in *g, int64_t i, bool *equal, int64_t *found,
-                           int64_t *lower) {
+static int64_t upper_defect(const gstat_i_csr_in *g, int64_t i, bool *equal, int64_t *found,
+                            int64_t *lower) {
   for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
     int64_t j = g->indices[e] - g->base;
     if (j <= i) {
@@ -116,70 +116,59 @@ static bool upper_mirrored(const gstat_i_csr_in *g, int64_t i, bool *equal, int6
     double b = m < 0 ? 0.0 : g->weights ? g->weights[m] : 1.0;
     *found += m >= 0;
     if (a != b) *equal = false;
-    if (!gstat_i_sym_close(a, b, GSTAT_F64)) return false;
+    if (!gstat_i_sym_close(a, b, GSTAT_F64)) return e;
   }
-  return true;
+  return -1;
 }
 
-/* Whether every nonzero lower entry of row i has an upper mirror. */
-static bool lower_mirrored(const gstat_i_csr_in *g, int64_t i) {
+/* The first nonzero lower entry of row i without an upper mirror (-1: none). */
+static int64_t lower_defect(const gstat_i_csr_in *g, int64_t i) {
   for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
     int64_t j = g->indices[e] - g->base;
     if (j >= i) break;
-    if ((!g->weights || g->weights[e] != 0) && find_entry(g, j, g->base + i) < 0) return false;
+    if ((!g->weights || g->weights[e] != 0) && find_entry(g, j, g->base + i) < 0) return e;
   }
-  return true;
+  return -1;
 }
 
 /* The error naming the first asymmetric entry: upper entries in row order,
  * then lower entries whose upper mirror is missing (an error path only). */
 static gstat_status report_asymmetry(gstat_i_err *err, const char *fn, const char *name,
                                      const gstat_i_csr_in *g) {
-  for (int64_t i = 0; i < g->n; i++)
-    for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
-      int64_t j = g->indices[e] - g->base;
-      if (j <= i) continue;
-      int64_t m = find_entry(g, j, g->base + i);
-      double a = g->weights ? g->weights[e] : 1.0;
-      double b = m < 0 ? 0.0 : g->weights ? g->weights[m] : 1.0;
-      if (gstat_i_sym_close(a, b, GSTAT_F64)) continue;
-      return gstat_i_err_set(err, GSTAT_EINVAL,
-                             "%s: %s is not symmetric: entry (%lld, %lld)=%g but (%lld, %lld)=%g "
-                             "(set symmetrize to MAX, MEAN or SUM)",
-                             fn, name, (long long)(g->base + i), (long long)(g->base + j), a,
-                             (long long)(g->base + j), (long long)(g->base + i), b);
-    }
-  for (int64_t i = 0; i < g->n; i++)
-    for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
-      int64_t j = g->indices[e] - g->base;
-      if (j >= i) break;
-      double a = g->weights ? g->weights[e] : 1.0;
-      if (a != 0 && find_entry(g, j, g->base + i) < 0)
-        return gstat_i_err_set(err, GSTAT_EINVAL,
-                               "%s: %s is not symmetric: entry (%lld, %lld)=%g but (%lld, %lld)=0 "
-                               "(set symmetrize to MAX, MEAN or SUM)",
-                               fn, name, (long long)(g->base + i), (long long)(g->base + j), a,
-                               (long long)(g->base + j), (long long)(g->base + i));
-    }
-  return GSTAT_OK;
+  bool equal = true;
+  int64_t found = 0, lower = 0, e = -1, i = 0;
+  for (; i < g->n && e < 0; i++) e = upper_defect(g, i, &equal, &found, &lower);
+  if (e < 0)
+    for (i = 0; i < g->n && e < 0; i++) e = lower_defect(g, i);
+  if (e < 0) return GSTAT_OK;
+  const int64_t row = g->base + i - 1, col = g->indices[e], m = find_entry(g, col - g->base, row);
+  const double a = g->weights ? g->weights[e] : 1.0;
+  const double b = m < 0 ? 0.0 : g->weights ? g->weights[m] : 1.0;
+  return gstat_i_err_set(err, GSTAT_EINVAL,
+                         "%s: %s is not symmetric: entry (%lld, %lld)=%g but (%lld, %lld)=%g "
+                         "(set symmetrize to MAX, MEAN or SUM)",
+                         fn, name, (long long)row, (long long)col, a, (long long)col,
+                         (long long)row, b);
 }
 
-/* Rows checked on `threads` threads: each mirror lookup is a random access
- * into another row, bound by memory latency, which threads overlap. */
+/* Rows checked on threads (ctx NULL: one): each mirror lookup is a random
+ * access into another row, bound by memory latency, which threads overlap. */
 gstat_status gstat_i_csr_check_symmetric(gstat_i_err *err, const char *fn, const char *name,
-                                         const gstat_i_csr_in *g, int threads, bool *exact) {
+                                         const gstat_i_csr_in *g, gstat_ctx *ctx, bool *exact) {
+  const int64_t entries = g->offsets[g->n] - g->offsets[0];
+  const int threads = ctx ? gstat_i_loop_threads(ctx, g->n, 0, 24.0 * (double)entries) : 1;
   bool mirrored = true, equal = true;
   int64_t found = 0, lower = 0;
   (void)threads; /* without OpenMP */
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 4096) \
     reduction(&& : mirrored, equal) reduction(+ : found, lower)
   for (int64_t i = 0; i < g->n; i++)
-    if (mirrored) mirrored = upper_mirrored(g, i, &equal, &found, &lower);
+    if (mirrored) mirrored = upper_defect(g, i, &equal, &found, &lower) < 0;
   if (mirrored && found != lower) { /* some lower entries have no mirror: zeros may not */
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 4096) \
     reduction(&& : mirrored)
     for (int64_t i = 0; i < g->n; i++)
-      if (mirrored) mirrored = lower_mirrored(g, i);
+      if (mirrored) mirrored = lower_defect(g, i) < 0;
   }
   if (!mirrored) return report_asymmetry(err, fn, name, g);
   if (exact) *exact = equal;
@@ -382,8 +371,7 @@ gstat_status gstat_i_graph_from(gstat_ctx *ctx, const char *fn, const gstat_grap
     return gstat_i_err_raise(ctx, &err);
   gstat_i_err probe = {0};
   bool exact = false;
-  const int threads = gstat_i_loop_threads(ctx, in.n, 0, 24.0 * (double)G->csr.nnz);
-  bool symmetric = gstat_i_csr_check_symmetric(&probe, fn, "G", &in, threads, &exact) == GSTAT_OK;
+  bool symmetric = gstat_i_csr_check_symmetric(&probe, fn, "G", &in, ctx, &exact) == GSTAT_OK;
   if (G->symmetrize == GSTAT_SYM_CHECK && !symmetric) return gstat_i_err_raise(ctx, &probe);
   /* MAX, MEAN, MIN (and CHECK) leave an exactly symmetric graph as it is;
    * CHECK averages pairs that agree only to its tolerance */

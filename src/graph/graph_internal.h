@@ -43,10 +43,10 @@ gstat_status gstat_i_csr_validate(gstat_i_err *err, const char *fn, const char *
 /* Under GSTAT_SYM_CHECK: GSTAT_EINVAL naming the first entry (i, j) whose
  * mirror (j, i) is missing or differs beyond CHECK's tolerance
  * (gstat_i_sym_agree). *exact (when not NULL) says whether every pair is
- * equal, so that the graph can be used as it is. Rows are checked on `threads`
- * threads (gstat_i_loop_threads). */
+ * equal, so that the graph can be used as it is. Rows are checked on the
+ * threads ctx's rules give such a pass (NULL: one thread). */
 gstat_status gstat_i_csr_check_symmetric(gstat_i_err *err, const char *fn, const char *name,
-                                         const gstat_i_csr_in *g, int threads, bool *exact);
+                                         const gstat_i_csr_in *g, gstat_ctx *ctx, bool *exact);
 
 /* Combine a_ij and a_ji by a symmetrization mode (CHECK: their mean). */
 double gstat_i_sym_combine(gstat_symmetrize mode, double a, double b);

@@ -72,7 +72,7 @@ static gstat_status check_graph(const sc *s, const char *fn, int64_t g, gstat_i_
     gstat_i_csr_in in = slice(s, g);
     if (gstat_i_csr_validate(err, fn, name, &in, NULL) != GSTAT_OK) return err->status;
     if (s->G->symmetrize == GSTAT_SYM_CHECK)
-      return gstat_i_csr_check_symmetric(err, fn, name, &in, 1, NULL);
+      return gstat_i_csr_check_symmetric(err, fn, name, &in, NULL, NULL);
     return GSTAT_OK;
   }
   return gstat_i_dense_adjacency(err, fn, name, &s->G->adjacency, g, size_of(s, g),
