@@ -12,13 +12,16 @@ scales. Prints, per dtype and family, the blocks, the flag and the
 tridiagonal vectors' residual and orthogonality in units of n ulp (before
 float64's Newton-Schulz step and the back-transformation).
 
-The last two columns try a cluster step in place of the hand-back (issue
-30, float64, not on the GPU yet): inside each block, eigenvalues chained by
-gaps <= 1e-3 ||T|| form a cluster (as LAPACK's dstein groups them), whose
-twisted vectors are replaced by block inverse iteration (each column shifted
-by its own eigenvalue, a QR after every pass, three passes) and a
-Rayleigh-Ritz step on the cluster's subspace. Vectors of different clusters
-are then orthogonal to about eps / 1e-3.
+The last two columns run the cluster step of kernels/tridiag_clusters.cu
+and tridiag_clusters.c (issue 30) in place of the hand-back: inside each
+block, slots chained by gaps not above the dtype's tolerance times ||T||
+form a cluster; its vectors start pseudo-random, then two passes of inverse
+iteration (each column shifted by its own eigenvalue, L D L^T without
+pivoting, pivots below eps ||T|| moved to +-eps ||T||, scaled to max 1)
+each followed by Cholesky QR twice; float64 then takes the Newton-Schulz
+step X (3 I - X^T X) / 2 that sytrd_eigh.c applies to every batch.
+Vectors of different clusters are orthogonal to about eps / tolerance
+before that step, within a cluster to rounding.
 
     python3 bench/sim_tridiag_split.py [N [FAMILIES]]   (N 257, all families)
 """
@@ -70,45 +73,51 @@ def family(kind, n, ulp):
     raise ValueError(kind)
 
 
-CLUSTER_GAP = 1e-3  # relative to ||T||: dstein's reorthogonalization threshold
+def ldl_solve(d, e, lam, z, guard):
+    """(T - lam I)^-1 z by L D L^T without pivoting, as cluster_solve does."""
+    m = len(d)
+    piv, y, pivots = 1.0, 0.0, np.empty(m)
+    out = np.empty(m)
+    for k in range(m):
+        mult = e[k - 1] / piv if k > 0 else 0.0
+        p = (d[k] - lam) - (mult * e[k - 1] if k > 0 else 0.0)
+        if abs(p) < guard:
+            p = -guard if p < 0 else guard
+        y = z[k] - mult * y
+        out[k], pivots[k], piv = y, p, p
+    x = 0.0
+    for k in range(m - 1, -1, -1):
+        x = (out[k] - (e[k] * x if k < m - 1 else 0.0)) / pivots[k]
+        out[k] = x
+    return out / np.abs(out).max()
 
 
-def cluster_vectors(d, e, lams, rng_c):
-    """Orthonormal vectors of one cluster of a tridiagonal block (d, e): block
-    inverse iteration, column j shifted by lams[j], a QR after each pass, then
-    Rayleigh-Ritz on the subspace (ascending, as lams)."""
-    m, k = len(d), len(lams)
-    t = np.diag(d) + np.diag(e[:-1], 1) + np.diag(e[:-1], -1)
-    z = np.linalg.qr(rng_c.standard_normal((m, k)))[0]
-    scale = max(np.abs(d).max(), np.abs(e).max(), np.finfo(float).tiny)
-    for _ in range(3):
+def cholesky_qr(z):
+    r = np.linalg.cholesky(z.T @ z)  # lower: Z^T Z = L L^T, R = L^T
+    return sla.solve_triangular(r, z.T, lower=True).T
+
+
+def cluster_vectors(d, e, lams, tnorm, rng_c):
+    """Orthonormal vectors of one cluster of a tridiagonal block (d, e)."""
+    z = rng_c.uniform(-1, 1, (len(d), len(lams)))
+    for _ in range(2):
         for j, lam in enumerate(lams):
-            ab = np.zeros((3, m))
-            ab[0, 1:], ab[1], ab[2, :-1] = e[:-1], d - lam, e[:-1]
-            for bump in (0, 1, 2, 3):  # an exactly singular shift: nudge it by rounding units
-                try:
-                    ab[1] = d - (lam + bump * EPS * scale)
-                    z[:, j] = sla.solve_banded((1, 1), ab, z[:, j], check_finite=False)
-                    break
-                except np.linalg.LinAlgError:
-                    continue
-            z[:, j] /= np.linalg.norm(z[:, j])
-        z = np.linalg.qr(z)[0]
-    _, y = np.linalg.eigh(z.T @ t @ z)
-    return z @ y
+            z[:, j] = ldl_solve(d, e, lam, z[:, j], EPS * tnorm)
+        z = cholesky_qr(cholesky_qr(z))
+    return z
 
 
-def cluster_step(d, ee, wd, blo, bhi, rank, vectors, tnorm):
-    """Every block's clusters (gaps chained <= CLUSTER_GAP ||T||) of two or
-    more eigenvalues get cluster_vectors in place of their twisted ones."""
+def cluster_step(d, ee, wd, blo, bhi, rank, vectors, tnorm, gap_tol):
+    """Every block's clusters (gaps chained <= gap_tol ||T||) of two or more
+    eigenvalues get cluster_vectors in place of their twisted ones."""
     rng_c, n, i = np.random.default_rng(7), len(d), 0
     while i < n:
         j = i
-        while j < bhi[i] and wd[j + 1] - wd[j] <= CLUSTER_GAP * tnorm:
+        while j < bhi[i] and not wd[j + 1] - wd[j] > gap_tol * tnorm:
             j += 1
         if j > i:
             b0, b1 = blo[i], bhi[i]
-            vecs = cluster_vectors(d[b0:b1 + 1], ee[b0:b1 + 1], wd[i:j + 1], rng_c)
+            vecs = cluster_vectors(d[b0:b1 + 1], ee[b0:b1 + 1], wd[i:j + 1], tnorm, rng_c)
             for c, slot in enumerate(range(i, j + 1)):
                 vectors[:, rank[slot]] = 0
                 vectors[b0:b1 + 1, rank[slot]] = vecs[:, c]
@@ -161,7 +170,9 @@ def step(d, e, f32, gap_tol, clusters=False):
         flagged |= not gap > gap_tol * tnorm
         vectors[b0:b1 + 1, rank[i]] = twisted(d[b0:b1 + 1], ee[b0:b1 + 1], e2[b0:b1 + 1], lam, pivmin)
     if clusters:
-        cluster_step(d, ee, wd, blo, bhi, rank, vectors, tnorm)
+        cluster_step(d, ee, wd, blo, bhi, rank, vectors, tnorm, gap_tol)
+        if not f32:  # sytrd_eigh.c's Newton-Schulz step
+            vectors = vectors @ (1.5 * np.eye(n) - 0.5 * vectors.T @ vectors)
     w = np.empty(n)
     w[rank] = wd
     t = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
