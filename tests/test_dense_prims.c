@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "backend/dense.h"
 #include "backend/gemm_view.h"
 #include "backend/sched.h"
 #include "testutil.h"
@@ -191,9 +192,67 @@ static void test_pairwise_sums_rows_in_order(void **state) {
   free(g);
 }
 
+/* Products with one column or one row of C (run as matrix-vector products
+ * on the CPU): every transpose pair, padded leading dimensions, alpha and
+ * beta, both dtypes, against the sums in double. */
+static void test_gemm_vector_shapes(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  tu_rng rng = tu_rng_new();
+  const int64_t K = 37, L = 29, pad = 3;
+  double a[(L + pad) * K + (K + pad) * L], b[(K + pad) * L + (L + pad) * K], c[(L + pad) * L];
+  for (int dt = 0; dt < 2; dt++)
+    for (int shape = 0; shape < 2; shape++) /* m = 1 or n = 1 */
+      for (int t = 0; t < 4; t++) {
+        gstat_trans ta = t & 1 ? GSTAT_TRANS : GSTAT_NO_TRANS,
+                    tb = t & 2 ? GSTAT_TRANS : GSTAT_NO_TRANS;
+        const int64_t m = shape ? 1 : L, n = shape ? L : 1, k = K;
+        const int64_t ar = ta == GSTAT_NO_TRANS ? m : k, ac = ta == GSTAT_NO_TRANS ? k : m;
+        const int64_t br = tb == GSTAT_NO_TRANS ? k : n, bc = tb == GSTAT_NO_TRANS ? n : k;
+        const int64_t lda = ar + pad, ldb = br + pad, ldc = m + pad;
+        float af[sizeof a / sizeof a[0]], bf[sizeof b / sizeof b[0]], cf[sizeof c / sizeof c[0]];
+        for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) af[i] = (float)(a[i] = tu_uniform(&rng) - 0.5);
+        for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) bf[i] = (float)(b[i] = tu_uniform(&rng) - 0.5);
+        for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) cf[i] = (float)(c[i] = tu_uniform(&rng) - 0.5);
+        double c0[sizeof c / sizeof c[0]];
+        memcpy(c0, c, sizeof c);
+        const double alpha = 1.25, beta = -0.5;
+        gstat_dtype d = dt ? GSTAT_F32 : GSTAT_F64;
+        assert_int_equal(gstat_i_gemm(ctx, d, ta, tb, m, n, k, alpha, dt ? (void *)af : (void *)a,
+                                      lda, dt ? (void *)bf : (void *)b, ldb, beta,
+                                      dt ? (void *)cf : (void *)c, ldc),
+                         GSTAT_OK);
+        for (int64_t j = 0; j < n; j++)
+          for (int64_t i = 0; i < ldc; i++) {
+            double want = c0[i + j * ldc];
+            if (i < m) {
+              double sum = 0;
+              for (int64_t q = 0; q < k; q++) {
+                double x = ta == GSTAT_NO_TRANS ? a[i + q * lda] : a[q + i * lda];
+                double y = tb == GSTAT_NO_TRANS ? b[q + j * ldb] : b[j + q * ldb];
+                if (dt) x = (float)x, y = (float)y;
+                sum += x * y;
+              }
+              want = alpha * sum + beta * (dt ? (double)(float)want : want);
+            } else if (dt) {
+              want = (float)want;
+            }
+            double got = dt ? (double)cf[i + j * ldc] : c[i + j * ldc];
+            if (!(fabs(got - want) <= (dt ? 1e-5 : 1e-13) * (double)k))
+              fail_msg("dtype %d m %lld n %lld ta %d tb %d: C(%lld, %lld) %.17g, want %.17g", dt,
+                       (long long)m, (long long)n, (int)ta, (int)tb, (long long)i, (long long)j,
+                       got, want);
+          }
+        (void)ac;
+        (void)bc;
+      }
+  gstat_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_empty_k),
+      cmocka_unit_test(test_gemm_vector_shapes),
       cmocka_unit_test(test_gemm_layouts),
       cmocka_unit_test(test_orthonormalize_layouts),
       cmocka_unit_test(test_pairwise_sums_rows_in_order),

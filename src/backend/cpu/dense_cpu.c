@@ -57,6 +57,33 @@ static void threads_leave(threads_guard g) {
 #endif
 }
 
+/* A product with one column (or one row) of C, as a matrix-vector product:
+ * the BLAS's GEMM packs all of A first (a tall n x j block times one column,
+ * as the sparse eigensolver's Lanczos steps have, spent 4x the multiply's
+ * time packing; bench/README.md). C's row is C^T = op(B)^T op(A)^T. */
+static void gemv_shaped(gstat_dtype dt, gstat_trans ta, gstat_trans tb, int64_t m, int64_t n,
+                        int64_t k, double alpha, const void *A, int64_t lda, const void *B,
+                        int64_t ldb, double beta, void *C, int64_t ldc) {
+  const void *M, *x;
+  int64_t ldm, incx, incy, rows, cols;
+  enum CBLAS_TRANSPOSE t;
+  if (n == 1) { /* C(:, 0) = op(A) op(B)(:, 0) */
+    M = A, ldm = lda, t = cblas_trans(ta);
+    rows = ta == GSTAT_NO_TRANS ? m : k, cols = ta == GSTAT_NO_TRANS ? k : m;
+    x = B, incx = tb == GSTAT_NO_TRANS ? 1 : ldb, incy = 1;
+  } else { /* C(0, :)^T = op(B)^T op(A)(0, :)^T */
+    M = B, ldm = ldb, t = tb == GSTAT_NO_TRANS ? CblasTrans : CblasNoTrans;
+    rows = tb == GSTAT_NO_TRANS ? k : n, cols = tb == GSTAT_NO_TRANS ? n : k;
+    x = A, incx = ta == GSTAT_NO_TRANS ? lda : 1, incy = ldc;
+  }
+  if (dt == GSTAT_F64)
+    cblas_dgemv(CblasColMajor, t, (int)rows, (int)cols, alpha, M, (int)ldm, x, (int)incx, beta, C,
+                (int)incy);
+  else
+    cblas_sgemv(CblasColMajor, t, (int)rows, (int)cols, (float)alpha, M, (int)ldm, x, (int)incx,
+                (float)beta, C, (int)incy);
+}
+
 gstat_status gstat_i_gemm(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, gstat_trans tb, int64_t m,
                           int64_t n, int64_t k, double alpha, const void *A, int64_t lda,
                           const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
@@ -64,7 +91,9 @@ gstat_status gstat_i_gemm(gstat_ctx *ctx, gstat_dtype dt, gstat_trans ta, gstat_
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "gemm: dimensions exceed the BLAS integer range");
   if (m == 0 || n == 0) return GSTAT_OK;
   threads_guard g = threads_enter(ctx, 2.0 * (double)m * (double)n * (double)k);
-  if (dt == GSTAT_F64)
+  if ((n == 1 || m == 1) && k > 0)
+    gemv_shaped(dt, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  else if (dt == GSTAT_F64)
     cblas_dgemm(CblasColMajor, cblas_trans(ta), cblas_trans(tb), (int)m, (int)n, (int)k, alpha, A,
                 (int)lda, B, (int)ldb, beta, C, (int)ldc);
   else
