@@ -465,7 +465,9 @@ static void test_knn_lists(void **state) {
 }
 
 /* The symmetry check of a graph large enough to run on threads: a ring with
- * two neighbours each side is accepted (pairs equal to rounding too), and
+ * two neighbours each side is accepted (exactly symmetric, by the hash
+ * pass; pairs equal to rounding, by the lookups), two pairs' weights
+ * swapped are refused although the weights and counts are the same, and
  * with two defects the message names the one the serial order finds first
  * (upper entries before missing lower mirrors), whichever thread saw what. */
 static void test_symmetry_check_threads(void **state) {
@@ -491,6 +493,21 @@ static void test_symmetry_check_threads(void **state) {
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
   gstat_graph G = gstat_graph_csr(N, off, idx, w);
   int64_t nnz = 0;
+  /* exactly symmetric: the hash pass proves it without lookups */
+  assert_int_equal(
+      gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
+      GSTAT_OK);
+  /* (3, 4) = 1 and (7, 8) = 2 swapped: the same weights and counts, but two pairs differ */
+  double w34 = w[3 * K + 2];
+  w[3 * K + 2] = w[7 * K + 2];
+  w[7 * K + 2] = w34;
+  expect_fail(
+      ctx, gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
+      GSTAT_EINVAL,
+      "laplacian_csr: G is not symmetric: entry (3, 4)=2 but (4, 3)=1 (set symmetrize to MAX, "
+      "MEAN or SUM)");
+  w[7 * K + 2] = w[3 * K + 2];
+  w[3 * K + 2] = w34;
   w[5 * K + 2] *= 1 + 1e-14; /* (5, 6): equal to rounding */
   assert_int_equal(
       gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
