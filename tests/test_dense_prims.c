@@ -211,17 +211,20 @@ static void test_gemm_vector_shapes(void **state) {
         const int64_t br = tb == GSTAT_NO_TRANS ? k : n, bc = tb == GSTAT_NO_TRANS ? n : k;
         const int64_t lda = ar + pad, ldb = br + pad, ldc = m + pad;
         float af[sizeof a / sizeof a[0]], bf[sizeof b / sizeof b[0]], cf[sizeof c / sizeof c[0]];
-        for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) af[i] = (float)(a[i] = tu_uniform(&rng) - 0.5);
-        for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) bf[i] = (float)(b[i] = tu_uniform(&rng) - 0.5);
-        for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) cf[i] = (float)(c[i] = tu_uniform(&rng) - 0.5);
+        for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+          af[i] = (float)(a[i] = tu_uniform(&rng) - 0.5);
+        for (size_t i = 0; i < sizeof b / sizeof b[0]; i++)
+          bf[i] = (float)(b[i] = tu_uniform(&rng) - 0.5);
+        for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+          cf[i] = (float)(c[i] = tu_uniform(&rng) - 0.5);
         double c0[sizeof c / sizeof c[0]];
         memcpy(c0, c, sizeof c);
         const double alpha = 1.25, beta = -0.5;
         gstat_dtype d = dt ? GSTAT_F32 : GSTAT_F64;
-        assert_int_equal(gstat_i_gemm(ctx, d, ta, tb, m, n, k, alpha, dt ? (void *)af : (void *)a,
-                                      lda, dt ? (void *)bf : (void *)b, ldb, beta,
-                                      dt ? (void *)cf : (void *)c, ldc),
-                         GSTAT_OK);
+        assert_int_equal(
+            gstat_i_gemm(ctx, d, ta, tb, m, n, k, alpha, dt ? (void *)af : (void *)a, lda,
+                         dt ? (void *)bf : (void *)b, ldb, beta, dt ? (void *)cf : (void *)c, ldc),
+            GSTAT_OK);
         for (int64_t j = 0; j < n; j++)
           for (int64_t i = 0; i < ldc; i++) {
             double want = c0[i + j * ldc];
