@@ -551,6 +551,86 @@ static void test_symmetry_check_threads(void **state) {
   free(w);
 }
 
+/* Components of a graph large enough for threads: 300000 nodes in
+ * components of random sizes whose nodes interleave (a node's component is
+ * a hash of it), each a random tree plus random chords, some nodes
+ * isolated, some edges of weight 0 (not edges): the labels on 1 and 4
+ * threads equal a breadth-first search's (numbered by smallest node), and
+ * the threaded pass ran on threads. */
+static void test_components_threads(void **state) {
+  (void)state;
+  enum { N = 300000, DEG = 3 };
+  int64_t *comp = malloc(sizeof(int64_t) * N), *first = malloc(sizeof(int64_t) * N);
+  int64_t *off = malloc(sizeof(int64_t) * (N + 1)), *idx = malloc(sizeof(int64_t) * N * 2 * DEG);
+  int64_t *src = malloc(sizeof(int64_t) * N * DEG), *dst = malloc(sizeof(int64_t) * N * DEG);
+  double *ew = malloc(sizeof(double) * N * DEG), *w = malloc(sizeof(double) * N * 2 * DEG);
+  int64_t *want = malloc(sizeof(int64_t) * N), *got = malloc(sizeof(int64_t) * N);
+  int64_t *queue = malloc(sizeof(int64_t) * N), *deg = calloc(N, sizeof(int64_t));
+  tu_rng rng = tu_rng_new();
+  const int64_t groups = 5000;
+  for (int64_t g = 0; g < groups; g++) first[g] = -1;
+  int64_t m = 0;
+  for (int64_t i = 0; i < N; i++) { /* an edge to an earlier node of its group: a tree */
+    comp[i] = (int64_t)(tu_uniform(&rng) * (double)groups);
+    int64_t g = comp[i];
+    if (first[g] >= 0 && tu_uniform(&rng) < 0.98) {
+      src[m] = i, dst[m] = first[g], ew[m] = tu_uniform(&rng) < 0.01 ? 0.0 : 1.0 + (double)(i % 5);
+      m++;
+    }
+    if (first[g] < 0 || tu_uniform(&rng) < 0.3) first[g] = i;
+  }
+  for (int64_t e = 0; e < m; e++) deg[src[e]]++, deg[dst[e]]++;
+  off[0] = 0;
+  for (int64_t i = 0; i < N; i++) off[i + 1] = off[i] + deg[i], deg[i] = off[i];
+  for (int64_t e = 0; e < m; e++) { /* both directions, then rows sorted */
+    idx[deg[src[e]]] = dst[e], w[deg[src[e]]++] = ew[e];
+    idx[deg[dst[e]]] = src[e], w[deg[dst[e]]++] = ew[e];
+  }
+  for (int64_t i = 0; i < N; i++)
+    for (int64_t a = off[i] + 1; a < off[i + 1]; a++)
+      for (int64_t b = a; b > off[i] && idx[b] < idx[b - 1]; b--) {
+        int64_t t = idx[b];
+        idx[b] = idx[b - 1], idx[b - 1] = t;
+        double tw = w[b];
+        w[b] = w[b - 1], w[b - 1] = tw;
+      }
+  int64_t count = 0; /* the reference: breadth-first from each unlabelled node in order */
+  for (int64_t i = 0; i < N; i++) want[i] = -1;
+  for (int64_t s = 0; s < N; s++) {
+    if (want[s] >= 0) continue;
+    int64_t head = 0, tail = 0;
+    queue[tail++] = s;
+    want[s] = count;
+    while (head < tail) {
+      int64_t u = queue[head++];
+      for (int64_t e = off[u]; e < off[u + 1]; e++)
+        if (want[idx[e]] < 0 && w[e] > 0) want[idx[e]] = count, queue[tail++] = idx[e];
+    }
+    count++;
+  }
+  gstat_graph G = gstat_graph_csr(N, off, idx, w);
+  for (int t = 0; t < 2; t++) {
+    gstat_ctx_options opt;
+    gstat_ctx_options_init(&opt);
+    opt.backend = GSTAT_BACKEND_CPU;
+    opt.num_threads = t ? 4 : 1;
+    gstat_ctx *ctx = NULL;
+    assert_int_equal(gstat_ctx_create(&ctx, &opt), GSTAT_OK);
+    int64_t n_comp = 0;
+    assert_int_equal(gstat_graph_components(ctx, &G, &n_comp, got), GSTAT_OK);
+    assert_int_equal(n_comp, count);
+    for (int64_t i = 0; i < N; i++)
+      if (got[i] != want[i])
+        fail_msg("threads %d: node %lld labelled %lld, want %lld", opt.num_threads, (long long)i,
+                 (long long)got[i], (long long)want[i]);
+    if (t) assert_true(gstat_ctx_last_threads(ctx) > 1);
+    gstat_ctx_destroy(ctx);
+  }
+  assert_true(count > groups / 2); /* weight-0 edges and skipped links split some groups */
+  free(comp), free(first), free(off), free(idx), free(src), free(dst), free(ew), free(w);
+  free(want), free(got), free(queue), free(deg);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
@@ -693,6 +773,7 @@ int main(void) {
       cmocka_unit_test(test_knn_lists),
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_symmetry_check_threads),
+      cmocka_unit_test(test_components_threads),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -19,8 +19,9 @@ gstat_status gstat_i_laplacian_apply(gstat_ctx *ctx, void *op, int64_t n, int64_
 struct gstat_i_csr_lap;
 bool gstat_i_laplacian_op_csr(const gstat_laplacian_op *op, double *p, struct gstat_i_csr_lap *out);
 
-/* Connected components of the operator's graph (labels and stack: n each). */
-int64_t gstat_i_laplacian_op_components(const gstat_laplacian_op *op, int64_t *labels,
-                                        int64_t *stack);
+/* Connected components of the operator's graph (labels and stack: n each),
+ * on the threads ctx's rules give the pass. */
+int64_t gstat_i_laplacian_op_components(gstat_ctx *ctx, const gstat_laplacian_op *op,
+                                        int64_t *labels, int64_t *stack);
 
 #endif /* GSTAT_GRAPH_LAPLACIAN_OP_H */

@@ -116,7 +116,7 @@ gstat_status gstat_i_sc_sparse(gstat_ctx *ctx, const char *fn, const gstat_graph
     goto done;
   }
   double *w = V + n * m;
-  r->comps = gstat_i_laplacian_op_components(op, lab, lab + n);
+  r->comps = gstat_i_laplacian_op_components(ctx, op, lab, lab + n);
   if (o->disconnected == GSTAT_DISCONNECTED_REJECT && r->comps > 1)
     r->why = WHY_REJECT;
   else if (k > 0 && r->comps > k && o->disconnected != GSTAT_DISCONNECTED_PROCEED)
