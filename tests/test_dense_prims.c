@@ -207,8 +207,7 @@ static void test_gemm_vector_shapes(void **state) {
         gstat_trans ta = t & 1 ? GSTAT_TRANS : GSTAT_NO_TRANS,
                     tb = t & 2 ? GSTAT_TRANS : GSTAT_NO_TRANS;
         const int64_t m = shape ? 1 : L, n = shape ? L : 1, k = K;
-        const int64_t ar = ta == GSTAT_NO_TRANS ? m : k, ac = ta == GSTAT_NO_TRANS ? k : m;
-        const int64_t br = tb == GSTAT_NO_TRANS ? k : n, bc = tb == GSTAT_NO_TRANS ? n : k;
+        const int64_t ar = ta == GSTAT_NO_TRANS ? m : k, br = tb == GSTAT_NO_TRANS ? k : n;
         const int64_t lda = ar + pad, ldb = br + pad, ldc = m + pad;
         float af[sizeof a / sizeof a[0]], bf[sizeof b / sizeof b[0]], cf[sizeof c / sizeof c[0]];
         for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
@@ -246,8 +245,6 @@ static void test_gemm_vector_shapes(void **state) {
                        (long long)m, (long long)n, (int)ta, (int)tb, (long long)i, (long long)j,
                        got, want);
           }
-        (void)ac;
-        (void)bc;
       }
   gstat_ctx_destroy(ctx);
 }

@@ -2,7 +2,6 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
-#include "backend/dense.h"
 
 static gstat_status components_host(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
                                     int64_t *n_components, int64_t *labels);
@@ -40,8 +39,7 @@ static gstat_status components_host(gstat_ctx *ctx, const char *fn, const gstat_
       st = gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate workspace for %lld nodes", fn,
                         (long long)n);
     } else {
-      int threads = gstat_i_loop_threads(ctx, n, 0, 24.0 * (double)g.nnz);
-      n_components[0] = gstat_i_graph_components(&g, ws, ws + n, threads);
+      n_components[0] = gstat_i_graph_components(ctx, &g, ws, ws + n);
       if (labels) memcpy(labels, ws, sizeof(int64_t) * (size_t)n);
     }
     gstat_i_graph_release(ctx, &g);

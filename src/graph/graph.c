@@ -160,9 +160,9 @@ static uint64_t mix64(uint64_t z) {
  * entries (i < j, w) and the mirrored lower ones (j > i, w) are the same
  * set exactly when the sums of a 128-bit hash of their (pair, weight bits)
  * agree, but for a chance of about 2^-128 (rows have no duplicates). The
- * mirror lookups it spares are random accesses bound by memory latency:
- * 31 % of a 10^6-node SpectralEmbedding's host time (bench/README.md). A
- * graph it does not prove symmetric goes through the lookups. */
+ * mirror lookups it spares are random accesses bound by memory latency
+ * (bench/README.md, "The symmetry check by hashes"). A graph it does not
+ * prove symmetric goes through the lookups. */
 static bool hashes_symmetric(const gstat_i_csr_in *g, int threads) {
   uint64_t up1 = 0, up2 = 0, lo1 = 0, lo2 = 0;
   int64_t ups = 0, los = 0;
@@ -473,14 +473,15 @@ static void unite(int64_t *parent, int64_t a, int64_t b) {
   }
 }
 
-/* Union-find over the edges on threads (a breadth-first search is one chain
- * of random accesses, 13 % of a 10^6-node embedding's host time;
- * bench/README.md). Every tree's root is its smallest node, so numbering
- * the roots in node order labels the components as a search from node 0
- * on would: in the order of their smallest node. */
-int64_t gstat_i_graph_components(const gstat_i_graph *g, int64_t *labels, int64_t *parent,
-                                 int threads) {
+/* Union-find over the edges on threads: a breadth-first search is one chain
+ * of random accesses (bench/README.md, "The symmetry check by hashes").
+ * Every tree's root is its smallest node, so numbering the roots in node
+ * order labels the components as a search from node 0 on would: in the
+ * order of their smallest node. */
+int64_t gstat_i_graph_components(gstat_ctx *ctx, const gstat_i_graph *g, int64_t *labels,
+                                 int64_t *parent) {
   const int64_t n = g->n;
+  const int threads = gstat_i_loop_threads(ctx, n, 0, 24.0 * (double)g->nnz);
   (void)threads; /* without OpenMP */
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {

@@ -73,10 +73,10 @@ void gstat_i_graph_release(gstat_ctx *ctx, gstat_i_graph *g);
 void gstat_i_graph_degrees(const gstat_i_graph *g, double *d);
 
 /* Components over positive-weight edges; labels numbered by first node.
- * `parent` holds n entries of scratch; on `threads` threads (the result is
- * the same for any count). Returns the count. */
-int64_t gstat_i_graph_components(const gstat_i_graph *g, int64_t *labels, int64_t *parent,
-                                 int threads);
+ * `parent` holds n entries of scratch; on the threads ctx's rules give the
+ * pass (the result is the same for any count). Returns the count. */
+int64_t gstat_i_graph_components(gstat_ctx *ctx, const gstat_i_graph *g, int64_t *labels,
+                                 int64_t *parent);
 
 /* Check a gstat_graph descriptor's fields (format, enums, dense matrix). */
 gstat_status gstat_i_check_graph(gstat_ctx *ctx, const char *fn, const gstat_graph *G);

@@ -116,8 +116,7 @@ int64_t gstat_i_laplacian_op_components(gstat_ctx *ctx, const gstat_laplacian_op
                                         int64_t *labels, int64_t *stack) {
   /* scaling keeps the signs: positive entries are the edges */
   if (op->dense) return gstat_i_dense_components(op->n, op->dense, labels, stack);
-  int threads = gstat_i_loop_threads(ctx, op->n, 0, 24.0 * (double)op->g.nnz);
-  return gstat_i_graph_components(&op->g, labels, stack, threads);
+  return gstat_i_graph_components(ctx, &op->g, labels, stack);
 }
 
 gstat_status gstat_laplacian_op_create(gstat_ctx *ctx, const gstat_graph *G,

@@ -58,9 +58,10 @@ static void threads_leave(threads_guard g) {
 }
 
 /* A product with one column (or one row) of C, as a matrix-vector product:
- * the BLAS's GEMM packs all of A first (a tall n x j block times one column,
- * as the sparse eigensolver's Lanczos steps have, spent 4x the multiply's
- * time packing; bench/README.md). C's row is C^T = op(B)^T op(A)^T. */
+ * the BLAS's GEMM packs all of A first, which for a tall n x j block times
+ * one column (the sparse eigensolver's Lanczos steps) costs more than the
+ * multiply (bench/README.md, "One-column products"). C's row is
+ * C^T = op(B)^T op(A)^T. */
 static void gemv_shaped(gstat_dtype dt, gstat_trans ta, gstat_trans tb, int64_t m, int64_t n,
                         int64_t k, double alpha, const void *A, int64_t lda, const void *B,
                         int64_t ldb, double beta, void *C, int64_t ldc) {
