@@ -119,6 +119,7 @@ static double time_case(gstat_ctx *ctx, gstat_dtype dt, int f, int64_t n, int64_
   gstat_ctx_device_stats(ctx, &after, sizeof after);
   *path = after.own_tridiag_chunks == before.own_tridiag_chunks          ? "cusolver"
           : after.own_tridiag_degenerate > before.own_tridiag_degenerate ? "own/handed-back"
+          : after.own_tridiag_clustered > before.own_tridiag_clustered   ? "own/clustered"
                                                                          : "own";
   qsort(ms, (size_t)reps, sizeof(double), compare_doubles);
   double med = ms[reps / 2];

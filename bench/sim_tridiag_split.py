@@ -13,13 +13,14 @@ tridiagonal vectors' residual and orthogonality in units of n ulp (before
 float64's Newton-Schulz step and the back-transformation).
 
 The last two columns run the cluster step of kernels/tridiag_clusters.cu
-and tridiag_clusters.c (issue 30) in place of the hand-back: inside each
-block, slots chained by gaps not above the dtype's tolerance times ||T||
-form a cluster; its vectors start pseudo-random, then two passes of inverse
-iteration (each column shifted by its own eigenvalue, L D L^T without
-pivoting, pivots below eps ||T|| moved to +-eps ||T||, scaled to max 1)
-each followed by Cholesky QR twice; float64 then takes the Newton-Schulz
-step X (3 I - X^T X) / 2 that sytrd_eigh.c applies to every batch.
+(issue 30) in place of the hand-back: inside each block, slots chained by
+gaps not above the dtype's tolerance times ||T|| form a cluster; its
+vectors start pseudo-random, then two passes of inverse iteration (each
+column shifted by its own eigenvalue, L D L^T without pivoting, pivots
+below eps ||T|| moved to +-eps ||T||, scaled to max 1) each followed by
+classical Gram-Schmidt twice per column, in order; float64 then takes the
+Newton-Schulz step X (3 I - X^T X) / 2 that sytrd_eigh.c applies to every
+batch.
 Vectors of different clusters are orthogonal to about eps / tolerance
 before that step, within a cluster to rounding.
 
@@ -28,7 +29,6 @@ before that step, within a cluster to rounding.
 import sys
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.linalg.lapack as lapack
 
 rng = np.random.default_rng(1)
@@ -92,9 +92,13 @@ def ldl_solve(d, e, lam, z, guard):
     return out / np.abs(out).max()
 
 
-def cholesky_qr(z):
-    r = np.linalg.cholesky(z.T @ z)  # lower: Z^T Z = L L^T, R = L^T
-    return sla.solve_triangular(r, z.T, lower=True).T
+def gram_schmidt(z):
+    """Columns orthonormal in order, classical Gram-Schmidt twice per column."""
+    for q in range(z.shape[1]):
+        for _ in range(2 if q > 0 else 0):
+            z[:, q] -= z[:, :q] @ (z[:, :q].T @ z[:, q])
+        z[:, q] /= np.linalg.norm(z[:, q])
+    return z
 
 
 def cluster_vectors(d, e, lams, tnorm, rng_c):
@@ -103,7 +107,7 @@ def cluster_vectors(d, e, lams, tnorm, rng_c):
     for _ in range(2):
         for j, lam in enumerate(lams):
             z[:, j] = ldl_solve(d, e, lam, z[:, j], EPS * tnorm)
-        z = cholesky_qr(cholesky_qr(z))
+        z = gram_schmidt(z)
     return z
 
 

@@ -260,6 +260,12 @@ static void test_eigh_large_n(void **state) {
   eigh_path_case(gpu, cpu, GSTAT_F64, TU_RANDOM, 383, 3, TU_STRIDED, GSTAT_LOWER, true, 1, 0);
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 384, 3, TU_COL_MAJOR, GSTAT_LOWER, true, 0, 0);
   eigh_path_case(gpu, cpu, GSTAT_F64, TU_CLUSTERED, 300, 6, TU_COL_MAJOR, GSTAT_UPPER, true, 1, -1);
+  /* eigenvalues geometric down to ulp: the smallest hundreds are closer
+   * than the gap tolerance and do not split; the cluster step serves every
+   * matrix, none goes back */
+  gstat_device_stats before = stats_of(gpu);
+  eigh_path_case(gpu, cpu, GSTAT_F64, TU_GEOMETRIC, 300, 6, TU_ROW_MAJOR, GSTAT_LOWER, true, 1, 0);
+  assert_int_equal(stats_of(gpu).own_tridiag_clustered - before.own_tridiag_clustered, 6);
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);
 }
@@ -348,13 +354,15 @@ static void test_eigh_block_jacobi(void **state) {
 /* 64 float32 matrices of 1024 in device memory, each Wilkinson's
  * tridiagonal W+ (diagonal |i - 511.5|, off-diagonal 1: its largest
  * eigenvalues come in pairs closer than any rounding, and no off-diagonal
- * is negligible): the lockstep solver hands every matrix back and
- * XsyevBatched solves the 64, two graph branches by the rule,
- * but cuSOLVER 12.0 refuses to capture n = 1024, so the whole batch runs as
- * one direct call with a workspace of its own size. Every eigenvalue like
- * the CPU's; LAPACK's ratios for the first and last matrix (one in each
- * branch's half; the ratios cost n^3 each). */
-static void eigh_uncaptured_branches_case(gstat_ctx *gpu, gstat_ctx *cpu) {
+ * is negligible). The lockstep solver's cluster step gives the pairs their
+ * vectors: no matrix goes back. With every cluster failing
+ * (GSTAT_CUDA_FAULT=clusters) it hands every matrix back and XsyevBatched
+ * solves the 64, two graph branches by the rule, but cuSOLVER 12.0 refuses
+ * to capture n = 1024, so the whole batch runs as one direct call with a
+ * workspace of its own size. Either way every eigenvalue like the CPU's;
+ * LAPACK's ratios for the first and last matrix (one in each branch's
+ * half; the ratios cost n^3 each). */
+static void eigh_wilkinson_case(gstat_ctx *gpu, gstat_ctx *cpu, bool clusters_fail) {
   const int64_t n = 1024, nb = 64;
   tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
          W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR),
@@ -373,16 +381,28 @@ static void eigh_uncaptured_branches_case(gstat_ctx *gpu, gstat_ctx *cpu) {
   }
   void *da, *dw, *dv;
   gstat_matrix dA = to_device(&A, &da), dW = to_device(&W, &dw), dV = to_device(&V, &dv);
+  if (clusters_fail) setenv("GSTAT_CUDA_FAULT", "clusters", 1);
   gstat_device_stats before = stats_of(gpu);
-  assert_int_equal(gstat_eigh(gpu, &dA, GSTAT_LOWER, &dW, &dV, NULL), GSTAT_OK);
-  assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
+  gstat_status st = gstat_eigh(gpu, &dA, GSTAT_LOWER, &dW, &dV, NULL);
   gstat_device_stats after = stats_of(gpu);
+  unsetenv("GSTAT_CUDA_FAULT");
+  assert_int_equal(st, GSTAT_OK);
+  assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
   assert_int_equal(after.own_tridiag_chunks - before.own_tridiag_chunks, 1);
-  assert_int_equal(after.own_tridiag_degenerate - before.own_tridiag_degenerate, 1);
-  /* refused today (a later cuSOLVER may capture it: then one launch) */
+  assert_int_equal(after.own_tridiag_degenerate - before.own_tridiag_degenerate,
+                   clusters_fail ? 1 : 0);
+  assert_int_equal(after.own_tridiag_clustered - before.own_tridiag_clustered,
+                   clusters_fail ? 0 : nb);
+  /* handed back: refused today (a later cuSOLVER may capture it: then one launch) */
   bool refused = after.graph_refusals > before.graph_refusals;
-  assert_true(refused || after.graph_captures > before.graph_captures);
-  assert_int_equal(after.graph_launches - before.graph_launches, refused ? 0 : 1);
+  bool captured = after.graph_captures > before.graph_captures;
+  if (clusters_fail) {
+    assert_true(refused || captured);
+    assert_int_equal(after.graph_launches - before.graph_launches, refused ? 0 : 1);
+  } else {
+    assert_false(refused || captured);
+    assert_int_equal(after.graph_launches - before.graph_launches, 0);
+  }
   from_device(&W, dw);
   from_device(&V, dv);
   assert_int_equal(gstat_eigh(cpu, &A.m, GSTAT_LOWER, &Wc.m, NULL, NULL), GSTAT_OK);
@@ -416,7 +436,8 @@ static void eigh_uncaptured_branches_case(gstat_ctx *gpu, gstat_ctx *cpu) {
  * float64 72 x 72 x 257: four parts, the last 62), with device data (the
  * graph solves in the caller's arrays) and host data (in the context's),
  * both triangles and every layout (an upper input is solved as the lower
- * triangle of its transpose); and the uncaptured case above. The same
+ * triangle of its transpose); and the Wilkinson case above (its hand-back
+ * runs uncaptured). The same
  * results as the CPU. */
 static void test_eigh_graph_branches(void **state) {
   (void)state;
@@ -430,7 +451,8 @@ static void test_eigh_graph_branches(void **state) {
   assert_int_equal(ds.graph_captures, 4);
   assert_int_equal(ds.graph_refusals, 0);
   assert_int_equal(ds.graph_launches, 4);
-  eigh_uncaptured_branches_case(gpu, cpu);
+  eigh_wilkinson_case(gpu, cpu, false);
+  eigh_wilkinson_case(gpu, cpu, true);
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);
 }

@@ -186,13 +186,15 @@ static double now_ms(void) {
 
 /* The CUDA path of the last call, from the backend name and the counters
  * that moved (gstat_device_stats): own-tridiag (the lockstep or two-stage
- * solvers), handed-back (some or all of a chunk re-solved by cuSOLVER), graph (cuSOLVER's
+ * solvers), clustered (their cluster step served some matrices),
+ * handed-back (some or all of a chunk re-solved by cuSOLVER), graph (cuSOLVER's
  * batched solver replayed), pipeline (host arrays in pieces). */
 static void path_of(const gstat_device_stats *before, char *out, size_t len) {
   gstat_device_stats s;
   gstat_ctx_device_stats(ctx, &s, sizeof s);
-  snprintf(out, len, "%s%s%s%s%s", gstat_ctx_last_backend_name(ctx),
+  snprintf(out, len, "%s%s%s%s%s%s", gstat_ctx_last_backend_name(ctx),
            s.own_tridiag_chunks > before->own_tridiag_chunks ? "/own-tridiag" : "",
+           s.own_tridiag_clustered > before->own_tridiag_clustered ? "/clustered" : "",
            s.own_tridiag_degenerate > before->own_tridiag_degenerate ? "/handed-back" : "",
            s.graph_launches > before->graph_launches ? "/graph" : "",
            s.pipeline_pieces > before->pipeline_pieces ? "/pipeline" : "");

@@ -146,9 +146,10 @@ GSTAT_API void gstat_ctx_options_init(gstat_ctx_options *opt);
  * The CUDA backend is a separate module (libgstat_cuda.so.0) loaded on first
  * use from the directory libgstat itself was loaded from, or from the path in
  * the environment variable GSTAT_CUDA_MODULE. For testing only, the
- * environment variable GSTAT_CUDA_FAULT=oom|solver|nonfinite makes the CUDA
- * backend simulate device out-of-memory, a failing solver, or NaN output,
- * so that the fallback paths can be exercised. */
+ * environment variable GSTAT_CUDA_FAULT=oom|solver|nonfinite|clusters makes
+ * the CUDA backend simulate device out-of-memory, a failing solver, NaN
+ * output, or eigenvalue clusters its own cluster step cannot serve, so that
+ * the fallback paths can be exercised. */
 GSTAT_API gstat_status gstat_ctx_create(gstat_ctx **ctx, const gstat_ctx_options *opt);
 
 /* Release the context and all the workspace it cached. NULL is a no-op. */
@@ -231,11 +232,15 @@ typedef struct gstat_device_stats {
                                    * cuSOLVER's reduction for large float32,
                                    * its two-stage reduction for large
                                    * float64) */
-  int64_t own_tridiag_degenerate; /* of those, chunks with eigenvalue gaps
-                                   * too small for its vectors: their
-                                   * matrices with such gaps (the lockstep
+  int64_t own_tridiag_degenerate; /* of those, chunks with eigenvalue
+                                   * clusters its cluster step could not
+                                   * serve: those matrices (the lockstep
                                    * solver) or the whole chunk solved
                                    * again by cuSOLVER */
+  /* added after the first seven: */
+  int64_t own_tridiag_clustered; /* matrices whose eigenvalue clusters got
+                                  * their vectors from its cluster step
+                                  * (inverse iteration) */
 } gstat_device_stats;
 
 /* The size of gstat_device_stats as first published (five counters); every

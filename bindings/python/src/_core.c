@@ -178,6 +178,8 @@ static void record_device_stats(const pooled *p) {
   last_device_stats.own_tridiag_chunks = now.own_tridiag_chunks - p->before.own_tridiag_chunks;
   last_device_stats.own_tridiag_degenerate =
       now.own_tridiag_degenerate - p->before.own_tridiag_degenerate;
+  last_device_stats.own_tridiag_clustered =
+      now.own_tridiag_clustered - p->before.own_tridiag_clustered;
 }
 
 static void ctx_release(pooled *p) {
@@ -1933,12 +1935,13 @@ static PyObject *py_last_device_stats(PyObject *self, PyObject *unused) {
   (void)self;
   (void)unused;
   const gstat_device_stats *d = &last_device_stats;
-  return Py_BuildValue("{sLsLsLsLsLsLsL}", "allocations", (long long)d->allocations,
+  return Py_BuildValue("{sLsLsLsLsLsLsLsL}", "allocations", (long long)d->allocations,
                        "graph_captures", (long long)d->graph_captures, "graph_refusals",
                        (long long)d->graph_refusals, "graph_launches", (long long)d->graph_launches,
                        "pipeline_pieces", (long long)d->pipeline_pieces, "own_tridiag_chunks",
                        (long long)d->own_tridiag_chunks, "own_tridiag_degenerate",
-                       (long long)d->own_tridiag_degenerate);
+                       (long long)d->own_tridiag_degenerate, "own_tridiag_clustered",
+                       (long long)d->own_tridiag_clustered);
 }
 
 static PyObject *py_cuda_available(PyObject *self, PyObject *args) {

@@ -83,7 +83,8 @@ def test_last_device_stats_show_graph_replay():
     assert gstat.last_backend() == "cuda"
     assert gstat.last_device_stats() == {
         "allocations": 0, "graph_captures": 0, "graph_refusals": 0, "graph_launches": 1,
-        "pipeline_pieces": 0, "own_tridiag_chunks": 0, "own_tridiag_degenerate": 0}
+        "pipeline_pieces": 0, "own_tridiag_chunks": 0, "own_tridiag_degenerate": 0,
+        "own_tridiag_clustered": 0}
 
 
 @needs_gpu

@@ -161,7 +161,8 @@ def test_backend_selection(rng):
     assert gstat.last_backend() == "cpu"
     assert gstat.last_device_stats() == {
         "allocations": 0, "graph_captures": 0, "graph_refusals": 0, "graph_launches": 0,
-        "pipeline_pieces": 0, "own_tridiag_chunks": 0, "own_tridiag_degenerate": 0}
+        "pipeline_pieces": 0, "own_tridiag_chunks": 0, "own_tridiag_degenerate": 0,
+        "own_tridiag_clustered": 0}
     with gstat.use_backend("cpu"):
         assert gstat.get_backend() == "cpu"
         gstat.linalg.eigh(a)

@@ -163,6 +163,8 @@ static void record_device_stats(gstat_ctx *ctx) {
   last_device_stats.own_tridiag_chunks = now.own_tridiag_chunks - shared.before.own_tridiag_chunks;
   last_device_stats.own_tridiag_degenerate =
       now.own_tridiag_degenerate - shared.before.own_tridiag_degenerate;
+  last_device_stats.own_tridiag_clustered =
+      now.own_tridiag_clustered - shared.before.own_tridiag_clustered;
 }
 
 void rg_check(rg_call *c, gstat_status st) {
@@ -223,13 +225,18 @@ SEXP rg_named_list(int n, const char **names) {
 
 /* last_device_stats as a named double vector (counts beyond 2^31 fit). */
 static SEXP device_stats_vector(void) {
-  static const char *names[] = {"allocations",           "graph_captures",  "graph_refusals",
-                                "graph_launches",        "pipeline_pieces", "own_tridiag_chunks",
-                                "own_tridiag_degenerate"};
+  static const char *names[] = {
+      "allocations",     "graph_captures",     "graph_refusals",         "graph_launches",
+      "pipeline_pieces", "own_tridiag_chunks", "own_tridiag_degenerate", "own_tridiag_clustered"};
   const gstat_device_stats *d = &last_device_stats;
-  const int64_t v[] = {d->allocations,           d->graph_captures,  d->graph_refusals,
-                       d->graph_launches,        d->pipeline_pieces, d->own_tridiag_chunks,
-                       d->own_tridiag_degenerate};
+  const int64_t v[] = {d->allocations,
+                       d->graph_captures,
+                       d->graph_refusals,
+                       d->graph_launches,
+                       d->pipeline_pieces,
+                       d->own_tridiag_chunks,
+                       d->own_tridiag_degenerate,
+                       d->own_tridiag_clustered};
   enum { N = sizeof v / sizeof v[0] };
   SEXP out = PROTECT(Rf_allocVector(REALSXP, N));
   SEXP nm = PROTECT(Rf_allocVector(STRSXP, N));

@@ -54,7 +54,13 @@ typedef struct {
   bool pending; /* a copy may still use the halves */
 } gstat_cu_stager;
 
-typedef enum { FAULT_NONE, FAULT_OOM, FAULT_SOLVER, FAULT_NONFINITE } gstat_cu_fault;
+typedef enum {
+  FAULT_NONE,
+  FAULT_OOM,
+  FAULT_SOLVER,
+  FAULT_NONFINITE,
+  FAULT_CLUSTERS
+} gstat_cu_fault;
 
 /* A cuSOLVER call captured into a CUDA graph, with everything it captured
  * (shape, branches, buffers, sizes) as its key (eigh_cuda.c). */
@@ -105,7 +111,7 @@ typedef struct gstat_cu_state {
   int64_t device_allocations;
   /* gstat_device_stats' other counters */
   int64_t graph_captures, graph_refusals, graph_launches, pipeline_pieces;
-  int64_t own_tridiag_chunks, own_tridiag_degenerate;
+  int64_t own_tridiag_chunks, own_tridiag_degenerate, own_tridiag_clustered;
   size_t free_bytes_cap; /* chunking budget, from cudaMemGetInfo at creation */
   /* info[0 .. clean_count) from clean_info on: what collect_info's
    * all-zero path wrote in one run of consecutive chunks (info_clean) */

@@ -553,6 +553,13 @@ static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int6
   return cudaErrorUnknown;
 }
 
+/* The cluster step's settings and counter for our tridiagonal step. */
+static gstat_cu_clusters own_clusters(gstat_cu_state *s) {
+  gstat_cu_clusters c = {.fail = gstat_cu_fault_now() == FAULT_CLUSTERS,
+                         .clustered = &s->own_tridiag_clustered};
+  return c;
+}
+
 /* Our lockstep solver on the chunk's nb matrices in dA (lower triangles;
  * overwritten with the vectors) into dW. Matrices with eigenvalue gaps too
  * small for their vectors are handed back to cuSOLVER in one batched call
@@ -577,7 +584,8 @@ static gstat_status lockstep(const eigh_run *r, void *dA, void *dW, int *dInfo, 
                                 .blas = s->blas,
                                 .solve_dense = r->want ? solve_handed_back : NULL,
                                 .solve_ctx = &h,
-                                .handed_back = &handed};
+                                .handed_back = &handed,
+                                .clusters = own_clusters(s)};
   const char *what = "";
   int deg = 0;
   cudaError_t err = gstat_cu_sytrd_eigh(&a, &deg, &what);
@@ -606,6 +614,7 @@ static gstat_status split(const eigh_run *r, void *dA, void *dW, int *dInfo, int
                                    .work = work,
                                    .host_flag = s->host_info.ptr,
                                    .gap_tol = lockstep_gap,
+                                   .clusters = own_clusters(s),
                                    .stream = s->stream,
                                    .solver = s->solver};
     const char *what = "";
@@ -635,6 +644,7 @@ static gstat_status two_stage(const eigh_run *r, void *dA, void *dW, int *dInfo,
                                  .host_work = host_work,
                                  .host_flag = s->host_info.ptr,
                                  .gap_tol = lockstep_gap,
+                                 .clusters = own_clusters(s),
                                  .stream = s->stream,
                                  .solver = s->solver,
                                  .params = s->params,

@@ -20,6 +20,7 @@ gstat_cu_fault gstat_cu_fault_now(void) {
   if (!strcmp(f, "oom")) return FAULT_OOM;
   if (!strcmp(f, "solver")) return FAULT_SOLVER;
   if (!strcmp(f, "nonfinite")) return FAULT_NONFINITE;
+  if (!strcmp(f, "clusters")) return FAULT_CLUSTERS;
   return FAULT_NONE;
 }
 
@@ -493,6 +494,7 @@ static void device_stats(void *state, gstat_device_stats *stats, size_t stats_si
   all.pipeline_pieces = s->pipeline_pieces;
   all.own_tridiag_chunks = s->own_tridiag_chunks;
   all.own_tridiag_degenerate = s->own_tridiag_degenerate;
+  all.own_tridiag_clustered = s->own_tridiag_clustered;
   memcpy(stats, &all, stats_size < sizeof all ? stats_size : sizeof all);
 }
 

@@ -197,6 +197,7 @@ cudaError_t gstat_cu_sytrd_eigh(const gstat_cu_sytrd_eigh_args *a, int *degenera
                                   .X = a->want ? X : NULL,
                                   .gap_tol = a->gap_tol,
                                   .host_flag = a->host_flag,
+                                  .clusters = a->clusters,
                                   .stream = a->stream};
   err = gstat_cu_tridiag_step(&t, degenerate, what);
   if (err != cudaSuccess || !a->want) return err;

@@ -9,8 +9,10 @@
  * cusolverDnXsyevBatched's time at mid n hardly grows with the batch
  * (latency-bound); this path's does, from a lower start (bench/README.md).
  * Eigenvectors from twisted factorizations are orthogonal to eps ||T|| /
- * gap: a batch with an eigenvalue gap below the tolerance is reported as
- * degenerate and must be solved another way.
+ * gap: clusters of eigenvalues with gaps below the tolerance get theirs by
+ * inverse iteration (kernels/tridiag_clusters.cu); a matrix that step
+ * cannot serve is handed back (solve_dense), or else makes the batch
+ * degenerate, to be solved another way.
  *
  * Plain CUDA interface (no gstat_cu_state), so that bench/ can drive it too.
  */
@@ -22,18 +24,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/cuda/tridiag_step.h"
+
 typedef struct {
   int cdt; /* 1 float32, 2 float64 */
   int64_t n, nb;
-  int want;       /* non-zero: eigenvectors too */
-  void *a;        /* in: nb dense column-major n x n, lower triangle read; out:
-                   * the eigenvectors (values only: overwritten) */
-  void *w;        /* out: nb x n eigenvalues, ascending */
-  int *info;      /* device, nb: 0, or 1 where T was not finite (NaN values) */
-  void *work;     /* device, gstat_cu_sytrd_eigh_bytes' bytes */
-  int *host_flag; /* pinned host ints, nb + 1 (vectors only): the degenerate check */
-  double gap_tol; /* vectors: the relative eigenvalue gap below which the
-                   * batch is degenerate */
+  int want;                   /* non-zero: eigenvectors too */
+  void *a;                    /* in: nb dense column-major n x n, lower triangle read; out:
+                               * the eigenvectors (values only: overwritten) */
+  void *w;                    /* out: nb x n eigenvalues, ascending */
+  int *info;                  /* device, nb: 0, or 1 where T was not finite (NaN values) */
+  void *work;                 /* device, gstat_cu_sytrd_eigh_bytes' bytes */
+  int *host_flag;             /* pinned host ints, nb + 1 (vectors only): the degenerate check */
+  double gap_tol;             /* vectors: the relative eigenvalue gap below which a
+                               * matrix's clusters need the cluster step */
+  gstat_cu_clusters clusters; /* the cluster step (tridiag_step.h) */
   cudaStream_t stream;
   cublasHandle_t blas; /* set to `stream` by the call */
   /* Optional (vectors): the matrices whose gaps are too small are handed

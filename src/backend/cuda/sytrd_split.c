@@ -83,6 +83,7 @@ cudaError_t gstat_cu_sytrd_split(const gstat_cu_sytrd_split_args *a, int *degene
                                   .X = X,
                                   .gap_tol = a->gap_tol,
                                   .host_flag = a->host_flag,
+                                  .clusters = a->clusters,
                                   .stream = a->stream};
   err = gstat_cu_tridiag_step(&t, degenerate, what);
   if (err != cudaSuccess || *degenerate) return err;

@@ -19,14 +19,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/cuda/tridiag_step.h"
+
 typedef struct {
-  int64_t n;      /* 2 <= n <= GSTAT_CU_TRIDIAG_MAX_N */
-  float *a;       /* in: column-major n x n, lower triangle read; out: vectors */
-  float *w;       /* out: n eigenvalues, ascending */
-  int *info;      /* device: 0, or 1 where T was not finite (NaN values) */
-  void *work;     /* device, gstat_cu_sytrd_split_bytes' bytes */
-  int *host_flag; /* pinned host ints (2): the degenerate check */
-  double gap_tol; /* relative eigenvalue gap below which A is degenerate */
+  int64_t n;                  /* 2 <= n <= GSTAT_CU_TRIDIAG_MAX_N */
+  float *a;                   /* in: column-major n x n, lower triangle read; out: vectors */
+  float *w;                   /* out: n eigenvalues, ascending */
+  int *info;                  /* device: 0, or 1 where T was not finite (NaN values) */
+  void *work;                 /* device, gstat_cu_sytrd_split_bytes' bytes */
+  int *host_flag;             /* pinned host ints (2): the degenerate check */
+  double gap_tol;             /* relative eigenvalue gap below which A is degenerate */
+  gstat_cu_clusters clusters; /* the cluster step (tridiag_step.h) */
   cudaStream_t stream;
   cusolverDnHandle_t solver; /* set to `stream` by the call */
 } gstat_cu_sytrd_split_args;
@@ -38,9 +41,10 @@ int gstat_cu_sytrd_split_fits(int64_t n);
  * failed); a: the device matrix the call will solve (not read). */
 size_t gstat_cu_sytrd_split_bytes(cusolverDnHandle_t solver, int64_t n, const float *a);
 
-/* Runs the decomposition on `stream`; it synchronizes once, after the
- * tridiagonal eigenvectors, to read the degenerate flag: *degenerate = 1
- * means some eigenvalue gap is below gap_tol * ||T||; then A holds
+/* Runs the decomposition on `stream`; it synchronizes after the
+ * tridiagonal eigenvectors to read the degenerate flag (and again after
+ * the cluster step, when eigenvalue gaps are not above gap_tol * ||T||):
+ * *degenerate = 1 means the cluster step could not serve A; then A holds
  * reflectors and no vectors (solve it another way). Returns cudaSuccess or
  * the first error, with *what naming the step. */
 cudaError_t gstat_cu_sytrd_split(const gstat_cu_sytrd_split_args *a, int *degenerate,

@@ -1,7 +1,12 @@
 /* The tridiagonal step both eigensolver drivers run (tridiag_step.h). */
 #include "backend/cuda/tridiag_step.h"
 
+#include <stdlib.h>
+
 #include "backend/cuda/kernels/kernels.h"
+
+/* kernels/tridiag.cuh's per-matrix flags */
+enum { FLAG_CLUSTER = 1, FLAG_NONFINITE = 2, FLAG_FAILED = 4 };
 
 gstat_cu_tridiag_parts gstat_cu_tridiag_parts_at(size_t *at, int64_t n, int64_t nb, int want) {
   gstat_cu_tridiag_parts p;
@@ -12,14 +17,62 @@ gstat_cu_tridiag_parts gstat_cu_tridiag_parts_at(size_t *at, int64_t n, int64_t 
   p.zt = gstat_cu_ws_part(at, v * n2 * sizeof(double));
   p.u = gstat_cu_ws_part(at, v * n2 * sizeof(double));
   p.flags = gstat_cu_ws_part(at, v * (size_t)(nb + 1) * sizeof(int));
+  p.links = gstat_cu_ws_part(at, v * (size_t)(n * nb));
+  p.idx = gstat_cu_ws_part(at, v * (size_t)nb * sizeof(int));
   p.perm = gstat_cu_ws_part(at, (size_t)(n * nb) * sizeof(int));
   return p;
+}
+
+/* The matrices whose only trouble is clusters get the cluster step; then
+ * host_flag[b] says which matrices still need another solver. */
+static cudaError_t cluster_step(const gstat_cu_tridiag_step_args *a, const char **what) {
+  char *base = a->base;
+  int *h = a->host_flag, *flags = (int *)(base + a->parts.flags);
+  int *idx = (int *)(base + a->parts.idx);
+  int *list = malloc(sizeof(int) * (size_t)a->nb);
+  if (!list) {
+    *what = "cluster list";
+    return cudaErrorMemoryAllocation;
+  }
+  int64_t k = 0;
+  for (int64_t b = 0; b < a->nb; b++)
+    if (h[b] == FLAG_CLUSTER) list[k++] = (int)b;
+  cudaError_t err = cudaSuccess;
+  if (k > 0) {
+    /* from pageable memory: the copy is staged before the call returns */
+    err = cudaMemcpyAsync(idx, list, sizeof(int) * (size_t)k, cudaMemcpyHostToDevice, a->stream);
+    if (err == cudaSuccess)
+      err = gstat_cu_tridiag_clusters(
+          a->cdt, a->d, a->e, a->n, (const double *)(base + a->parts.wd),
+          (const double *)(base + a->parts.norms), (const unsigned char *)(base + a->parts.links),
+          idx, k, a->clusters.fail, (double *)(base + a->parts.zt), (double *)(base + a->parts.u),
+          flags, a->stream);
+    if (err == cudaSuccess)
+      err =
+          cudaMemcpyAsync(h, flags, sizeof(int) * (size_t)a->nb, cudaMemcpyDeviceToHost, a->stream);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(a->stream);
+  }
+  free(list);
+  if (err != cudaSuccess) {
+    *what = "cluster step";
+    return err;
+  }
+  int64_t served = 0;
+  h[a->nb] = 0;
+  for (int64_t b = 0; b < a->nb; b++) {
+    served += h[b] == FLAG_CLUSTER;
+    h[b] = h[b] != 0 && h[b] != FLAG_CLUSTER;
+    h[a->nb] |= h[b];
+  }
+  if (a->clusters.clustered) *a->clusters.clustered += served;
+  return cudaSuccess;
 }
 
 cudaError_t gstat_cu_tridiag_step(const gstat_cu_tridiag_step_args *a, int *degenerate,
                                   const char **what) {
   char *base = a->base;
   double *wd = (double *)(base + a->parts.wd), *norms = (double *)(base + a->parts.norms);
+  double *zt = (double *)(base + a->parts.zt);
   const double *sigma = (const double *)(base + a->parts.sigma);
   int *flags = (int *)(base + a->parts.flags), *perm = (int *)(base + a->parts.perm);
   cudaError_t err;
@@ -33,16 +86,18 @@ cudaError_t gstat_cu_tridiag_step(const gstat_cu_tridiag_step_args *a, int *dege
   GSTAT_CU_STEP(cudaMemsetAsync(flags, 0, sizeof(int) * (size_t)(a->nb + 1), a->stream),
                 "clearing flags");
   GSTAT_CU_STEP(
-      gstat_cu_tridiag_vectors(a->cdt, a->d, a->e, a->n, a->nb, wd, norms, a->gap_tol,
-                               (double *)(base + a->parts.zt), (double *)(base + a->parts.u), perm,
-                               a->X, flags, a->stream),
+      gstat_cu_tridiag_vectors(a->cdt, a->d, a->e, a->n, a->nb, wd, norms, a->gap_tol, zt,
+                               (double *)(base + a->parts.u),
+                               (unsigned char *)(base + a->parts.links), flags, a->stream),
       "tridiagonal eigenvectors");
-  /* every flag: flags[nb] (set with any flags[b]) says whether, the others
-   * which matrices a caller may hand back one by one */
+  /* flags[nb] (set with any flags[b]) says whether to look further */
   GSTAT_CU_STEP(cudaMemcpyAsync(a->host_flag, flags, sizeof(int) * (size_t)(a->nb + 1),
                                 cudaMemcpyDeviceToHost, a->stream),
                 "degenerate check");
   GSTAT_CU_STEP(cudaStreamSynchronize(a->stream), "tridiagonal eigenvectors");
+  if (a->host_flag[a->nb] && (err = cluster_step(a, what)) != cudaSuccess) return err;
   *degenerate = a->host_flag[a->nb] != 0;
+  GSTAT_CU_STEP(gstat_cu_tridiag_transpose(a->cdt, zt, a->n, a->nb, perm, a->X, a->stream),
+                "ordering the vectors");
   return cudaSuccess;
 }

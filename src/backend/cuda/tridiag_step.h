@@ -3,8 +3,10 @@
  * (sytrd_eigh.c: the lockstep solver; sytrd_split.c: cuSOLVER's reduction
  * around it): the carving of their device workspaces, the error-step
  * macros, and the step itself (kernels/tridiag_eig.cu): eigenvalues by
- * bisection and, with vectors, twisted factorizations and the one read
- * back that says whether the batch is degenerate.
+ * bisection and, with vectors, twisted factorizations, the one read back
+ * that says whether some eigenvalues are too close for them and, where
+ * they are, inverse iteration on those clusters (kernels/tridiag_clusters.cu)
+ * and a second read back of the matrices it could not serve.
  */
 #ifndef GSTAT_BACKEND_CUDA_TRIDIAG_STEP_H
 #define GSTAT_BACKEND_CUDA_TRIDIAG_STEP_H
@@ -42,13 +44,21 @@ static inline size_t gstat_cu_ws_part(size_t *at, size_t bytes) {
     }                                     \
   } while (0)
 
+/* What a caller asks of the cluster step and learns from it. */
+typedef struct {
+  int fail;           /* the hand-back's test (GSTAT_CUDA_FAULT=clusters): every
+                       * cluster's vectors fail their check */
+  int64_t *clustered; /* may be NULL: += the matrices the cluster step served */
+} gstat_cu_clusters;
+
 /* The step's device scratch (byte offsets in a workspace): eigenvalues in
  * double (n per problem), ||T|| and the pivot guard (2), the input's
  * scaling sigma (1), with vectors the tridiagonal eigenvectors and their
- * bottom-up factors (n x n doubles each) and the degenerate flags (nb + 1
- * ints); the values' order (n ints per problem). */
+ * bottom-up factors (n x n doubles each), the flags (nb + 1 ints), the
+ * slots' links (n bytes per problem) and the list of matrices with
+ * clusters (nb ints); the values' order (n ints per problem). */
 typedef struct {
-  size_t wd, norms, sigma, zt, u, flags, perm;
+  size_t wd, norms, sigma, zt, u, flags, links, idx, perm;
 } gstat_cu_tridiag_parts;
 
 /* Carve the parts for nb problems of order n from offset *at. */
@@ -64,14 +74,18 @@ typedef struct {
   int *info;      /* out: 0, or 1 where T was not finite */
   void *X;        /* out: the tridiagonal eigenvectors, n x n per problem; NULL: values only */
   double gap_tol; /* vectors: the relative gap below which a batch is degenerate */
-  int *host_flag; /* vectors: pinned host ints (nb + 1) for the read back:
-                   * the flags of gstat_cu_tridiag_vectors */
+  int *host_flag; /* vectors: pinned host ints (nb + 1) for the read backs;
+                   * on return host_flag[b] != 0 where matrix b's vectors
+                   * are not reliable, host_flag[nb] != 0 when any is */
+  gstat_cu_clusters clusters;
   cudaStream_t stream;
 } gstat_cu_tridiag_step_args;
 
 /* Values only: queued on the stream, no synchronization. With vectors: one
- * synchronization, *degenerate = 1 when some gap is below gap_tol * ||T||.
- * Returns cudaSuccess or the first error, with *what naming the step. */
+ * synchronization, two when some gaps are not above gap_tol * ||T|| (the
+ * cluster step then runs); *degenerate = 1 when some matrix's vectors are
+ * still not reliable (host_flag says which). Returns cudaSuccess or the
+ * first error, with *what naming the step. */
 cudaError_t gstat_cu_tridiag_step(const gstat_cu_tridiag_step_args *a, int *degenerate,
                                   const char **what);
 

@@ -273,6 +273,7 @@ static cudaError_t vectors(const run *r, cudaStream_t side, cublasHandle_t side_
                                   .X = z,
                                   .gap_tol = a->gap_tol,
                                   .host_flag = a->host_flag,
+                                  .clusters = a->clusters,
                                   .stream = a->stream};
   cudaError_t err = gstat_cu_tridiag_step(&t, degenerate, what);
   if (err != cudaSuccess || *degenerate) return err;

@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/cuda/tridiag_step.h"
+
 typedef struct {
   int64_t n;       /* gstat_cu_two_stage_fits(n) */
   double *a;       /* in: column-major n x n, lower triangle read; out: vectors */
@@ -45,12 +47,13 @@ typedef struct {
    * `side` by the call); `stream` waits for it before the call returns. */
   cudaStream_t side;
   cublasHandle_t side_blas;
-  int side_sms;       /* SMs side_blas targets while the chase runs: -1 those the
-                       * chase leaves when a third of the GPU or more, 0 all */
-  cudaEvent_t ev[2];  /* the hand-offs between the streams */
-  cudaEvent_t *marks; /* NULL, or six events recorded on `stream`: after 1., 2., the
-                       * step, Newton-Schulz, the wait for Q1 Q2 and the last product,
-                       * for bench/probe_two_stage */
+  int side_sms;               /* SMs side_blas targets while the chase runs: -1 those the
+                               * chase leaves when a third of the GPU or more, 0 all */
+  cudaEvent_t ev[2];          /* the hand-offs between the streams */
+  cudaEvent_t *marks;         /* NULL, or six events recorded on `stream`: after 1., 2., the
+                               * step, Newton-Schulz, the wait for Q1 Q2 and the last product,
+                               * for bench/probe_two_stage */
+  gstat_cu_clusters clusters; /* the cluster step (tridiag_step.h) */
 } gstat_cu_two_stage_args;
 
 /* Whether the path takes order n. */
@@ -62,9 +65,10 @@ int gstat_cu_two_stage_fits(int64_t n);
 size_t gstat_cu_two_stage_bytes(cusolverDnHandle_t solver, cusolverDnParams_t params, int64_t n,
                                 const double *a, size_t *host_bytes);
 
-/* Runs the decomposition on `stream`; it synchronizes once, after the
- * tridiagonal eigenvectors, to read the degenerate flag: *degenerate = 1
- * means some eigenvalue gap is below gap_tol * ||T||; then A holds
+/* Runs the decomposition on `stream`; it synchronizes after the
+ * tridiagonal eigenvectors to read the degenerate flag (and again after
+ * the cluster step, when eigenvalue gaps are not above gap_tol * ||T||):
+ * *degenerate = 1 means the cluster step could not serve A; then A holds
  * reflectors and no vectors (solve it another way). Returns cudaSuccess or
  * the first error, with *what naming the step. */
 cudaError_t gstat_cu_two_stage(const gstat_cu_two_stage_args *a, int *degenerate,

@@ -77,9 +77,10 @@ def last_device_stats():
         ``own_tridiag_chunks``: chunks whose tridiagonal problems gstat solved
         itself (its lockstep eigensolver at mid n, or after cuSOLVER's
         reduction for large float32). ``own_tridiag_degenerate``: of those,
-        chunks whose eigenvalue gaps were too small for its vectors (those
-        matrices, on the lockstep path, or the whole chunk solved again by
-        cuSOLVER).
+        chunks with eigenvalue clusters its cluster step could not serve
+        (those matrices, on the lockstep path, or the whole chunk solved
+        again by cuSOLVER). ``own_tridiag_clustered``: matrices whose
+        eigenvalue clusters got their vectors from that step.
 
     Examples
     --------

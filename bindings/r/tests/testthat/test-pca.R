@@ -71,7 +71,7 @@ test_that("gs_backend reports what ran and validates the option", {
   expect_identical(b$last_device_stats,
                    c(allocations = 0, graph_captures = 0, graph_refusals = 0,
                      graph_launches = 0, pipeline_pieces = 0, own_tridiag_chunks = 0,
-                     own_tridiag_degenerate = 0))
+                     own_tridiag_degenerate = 0, own_tridiag_clustered = 0))
   expect_type(b$cuda_available, "logical")
   old <- gs_backend("cpu")
   expect_equal(getOption("rgstat.backend"), "cpu")

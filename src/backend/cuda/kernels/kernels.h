@@ -205,17 +205,34 @@ cudaError_t gstat_cu_tridiag_values(int dtype, const void *d, const void *e, int
                                     int64_t batch, const double *sigma, double *wd, void *w,
                                     double *norms, int *info, int *perm, cudaStream_t stream);
 
-/* Unit eigenvectors for gstat_cu_tridiag_values' wd, norms and perm by
- * twisted factorizations on the same blocks, into X (dense column-major n
- * x n per matrix, dtype; columns in w's order), through Zt and U (double,
- * n x n per matrix each). flags[b] = 1 and flags[batch] = 1 (the caller
- * zeroes the batch + 1 flags) when some eigenvalue's gap to a neighbour in
- * its block is not above gap_tol * ||T|| or a vector is not finite: its
- * vectors are then not reliably orthogonal. */
+/* Unit eigenvectors for gstat_cu_tridiag_values' wd and norms by twisted
+ * factorizations on the same blocks, into Zt (double, n x n per matrix,
+ * slot i's vector in column i, element (k, i) at k*n + i) through U (the
+ * same shape, scratch). links (a byte per slot): 1 where the gap to the
+ * next slot of the block is not above gap_tol * ||T||: such vectors are
+ * not reliably orthogonal. flags[b] |= 1 when matrix b has such a gap, |=
+ * 2 when a value or vector is not finite; flags[batch] = 1 with either
+ * (the caller zeroes the batch + 1 flags). */
 cudaError_t gstat_cu_tridiag_vectors(int dtype, const void *d, const void *e, int64_t n,
                                      int64_t batch, const double *wd, const double *norms,
-                                     double gap_tol, double *Zt, double *U, const int *perm,
-                                     void *X, int *flags, cudaStream_t stream);
+                                     double gap_tol, double *Zt, double *U, unsigned char *links,
+                                     int *flags, cudaStream_t stream);
+
+/* tridiag_clusters.cu: for the k matrices idx (device ints), the vectors
+ * of every cluster of linked slots (gstat_cu_tridiag_vectors' links) by
+ * inverse iteration and Gram-Schmidt, in Zt's columns (U: scratch);
+ * flags[idx[j]] |= 4 where a cluster's vectors fail their check (the
+ * matrix is to be solved another way), or everywhere when fail != 0. */
+cudaError_t gstat_cu_tridiag_clusters(int dtype, const void *d, const void *e, int64_t n,
+                                      const double *wd, const double *norms,
+                                      const unsigned char *links, const int *idx, int64_t k,
+                                      int fail, double *Zt, double *U, int *flags,
+                                      cudaStream_t stream);
+
+/* X (dtype, dense column-major n x n per matrix) = Zt's vectors, slot i's
+ * into column perm[b*n + i] (ascending values). */
+cudaError_t gstat_cu_tridiag_transpose(int dtype, const double *Zt, int64_t n, int64_t batch,
+                                       const int *perm, void *X, cudaStream_t stream);
 
 /* The per-element hand-back of the lockstep solver (n <= GSTAT_CU_SYTRD_MAX_N,
  * k <= 65535; idx: k device ints, the matrices handed back). gather: the

@@ -11,15 +11,15 @@
  *  - vectors: for each eigenvalue the twisted factorization of T - lambda I
  *    (top-down L D L^T and bottom-up U D U^T, twisted where |gamma_r| is
  *    least; Parlett and Dhillon), a thread per eigenvector. The vector is
- *    as orthogonal to its neighbours as eps ||T|| / gap allows, so a matrix
- *    whose relative gap is below the caller's tolerance is flagged and must
- *    be solved another way.
+ *    as orthogonal to its neighbours as eps ||T|| / gap allows, so slots
+ *    whose relative gap is not above the caller's tolerance are linked into
+ *    clusters (tridiag_clusters.cu gives those their vectors).
  *
  * Per matrix b: d, e at b*n (e's first n - 1 used); wd (double) at b*n;
  * Zt and U (double) at b*n*n with element (k, i) at k*n + i: thread i
  * walks row after row, its neighbours beside it (coalesced).
  */
-#include "common.cuh"
+#include "tridiag.cuh"
 
 namespace gstat_cu {
 namespace {
@@ -47,19 +47,6 @@ __device__ void block_min_max(double &lo, double &hi, double *scratch) {
   __syncthreads();
 }
 
-/* d and e of matrix b into shared memory as double: dd[n], e2[n] (e^2),
- * and ee[n] (e) when ee is not NULL. */
-template <typename T>
-__device__ void load_tridiag(const T *d, const T *e, int n, double *dd, double *e2, double *ee) {
-  for (int k = threadIdx.x; k < n; k += blockDim.x) {
-    dd[k] = (double)d[k];
-    double x = k < n - 1 ? (double)e[k] : 0.0;
-    e2[k] = x * x;
-    if (ee) ee[k] = x;
-  }
-  __syncthreads();
-}
-
 /* Eigenvalues of T below or at x, as LAPACK's dlaebz counts them. */
 __device__ int sturm_count(const double *dd, const double *e2, int n, double x, double pivmin) {
   double q = dd[0] - x;
@@ -71,34 +58,6 @@ __device__ int sturm_count(const double *dd, const double *e2, int n, double x, 
     c += q <= 0;
   }
   return c;
-}
-
-/* Off-diagonals at or below this many units of T's rounding (of its
- * dtype) times ||T|| are set to zero: T splits into blocks solved apart.
- * Zeroing them moves T by at most twice that in norm, far inside the
- * reduction's own backward error (about n units); a matrix with repeated
- * eigenvalues (diagonal, block structured, rank-deficient) reduces to such
- * blocks, whose equal eigenvalues then need no gap between them. */
-template <typename T>
-__device__ double split_tol(double tnorm) {
-  return 8.0 * (sizeof(T) == 4 ? (double)FLT_EPSILON : DBL_EPSILON) * tnorm;
-}
-
-/* Zero e (ee and e2) where negligible; the block then syncs. */
-__device__ void split_tridiag(double *e2, double *ee, int n, double tol) {
-  for (int k = threadIdx.x; k < n - 1; k += blockDim.x)
-    if (fabs(ee[k]) <= tol) ee[k] = 0, e2[k] = 0;
-  __syncthreads();
-}
-
-/* The block [lo, hi] of the split T that holds row i. Slot i (0 <= i < n)
- * stands for eigenvalue i - lo of that block: a block of m rows has m
- * eigenvalues, so the slots cover every block's once. */
-__device__ void block_of(const double *ee, int n, int i, int &lo, int &hi) {
-  lo = i;
-  hi = i;
-  while (lo > 0 && ee[lo - 1] != 0) lo--;
-  while (hi < n - 1 && ee[hi] != 0) hi++;
 }
 
 /* grid (ceil(n * lanes / kBisectThreads), batch): wd[i] = the eigenvalue
@@ -224,13 +183,15 @@ __device__ __forceinline__ void walk_prefetched(int from, int step, int count, L
 }
 
 /* grid (ceil(n / kTriThreads), batch): unit eigenvector i of T into Zt's
- * column i (element (k, i) at k*n + i), using U as scratch; flags[b] = 1
- * (and flags[batch] = 1) when a relative gap is not above gap_tol or the
- * vector is not finite. */
+ * column i (element (k, i) at k*n + i), using U as scratch. links[b*n + i]
+ * = kLinkNext when the gap to the next slot of the block is not above
+ * gap_tol ||T||; flags[b] gets kFlagCluster for such a gap (either side),
+ * kFlagNonfinite for a value or vector not finite, and flags[batch] = 1
+ * with either. */
 template <typename T>
 __global__ void __launch_bounds__(kTriThreads)
     twisted_vectors(const T *d, const T *e, int n, const double *wd, const double *norms,
-                    double gap_tol, double *Zt, double *U, int *flags) {
+                    double gap_tol, double *Zt, double *U, unsigned char *links, int *flags) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   double *dd = reinterpret_cast<double *>(smem_raw), *e2 = dd + n, *ee = e2 + n;
   const size_t b = blockIdx.y;
@@ -245,10 +206,12 @@ __global__ void __launch_bounds__(kTriThreads)
   block_of(ee, n, i, lo, hi);
   const double *lamv = wd + b * n;
   const double lam = lamv[i];
-  double gap = INFINITY; /* to the block's neighbours: other blocks' vectors are orthogonal */
-  if (i > lo) gap = fabs(lam - lamv[i - 1]);
-  if (i < hi) gap = fmin(gap, fabs(lamv[i + 1] - lam));
-  bool flag = !(gap > gap_tol * tnorm); /* NaN too; a zero T has no gap */
+  /* gaps to the block's neighbours: other blocks' vectors are orthogonal */
+  const double tol = gap_tol * tnorm;
+  const bool link_prev = i > lo && !(fabs(lam - lamv[i - 1]) > tol); /* NaN too */
+  const bool link_next = i < hi && !(fabs(lamv[i + 1] - lam) > tol);
+  links[b * n + i] = link_next ? kLinkNext : 0;
+  int flag = link_prev || link_next ? kFlagCluster : 0;
   double *z = Zt + b * n * n + i, *u = U + b * n * n + i;
   for (int k = 0; k < lo; k++) z[(size_t)k * n] = 0;
   for (int k = hi + 1; k < n; k++) z[(size_t)k * n] = 0;
@@ -300,8 +263,11 @@ __global__ void __launch_bounds__(kTriThreads)
       });
   const double s = 1 / sqrt(ss);
   walk_prefetched(0, 1, m, z_at, [&](int k, double zk) { z[(size_t)k * n] = zk * s; });
-  if (!isfinite(s) || s == 0) flag = true;
-  if (flag) flags[b] = flags[gridDim.y] = 1; /* every writer writes 1 */
+  if (!isfinite(s) || s == 0 || !isfinite(lam)) flag |= kFlagNonfinite;
+  if (flag) {
+    atomicOr(&flags[b], flag);
+    flags[gridDim.y] = 1; /* every writer writes 1 */
+  }
 }
 
 /* X (dense column-major, output type) = Zt^T per matrix, tiles of 32. */
@@ -380,19 +346,14 @@ cudaError_t launch_values(const void *d, const void *e, int64_t n, int64_t batch
 template <typename T>
 cudaError_t launch_vectors(const void *d, const void *e, int64_t n, int64_t batch, const double *wd,
                            const double *norms, double gap_tol, double *Zt, double *U,
-                           const int *perm, void *X, int *flags, cudaStream_t stream) {
+                           unsigned char *links, int *flags, cudaStream_t stream) {
   dim3 grid((unsigned)((n + kTriThreads - 1) / kTriThreads), (unsigned)batch);
   const size_t smem = 3 * (size_t)n * sizeof(double);
   cudaError_t err = allow_smem(twisted_vectors<T>, smem);
   if (err != cudaSuccess) return err;
   twisted_vectors<T><<<grid, kTriThreads, smem, stream>>>(static_cast<const T *>(d),
                                                           static_cast<const T *>(e), (int)n, wd,
-                                                          norms, gap_tol, Zt, U, flags);
-  err = cudaGetLastError();
-  if (err != cudaSuccess) return err;
-  unsigned tiles = (unsigned)((n + 31) / 32);
-  transpose_out<T><<<dim3(tiles, tiles, (unsigned)batch), 256, 0, stream>>>(Zt, (int)n, perm,
-                                                                            static_cast<T *>(X));
+                                                          norms, gap_tol, Zt, U, links, flags);
   return cudaGetLastError();
 }
 
@@ -419,13 +380,26 @@ extern "C" cudaError_t gstat_cu_tridiag_values(int dtype, const void *d, const v
 extern "C" cudaError_t gstat_cu_tridiag_vectors(int dtype, const void *d, const void *e, int64_t n,
                                                 int64_t batch, const double *wd,
                                                 const double *norms, double gap_tol, double *Zt,
-                                                double *U, const int *perm, void *X, int *flags,
+                                                double *U, unsigned char *links, int *flags,
                                                 cudaStream_t stream) {
   if (!tridiag_args_ok(dtype, n, batch)) return cudaErrorInvalidValue;
-  return dtype == kF64 ? launch_vectors<double>(d, e, n, batch, wd, norms, gap_tol, Zt, U, perm, X,
+  return dtype == kF64 ? launch_vectors<double>(d, e, n, batch, wd, norms, gap_tol, Zt, U, links,
                                                 flags, stream)
-                       : launch_vectors<float>(d, e, n, batch, wd, norms, gap_tol, Zt, U, perm, X,
+                       : launch_vectors<float>(d, e, n, batch, wd, norms, gap_tol, Zt, U, links,
                                                flags, stream);
+}
+
+extern "C" cudaError_t gstat_cu_tridiag_transpose(int dtype, const double *Zt, int64_t n,
+                                                  int64_t batch, const int *perm, void *X,
+                                                  cudaStream_t stream) {
+  if (!tridiag_args_ok(dtype, n, batch)) return cudaErrorInvalidValue;
+  unsigned tiles = (unsigned)((n + 31) / 32);
+  dim3 grid(tiles, tiles, (unsigned)batch);
+  if (dtype == kF64)
+    transpose_out<double><<<grid, 256, 0, stream>>>(Zt, (int)n, perm, static_cast<double *>(X));
+  else
+    transpose_out<float><<<grid, 256, 0, stream>>>(Zt, (int)n, perm, static_cast<float *>(X));
+  return cudaGetLastError();
 }
 
 static dim3 per_element_grid(int64_t n, int64_t k) {
