@@ -12,8 +12,10 @@
  *
  * Prints a markdown table: ms, the ratio to the random row of the shape
  * (issue 30's target: <= 1.25) and the path (own: the lockstep solver;
- * handed-back: some matrices went to cuSOLVER; cusolver: not the lockstep
- * solver at all). scripts/gpu-stages-eigh bench runs it.
+ * clustered: its cluster step served some matrices, with
+ * GSTAT_CUDA_CLUSTER_STEP=1; handed-back: some matrices went to cuSOLVER;
+ * cusolver: not the lockstep solver at all). scripts/gpu-stages-eigh bench
+ * runs it.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <cuda_runtime.h>

@@ -263,9 +263,11 @@ static void test_eigh_large_n(void **state) {
   /* eigenvalues geometric down to ulp: the smallest hundreds are closer
    * than the gap tolerance and do not split; the cluster step serves every
    * matrix, none goes back */
+  setenv("GSTAT_CUDA_CLUSTER_STEP", "1", 1);
   gstat_device_stats before = stats_of(gpu);
   eigh_path_case(gpu, cpu, GSTAT_F64, TU_GEOMETRIC, 300, 6, TU_ROW_MAJOR, GSTAT_LOWER, true, 1, 0);
   assert_int_equal(stats_of(gpu).own_tridiag_clustered - before.own_tridiag_clustered, 6);
+  unsetenv("GSTAT_CUDA_CLUSTER_STEP");
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);
 }
@@ -354,15 +356,18 @@ static void test_eigh_block_jacobi(void **state) {
 /* 64 float32 matrices of 1024 in device memory, each Wilkinson's
  * tridiagonal W+ (diagonal |i - 511.5|, off-diagonal 1: its largest
  * eigenvalues come in pairs closer than any rounding, and no off-diagonal
- * is negligible). The lockstep solver's cluster step gives the pairs their
- * vectors: no matrix goes back. With every cluster failing
- * (GSTAT_CUDA_FAULT=clusters) it hands every matrix back and XsyevBatched
- * solves the 64, two graph branches by the rule, but cuSOLVER 12.0 refuses
- * to capture n = 1024, so the whole batch runs as one direct call with a
- * workspace of its own size. Either way every eigenvalue like the CPU's;
- * LAPACK's ratios for the first and last matrix (one in each branch's
- * half; the ratios cost n^3 each). */
-static void eigh_wilkinson_case(gstat_ctx *gpu, gstat_ctx *cpu, bool clusters_fail) {
+ * is negligible). With the cluster step (GSTAT_CUDA_CLUSTER_STEP=1) the
+ * lockstep solver gives the pairs their vectors: no matrix goes back.
+ * Without it, or with every cluster failing (GSTAT_CUDA_FAULT=clusters),
+ * it hands every matrix back and XsyevBatched solves the 64, two graph
+ * branches by the rule, but cuSOLVER 12.0 refuses to capture n = 1024, so
+ * the whole batch runs as one direct call with a workspace of its own
+ * size. Either way every eigenvalue like the CPU's; LAPACK's ratios for
+ * the first and last matrix (one in each branch's half; the ratios cost
+ * n^3 each). */
+typedef enum { CLUSTERS_OFF, CLUSTERS_ON, CLUSTERS_FAILING } clusters_mode;
+static void eigh_wilkinson_case(gstat_ctx *gpu, gstat_ctx *cpu, clusters_mode mode) {
+  const bool clusters_fail = mode != CLUSTERS_ON;
   const int64_t n = 1024, nb = 64;
   tu_buf A = tu_buf_new(GSTAT_F32, nb, n, n, TU_COL_MAJOR),
          W = tu_buf_new(GSTAT_F32, nb, n, 1, TU_COL_MAJOR),
@@ -381,11 +386,13 @@ static void eigh_wilkinson_case(gstat_ctx *gpu, gstat_ctx *cpu, bool clusters_fa
   }
   void *da, *dw, *dv;
   gstat_matrix dA = to_device(&A, &da), dW = to_device(&W, &dw), dV = to_device(&V, &dv);
-  if (clusters_fail) setenv("GSTAT_CUDA_FAULT", "clusters", 1);
+  if (mode != CLUSTERS_OFF) setenv("GSTAT_CUDA_CLUSTER_STEP", "1", 1);
+  if (mode == CLUSTERS_FAILING) setenv("GSTAT_CUDA_FAULT", "clusters", 1);
   gstat_device_stats before = stats_of(gpu);
   gstat_status st = gstat_eigh(gpu, &dA, GSTAT_LOWER, &dW, &dV, NULL);
   gstat_device_stats after = stats_of(gpu);
   unsetenv("GSTAT_CUDA_FAULT");
+  unsetenv("GSTAT_CUDA_CLUSTER_STEP");
   assert_int_equal(st, GSTAT_OK);
   assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
   assert_int_equal(after.own_tridiag_chunks - before.own_tridiag_chunks, 1);
@@ -451,8 +458,9 @@ static void test_eigh_graph_branches(void **state) {
   assert_int_equal(ds.graph_captures, 4);
   assert_int_equal(ds.graph_refusals, 0);
   assert_int_equal(ds.graph_launches, 4);
-  eigh_wilkinson_case(gpu, cpu, false);
-  eigh_wilkinson_case(gpu, cpu, true);
+  eigh_wilkinson_case(gpu, cpu, CLUSTERS_OFF);
+  eigh_wilkinson_case(gpu, cpu, CLUSTERS_ON);
+  eigh_wilkinson_case(gpu, cpu, CLUSTERS_FAILING);
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);
 }

@@ -33,6 +33,7 @@
  */
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cuda/cuda_state.h"
@@ -553,9 +554,13 @@ static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int6
   return cudaErrorUnknown;
 }
 
-/* The cluster step's settings and counter for our tridiagonal step. */
+/* The cluster step's settings and counter for our tridiagonal step. It
+ * runs only where GSTAT_CUDA_CLUSTER_STEP=1 until it has been measured on
+ * a GPU (bench/README.md, "Owed to the next GPU run"). */
 static gstat_cu_clusters own_clusters(gstat_cu_state *s) {
-  gstat_cu_clusters c = {.fail = gstat_cu_fault_now() == FAULT_CLUSTERS,
+  const char *on = getenv("GSTAT_CUDA_CLUSTER_STEP");
+  gstat_cu_clusters c = {.run = on && strcmp(on, "1") == 0,
+                         .fail = gstat_cu_fault_now() == FAULT_CLUSTERS,
                          .clustered = &s->own_tridiag_clustered};
   return c;
 }

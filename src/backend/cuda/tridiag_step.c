@@ -35,7 +35,7 @@ static cudaError_t cluster_step(const gstat_cu_tridiag_step_args *a, const char 
     return cudaErrorMemoryAllocation;
   }
   int64_t k = 0;
-  for (int64_t b = 0; b < a->nb; b++)
+  for (int64_t b = 0; b < a->nb && a->clusters.run; b++)
     if (h[b] == FLAG_CLUSTER) list[k++] = (int)b;
   cudaError_t err = cudaSuccess;
   if (k > 0) {
@@ -60,8 +60,9 @@ static cudaError_t cluster_step(const gstat_cu_tridiag_step_args *a, const char 
   int64_t served = 0;
   h[a->nb] = 0;
   for (int64_t b = 0; b < a->nb; b++) {
-    served += h[b] == FLAG_CLUSTER;
-    h[b] = h[b] != 0 && h[b] != FLAG_CLUSTER;
+    const int ok = a->clusters.run && h[b] == FLAG_CLUSTER;
+    served += ok;
+    h[b] = h[b] != 0 && !ok;
     h[a->nb] |= h[b];
   }
   if (a->clusters.clustered) *a->clusters.clustered += served;

@@ -46,6 +46,8 @@ static inline size_t gstat_cu_ws_part(size_t *at, size_t bytes) {
 
 /* What a caller asks of the cluster step and learns from it. */
 typedef struct {
+  int run;            /* 0: matrices with clusters are flagged (host_flag) as
+                       * they were before the step existed */
   int fail;           /* the hand-back's test (GSTAT_CUDA_FAULT=clusters): every
                        * cluster's vectors fail their check */
   int64_t *clustered; /* may be NULL: += the matrices the cluster step served */
