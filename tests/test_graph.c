@@ -308,6 +308,29 @@ static void test_edges_and_symmetrization(void **state) {
     gstat_csr_free(c);
     c = NULL;
   }
+  {
+    /* exactly symmetric with self-loops and a stored zero pair: the loops
+     * leave the degrees (dropped by a plain copy), the zero pair joins nothing */
+    const int64_t off[] = {0, 2, 4, 6}, idx[] = {0, 1, 0, 2, 1, 2};
+    const double wt[] = {5, 2, 2, 0, 0, 1};
+    gstat_graph G = gstat_graph_csr(3, off, idx, wt);
+    int64_t loff[4], lidx[8], nnz = 0, count = 0, lab[3];
+    double lval[8], deg[3];
+    assert_int_equal(
+        gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_UNNORMALIZED, 8, loff, lidx, lval, &nnz, deg),
+        GSTAT_OK);
+    assert_int_equal(nnz, 5);
+    assert_true(deg[0] == 2 && deg[1] == 2 && deg[2] == 0);
+    const int64_t want_off[] = {0, 2, 4, 5}, want_idx[] = {0, 1, 0, 1, 2};
+    const double want_val[] = {2, -2, -2, 2, 0};
+    for (int i = 0; i < 4; i++) assert_int_equal(loff[i], want_off[i]);
+    for (int e = 0; e < 5; e++) {
+      assert_int_equal(lidx[e], want_idx[e]);
+      assert_true(lval[e] == want_val[e]);
+    }
+    assert_int_equal(gstat_graph_components(ctx, &G, &count, lab), GSTAT_OK);
+    assert_int_equal(count, 2);
+  }
   /* an empty graph and an edge-free one */
   assert_int_equal(gstat_csr_from_edges(ctx, 0, 0, NULL, NULL, NULL, GSTAT_SYM_MAX, &c), GSTAT_OK);
   assert_int_equal(c->n, 0);

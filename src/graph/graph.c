@@ -400,6 +400,32 @@ done:
   return st;
 }
 
+/* An exactly symmetric graph without its self-loops (and stored zeros), as
+ * gstat_i_csr_symmetrized would give it: a copy row by row, no transpose
+ * and merge (bench/README.md, the Laplacian of 10^6 nodes). */
+static gstat_csr *csr_without_loops(const gstat_i_csr_in *g) {
+  int64_t n = g->n, count = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    gstat_csr *out = pass ? gstat_i_csr_new(n, count, true) : NULL;
+    if (pass && !out) return NULL;
+    int64_t *oo = out ? (int64_t *)out->offsets : NULL, *oi = out ? (int64_t *)out->indices : NULL;
+    double *ow = out ? (double *)out->weights : NULL;
+    count = 0;
+    for (int64_t i = 0; i < n; i++) {
+      for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++) {
+        int64_t j = g->indices[e] - g->base;
+        double w = g->weights ? g->weights[e] : 1.0;
+        if (j == i || w == 0) continue;
+        if (out) oi[count] = j, ow[count] = w;
+        count++;
+      }
+      if (out) oo[i + 1] = count;
+    }
+    if (out) return out;
+  }
+  return NULL;
+}
+
 gstat_status gstat_i_graph_from(gstat_ctx *ctx, const char *fn, const gstat_graph *G, int64_t b,
                                 gstat_i_graph *out) {
   memset(out, 0, sizeof *out);
@@ -425,7 +451,9 @@ gstat_status gstat_i_graph_from(gstat_ctx *ctx, const char *fn, const gstat_grap
     out->weights = in.weights;
     return GSTAT_OK;
   }
-  gstat_csr *c = gstat_i_csr_symmetrized(&in, G->symmetrize, G->self_loops, false);
+  gstat_csr *c = exact && G->symmetrize != GSTAT_SYM_SUM
+                     ? csr_without_loops(&in)
+                     : gstat_i_csr_symmetrized(&in, G->symmetrize, G->self_loops, false);
   if (!c) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate the symmetrized graph", fn);
   adopt(out, c);
   return GSTAT_OK;
