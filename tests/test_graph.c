@@ -255,6 +255,14 @@ static void test_laplacian_identities(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+static void expect_fail(gstat_ctx *ctx, gstat_status got, gstat_status want, const char *msg) {
+  if (got != want || strcmp(gstat_ctx_last_error(ctx), msg) != 0)
+    fprintf(stderr, "got %d \"%s\"\nwant %d \"%s\"\n", (int)got, gstat_ctx_last_error(ctx),
+            (int)want, msg);
+  assert_int_equal(got, want);
+  assert_string_equal(gstat_ctx_last_error(ctx), msg);
+}
+
 static void test_edges_and_symmetrization(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
@@ -330,6 +338,14 @@ static void test_edges_and_symmetrization(void **state) {
     }
     assert_int_equal(gstat_graph_components(ctx, &G, &count, lab), GSTAT_OK);
     assert_int_equal(count, 2);
+    /* a capacity short of the need: refused, the need told, nothing written */
+    loff[0] = -1;
+    expect_fail(
+        ctx,
+        gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_UNNORMALIZED, 4, loff, lidx, lval, &nnz, NULL),
+        GSTAT_EINVAL, "laplacian_csr: capacity=4 is below the 5 entries needed");
+    assert_int_equal(nnz, 5);
+    assert_int_equal(loff[0], -1);
   }
   /* an empty graph and an edge-free one */
   assert_int_equal(gstat_csr_from_edges(ctx, 0, 0, NULL, NULL, NULL, GSTAT_SYM_MAX, &c), GSTAT_OK);
@@ -446,14 +462,6 @@ static void test_affinities(void **state) {
     gstat_csr_free(ec);
   }
   gstat_ctx_destroy(ctx);
-}
-
-static void expect_fail(gstat_ctx *ctx, gstat_status got, gstat_status want, const char *msg) {
-  if (got != want || strcmp(gstat_ctx_last_error(ctx), msg) != 0)
-    fprintf(stderr, "got %d \"%s\"\nwant %d \"%s\"\n", (int)got, gstat_ctx_last_error(ctx),
-            (int)want, msg);
-  assert_int_equal(got, want);
-  assert_string_equal(gstat_ctx_last_error(ctx), msg);
 }
 
 /* gstat_knn: scikit-learn's kneighbors order (distance, then index), the

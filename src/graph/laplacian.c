@@ -88,6 +88,52 @@ gstat_status gstat_laplacian(gstat_ctx *ctx, const gstat_graph *G, gstat_laplaci
                                  G->self_loops == GSTAT_LOOPS_DROP, kind, L, degrees);
 }
 
+/* Entries of g's Laplacian: its off-diagonal pairs of positive weight and
+ * the diagonal. */
+static int64_t laplacian_entries(const gstat_i_graph *g) {
+  int64_t need = g->n;
+  for (int64_t i = 0; i < g->n; i++)
+    for (int64_t e = g->offsets[i]; e < g->offsets[i + 1]; e++)
+      need += g->indices[e] - g->base != i && (!g->weights || g->weights[e] > 0);
+  return need;
+}
+
+/* g's Laplacian of `kind` (degrees d) into CSR arrays with room for it,
+ * rows sorted with the diagonal in its place; returns the entries written. */
+static int64_t fill_laplacian(const gstat_i_graph *g, const double *d, gstat_laplacian_kind kind,
+                              int64_t *offsets, int64_t *indices, double *values) {
+  const int64_t n = g->n;
+  int64_t out = 0;
+  offsets[0] = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double di = d[i], si = gstat_i_inv_sqrt_degree(di), loop = 0;
+    bool diag_done = false;
+    for (int64_t e = g->offsets[i]; e <= g->offsets[i + 1]; e++) {
+      int64_t j = e < g->offsets[i + 1] ? g->indices[e] - g->base : n;
+      double w = e < g->offsets[i + 1] ? (g->weights ? g->weights[e] : 1.0) : 0.0;
+      if (j == i) {
+        loop = w;
+        continue;
+      }
+      if (j > i && !diag_done) { /* the diagonal goes in its sorted place */
+        indices[out] = i;
+        values[out++] = kind == GSTAT_LAPLACIAN_UNNORMALIZED ? di - loop
+                        : kind == GSTAT_LAPLACIAN_SYMMETRIC  ? (di > 0 ? 1.0 : 0.0) - loop * si * si
+                                                             : (di > 0 ? 1.0 - loop / di : 0.0);
+        diag_done = true;
+      }
+      if (j == n || !(w > 0)) continue;
+      indices[out] = j;
+      values[out++] = kind == GSTAT_LAPLACIAN_UNNORMALIZED ? -w
+                      : kind == GSTAT_LAPLACIAN_SYMMETRIC
+                          ? -gstat_i_norm_weight(w, si, gstat_i_inv_sqrt_degree(d[j]))
+                          : -w / di;
+    }
+    offsets[i + 1] = out;
+  }
+  return out;
+}
+
 gstat_status gstat_laplacian_csr(gstat_ctx *ctx, const gstat_graph *G, gstat_laplacian_kind kind,
                                  int64_t capacity, int64_t *offsets, int64_t *indices,
                                  double *values, int64_t *nnz, double *degrees) {
@@ -112,16 +158,14 @@ gstat_status gstat_laplacian_csr(gstat_ctx *ctx, const gstat_graph *G, gstat_lap
   st = gstat_i_graph_from(ctx, fn, &H, 0, &g);
   gstat_i_sched_release(ctx, &copy); /* g holds its own CSR form of a dense graph */
   if (st != GSTAT_OK) return st;
-  int64_t n = g.n, need = n;
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t e = g.offsets[i]; e < g.offsets[i + 1]; e++)
-      need += g.indices[e] - g.base != i && (!g.weights || g.weights[e] > 0);
-  *nnz = need;
-  if (!offsets) goto done;
-  if (capacity < need) {
-    st = gstat_i_fail(ctx, GSTAT_EINVAL, "%s: capacity=%lld is below the %lld entries needed", fn,
-                      (long long)capacity, (long long)need);
-    goto done;
+  const int64_t n = g.n;
+  /* a capacity of at least g's entries and the diagonal cannot fall short: no count first */
+  if (!offsets || capacity < g.offsets[n] - g.offsets[0] + n) {
+    *nnz = laplacian_entries(&g);
+    if (offsets && capacity < *nnz)
+      st = gstat_i_fail(ctx, GSTAT_EINVAL, "%s: capacity=%lld is below the %lld entries needed", fn,
+                        (long long)capacity, (long long)*nnz);
+    if (!offsets || st != GSTAT_OK) goto done;
   }
   double *d = degrees ? degrees : gstat_i_workspace(ctx, GSTAT_WS_GRAPH, 8 * (size_t)(n + 1));
   if (!d) {
@@ -129,35 +173,7 @@ gstat_status gstat_laplacian_csr(gstat_ctx *ctx, const gstat_graph *G, gstat_lap
     goto done;
   }
   gstat_i_graph_degrees(&g, d);
-  int64_t out = 0;
-  offsets[0] = 0;
-  for (int64_t i = 0; i < n; i++) {
-    double di = d[i], si = gstat_i_inv_sqrt_degree(di), loop = 0;
-    bool diag_done = false;
-    for (int64_t e = g.offsets[i]; e <= g.offsets[i + 1]; e++) {
-      int64_t j = e < g.offsets[i + 1] ? g.indices[e] - g.base : n;
-      double w = e < g.offsets[i + 1] ? (g.weights ? g.weights[e] : 1.0) : 0.0;
-      if (j == i) {
-        loop = w;
-        continue;
-      }
-      if (j > i && !diag_done) { /* the diagonal goes in its sorted place */
-        double v = kind == GSTAT_LAPLACIAN_UNNORMALIZED ? di - loop
-                   : kind == GSTAT_LAPLACIAN_SYMMETRIC  ? (di > 0 ? 1.0 : 0.0) - loop * si * si
-                                                        : (di > 0 ? 1.0 - loop / di : 0.0);
-        indices[out] = i;
-        values[out++] = v;
-        diag_done = true;
-      }
-      if (j == n || !(w > 0)) continue;
-      indices[out] = j;
-      values[out++] = kind == GSTAT_LAPLACIAN_UNNORMALIZED ? -w
-                      : kind == GSTAT_LAPLACIAN_SYMMETRIC
-                          ? -gstat_i_norm_weight(w, si, gstat_i_inv_sqrt_degree(d[j]))
-                          : -w / di;
-    }
-    offsets[i + 1] = out;
-  }
+  *nnz = fill_laplacian(&g, d, kind, offsets, indices, values);
 done:
   gstat_i_graph_release(ctx, &g);
   return st;
