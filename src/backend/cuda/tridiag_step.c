@@ -29,8 +29,8 @@ static cudaError_t cluster_step(const gstat_cu_tridiag_step_args *a, const char 
   char *base = a->base;
   int *h = a->host_flag, *flags = (int *)(base + a->parts.flags);
   int *idx = (int *)(base + a->parts.idx);
-  int *list = malloc(sizeof(int) * (size_t)a->nb);
-  if (!list) {
+  int *list = a->clusters.run ? malloc(sizeof(int) * (size_t)a->nb) : NULL;
+  if (a->clusters.run && !list) {
     *what = "cluster list";
     return cudaErrorMemoryAllocation;
   }
