@@ -255,14 +255,6 @@ static void test_laplacian_identities(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
-static void expect_fail(gstat_ctx *ctx, gstat_status got, gstat_status want, const char *msg) {
-  if (got != want || strcmp(gstat_ctx_last_error(ctx), msg) != 0)
-    fprintf(stderr, "got %d \"%s\"\nwant %d \"%s\"\n", (int)got, gstat_ctx_last_error(ctx),
-            (int)want, msg);
-  assert_int_equal(got, want);
-  assert_string_equal(gstat_ctx_last_error(ctx), msg);
-}
-
 static void test_edges_and_symmetrization(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
@@ -340,7 +332,7 @@ static void test_edges_and_symmetrization(void **state) {
     assert_int_equal(count, 2);
     /* a capacity short of the need: refused, the need told, nothing written */
     loff[0] = -1;
-    expect_fail(
+    tu_expect_fail(
         ctx,
         gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_UNNORMALIZED, 4, loff, lidx, lval, &nnz, NULL),
         GSTAT_EINVAL, "laplacian_csr: capacity=4 is below the 5 entries needed");
@@ -486,12 +478,12 @@ static void test_knn_lists(void **state) {
   const int64_t self[6] = {0, 1, 2, 1, 0, 2}; /* rows 0 and 1 */
   for (int e = 0; e < 6; e++) assert_int_equal(ind[e], self[e]);
   assert_int_equal(gstat_knn(ctx, &X, 5, 1, ind, NULL), GSTAT_OK);
-  expect_fail(ctx, gstat_knn(ctx, &X, 5, 0, ind, dist), GSTAT_EINVAL,
-              "knn: k=5 must be in [1, 4] for 5 points");
-  expect_fail(ctx, gstat_knn(ctx, &X, 1, 0, NULL, dist), GSTAT_EINVAL, "knn: indices is NULL");
+  tu_expect_fail(ctx, gstat_knn(ctx, &X, 5, 0, ind, dist), GSTAT_EINVAL,
+                 "knn: k=5 must be in [1, 4] for 5 points");
+  tu_expect_fail(ctx, gstat_knn(ctx, &X, 1, 0, NULL, dist), GSTAT_EINVAL, "knn: indices is NULL");
   x[3] = NAN;
-  expect_fail(ctx, gstat_knn(ctx, &X, 1, 0, ind, dist), GSTAT_ENOTFINITE,
-              "knn: X row 3 column 0 is NaN or Inf");
+  tu_expect_fail(ctx, gstat_knn(ctx, &X, 1, 0, ind, dist), GSTAT_ENOTFINITE,
+                 "knn: X row 3 column 0 is NaN or Inf");
   gstat_ctx_destroy(ctx);
 }
 
@@ -532,7 +524,7 @@ static void test_symmetry_check_threads(void **state) {
   double w34 = w[3 * K + 2];
   w[3 * K + 2] = w[7 * K + 2];
   w[7 * K + 2] = w34;
-  expect_fail(
+  tu_expect_fail(
       ctx, gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
       GSTAT_EINVAL,
       "laplacian_csr: G is not symmetric: entry (3, 4)=2 but (4, 3)=1 (set symmetrize to MAX, "
@@ -552,7 +544,7 @@ static void test_symmetry_check_threads(void **state) {
   snprintf(msg, sizeof msg,
            "laplacian_csr: G is not symmetric: entry (8, 10)=5 but (10, 8)=0 (set symmetrize to "
            "MAX, MEAN or SUM)");
-  expect_fail(
+  tu_expect_fail(
       ctx, gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
       GSTAT_EINVAL, msg);
   w[10 * K + 0] = 5;
@@ -560,14 +552,14 @@ static void test_symmetry_check_threads(void **state) {
            "laplacian_csr: G is not symmetric: entry (%d, %d)=9 but (%d, %d)=%g (set symmetrize "
            "to MAX, MEAN or SUM)",
            N - 3, N - 1, N - 1, N - 3, 1.0 + (double)((2 * N - 4) % 7));
-  expect_fail(
+  tu_expect_fail(
       ctx, gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
       GSTAT_EINVAL, msg);
   /* a lower entry without its mirror: refused unless it is 0 */
   int64_t off3[] = {0, 0, 1, 1}, idx3[] = {0};
   double w3[] = {2};
   G = gstat_graph_csr(3, off3, idx3, w3);
-  expect_fail(
+  tu_expect_fail(
       ctx, gstat_laplacian_csr(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, 0, NULL, NULL, NULL, &nnz, NULL),
       GSTAT_EINVAL,
       "laplacian_csr: G is not symmetric: entry (1, 0)=2 but (0, 1)=0 (set symmetrize to "
@@ -676,82 +668,83 @@ static void test_bad_input(void **state) {
   int64_t bad_idx[] = {1, 0, 3, 1};
   G = gstat_graph_csr(3, off, bad_idx, w);
   memset(L, 0x7f, sizeof L);
-  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
-              "laplacian: G.indices[2]=3 (row 1) is outside the graph's nodes [0, 3)");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+                 "laplacian: G.indices[2]=3 (row 1) is outside the graph's nodes [0, 3)");
   for (int i = 0; i < 9; i++) assert_true(L[i] > 1e300); /* nothing written */
   int64_t unsorted[] = {1, 2, 0, 1};
   G = gstat_graph_csr(3, off, unsorted, w);
-  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
-              "laplacian: row 1 of G is not sorted: indices[2]=0 follows 2 (CSR rows must be "
-              "strictly increasing; build from an edge list to sum duplicates)");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+                 "laplacian: row 1 of G is not sorted: indices[2]=0 follows 2 (CSR rows must be "
+                 "strictly increasing; build from an edge list to sum duplicates)");
   int64_t dup[] = {1, 0, 0, 1};
   G = gstat_graph_csr(3, off, dup, w);
-  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
-              "laplacian: row 1 of G is a duplicate: indices[2]=0 follows 0 (CSR rows must be "
-              "strictly increasing; build from an edge list to sum duplicates)");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+                 "laplacian: row 1 of G is a duplicate: indices[2]=0 follows 0 (CSR rows must be "
+                 "strictly increasing; build from an edge list to sum duplicates)");
   double neg[] = {1, 1, -2, -2}, nan_w[] = {1, 1, NAN, 2};
   G = gstat_graph_csr(3, off, idx, neg);
-  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
-              "laplacian: G.weights[2]=-2 (row 1, column 2) is negative: weights must be >= 0");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+                 "laplacian: G.weights[2]=-2 (row 1, column 2) is negative: weights must be >= 0");
   G = gstat_graph_csr(3, off, idx, nan_w);
-  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_ENOTFINITE,
-              "laplacian: G.weights[2] (row 1, column 2) is NaN or Inf");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL),
+                 GSTAT_ENOTFINITE, "laplacian: G.weights[2] (row 1, column 2) is NaN or Inf");
   double asym[] = {1, 1, 2, 3};
   G = gstat_graph_csr(3, off, idx, asym);
-  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
-              "laplacian: G is not symmetric: entry (1, 2)=2 but (2, 1)=3 (set symmetrize to MAX, "
-              "MEAN or SUM)");
+  tu_expect_fail(
+      ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+      "laplacian: G is not symmetric: entry (1, 2)=2 but (2, 1)=3 (set symmetrize to MAX, "
+      "MEAN or SUM)");
   G.symmetrize = GSTAT_SYM_MEAN; /* accepted once symmetrized */
   assert_int_equal(gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_UNNORMALIZED, &Lm, NULL), GSTAT_OK);
   assert_true(L[5] == -2.5);
   int64_t bad_off[] = {0, 2, 1, 4}, idx2[] = {1, 2, 0, 1};
   G = gstat_graph_csr(3, bad_off, idx2, w);
-  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
-              "laplacian: G.offsets[2]=1 is below offsets[1]=2 (offsets must not decrease)");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+                 "laplacian: G.offsets[2]=1 is below offsets[1]=2 (offsets must not decrease)");
   G = gstat_graph_csr(3, off, idx, w);
   G.csr.nnz = 5;
-  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
-              "laplacian: G.csr.offsets[n]=4 differs from G.csr.nnz=5");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+                 "laplacian: G.csr.offsets[n]=4 differs from G.csr.nnz=5");
   G = gstat_graph_csr(3, off, idx, w);
-  expect_fail(ctx, gstat_laplacian(ctx, &G, (gstat_laplacian_kind)7, &Lm, NULL), GSTAT_EINVAL,
-              "laplacian: kind=7 is not a gstat_laplacian_kind");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, &G, (gstat_laplacian_kind)7, &Lm, NULL), GSTAT_EINVAL,
+                 "laplacian: kind=7 is not a gstat_laplacian_kind");
   gstat_matrix L2 = gstat_matrix_row_major(L, GSTAT_F64, 1, 2, 2);
-  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &L2, NULL), GSTAT_EINVAL,
-              "laplacian: L is 1 x 2 x 2, expected 1 x 3 x 3");
-  expect_fail(ctx, gstat_laplacian(ctx, NULL, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
-              "laplacian: G is NULL");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &L2, NULL), GSTAT_EINVAL,
+                 "laplacian: L is 1 x 2 x 2, expected 1 x 3 x 3");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, NULL, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL),
+                 GSTAT_EINVAL, "laplacian: G is NULL");
   /* dense: asymmetric, negative, NaN, not square */
   double a[9] = {0, 1, 0, 1, 0, 2, 0, 2.5, 0};
   gstat_matrix Am = gstat_matrix_row_major(a, GSTAT_F64, 1, 3, 3);
   G = gstat_graph_dense(&Am);
-  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
-              "laplacian: G.adjacency[0] is not symmetric: entry (2, 1)=2.5 but (1, 2)=2 (set "
-              "symmetrize to MAX, MEAN or SUM)");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+                 "laplacian: G.adjacency[0] is not symmetric: entry (2, 1)=2.5 but (1, 2)=2 (set "
+                 "symmetrize to MAX, MEAN or SUM)");
   a[7] = -2;
   a[5] = -2;
-  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
-              "laplacian: G.adjacency[0] entry (2, 1)=-2 is negative: weights must be >= 0");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+                 "laplacian: G.adjacency[0] entry (2, 1)=-2 is negative: weights must be >= 0");
   a[7] = a[5] = NAN;
-  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_ENOTFINITE,
-              "laplacian: G.adjacency[0] entry (2, 1) is NaN or Inf");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL),
+                 GSTAT_ENOTFINITE, "laplacian: G.adjacency[0] entry (2, 1) is NaN or Inf");
   gstat_matrix R = gstat_matrix_row_major(a, GSTAT_F64, 1, 3, 2);
   G = gstat_graph_dense(&R);
-  expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
-              "laplacian: G.adjacency is 3 x 2, not square");
+  tu_expect_fail(ctx, gstat_laplacian(ctx, &G, GSTAT_LAPLACIAN_SYMMETRIC, &Lm, NULL), GSTAT_EINVAL,
+                 "laplacian: G.adjacency is 3 x 2, not square");
   /* edge lists */
   gstat_csr *c = NULL;
   int64_t s[] = {0, 1}, t[] = {1, 5};
   double ew[] = {1, -1};
-  expect_fail(ctx, gstat_csr_from_edges(ctx, 3, 2, s, t, NULL, GSTAT_SYM_MAX, &c), GSTAT_EINVAL,
-              "csr_from_edges: edge 1 (1 -> 5) has a node outside [0, 3)");
+  tu_expect_fail(ctx, gstat_csr_from_edges(ctx, 3, 2, s, t, NULL, GSTAT_SYM_MAX, &c), GSTAT_EINVAL,
+                 "csr_from_edges: edge 1 (1 -> 5) has a node outside [0, 3)");
   t[1] = 2;
-  expect_fail(ctx, gstat_csr_from_edges(ctx, 3, 2, s, t, ew, GSTAT_SYM_MAX, &c), GSTAT_EINVAL,
-              "csr_from_edges: weights[1]=-1 (edge 1 -> 2) is negative: weights must be >= 0");
+  tu_expect_fail(ctx, gstat_csr_from_edges(ctx, 3, 2, s, t, ew, GSTAT_SYM_MAX, &c), GSTAT_EINVAL,
+                 "csr_from_edges: weights[1]=-1 (edge 1 -> 2) is negative: weights must be >= 0");
   ew[1] = INFINITY;
-  expect_fail(ctx, gstat_csr_from_edges(ctx, 3, 2, s, t, ew, GSTAT_SYM_MAX, &c), GSTAT_ENOTFINITE,
-              "csr_from_edges: weights[1] (edge 1 -> 2) is NaN or Inf");
-  expect_fail(ctx, gstat_csr_from_edges(ctx, -1, 0, s, t, NULL, GSTAT_SYM_MAX, &c), GSTAT_EINVAL,
-              "csr_from_edges: n=-1 must be >= 0");
+  tu_expect_fail(ctx, gstat_csr_from_edges(ctx, 3, 2, s, t, ew, GSTAT_SYM_MAX, &c),
+                 GSTAT_ENOTFINITE, "csr_from_edges: weights[1] (edge 1 -> 2) is NaN or Inf");
+  tu_expect_fail(ctx, gstat_csr_from_edges(ctx, -1, 0, s, t, NULL, GSTAT_SYM_MAX, &c), GSTAT_EINVAL,
+                 "csr_from_edges: n=-1 must be >= 0");
   assert_null(c);
   /* affinities */
   double x[8] = {0, 0, 1, 0, 0, 1, 1, 1};
@@ -760,25 +753,25 @@ static void test_bad_input(void **state) {
   gstat_affinity_options_init(&o);
   o.kind = GSTAT_AFFINITY_KNN;
   o.n_neighbors = 5;
-  expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_EINVAL,
-              "affinity_csr: opt.n_neighbors=5 must be in [1, 4] for 4 points (the point itself "
-              "included)");
+  tu_expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_EINVAL,
+                 "affinity_csr: opt.n_neighbors=5 must be in [1, 4] for 4 points (the point itself "
+                 "included)");
   o.n_neighbors = 0;
-  expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_EINVAL,
-              "affinity_csr: opt.n_neighbors=0 must be in [1, 4] for 4 points (the point itself "
-              "included)");
+  tu_expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_EINVAL,
+                 "affinity_csr: opt.n_neighbors=0 must be in [1, 4] for 4 points (the point itself "
+                 "included)");
   o.n_neighbors = 2;
   o.symmetrize = GSTAT_SYM_CHECK;
-  expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_EINVAL,
-              "affinity_csr: opt.symmetrize=0 must be MAX, MEAN, SUM or MIN (a kNN graph is "
-              "directed)");
+  tu_expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_EINVAL,
+                 "affinity_csr: opt.symmetrize=0 must be MAX, MEAN, SUM or MIN (a kNN graph is "
+                 "directed)");
   o.kind = GSTAT_AFFINITY_EPSILON;
-  expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_EINVAL,
-              "affinity_csr: opt.epsilon=0 must be > 0 and finite");
+  tu_expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_EINVAL,
+                 "affinity_csr: opt.epsilon=0 must be > 0 and finite");
   o.kind = GSTAT_AFFINITY_RBF;
   x[3] = NAN;
-  expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_ENOTFINITE,
-              "affinity_csr: X[0] row 1 column 1 is NaN or Inf");
+  tu_expect_fail(ctx, gstat_affinity_csr(ctx, &Xm, &o, &c), GSTAT_ENOTFINITE,
+                 "affinity_csr: X[0] row 1 column 1 is NaN or Inf");
   assert_null(c);
   gstat_ctx_destroy(ctx);
 }

@@ -558,11 +558,6 @@ static void test_progress_and_cancel(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
-static void expect_fail(gstat_ctx *ctx, gstat_status got, gstat_status want, const char *msg) {
-  assert_int_equal(got, want);
-  assert_string_equal(gstat_ctx_last_error(ctx), msg);
-}
-
 static int power_reports;
 static int cancel_third_power_iteration(int64_t done, int64_t total, const char *what, void *user) {
   (void)user;
@@ -591,12 +586,12 @@ static void test_randomized_limits(void **state) {
   assert_string_equal(gstat_ctx_last_error(ctx),
                       "pca: power iterations: cancelled by the progress callback at 3 of 1000");
   o.power_iterations = GSTAT_PCA_MAX_POWER_ITERATIONS + 1;
-  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
-              "pca: opt.power_iterations=1001 must be -1 (automatic) or in [0, 1000]");
+  tu_expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+                 "pca: opt.power_iterations=1001 must be -1 (automatic) or in [0, 1000]");
   o.power_iterations = INT64_MAX;
-  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
-              "pca: opt.power_iterations=9223372036854775807 must be -1 (automatic) or in [0, "
-              "1000]");
+  tu_expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+                 "pca: opt.power_iterations=9223372036854775807 must be -1 (automatic) or in [0, "
+                 "1000]");
   o.power_iterations = 2;
   o.oversamples = INT64_MAX;
   assert_int_equal(gstat_pca(ctx, &X, &o, &res), GSTAT_OK);
@@ -620,34 +615,34 @@ static void test_bad_input(void **state) {
   gstat_matrix X = gstat_matrix_col_major(x, GSTAT_F64, 1, 20, 4);
   gstat_pca_result *res = NULL;
   gstat_pca_options o = options(GSTAT_PCA_AUTO, 5);
-  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
-              "pca: opt.n_components=5 exceeds min(n, p) = 4");
+  tu_expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+                 "pca: opt.n_components=5 exceeds min(n, p) = 4");
   o = options(GSTAT_PCA_AUTO, 2);
   o.variance_fraction = 0.5;
-  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
-              "pca: set either opt.n_components or opt.variance_fraction, not both");
+  tu_expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+                 "pca: set either opt.n_components or opt.variance_fraction, not both");
   o = options(GSTAT_PCA_RANDOMIZED, 0);
   o.variance_fraction = 0.5;
-  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
-              "pca: opt.variance_fraction needs an exact method, not RANDOMIZED");
+  tu_expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+                 "pca: opt.variance_fraction needs an exact method, not RANDOMIZED");
   o = options((gstat_pca_method)9, 0);
-  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
-              "pca: opt.method=9 is not a gstat_pca_method");
+  tu_expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+                 "pca: opt.method=9 is not a gstat_pca_method");
   o = options(GSTAT_PCA_AUTO, 0);
   o.variance_fraction = 1.0;
-  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
-              "pca: opt.variance_fraction=1 must be in [0, 1)");
-  expect_fail(ctx, gstat_pca(ctx, NULL, NULL, &res), GSTAT_EINVAL, "pca: X is NULL");
-  expect_fail(ctx, gstat_pca(ctx, &X, NULL, NULL), GSTAT_EINVAL, "pca: res is NULL");
+  tu_expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+                 "pca: opt.variance_fraction=1 must be in [0, 1)");
+  tu_expect_fail(ctx, gstat_pca(ctx, NULL, NULL, &res), GSTAT_EINVAL, "pca: X is NULL");
+  tu_expect_fail(ctx, gstat_pca(ctx, &X, NULL, NULL), GSTAT_EINVAL, "pca: res is NULL");
   x[2 + 3 * 20] = NAN;
-  expect_fail(ctx, gstat_pca(ctx, &X, NULL, &res), GSTAT_ENOTFINITE,
-              "pca: X[0] row 2 column 3 is NaN or Inf (PCA takes no missing values)");
+  tu_expect_fail(ctx, gstat_pca(ctx, &X, NULL, &res), GSTAT_ENOTFINITE,
+                 "pca: X[0] row 2 column 3 is NaN or Inf (PCA takes no missing values)");
   x[2 + 3 * 20] = 1;
   for (int i = 0; i < 20; i++) x[i + 1 * 20] = 5; /* column 1 constant */
   o = options(GSTAT_PCA_AUTO, 0);
   o.scale = 1;
-  expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
-              "pca: column 1 of dataset 0 is constant: it cannot be scaled to unit variance");
+  tu_expect_fail(ctx, gstat_pca(ctx, &X, &o, &res), GSTAT_EINVAL,
+                 "pca: column 1 of dataset 0 is constant: it cannot be scaled to unit variance");
   assert_null(res);
   gstat_matrix D = X;
   D.location = GSTAT_CUDA;
@@ -658,8 +653,8 @@ static void test_bad_input(void **state) {
   assert_int_equal(gstat_pca(ctx, &X, &o, &res), GSTAT_OK);
   double z[20 * 3];
   gstat_matrix Z = gstat_matrix_col_major(z, GSTAT_F64, 1, 20, 3);
-  expect_fail(ctx, gstat_pca_transform(ctx, res, &X, &Z), GSTAT_EINVAL,
-              "pca_transform: scores is 1 x 20 x 3, expected 1 x 20 x 2");
+  tu_expect_fail(ctx, gstat_pca_transform(ctx, res, &X, &Z), GSTAT_EINVAL,
+                 "pca_transform: scores is 1 x 20 x 3, expected 1 x 20 x 2");
   gstat_pca_result_free(res);
   gstat_ctx_destroy(ctx);
 }
@@ -758,9 +753,9 @@ static void test_one_pass_fit(void **state) {
           o.scale = 1;
           o.compute_scores = 0;
           gstat_pca_result *r = NULL;
-          expect_fail(ctx, gstat_pca(ctx, &X.m, &o, &r), GSTAT_EINVAL,
-                      "pca: column 7 of dataset 0 is constant: it cannot be scaled to unit "
-                      "variance");
+          tu_expect_fail(ctx, gstat_pca(ctx, &X.m, &o, &r), GSTAT_EINVAL,
+                         "pca: column 7 of dataset 0 is constant: it cannot be scaled to unit "
+                         "variance");
         }
       }
       if (d == 0) { /* a NaN in the second dataset's last block */
@@ -768,8 +763,8 @@ static void test_one_pass_fit(void **state) {
         gstat_pca_options o = options(GSTAT_PCA_COVARIANCE_EIGH, k);
         o.compute_scores = 0;
         gstat_pca_result *r = NULL;
-        expect_fail(ctx, gstat_pca(ctx, &X.m, &o, &r), GSTAT_ENOTFINITE,
-                    "pca: X[1] row 8997 column 11 is NaN or Inf (PCA takes no missing values)");
+        tu_expect_fail(ctx, gstat_pca(ctx, &X.m, &o, &r), GSTAT_ENOTFINITE,
+                       "pca: X[1] row 8997 column 11 is NaN or Inf (PCA takes no missing values)");
       }
       tu_buf_free(&X);
     }

@@ -471,8 +471,6 @@ static void test_progress_and_cancel(void **state) {
   free_batch(&r);
 }
 
-static void expect_fail(gstat_ctx *ctx, gstat_status got, gstat_status want, const char *msg);
-
 typedef struct kmeans_log {
   int kmeans_calls, cancel;
   int64_t total;
@@ -528,26 +526,18 @@ static void test_kmeans_progress_and_cancel(void **state) {
   int64_t lab[N];
   gstat_spectral_options_init(&o);
   o.n_init = GSTAT_SPECTRAL_MAX_N_INIT + 1;
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
-              "spectral_clustering: opt.n_init=1001 must be in [1, 1000]");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
+                 "spectral_clustering: opt.n_init=1001 must be in [1, 1000]");
   gstat_spectral_options_init(&o);
   o.max_iter = INT64_MAX;
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
-              "spectral_clustering: opt.max_iter=9223372036854775807 must be in [1, 100000]");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
+                 "spectral_clustering: opt.max_iter=9223372036854775807 must be in [1, 100000]");
   gstat_spectral_options_init(&o);
   o.eig_max_iter = GSTAT_SPECTRAL_MAX_EIG_ITER + 1;
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
-              "spectral_clustering: opt.eig_max_iter=1000001 must be in [0, 1000000]");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
+                 "spectral_clustering: opt.eig_max_iter=1000001 must be in [0, 1000000]");
   gstat_ctx_destroy(ctx);
   free(a);
-}
-
-static void expect_fail(gstat_ctx *ctx, gstat_status got, gstat_status want, const char *msg) {
-  if (got != want || strcmp(gstat_ctx_last_error(ctx), msg) != 0)
-    fprintf(stderr, "got %d \"%s\"\nwant %d \"%s\"\n", (int)got, gstat_ctx_last_error(ctx),
-            (int)want, msg);
-  assert_int_equal(got, want);
-  assert_string_equal(gstat_ctx_last_error(ctx), msg);
 }
 
 static void test_edge_cases(void **state) {
@@ -582,8 +572,8 @@ static void test_edge_cases(void **state) {
   assert_true(lab[0] == 0 && lab[1] == 0);
   /* k > n */
   o.n_clusters = 3;
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, &res), GSTAT_EINVAL,
-              "spectral_clustering: G: n_clusters=3 exceeds its 2 nodes");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, &res), GSTAT_EINVAL,
+                 "spectral_clustering: G: n_clusters=3 exceeds its 2 nodes");
   assert_null(res);
   /* the empty graph */
   int64_t off0[] = {0};
@@ -609,21 +599,21 @@ static void test_edge_cases(void **state) {
   assert_memory_equal(lab, want, sizeof want);
   gstat_spectral_result_free(res);
   o.n_clusters = 2; /* more components than clusters: no defined answer */
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, &res), GSTAT_EINVAL,
-              "spectral_clustering: G has 3 connected components, more than n_clusters=2: no "
-              "well-defined clustering (ask for at least 3 clusters)");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, &res), GSTAT_EINVAL,
+                 "spectral_clustering: G has 3 connected components, more than n_clusters=2: no "
+                 "well-defined clustering (ask for at least 3 clusters)");
   for (int i = 0; i < 6; i++) assert_int_equal(lab[i], -1);
   assert_null(res);
   o.solver = GSTAT_EIGEN_SPARSE; /* the same on the sparse path */
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, &res), GSTAT_EINVAL,
-              "spectral_clustering: G has 3 connected components, more than n_clusters=2: no "
-              "well-defined clustering (ask for at least 3 clusters)");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, &res), GSTAT_EINVAL,
+                 "spectral_clustering: G has 3 connected components, more than n_clusters=2: no "
+                 "well-defined clustering (ask for at least 3 clusters)");
   o.solver = GSTAT_EIGEN_AUTO;
   o.n_clusters = 4;
   o.disconnected = GSTAT_DISCONNECTED_REJECT;
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, &res), GSTAT_EINVAL,
-              "spectral_clustering: G has 3 connected components (opt.disconnected rejects "
-              "disconnected graphs)");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, &res), GSTAT_EINVAL,
+                 "spectral_clustering: G has 3 connected components (opt.disconnected rejects "
+                 "disconnected graphs)");
   /* PROCEED (scikit-learn's way): 2 clusters of 3 components from the 2
    * smallest eigenvectors; each component is one point of the embedding, so
    * it lands in one cluster, on both solvers */
@@ -667,8 +657,9 @@ static void batch_nonfinite_weights(gstat_ctx *ctx) {
   gstat_graph_batch b = two_csr_graphs(node_off, off, idx, w);
   int64_t ks[] = {2, 2}, lab[6];
   gstat_spectral_batch_result *res = NULL;
-  expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, lab, &res), GSTAT_ENOTFINITE,
-              "spectral_batch: Gs graph 0.weights[2] (row 1, column 2) is NaN or Inf");
+  tu_expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, lab, &res),
+                 GSTAT_ENOTFINITE,
+                 "spectral_batch: Gs graph 0.weights[2] (row 1, column 2) is NaN or Inf");
   assert_non_null(res);
   assert_int_equal(res->status[0], GSTAT_ENOTFINITE);
   assert_int_equal(res->status[1], GSTAT_OK);
@@ -697,9 +688,9 @@ static void test_batch_graph_failure(void **state) {
   gstat_graph_batch b = two_csr_graphs(node_off, off, idx, NULL);
   int64_t ks[] = {2, 2}, lab[6];
   gstat_spectral_batch_result *res = NULL;
-  expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, lab, &res), GSTAT_EINVAL,
-              "spectral_batch: graph 1 has 3 connected components, more than n_clusters=2: no "
-              "well-defined clustering (ask for at least 3 clusters)");
+  tu_expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, lab, &res), GSTAT_EINVAL,
+                 "spectral_batch: graph 1 has 3 connected components, more than n_clusters=2: no "
+                 "well-defined clustering (ask for at least 3 clusters)");
   assert_non_null(res);
   assert_int_equal(res->status[0], GSTAT_OK);
   assert_int_equal(res->status[1], GSTAT_EINVAL);
@@ -720,76 +711,76 @@ static void test_bad_input(void **state) {
   gstat_spectral_options o;
   gstat_spectral_options_init(&o);
   o.n_clusters = -1;
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
-              "spectral_clustering: opt.n_clusters=-1 must be >= 1 (or 0: choose k by the "
-              "eigengap)");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
+                 "spectral_clustering: opt.n_clusters=-1 must be >= 1 (or 0: choose k by the "
+                 "eigengap)");
   gstat_spectral_options_init(&o);
   o.n_init = 0;
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
-              "spectral_clustering: opt.n_init=0 must be in [1, 1000]");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
+                 "spectral_clustering: opt.n_init=0 must be in [1, 1000]");
   gstat_spectral_options_init(&o);
   o.assign = GSTAT_ASSIGN_CLUSTER_QR;
   o.n_components = 3;
-  expect_fail(
+  tu_expect_fail(
       ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
       "spectral_clustering: cluster-QR uses k embedding columns: leave opt.n_components at 0");
   gstat_spectral_options_init(&o);
   o.tol = NAN;
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
-              "spectral_clustering: opt.tol=nan must be >= 0 and finite");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
+                 "spectral_clustering: opt.tol=nan must be >= 0 and finite");
   gstat_spectral_options_init(&o);
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, NULL, NULL), GSTAT_EINVAL,
-              "spectral_clustering: labels is NULL");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, NULL, NULL), GSTAT_EINVAL,
+                 "spectral_clustering: labels is NULL");
   o.n_clusters = 2;
   o.drop_first = 1;
   o.n_components = 3;
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
-              "spectral_clustering: G: 3 embedding columns + the dropped first need more than "
-              "its 3 nodes");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
+                 "spectral_clustering: G: 3 embedding columns + the dropped first need more than "
+                 "its 3 nodes");
   double nan_w[] = {1, 1, NAN, 2};
   G = gstat_graph_csr(3, off, idx, nan_w);
   gstat_spectral_options_init(&o);
   o.n_clusters = 2;
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_ENOTFINITE,
-              "spectral_clustering: G.weights[2] (row 1, column 2) is NaN or Inf");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_ENOTFINITE,
+                 "spectral_clustering: G.weights[2] (row 1, column 2) is NaN or Inf");
   for (int i = 0; i < 3; i++) assert_int_equal(lab[i], 7); /* nothing written */
   double a[18] = {0};
   gstat_matrix A = gstat_matrix_row_major(a, GSTAT_F64, 2, 3, 3);
   G = gstat_graph_dense(&A);
-  expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
-              "spectral_clustering: G.adjacency holds 2 graphs; this function takes one (see "
-              "gstat_spectral_clustering_batch)");
+  tu_expect_fail(ctx, gstat_spectral_clustering(ctx, &G, &o, lab, NULL), GSTAT_EINVAL,
+                 "spectral_clustering: G.adjacency holds 2 graphs; this function takes one (see "
+                 "gstat_spectral_clustering_batch)");
   /* batches: an index in another graph's range, a negative weight, sizes */
   int64_t node_off[] = {0, 2, 4}, boff[] = {0, 1, 2, 3, 4}, bidx[] = {1, 0, 3, 1};
   double bw[] = {1, 1, 1, 1};
   gstat_graph_batch b = two_csr_graphs(node_off, boff, bidx, bw);
   int64_t blab[4] = {7, 7, 7, 7}, ks[] = {1, 1};
-  expect_fail(
+  tu_expect_fail(
       ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, blab, NULL), GSTAT_EINVAL,
       "spectral_batch: Gs graph 1.indices[3]=1 (row 3) is outside the graph's nodes [2, 4)");
   bidx[3] = 2;
   bw[1] = -1;
-  expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, blab, NULL), GSTAT_EINVAL,
-              "spectral_batch: Gs graph 0.weights[1]=-1 (row 1, column 0) is negative: weights "
-              "must be >= 0");
+  tu_expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, blab, NULL), GSTAT_EINVAL,
+                 "spectral_batch: Gs graph 0.weights[1]=-1 (row 1, column 0) is negative: weights "
+                 "must be >= 0");
   bw[1] = 1;
   ks[1] = 0;
   ks[0] = -2;
-  expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, blab, NULL), GSTAT_EINVAL,
-              "spectral_batch: graph 0: n_clusters=-2 must be >= 1 (or 0: by the eigengap)");
+  tu_expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, blab, NULL), GSTAT_EINVAL,
+                 "spectral_batch: graph 0: n_clusters=-2 must be >= 1 (or 0: by the eigengap)");
   ks[0] = 1;
   bw[2] = 0.5; /* graph 1: (2,3)=0.5 but (3,2)=1 */
-  expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, blab, NULL), GSTAT_EINVAL,
-              "spectral_batch: Gs graph 1 is not symmetric: entry (2, 3)=0.5 but (3, 2)=1 (set "
-              "symmetrize to MAX, MEAN or SUM)");
+  tu_expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, NULL, blab, NULL), GSTAT_EINVAL,
+                 "spectral_batch: Gs graph 1 is not symmetric: entry (2, 3)=0.5 but (3, 2)=1 (set "
+                 "symmetrize to MAX, MEAN or SUM)");
   for (int i = 0; i < 4; i++) assert_int_equal(blab[i], 7);
   b.symmetrize = GSTAT_SYM_MAX;
   assert_int_equal(gstat_spectral_clustering_batch(ctx, &b, ks, NULL, blab, NULL), GSTAT_OK);
   gstat_spectral_options_init(&o);
   o.solver = GSTAT_EIGEN_SPARSE;
-  expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, &o, blab, NULL), GSTAT_EINVAL,
-              "spectral_batch: opt.solver=SPARSE is for one large graph; batches use the dense "
-              "solver");
+  tu_expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, &o, blab, NULL), GSTAT_EINVAL,
+                 "spectral_batch: opt.solver=SPARSE is for one large graph; batches use the dense "
+                 "solver");
   int64_t bad_sizes[] = {3, 4};
   gstat_graph_batch d;
   memset(&d, 0, sizeof d);
@@ -797,8 +788,8 @@ static void test_bad_input(void **state) {
   d.count = 2;
   d.adjacency = A;
   d.sizes = bad_sizes;
-  expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &d, NULL, NULL, blab, NULL), GSTAT_EINVAL,
-              "spectral_batch: Gs.sizes[1]=4 is outside [0, 3]");
+  tu_expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &d, NULL, NULL, blab, NULL),
+                 GSTAT_EINVAL, "spectral_batch: Gs.sizes[1]=4 is outside [0, 3]");
   gstat_ctx_destroy(ctx);
 }
 

@@ -351,6 +351,14 @@ bool tu_quick(void) {
   return q && *q && *q != '0';
 }
 
+bool tu_failed_as(gstat_ctx *ctx, gstat_status got, gstat_status want, const char *msg) {
+  bool ok = got == want && strcmp(gstat_ctx_last_error(ctx), msg) == 0;
+  if (!ok)
+    fprintf(stderr, "got %d \"%s\"\nwant %d \"%s\"\n", (int)got, gstat_ctx_last_error(ctx),
+            (int)want, msg);
+  return ok;
+}
+
 gstat_ctx *tu_ctx(gstat_backend backend) {
   return tu_ctx_progress(backend, 0, NULL, NULL);
 }

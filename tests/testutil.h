@@ -98,6 +98,12 @@ bool tu_lower_factor(const gstat_matrix *F, int64_t b, gstat_uplo uplo, double *
  * dtype), copied to b (element after element, each column-major). */
 void tu_fill_normal(tu_rng *r, tu_buf *B, double *b);
 
+/* Whether a call failed as expected: status `want` and ctx's last error
+ * exactly `msg` (prints both on a mismatch). tu_expect_fail asserts it
+ * through cmocka, for the tests that use cmocka. */
+bool tu_failed_as(gstat_ctx *ctx, gstat_status got, gstat_status want, const char *msg);
+#define tu_expect_fail(ctx, got, want, msg) assert_true(tu_failed_as((ctx), (got), (want), (msg)))
+
 /* A new context with the given backend and otherwise default options
  * (asserts success through the caller's test framework: returns NULL on failure). */
 gstat_ctx *tu_ctx(gstat_backend backend);
