@@ -23,12 +23,43 @@ gstat_cu_tridiag_parts gstat_cu_tridiag_parts_at(size_t *at, int64_t n, int64_t 
   return p;
 }
 
-/* The matrices whose only trouble is clusters get the cluster step; then
- * host_flag[b] says which matrices still need another solver. */
-static cudaError_t cluster_step(const gstat_cu_tridiag_step_args *a, const char **what) {
+/* Whether a launch error is the device refusing the cluster kernel's
+ * shape (shared memory, grid) rather than a fault: those matrices can
+ * still go to the other solver. */
+static int launch_refused(cudaError_t err) {
+  return err == cudaErrorInvalidValue || err == cudaErrorInvalidConfiguration ||
+         err == cudaErrorLaunchOutOfResources;
+}
+
+/* The cluster kernel over the k matrices list[0..k-1]; host_flag[b] gets
+ * their flags back (FLAG_FAILED for all when the launch was refused). */
+static cudaError_t run_clusters(const gstat_cu_tridiag_step_args *a, const int *list, int64_t k) {
   char *base = a->base;
   int *h = a->host_flag, *flags = (int *)(base + a->parts.flags);
   int *idx = (int *)(base + a->parts.idx);
+  /* from pageable memory: the copy is staged before the call returns */
+  cudaError_t err =
+      cudaMemcpyAsync(idx, list, sizeof(int) * (size_t)k, cudaMemcpyHostToDevice, a->stream);
+  if (err != cudaSuccess) return err;
+  err = gstat_cu_tridiag_clusters(a->cdt, a->d, a->e, a->n, (const double *)(base + a->parts.wd),
+                                  (const double *)(base + a->parts.norms),
+                                  (const unsigned char *)(base + a->parts.links), idx, k,
+                                  a->clusters.fail, (double *)(base + a->parts.zt),
+                                  (double *)(base + a->parts.u), flags, a->stream);
+  if (launch_refused(err)) {
+    (void)cudaGetLastError();
+    for (int64_t j = 0; j < k; j++) h[list[j]] |= FLAG_FAILED;
+    return cudaSuccess;
+  }
+  if (err == cudaSuccess)
+    err = cudaMemcpyAsync(h, flags, sizeof(int) * (size_t)a->nb, cudaMemcpyDeviceToHost, a->stream);
+  return err == cudaSuccess ? cudaStreamSynchronize(a->stream) : err;
+}
+
+/* The matrices whose only trouble is clusters get the cluster step; then
+ * host_flag[b] says which matrices still need another solver. */
+static cudaError_t cluster_step(const gstat_cu_tridiag_step_args *a, const char **what) {
+  int *h = a->host_flag;
   int *list = a->clusters.run ? malloc(sizeof(int) * (size_t)a->nb) : NULL;
   if (a->clusters.run && !list) {
     *what = "cluster list";
@@ -37,21 +68,7 @@ static cudaError_t cluster_step(const gstat_cu_tridiag_step_args *a, const char 
   int64_t k = 0;
   for (int64_t b = 0; b < a->nb && a->clusters.run; b++)
     if (h[b] == FLAG_CLUSTER) list[k++] = (int)b;
-  cudaError_t err = cudaSuccess;
-  if (k > 0) {
-    /* from pageable memory: the copy is staged before the call returns */
-    err = cudaMemcpyAsync(idx, list, sizeof(int) * (size_t)k, cudaMemcpyHostToDevice, a->stream);
-    if (err == cudaSuccess)
-      err = gstat_cu_tridiag_clusters(
-          a->cdt, a->d, a->e, a->n, (const double *)(base + a->parts.wd),
-          (const double *)(base + a->parts.norms), (const unsigned char *)(base + a->parts.links),
-          idx, k, a->clusters.fail, (double *)(base + a->parts.zt), (double *)(base + a->parts.u),
-          flags, a->stream);
-    if (err == cudaSuccess)
-      err =
-          cudaMemcpyAsync(h, flags, sizeof(int) * (size_t)a->nb, cudaMemcpyDeviceToHost, a->stream);
-    if (err == cudaSuccess) err = cudaStreamSynchronize(a->stream);
-  }
+  cudaError_t err = k > 0 ? run_clusters(a, list, k) : cudaSuccess;
   free(list);
   if (err != cudaSuccess) {
     *what = "cluster step";

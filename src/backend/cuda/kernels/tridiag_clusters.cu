@@ -11,7 +11,8 @@
  *    as shift: T - lambda I = L D L^T without pivoting, pivots held at
  *    eps ||T|| or above in magnitude (U's column as their store), then
  *    scaled to max 1, each pass followed by classical Gram-Schmidt twice
- *    in slot order (ascending eigenvalues);
+ *    in slot order (ascending eigenvalues), every sum in a fixed order
+ *    (the result repeats bit for bit);
  *  - a check: every column a unit vector with ||T z - lambda z|| within
  *    kResidualUnits n eps ||T|| of the output's dtype; otherwise the
  *    matrix gets kFlagFailed (and is solved another way).
@@ -36,6 +37,9 @@ constexpr int kMaxCluster = 2048;
 constexpr double kMaxClusterWork = 2147483648.0;
 /* LAPACK's test threshold for residuals, in units of n eps ||T||. */
 constexpr double kResidualUnits = 60.0;
+/* From this many earlier columns on, a thread per dot product: its serial
+ * chain of m rows is then no longer than a warp's q/kClusterWarps * m/32. */
+constexpr int kDotsByThread = 128;
 
 /* A uniform value in [-1, 1) from three integers (splitmix64's finalizer). */
 __device__ inline double hashed_uniform(uint64_t a, uint64_t b, uint64_t c) {
@@ -84,21 +88,36 @@ __device__ void inverse_iteration(const double *dd, const double *ee, int m, int
   for (int k = 0; k < m; k++) z[(size_t)k * n] *= s;
 }
 
+/* dots[p] = z_p . z_q for p < q, each summed in a fixed order, so that a
+ * call repeats bit for bit: a warp per p (lanes over rows) while q is
+ * small, a thread per p over all rows (reads coalesced across p) beyond. */
+__device__ void column_dots(const double *z, int m, int n, int q, double *dots) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (q < kDotsByThread) {
+    for (int p = warp; p < q; p += kClusterWarps) {
+      double acc = 0;
+      for (int k = lane; k < m; k += 32) acc += z[(size_t)k * n + p] * z[(size_t)k * n + q];
+      for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(kFullMask, acc, o);
+      if (lane == 0) dots[p] = acc;
+    }
+    return;
+  }
+  for (int p = threadIdx.x; p < q; p += blockDim.x) {
+    double acc = 0;
+    for (int k = 0; k < m; k++) acc += z[(size_t)k * n + p] * z[(size_t)k * n + q];
+    dots[p] = acc;
+  }
+}
+
 /* Columns 0..c-1 of z (rows 0..m-1, element (k, q) at k*n + q) made
  * orthonormal in order, each by classical Gram-Schmidt twice against those
- * before it. dots: c doubles of shared memory, zero on entry and exit.
- * Returns false (every thread) when a column vanished or is not finite. */
+ * before it. dots: c doubles of shared memory. Returns false (every
+ * thread) when a column vanished or is not finite. */
 __device__ bool orthonormalize(double *z, int m, int n, int c, double *dots, double *scratch) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int q = 0; q < c; q++) {
     for (int again = 0; again < 2 && q > 0; again++) {
-      /* dots[p] = z_p . z_q: warps over rows, lanes over p */
-      for (int p = lane; p < q; p += 32) {
-        double acc = 0;
-        for (int k = warp; k < m; k += kClusterWarps)
-          acc += z[(size_t)k * n + p] * z[(size_t)k * n + q];
-        atomicAdd(&dots[p], acc);
-      }
+      column_dots(z, m, n, q, dots);
       __syncthreads();
       /* z_q -= sum_p dots[p] z_p: a warp per row, lanes over p */
       for (int k = warp; k < m; k += kClusterWarps) {
@@ -107,8 +126,6 @@ __device__ bool orthonormalize(double *z, int m, int n, int c, double *dots, dou
         for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(kFullMask, acc, o);
         if (lane == 0) z[(size_t)k * n + q] -= acc;
       }
-      __syncthreads();
-      for (int p = threadIdx.x; p < q; p += blockDim.x) dots[p] = 0;
       __syncthreads();
     }
     double ss = 0;
@@ -175,7 +192,6 @@ __global__ void __launch_bounds__(kClusterThreads)
     const int k = at / c, q = at % c;
     z[(size_t)k * n + q] = hashed_uniform(b, (uint64_t)(i + q), (uint64_t)(lo + k));
   }
-  for (int q = threadIdx.x; q < c; q += blockDim.x) dots[q] = 0;
   if (threadIdx.x == 0) ok = 1;
   __syncthreads();
   const double guard = DBL_EPSILON * tnorm;
