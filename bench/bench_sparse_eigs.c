@@ -190,6 +190,42 @@ static void knn_grid(const double *x, int64_t n, int d, int k, int64_t *nbr) {
   free(order);
 }
 
+/* Rows of x (n x d) reordered along a Z-order curve over a 2^10 grid per
+ * dimension: neighbours then get nearby numbers (--local 1). */
+typedef struct {
+  uint64_t key;
+  int64_t row;
+} keyed_row;
+static int cmp_keyed(const void *a, const void *b) {
+  const keyed_row *x = a, *y = b;
+  return x->key < y->key ? -1 : x->key > y->key ? 1 : (x->row > y->row) - (x->row < y->row);
+}
+static void zorder_rows(double *x, int64_t n, int d) {
+  double lo[MAXD], hi[MAXD];
+  for (int t = 0; t < d; t++) lo[t] = INFINITY, hi[t] = -INFINITY;
+  for (int64_t i = 0; i < n; i++)
+    for (int t = 0; t < d; t++) {
+      lo[t] = fmin(lo[t], x[i * d + t]);
+      hi[t] = fmax(hi[t], x[i * d + t]);
+    }
+  keyed_row *kr = xmalloc(sizeof(keyed_row) * (size_t)n);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t key = 0;
+    for (int t = 0; t < d; t++) {
+      uint64_t q = (uint64_t)((x[i * d + t] - lo[t]) / (hi[t] - lo[t] + 1e-300) * 1023.0);
+      for (int bit = 0; bit < 10; bit++) key |= ((q >> bit) & 1u) << (bit * d + t);
+    }
+    kr[i].key = key;
+    kr[i].row = i;
+  }
+  qsort(kr, (size_t)n, sizeof(keyed_row), cmp_keyed);
+  double *y = xmalloc(sizeof(double) * (size_t)(n * d));
+  for (int64_t i = 0; i < n; i++) memcpy(y + i * d, x + kr[i].row * d, sizeof(double) * (size_t)d);
+  memcpy(x, y, sizeof(double) * (size_t)(n * d));
+  free(y);
+  free(kr);
+}
+
 typedef struct {
   int64_t n, nnz;
   int64_t *off, *idx;
@@ -272,6 +308,32 @@ static csr normalized_laplacian(const csr *a) {
   }
   free(dis);
   return l;
+}
+
+/* Breadth-first order of a's nodes, from node 0 of each component (--local 2). */
+static void bfs_rows(double *x, int d, const csr *a) {
+  int64_t n = a->n, head = 0, tail = 0;
+  int64_t *order = xmalloc(sizeof(int64_t) * (size_t)n);
+  char *seen = calloc((size_t)n, 1);
+  for (int64_t s = 0; s < n; s++) {
+    if (seen[s]) continue;
+    seen[s] = 1;
+    order[tail++] = s;
+    while (head < tail) {
+      int64_t u = order[head++];
+      for (int64_t p = a->off[u]; p < a->off[u + 1]; p++)
+        if (!seen[a->idx[p]]) {
+          seen[a->idx[p]] = 1;
+          order[tail++] = a->idx[p];
+        }
+    }
+  }
+  double *y = xmalloc(sizeof(double) * (size_t)(n * d));
+  for (int64_t i = 0; i < n; i++) memcpy(y + i * d, x + order[i] * d, sizeof(double) * (size_t)d);
+  memcpy(x, y, sizeof(double) * (size_t)(n * d));
+  free(y);
+  free(order);
+  free(seen);
 }
 
 /* Connected components (for the report: the multiplicity of eigenvalue 0). */
@@ -403,7 +465,7 @@ int main(int argc, char **argv) {
   double tol = 1e-8, spread = 10;
   uint64_t seed = 1;
   const char *graph_out = NULL, *vec_out = NULL;
-  int device = 0, on_cpu = 1;
+  int device = 0, on_cpu = 1, local = 0;
   for (int a = 1; a < argc; a++) {
     const char *o = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
     if (!v) {
@@ -444,6 +506,8 @@ int main(int argc, char **argv) {
       device = atoi(v);
     else if (!strcmp(o, "--cpu"))
       on_cpu = atoi(v);
+    else if (!strcmp(o, "--local"))
+      local = atoi(v);
     else {
       fprintf(stderr, "unknown option %s\n", o);
       return 2;
@@ -465,10 +529,16 @@ int main(int argc, char **argv) {
     for (int t = 0; t < d; t++)
       x[i * d + t] = clusters > 0 ? centers[i % (clusters < 64 ? clusters : 64)][t] + normal(&rs)
                                   : uniform(&rs);
+  if (local == 1) zorder_rows(x, n, d);
   int64_t *nbr = xmalloc(sizeof(int64_t) * (size_t)(n * knn));
   knn_grid(x, n, d, knn, nbr);
   double t_knn = now_ms() - t0;
   csr a = symmetrize(nbr, n, knn);
+  if (local == 2) {
+    bfs_rows(x, d, &a);
+    knn_grid(x, n, d, knn, nbr);
+    a = symmetrize(nbr, n, knn);
+  }
   csr l = normalized_laplacian(&a);
   int64_t ncomp = components(&a);
   double t_graph = now_ms() - t0;

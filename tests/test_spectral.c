@@ -868,6 +868,64 @@ static void test_cluster_above_null_space(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* Two grid components (60 x 100 and 30 x 40; 7200 nodes, from 4096 on the
+ * solver works on the graph renumbered breadth-first): the unnormalized
+ * Laplacian's four smallest eigenvalues are 0, 0, 4 sin^2(pi / 200) and
+ * 4 sin^2(pi / 120), and the same graph with its nodes shuffled has the
+ * same embedding, row for row (columns up to sign: grid modes tie in
+ * magnitude at opposite corners). */
+static void test_embedding_any_numbering(void **state) {
+  (void)state;
+  enum { A = 60, B = 100, C = 30, D = 40, N = A * B + C * D, COLS = 4 };
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  int64_t cap = 2 * N, *src = malloc(sizeof(int64_t) * cap), *dst = malloc(sizeof(int64_t) * cap);
+  int64_t ne = grid_edges(0, A, B, src, dst);
+  ne += grid_edges(A * B, C, D, src + ne, dst + ne);
+  int64_t *perm = malloc(sizeof(int64_t) * N); /* node i is node perm[i] of the shuffled graph */
+  tu_rng rng = tu_rng_new();
+  for (int64_t i = 0; i < N; i++) perm[i] = i;
+  for (int64_t i = N - 1; i > 0; i--) {
+    int64_t j = (int64_t)(tu_uniform(&rng) * (double)(i + 1)), t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  gstat_spectral_options o;
+  gstat_spectral_options_init(&o);
+  o.n_clusters = 2;
+  o.n_components = COLS;
+  o.laplacian = GSTAT_LAPLACIAN_UNNORMALIZED;
+  o.solver = GSTAT_EIGEN_SPARSE;
+  double *e[2], ev[2][COLS];
+  for (int shuffled = 0; shuffled < 2; shuffled++) {
+    if (shuffled)
+      for (int64_t t = 0; t < ne; t++) src[t] = perm[src[t]], dst[t] = perm[dst[t]];
+    gstat_csr *c = NULL;
+    assert_int_equal(gstat_csr_from_edges(ctx, N, ne, src, dst, NULL, GSTAT_SYM_MAX, &c), GSTAT_OK);
+    gstat_graph G = gstat_graph_csr(c->n, c->offsets, c->indices, c->weights);
+    e[shuffled] = malloc(sizeof(double) * N * COLS);
+    gstat_matrix E = gstat_matrix_col_major(e[shuffled], GSTAT_F64, 1, N, COLS);
+    assert_int_equal(gstat_spectral_embedding(ctx, &G, &o, &E, ev[shuffled]), GSTAT_OK);
+    gstat_csr_free(c);
+  }
+  const double pi = 3.14159265358979323846;
+  const double exact[COLS] = {0, 0, 4 * pow(sin(pi / (2 * B)), 2), 4 * pow(sin(pi / (2 * A)), 2)};
+  for (int k = 0; k < COLS; k++) {
+    assert_true(fabs(ev[0][k] - exact[k]) <= 1e-9 && fabs(ev[1][k] - exact[k]) <= 1e-9);
+    double dot = 0, n0 = 0, n1 = 0;
+    for (int64_t i = 0; i < N; i++) {
+      double a = e[0][i + k * N], b = e[1][perm[i] + k * N];
+      dot += a * b, n0 += a * a, n1 += b * b;
+    }
+    assert_true(fabs(dot) >= (1 - 1e-6) * sqrt(n0 * n1));
+  }
+  free(e[0]);
+  free(e[1]);
+  free(perm);
+  free(src);
+  free(dst);
+  gstat_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_quality_vs_sklearn),
@@ -880,6 +938,7 @@ int main(void) {
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_kmeans_progress_and_cancel),
       cmocka_unit_test(test_cluster_above_null_space),
+      cmocka_unit_test(test_embedding_any_numbering),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

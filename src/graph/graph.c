@@ -345,7 +345,7 @@ void gstat_i_graph_release(gstat_ctx *ctx, gstat_i_graph *g) {
   memset(g, 0, sizeof *g);
 }
 
-static void adopt(gstat_i_graph *out, gstat_csr *c) {
+void gstat_i_graph_adopt(gstat_i_graph *out, gstat_csr *c) {
   out->n = c->n;
   out->nnz = c->nnz;
   out->offsets = c->offsets;
@@ -394,7 +394,7 @@ static gstat_status from_dense(gstat_ctx *ctx, const char *fn, const gstat_graph
       }
     off[i + 1] = e;
   }
-  adopt(out, c);
+  gstat_i_graph_adopt(out, c);
 done:
   free(A);
   return st;
@@ -455,7 +455,7 @@ gstat_status gstat_i_graph_from(gstat_ctx *ctx, const char *fn, const gstat_grap
                      ? csr_without_loops(&in)
                      : gstat_i_csr_symmetrized(&in, G->symmetrize, G->self_loops, false);
   if (!c) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate the symmetrized graph", fn);
-  adopt(out, c);
+  gstat_i_graph_adopt(out, c);
   return GSTAT_OK;
 }
 

@@ -69,6 +69,17 @@ gstat_status gstat_i_graph_from(gstat_ctx *ctx, const char *fn, const gstat_grap
                                 gstat_i_graph *out);
 void gstat_i_graph_release(gstat_ctx *ctx, gstat_i_graph *g);
 
+/* out takes c as its owned CSR (freed by gstat_i_graph_release). */
+void gstat_i_graph_adopt(gstat_i_graph *out, gstat_csr *c);
+
+/* Breadth-first numbering of g's nodes, each component from its first
+ * node: order[new] = old (n); seen: n bytes of scratch. */
+void gstat_i_graph_bfs_order(const gstat_i_graph *g, int64_t *order, unsigned char *seen);
+/* g with node order[i] renumbered i (rows sorted, weights 1 where g has
+ * none), into out as an owned copy (graph_order.c). */
+gstat_status gstat_i_graph_renumbered(gstat_ctx *ctx, const char *fn, const gstat_i_graph *g,
+                                      const int64_t *order, gstat_i_graph *out);
+
 /* d_i = sum_j w_ij (self-loops included when present). */
 void gstat_i_graph_degrees(const gstat_i_graph *g, double *d);
 

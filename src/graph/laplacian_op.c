@@ -112,6 +112,43 @@ bool gstat_i_laplacian_op_csr(const gstat_laplacian_op *op, double *p, gstat_i_c
   return true;
 }
 
+gstat_status gstat_i_laplacian_op_renumbered(gstat_ctx *ctx, const char *fn,
+                                             const gstat_laplacian_op *op, gstat_laplacian_op **out,
+                                             int64_t **order) {
+  *out = NULL;
+  *order = NULL;
+  if (op->dense) return GSTAT_EUNSUPPORTED;
+  const int64_t n = op->n;
+  int64_t *ord = malloc(sizeof(int64_t) * (size_t)(n + 1));
+  unsigned char *seen = malloc((size_t)n + 1);
+  gstat_laplacian_op *r = calloc(1, sizeof *r);
+  if (r) r->degrees = malloc(sizeof(double) * (size_t)(2 * n + 1));
+  gstat_status st = GSTAT_OK;
+  if (!ord || !seen || !r || !r->degrees) {
+    st = gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate to renumber %lld nodes", fn,
+                      (long long)n);
+  } else {
+    gstat_i_graph_bfs_order(&op->g, ord, seen);
+    st = gstat_i_graph_renumbered(ctx, fn, &op->g, ord, &r->g);
+  }
+  free(seen);
+  if (st != GSTAT_OK) {
+    free(ord);
+    gstat_laplacian_op_destroy(r);
+    return st;
+  }
+  r->n = n;
+  r->kind = op->kind;
+  r->scale = r->degrees + n;
+  for (int64_t i = 0; i < n; i++) { /* the same values: no sums in another order */
+    r->degrees[i] = op->degrees[ord[i]];
+    r->scale[i] = op->scale[ord[i]];
+  }
+  *out = r;
+  *order = ord;
+  return GSTAT_OK;
+}
+
 int64_t gstat_i_laplacian_op_components(gstat_ctx *ctx, const gstat_laplacian_op *op,
                                         int64_t *labels, int64_t *stack) {
   /* scaling keeps the signs: positive entries are the edges */

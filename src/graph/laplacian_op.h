@@ -19,6 +19,14 @@ gstat_status gstat_i_laplacian_apply(gstat_ctx *ctx, void *op, int64_t n, int64_
 struct gstat_i_csr_lap;
 bool gstat_i_laplacian_op_csr(const gstat_laplacian_op *op, double *p, struct gstat_i_csr_lap *out);
 
+/* The CSR operator with its nodes renumbered breadth-first, for products
+ * with locality (graph_order.c): node order[i] of op is node i of *out
+ * (order: n, the caller frees it; *out: gstat_laplacian_op_destroy).
+ * GSTAT_EUNSUPPORTED (no error set) for a dense operator. */
+gstat_status gstat_i_laplacian_op_renumbered(gstat_ctx *ctx, const char *fn,
+                                             const gstat_laplacian_op *op, gstat_laplacian_op **out,
+                                             int64_t **order);
+
 /* Connected components of the operator's graph (labels and stack: n each),
  * on the threads ctx's rules give the pass. */
 int64_t gstat_i_laplacian_op_components(gstat_ctx *ctx, const gstat_laplacian_op *op,

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "graph/graph_internal.h"
 #include "graph/laplacian_op.h"
@@ -15,9 +16,9 @@
  * the scheduler plans it there (the basis in device memory, only the small
  * projected problems on the host), else on the host; a device failure that
  * the host can take (out of memory, a backend error) reruns on the host. */
-static gstat_status lowest_pairs(gstat_ctx *ctx, const char *fn, gstat_laplacian_op *op,
-                                 gstat_i_eigs_options *eo, double *w, double *V,
-                                 gstat_i_eigs_report *rep) {
+static gstat_status solve_pairs(gstat_ctx *ctx, const char *fn, gstat_laplacian_op *op,
+                                gstat_i_eigs_options *eo, double *w, double *V,
+                                gstat_i_eigs_report *rep) {
   int64_t n = gstat_laplacian_op_size(op);
   double *p = malloc(sizeof(double) * (size_t)(n + 1));
   gstat_i_csr_lap A;
@@ -36,6 +37,64 @@ static gstat_status lowest_pairs(gstat_ctx *ctx, const char *fn, gstat_laplacian
   free(p);
   if (st != GSTAT_ENOMEM && st != GSTAT_EBACKEND && st != GSTAT_EUNSUPPORTED) return st;
   return gstat_i_sparse_eigs(ctx, n, gstat_i_laplacian_apply, op, eo, w, V, NULL, rep);
+}
+
+/* Graphs from this many nodes are solved renumbered breadth-first: the
+ * products then gather with locality (bench/README.md, "Breadth-first
+ * numbering"); below, the block stays in cache anyway. */
+enum { RENUMBER_FROM_N = 4096 };
+
+/* Rows of the n x cols block M moved from position i to order[i]
+ * (to_caller) or from order[i] to i; tmp: n doubles. */
+static void reorder_rows(int64_t n, int64_t cols, const int64_t *order, bool to_caller, double *M,
+                         double *tmp) {
+  for (int64_t c = 0; c < cols; c++) {
+    double *col = M + c * n;
+    for (int64_t i = 0; i < n; i++) {
+      if (to_caller)
+        tmp[order[i]] = col[i];
+      else
+        tmp[i] = col[order[i]];
+    }
+    memcpy(col, tmp, sizeof(double) * (size_t)n);
+  }
+}
+
+/* solve_pairs on the operator renumbered for locality when the solver
+ * searches a large CSR graph (the known vectors taken into its numbering,
+ * the found ones brought back); as it is otherwise, or when renumbering
+ * has no memory. */
+static gstat_status lowest_pairs(gstat_ctx *ctx, const char *fn, gstat_laplacian_op *op,
+                                 gstat_i_eigs_options *eo, double *w, double *V,
+                                 gstat_i_eigs_report *rep) {
+  const int64_t n = gstat_laplacian_op_size(op);
+  gstat_laplacian_op *local = NULL;
+  int64_t *order = NULL;
+  double *known = NULL, *tmp = NULL;
+  if (eo->n_known < eo->k && n >= RENUMBER_FROM_N &&
+      gstat_i_laplacian_op_renumbered(ctx, fn, op, &local, &order) == GSTAT_OK) {
+    tmp = malloc(sizeof(double) * (size_t)(n * (eo->n_known + 1)));
+    known = tmp ? tmp + n : NULL;
+  }
+  ctx->last_error[0] = '\0';
+  if (!tmp) {
+    gstat_laplacian_op_destroy(local);
+    free(order);
+    return solve_pairs(ctx, fn, op, eo, w, V, rep);
+  }
+  const double *caller_known = eo->known;
+  if (eo->n_known > 0) {
+    memcpy(known, caller_known, sizeof(double) * (size_t)(n * eo->n_known));
+    reorder_rows(n, eo->n_known, order, false, known, tmp);
+    eo->known = known;
+  }
+  gstat_status st = solve_pairs(ctx, fn, local, eo, w, V, rep);
+  eo->known = caller_known;
+  reorder_rows(n, eo->k, order, true, V, tmp);
+  gstat_laplacian_op_destroy(local);
+  free(order);
+  free(tmp);
+  return st;
 }
 
 /* Component c's null vector: sqrt(d_i) on its nodes for the normalized
