@@ -262,6 +262,7 @@ static inline void csr_rows(const gstat_laplacian_op *op, int64_t r0, int64_t r1
         if (CM > 1) __builtin_prefetch(ahead + CM - 1); /* a row may span two lines */
       }
       const double we = w ? w[e] : 1.0, *x = xt + (idx[e] - base) * CM;
+#pragma omp simd
       for (int c = 0; c < CM; c++) acc[c] += we * x[c];
     }
     for (int c = 0; c < CM; c++) {
@@ -272,8 +273,8 @@ static inline void csr_rows(const gstat_laplacian_op *op, int64_t r0, int64_t r1
   }
 }
 
-static void csr_rows_n(const gstat_laplacian_op *op, int64_t r0, int64_t r1, int cm,
-                       const double *xt, const double *X, double *Y) {
+GSTAT_I_CLONES static void csr_rows_n(const gstat_laplacian_op *op, int64_t r0, int64_t r1, int cm,
+                                      const double *xt, const double *X, double *Y) {
   switch (cm) {
     case 1: csr_rows(op, r0, r1, 1, xt, X, Y); break;
     case 2: csr_rows(op, r0, r1, 2, xt, X, Y); break;
