@@ -6,6 +6,7 @@
  *                     [--nev E] [--tol T] [--block B] [--basis M] [--degree P]
  *                     [--method 0|1|2] [--seed X] [--reps R]
  *                     [--graph FILE] [--vectors FILE] [--device 1] [--cpu 0]
+ *                     [--local 0|1|2]
  *
  *   N points (default 100000) in D dimensions (default 3): uniform in the unit
  *   cube, or C Gaussian blobs (C > 0, unit variance, centers uniform in a
@@ -30,6 +31,9 @@
  *                   planned product alone (device_spmm_block_ms: E columns at
  *                   once, device_spmv_xE_ms: one at a time), the solve's
  *                   share of products against its basis steps
+ *   --local 1|2     number the points with locality before the graph is built:
+ *                   1 along a Z-order curve, 2 breadth-first over the graph
+ *                   (what the library's spectral path does; 0: data order)
  *   --cpu 0         skip the CPU solve (with --device 1: the device's alone;
  *                   eig_diff is then nan)
  *
@@ -90,18 +94,23 @@ static void *xmalloc(size_t size) {
   return p;
 }
 
-/* Exact k nearest neighbours (excluding the point itself) by a cell grid:
- * search the cells within `ring` of the point's cell; the answer is final
- * once the k-th distance is at most ring * cell (nothing outside can be
- * nearer), else widen the ring. nbr: n x k. */
-static void knn_grid(const double *x, int64_t n, int d, int k, int64_t *nbr) {
-  double lo[MAXD], hi[MAXD];
+/* The smallest and largest coordinate of the n points x (n x d) per dimension. */
+static void bounding_box(const double *x, int64_t n, int d, double *lo, double *hi) {
   for (int t = 0; t < d; t++) lo[t] = INFINITY, hi[t] = -INFINITY;
   for (int64_t i = 0; i < n; i++)
     for (int t = 0; t < d; t++) {
       lo[t] = fmin(lo[t], x[i * d + t]);
       hi[t] = fmax(hi[t], x[i * d + t]);
     }
+}
+
+/* Exact k nearest neighbours (excluding the point itself) by a cell grid:
+ * search the cells within `ring` of the point's cell; the answer is final
+ * once the k-th distance is at most ring * cell (nothing outside can be
+ * nearer), else widen the ring. nbr: n x k. */
+static void knn_grid(const double *x, int64_t n, int d, int k, int64_t *nbr) {
+  double lo[MAXD], hi[MAXD];
+  bounding_box(x, n, d, lo, hi);
   /* cells of about one point each on average */
   double vol = 1;
   for (int t = 0; t < d; t++) vol *= hi[t] - lo[t] + 1e-12;
@@ -202,12 +211,7 @@ static int cmp_keyed(const void *a, const void *b) {
 }
 static void zorder_rows(double *x, int64_t n, int d) {
   double lo[MAXD], hi[MAXD];
-  for (int t = 0; t < d; t++) lo[t] = INFINITY, hi[t] = -INFINITY;
-  for (int64_t i = 0; i < n; i++)
-    for (int t = 0; t < d; t++) {
-      lo[t] = fmin(lo[t], x[i * d + t]);
-      hi[t] = fmax(hi[t], x[i * d + t]);
-    }
+  bounding_box(x, n, d, lo, hi);
   keyed_row *kr = xmalloc(sizeof(keyed_row) * (size_t)n);
   for (int64_t i = 0; i < n; i++) {
     uint64_t key = 0;
