@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "graph/graph_internal.h"
 #include "graph/sparse_eigs.h"
 #include "testutil.h"
 
@@ -823,15 +824,96 @@ static void test_csr_apply(void **state) {
   csr_free(&a);
 }
 
+/* The breadth-first renumbering the sparse spectral path solves on
+ * (src/graph/graph_order.c), on a graph given as a borrowed slice (offsets
+ * from 7, indices from 1), with and without weights: two shuffled chains,
+ * an isolated node and a hub of 600 neighbours (a row sorted by qsort, not
+ * by insertion). The order is a permutation in which every node but a
+ * component's first has a neighbour before it; the copy has rows strictly
+ * increasing and exactly the entries of the graph, renamed. */
+static void test_renumbered_graph(void **state) {
+  (void)state;
+  enum { N = 2000, LEAD = 7 };
+  tu_rng rng = tu_rng_new();
+  int64_t p[N];
+  for (int64_t i = 0; i < N; i++) p[i] = i;
+  for (int64_t i = N - 1; i > 0; i--) {
+    int64_t j = (int64_t)(tu_uniform(&rng) * (double)(i + 1)), t = p[i];
+    p[i] = p[j], p[j] = t;
+  }
+  /* dense 0/1 adjacency for the reference, then the CSR slice */
+  unsigned char *adj = calloc((size_t)N * N, 1);
+  for (int64_t i = 0; i + 1 < N - 1; i++)
+    if (i != 1499) adj[p[i] * N + p[i + 1]] = adj[p[i + 1] * N + p[i]] = 1;
+  for (int64_t k = 1; k <= 600; k++) adj[p[0] * N + p[2 * k]] = adj[p[2 * k] * N + p[0]] = 1;
+  int64_t *off = malloc(sizeof(int64_t) * (N + 1)), nnz = 0;
+  for (int64_t i = 0; i < N * N; i++) nnz += adj[i];
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)(nnz + LEAD));
+  double *wt = malloc(sizeof(double) * (size_t)(nnz + LEAD));
+  int64_t e = LEAD;
+  for (int64_t i = 0; i < N; i++) {
+    off[i] = e;
+    for (int64_t j = 0; j < N; j++)
+      if (adj[i * N + j]) idx[e] = j + 1, wt[e++] = 1.0 + (double)((i + j) % 5);
+  }
+  off[N] = e;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  int64_t order[N], inv[N];
+  unsigned char seen[N];
+  for (int weighted = 0; weighted < 2; weighted++) {
+    gstat_i_graph g = {N, nnz, off, idx, weighted ? wt : NULL, 1, NULL, 0}, r;
+    gstat_i_graph_bfs_order(&g, order, seen);
+    for (int64_t i = 0; i < N; i++) inv[i] = -1;
+    for (int64_t i = 0; i < N; i++) {
+      assert_true(order[i] >= 0 && order[i] < N && inv[order[i]] < 0);
+      inv[order[i]] = i;
+    }
+    int64_t roots = 0;
+    for (int64_t i = 0; i < N; i++) {
+      bool reached = false;
+      for (int64_t t = off[order[i]]; t < off[order[i] + 1]; t++) reached |= inv[idx[t] - 1] < i;
+      roots += !reached;
+    }
+    assert_int_equal(roots, 3); /* the two chains (the hub joins the first) and the lone node */
+    assert_int_equal(gstat_i_graph_renumbered(ctx, "test", &g, order, &r), GSTAT_OK);
+    assert_int_equal(r.offsets[0], 0);
+    assert_int_equal(r.base, 0);
+    assert_int_equal(r.offsets[N], nnz);
+    for (int64_t i = 0; i < N; i++) {
+      assert_int_equal(r.offsets[i + 1] - r.offsets[i], off[order[i] + 1] - off[order[i]]);
+      for (int64_t t = r.offsets[i]; t < r.offsets[i + 1]; t++) {
+        int64_t a = order[i], b = order[r.indices[t]];
+        assert_true(t == r.offsets[i] || r.indices[t] > r.indices[t - 1]);
+        assert_true(adj[a * N + b]);
+        assert_true(r.weights[t] == (weighted ? 1.0 + (double)((a + b) % 5) : 1.0));
+      }
+    }
+    gstat_i_graph_release(ctx, &r);
+  }
+  gstat_ctx_destroy(ctx);
+  free(adj);
+  free(off);
+  free(idx);
+  free(wt);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_csr_apply),     cmocka_unit_test(test_path),
-      cmocka_unit_test(test_ring),          cmocka_unit_test(test_grid),
-      cmocka_unit_test(test_knn),           cmocka_unit_test(test_sbm),
-      cmocka_unit_test(test_disconnected),  cmocka_unit_test(test_exhausted),
-      cmocka_unit_test(test_no_upper),      cmocka_unit_test(test_dense_fallback),
-      cmocka_unit_test(test_deterministic), cmocka_unit_test(test_not_converged),
-      cmocka_unit_test(test_bad_operator),  cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_csr_apply),
+      cmocka_unit_test(test_path),
+      cmocka_unit_test(test_renumbered_graph),
+      cmocka_unit_test(test_ring),
+      cmocka_unit_test(test_grid),
+      cmocka_unit_test(test_knn),
+      cmocka_unit_test(test_sbm),
+      cmocka_unit_test(test_disconnected),
+      cmocka_unit_test(test_exhausted),
+      cmocka_unit_test(test_no_upper),
+      cmocka_unit_test(test_dense_fallback),
+      cmocka_unit_test(test_deterministic),
+      cmocka_unit_test(test_not_converged),
+      cmocka_unit_test(test_bad_operator),
+      cmocka_unit_test(test_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

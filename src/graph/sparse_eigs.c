@@ -590,8 +590,7 @@ done:
   return status;
 }
 
-/* The library's sign rule: the largest-magnitude entry positive (first on ties). */
-static void fix_sign(double *v, int64_t n) {
+void gstat_i_fix_sign(double *v, int64_t n) {
   int64_t arg = 0;
   for (int64_t i = 1; i < n; i++)
     if (fabs(v[i]) > fabs(v[arg])) arg = i;
@@ -1003,7 +1002,7 @@ static gstat_status solve_iterative(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn 
   TRY(copy_block(&s, tall(&s, s.Q, k), block_at(&s, V, n, k, n, true)));
   for (int64_t c = 0; c < k; c++) {
     w[c] = s.theta[c];
-    fix_sign(V + c * n, n);
+    gstat_i_fix_sign(V + c * n, n);
     if (resid) resid[c] = res[c];
     rep->max_residual = fmax(rep->max_residual, res[c]);
   }
@@ -1041,7 +1040,7 @@ static void orthogonalize_found(int64_t n, const double *U, int64_t nu, double *
     for (int64_t i = 0; i < n; i++) t += v[i] * v[i];
     t = t > 0 ? 1 / sqrt(t) : 0;
     for (int64_t i = 0; i < n; i++) v[i] *= t;
-    fix_sign(v, n);
+    gstat_i_fix_sign(v, n);
   }
 }
 

@@ -149,4 +149,8 @@ typedef struct gstat_i_csr {
 gstat_status gstat_i_csr_apply(gstat_ctx *ctx, void *csr, int64_t n, int64_t m, const double *X,
                                double *Y);
 
+/* The library's sign rule on a vector of n: its largest-magnitude entry
+ * positive (the first such entry on ties). */
+void gstat_i_fix_sign(double *v, int64_t n);
+
 #endif /* GSTAT_GRAPH_SPARSE_EIGS_H */

@@ -57,6 +57,8 @@ static void reorder_rows(int64_t n, int64_t cols, const int64_t *order, bool to_
         tmp[i] = col[order[i]];
     }
     memcpy(col, tmp, sizeof(double) * (size_t)n);
+    /* ties in magnitude: the caller's first entry decides, as documented */
+    if (to_caller) gstat_i_fix_sign(col, n);
   }
 }
 
