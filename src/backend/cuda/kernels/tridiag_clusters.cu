@@ -12,7 +12,7 @@
  *    eps ||T|| or above in magnitude (U's column as their store), then
  *    scaled to max 1, each pass followed by classical Gram-Schmidt twice
  *    in slot order (ascending eigenvalues), every sum in a fixed order
- *    (the result repeats bit for bit);
+ *    (no atomics);
  *  - a check: every column a unit vector with ||T z - lambda z|| within
  *    kResidualUnits n eps ||T|| of the output's dtype; otherwise the
  *    matrix gets kFlagFailed (and is solved another way).
@@ -88,8 +88,8 @@ __device__ void inverse_iteration(const double *dd, const double *ee, int m, int
   for (int k = 0; k < m; k++) z[(size_t)k * n] *= s;
 }
 
-/* dots[p] = z_p . z_q for p < q, each summed in a fixed order, so that a
- * call repeats bit for bit: a warp per p (lanes over rows) while q is
+/* dots[p] = z_p . z_q for p < q, each summed in a fixed order (no
+ * atomics): a warp per p (lanes over rows) while q is
  * small, a thread per p over all rows (reads coalesced across p) beyond. */
 __device__ void column_dots(const double *z, int m, int n, int q, double *dots) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
