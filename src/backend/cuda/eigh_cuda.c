@@ -555,8 +555,9 @@ static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int6
 }
 
 /* The cluster step's settings and counter for our tridiagonal step. It
- * runs only where GSTAT_CUDA_CLUSTER_STEP=1 until it has been measured on
- * a GPU (bench/README.md, "Owed to the next GPU run"). */
+ * runs only where GSTAT_CUDA_CLUSTER_STEP=1: measured faster than the
+ * hand-back for small clusters and slower for large ones (bench/README.md,
+ * the thirty-fifth session's GPU call), it waits for a rule between them. */
 static gstat_cu_clusters own_clusters(gstat_cu_state *s) {
   const char *on = getenv("GSTAT_CUDA_CLUSTER_STEP");
   gstat_cu_clusters c = {.run = on && strcmp(on, "1") == 0,
