@@ -49,6 +49,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "graph/graph_internal.h"
 #include "graph/sparse_eigs.h"
 #include "backend/sched.h"
 
@@ -199,6 +200,14 @@ static void knn_grid(const double *x, int64_t n, int d, int k, int64_t *nbr) {
   free(order);
 }
 
+/* Row i of x (n x d) := old row order[i]. */
+static void permute_rows(double *x, int64_t n, int d, const int64_t *order) {
+  double *y = xmalloc(sizeof(double) * (size_t)(n * d));
+  for (int64_t i = 0; i < n; i++) memcpy(y + i * d, x + order[i] * d, sizeof(double) * (size_t)d);
+  memcpy(x, y, sizeof(double) * (size_t)(n * d));
+  free(y);
+}
+
 /* Rows of x (n x d) reordered along a Z-order curve over a 2^10 grid per
  * dimension: neighbours then get nearby numbers (--local 1). */
 typedef struct {
@@ -223,10 +232,10 @@ static void zorder_rows(double *x, int64_t n, int d) {
     kr[i].row = i;
   }
   qsort(kr, (size_t)n, sizeof(keyed_row), cmp_keyed);
-  double *y = xmalloc(sizeof(double) * (size_t)(n * d));
-  for (int64_t i = 0; i < n; i++) memcpy(y + i * d, x + kr[i].row * d, sizeof(double) * (size_t)d);
-  memcpy(x, y, sizeof(double) * (size_t)(n * d));
-  free(y);
+  int64_t *order = xmalloc(sizeof(int64_t) * (size_t)n);
+  for (int64_t i = 0; i < n; i++) order[i] = kr[i].row;
+  permute_rows(x, n, d, order);
+  free(order);
   free(kr);
 }
 
@@ -316,26 +325,11 @@ static csr normalized_laplacian(const csr *a) {
 
 /* Breadth-first order of a's nodes, from node 0 of each component (--local 2). */
 static void bfs_rows(double *x, int d, const csr *a) {
-  int64_t n = a->n, head = 0, tail = 0;
-  int64_t *order = xmalloc(sizeof(int64_t) * (size_t)n);
-  char *seen = calloc((size_t)n, 1);
-  for (int64_t s = 0; s < n; s++) {
-    if (seen[s]) continue;
-    seen[s] = 1;
-    order[tail++] = s;
-    while (head < tail) {
-      int64_t u = order[head++];
-      for (int64_t p = a->off[u]; p < a->off[u + 1]; p++)
-        if (!seen[a->idx[p]]) {
-          seen[a->idx[p]] = 1;
-          order[tail++] = a->idx[p];
-        }
-    }
-  }
-  double *y = xmalloc(sizeof(double) * (size_t)(n * d));
-  for (int64_t i = 0; i < n; i++) memcpy(y + i * d, x + order[i] * d, sizeof(double) * (size_t)d);
-  memcpy(x, y, sizeof(double) * (size_t)(n * d));
-  free(y);
+  int64_t *order = xmalloc(sizeof(int64_t) * (size_t)a->n);
+  unsigned char *seen = xmalloc((size_t)a->n);
+  gstat_i_graph g = {a->n, a->nnz, a->off, a->idx, a->val, 0, NULL, 0};
+  gstat_i_graph_bfs_order(&g, order, seen);
+  permute_rows(x, a->n, d, order);
   free(order);
   free(seen);
 }
