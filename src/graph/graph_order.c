@@ -2,8 +2,8 @@
  * A graph renumbered for locality. A kNN graph comes numbered in the data's
  * order, so a product with it gathers the rows of its operand at random;
  * numbered breadth-first, a node's neighbours sit near it (within a level
- * or two), and the gathers hit the cache: the sparse eigensolver's products
- * took a third of the time (bench/README.md, "Breadth-first numbering").
+ * or two), and the gathers hit the cache (the sparse eigensolver's gain:
+ * bench/README.md, "Breadth-first numbering").
  */
 #include <omp.h>
 #include <stdlib.h>
