@@ -261,12 +261,21 @@ static void test_eigh_large_n(void **state) {
   eigh_path_case(gpu, cpu, GSTAT_F32, TU_RANDOM, 384, 3, TU_COL_MAJOR, GSTAT_LOWER, true, 0, 0);
   eigh_path_case(gpu, cpu, GSTAT_F64, TU_CLUSTERED, 300, 6, TU_COL_MAJOR, GSTAT_UPPER, true, 1, -1);
   /* eigenvalues geometric down to ulp: the smallest hundreds are closer
-   * than the gap tolerance and do not split; the cluster step serves every
-   * matrix, none goes back */
-  setenv("GSTAT_CUDA_CLUSTER_STEP", "1", 1);
-  gstat_device_stats before = stats_of(gpu);
-  eigh_path_case(gpu, cpu, GSTAT_F64, TU_GEOMETRIC, 300, 6, TU_ROW_MAJOR, GSTAT_LOWER, true, 1, 0);
-  assert_int_equal(stats_of(gpu).own_tridiag_clustered - before.own_tridiag_clustered, 6);
+   * than the gap tolerance and do not split. Bounded at 2^31 (m c^2 per
+   * cluster), the cluster step serves every matrix and none goes back;
+   * bounded at 4 (GSTAT_CUDA_CLUSTER_STEP=2), every one goes back. */
+  static const struct {
+    const char *step;
+    int64_t clustered, degenerate;
+  } ways[] = {{"31", 6, 0}, {"2", 0, 1}};
+  for (int k = 0; k < 2; k++) {
+    setenv("GSTAT_CUDA_CLUSTER_STEP", ways[k].step, 1);
+    gstat_device_stats before = stats_of(gpu);
+    eigh_path_case(gpu, cpu, GSTAT_F64, TU_GEOMETRIC, 300, 6, TU_ROW_MAJOR, GSTAT_LOWER, true, 1,
+                   ways[k].degenerate);
+    assert_int_equal(stats_of(gpu).own_tridiag_clustered - before.own_tridiag_clustered,
+                     ways[k].clustered);
+  }
   unsetenv("GSTAT_CUDA_CLUSTER_STEP");
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);
@@ -389,7 +398,7 @@ static void eigh_wilkinson_case(gstat_ctx *gpu, gstat_ctx *cpu, clusters_mode mo
   }
   void *da, *dw, *dv;
   gstat_matrix dA = to_device(&A, &da), dW = to_device(&W, &dw), dV = to_device(&V, &dv);
-  if (mode != CLUSTERS_OFF) setenv("GSTAT_CUDA_CLUSTER_STEP", "1", 1);
+  setenv("GSTAT_CUDA_CLUSTER_STEP", mode == CLUSTERS_OFF ? "0" : "1", 1);
   if (mode == CLUSTERS_FAILING) setenv("GSTAT_CUDA_FAULT", "clusters", 1);
   gstat_device_stats before = stats_of(gpu);
   gstat_status st = gstat_eigh(gpu, &dA, GSTAT_LOWER, &dW, &dV, NULL);

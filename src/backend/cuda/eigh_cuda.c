@@ -32,6 +32,7 @@
  * halved again when an allocation fails.
  */
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -554,14 +555,23 @@ static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int6
   return cudaErrorUnknown;
 }
 
+/* The largest cluster work m c^2 (block order m of the split tridiagonal,
+ * c slots) the cluster step takes on; a matrix with a larger cluster goes
+ * back to cuSOLVER. A thread block per cluster works through its columns
+ * one at a time, so large clusters leave the GPU idle (bench/README.md,
+ * "the cluster step's bound"). */
+static const double cluster_max_work = 4194304.0; /* 2^22 */
+
 /* The cluster step's settings and counter for our tridiagonal step. It
- * runs only where GSTAT_CUDA_CLUSTER_STEP=1: measured faster than the
- * hand-back for small clusters and slower for large ones (bench/README.md,
- * the thirty-fifth session's GPU call), it waits for a rule between them. */
+ * runs only where GSTAT_CUDA_CLUSTER_STEP is set: 1 with the bound above,
+ * k in 2..40 with the bound 2^k (to measure the rule); it waits for that
+ * measurement before it runs by default. */
 static gstat_cu_clusters own_clusters(gstat_cu_state *s) {
   const char *on = getenv("GSTAT_CUDA_CLUSTER_STEP");
-  gstat_cu_clusters c = {.run = on && strcmp(on, "1") == 0,
+  const int k = on ? atoi(on) : 0;
+  gstat_cu_clusters c = {.run = k >= 1 && k <= 40,
                          .fail = gstat_cu_fault_now() == FAULT_CLUSTERS,
+                         .max_work = k >= 2 && k <= 40 ? ldexp(1.0, k) : cluster_max_work,
                          .clustered = &s->own_tridiag_clustered};
   return c;
 }

@@ -41,11 +41,11 @@ static cudaError_t run_clusters(const gstat_cu_tridiag_step_args *a, const int *
   cudaError_t err =
       cudaMemcpyAsync(idx, list, sizeof(int) * (size_t)k, cudaMemcpyHostToDevice, a->stream);
   if (err != cudaSuccess) return err;
-  err = gstat_cu_tridiag_clusters(a->cdt, a->d, a->e, a->n, (const double *)(base + a->parts.wd),
-                                  (const double *)(base + a->parts.norms),
-                                  (const unsigned char *)(base + a->parts.links), idx, k,
-                                  a->clusters.fail, (double *)(base + a->parts.zt),
-                                  (double *)(base + a->parts.u), flags, a->stream);
+  err = gstat_cu_tridiag_clusters(
+      a->cdt, a->d, a->e, a->n, (const double *)(base + a->parts.wd),
+      (const double *)(base + a->parts.norms), (const unsigned char *)(base + a->parts.links), idx,
+      k, a->clusters.fail, a->clusters.max_work, (double *)(base + a->parts.zt),
+      (double *)(base + a->parts.u), flags, a->stream);
   if (launch_refused(err)) {
     (void)cudaGetLastError();
     for (int64_t j = 0; j < k; j++) h[list[j]] |= FLAG_FAILED;

@@ -221,12 +221,13 @@ cudaError_t gstat_cu_tridiag_vectors(int dtype, const void *d, const void *e, in
 /* tridiag_clusters.cu: for the k matrices idx (device ints), the vectors
  * of every cluster of linked slots (gstat_cu_tridiag_vectors' links) by
  * inverse iteration and Gram-Schmidt, in Zt's columns (U: scratch);
- * flags[idx[j]] |= 4 where a cluster's vectors fail their check (the
- * matrix is to be solved another way), or everywhere when fail != 0. */
+ * flags[idx[j]] |= 4 where a cluster's vectors fail their check or its
+ * block order times its size squared exceeds max_work (the matrix is to
+ * be solved another way), or everywhere when fail != 0. */
 cudaError_t gstat_cu_tridiag_clusters(int dtype, const void *d, const void *e, int64_t n,
                                       const double *wd, const double *norms,
                                       const unsigned char *links, const int *idx, int64_t k,
-                                      int fail, double *Zt, double *U, int *flags,
+                                      int fail, double max_work, double *Zt, double *U, int *flags,
                                       cudaStream_t stream);
 
 /* X (dtype, dense column-major n x n per matrix) = Zt's vectors, slot i's

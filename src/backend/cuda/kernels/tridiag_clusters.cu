@@ -31,10 +31,9 @@ namespace {
 constexpr int kClusterThreads = 256;
 constexpr int kClusterWarps = kClusterThreads / 32;
 /* Largest cluster (its Gram-Schmidt coefficients live in shared memory
- * beside T) and largest m c^2 one thread block takes on: beyond, the
- * matrix is handed back (one SM would take longer than cuSOLVER's solve). */
+ * beside T): beyond, the matrix is handed back. The caller bounds m c^2
+ * (max_work: one SM would take longer than cuSOLVER's solve). */
 constexpr int kMaxCluster = 2048;
-constexpr double kMaxClusterWork = 2147483648.0;
 /* LAPACK's test threshold for residuals, in units of n eps ||T||. */
 constexpr double kResidualUnits = 60.0;
 /* From this many earlier columns on, a thread per dot product: its serial
@@ -162,8 +161,8 @@ __device__ bool column_ok(const double *dd, const double *ee, int m, int n, doub
 template <typename T>
 __global__ void __launch_bounds__(kClusterThreads)
     cluster_vectors(const T *d, const T *e, int n, const double *wd, const double *norms,
-                    const unsigned char *links, const int *idx, int fail, double *Zt, double *U,
-                    int *flags) {
+                    const unsigned char *links, const int *idx, int fail, double max_work,
+                    double *Zt, double *U, int *flags) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   double *dd = reinterpret_cast<double *>(smem_raw), *ee = dd + n, *dots = ee + n;
   __shared__ double scratch[kClusterWarps];
@@ -180,7 +179,7 @@ __global__ void __launch_bounds__(kClusterThreads)
   int lo, hi;
   block_of(ee, n, i, lo, hi);
   const int m = hi - lo + 1;
-  if (fail || c > kMaxCluster || (double)m * c * c > kMaxClusterWork) {
+  if (fail || c > kMaxCluster || (double)m * c * c > max_work) {
     if (threadIdx.x == 0) atomicOr(&flags[b], kFlagFailed);
     return;
   }
@@ -215,7 +214,7 @@ __global__ void __launch_bounds__(kClusterThreads)
 template <typename T>
 cudaError_t launch_clusters(const void *d, const void *e, int64_t n, const double *wd,
                             const double *norms, const unsigned char *links, const int *idx,
-                            int64_t k, int fail, double *Zt, double *U, int *flags,
+                            int64_t k, int fail, double max_work, double *Zt, double *U, int *flags,
                             cudaStream_t stream) {
   const size_t smem = (2 * (size_t)n + kMaxCluster) * sizeof(double);
   if (smem > 40 * 1024) {
@@ -224,8 +223,8 @@ cudaError_t launch_clusters(const void *d, const void *e, int64_t n, const doubl
     if (err != cudaSuccess) return err;
   }
   cluster_vectors<T><<<dim3((unsigned)n, (unsigned)k), kClusterThreads, smem, stream>>>(
-      static_cast<const T *>(d), static_cast<const T *>(e), (int)n, wd, norms, links, idx, fail, Zt,
-      U, flags);
+      static_cast<const T *>(d), static_cast<const T *>(e), (int)n, wd, norms, links, idx, fail,
+      max_work, Zt, U, flags);
   return cudaGetLastError();
 }
 
@@ -237,12 +236,12 @@ using namespace gstat_cu;
 extern "C" cudaError_t gstat_cu_tridiag_clusters(int dtype, const void *d, const void *e, int64_t n,
                                                  const double *wd, const double *norms,
                                                  const unsigned char *links, const int *idx,
-                                                 int64_t k, int fail, double *Zt, double *U,
-                                                 int *flags, cudaStream_t stream) {
+                                                 int64_t k, int fail, double max_work, double *Zt,
+                                                 double *U, int *flags, cudaStream_t stream) {
   if (!compute_dtype(dtype) || n < 2 || n > GSTAT_CU_TRIDIAG_MAX_N || k < 1 || k > 65535)
     return cudaErrorInvalidValue;
-  return dtype == kF64 ? launch_clusters<double>(d, e, n, wd, norms, links, idx, k, fail, Zt, U,
-                                                 flags, stream)
-                       : launch_clusters<float>(d, e, n, wd, norms, links, idx, k, fail, Zt, U,
-                                                flags, stream);
+  return dtype == kF64 ? launch_clusters<double>(d, e, n, wd, norms, links, idx, k, fail, max_work,
+                                                 Zt, U, flags, stream)
+                       : launch_clusters<float>(d, e, n, wd, norms, links, idx, k, fail, max_work,
+                                                Zt, U, flags, stream);
 }
