@@ -16,8 +16,9 @@
  * clustered: its cluster step served some matrices; handed-back: some
  * matrices went to cuSOLVER; cusolver: not the lockstep solver at all).
  * steps: a comma list of GSTAT_CUDA_CLUSTER_STEP values (0 off, 1 the
- * rule's bound, k the bound 2^k), a column each, timed on the same device
- * batch; with 0 first, a row whose path has no clusters is timed once.
+ * rule's bound, k the bound 2^k; default 0,1), a column each, timed on the
+ * same device batch; with 0 first, a row whose path has no clusters is
+ * timed once.
  * repeat: whether eigh gives the same bytes twice (issue 30's Wilkinson
  * batch, float64 dense-clustered), step off and on, into the same vectors
  * and into others prefilled differently. scripts/gpu-stages-eigh bench and
@@ -257,7 +258,7 @@ static void repeat_table(gstat_ctx *ctx) {
 static int parse_steps(const char *arg, char **out) {
   const char *env = getenv("GSTAT_CUDA_CLUSTER_STEP");
   static char buf[128];
-  snprintf(buf, sizeof buf, "%s", arg ? arg : env ? env : "0");
+  snprintf(buf, sizeof buf, "%s", arg ? arg : env ? env : "0,1");
   int k = 0;
   for (char *tok = strtok(buf, ","); tok && k < MAX_STEPS; tok = strtok(NULL, ",")) out[k++] = tok;
   return k;

@@ -562,13 +562,13 @@ static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int6
  * "the cluster step's bound"). */
 static const double cluster_max_work = 4194304.0; /* 2^22 */
 
-/* The cluster step's settings and counter for our tridiagonal step. It
- * runs only where GSTAT_CUDA_CLUSTER_STEP is set: 1 with the bound above,
- * k in 2..40 with the bound 2^k (to measure the rule); it waits for that
- * measurement before it runs by default. */
+/* The cluster step's settings and counter for our tridiagonal step.
+ * GSTAT_CUDA_CLUSTER_STEP=0 turns it off (every clustered matrix goes back
+ * to cuSOLVER, as before the step existed); k in 2..40 bounds a cluster's
+ * work at 2^k instead of the rule (to measure the rule). */
 static gstat_cu_clusters own_clusters(gstat_cu_state *s) {
   const char *on = getenv("GSTAT_CUDA_CLUSTER_STEP");
-  const int k = on ? atoi(on) : 0;
+  const int k = on && *on ? atoi(on) : 1;
   gstat_cu_clusters c = {.run = k >= 1 && k <= 40,
                          .fail = gstat_cu_fault_now() == FAULT_CLUSTERS,
                          .max_work = k >= 2 && k <= 40 ? ldexp(1.0, k) : cluster_max_work,

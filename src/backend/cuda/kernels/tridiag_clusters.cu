@@ -155,6 +155,43 @@ __device__ bool column_ok(const double *dd, const double *ee, int m, int n, doub
   return fabs(ss - 1) <= 1e-10 && worst <= tol; /* NaN fails both */
 }
 
+/* A thread per listed matrix: kFlagFailed where some cluster's m c^2
+ * exceeds max_work, before any cluster of it is worked on (its vectors
+ * come from cuSOLVER then). One pass over the slots: the blocks of the
+ * split T as cluster_vectors finds them, the longest run of linked slots
+ * in each. */
+template <typename T>
+__global__ void check_cluster_work(const T *e, int n, const double *norms,
+                                   const unsigned char *links, const int *idx, int k,
+                                   double max_work, int *flags) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= k) return;
+  const size_t b = (size_t)idx[j];
+  const T *eb = e + b * n;
+  const unsigned char *link = links + b * n;
+  const double tol = split_tol<T>(norms[2 * b]);
+  int lo = 0, run = 0, longest = 0;
+  for (int i = 0; i < n; i++) {
+    if (i < n - 1 && (link[i] & kLinkNext)) {
+      run++;
+    } else {
+      longest = max(longest, run > 0 ? run + 1 : 0);
+      run = 0;
+    }
+    if (i == n - 1 || fabs((double)eb[i]) <= tol) { /* row i ends its block */
+      longest = max(longest, run > 0 ? run + 1 : 0);
+      const double m = (double)(i - lo + 1);
+      if (m * longest * longest > max_work || longest > kMaxCluster) {
+        flags[b] |= kFlagFailed;
+        return;
+      }
+      lo = i + 1;
+      run = 0;
+      longest = 0;
+    }
+  }
+}
+
 /* grid (n, k): thread block (i, j) takes the cluster of matrix idx[j]
  * that starts at slot i, if one does (links); fail != 0 fails every
  * cluster (the hand-back's test). */
@@ -171,6 +208,8 @@ __global__ void __launch_bounds__(kClusterThreads)
   const int i = blockIdx.x;
   const unsigned char *link = links + b * n;
   if (!(link[i] & kLinkNext) || (i > 0 && (link[i - 1] & kLinkNext))) return;
+  /* too much work somewhere in the matrix, or another cluster failed */
+  if (*(volatile int *)&flags[b] & kFlagFailed) return;
   int c = 2;
   while (i + c - 1 < n - 1 && (link[i + c - 1] & kLinkNext)) c++;
   load_tridiag(d + b * n, e + b * n, n, dd, nullptr, ee);
@@ -221,6 +260,11 @@ cudaError_t launch_clusters(const void *d, const void *e, int64_t n, const doubl
     cudaError_t err = cudaFuncSetAttribute(cluster_vectors<T>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (err != cudaSuccess) return err;
+  }
+  if (!fail) {
+    const int per = 128;
+    check_cluster_work<T><<<(unsigned)((k + per - 1) / per), per, 0, stream>>>(
+        static_cast<const T *>(e), (int)n, norms, links, idx, (int)k, max_work, flags);
   }
   cluster_vectors<T><<<dim3((unsigned)n, (unsigned)k), kClusterThreads, smem, stream>>>(
       static_cast<const T *>(d), static_cast<const T *>(e), (int)n, wd, norms, links, idx, fail,
