@@ -560,7 +560,7 @@ static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int6
  * back to cuSOLVER. A thread block per cluster works through its columns
  * one at a time, so large clusters leave the GPU idle (bench/README.md,
  * "the cluster step's bound"). */
-static const double cluster_max_work = 4194304.0; /* 2^22 */
+static const double cluster_max_work = 1048576.0; /* 2^20 */
 
 /* The cluster step's settings and counter for our tridiagonal step.
  * GSTAT_CUDA_CLUSTER_STEP=0 turns it off (every clustered matrix goes back
