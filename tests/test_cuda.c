@@ -365,7 +365,7 @@ static void test_eigh_block_jacobi(void **state) {
 /* 64 float32 matrices of 1024 in device memory, each Wilkinson's
  * tridiagonal W+ (diagonal |i - 511.5|, off-diagonal 1: its largest
  * eigenvalues come in pairs closer than any rounding, and no off-diagonal
- * is negligible). With the cluster step (GSTAT_CUDA_CLUSTER_STEP=1) the
+ * is negligible). With the cluster step (on unless GSTAT_CUDA_CLUSTER_STEP=0) the
  * lockstep solver gives the pairs their vectors: no matrix goes back.
  * Without it, or with every cluster failing (GSTAT_CUDA_FAULT=clusters),
  * it hands every matrix back and XsyevBatched solves the 64, two graph
