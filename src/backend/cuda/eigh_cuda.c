@@ -11,9 +11,9 @@
  *   160 <= n <= 2048 our lockstep solver (sytrd_eigh.c: the batch reduced
  *   and batches      to tridiagonal form in lockstep, bisection and twisted
  *   of 4 or more     factorizations in double, cuBLAS back-transformation;
- *   (float from 257; lockstep_rules); a batch whose eigenvalue gaps are too
- *   2 or more below  small for its vectors goes back to cuSOLVER below
- *   384)
+ *   (float from 257; lockstep_rules); clusters of close eigenvalues get the
+ *   2 or more below  cluster step, matrices whose clusters it cannot serve
+ *   384)             go back to cuSOLVER
  *   otherwise        cusolverDnXsyevBatched, chunked so n*n*chunk <= INT32_MAX,
  *                    replayed from a CUDA graph where cuSOLVER allows capture
  *                    (large batches as parallel branches, graph_branches),
@@ -44,23 +44,16 @@
 #include "backend/cuda/two_stage.h"
 
 /* When the Jacobi kernels run: up to max_n, for a chunk of at least
- * min_batch matrices (float, double; bf16 computes in float) or of one (the
- * batched solver takes a single matrix no faster than Xsyevd). Above n = 32
- * a block solves a matrix in a chain of dependent steps (NP - 1 a sweep, NP
- * = n rounded up to a multiple of 8):
- * 0.36 ms for one 64 x 64 float, 0.67 ms double, where XsyevBatched takes
- * 0.32-0.41 ms (float) and 0.37-0.50 ms (double) for 2-64 of them (and
- * 0.64 / 0.79 ms for one). Minimum batches from
- * bench_cuda on the H200 (batches 2, 16, 32, 64, 128, 256 at n = 36, 44,
- * 52, 60, 64; bench/README.md). */
+ * min_batch matrices (float, double; bf16 computes in float) or of one.
+ * Above n = 32 a block solves a matrix in a chain of dependent steps, so
+ * only large batches hide that latency against XsyevBatched
+ * (bench/README.md, "The CUDA eigh rules' measurements"). */
 static const struct {
   int64_t max_n, min_batch_f32, min_batch_f64;
 } jacobi_rules[] = {
-    {32, 1, 1},                        /* the warp kernel: 3-4x syevjBatched */
-    {40, 1, 1},                        /* the block kernel from here on */
-    {44, 1, 256},                      /* double at n = 44: 128 x 0.50 vs 0.49 ms */
-    {52, 32, 256},                     /* float at n = 52: 16 x 0.337 vs 0.326 ms */
-    {GSTAT_CU_JACOBI_MAX_N, 128, 256}, /* n = 64: 64 x 0.434 vs 0.406 ms */
+    {32, 1, 1}, /* the warp kernel */
+    {40, 1, 1}, /* the block kernel from here on */
+    {44, 1, 256}, {52, 32, 256}, {GSTAT_CU_JACOBI_MAX_N, 128, 256},
 };
 
 /* Whether a chunk of nb matrices of order n runs our Jacobi kernel. */
@@ -73,64 +66,31 @@ static bool uses_jacobi(int64_t n, int cdt, int64_t nb) {
 }
 
 /* When a chunk runs one Xsyevd per matrix (threaded, syevd_loop) instead
- * of XsyevBatched. At n >= 512 the batched routine takes about as long for
- * a few matrices as for many; the loop grows with the batch (bench_cuda and
- * bench/probe_syevd_threads, H200, ms, threaded loop / batched):
- *   n = 512          float 4: 12.9 / 30.4, 8: 25.5 / 26.2; double 6: 20.8 / 31.7
- *   n = 600          float 6: 25.7 / 57.1
- *   n = 1024         float 2: 17.8 / 67.8, 4: 31.1 / 85.1, 8: 61.9 / 75.9 and
- *                    88.6, 16: 118-124 / 56-92; double 2: 18.1 / 70.6, 4:
- *                    33.2 / 89.6
- *   n = 1536         float 4: 55.3 / 163.5
- *   n = 2048         float 6: 128 / 232, 8: 167 / 214, 10: 212 / 212,
- *                    12: 251 / 215, 32: 657 / 348; double 6: 139 / 170,
- *                    8: 183 / 210, 12: 275 / 222, 16: 367 / 255
- *   n = 4096         float 2: 187 / 553, 4: 340 / 624, 8: 681 / 815
- *                    (double 4: 421 / 492)
- * A single matrix from n = 1024 was measured alike both ways (1 x 1024
- * float: 10.46 vs 10.57, 10.97 vs 11.07, 10.83 vs 10.77 ms). Below that, a
- * single matrix and any batch below n = 512 keep the batched routine
- * replayed from a graph (1 x 128 float: 1.14 ms against Xsyevd's 1.40);
- * they were not measured against the threaded loop. */
+ * of XsyevBatched: from n = 512 the batched routine takes about as long
+ * for a few matrices as for many, while the loop grows with the batch
+ * (bench/README.md, "The CUDA eigh rules' measurements"). */
 static const struct {
   int64_t min_n, min_batch, max_batch; /* from order min_n, these batches loop */
 } loop_rules[] = {
-    {4096, 1, INT64_MAX}, /* measured to batch 8 */
+    {4096, 1, INT64_MAX},
     {2048, 1, 9},
     {1024, 1, 8},
     {512, 2, 6},
 };
 
-/* cuSOLVER's float32 Xsyevd is slow in its tridiagonal stage from n = 4096,
- * its reduction is not: bench/probe_syevd_parts on the H200, ms, float32 /
- * float64:
- *   n = 8192   sytrd 419.6 / 479.1, ormtr 34.8 / 39.9, values only 589.1 /
- *              499.2, with vectors 626.2 / 548.6
- *   n = 4096   sytrd 74.3 / 92.6, ormtr 6.3 / 7.2, with vectors 110.2 / 108.7
- *   n = 2048   sytrd 20.1 / 21.3, with vectors 26.8 / 26.5
- *   n = 1024   sytrd 8.35 / 8.23, with vectors 10.9 / 10.8
- * So float32 from f32_in_f64_min_n to GSTAT_CU_TRIDIAG_MAX_N runs
- * cuSOLVER's reduction and back-transformation around our tridiagonal step
- * (sytrd_split.c; bench_cuda, split / raw Xsyevd: 1x4096 89.8 / 109.5,
- * 1x8192 477.3 / 627.2; with plain bisection 104.3 / 109.5, 2x4096
- * 209.1 / 219.2 (loop), 1x8192 510.2 / 629.4). Our step was slower than
- * cuSOLVER's below that (plain bisection: 1x1024 13.9 / 10.4, 1x2048 33.3
- * / 26.7 ms; its bisection and vectors are chains of n steps per thread).
- * Float64 keeps Xsyevd: with cuSOLVER's Dsytrd our step, the Newton-Schulz
- * step and Dormtr cost 35 ms at 4096 against Xsyevd's own 16 (plain
- * bisection; 128.3 against 108.8 ms), and our own reduction was slower
- * than Dsytrd (bench/README.md). Above
- * GSTAT_CU_TRIDIAG_MAX_N, or when that step finds the matrix degenerate,
- * float32 solves in a float64 working copy (rounded back). */
+/* cuSOLVER's float32 Xsyevd is slow in its tridiagonal stage from n = 4096
+ * (its reduction is not): float32 from f32_in_f64_min_n to
+ * GSTAT_CU_TRIDIAG_MAX_N runs cuSOLVER's reduction and back-transformation
+ * around our tridiagonal step (sytrd_split.c); float64 keeps Xsyevd there.
+ * Above GSTAT_CU_TRIDIAG_MAX_N, or when that step finds the matrix
+ * degenerate, float32 solves in a float64 working copy (rounded back).
+ * bench/README.md, "The CUDA eigh rules' measurements". */
 static const int64_t f32_in_f64_min_n = 4096;
 
 /* Float64 with vectors from this order up to GSTAT_CU_TRIDIAG_MAX_N runs
  * the two-stage reduction (two_stage.c) instead of Xsyevd, whose one-stage
- * Dsytrd is a chain of latency-bound column steps (85 % of its time).
- * bench/probe_two_stage on the H200, ms, two-stage / Xsyevd in the same
- * rounds: n = 4096 104.1 / 108.9 and 104.6 / 108.7, 4608 126.8 / 151.1,
- * 5000 161.1 / 186.4, 5120 148.0 / 195.2; 6144 226.9 / 293.4 and 8192
- * 480.0 / 551.4 (the call before). Below 4096 not measured. */
+ * Dsytrd is a chain of latency-bound column steps (bench/README.md, "The
+ * CUDA eigh rules' measurements"; below 4096 not measured). */
 static const int64_t two_stage_min_n = 4096;
 
 /* Whether a chunk of nb matrices of order n runs as one Xsyevd per matrix. */
@@ -146,64 +106,33 @@ static bool uses_loop(int64_t n, int64_t nb) {
  * factorizations) instead of cuSOLVER: orders min_n..max_n, batches from
  * min_batch (float, double; bf16 computes in float), values and vectors.
  * Its time grows with the batch from a lower start than XsyevBatched's,
- * which hardly grows. bench_cuda on the H200, ms, lockstep / the path it
- * replaces (XsyevBatched, or the threaded Xsyevd loop of loop_rules):
- *   float   64x384 9.8 / 26.1, 256x384 22.8 / 46.2, 4x512 9.2 / 12.9,
- *           64x512 16.3 / 33.1, 256x512 42.2 / 76.3, 6x600 11.7 / 25.7,
- *           4x1024 23.0 / 31.1, 16x1024 33.6 / 62.7, 4x2048 78.3 / 83.4,
- *           8x2048 109.2 / 167;
- *           it loses at 2x512 (10.1 / 9.5 on one stream), 2x1024 (21.2 /
- *           17.8), 2x2048 (63.0 / 45.8), 64x256 (5.3 / 3.6) and on one
- *           matrix (1x1024: 20.7 / 10.7): a step per column, latency-bound
- *   double  64x384 12.5 / 24.6, 6x512 10.1 / 20.8, 64x512 21.9 / 43.7,
- *           256x512 59.7 / 105.7, 4x1024 25.2 / 33.2, 16x1024 45.5 / 95.4;
- *           it loses at 2x1024 (23.4 / 18.1) and 4x2048 (105.3 / 91.8)
- * From n = 257 XsyevBatched is several times slower than at 256 (float
- * 4x256 2.7 ms, 4x288 24.8), and the lockstep solver takes over.
- * bench/probe_sytrd_eigh (lockstep) against bench_cuda's gstat (graph of
- * XsyevBatched) in one call, ms, batches 4 / 16 / 64 / 256:
- *   float   256: 3.54 / 3.85 / 4.39 / 9.77 against 2.67 / 2.88 / 3.58 / 8.60
- *           288: 4.17 / 4.40 / 5.69 / 12.39 against 7.34 / 8.66 / 12.34 / 25.36
- *           320: 4.76 / 4.66 / 6.41 / 15.33 against 7.69 / 9.25 / 13.27 / 30.31
- *           352: 4.85 / 5.14 / 7.58 / 18.58 against 8.16 / 9.92 / 14.42 / 36.80
- *   double  128: 1.95 / 1.83 / 2.05 / 3.35 against 0.81 / 0.87 / 1.26 / 3.14
- *           160: 2.40 / 2.49 / 2.81 / 5.00 against 3.64 / 4.32 / 5.47 / 10.54
- *           192: 2.71 / 2.84 / 3.44 / 6.95 against 3.78 / 4.63 / 6.08 / 12.85
- *           224: 3.18 / 3.42 / 4.28 / 9.68 against 4.35 / 5.12 / 7.02 / 16.32
- *           256: 3.89 / 3.80 / 5.01 / 12.54 against 4.42 / 5.44 / 8.07 / 19.52
- *           288: 4.07 / 4.46 / 6.71 / 16.22 against 7.67 / 9.18 / 14.01 / 32.11
- *           320: 4.72 / 4.83 / 8.02 / 20.36 against 8.09 / 9.68 / 15.41 / 37.93
- *           352: 5.11 / 5.61 / 9.61 / 24.94 against 8.58 / 10.39 / 17.15 / 44.52
- * and batches 2 / 3 (probe against bench_cuda's gstat; raw Xsyevd loop):
- *   float   288: 3.96 / 4.16 against 7.16 / 7.31 (4.79 / 7.18), 2x352: 5.04
- *           against 7.97 (6.11)
- *   double  288: 4.24 / 4.27 against 7.22 / 7.74 (5.04 / 7.53), 3x352: 5.10
- *           against 8.55 (9.35)
- * Between 129 and 159 (double) and for batch 2-3 from 384 it was not measured;
- * batch 2 loses at 512 (above). The library after the change against raw
- * XsyevBatched: bench/README.md ("Dispatch borders").
- * A batch whose eigenvalue gaps are too small for twisted factorizations
- * (lockstep_gap) is solved again by cuSOLVER. */
+ * which hardly grows; from n = 257 XsyevBatched is several times slower
+ * than at 256 (bench/README.md, "The CUDA eigh rules' measurements"). A
+ * batch whose eigenvalue gaps are too small for twisted factorizations
+ * (lockstep_gap) gets the cluster step or goes back to cuSOLVER. */
 static const struct {
   int64_t min_n, max_n, min_batch_f32, min_batch_f64;
 } lockstep_rules[] = {
-    {160, 256, INT64_MAX, 4}, /* float loses at 256 (4: 3.54 / 2.67, 256: 9.77 / 8.60) */
-    {257, 383, 2, 2},         /* batches 2 and 3 measured at 288 and 352 */
+    {160, 256, INT64_MAX, 4}, /* float loses at 256 */
+    {257, 383, 2, 2},
     {384, 2047, 4, 4},
-    /* double 8x2048: 145.9 (gpu_vs_torch.py) against the threaded loop's 183 (bench_cuda) */
     {2048, GSTAT_CU_SYTRD_MAX_N, 4, 8},
 };
 
 /* Relative eigenvalue gap (of ||T||) below which the twisted vectors are
- * not trusted: their orthogonality is about 1e-16 ||T|| / gap in double
- * (at worst sqrt(n) times that). Float32 needs only n * 1e-7 times
- * LAPACK's 60 (1.8e-3 at n = 257, 7.3e-3 at 1024): at 5e-12 its vectors
- * are within 7e-4 (n = 257) and 1.4e-3 (1024) of orthogonal even at worst,
- * and a float32 matrix with repeated eigenvalues reduces to a T whose
- * copies of them stay near its own rounding apart (LAPACK's ssytrd on the
- * repeated family, 1024: 1.2e-11 ||T|| the least) or split off
- * (kernels/tridiag_eig.cu), so it keeps the lockstep path. */
+ * not trusted: their orthogonality is about 1e-16 ||T|| / gap in double.
+ * Float32 output needs far less (n * 1e-7 times LAPACK's 60), and a
+ * float32 matrix with repeated eigenvalues reduces to a T whose copies
+ * stay near its own rounding apart or split off, so it keeps the lockstep
+ * path (bench/README.md, "The CUDA eigh rules' measurements"). */
 static const double lockstep_gap = 1e-8, lockstep_gap_f32 = 5e-12;
+
+/* The largest cluster work m c^2 (block order m of the split tridiagonal,
+ * c slots) the cluster step takes on; a matrix with a larger cluster goes
+ * back to cuSOLVER. A thread block per cluster works through its columns
+ * one at a time, so large clusters leave the GPU idle (bench/README.md,
+ * "The cluster step's bound"). */
+static const double cluster_max_work = 1048576.0; /* 2^20 */
 
 static cudaDataType cuda_type(int cdt) {
   return cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F;
@@ -263,13 +192,8 @@ static cusolverStatus_t call_syev_batched(const eigh_run *r, cusolverDnHandle_t 
 
 /* Parallel branches of the batched solver's graph: the batch cut in parts,
  * each captured on a stream of its own, so that one part's small kernels run
- * while another's wait. probe_syev_batched on the H200, ms for one graph ->
- * the best split (branches): float32 256x128 1.830 -> 1.786 (2), 64x256
- * 3.535 -> 3.510 (2), 64x512 24.50 -> 23.78 (2), 1024x128 7.017 -> 6.758
- * (2); float64 256x128 3.282 -> 3.043 (4), 512x64 1.794 -> 1.696 (4),
- * 1024x128 12.58 -> 12.22 (4), 64x512 33.29 -> 33.18 (2). Small batches
- * lose: float32 16x512 13.97 -> 14.67, 64x128 0.891 -> 0.908 (2), and bf16
- * 64x512, two float32 halves of 32 (gpu_vs_torch.py): 31.6 -> 34.0. */
+ * while another's wait; small batches lose (bench/README.md, "The CUDA
+ * eigh rules' measurements"). */
 static int graph_branches(const eigh_run *r, int64_t nb) {
   if (nb < 64 || nb * r->n < 16384) return 1;
   return r->cdt == GSTAT_F64 && nb >= 256 ? 4 : 2;
@@ -346,9 +270,8 @@ static cudaGraphExec_t capture(const eigh_run *r, const gstat_cu_graph *key) {
 }
 
 /* The batched solver replayed from a CUDA graph: at mid n it is bound by
- * launching its many small kernels one after another (64x512 float: 28 ms
- * as one call whatever the batch from 8 to 64, 24.4 ms replayed; 512x64
- * 1.18 -> 1.14 ms; bench/probe_syev_batched, H200). A graph is captured once
+ * launching its many small kernels one after another (bench/README.md,
+ * "The CUDA eigh rules' measurements"). A graph is captured once
  * per key (shape, branches and buffers) and replayed after. When cuSOLVER
  * refuses capture the entry (exec NULL) stands for the shape, whatever the
  * buffers, and its calls run directly. */
@@ -485,10 +408,8 @@ static gstat_status syev_batched(const eigh_run *r, void *dA, void *dW, int *dIn
 
 /* One Xsyevd per matrix, round-robin over the side streams (a workspace
  * slice each), each stream driven by its own host thread: Xsyevd returns
- * only when its matrix is solved (bench/probe_syevd_threads, H200: the host
- * spends 1.00 of the call's GPU time inside it), so streams fed from one
- * thread run one after another (4 x 2048 float: 105.5 ms on one stream,
- * 105.9 on four, 83.0 from four threads). */
+ * only when its matrix is solved, so streams fed from one thread run one
+ * after another (bench/README.md, "The CUDA eigh rules' measurements"). */
 static gstat_status syevd_loop(const eigh_run *r, void *dA, void *dW, int *dInfo, int64_t nb,
                                const solver_ws *ws) {
   gstat_cu_state *s = r->s;
@@ -554,13 +475,6 @@ static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int6
   *what = "hand-back";
   return cudaErrorUnknown;
 }
-
-/* The largest cluster work m c^2 (block order m of the split tridiagonal,
- * c slots) the cluster step takes on; a matrix with a larger cluster goes
- * back to cuSOLVER. A thread block per cluster works through its columns
- * one at a time, so large clusters leave the GPU idle (bench/README.md,
- * "the cluster step's bound"). */
-static const double cluster_max_work = 1048576.0; /* 2^20 */
 
 /* The cluster step's settings and counter for our tridiagonal step.
  * GSTAT_CUDA_CLUSTER_STEP=0 turns it off (every clustered matrix goes back
@@ -771,9 +685,8 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   bool two = !lock && !split_path && uses_two_stage(r) && reloadable;
   bool loop = !lock && !split_path && !two && uses_loop(r->n, nb);
   if (!jacobi && !loop && rr.fill == CUBLAS_FILL_MODE_UPPER && !(src && src == dV)) {
-    /* the batched solver is faster on the lower triangle (bench/probe_uplo,
-     * H200, lower vs upper: float32 256x128 1.882 vs 1.948 ms, float64
-     * 64x512 36.75 vs 38.29), the lockstep one reads only that, and the
+    /* the batched solver is faster on the lower triangle (bench/README.md,
+     * "The CUDA eigh rules' measurements"), the lockstep one reads only that, and the
      * input is a copy anyway: copy the transpose, whose lower triangle
      * holds the data */
     A = transposed(&A);
