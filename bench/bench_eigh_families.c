@@ -261,6 +261,7 @@ static int parse_steps(const char *arg, char **out) {
   snprintf(buf, sizeof buf, "%s", arg ? arg : env ? env : "0,1");
   int k = 0;
   for (char *tok = strtok(buf, ","); tok && k < MAX_STEPS; tok = strtok(NULL, ",")) out[k++] = tok;
+  if (k == 0) out[k++] = "1";
   return k;
 }
 

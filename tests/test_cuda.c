@@ -177,8 +177,8 @@ static void eigh_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_family 
 
 /* Every family at every order, both dtypes; at n = 500 a batch of four runs
  * the lockstep solver (LAPACK's scaling for the near-overflow and
- * near-underflow families, the degenerate hand-back to cuSOLVER for the
- * clustered, identity and zero ones). */
+ * near-underflow families, the cluster step or the hand-back to cuSOLVER
+ * for the clustered, identity and zero ones). */
 static void test_eigh_families(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
@@ -217,9 +217,9 @@ static void eigh_path_case(gstat_ctx *gpu, gstat_ctx *cpu, gstat_dtype dt, tu_fa
  * 257; two or more below 384) to 2048 (float64 at 2048: eight) run the
  * lockstep solver (lockstep_rules): float32
  * and float64, host and device data, every layout, both triangles. The
- * matrices whose eigenvalue gaps are too small go back to cuSOLVER in one
- * batched call (the rest keep the lockstep result; the whole chunk only
- * without room for that call). Float32 from n = 4096 runs cuSOLVER's
+ * matrices whose eigenvalue gaps are too small get the cluster step or go
+ * back to cuSOLVER in one batched call (the rest keep the lockstep result;
+ * the whole chunk only without room for that call). Float32 from n = 4096 runs cuSOLVER's
  * reduction around our tridiagonal step (sytrd_split.c; LAPACK's scaling
  * for the near-underflow one); degenerate, it runs Xsyevd in a float64
  * working copy (f32_in_f64_min_n). Float64 with vectors from n = 4096 runs

@@ -479,10 +479,13 @@ static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int6
 /* The cluster step's settings and counter for our tridiagonal step.
  * GSTAT_CUDA_CLUSTER_STEP=0 turns it off (every clustered matrix goes back
  * to cuSOLVER, as before the step existed); k in 2..40 bounds a cluster's
- * work at 2^k instead of the rule (to measure the rule). */
+ * work at 2^k instead of the rule (to measure the rule); anything else
+ * keeps the default. */
 static gstat_cu_clusters own_clusters(gstat_cu_state *s) {
   const char *on = getenv("GSTAT_CUDA_CLUSTER_STEP");
-  const int k = on && *on ? atoi(on) : 1;
+  char *end = NULL;
+  const long given = on ? strtol(on, &end, 10) : 1;
+  const int k = on && end != on && *end == '\0' && given >= 0 && given <= 40 ? (int)given : 1;
   gstat_cu_clusters c = {.run = k >= 1 && k <= 40,
                          .fail = gstat_cu_fault_now() == FAULT_CLUSTERS,
                          .max_work = k >= 2 && k <= 40 ? ldexp(1.0, k) : cluster_max_work,

@@ -208,8 +208,9 @@ __global__ void __launch_bounds__(kClusterThreads)
   const int i = blockIdx.x;
   const unsigned char *link = links + b * n;
   if (!(link[i] & kLinkNext) || (i > 0 && (link[i - 1] & kLinkNext))) return;
-  /* too much work somewhere in the matrix, or another cluster failed */
-  if (*(volatile int *)&flags[b] & kFlagFailed) return;
+  /* too much work somewhere in the matrix, or another cluster failed: one
+   * read for the whole block, so that every warp leaves or none does */
+  if (__syncthreads_or(threadIdx.x == 0 && (*(volatile int *)&flags[b] & kFlagFailed))) return;
   int c = 2;
   while (i + c - 1 < n - 1 && (link[i + c - 1] & kLinkNext)) c++;
   load_tridiag(d + b * n, e + b * n, n, dd, nullptr, ee);
