@@ -26,8 +26,9 @@ before that step, within a cluster to rounding.
 
     python3 bench/sim_tridiag_split.py [--panels] [N [FAMILIES]]   (N 257, all families)
 
---panels orthonormalizes clusters of 16 slots or more by panels of 8
-columns (block classical Gram-Schmidt twice) instead of column by column.
+--panels orthonormalizes clusters of 32 slots or more by panels of 8
+columns (block classical Gram-Schmidt twice) instead of column by column,
+as kernels/tridiag_clusters.cu does with GSTAT_CUDA_CLUSTER_PANELS=1.
 """
 import sys
 
@@ -113,7 +114,7 @@ def gram_schmidt_panels(z, width=PANEL_WIDTH):
     twice (block classical Gram-Schmidt twice, BCGS2)."""
     for q0 in range(0, z.shape[1], width):
         p = z[:, q0:q0 + width]
-        for _ in range(2):
+        for _ in range(2 if q0 > 0 else 1):
             p -= z[:, :q0] @ (z[:, :q0].T @ p)
             p = gram_schmidt(p)
         z[:, q0:q0 + width] = p
@@ -234,7 +235,7 @@ def main():
     global PANELS_FROM
     args = [a for a in sys.argv[1:] if a != "--panels"]
     if "--panels" in sys.argv:
-        PANELS_FROM = 2 * PANEL_WIDTH
+        PANELS_FROM = 32
     n = int(args[0]) if args else 257
     kinds = args[1].split(",") if len(args) > 1 else [
         "random", "even", "rank-deficient", "near-rank-deficient", "repeated", "dense-clustered",
