@@ -56,7 +56,9 @@ static void load_module(void) {
   }
   void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
-    snprintf(load_error, sizeof load_error, "cannot load the CUDA module %s: %s", path, dlerror());
+    /* bounded parts: the message always fits load_error */
+    snprintf(load_error, sizeof load_error, "cannot load the CUDA module %.300s: %.170s", path,
+             dlerror());
     return;
   }
   gstat_i_module_entry_fn entry;
@@ -64,7 +66,7 @@ static void load_module(void) {
   *(void **)&entry = sym;
   const gstat_i_module *m = entry ? entry(&host_services) : NULL;
   if (!m || m->api_version != GSTAT_I_BACKEND_API_VERSION) {
-    snprintf(load_error, sizeof load_error, "the CUDA module %s has no compatible %s", path,
+    snprintf(load_error, sizeof load_error, "the CUDA module %.300s has no compatible %s", path,
              GSTAT_I_MODULE_ENTRY);
     dlclose(handle);
     return;
