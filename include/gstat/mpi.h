@@ -141,8 +141,9 @@ GSTAT_API gstat_status gstat_mpi_pca(gstat_mpi *m, gstat_ctx *ctx, const gstat_m
  * first one on ties). Threads: pdsyevd's BLAS runs with the process's
  * OpenMP / OpenBLAS setting, not the context's num_threads; run one rank per
  * core with OMP_NUM_THREADS=1 and OPENBLAS_NUM_THREADS=1 (threaded BLAS made
- * pdsyevd 4x slower in our measurements, and OPENBLAS_NUM_THREADS alone did
- * not keep Debian's OpenMP OpenBLAS from spinning up teams). BLACS keeps
+ * pdsyevd several times slower in our measurements, bench/README.md,
+ * "Measurements moved from code comments"; and OPENBLAS_NUM_THREADS alone
+ * did not keep Debian's OpenMP OpenBLAS from spinning up teams). BLACS keeps
  * process-wide state: handles of one process must not run the ScaLAPACK
  * path from several threads at once.
  */
@@ -153,11 +154,11 @@ typedef enum gstat_mpi_eigensolver {
 } gstat_mpi_eigensolver;
 
 /* AUTO's default crossover order. On one 32-core node gstat_eigh with 16
- * threads beat pdsyevd on 16 ranks at every order measured (0.60x-0.73x the
- * time for p = 2000-6000, ARCHITECTURE.md, "The ScaLAPACK eigensolver"), so
- * AUTO keeps the local solver below p = 20000, where one node's memory and
- * time run out; clusters move this: measure with bench/bench_mpi_eigh and
- * pass auto_min_p. */
+ * threads beat pdsyevd on 16 ranks at every order measured (ARCHITECTURE.md,
+ * "The ScaLAPACK eigensolver"; bench/README.md, "Measurements moved from code
+ * comments"), so AUTO keeps the local solver below p = 20000, where one
+ * node's memory and time run out; clusters move this: measure with
+ * bench/bench_mpi_eigh and pass auto_min_p. */
 #define GSTAT_MPI_SCALAPACK_MIN_P 20000
 
 /* Whether this gstat_mpi was built with ScaLAPACK (1) or not (0). */

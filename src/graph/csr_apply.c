@@ -74,10 +74,10 @@ static int64_t row_of_work(const int64_t *off, int64_t n, int64_t t) {
 
 /* A group of several columns is first packed row by row into `panel`
  * (n x GROUP): the gathers X[idx] then touch one cache line per nonzero
- * instead of one per column. Measured on a kNN graph of 10^5 nodes numbered
- * without locality, 8 columns: read in place 1.5x the time of 8 single
- * products, packed 0.75x. Without a panel (allocation failed) the columns are
- * read where they are. */
+ * instead of one per column: on a kNN graph numbered without locality,
+ * packed columns cost less than single products, read in place more
+ * (bench/README.md, "Measurements moved from code comments"). Without a
+ * panel (allocation failed) the columns are read where they are. */
 gstat_status gstat_i_csr_apply(gstat_ctx *ctx, void *csr, int64_t n, int64_t m, const double *X,
                                double *Y) {
   const gstat_i_csr *A = csr;

@@ -58,9 +58,9 @@ static gstat_status adjacency_any(gstat_i_err *err, const char *fn, const char *
  * >= 0, or an asymmetric pair, sends the graph to adjacency_any for the
  * message, so both give the same results and errors. Entry (i, j) meets
  * (j, i) in 64 x 64 tiles, so that neither the transposed read nor the
- * mirrored write strides through memory (a 3000-node graph: 2.7x faster);
- * one call does the column tile starting at j0 and returns false on a bad
- * entry. */
+ * mirrored write strides through memory (bench/README.md, "Measurements
+ * moved from code comments"); one call does the column tile starting at j0
+ * and returns false on a bad entry. */
 #define ADJ_TILE 64
 #define DEFINE_ADJ_TILES(TYPE, SFX, EPS)                                                         \
   static bool adj_tiles_##SFX(const gstat_matrix *M, int64_t b, int64_t n, gstat_symmetrize sym, \

@@ -34,30 +34,22 @@
  *    eigenvalues with small residuals.
  * 2. A block of k needs about k times a single vector's products (the
  *    polynomial degree needed is the same), and here a block product is not
- *    much cheaper per column (random gathers: 9.4 ms for 8 columns against
- *    12.8 ms for 8 single products, n = 10^5). What is left to gain is the
+ *    much cheaper per column (random gathers). What is left to gain is the
  *    orthogonalization, which block Lanczos pays every block step against a
- *    basis of ~100 vectors and Davidson once per d + 1 products: measured
- *    2-2.5x less time for Davidson at about the same number of products.
+ *    basis of ~100 vectors and Davidson once per d + 1 products: Davidson
+ *    takes less time at about the same number of products.
  * 3. LOBPCG without a preconditioner searches span(X, L X, previous X), the
- *    space Davidson has at degree 1: 5-10x the time of degree 16 below.
+ *    space Davidson has at degree 1, which takes several times as long as
+ *    degree 16.
  * 4. A block of one (Lanczos) is the fastest where the caller knows there is
  *    no repeated eigenvalue, e.g. a connected kNN graph of data.
  *
- * Measured (bench/bench_sparse_eigs.c, one thread of this 2-core machine, CPU
- * seconds / operator columns, k = 8, tol 1e-8 x 2; normalized Laplacian of a
- * kNN graph, k = 10, n = 10^5):
- *
- *   graph              Davidson   Davidson   Davidson    block Lanczos  Lanczos    sklearn
- *                      d=16       d=10       d=1         b=8            b=1        arpack
- *   3-D uniform        4.9/2736   4.9/2832   42/13280    11.5/2288      3.0/687    430
- *   3-D 8 blobs        4.5/2600   4.5/2568   33/10592    8.8/1784       2.2/494    see below
- *   2-D uniform        9.8/6000   12.4/7584                             15.9/3474  8.2
- *
- * scikit-learn 1.9 spectral_embedding(eigen_solver="arpack") on the same
- * graphs (bench/sparse_eigs_vs_sklearn.py): its sparse LU fills in heavily in
- * 3-D and little in 2-D, where the shift-invert spectrum (1 / (lambda +
- * 1e-5)) converges in a few steps while the gaps of L itself are ~1e-5.
+ * The methods against each other and scikit-learn's ARPACK call
+ * (bench/bench_sparse_eigs.c, bench/sparse_eigs_vs_sklearn.py):
+ * bench/README.md, "Measurements moved from code comments". ARPACK's sparse
+ * LU fills in heavily in 3-D and little in 2-D, where the shift-invert
+ * spectrum (1 / (lambda + 1e-5)) converges in a few steps while the gaps of L
+ * itself are ~1e-5.
  *
  * Deterministic for a seed: the start block comes from it, our reductions
  * have a fixed order, and the CSR product sums each row in one thread.
@@ -865,7 +857,8 @@ static gstat_status cheb_davidson(solver *s, int64_t max_iter, double *res, int6
     /* filter the b smallest Ritz vectors not yet converged; damp everything
      * above the largest Ritz value a restart would keep (>= lambda_p by
      * interlacing, so the wanted end and the guard vectors are amplified;
-     * measured: 20 % fewer products than damping above the largest one) */
+     * fewer products than damping above the largest one: bench/README.md,
+     * "Measurements moved from code comments") */
     int64_t j = s->j;
     gstat_matrix Qm = tall(s, s->Q, j), Sm = block_at(s, s->W, j, b, j, false),
                  Fm = tall(s, s->F, b);
@@ -1089,7 +1082,8 @@ gstat_status gstat_i_sparse_eigs(gstat_ctx *ctx, int64_t n, gstat_i_apply_fn app
   opt = &rest;
   int64_t b = opt->block ? opt->block : (k < MAX_DEFAULT_BLOCK ? k : MAX_DEFAULT_BLOCK);
   /* a block of one converges the wanted pairs one after another under a
-   * filter; Lanczos suits it (see the measurements at the top) */
+   * filter; Lanczos suits it (bench/README.md, "Measurements moved from code
+   * comments") */
   int davidson =
       opt->method == GSTAT_I_EIGS_CHEBYSHEV_DAVIDSON || (opt->method == GSTAT_I_EIGS_AUTO && b > 1);
   int64_t m = opt->basis;

@@ -10,8 +10,9 @@
  * the options' `where`).
  *
  * Methods: block Chebyshev-filtered Davidson (default) and thick-restart
- * block Lanczos (Krylov-Schur, default for a block of 1); the reasons and
- * measurements are at the top of sparse_eigs.c.
+ * block Lanczos (Krylov-Schur, default for a block of 1); the reasons are at
+ * the top of sparse_eigs.c, the measurements in bench/README.md
+ * ("Measurements moved from code comments").
  */
 #ifndef GSTAT_GRAPH_SPARSE_EIGS_H
 #define GSTAT_GRAPH_SPARSE_EIGS_H
@@ -56,9 +57,9 @@ typedef struct gstat_i_eigs_options {
                        are silently missed (returned pairs are true eigenpairs, but not
                        the smallest). Graph callers: eigenvalue 0 repeats once per
                        connected component, rings and square grids have pairs. A block
-                       of 1 (Lanczos) is 1.6-2x faster on 3-D kNN graphs (slower on
-                       2-D ones) where the graph is known to be connected and without
-                       symmetry */
+                       of 1 (Lanczos) is faster on 3-D kNN graphs (slower on 2-D ones)
+                       where the graph is known to be connected and without symmetry
+                       (bench/README.md, "Measurements moved from code comments") */
   int64_t basis;    /* largest basis before a restart; 0: Davidson max(6 block, k + 3
                        block), Lanczos max(4k, k + 12 block) but at most max(k + 4 block,
                        128). At least k + 2 block (Davidson) or k + block (Lanczos) */

@@ -102,12 +102,11 @@ static int64_t nodes(const gstat_graph *G) {
 }
 
 /* AUTO's crossover for a CSR graph below dense_limit: the iterative solver
- * when nnz * SPARSE_PER_NNZ < n^3. Its cost grows with the stored entries
- * (2.5-3.8 us per entry, 1 thread, k = 4), the dense solve's with n^3
- * (0.7 ms at n = 100, 48 ms at 400, 285 ms at 800, whatever the density):
- * kNN graphs (~14 entries a node) go sparse from about 300 nodes, graphs
- * with a third of the pairs stay dense. Measured on the 2-core Xeon;
- * bench/README.md, "Dense or iterative eigensolver". */
+ * when nnz * SPARSE_PER_NNZ < n^3. Its cost grows with the stored entries,
+ * the dense solve's with n^3 whatever the density: kNN graphs (~14 entries a
+ * node) go sparse from about 300 nodes, graphs with a third of the pairs
+ * stay dense. Measured on the 2-core Xeon; bench/README.md, "Dense or
+ * iterative eigensolver" and "Measurements moved from code comments". */
 #define SPARSE_PER_NNZ 6000.0
 
 static bool use_sparse(const gstat_graph *G, const gstat_spectral_options *o) {

@@ -210,8 +210,9 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
                               gstat_i_sc_out *out) {
   sc s = {B->G, o, B->node0, ks, B->single};
   int64_t count = B->G->count;
-  /* float32 (and bfloat16) dense input: Laplacians decomposed in float32, about 4x faster
-   * for small graphs; the input holds no more precision than that anyway */
+  /* float32 (and bfloat16) dense input: Laplacians decomposed in float32, faster for small
+   * graphs (bench/README.md, "Measurements moved from code comments"); the input holds no
+   * more precision than that anyway */
   const bool f32 = B->G->format == GSTAT_GRAPH_DENSE &&
                    (B->G->adjacency.dtype == GSTAT_F32 || B->G->adjacency.dtype == GSTAT_BF16);
   gstat_status st = gstat_i_sc_check_ks(ctx, fn, B, ks, o);

@@ -210,8 +210,8 @@ gstat_status gstat_i_sc_sparse(gstat_ctx *ctx, const char *fn, const gstat_graph
   if (eo.n_known == 0 && r->comps > eo.block) eo.block = cols;
   /* A dense operator costs one pass over n^2 entries per product of up to 8
    * vectors: count block products. Lanczos needs far fewer than Davidson's
-   * degree-16 filters (rbf n = 3000, k = 4: 12 against 53 products, 226 against
-   * 376 ms end to end; bench/README.md). */
+   * degree-16 filters (bench/README.md, "Measurements moved from code
+   * comments"). */
   if (G->format == GSTAT_GRAPH_DENSE) eo.method = GSTAT_I_EIGS_BLOCK_LANCZOS;
   gstat_status es = lowest_pairs(ctx, fn, op, &eo, w, V, rep);
   if (es != GSTAT_OK && es != GSTAT_ENOCONV) {

@@ -16,16 +16,16 @@
 #include "backend/cpu/lapack_api.h"
 #include "backend/cpu/pack.h"
 
-static const int64_t eigh_small_max_f32 = 128; /* f32 128x256: 183 ms LAPACK recipe vs 241 ms own
-                                                  kernel; 256x128: 69 vs 100 the other way */
-static const int64_t eigh_small_max_f64 =
-    128; /* f64 128x256: 295 ms LAPACK recipe vs 468 ms own kernel */
+/* Our small eigh kernel up to this order; at larger orders the LAPACK recipe
+ * wins (bench/README.md, "Measurements moved from code comments"). */
+static const int64_t eigh_small_max_f32 = 128;
+static const int64_t eigh_small_max_f64 = 128;
 static const int64_t chol_small_max_f32 = 96;
 static const int64_t chol_small_max_f64 = 96;
 /* Matrices interleaved over SIMD lanes (chol_lanes.c) up to this order, when
- * input and output have the compute type: f32 1024x32 0.9 ms vs 1.9 ms one by
- * one, 512x64 2.6 vs 4.4; f64 1024x32 1.3 vs 2.4, 512x64 8.1 vs 7.9 (a tie:
- * 8 lanes of 64x64 doubles no longer stay in L2). */
+ * input and output have the compute type: faster than one by one there; f64
+ * ties at n = 64, where 8 lanes of 64x64 doubles no longer stay in L2
+ * (bench/README.md, "Measurements moved from code comments"). */
 static const int64_t chol_lanes_max_f32 = 64;
 static const int64_t chol_lanes_max_f64 = 48;
 

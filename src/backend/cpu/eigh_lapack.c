@@ -3,9 +3,10 @@
  * Vectors:  xSYTRD('L')  ->  divide & conquer on the tridiagonal  ->  back-transformation.
  *   - The divide & conquer is LAPACK's (xSTEDC/xLAED0/xLAED1) restructured: leaves are solved by
  *     xSTEDC, deflation is LAPACK's xLAED2, but the secular equations and the Gu-Eisenstat
- *     eigenvector formulas (the xLAED4/xLAED3 part, ~60% of xSTEDC and scalar Fortran there) are
- *     computed here with SIMD loops, and in parallel when called outside an OpenMP parallel region
- *     with several threads (then independent subtrees are solved concurrently too).
+ *     eigenvector formulas (the xLAED4/xLAED3 part, most of xSTEDC's time and scalar Fortran
+ *     there; bench/README.md, "Measurements moved from code comments") are computed here with
+ *     SIMD loops, and in parallel when called outside an OpenMP parallel region with several
+ *     threads (then independent subtrees are solved concurrently too).
  *   - The back-transformation applies the xSYTRD reflectors in compact-WY blocks of 32..128
  *     (explicit V panel, T from SYRK, two GEMMs per block) instead of xORMTR's block of 32.
  * Values only: xSYTRD + xSTERF; single-threaded and large n: the two-stage reduction

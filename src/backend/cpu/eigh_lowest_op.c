@@ -20,8 +20,9 @@
 #include "backend/dense.h"
 
 /* Whether the m smallest pairs of n x n matrices are cheaper alone
- * (bisection and inverse iteration, ~25 us a pair at n = 64) than a full
- * eigh (~130 us at n = 64, growing as n^3). */
+ * (bisection and inverse iteration, a cost per pair) than a full eigh
+ * (growing as n^3); bench/README.md, "Measurements moved from code
+ * comments". */
 static bool lowest_pays(int64_t n, int64_t m) {
   return n <= gstat_i_eigh_lowest_max_n() && (m + 1) * 4096 <= 4 * n * n;
 }

@@ -18,8 +18,8 @@
 
 /* With GCC the driver, and all the helpers forced inline into it, is compiled:
  * - at -O2 whatever the command line: -O2's vectorizer turns the fixed-length chunk loops
- *   into plain vector code, while -O3's cost model vectorizes across columns instead and is up
- *   to 2x slower here;
+ *   into plain vector code, while -O3's cost model vectorizes across columns instead and is
+ *   slower here (bench/README.md, "Measurements moved from code comments");
  * - with a*b+c contracted into FMA (off under -std=c11): a third less rotation and update work;
  * - on x86-64 Linux, for x86-64-v4 (AVX-512), v3 (AVX2+FMA) and baseline, the clone being
  *   picked at load time (ifunc), so the library needs no -march. */

@@ -5,7 +5,8 @@
  * CPU model. Releases that predate a CPU do not know its model number and
  * fall back to "Prescott" (SSE3) kernels: Debian 12's OpenBLAS 0.3.21 does
  * this on Intel Xeons of family 6 model 207 (Emerald Rapids), where its
- * AVX-512 "SkylakeX" kernels run correctly and 3-4x faster. At the first
+ * AVX-512 "SkylakeX" kernels run correctly and several times faster
+ * (bench/README.md, "Measurements moved from code comments"). At the first
  * context creation, when the loaded OpenBLAS reports Prescott while the CPU
  * (and the OS, for the register state) support AVX-512 F/CD/BW/DQ/VL, or else
  * AVX2 + FMA, we re-run OpenBLAS's own core selection with OPENBLAS_CORETYPE

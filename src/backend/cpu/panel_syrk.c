@@ -3,9 +3,9 @@
  *
  * Why not BLAS syrk: the co-moment of tall data is a long sum of small
  * rank-`rows` updates (p x p output, p ~ 100..1000), a shape where OpenBLAS's
- * dsyrk is slow: gstat_covariance of 100000 x 100 on one core of the 2-core
- * Xeon we measure on takes 36.5 ms through dsyrk per block, 23.8 ms through
- * this kernel (means, centring and the rest included). The caller packs each
+ * dsyrk is slow: gstat_covariance of 100000 x 100 on one core is faster
+ * through this kernel than through dsyrk per block (bench/README.md,
+ * "Measurements moved from code comments"). The caller packs each
  * centred row block into panels as it centres it, so this kernel needs no
  * packing of its own.
  *

@@ -102,8 +102,8 @@ static void **pointers(gstat_cu_state *s, gstat_ctx *ctx, int slot, void *base, 
  * the trailing matrix (all of it: the finish pass zeroes its upper triangle).
  * Each block column costs about the same latency whatever the batch
  * (the diagonal block's 32 dependent steps, three launches), so it pays
- * from n = 512 on, where potrfBatched is slower still (64x512 float: 2.9
- * Gflop in 0.8 ms). */
+ * from n = 512 on, where potrfBatched is slower still (bench/README.md,
+ * "Measurements moved from code comments"). */
 static gstat_status factor_blocked(gstat_cu_state *s, gstat_ctx *ctx, int cdt, void *dA, int64_t n,
                                    int64_t nb, int *dInfo) {
   size_t es = gstat_cu_dtype_bytes(cdt);

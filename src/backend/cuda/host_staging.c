@@ -1,8 +1,8 @@
 /*
  * Copies between the caller's host memory and the device through pinned
- * staging. A copy from pageable memory is slow on the H200 machine:
- * 64 MiB in and 64 MiB out take 12.2 ms pageable but 2.5 ms pinned
- * (bench/bench_cuda_host). So the bytes go through two pinned halves of
+ * staging. A copy from pageable memory is much slower than from pinned
+ * memory (bench/bench_cuda_host; bench/README.md, "Measurements moved from
+ * code comments"). So the bytes go through two pinned halves of
  * kPiece bytes that the context keeps for each direction (copies in and out
  * of a pipeline interleave, eigh_cuda.c): OpenMP threads copy piece i into one
  * half while the DMA engine moves piece i - 1 from the other, and on the way

@@ -274,9 +274,9 @@ gstat_status gstat_cu_collect_info_scanned(gstat_cu_state *s, gstat_ctx *ctx, co
   cudaError_t err = cudaSuccess;
   if (fault == FAULT_NONE || scan) {
     /* Usually every element succeeded: a device reduction says so in one
-     * 4-byte copy, and the host neither copies nor walks the arrays. With
-     * the dispatcher's vectorized scans this took float64 100000x16 from
-     * 2.27-2.39 to 2.04-2.12 ms (H200, bench_cuda, kernel 1.94). */
+     * 4-byte copy, and the host neither copies nor walks the arrays, which
+     * shortens short calls (bench/README.md, "Measurements moved from code
+     * comments"). */
     bool any = true;
     gstat_status st = summary(s, ctx, fn, d_info, count, nb, info, stream, scan, verdict_set, &any);
     if (st != GSTAT_OK) {

@@ -3,8 +3,8 @@
  * (cusolverDnSsytrd), our tridiagonal eigensolver in double (bisection and
  * twisted factorizations, kernels/tridiag_eig.cu) and cuSOLVER's
  * back-transformation (cusolverDnSormtr). cuSOLVER's float32 Xsyevd spends
- * long in its own tridiagonal stage (bench/probe_syevd_parts: 29.7 of 110.2
- * ms at n = 4096, 171.8 of 626.2 at 8192); its reduction is the faster half.
+ * long in its own tridiagonal stage (bench/probe_syevd_parts; bench/README.md,
+ * "Measurements moved from code comments"); its reduction is the faster half.
  * Eigenvectors from twisted factorizations are orthogonal to eps ||T|| /
  * gap: a matrix with an eigenvalue gap below the tolerance is reported as
  * degenerate and must be solved another way.

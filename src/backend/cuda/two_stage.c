@@ -88,8 +88,8 @@ static double *part(const run *r, size_t offset) {
 /* Stage 1: A (lower) -> band of half-width kB in place; each panel's
  * reflectors stay below the band, tau in l.tau. Per panel: V from Xgeqrf,
  * X = A22 V, W = X T, M = T^T (V^T W), W -= V M / 2, A22 -= W V^T + V W^T
- * (full-matrix gemms instead of symm / syr2k were no faster: H200 39.2
- * against 39.9 ms at 4096). */
+ * (full-matrix gemms instead of symm / syr2k were no faster:
+ * bench/README.md, "Measurements moved from code comments"). */
 static cudaError_t reduce_to_band(const run *r, const char **what) {
   const gstat_cu_two_stage_args *a = r->a;
   const double one = 1.0, zero = 0.0, minus_one = -1.0, minus_half = -0.5;

@@ -9,12 +9,12 @@
  * barrier per step), every lane derives l_kj = a_kj / l_jj from it and
  * updates its row. N <= 32: 32/N groups per warp, the barrier a __syncwarp;
  * N = 64: one matrix per 64-thread block, the barrier a __syncthreads (a
- * shared-memory version of that block, one entry per load/store, ran 0.128
- * ms at 512x64 fp32, slower than potrfBatched's 0.081 ms: registers it is).
- * Per matrix: n steps, ~n^3/6 FMAs spread over n lanes, n barriers. 1024 x
- * 32 measured 0.012 ms (float) / 0.014 ms (double) on an H200, about the
- * time to move its 8 MB (16 MB). The update order per entry (k ascending)
- * and the scaling by 1/l_jj are the CPU's (chol_small.c).
+ * shared-memory version of that block, one entry per load/store, was slower
+ * than potrfBatched: registers it is). Per matrix: n steps, ~n^3/6 FMAs
+ * spread over n lanes, n barriers; a batch of 1024 x 32 takes about the time
+ * to move its data (bench/README.md, "Measurements moved from code
+ * comments"). The update order per entry (k ascending) and the scaling by
+ * 1/l_jj are the CPU's (chol_small.c).
  *
  * The first non-positive (or NaN) pivot sets info = j + 1 and the whole
  * element is written as NaN (what the caller does with failed elements), so

@@ -1,7 +1,8 @@
 /*
  * Batched symmetric eigensolver for n <= 32: parallel cyclic Jacobi.
  * (Float32 and bfloat16 with 8 < n <= 16 go to the pair-per-lane kernel,
- * eigh_jacobi_pairs.cu, which computes each rotation once: 10 % faster.)
+ * eigh_jacobi_pairs.cu, which computes each rotation once and is faster:
+ * bench/README.md, "Measurements moved from code comments".)
  *
  * Mapping. A group of N lanes (N = 4, 8, 16 or 32, the next power of two
  * >= n; 32/N groups per warp) owns one matrix, padded to N x N with zeros.
@@ -45,40 +46,18 @@
  * hide it. So the loop is built to be one straight run of code: two steps an
  * iteration with one convergence vote, the rotation branch-free with two
  * reciprocal square roots in a row (no division, no library call), the
- * schedule read from a table. That took 1024 x 32 float from 0.19 to
- * 0.12 ms (Nsight Compute: issue rate 0.58 -> 0.70 per scheduler, 16 % fewer
- * instructions), double from 0.31 to 0.24 ms; 100000 x 16 from 1.50 to
- * 1.22 ms float, 3.21 to 2.48 ms double (H200, kernels_selftest). Double
- * then uses scaled columns (Scale below: one FMA per entry instead of a
- * multiply and an FMA, 35 % fewer double-precision instructions): 0.24 ->
- * 0.217 ms at 1024 x 32, 2.48 -> 2.35 ms at 100000 x 16; seeding its
- * reciprocal square roots with the double-precision approximation instead of
- * float's (no conversions in the chain): 0.212-0.214 and 2.28 ms. Its stalls
- * are mostly waits on dependent double-precision results (Nsight Compute).
- * Keeping a_LL in its own register (nothing to pick or set for it; 993 ->
- * 842 instructions per double iteration): double 0.211 -> 0.182 ms at
- * 1024 x 32, 2.28 -> 1.97 ms at 100000 x 16; float 0.119 -> 0.114 and
- * 1.18 -> 1.11 ms (same-run A/B). Capping the double N = 16 kernel's
- * registers for 4 or 5 blocks an SM (128, or 96 with spills, against 158)
- * left 100000 x 16 where it was: 1.886 / 1.882 against 1.885 ms
- * (kernels_selftest). The reciprocal square roots by one second-order
- * correction (Prec) and the rotations published by predicated stores of
- * their owners only (publish_if: the other lanes' stores to one sink slot
- * had conflicted 4.7-way): double 1.976 -> 1.85 ms at 100000 x 16, 0.180 ->
- * 0.171 at 1024 x 32; float 0.118 -> 0.110 at 1024 x 32 (same-run A/B).
- * Negations as integer sign flips and the own coefficient read by address (6
- * double-precision adds and 10 selects fewer an iteration): float 100000 x
- * 16 1.103 -> 1.090 ms, double 100000 x 16 1.850-1.861 -> 1.837-1.877
- * (within the run-to-run spread; kernels_selftest, two calls of three
- * rounds). The coefficients as (u sigma ratio) / c^2 with u = a_pq / r
- * formed early (one multiply fewer on the rotation's critical path, four
- * more an iteration): 1.91 ms, slower, so the FP64 pipe, not that path,
- * limits it. Blocks of one or two warps instead of four, so that a finished
- * warp's slot refills sooner: 1.88-1.89 ms, slower. Nsight Compute on this
- * kernel: 61 % of issue slots, 4.66 cycles a warp between issues, stalled
- * mostly on fixed-latency dependencies (1.15), not selected (0.88), dispatch
- * (0.66) and the FP64 pipe (0.54); shared memory and shuffles barely (short
- * scoreboard 0.25, MIO throttle 0.06).
+ * schedule read from a table. Double uses scaled columns (Scale below: one
+ * FMA per entry instead of a multiply and an FMA) and seeds its reciprocal
+ * square roots with the double-precision approximation (no conversions in
+ * the chain). Each lane keeps a_LL in its own register (nothing to pick or
+ * set for it); the reciprocal square roots take one second-order correction
+ * (Prec); only the owners publish the rotations, by predicated stores
+ * (publish_if); negations are integer sign flips and the own coefficient is
+ * read by address. The double kernel is limited by fixed-latency
+ * dependencies and the FP64 pipe, not by shared memory or shuffles. What each
+ * change gained, and what did not pay (register caps, coefficients formed
+ * early, smaller blocks): bench/README.md, "Measurements moved from code
+ * comments".
  *
  * Convergence. The matrix is first scaled by 2^-e (exact), 2^e >= max|a_ij|
  * > 2^(e-1), which keeps the rotation arithmetic clear of over/underflow.
@@ -146,8 +125,8 @@ __device__ __forceinline__ bool store_vectors(const T (&v)[N], T scale, int t, T
 
 /* *dst = v where p, as predicated shared-memory stores: no branch splits the
  * step (an `if` compiles to one), and the lanes that do not publish store
- * nothing. (They once stored to one sink slot instead, which made the
- * stores conflict 4.7-way on average: Nsight Compute.) */
+ * nothing. (They once stored to one sink slot instead, whose stores
+ * conflicted: bench/README.md, "Measurements moved from code comments".) */
 __device__ __forceinline__ void publish_if(bool p, Published<double> *dst,
                                            const Published<double> &v) {
   const unsigned a = (unsigned)__cvta_generic_to_shared(dst);

@@ -23,9 +23,9 @@
  *     quarters, which sit in adjacent lanes. V goes to shared memory by
  *     index only at the end;
  *   - V, double: in shared memory by index. In registers, 16 doubles a
- *     thread need ~76 registers (3 blocks an SM instead of 4): 1000 x 64
- *     took 3.93 ms against 3.06, 512 x 64 2.45 against 1.56 (same-run A/B,
- *     H200). A (packed, 16.25 KiB) and V (32 KiB) then fit 4 blocks an SM;
+ *     thread need ~76 registers (3 blocks an SM instead of 4), which was
+ *     slower (bench/README.md, "Measurements moved from code comments").
+ *     A (packed, 16.25 KiB) and V (32 KiB) then fit 4 blocks an SM;
  *   - the index at each position, for this step and the next.
  * A step, two barriers:
  *   1. warp 0: lane m computes the rotation of pair m from a_pp, a_qq and

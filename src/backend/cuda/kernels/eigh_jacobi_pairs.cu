@@ -19,22 +19,14 @@
  * and keeps its first; lane P - 1 moves its first column to its second).
  * Padding, scaling, convergence test and outputs are the warp kernel's.
  *
- * Float compute only (float32, bfloat16). kernels_selftest on the H200,
- * 100000 x 16, ms, this kernel / the warp kernel, three rounds:
- *   float  with vectors 0.982-0.983 / 1.088-1.090, values only
- *          0.785-0.786 / 0.911-0.913;
- *   double with vectors 1.885-1.890 / 1.836-1.841, values only
- *          1.640-1.648 / 1.582-1.588, so double stays on the warp kernel.
- * With double, 248 registers a thread (2 blocks an SM). Tried for double,
- * same runs: the columns moved through shared memory instead (fewer
- * instructions, 732 against 934 an iteration for four matrices): 3.15 ms,
- * with every 16-byte access 2-way bank conflicted; with a conflict-free
- * layout (8-byte accesses) 1.864; capped at 168 or 200 registers (spills)
- * 3.70 and 3.35 (the latter with blocks of 2 warps). Float through shared
- * memory (either layout): 1.013-1.016. The staging stride N + 2 instead of
- * N + 1: float 1.004-1.008 against 0.983-0.985. (The double versions, with
- * the warp kernel's scaled columns, are not kept here; the shared-memory
- * one is on the branch experiment/jacobi-pairs.)
+ * Float compute only (float32, bfloat16): faster than the warp kernel for
+ * float, slower for double, so double stays on the warp kernel (with double,
+ * 248 registers a thread, 2 blocks an SM). The variants tried (columns
+ * through shared memory, capped registers, the staging stride N + 2) did
+ * not beat the kernels kept (bench/README.md, "Measurements moved from code
+ * comments"). (The double versions, with the warp kernel's scaled columns,
+ * are not kept here; the shared-memory one is on the branch
+ * experiment/jacobi-pairs.)
  */
 #include "jacobi_common.cuh"
 

@@ -18,10 +18,9 @@
  * each other's progress counters; the band lives in L2 (2b x n doubles)
  * and is read and written with .cg accesses, past L1. Task (j, k + 1)'s R
  * is task (j, k)'s E, which nothing else writes between them: it stays in
- * shared memory. (H200, float64: 35.7 ms at n = 4096 and 72.9 at 8192,
- * against 65.3 and 134.5 when every task read its three blocks; per task
- * about 0.6 us waiting, 0.6 loading, 0.7 for the reflector and its beta,
- * 0.3 for the products, 1.0 for the updates and the flag.)
+ * shared memory, which is much faster than every task reading its three
+ * blocks (the times and a task's breakdown: bench/README.md, "Measurements
+ * moved from code comments").
  *
  * The back-transformation groups the reflectors of L = b consecutive
  * sweeps at one step k (their rows overlap, shifted by one per sweep) into
@@ -42,8 +41,9 @@ namespace {
 
 constexpr int kB = GSTAT_CU_SB2ST_BAND, kL = GSTAT_CU_SB2ST_GROUP, kH = kB + kL - 1;
 constexpr int kLd = kB + 1; /* shared blocks: odd, so rows and columns are conflict-free */
-/* threads per bulge-chasing task (H200, float64 1x4096, the kernel before
- * R stayed in shared memory: 512 66.0 ms, 256 71.0, 128 96.4) */
+/* threads per bulge-chasing task: the fastest of 128, 256 and 512, measured
+ * before R stayed in shared memory (bench/README.md, "Measurements moved
+ * from code comments") */
 constexpr int kThreads = 512;
 using gstat_cu::kFullMask;
 static_assert(kB == 32 && kThreads == 16 * kB, "a task's index arithmetic assumes these");
