@@ -850,15 +850,50 @@ static void test_eigh_async(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
-/* gstat_eigh_backward through the module's op: with gV = 0 the gradient is
- * V diag(gw) V^T (checked here directly); with a skew V^T gV and gw = 0 it is
- * V (F o skew) V^T, F_ij = 1 / (w_j - w_i); refusals: host data, a negative
- * broadening, an order the module does not take. */
+/* gstat_eigh_backward on host data (the CPU's op) and through the module's
+ * op: with gV = 0 the gradient is V diag(gw) V^T; with a skew V^T gV and
+ * gw = 0 it is V (F o skew) V^T, F_ij = 1 / (2 (w_j - w_i)); with a
+ * broadening b, F_ij = g / (2 (g^2 + b)), g = w_j - w_i (host); refusals: a
+ * negative broadening, mixed dtypes. */
+enum { BWD_NB = 3, BWD_N = 5 };
+
+static void check_backward_terms(gstat_ctx *ctx, gstat_matrix *all[5], const double *w,
+                                 const double *gw, const double *v, double *gv, const double *ga,
+                                 double broadening) {
+  enum { NB = BWD_NB, N = BWD_N };
+  gstat_matrix *W = all[0], *GW = all[1], *V = all[2], *GV = all[3], *GA = all[4];
+  memset(gv, 0, sizeof(double) * NB * N * N);
+  assert_int_equal(gstat_eigh_backward(ctx, W, V, GW, GV, broadening, GA), GSTAT_OK);
+  for (int b = 0; b < NB; b++)
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++) {
+        double want = 0;
+        for (int k = 0; k < N; k++)
+          want += v[b * N * N + k * N + i] * gw[b * N + k] * v[b * N * N + k * N + j];
+        assert_true(fabs(ga[b * N * N + i * N + j] - want) <= 1e-12 * 10);
+      }
+  /* gV = V S with S = e_0 e_1^T: V^T gV - gV^T V = e_0 e_1^T - e_1 e_0^T */
+  for (int b = 0; b < NB; b++)
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++) gv[b * N * N + j * N + i] = j == 1 ? v[b * N * N + i] : 0.0;
+  assert_int_equal(gstat_eigh_backward(ctx, W, V, NULL, GV, broadening, GA), GSTAT_OK);
+  for (int b = 0; b < NB; b++) {
+    const double g = w[b * N + 1] - w[b * N]; /* middle (0, 1) = f, (1, 0) = f too */
+    const double f = broadening > 0 ? g / (2 * (g * g + broadening)) : 0.5 / g;
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++) {
+        const double *vb = v + b * N * N; /* column k at vb + k * N */
+        double want = f * (vb[i] * vb[N + j] + vb[N + i] * vb[j]);
+        assert_true(fabs(ga[b * N * N + i * N + j] - want) <= 1e-12 * (1 + fabs(f)));
+      }
+  }
+}
+
 static void test_eigh_backward(void **state) {
   (void)state;
   setenv("GSTAT_FAKE_FAULT", "", 1);
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
-  enum { NB = 3, N = 5 };
+  enum { NB = BWD_NB, N = BWD_N };
   double w[NB * N], gw[NB * N], v[NB * N * N], gv[NB * N * N], ga[NB * N * N];
   tu_rng rng = tu_rng_new();
   double a[N * N];
@@ -877,35 +912,17 @@ static void test_eigh_backward(void **state) {
                V = gstat_matrix_col_major(v, GSTAT_F64, NB, N, N),
                GV = gstat_matrix_col_major(gv, GSTAT_F64, NB, N, N),
                GA = gstat_matrix_row_major(ga, GSTAT_F64, NB, N, N);
-  memset(gv, 0, sizeof gv);
-  assert_int_equal(gstat_eigh_backward(gpu, &W, &V, &GW, &GV, 0.0, &GA), GSTAT_EUNSUPPORTED);
-  assert_non_null(strstr(gstat_ctx_last_error(gpu), "host memory"));
   gstat_matrix *all[] = {&W, &GW, &V, &GV, &GA};
+  /* host data, on a CUDA context as on a CPU one: the CPU computes it */
+  check_backward_terms(gpu, all, w, gw, v, gv, ga, 0.0);
+  assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CPU);
+  check_backward_terms(gpu, all, w, gw, v, gv, ga, 0.25);
+  gstat_matrix GV32 = gstat_matrix_col_major(gv, GSTAT_F32, NB, N, N);
+  assert_int_equal(gstat_eigh_backward(gpu, &W, &V, &GW, &GV32, 0.0, &GA), GSTAT_EINVAL);
   for (int k = 0; k < 5; k++) all[k]->location = GSTAT_CUDA;
   assert_int_equal(gstat_eigh_backward(gpu, &W, &V, &GW, &GV, -1.0, &GA), GSTAT_EINVAL);
-  assert_int_equal(gstat_eigh_backward(gpu, &W, &V, &GW, &GV, 0.0, &GA), GSTAT_OK);
-  for (int b = 0; b < NB; b++)
-    for (int i = 0; i < N; i++)
-      for (int j = 0; j < N; j++) {
-        double want = 0;
-        for (int k = 0; k < N; k++)
-          want += v[b * N * N + k * N + i] * gw[b * N + k] * v[b * N * N + k * N + j];
-        assert_true(fabs(ga[b * N * N + i * N + j] - want) <= 1e-12 * 10);
-      }
-  /* gV = V S with S = e_0 e_1^T: V^T gV - gV^T V = e_0 e_1^T - e_1 e_0^T */
-  for (int b = 0; b < NB; b++)
-    for (int i = 0; i < N; i++)
-      for (int j = 0; j < N; j++) gv[b * N * N + j * N + i] = j == 1 ? v[b * N * N + i] : 0.0;
-  assert_int_equal(gstat_eigh_backward(gpu, &W, &V, NULL, &GV, 0.0, &GA), GSTAT_OK);
-  for (int b = 0; b < NB; b++) {
-    const double f = 0.5 / (w[b * N + 1] - w[b * N]); /* middle (0, 1) = f, (1, 0) = f too */
-    for (int i = 0; i < N; i++)
-      for (int j = 0; j < N; j++) {
-        const double *vb = v + b * N * N; /* column k at vb + k * N */
-        double want = f * (vb[i] * vb[N + j] + vb[N + i] * vb[j]);
-        assert_true(fabs(ga[b * N * N + i * N + j] - want) <= 1e-12 * (1 + fabs(f)));
-      }
-  }
+  check_backward_terms(gpu, all, w, gw, v, gv, ga, 0.0);
+  assert_int_equal(gstat_ctx_last_backends(gpu), GSTAT_RAN_CUDA);
   gstat_ctx_destroy(gpu);
 }
 

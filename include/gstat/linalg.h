@@ -145,9 +145,10 @@ GSTAT_API gstat_status gstat_eigh_async(gstat_ctx *ctx, const gstat_matrix *A, g
                                         gstat_matrix *w, gstat_matrix *V, int32_t *info);
 
 /*
- * The gradient of a loss through eigh (torch.linalg's symmetric formula),
- * for CUDA device data, enqueued like gstat_eigh_async (no host
- * synchronization, no allocation):
+ * The gradient of a loss through eigh (torch.linalg's symmetric formula).
+ * CUDA device data: enqueued like gstat_eigh_async (no host
+ * synchronization, no allocation), order n <= 32. Host data: computed on
+ * the CPU (three matrix products per element), any order:
  *   gA = V (diag(gw) + F o (V^T gV - gV^T V)) V^T,
  *   F_ij = 1 / (2 (w_j - w_i)), and 0 within a degenerate block
  *   (|w_j - w_i| <= n eps max|w|, the diagonal included); broadening b > 0
@@ -157,10 +158,11 @@ GSTAT_API gstat_status gstat_eigh_async(gstat_ctx *ctx, const gstat_matrix *A, g
  *         NULL (no eigenvalue term).
  * V, gV   batch x n x n eigenvectors (columns) and their gradient.
  * gA      batch x n x n, overlapping none of the inputs.
- * Any strides; one dtype, float32 or float64; order n <= 32.
+ * Any strides; one dtype, float32 or float64, in one memory.
  *
- * Statuses: GSTAT_OK (enqueued); GSTAT_EINVAL; GSTAT_EUNSUPPORTED (host data,
- * bfloat16, n > 32, no CUDA backend with this path); GSTAT_EBACKEND.
+ * Statuses: GSTAT_OK (enqueued, or done for host data); GSTAT_EINVAL;
+ * GSTAT_EUNSUPPORTED (bfloat16; device data with n > 32 or no CUDA backend
+ * with this path); GSTAT_EBACKEND.
  */
 GSTAT_API gstat_status gstat_eigh_backward(gstat_ctx *ctx, const gstat_matrix *w,
                                            const gstat_matrix *V, const gstat_matrix *gw,

@@ -544,7 +544,7 @@ gstat_status gstat_eigh_async(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo 
 }
 
 /* Arguments of gstat_eigh_backward: V n x n, w and gw n x 1, gV and gA like V,
- * one dtype, gA overlapping no input, all on one CUDA device. */
+ * one dtype, gA overlapping no input, all in host memory or on one device. */
 static gstat_status check_eigh_backward(gstat_ctx *ctx, const char *fn, const gstat_matrix *w,
                                         const gstat_matrix *V, const gstat_matrix *gw,
                                         const gstat_matrix *gV, gstat_matrix *gA) {
@@ -566,11 +566,7 @@ static gstat_status check_eigh_backward(gstat_ctx *ctx, const char *fn, const gs
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: gA and V differ in dtype", fn);
   const gstat_matrix *all[] = {V, w, gw, gV, gA};
   const char *order[] = {"V", "w", "gw", "gV", "gA"};
-  TRY(check_location(ctx, fn, all, order, 5));
-  if (V->location != GSTAT_CUDA)
-    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED,
-                        "%s: the arguments are in host memory; it takes CUDA device data", fn);
-  return GSTAT_OK;
+  return check_location(ctx, fn, all, order, 5);
 }
 
 gstat_status gstat_eigh_backward(gstat_ctx *ctx, const gstat_matrix *w, const gstat_matrix *V,
@@ -583,8 +579,8 @@ gstat_status gstat_eigh_backward(gstat_ctx *ctx, const gstat_matrix *w, const gs
   if (!(broadening >= 0) || isinf(broadening))
     return gstat_i_fail(ctx, GSTAT_EINVAL, "%s: broadening must be finite and >= 0", fn);
   if (V->batch == 0 || V->rows == 0) return GSTAT_OK;
-  gstat_i_backend be;
-  TRY(gstat_i_cuda_backend(ctx, &be));
+  gstat_i_backend be = {&gstat_i_cpu_backend_ops, NULL}; /* host data: the CPU's */
+  if (V->location == GSTAT_CUDA) TRY(gstat_i_cuda_backend(ctx, &be));
   if (!be.ops->eigh_backward)
     return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "%s: the %s backend has no such path", fn,
                         be.ops->name);

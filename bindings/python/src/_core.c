@@ -783,18 +783,28 @@ static PyObject *py_eigh_async(PyObject *self, PyObject *const *args, Py_ssize_t
   return ret;
 }
 
-/* A device descriptor from raw fields (eigh_backward). */
+/* A descriptor from raw fields (eigh_backward): device memory, or host
+ * memory for device -1. */
 static gstat_matrix raw_matrix(long long ptr, gstat_dtype dt, long long batch, long long rows,
                                long long cols, const long long st[3], int device) {
-  gstat_matrix m = {
-      (void *)(intptr_t)ptr, dt, GSTAT_CUDA, device, batch, rows, cols, st[0], st[1], st[2]};
+  gstat_matrix m = {(void *)(intptr_t)ptr,
+                    dt,
+                    device < 0 ? GSTAT_HOST : GSTAT_CUDA,
+                    device < 0 ? 0 : device,
+                    batch,
+                    rows,
+                    cols,
+                    st[0],
+                    st[1],
+                    st[2]};
   return m;
 }
 
 /* eigh_backward(w, w_bs, w_s, gw, gw_bs, gw_s, v, v_bs, v_rs, v_cs, gv, gv_bs, gv_rs, gv_cs,
  * out, out_bs, out_rs, out_cs, batch, n, dtype, broadening, device, stream):
  * gstat_eigh_backward on raw device pointers and element strides (gw 0: none), dtype
- * 0/1 = float32/float64; for gstat.torch's backward, as eigh_async. */
+ * 0/1 = float32/float64; for gstat.torch's backward, as eigh_async. Device -1:
+ * host pointers, computed on the CPU (the stream is not used). */
 static PyObject *py_eigh_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
   if (check_nargs(nargs, 24, "eigh_backward") < 0) return NULL;
@@ -802,7 +812,7 @@ static PyObject *py_eigh_backward(PyObject *self, PyObject *const *args, Py_ssiz
   for (int i = 0; i < 24; i++) v[i] = i == 21 ? 0 : to_i64(args[i]);
   double broadening = PyFloat_AsDouble(args[21]);
   if (PyErr_Occurred()) return NULL;
-  if (v[20] < 0 || v[20] > 1 || v[22] < 0) {
+  if (v[20] < 0 || v[20] > 1 || v[22] < -1) {
     PyErr_SetString(PyExc_ValueError, "eigh_backward: bad dtype or device");
     return NULL;
   }
@@ -815,9 +825,11 @@ static PyObject *py_eigh_backward(PyObject *self, PyObject *const *args, Py_ssiz
   gstat_matrix V = raw_matrix(v[6], dt, b, n, n, v + 7, dev);
   gstat_matrix GV = raw_matrix(v[10], dt, b, n, n, v + 11, dev);
   gstat_matrix GA = raw_matrix(v[14], dt, b, n, n, v + 15, dev);
-  pooled *p = ctx_acquire(GSTAT_BACKEND_CUDA, dev);
+  pooled *p = ctx_acquire(dev < 0 ? GSTAT_BACKEND_CPU : GSTAT_BACKEND_CUDA, dev < 0 ? 0 : dev);
   if (!p) return NULL;
-  gstat_status st = gstat_ctx_set_cuda_stream(p->ctx, (void *)(intptr_t)(v[23] == 0 ? 1 : v[23]));
+  gstat_status st =
+      dev < 0 ? GSTAT_OK
+              : gstat_ctx_set_cuda_stream(p->ctx, (void *)(intptr_t)(v[23] == 0 ? 1 : v[23]));
   if (st == GSTAT_OK)
     st = gstat_eigh_backward(p->ctx, &W, &V, v[3] ? &GW : NULL, &GV, broadening, &GA);
   PyObject *ret = st == GSTAT_OK ? (Py_INCREF(Py_None), Py_None) : raise_status(st, p);

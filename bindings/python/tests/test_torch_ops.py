@@ -659,19 +659,16 @@ def test_cuda_graph_capture_is_refused_clearly():
     torch.testing.assert_close(out, ref)
 
 
-@needs_cuda
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("broadening", [0.0, 1e-3])
-def test_cuda_fused_backward_equals_torch_formula(dtype, broadening):
-    # gstat_eigh_backward (one kernel, orders <= 32) against the differentiable
-    # torch formula: random and degenerate spectra, strided/expanded gradients,
-    # with and without the eigenvalue term, orders 1, 7, 32
+def check_fused_backward(device, dtype, broadening, orders):
+    # gstat_eigh_backward against the differentiable torch formula: random
+    # and degenerate spectra, strided/expanded gradients, with and without
+    # the eigenvalue term
     tol = 1e-4 if dtype == torch.float32 else 1e-11
-    for n in (1, 7, 32):
+    for n in orders:
         a = torch.cat([sym(6, n), with_spectrum([1.0] * (n // 2) + [3.0] * (n - n // 2)).expand(2, n, n)])
-        w, v = gt.eigh(a.to(device="cuda", dtype=dtype))
+        w, v = gt.eigh(a.to(device=device, dtype=dtype))
         gw = torch.randn_like(w)
-        for gv in (torch.randn_like(v), torch.randn_like(v).mT, torch.ones(1, 1, 1, device="cuda",
+        for gv in (torch.randn_like(v), torch.randn_like(v).mT, torch.ones(1, 1, 1, device=device,
                                                                            dtype=dtype).expand_as(v)):
             for g in ((gw, gv), (None, gv), (gw[:1].expand_as(w), gv)):
                 fused = gt._fused_backward(w, v, *g, broadening)
@@ -681,6 +678,28 @@ def test_cuda_fused_backward_equals_torch_formula(dtype, broadening):
                 scale = 1 + ref.abs().max().item()
                 torch.testing.assert_close(fused, ref, rtol=0, atol=tol * scale)
     assert gt._fused_backward(w, v.bfloat16(), None, v.bfloat16(), 0.0) is None
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("broadening", [0.0, 1e-3])
+def test_cuda_fused_backward_equals_torch_formula(dtype, broadening):
+    check_fused_backward("cuda", dtype, broadening, (1, 7, 32))  # one kernel, orders <= 32
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("broadening", [0.0, 1e-3])
+def test_cpu_fused_backward_equals_torch_formula(dtype, broadening):
+    # one gstat call on the CPU, any order
+    check_fused_backward("cpu", dtype, broadening, (1, 7, 32, 70))
+    # a plain backward (grad mode off) takes it; a fake tensor of a trace does not
+    w, v = gt.eigh(sym(2, 5, dtype))
+    with torch.no_grad():
+        torch.testing.assert_close(gt._eigh_backward(w, v, None, v, broadening),
+                                   gt._fused_backward(w, v, None, v, broadening), rtol=0, atol=0)
+    with torch._subclasses.fake_tensor.FakeTensorMode() as mode:
+        fw, fv = mode.from_tensor(w), mode.from_tensor(v)
+        assert gt._fused_backward(fw, fv, None, fv, broadening) is None
 
 
 @needs_cuda

@@ -1,6 +1,8 @@
 /* The CPU backend: batch loops over the per-element routines of cpu_ops.c,
  * parallel over matrices (OpenMP) with single-threaded BLAS inside, or one
  * matrix at a time with threaded BLAS when the batch is too small. */
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef _OPENMP
@@ -31,7 +33,9 @@ static void run_item(const gstat_i_cpu_job *job, int64_t it, int64_t groups, int
  * elements faster per flop: their estimate errs toward threads they fill). */
 static double element_seconds(const gstat_i_cpu_job *job) {
   double n = (double)job->n, flops;
-  if (job->w)
+  if (job->flops > 0)
+    flops = job->flops;
+  else if (job->w)
     flops = (job->out ? 9.0 : 2.0) * n * n * n;
   else if (job->B)
     flops = 2.0 * n * n * (double)job->B->cols;
@@ -146,6 +150,34 @@ static gstat_status cpu_triangular_solve(void *state, gstat_ctx *ctx, const gsta
   return run_batch(ctx, "triangular_solve", &job, T->batch, info);
 }
 
+/* gstat_eigh_backward on host data: three GEMMs and the gap weights per
+ * matrix, computed in the data's dtype (float32 or float64), any order. */
+static gstat_status cpu_eigh_backward(void *state, gstat_ctx *ctx, const gstat_matrix *w,
+                                      const gstat_matrix *V, const gstat_matrix *gw,
+                                      const gstat_matrix *gV, double broadening, gstat_matrix *gA) {
+  (void)state;
+  if (V->dtype != GSTAT_F32 && V->dtype != GSTAT_F64)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "eigh_backward: float32 or float64 only");
+  if (V->rows > INT32_MAX / V->rows)
+    return gstat_i_fail(ctx, GSTAT_EUNSUPPORTED, "eigh_backward: order %lld is too large for BLAS",
+                        (long long)V->rows);
+  gstat_i_cpu_job job = {.A = V,
+                         .B = gV,
+                         .out = gA,
+                         .vals = w,
+                         .grad_vals = gw,
+                         .broadening = broadening,
+                         .n = V->rows};
+  bool ok = V->dtype == GSTAT_F64 ? gstat_i_cpu_eigh_backward_setup_f64(&job)
+                                  : gstat_i_cpu_eigh_backward_setup_f32(&job);
+  if (!ok) return setup_failed(ctx, "eigh_backward");
+  int64_t *info = malloc(sizeof(int64_t) * (size_t)V->batch);
+  if (!info) return gstat_i_fail(ctx, GSTAT_ENOMEM, "eigh_backward: out of memory");
+  gstat_status st = run_batch(ctx, "eigh_backward", &job, V->batch, info);
+  free(info);
+  return st;
+}
+
 const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .api_version = GSTAT_I_BACKEND_API_VERSION,
     .name = "cpu",
@@ -154,6 +186,7 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .cholesky = cpu_cholesky,
     .cholesky_solve = cpu_cholesky_solve,
     .triangular_solve = cpu_triangular_solve,
+    .eigh_backward = cpu_eigh_backward,
     .destroy = NULL,
     .copy = gstat_i_cpu_copy,
     .comoment = gstat_i_cpu_comoment,

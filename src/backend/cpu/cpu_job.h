@@ -10,10 +10,13 @@
 
 typedef struct gstat_i_cpu_job gstat_i_cpu_job;
 struct gstat_i_cpu_job {
-  const gstat_matrix *A; /* the matrix input (A, F or T) */
-  const gstat_matrix *B; /* right-hand sides (solves) */
-  gstat_matrix *out;     /* V (may be NULL), F or X */
-  gstat_matrix *w;       /* eigenvalues (eigh) */
+  const gstat_matrix *A;                /* the matrix input (A, F or T) */
+  const gstat_matrix *B;                /* right-hand sides (solves) */
+  gstat_matrix *out;                    /* V (may be NULL), F or X */
+  gstat_matrix *w;                      /* eigenvalues (eigh) */
+  const gstat_matrix *vals, *grad_vals; /* eigh_backward: w and gw (may be NULL) */
+  double broadening;                    /* eigh_backward */
+  double flops;                         /* one element's, when the fields above do not say */
   gstat_uplo uplo;
   gstat_trans trans;
   gstat_diag diag;
@@ -41,7 +44,8 @@ static inline size_t gstat_i_align64(size_t x) {
   bool gstat_i_cpu_eigh_setup_##SFX(gstat_i_cpu_job *job);      \
   bool gstat_i_cpu_chol_setup_##SFX(gstat_i_cpu_job *job);      \
   bool gstat_i_cpu_cholsolve_setup_##SFX(gstat_i_cpu_job *job); \
-  bool gstat_i_cpu_trsolve_setup_##SFX(gstat_i_cpu_job *job);
+  bool gstat_i_cpu_trsolve_setup_##SFX(gstat_i_cpu_job *job);   \
+  bool gstat_i_cpu_eigh_backward_setup_##SFX(gstat_i_cpu_job *job);
 GSTAT_I_DECLARE_CPU_OPS(f32)
 GSTAT_I_DECLARE_CPU_OPS(f64)
 

@@ -3,6 +3,7 @@
  * Kernel crossovers, measured single-threaded on the project's 2-core Xeon
  * (AVX-512), see bench/README.md: below them our own small-matrix kernels
  * beat OpenBLAS/LAPACK, whose per-call overhead dominates there. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -32,24 +33,32 @@ static const int64_t chol_lanes_max_f64 = 48;
 #define T float
 #define SFX f32
 #define LP(x) LAPACKE_s##x
+#define BLAS(x) cblas_s##x
+#define EPSILON FLT_EPSILON
 #define NATIVE GSTAT_F32
 #define LANES GSTAT_I_LANES_F32
 #include "backend/cpu/cpu_ops_tmpl.h"
 #undef T
 #undef SFX
 #undef LP
+#undef BLAS
+#undef EPSILON
 #undef NATIVE
 #undef LANES
 
 #define T double
 #define SFX f64
 #define LP(x) LAPACKE_d##x
+#define BLAS(x) cblas_d##x
+#define EPSILON DBL_EPSILON
 #define NATIVE GSTAT_F64
 #define LANES GSTAT_I_LANES_F64
 #include "backend/cpu/cpu_ops_tmpl.h"
 #undef T
 #undef SFX
 #undef LP
+#undef BLAS
+#undef EPSILON
 #undef NATIVE
 #undef LANES
 

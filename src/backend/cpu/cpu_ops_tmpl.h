@@ -215,6 +215,52 @@ bool FN(gstat_i_cpu_trsolve_setup)(gstat_i_cpu_job *job) {
   return FN(solve_workspace)(job);
 }
 
+/* ---- the gradient through eigh: V (diag(gw) + F o (V^T gV - gV^T V)) V^T ---- */
+
+/* inner := F o (M - M^T) with gw on the diagonal (gstat_eigh_backward's F:
+ * 1 / (2 (w_j - w_i)), broadened by b > 0, zero within a degenerate block). */
+static void FN(backward_inner)(T *inner, const T *m, const T *w, const T *gw, int64_t n,
+                               double broadening) {
+  double wmax = 0;
+  for (int64_t k = 0; k < n; k++) wmax = fmax(wmax, fabs((double)w[k]));
+  const double tol = (double)n * EPSILON * wmax;
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < n; i++) {
+      const double gap = (double)w[j] - (double)w[i];
+      const double f = fabs(gap) <= tol ? 0.0
+                       : broadening > 0 ? gap / (2 * (gap * gap + broadening))
+                                        : 0.5 / gap;
+      inner[i + j * n] = i == j ? (gw ? gw[i] : 0) : (T)(((double)m[i + j * n] - m[j + i * n]) * f);
+    }
+}
+
+static int64_t FN(eigh_backward_one)(const gstat_i_cpu_job *job, int64_t b, char *ws) {
+  const int64_t n = job->n;
+  const size_t mat = gstat_i_align64(sizeof(T) * (size_t)(n * n));
+  T *v = (T *)ws, *g = (T *)(ws + mat), *m = (T *)(ws + 2 * mat), *inner = (T *)(ws + 3 * mat);
+  T *w = (T *)(ws + 4 * mat), *gw = w + n;
+  const int nn = (int)n;
+  FN(gstat_i_pack_full)(job->A, b, v, n);
+  FN(gstat_i_pack_full)(job->B, b, g, n);
+  FN(gstat_i_pack_full)(job->vals, b, w, n);
+  if (job->grad_vals) FN(gstat_i_pack_full)(job->grad_vals, b, gw, n);
+  BLAS(gemm)(CblasColMajor, CblasTrans, CblasNoTrans, nn, nn, nn, 1, v, nn, g, nn, 0, m, nn);
+  FN(backward_inner)(inner, m, w, job->grad_vals ? gw : NULL, n, job->broadening);
+  BLAS(gemm)(CblasColMajor, CblasNoTrans, CblasNoTrans, nn, nn, nn, 1, v, nn, inner, nn, 0, m, nn);
+  BLAS(gemm)(CblasColMajor, CblasNoTrans, CblasTrans, nn, nn, nn, 1, m, nn, v, nn, 0, g, nn);
+  FN(gstat_i_unpack_full)(g, n, job->out, b);
+  return 0;
+}
+
+bool FN(gstat_i_cpu_eigh_backward_setup)(gstat_i_cpu_job *job) {
+  size_t mat;
+  if (!gstat_i_mul_size((size_t)job->n * sizeof(T), (size_t)job->n, &mat)) return false;
+  job->one = FN(eigh_backward_one);
+  job->per_thread = 4 * gstat_i_align64(mat) + gstat_i_align64(2 * sizeof(T) * (size_t)job->n);
+  job->flops = 6.0 * (double)job->n * (double)job->n * (double)job->n;
+  return true;
+}
+
 #include "backend/cpu/eigh_lowest_tmpl.h"
 
 #undef FN

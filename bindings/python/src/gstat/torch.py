@@ -414,11 +414,17 @@ _BWD_MAX_N = 32  # gstat_eigh_backward's orders
 _BWD_DTYPES = {torch.float32: 0, torch.float64: 1}
 
 
-def _real_cuda(*ts):
-    """Whether every tensor is a plain CUDA tensor with memory behind it: not a
-    fake/functional tensor of a compiler's trace, nor a torch.func wrapper."""
+def _real_on(device_type, *ts):
+    """Whether every tensor is a plain tensor with memory behind it on
+    device_type ("cuda" or "cpu"): not a fake/functional tensor of a
+    compiler's trace, nor a torch.func wrapper."""
     wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", lambda t: False)
-    return all(type(t) is torch.Tensor and t.is_cuda and not wrapped(t) for t in ts)
+    return all(type(t) is torch.Tensor and t.device.type == device_type and not wrapped(t)
+               for t in ts)
+
+
+def _real_cuda(*ts):
+    return _real_on("cuda", *ts)
 
 
 def _no_broadcast(t):
@@ -428,15 +434,19 @@ def _no_broadcast(t):
 
 
 def _fused_backward(w, v, gw, gv, broadening):
-    """The backward in one CUDA kernel (gstat_eigh_backward), or None where
-    it does not apply (then torch operations compute it)."""
+    """The backward in one gstat call (gstat_eigh_backward: one CUDA kernel
+    for orders up to 32, three matrix products per element on the CPU), or
+    None where it does not apply (then torch operations compute it)."""
     n = v.shape[-1]
     ts = (w, v, gv) if gw is None else (w, v, gw, gv)
-    if not (1 <= n <= _BWD_MAX_N and v.dtype in _BWD_DTYPES
-            and all(t.dtype == v.dtype for t in ts) and _real_cuda(*ts)):
+    if not (n >= 1 and v.dtype in _BWD_DTYPES and all(t.dtype == v.dtype for t in ts)):
         return None
-    dev = v.device.index if v.device.index is not None else torch.cuda.current_device()
-    if dev not in _warm and torch.cuda.is_current_stream_capturing():
+    on_cpu = _real_on("cpu", *ts)
+    if not on_cpu and not (n <= _BWD_MAX_N and _real_cuda(*ts)):
+        return None
+    dev = -1 if on_cpu else (v.device.index if v.device.index is not None
+                             else torch.cuda.current_device())
+    if not on_cpu and dev not in _warm and torch.cuda.is_current_stream_capturing():
         return None  # gstat's CUDA context cannot be made inside a capture
     w2, v3, gv3 = (_no_broadcast(t) for t in (w.reshape(-1, n), v.reshape(-1, n, n),
                                               gv.reshape(-1, n, n)))
@@ -446,16 +456,18 @@ def _fused_backward(w, v, gw, gv, broadening):
                         *((0, 0, 0) if gw2 is None else (gw2.data_ptr(), *gw2.stride())),
                         v3.data_ptr(), *v3.stride(), gv3.data_ptr(), *gv3.stride(),
                         out.data_ptr(), n * n, n, 1, v3.shape[0], n, _BWD_DTYPES[v.dtype],
-                        float(broadening), dev, torch.cuda.current_stream(dev).cuda_stream)
-    _warm.add(dev)
+                        float(broadening), dev,
+                        0 if on_cpu else torch.cuda.current_stream(dev).cuda_stream)
+    if not on_cpu:
+        _warm.add(dev)
     return out
 
 
 def _eigh_backward_once(w, v, gw, gv, broadening):
     """_eigh_backward where no second derivative is asked (grad mode off, as
-    in a plain backward): the same values in fewer, in-place kernels, or one
-    kernel on CUDA for orders up to 32. A batch of small matrices is bound
-    by kernel launches here."""
+    in a plain backward): one gstat call on the CPU and on CUDA for orders up
+    to 32, else the same values in fewer, in-place kernels. A batch of small
+    matrices is bound by kernel launches or operator overhead here."""
     fused = _fused_backward(w, v, gw, gv, broadening)
     if fused is not None:
         return fused
