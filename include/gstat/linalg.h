@@ -162,7 +162,8 @@ GSTAT_API gstat_status gstat_eigh_async(gstat_ctx *ctx, const gstat_matrix *A, g
  *
  * Statuses: GSTAT_OK (enqueued, or done for host data); GSTAT_EINVAL;
  * GSTAT_EUNSUPPORTED (bfloat16; device data with n > 32 or no CUDA backend
- * with this path); GSTAT_EBACKEND.
+ * with this path); GSTAT_EBACKEND; host data also GSTAT_ENOMEM and
+ * GSTAT_ECANCELED (the progress callback asked to stop).
  */
 GSTAT_API gstat_status gstat_eigh_backward(gstat_ctx *ctx, const gstat_matrix *w,
                                            const gstat_matrix *V, const gstat_matrix *gw,

@@ -700,6 +700,16 @@ def test_cpu_fused_backward_equals_torch_formula(dtype, broadening):
     with torch._subclasses.fake_tensor.FakeTensorMode() as mode:
         fw, fv = mode.from_tensor(w), mode.from_tensor(v)
         assert gt._fused_backward(fw, fv, None, fv, broadening) is None
+    # nor a negative-bit view (its data are the negation), nor a dispatch
+    # mode's trace (make_fx with real tensors would record an empty result)
+    assert gt._fused_backward(w, v, None, torch._neg_view(v), broadening) is None
+
+    class Passthrough(torch.utils._python_dispatch.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with Passthrough():
+        assert gt._fused_backward(w, v, None, v, broadening) is None
 
 
 @needs_cuda

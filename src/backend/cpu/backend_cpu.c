@@ -41,7 +41,7 @@ static double element_seconds(const gstat_i_cpu_job *job) {
     flops = 2.0 * n * n * (double)job->B->cols;
   else
     flops = n * n * n / 3.0;
-  return gstat_i_cpu_seconds(job->A->dtype, flops + 8.0 * n * n, false);
+  return gstat_i_cpu_seconds(job->A->dtype, flops + 8.0 * n * n, job->flops > 0); /* GEMMs */
 }
 
 static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *job, int64_t batch,

@@ -16,7 +16,7 @@ struct gstat_i_cpu_job {
   gstat_matrix *w;                      /* eigenvalues (eigh) */
   const gstat_matrix *vals, *grad_vals; /* eigh_backward: w and gw (may be NULL) */
   double broadening;                    /* eigh_backward */
-  double flops;                         /* one element's, when the fields above do not say */
+  double flops; /* one element's in BLAS-3, when the fields above do not say */
   gstat_uplo uplo;
   gstat_trans trans;
   gstat_diag diag;

@@ -415,12 +415,21 @@ _BWD_DTYPES = {torch.float32: 0, torch.float64: 1}
 
 
 def _real_on(device_type, *ts):
-    """Whether every tensor is a plain tensor with memory behind it on
-    device_type ("cuda" or "cpu"): not a fake/functional tensor of a
-    compiler's trace, nor a torch.func wrapper."""
+    """Whether every tensor is a plain strided tensor with memory behind it on
+    device_type ("cuda" or "cpu"), read as its data say (no negative-bit
+    view), outside any trace: not a fake/functional tensor of a compiler's
+    trace, nor a torch.func wrapper, nor under a dispatch mode or the JIT
+    tracer (which would record an empty result)."""
     wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", lambda t: False)
+    if _dispatch_mode() is not None or torch._C._get_tracing_state() is not None:
+        return False
     return all(type(t) is torch.Tensor and t.device.type == device_type and not wrapped(t)
-               for t in ts)
+               and t.layout == torch.strided and not t.is_neg() for t in ts)
+
+
+def _dispatch_mode():
+    get = getattr(torch.utils._python_dispatch, "_get_current_dispatch_mode", lambda: None)
+    return get()
 
 
 def _real_cuda(*ts):
