@@ -224,14 +224,17 @@ static void FN(backward_inner)(T *inner, const T *m, const T *w, const T *gw, in
   double wmax = 0;
   for (int64_t k = 0; k < n; k++) wmax = fmax(wmax, fabs((double)w[k]));
   const double tol = (double)n * EPSILON * wmax;
-  for (int64_t j = 0; j < n; j++)
-    for (int64_t i = 0; i < n; i++) {
+  /* F is antisymmetric and so is M - M^T: inner is symmetric, one pair at a time */
+  for (int64_t j = 0; j < n; j++) {
+    inner[j + j * n] = gw ? gw[j] : 0;
+    for (int64_t i = 0; i < j; i++) {
       const double gap = (double)w[j] - (double)w[i];
       const double f = fabs(gap) <= tol ? 0.0
                        : broadening > 0 ? gap / (2 * (gap * gap + broadening))
                                         : 0.5 / gap;
-      inner[i + j * n] = i == j ? (gw ? gw[i] : 0) : (T)(((double)m[i + j * n] - m[j + i * n]) * f);
+      inner[i + j * n] = inner[j + i * n] = (T)(((double)m[i + j * n] - m[j + i * n]) * f);
     }
+  }
 }
 
 static int64_t FN(eigh_backward_one)(const gstat_i_cpu_job *job, int64_t b, char *ws) {
