@@ -830,12 +830,10 @@ static PyObject *py_eigh_backward(PyObject *self, PyObject *const *args, Py_ssiz
   gstat_status st =
       dev < 0 ? GSTAT_OK
               : gstat_ctx_set_cuda_stream(p->ctx, (void *)(intptr_t)(v[23] == 0 ? 1 : v[23]));
-  if (st == GSTAT_OK && dev < 0) { /* host: the whole computation, without the GIL */
+  if (st == GSTAT_OK) { /* without the GIL: on the host it is the whole computation */
     Py_BEGIN_ALLOW_THREADS st =
         gstat_eigh_backward(p->ctx, &W, &V, v[3] ? &GW : NULL, &GV, broadening, &GA);
     Py_END_ALLOW_THREADS
-  } else if (st == GSTAT_OK) {
-    st = gstat_eigh_backward(p->ctx, &W, &V, v[3] ? &GW : NULL, &GV, broadening, &GA);
   }
   PyObject *ret = st == GSTAT_OK ? (Py_INCREF(Py_None), Py_None) : raise_status(st, p);
   ctx_release(p);

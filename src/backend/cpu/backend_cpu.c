@@ -2,7 +2,6 @@
  * parallel over matrices (OpenMP) with single-threaded BLAS inside, or one
  * matrix at a time with threaded BLAS when the batch is too small. */
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #ifdef _OPENMP
@@ -23,7 +22,8 @@ static void run_item(const gstat_i_cpu_job *job, int64_t it, int64_t groups, int
     job->group(job, it * lanes, ws, info);
   } else {
     int64_t b = groups * lanes + (it - groups);
-    info[b] = job->one(job, b, ws);
+    int64_t st = job->one(job, b, ws);
+    if (info) info[b] = st;
   }
 }
 
@@ -44,6 +44,8 @@ static double element_seconds(const gstat_i_cpu_job *job) {
   return gstat_i_cpu_seconds(job->A->dtype, flops + 8.0 * n * n, job->flops > 0); /* GEMMs */
 }
 
+/* The batch through job's routines; info[b] gets element b's status (info
+ * may be NULL for a job whose elements cannot fail; no group routine then). */
 static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *job, int64_t batch,
                               int64_t *info) {
   /* items: whole groups first (when the job has a group routine), then the
@@ -171,11 +173,7 @@ static gstat_status cpu_eigh_backward(void *state, gstat_ctx *ctx, const gstat_m
   bool ok = V->dtype == GSTAT_F64 ? gstat_i_cpu_eigh_backward_setup_f64(&job)
                                   : gstat_i_cpu_eigh_backward_setup_f32(&job);
   if (!ok) return setup_failed(ctx, "eigh_backward");
-  int64_t *info = malloc(sizeof(int64_t) * (size_t)V->batch);
-  if (!info) return gstat_i_fail(ctx, GSTAT_ENOMEM, "eigh_backward: out of memory");
-  gstat_status st = run_batch(ctx, "eigh_backward", &job, V->batch, info);
-  free(info);
-  return st;
+  return run_batch(ctx, "eigh_backward", &job, V->batch, NULL); /* no element fails */
 }
 
 const gstat_i_backend_ops gstat_i_cpu_backend_ops = {

@@ -240,16 +240,17 @@ static void FN(backward_inner)(T *inner, const T *m, const T *w, const T *gw, in
 static int64_t FN(eigh_backward_one)(const gstat_i_cpu_job *job, int64_t b, char *ws) {
   const int64_t n = job->n;
   const size_t mat = gstat_i_align64(sizeof(T) * (size_t)(n * n));
-  T *v = (T *)ws, *g = (T *)(ws + mat), *m = (T *)(ws + 2 * mat), *inner = (T *)(ws + 3 * mat);
-  T *w = (T *)(ws + 4 * mat), *gw = w + n;
+  /* g holds gV, then the weighted inner matrix, then gA */
+  T *v = (T *)ws, *g = (T *)(ws + mat), *m = (T *)(ws + 2 * mat);
+  T *w = (T *)(ws + 3 * mat), *gw = w + n;
   const int nn = (int)n;
   FN(gstat_i_pack_full)(job->A, b, v, n);
   FN(gstat_i_pack_full)(job->B, b, g, n);
   FN(gstat_i_pack_full)(job->vals, b, w, n);
   if (job->grad_vals) FN(gstat_i_pack_full)(job->grad_vals, b, gw, n);
   BLAS(gemm)(CblasColMajor, CblasTrans, CblasNoTrans, nn, nn, nn, 1, v, nn, g, nn, 0, m, nn);
-  FN(backward_inner)(inner, m, w, job->grad_vals ? gw : NULL, n, job->broadening);
-  BLAS(gemm)(CblasColMajor, CblasNoTrans, CblasNoTrans, nn, nn, nn, 1, v, nn, inner, nn, 0, m, nn);
+  FN(backward_inner)(g, m, w, job->grad_vals ? gw : NULL, n, job->broadening);
+  BLAS(gemm)(CblasColMajor, CblasNoTrans, CblasNoTrans, nn, nn, nn, 1, v, nn, g, nn, 0, m, nn);
   BLAS(gemm)(CblasColMajor, CblasNoTrans, CblasTrans, nn, nn, nn, 1, m, nn, v, nn, 0, g, nn);
   FN(gstat_i_unpack_full)(g, n, job->out, b);
   return 0;
@@ -259,7 +260,7 @@ bool FN(gstat_i_cpu_eigh_backward_setup)(gstat_i_cpu_job *job) {
   size_t mat;
   if (!gstat_i_mul_size((size_t)job->n * sizeof(T), (size_t)job->n, &mat)) return false;
   job->one = FN(eigh_backward_one);
-  job->per_thread = 4 * gstat_i_align64(mat) + gstat_i_align64(2 * sizeof(T) * (size_t)job->n);
+  job->per_thread = 3 * gstat_i_align64(mat) + gstat_i_align64(2 * sizeof(T) * (size_t)job->n);
   job->flops = 6.0 * (double)job->n * (double)job->n * (double)job->n;
   return true;
 }

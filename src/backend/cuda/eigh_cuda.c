@@ -487,10 +487,10 @@ static gstat_cu_clusters own_clusters(gstat_cu_state *s) {
   char *end = NULL;
   const long given = on ? strtol(on, &end, 10) : 1;
   const int k = on && end != on && *end == '\0' && given >= 0 && given <= 40 ? (int)given : 1;
-  gstat_cu_clusters c = {.run = k >= 1 && k <= 40,
+  gstat_cu_clusters c = {.run = k >= 1,
                          .fail = gstat_cu_fault_now() == FAULT_CLUSTERS,
                          .panels = panels && strcmp(panels, "1") == 0,
-                         .max_work = k >= 2 && k <= 40 ? ldexp(1.0, k) : cluster_max_work,
+                         .max_work = k >= 2 ? ldexp(1.0, k) : cluster_max_work,
                          .clustered = &s->own_tridiag_clustered};
   return c;
 }

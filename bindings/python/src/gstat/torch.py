@@ -432,9 +432,6 @@ def _dispatch_mode():
     return get()
 
 
-def _real_cuda(*ts):
-    return _real_on("cuda", *ts)
-
 
 def _no_broadcast(t):
     """t, or a copy where a dimension repeats memory (stride 0, as autograd's
@@ -451,7 +448,7 @@ def _fused_backward(w, v, gw, gv, broadening):
     if not (n >= 1 and v.dtype in _BWD_DTYPES and all(t.dtype == v.dtype for t in ts)):
         return None
     on_cpu = _real_on("cpu", *ts)
-    if not on_cpu and not (n <= _BWD_MAX_N and _real_cuda(*ts)):
+    if not on_cpu and not (n <= _BWD_MAX_N and _real_on("cuda", *ts)):
         return None
     dev = -1 if on_cpu else (v.device.index if v.device.index is not None
                              else torch.cuda.current_device())

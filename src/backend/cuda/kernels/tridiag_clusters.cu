@@ -169,10 +169,11 @@ __device__ bool column_ok(const double *dd, const double *ee, int m, int n, doub
  * while q0 is below the block's threads, the groups' partial sums (part:
  * kClusterThreads * kPanel doubles of shared memory) added in group order. */
 __device__ void panel_dots(const double *z, int m, int n, int q0, int w, double *D, double *part) {
-  const int groups = q0 >= (int)blockDim.x ? 1 : (int)blockDim.x / q0;
-  const int g = groups == 1 ? 0 : (int)threadIdx.x / q0;
-  for (int p = groups == 1 ? (int)threadIdx.x : (int)threadIdx.x % q0; p < q0 && g < groups;
-       p += groups == 1 ? (int)blockDim.x : q0) {
+  const int threads = (int)blockDim.x, t = (int)threadIdx.x;
+  const int groups = q0 >= threads ? 1 : threads / q0;
+  /* one group: thread t takes p = t, t + threads, ...; several: group t / q0 takes p = t % q0 */
+  const int g = groups == 1 ? 0 : t / q0, step = groups == 1 ? threads : q0;
+  for (int p = t % step; p < q0 && g < groups; p += step) {
     double acc[kPanel] = {0};
     for (int k = g; k < m; k += groups) {
       const double zp = z[(size_t)k * n + p], *row = z + (size_t)k * n + q0;
@@ -279,8 +280,8 @@ __global__ void check_cluster_work(const T *e, int n, const double *norms,
 template <typename T>
 __global__ void __launch_bounds__(kClusterThreads)
     cluster_vectors(const T *d, const T *e, int n, const double *wd, const double *norms,
-                    const unsigned char *links, const int *idx, int fail, int panels,
-                    double max_work, double *Zt, double *U, int *flags) {
+                    const unsigned char *links, const int *idx, int fail, int panels, double *Zt,
+                    double *U, int *flags) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   double *dd = reinterpret_cast<double *>(smem_raw), *ee = dd + n, *dots = ee + n;
   __shared__ double scratch[kClusterWarps];
@@ -300,7 +301,8 @@ __global__ void __launch_bounds__(kClusterThreads)
   int lo, hi;
   block_of(ee, n, i, lo, hi);
   const int m = hi - lo + 1;
-  if (fail || c > kMaxCluster || (double)m * c * c > max_work) {
+  /* m c^2 was bounded by check_cluster_work; c bounds dots in shared memory */
+  if (fail || c > kMaxCluster) {
     if (threadIdx.x == 0) atomicOr(&flags[b], kFlagFailed);
     return;
   }
@@ -353,7 +355,7 @@ cudaError_t launch_clusters(const void *d, const void *e, int64_t n, const doubl
   }
   cluster_vectors<T><<<dim3((unsigned)n, (unsigned)k), kClusterThreads, smem, stream>>>(
       static_cast<const T *>(d), static_cast<const T *>(e), (int)n, wd, norms, links, idx, fail,
-      panels, max_work, Zt, U, flags);
+      panels, Zt, U, flags);
   return cudaGetLastError();
 }
 
