@@ -165,23 +165,70 @@ __global__ void __launch_bounds__(kThreads)
 /* ---- low dimensions: the candidates from the coordinates ---- */
 
 /* A thread per query row, the points streamed through shared memory in
- * tiles: each distance a = sum (y_i - y_j)^2 straight from the centred copy
- * (P >= p coordinates, the rest zero), never stored. The same rule as
- * select_rows with the same bound B = c (sq_i + sq_j) + eta (the direct
- * difference rounds less than the GEMM form it was derived for): pass 1
- * keeps the kp smallest a + B exactly (the threshold), pass 2 writes every j
- * with a - B at or below it. */
+ * tiles, each distance formed as the GEMM forms it (a = s - 2 y_i.y_j, s =
+ * sq_i + sq_j, the dot an FMA chain: select_rows' bound B = c s + eta covers
+ * it) and never stored. One pass: the kp smallest a + B so far give the
+ * threshold (an upper bound of the final one, which it reaches at the end),
+ * and every j with a - B at or below the current threshold is written to the
+ * row's list; a full list is compacted against the threshold of the moment,
+ * and a list still full then overflows (the exhaustive path). The list holds
+ * a superset of the final candidates: the exact step sorts them anyway. */
 constexpr int kFusedThreads = 128;
+
+/* 16 bytes from registers to shared memory in one store (the tile's rows
+ * are 16-byte multiples: fewer bank conflicts than scalar stores). */
+__device__ __forceinline__ void store16(float *dst, const float *src) {
+  *reinterpret_cast<float4 *>(dst) = make_float4(src[0], src[1], src[2], src[3]);
+}
+__device__ __forceinline__ void store16(double *dst, const double *src) {
+  *reinterpret_cast<double2 *>(dst) = make_double2(src[0], src[1]);
+}
+
+/* a - B and a + B for the pair (q: the row's coordinates, v: the point's,
+ * v[P] its squared norm); the same instructions wherever it is called. */
+template <typename T, int P>
+__device__ __forceinline__ void pair_bounds(const T (&q)[P], T si, const T *v, T c, T eta, T *lo,
+                                            T *hi) {
+  T dot = 0;
+#pragma unroll
+  for (int d = 0; d < P; d++) dot = fma(q[d], v[d], dot);
+  const T s = si + v[P], a = fma((T)-2, dot, s), b = fma(c, s, eta);
+  *lo = a - b;
+  *hi = a + b;
+}
+
+/* How many entries of row i's list (its first `stored`) have a - B at or
+ * below thr, moved to the front. Out of line, the row's coordinates read
+ * again: it runs rarely and keeps the hot loop's registers its own. */
+template <typename T, int P>
+__device__ __noinline__ int compact_list(const T *__restrict__ y, const T *__restrict__ sq,
+                                         int64_t n, int p, int64_t i, T c, T eta, T thr, int *list,
+                                         int stored) {
+  T q[P], v[P + 1], lo, hi;
+#pragma unroll
+  for (int d = 0; d < P; d++) q[d] = d < p ? y[i + d * n] : (T)0;
+  int kept = 0;
+  for (int t = 0; t < stored; t++) {
+    const int j = list[t];
+#pragma unroll
+    for (int d = 0; d < P; d++) v[d] = d < p ? y[j + d * n] : (T)0;
+    v[P] = sq[j];
+    pair_bounds<T, P>(q, sq[i], v, c, eta, &lo, &hi);
+    if (lo <= thr) list[kept++] = j;
+  }
+  return kept;
+}
 
 template <typename T, int P>
 __global__ void __launch_bounds__(kFusedThreads)
     fused_select_rows(const T *__restrict__ y, const T *__restrict__ sq, int64_t n, int p,
                       int64_t r0, int64_t rb, int kp, T c, T eta, int cap, int *__restrict__ cand,
                       int *__restrict__ count) {
-  __shared__ T tile[P][kFusedThreads];
-  __shared__ T tile_sq[kFusedThreads];
+  constexpr int W = P + 16 / sizeof(T); /* coordinates, norm, padding: 16-byte rows */
+  __shared__ __align__(16) T tile[kFusedThreads][W];
   const int64_t r = (int64_t)blockIdx.x * kFusedThreads + threadIdx.x, i = r0 + r;
   const bool active = r < rb;
+  int *list = cand + r * cap;
   T q[P], top[GSTAT_CU_KNN_FUSED_MAX_KP];
   const T si = active ? sq[i] : (T)0;
 #pragma unroll
@@ -189,42 +236,39 @@ __global__ void __launch_bounds__(kFusedThreads)
   for (int t = 0; t < kp; t++) top[t] = (T)INFINITY;
   T worst = (T)INFINITY; /* top[kp - 1], in a register */
   int stored = 0;
-  for (int pass = 0; pass < 2; pass++) {
-    const T thr = worst;
-    for (int64_t j0 = 0; j0 < n; j0 += kFusedThreads) {
-      const int64_t jt = j0 + threadIdx.x;
-      __syncthreads();
+  bool overflow = false;
+  for (int64_t j0 = 0; j0 < n; j0 += kFusedThreads) {
+    const int64_t jt = j0 + threadIdx.x;
+    __syncthreads();
+    T row[W];
 #pragma unroll
-      for (int a = 0; a < P; a++) tile[a][threadIdx.x] = jt < n && a < p ? y[jt + a * n] : (T)0;
-      tile_sq[threadIdx.x] = jt < n ? sq[jt] : (T)0;
-      __syncthreads();
-      if (!active) continue;
-      const int m = n - j0 < kFusedThreads ? (int)(n - j0) : kFusedThreads;
-      for (int t = 0; t < m; t++) {
-        T a = 0;
+    for (int a = 0; a < W; a++) row[a] = jt < n && a < p ? y[jt + a * n] : (T)0;
+    row[P] = jt < n ? sq[jt] : (T)0;
 #pragma unroll
-        for (int d = 0; d < P; d++) {
-          const T g = q[d] - tile[d][t];
-          a += g * g;
-        }
-        const T b = c * (si + tile_sq[t]) + eta;
-        if (j0 + t == i) continue;
-        if (pass == 0) {
-          const T u = a + b;
-          if (u < worst) { /* insertion into the sorted kp */
-            int at = kp - 1;
-            for (; at > 0 && top[at - 1] > u; at--) top[at] = top[at - 1];
-            top[at] = u;
-            worst = top[kp - 1];
-          }
-        } else if (a - b <= thr) {
-          if (stored < cap) cand[r * cap + stored] = (int)(j0 + t);
-          stored++;
-        }
+    for (int a = 0; a < W; a += 16 / sizeof(T)) store16(&tile[threadIdx.x][a], &row[a]);
+    __syncthreads();
+    if (!active || overflow) continue;
+    const int m = n - j0 < kFusedThreads ? (int)(n - j0) : kFusedThreads;
+#pragma unroll 4
+    for (int t = 0; t < m; t++) {
+      T lo, hi;
+      pair_bounds<T, P>(q, si, tile[t], c, eta, &lo, &hi);
+      if (lo > worst || j0 + t == i) continue;
+      if (hi < worst) { /* insertion into the sorted kp */
+        int at = kp - 1;
+        for (; at > 0 && top[at - 1] > hi; at--) top[at] = top[at - 1];
+        top[at] = hi;
+        worst = top[kp - 1];
       }
+      if (stored == cap) stored = compact_list<T, P>(y, sq, n, p, i, c, eta, worst, list, stored);
+      if (stored == cap) {
+        overflow = true;
+        break;
+      }
+      list[stored++] = (int)(j0 + t);
     }
   }
-  if (active) count[r] = stored;
+  if (active) count[r] = overflow ? cap + 1 : stored;
 }
 
 /* ---- exact distances and the final order ---- */

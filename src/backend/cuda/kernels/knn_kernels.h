@@ -40,11 +40,13 @@ cudaError_t gstat_cu_knn_select(int dtype, const void *dots, const void *sq, int
 #define GSTAT_CU_KNN_FUSED_MAX_P 32
 #define GSTAT_CU_KNN_FUSED_MAX_KP 64
 
-/* gstat_cu_knn_select's candidates for rows r0 .. r0 + rb - 1 straight from
- * the centred copy y (n x p, column-major) and sq: no n x rb block of dot
- * products (the distances are formed from the coordinates' differences,
- * which the same bound covers). p <= GSTAT_CU_KNN_FUSED_MAX_P, kp <=
- * GSTAT_CU_KNN_FUSED_MAX_KP. */
+/* Candidates for rows r0 .. r0 + rb - 1 straight from the centred copy y
+ * (n x p, column-major) and sq, in one pass over the points: no n x rb block
+ * of dot products (each dot product formed in registers, rounded as the GEMM
+ * rounds, under the same bound). The list holds gstat_cu_knn_select's
+ * candidates and possibly a few more (those under an earlier, larger
+ * threshold); count[r] > cap: the row overflowed. p <=
+ * GSTAT_CU_KNN_FUSED_MAX_P, kp <= GSTAT_CU_KNN_FUSED_MAX_KP. */
 cudaError_t gstat_cu_knn_fused_select(int dtype, const void *y, const void *sq, int64_t n,
                                       int64_t p, int64_t r0, int64_t rb, int64_t kp, double c,
                                       double eta, int cap, int *cand, int *count,
