@@ -24,11 +24,7 @@ batch.
 Vectors of different clusters are orthogonal to about eps / tolerance
 before that step, within a cluster to rounding.
 
-    python3 bench/sim_tridiag_split.py [--panels] [N [FAMILIES]]   (N 257, all families)
-
---panels orthonormalizes clusters of 32 slots or more by panels of 8
-columns (block classical Gram-Schmidt twice) instead of column by column,
-as kernels/tridiag_clusters.cu does with GSTAT_CUDA_CLUSTER_PANELS=1.
+    python3 bench/sim_tridiag_split.py [N [FAMILIES]]   (N 257, all families)
 """
 import sys
 
@@ -37,9 +33,6 @@ import scipy.linalg.lapack as lapack
 
 rng = np.random.default_rng(1)
 EPS = np.finfo(float).eps
-# clusters of this many slots or more are orthonormalized by panels
-# (--panels: kernels/tridiag_clusters.cu with GSTAT_CUDA_CLUSTER_PANELS=1)
-PANEL_WIDTH, PANELS_FROM = 8, 10**9
 TINY = np.finfo(float).tiny
 
 
@@ -108,26 +101,13 @@ def gram_schmidt(z):
     return z
 
 
-def gram_schmidt_panels(z, width=PANEL_WIDTH):
-    """Columns orthonormal in order by panels of `width`: each panel projected
-    against the columns before it and orthonormalized within (gram_schmidt),
-    twice (block classical Gram-Schmidt twice, BCGS2)."""
-    for q0 in range(0, z.shape[1], width):
-        p = z[:, q0:q0 + width]
-        for _ in range(2 if q0 > 0 else 1):
-            p -= z[:, :q0] @ (z[:, :q0].T @ p)
-            p = gram_schmidt(p)
-        z[:, q0:q0 + width] = p
-    return z
-
-
 def cluster_vectors(d, e, lams, tnorm, rng_c):
     """Orthonormal vectors of one cluster of a tridiagonal block (d, e)."""
     z = rng_c.uniform(-1, 1, (len(d), len(lams)))
     for _ in range(2):
         for j, lam in enumerate(lams):
             z[:, j] = ldl_solve(d, e, lam, z[:, j], EPS * tnorm)
-        z = gram_schmidt_panels(z) if len(lams) >= PANELS_FROM else gram_schmidt(z)
+        z = gram_schmidt(z)
     return z
 
 
@@ -232,10 +212,7 @@ def twisted(d, e, e2, lam, pivmin):
 
 
 def main():
-    global PANELS_FROM
-    args = [a for a in sys.argv[1:] if a != "--panels"]
-    if "--panels" in sys.argv:
-        PANELS_FROM = 32
+    args = sys.argv[1:]
     n = int(args[0]) if args else 257
     kinds = args[1].split(",") if len(args) > 1 else [
         "random", "even", "rank-deficient", "near-rank-deficient", "repeated", "dense-clustered",

@@ -262,24 +262,20 @@ static void test_eigh_large_n(void **state) {
   eigh_path_case(gpu, cpu, GSTAT_F64, TU_CLUSTERED, 300, 6, TU_COL_MAJOR, GSTAT_UPPER, true, 1, -1);
   /* eigenvalues geometric down to ulp: the smallest hundreds are closer
    * than the gap tolerance and do not split. Bounded at 2^31 (m c^2 per
-   * cluster), the cluster step serves every matrix and none goes back, its
-   * large clusters orthonormalized column by column or by panels
-   * (GSTAT_CUDA_CLUSTER_PANELS=1); bounded at 4 (GSTAT_CUDA_CLUSTER_STEP=2),
-   * every one goes back. */
+   * cluster), the cluster step serves every matrix and none goes back;
+   * bounded at 4 (GSTAT_CUDA_CLUSTER_STEP=2), every one goes back. */
   static const struct {
-    const char *step, *panels;
+    const char *step;
     int64_t clustered, degenerate;
-  } ways[] = {{"31", "0", 6, 0}, {"31", "1", 6, 0}, {"2", "0", 0, 1}};
-  for (int k = 0; k < 3; k++) {
+  } ways[] = {{"31", 6, 0}, {"2", 0, 1}};
+  for (int k = 0; k < 2; k++) {
     setenv("GSTAT_CUDA_CLUSTER_STEP", ways[k].step, 1);
-    setenv("GSTAT_CUDA_CLUSTER_PANELS", ways[k].panels, 1);
     gstat_device_stats before = stats_of(gpu);
     eigh_path_case(gpu, cpu, GSTAT_F64, TU_GEOMETRIC, 300, 6, TU_ROW_MAJOR, GSTAT_LOWER, true, 1,
                    ways[k].degenerate);
     assert_int_equal(stats_of(gpu).own_tridiag_clustered - before.own_tridiag_clustered,
                      ways[k].clustered);
   }
-  unsetenv("GSTAT_CUDA_CLUSTER_PANELS");
   unsetenv("GSTAT_CUDA_CLUSTER_STEP");
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);

@@ -480,16 +480,14 @@ static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int6
  * GSTAT_CUDA_CLUSTER_STEP=0 turns it off (every clustered matrix goes back
  * to cuSOLVER, as before the step existed); k in 2..40 bounds a cluster's
  * work at 2^k instead of the rule (to measure the rule); anything else
- * keeps the default. GSTAT_CUDA_CLUSTER_PANELS=1 (an experiment, off):
- * large clusters orthonormalized by panels (kernels/tridiag_clusters.cu). */
+ * keeps the default. */
 static gstat_cu_clusters own_clusters(gstat_cu_state *s) {
-  const char *on = getenv("GSTAT_CUDA_CLUSTER_STEP"), *panels = getenv("GSTAT_CUDA_CLUSTER_PANELS");
+  const char *on = getenv("GSTAT_CUDA_CLUSTER_STEP");
   char *end = NULL;
   const long given = on ? strtol(on, &end, 10) : 1;
   const int k = on && end != on && *end == '\0' && given >= 0 && given <= 40 ? (int)given : 1;
   gstat_cu_clusters c = {.run = k >= 1,
                          .fail = gstat_cu_fault_now() == FAULT_CLUSTERS,
-                         .panels = panels && strcmp(panels, "1") == 0,
                          .max_work = k >= 2 ? ldexp(1.0, k) : cluster_max_work,
                          .clustered = &s->own_tridiag_clustered};
   return c;

@@ -44,7 +44,7 @@ static cudaError_t run_clusters(const gstat_cu_tridiag_step_args *a, const int *
   err = gstat_cu_tridiag_clusters(
       a->cdt, a->d, a->e, a->n, (const double *)(base + a->parts.wd),
       (const double *)(base + a->parts.norms), (const unsigned char *)(base + a->parts.links), idx,
-      k, a->clusters.fail, a->clusters.panels, a->clusters.max_work, (double *)(base + a->parts.zt),
+      k, a->clusters.fail, a->clusters.max_work, (double *)(base + a->parts.zt),
       (double *)(base + a->parts.u), flags, a->stream);
   if (launch_refused(err)) {
     (void)cudaGetLastError();

@@ -50,8 +50,6 @@ typedef struct {
                        * they were before the step existed */
   int fail;           /* the hand-back's test (GSTAT_CUDA_FAULT=clusters): every
                        * cluster's vectors fail their check */
-  int panels;         /* large clusters orthonormalized by panels
-                       * (GSTAT_CUDA_CLUSTER_PANELS=1, not yet run on a GPU) */
   double max_work;    /* a cluster of c slots in a block of m rows with
                        * m c^2 above this hands its matrix back */
   int64_t *clustered; /* may be NULL: += the matrices the cluster step served */

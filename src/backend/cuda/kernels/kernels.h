@@ -223,13 +223,12 @@ cudaError_t gstat_cu_tridiag_vectors(int dtype, const void *d, const void *e, in
  * inverse iteration and Gram-Schmidt, in Zt's columns (U: scratch);
  * flags[idx[j]] |= 4 where a cluster's vectors fail their check or its
  * block order times its size squared exceeds max_work (the matrix is to
- * be solved another way), or everywhere when fail != 0. panels != 0:
- * large clusters orthonormalized by panels (tridiag_clusters.cu). */
+ * be solved another way), or everywhere when fail != 0. */
 cudaError_t gstat_cu_tridiag_clusters(int dtype, const void *d, const void *e, int64_t n,
                                       const double *wd, const double *norms,
                                       const unsigned char *links, const int *idx, int64_t k,
-                                      int fail, int panels, double max_work, double *Zt, double *U,
-                                      int *flags, cudaStream_t stream);
+                                      int fail, double max_work, double *Zt, double *U, int *flags,
+                                      cudaStream_t stream);
 
 /* X (dtype, dense column-major n x n per matrix) = Zt's vectors, slot i's
  * into column perm[b*n + i] (ascending values). */

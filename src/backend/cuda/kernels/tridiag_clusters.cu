@@ -36,15 +36,6 @@ constexpr int kClusterWarps = kClusterThreads / 32;
 constexpr int kMaxCluster = 2048;
 /* LAPACK's test threshold for residuals, in units of n eps ||T||. */
 constexpr double kResidualUnits = 60.0;
-/* With panels (GSTAT_CUDA_CLUSTER_PANELS=1, not yet run on a GPU),
- * clusters of kPanelsFrom slots or more are orthonormalized kPanel columns
- * at a time: each panel projected against all earlier columns at once
- * (each earlier column read once per panel instead of once per column),
- * then orthonormalized within, twice (block classical Gram-Schmidt twice;
- * bench/sim_tridiag_split.py --panels). */
-constexpr int kPanel = 8;
-constexpr int kPanelsFrom = 32;
-static_assert(kClusterThreads * kPanel <= kMaxCluster, "panel_dots' partial sums live in dots");
 /* From this many earlier columns on, a thread per dot product: its serial
  * chain of m rows is then no longer than a warp's q/kClusterWarps * m/32. */
 constexpr int kDotsByThread = 128;
@@ -164,79 +155,6 @@ __device__ bool column_ok(const double *dd, const double *ee, int m, int n, doub
   return fabs(ss - 1) <= 1e-10 && worst <= tol; /* NaN fails both */
 }
 
-/* D[p*n + j] = z_p . z_{q0+j} for p < q0, j < kPanel (zero for j >= w),
- * each summed in a fixed order: threads over p, in groups over the rows
- * while q0 is below the block's threads, the groups' partial sums (part:
- * kClusterThreads * kPanel doubles of shared memory) added in group order. */
-__device__ void panel_dots(const double *z, int m, int n, int q0, int w, double *D, double *part) {
-  const int threads = (int)blockDim.x, t = (int)threadIdx.x;
-  const int groups = q0 >= threads ? 1 : threads / q0;
-  /* one group: thread t takes p = t, t + threads, ...; several: group t / q0 takes p = t % q0 */
-  const int g = groups == 1 ? 0 : t / q0, step = groups == 1 ? threads : q0;
-  for (int p = t % step; p < q0 && g < groups; p += step) {
-    double acc[kPanel] = {0};
-    for (int k = g; k < m; k += groups) {
-      const double zp = z[(size_t)k * n + p], *row = z + (size_t)k * n + q0;
-#pragma unroll
-      for (int j = 0; j < kPanel; j++)
-        if (j < w) acc[j] += zp * row[j];
-    }
-    double *out = groups == 1 ? D + (size_t)p * n : part + (size_t)(g * q0 + p) * kPanel;
-#pragma unroll
-    for (int j = 0; j < kPanel; j++) out[j] = acc[j];
-  }
-  __syncthreads();
-  if (groups == 1) return;
-  for (int at = threadIdx.x; at < q0 * kPanel; at += blockDim.x) {
-    const int p = at / kPanel, j = at % kPanel;
-    double sum = 0;
-    for (int gg = 0; gg < groups; gg++) sum += part[(size_t)(gg * q0 + p) * kPanel + j];
-    D[(size_t)p * n + j] = sum;
-  }
-  __syncthreads();
-}
-
-/* z_{q0+j} -= sum_{p<q0} D[p*n + j] z_p for j < w: a warp per row, lanes
- * over p, each row's sums reduced in a fixed order. */
-__device__ void panel_update(double *z, int m, int n, int q0, int w, const double *D) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int k = warp; k < m; k += kClusterWarps) {
-    double *row = z + (size_t)k * n;
-    double acc[kPanel] = {0};
-    for (int p = lane; p < q0; p += 32) {
-      const double zp = row[p];
-#pragma unroll
-      for (int j = 0; j < kPanel; j++) acc[j] += zp * D[(size_t)p * n + j];
-    }
-    double mine = 0;
-#pragma unroll
-    for (int j = 0; j < kPanel; j++) {
-      for (int o = 16; o > 0; o >>= 1) acc[j] += __shfl_xor_sync(kFullMask, acc[j], o);
-      if (j == lane) mine = acc[j];
-    }
-    if (lane < w) row[q0 + lane] -= mine;
-  }
-  __syncthreads();
-}
-
-/* orthonormalize by panels of kPanel columns: each projected against the
- * columns before it (D in the cluster's rows of U, free between the
- * inverse iterations) and orthonormalized within, twice. */
-__device__ bool orthonormalize_panels(double *z, double *u, int m, int n, int c, double *dots,
-                                      double *scratch) {
-  for (int q0 = 0; q0 < c; q0 += kPanel) {
-    const int w = min(kPanel, c - q0);
-    for (int again = 0; again < (q0 > 0 ? 2 : 1); again++) {
-      if (q0 > 0) {
-        panel_dots(z, m, n, q0, w, u, dots);
-        panel_update(z, m, n, q0, w, u);
-      }
-      if (!orthonormalize(z + q0, m, n, w, dots, scratch)) return false;
-    }
-  }
-  return true;
-}
-
 /* A thread per listed matrix: kFlagFailed where some cluster's m c^2
  * exceeds max_work, before any cluster of it is worked on (its vectors
  * come from cuSOLVER then). One pass over the slots: the blocks of the
@@ -280,8 +198,8 @@ __global__ void check_cluster_work(const T *e, int n, const double *norms,
 template <typename T>
 __global__ void __launch_bounds__(kClusterThreads)
     cluster_vectors(const T *d, const T *e, int n, const double *wd, const double *norms,
-                    const unsigned char *links, const int *idx, int fail, int panels, double *Zt,
-                    double *U, int *flags) {
+                    const unsigned char *links, const int *idx, int fail, double *Zt, double *U,
+                    int *flags) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   double *dd = reinterpret_cast<double *>(smem_raw), *ee = dd + n, *dots = ee + n;
   __shared__ double scratch[kClusterWarps];
@@ -321,10 +239,7 @@ __global__ void __launch_bounds__(kClusterThreads)
     for (int q = threadIdx.x; q < c; q += blockDim.x)
       inverse_iteration(dd, ee, m, n, lam[q], guard, z + q, u + q);
     __syncthreads();
-    const bool ok_basis = panels && c >= kPanelsFrom
-                              ? orthonormalize_panels(z, u, m, n, c, dots, scratch)
-                              : orthonormalize(z, m, n, c, dots, scratch);
-    if (!ok_basis) {
+    if (!orthonormalize(z, m, n, c, dots, scratch)) {
       if (threadIdx.x == 0) atomicOr(&flags[b], kFlagFailed);
       return;
     }
@@ -340,8 +255,8 @@ __global__ void __launch_bounds__(kClusterThreads)
 template <typename T>
 cudaError_t launch_clusters(const void *d, const void *e, int64_t n, const double *wd,
                             const double *norms, const unsigned char *links, const int *idx,
-                            int64_t k, int fail, int panels, double max_work, double *Zt, double *U,
-                            int *flags, cudaStream_t stream) {
+                            int64_t k, int fail, double max_work, double *Zt, double *U, int *flags,
+                            cudaStream_t stream) {
   const size_t smem = (2 * (size_t)n + kMaxCluster) * sizeof(double);
   if (smem > 40 * 1024) {
     cudaError_t err = cudaFuncSetAttribute(cluster_vectors<T>,
@@ -354,8 +269,8 @@ cudaError_t launch_clusters(const void *d, const void *e, int64_t n, const doubl
         static_cast<const T *>(e), (int)n, norms, links, idx, (int)k, max_work, flags);
   }
   cluster_vectors<T><<<dim3((unsigned)n, (unsigned)k), kClusterThreads, smem, stream>>>(
-      static_cast<const T *>(d), static_cast<const T *>(e), (int)n, wd, norms, links, idx, fail,
-      panels, Zt, U, flags);
+      static_cast<const T *>(d), static_cast<const T *>(e), (int)n, wd, norms, links, idx, fail, Zt,
+      U, flags);
   return cudaGetLastError();
 }
 
@@ -367,13 +282,12 @@ using namespace gstat_cu;
 extern "C" cudaError_t gstat_cu_tridiag_clusters(int dtype, const void *d, const void *e, int64_t n,
                                                  const double *wd, const double *norms,
                                                  const unsigned char *links, const int *idx,
-                                                 int64_t k, int fail, int panels, double max_work,
-                                                 double *Zt, double *U, int *flags,
-                                                 cudaStream_t stream) {
+                                                 int64_t k, int fail, double max_work, double *Zt,
+                                                 double *U, int *flags, cudaStream_t stream) {
   if (!compute_dtype(dtype) || n < 2 || n > GSTAT_CU_TRIDIAG_MAX_N || k < 1 || k > 65535)
     return cudaErrorInvalidValue;
-  return dtype == kF64 ? launch_clusters<double>(d, e, n, wd, norms, links, idx, k, fail, panels,
-                                                 max_work, Zt, U, flags, stream)
-                       : launch_clusters<float>(d, e, n, wd, norms, links, idx, k, fail, panels,
-                                                max_work, Zt, U, flags, stream);
+  return dtype == kF64 ? launch_clusters<double>(d, e, n, wd, norms, links, idx, k, fail, max_work,
+                                                 Zt, U, flags, stream)
+                       : launch_clusters<float>(d, e, n, wd, norms, links, idx, k, fail, max_work,
+                                                Zt, U, flags, stream);
 }
