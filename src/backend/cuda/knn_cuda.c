@@ -326,6 +326,20 @@ gstat_status gstat_cu_knn(void *state, gstat_ctx *ctx, const gstat_matrix *X, in
     return GSTAT_OK;
   }
   GSTAT_CU_TRY(prepare(&job, X, b));
+  /* float64 data near overflow can leave the centred copy non-finite: its
+   * bound then says nothing, and every row takes the exact distances */
+  int64_t bad = -1;
+  gstat_matrix sqm = {.data = job.sq,
+                      .dtype = (gstat_dtype)cdt,
+                      .location = GSTAT_CUDA,
+                      .device = s->device,
+                      .batch = 1,
+                      .rows = job.n,
+                      .cols = 1,
+                      .batch_stride = job.n,
+                      .row_stride = 1,
+                      .col_stride = job.n};
+  GSTAT_CU_TRY(gstat_cu_first_nonfinite(s, ctx, "knn", &sqm, 0, &bad));
   int cap = list_cap(job.kp);
-  return cap ? blocked_search(&job, cap) : exhaustive_search(&job);
+  return cap && bad < 0 ? blocked_search(&job, cap) : exhaustive_search(&job);
 }

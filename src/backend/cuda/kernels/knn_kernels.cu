@@ -234,12 +234,10 @@ __global__ void __launch_bounds__(kFusedThreads)
   const int64_t base = (int64_t)blockIdx.x * kFusedThreads * R + threadIdx.x;
   T q[R][P], si[R], worst[R], top[R][GSTAT_CU_KNN_FUSED_MAX_KP];
   int self[R], stored[R];
-  bool any = false;
 #pragma unroll
   for (int k = 0; k < R; k++) {
     const int64_t r = base + k * kFusedThreads;
     const bool active = r < rb;
-    any |= active;
     self[k] = (int)(r0 + r);
     si[k] = active ? sq[r0 + r] : (T)0;
 #pragma unroll
@@ -258,7 +256,10 @@ __global__ void __launch_bounds__(kFusedThreads)
 #pragma unroll
     for (int a = 0; a < W; a += 16 / sizeof(T)) store16(&tile[threadIdx.x][a], &row[a]);
     __syncthreads();
-    if (!any) continue;
+    bool live = false; /* some row still admits */
+#pragma unroll
+    for (int k = 0; k < R; k++) live |= worst[k] > (T)-INFINITY;
+    if (!live) continue;
     const int m = n - j0 < kFusedThreads ? (int)(n - j0) : kFusedThreads;
 #pragma unroll kUnroll
     for (int t = 0; t < m; t++) {
@@ -270,8 +271,8 @@ __global__ void __launch_bounds__(kFusedThreads)
       for (int k = 0; k < R; k++) {
         T lo, hi;
         pair_bounds<T, P>(q[k], si[k], v, c, eta, &lo, &hi);
-        if (lo > worst[k] || j == self[k]) continue;
-        if (hi < worst[k]) { /* insertion into the sorted kp */
+        if (!(lo <= worst[k]) || j == self[k]) continue; /* NaN: never a candidate */
+        if (hi < worst[k]) {                             /* insertion into the sorted kp */
           int at = kp - 1;
           for (; at > 0 && top[k][at - 1] > hi; at--) top[k][at] = top[k][at - 1];
           top[k][at] = hi;

@@ -43,9 +43,10 @@ cudaError_t gstat_cu_knn_select(int dtype, const void *dots, const void *sq, int
 /* Candidates for rows r0 .. r0 + rb - 1 straight from the centred copy y
  * (n x p, column-major) and sq, in one pass over the points: no n x rb block
  * of dot products (each dot product formed in registers, rounded as the GEMM
- * rounds, under the same bound). The list holds gstat_cu_knn_select's
- * candidates and possibly a few more (those under an earlier, larger
- * threshold); count[r] > cap: the row overflowed. p <=
+ * rounds, under the same bound). The list holds every j != i with a_j - B_j
+ * at or below the final kp-th smallest a_j + B_j (a unclamped), and possibly
+ * a few more (under an earlier, larger threshold); count[r] > cap: the row
+ * overflowed. y and sq finite. p <=
  * GSTAT_CU_KNN_FUSED_MAX_P, kp <= GSTAT_CU_KNN_FUSED_MAX_KP; rows_per_thread
  * 1 or 2 (query rows a thread takes: the same lists either way). */
 cudaError_t gstat_cu_knn_fused_select(int dtype, const void *y, const void *sq, int64_t n,
