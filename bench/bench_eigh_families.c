@@ -16,7 +16,8 @@
  * clustered: its cluster step served some matrices; handed-back: some
  * matrices went to cuSOLVER; cusolver: not the lockstep solver at all).
  * steps: a comma list of GSTAT_CUDA_CLUSTER_STEP values (0 off, 1 the
- * rule's bound, k the bound 2^k; default 0,1), a column each, timed on the
+ * rule's bound, k the bound 2^k; default 0,1; a trailing w also sets
+ * GSTAT_CUDA_CLUSTER_WIDE=1), a column each, timed on the
  * same device batch; with 0 first, a row whose path has no clusters is
  * timed once.
  * repeat: whether eigh gives the same bytes twice (issue 30's Wilkinson
@@ -135,7 +136,12 @@ static void eigh_or_exit(gstat_ctx *ctx, device_case *c) {
  * setting `step`; *path what the last took. */
 static double time_case(gstat_ctx *ctx, device_case *c, const char *step, int reps,
                         const char **path) {
-  setenv("GSTAT_CUDA_CLUSTER_STEP", step, 1);
+  char value[32];
+  const size_t len = strlen(step);
+  const int wide = len > 0 && step[len - 1] == 'w'; /* "1w": GSTAT_CUDA_CLUSTER_WIDE=1 */
+  snprintf(value, sizeof value, "%.*s", (int)(len - (size_t)wide), step);
+  setenv("GSTAT_CUDA_CLUSTER_STEP", value, 1);
+  setenv("GSTAT_CUDA_CLUSTER_WIDE", wide ? "1" : "0", 1);
   double *ms = malloc(sizeof(double) * (size_t)(reps + 1));
   gstat_device_stats before, after;
   for (int k = -1; k < reps; k++) {

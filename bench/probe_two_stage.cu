@@ -134,7 +134,7 @@ int main(int argc, char **argv) {
                                  getenv("GSTAT_TWO_STAGE_ALL_SMS") ? 0 : -1,
                                  {hand[0], hand[1]},
                                  ev + 1,
-                                 {0, 0, 0.0, NULL}};
+                                 {0, 0, 0.0, 0, NULL}};
     const char *what = "";
     cudaError_t err = gstat_cu_two_stage(&t, &degenerate, &what);
     if (err != cudaSuccess || degenerate) {

@@ -263,19 +263,23 @@ static void test_eigh_large_n(void **state) {
   /* eigenvalues geometric down to ulp: the smallest hundreds are closer
    * than the gap tolerance and do not split. Bounded at 2^31 (m c^2 per
    * cluster), the cluster step serves every matrix and none goes back;
-   * bounded at 4 (GSTAT_CUDA_CLUSTER_STEP=2), every one goes back. */
+   * bounded at 4 (GSTAT_CUDA_CLUSTER_STEP=2), every one goes back, unless
+   * the wide path (GSTAT_CUDA_CLUSTER_WIDE=1) takes the clusters above the
+   * bound: all of them at 4, the large ones under the rule. */
   static const struct {
-    const char *step;
+    const char *step, *wide;
     int64_t clustered, degenerate;
-  } ways[] = {{"31", 6, 0}, {"2", 0, 1}};
-  for (int k = 0; k < 2; k++) {
+  } ways[] = {{"31", "0", 6, 0}, {"2", "0", 0, 1}, {"2", "1", 6, 0}, {"1", "1", 6, 0}};
+  for (int k = 0; k < 4; k++) {
     setenv("GSTAT_CUDA_CLUSTER_STEP", ways[k].step, 1);
+    setenv("GSTAT_CUDA_CLUSTER_WIDE", ways[k].wide, 1);
     gstat_device_stats before = stats_of(gpu);
     eigh_path_case(gpu, cpu, GSTAT_F64, TU_GEOMETRIC, 300, 6, TU_ROW_MAJOR, GSTAT_LOWER, true, 1,
                    ways[k].degenerate);
     assert_int_equal(stats_of(gpu).own_tridiag_clustered - before.own_tridiag_clustered,
                      ways[k].clustered);
   }
+  unsetenv("GSTAT_CUDA_CLUSTER_WIDE");
   unsetenv("GSTAT_CUDA_CLUSTER_STEP");
   gstat_ctx_destroy(gpu);
   gstat_ctx_destroy(cpu);

@@ -480,15 +480,18 @@ static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int6
  * GSTAT_CUDA_CLUSTER_STEP=0 turns it off (every clustered matrix goes back
  * to cuSOLVER, as before the step existed); k in 2..40 bounds a cluster's
  * work at 2^k instead of the rule (to measure the rule); anything else
- * keeps the default. */
+ * keeps the default. GSTAT_CUDA_CLUSTER_WIDE=1 (an experiment, off until a
+ * GPU run decides; bench/README.md): float64 clusters above the bound go
+ * to the wide path instead of cuSOLVER. */
 static gstat_cu_clusters own_clusters(gstat_cu_state *s) {
-  const char *on = getenv("GSTAT_CUDA_CLUSTER_STEP");
+  const char *on = getenv("GSTAT_CUDA_CLUSTER_STEP"), *wide = getenv("GSTAT_CUDA_CLUSTER_WIDE");
   char *end = NULL;
   const long given = on ? strtol(on, &end, 10) : 1;
   const int k = on && end != on && *end == '\0' && given >= 0 && given <= 40 ? (int)given : 1;
   gstat_cu_clusters c = {.run = k >= 1,
                          .fail = gstat_cu_fault_now() == FAULT_CLUSTERS,
                          .max_work = k >= 2 ? ldexp(1.0, k) : cluster_max_work,
+                         .wide = wide && strcmp(wide, "1") == 0,
                          .clustered = &s->own_tridiag_clustered};
   return c;
 }

@@ -1,6 +1,7 @@
 /* The tridiagonal step both eigensolver drivers run (tridiag_step.h). */
 #include "backend/cuda/tridiag_step.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "backend/cuda/kernels/kernels.h"
@@ -20,6 +21,10 @@ gstat_cu_tridiag_parts gstat_cu_tridiag_parts_at(size_t *at, int64_t n, int64_t 
   p.links = gstat_cu_ws_part(at, v * (size_t)(n * nb));
   p.idx = gstat_cu_ws_part(at, v * (size_t)nb * sizeof(int));
   p.perm = gstat_cu_ws_part(at, (size_t)(n * nb) * sizeof(int));
+  int64_t cap = want ? (n / 2) * nb : 0;
+  p.wide_cap = cap < INT32_MAX ? (int)cap : INT32_MAX;
+  p.wide = gstat_cu_ws_part(at, (size_t)p.wide_cap * sizeof(gstat_cu_wide_cluster));
+  p.wide_count = gstat_cu_ws_part(at, v * sizeof(int));
   return p;
 }
 
@@ -31,21 +36,60 @@ static int launch_refused(cudaError_t err) {
          err == cudaErrorLaunchOutOfResources;
 }
 
+/* The wide path over the clusters check_cluster_work listed: their
+ * number and largest shapes read back, then the kernels in chunks of the
+ * grid's limit. X (n x n doubles per matrix in float64) is the Gram
+ * matrices' scratch: the vectors go there only at the end. */
+static cudaError_t run_wide(const gstat_cu_tridiag_step_args *a) {
+  char *base = a->base;
+  const gstat_cu_wide_cluster *dl = (const gstat_cu_wide_cluster *)(base + a->parts.wide);
+  int count = 0;
+  cudaError_t err = cudaMemcpyAsync(&count, base + a->parts.wide_count, sizeof count,
+                                    cudaMemcpyDeviceToHost, a->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(a->stream);
+  if (count > a->parts.wide_cap) count = a->parts.wide_cap; /* those beyond: flagged */
+  if (err != cudaSuccess || count <= 0) return err;
+  gstat_cu_wide_cluster *hl = malloc(sizeof *hl * (size_t)count);
+  if (!hl) return cudaErrorMemoryAllocation;
+  err = cudaMemcpy(hl, dl, sizeof *hl * (size_t)count, cudaMemcpyDeviceToHost);
+  for (int at = 0; at < count && err == cudaSuccess; at += 65535) {
+    const int part = count - at < 65535 ? count - at : 65535;
+    int max_c = 2, max_m = 2;
+    for (int j = at; j < at + part; j++) {
+      max_c = hl[j].c > max_c ? hl[j].c : max_c;
+      max_m = hl[j].m > max_m ? hl[j].m : max_m;
+    }
+    err = gstat_cu_tridiag_wide(
+        (const double *)a->d, (const double *)a->e, a->n, (const double *)(base + a->parts.wd),
+        (const double *)(base + a->parts.norms), dl + at, part, max_c, max_m,
+        (double *)(base + a->parts.zt), (double *)(base + a->parts.u), (double *)a->X,
+        (int *)(base + a->parts.flags), a->stream);
+  }
+  free(hl);
+  return err;
+}
+
 /* The cluster kernel over the k matrices list[0..k-1]; host_flag[b] gets
  * their flags back (FLAG_FAILED for all when the launch was refused). */
 static cudaError_t run_clusters(const gstat_cu_tridiag_step_args *a, const int *list, int64_t k) {
   char *base = a->base;
   int *h = a->host_flag, *flags = (int *)(base + a->parts.flags);
   int *idx = (int *)(base + a->parts.idx);
+  const int wide = a->clusters.wide && a->cdt == 2 && a->X && !a->clusters.fail;
+  int *wide_count = (int *)(base + a->parts.wide_count);
   /* from pageable memory: the copy is staged before the call returns */
   cudaError_t err =
       cudaMemcpyAsync(idx, list, sizeof(int) * (size_t)k, cudaMemcpyHostToDevice, a->stream);
+  if (err == cudaSuccess && wide) err = cudaMemsetAsync(wide_count, 0, sizeof(int), a->stream);
   if (err != cudaSuccess) return err;
   err = gstat_cu_tridiag_clusters(
       a->cdt, a->d, a->e, a->n, (const double *)(base + a->parts.wd),
       (const double *)(base + a->parts.norms), (const unsigned char *)(base + a->parts.links), idx,
       k, a->clusters.fail, a->clusters.max_work, (double *)(base + a->parts.zt),
-      (double *)(base + a->parts.u), flags, a->stream);
+      (double *)(base + a->parts.u), flags,
+      wide ? (gstat_cu_wide_cluster *)(base + a->parts.wide) : NULL, a->parts.wide_cap, wide_count,
+      a->stream);
+  if (err == cudaSuccess && wide) err = run_wide(a);
   if (launch_refused(err)) {
     (void)cudaGetLastError();
     for (int64_t j = 0; j < k; j++) h[list[j]] |= FLAG_FAILED;

@@ -52,6 +52,9 @@ typedef struct {
                        * cluster's vectors fail their check */
   double max_work;    /* a cluster of c slots in a block of m rows with
                        * m c^2 above this hands its matrix back */
+  int wide;           /* float64: such a cluster goes to the wide path
+                       * (Cholesky QR over many blocks) instead; an
+                       * experiment, off by default */
   int64_t *clustered; /* may be NULL: += the matrices the cluster step served */
 } gstat_cu_clusters;
 
@@ -60,9 +63,11 @@ typedef struct {
  * scaling sigma (1), with vectors the tridiagonal eigenvectors and their
  * bottom-up factors (n x n doubles each), the flags (nb + 1 ints), the
  * slots' links (n bytes per problem) and the list of matrices with
- * clusters (nb ints); the values' order (n ints per problem). */
+ * clusters (nb ints); the values' order (n ints per problem); the wide
+ * path's list of clusters (n / 2 per problem) and its count. */
 typedef struct {
-  size_t wd, norms, sigma, zt, u, flags, links, idx, perm;
+  size_t wd, norms, sigma, zt, u, flags, links, idx, perm, wide, wide_count;
+  int wide_cap;
 } gstat_cu_tridiag_parts;
 
 /* Carve the parts for nb problems of order n from offset *at. */

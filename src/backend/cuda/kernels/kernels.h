@@ -218,17 +218,38 @@ cudaError_t gstat_cu_tridiag_vectors(int dtype, const void *d, const void *e, in
                                      double gap_tol, double *Zt, double *U, unsigned char *links,
                                      int *flags, cudaStream_t stream);
 
+/* A cluster for the wide path: matrix b, its first slot i, c slots, in the
+ * block of rows lo .. lo + m - 1 of the split T. */
+typedef struct {
+  int b, i, c, lo, m;
+} gstat_cu_wide_cluster;
+
 /* tridiag_clusters.cu: for the k matrices idx (device ints), the vectors
  * of every cluster of linked slots (gstat_cu_tridiag_vectors' links) by
  * inverse iteration and Gram-Schmidt, in Zt's columns (U: scratch);
  * flags[idx[j]] |= 4 where a cluster's vectors fail their check or its
  * block order times its size squared exceeds max_work (the matrix is to
- * be solved another way), or everywhere when fail != 0. */
+ * be solved another way), or everywhere when fail != 0. With wide (float64
+ * only; room for wide_cap entries, *wide_count zeroed by the caller), a
+ * cluster above max_work of at most 2048 slots is appended there instead,
+ * for gstat_cu_tridiag_wide (*wide_count may pass wide_cap: those
+ * matrices are flagged). */
 cudaError_t gstat_cu_tridiag_clusters(int dtype, const void *d, const void *e, int64_t n,
                                       const double *wd, const double *norms,
                                       const unsigned char *links, const int *idx, int64_t k,
                                       int fail, double max_work, double *Zt, double *U, int *flags,
+                                      gstat_cu_wide_cluster *wide, int wide_cap, int *wide_count,
                                       cudaStream_t stream);
+
+/* The wide path (float64): the vectors of the count clusters of list
+ * (device; count <= 65535; max_c, max_m their largest c and m) by two
+ * passes of inverse iteration, each followed by shifted Cholesky QR and
+ * Cholesky QR twice over many thread blocks, then cluster_vectors' check;
+ * G: n x n doubles per matrix of scratch. flags[b] |= 4 where it fails. */
+cudaError_t gstat_cu_tridiag_wide(const double *d, const double *e, int64_t n, const double *wd,
+                                  const double *norms, const gstat_cu_wide_cluster *list, int count,
+                                  int max_c, int max_m, double *Zt, double *U, double *G,
+                                  int *flags, cudaStream_t stream);
 
 /* X (dtype, dense column-major n x n per matrix) = Zt's vectors, slot i's
  * into column perm[b*n + i] (ascending values). */

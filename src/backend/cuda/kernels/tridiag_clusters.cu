@@ -157,38 +157,49 @@ __device__ bool column_ok(const double *dd, const double *ee, int m, int n, doub
 
 /* A thread per listed matrix: kFlagFailed where some cluster's m c^2
  * exceeds max_work, before any cluster of it is worked on (its vectors
- * come from cuSOLVER then). One pass over the slots: the blocks of the
- * split T as cluster_vectors finds them, the longest run of linked slots
- * in each. */
+ * come from cuSOLVER then), unless a wide list is given: then such a
+ * cluster of at most kMaxCluster slots is appended to it (the wide path's
+ * work). One pass over the slots: the blocks of the split T as
+ * cluster_vectors finds them, the runs of linked slots in each. */
 template <typename T>
 __global__ void check_cluster_work(const T *e, int n, const double *norms,
                                    const unsigned char *links, const int *idx, int k,
-                                   double max_work, int *flags) {
+                                   double max_work, int *flags, gstat_cu_wide_cluster *wide,
+                                   int wide_cap, int *wide_count) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= k) return;
   const size_t b = (size_t)idx[j];
   const T *eb = e + b * n;
   const unsigned char *link = links + b * n;
   const double tol = split_tol<T>(norms[2 * b]);
-  int lo = 0, run = 0, longest = 0;
+  int lo = 0, hi = -1, first = 0, run = 0; /* hi: the current block's last row, once found */
   for (int i = 0; i < n; i++) {
-    if (i < n - 1 && (link[i] & kLinkNext)) {
-      run++;
-    } else {
-      longest = max(longest, run > 0 ? run + 1 : 0);
-      run = 0;
+    const bool linked = i < n - 1 && (link[i] & kLinkNext);
+    const bool ends = i == n - 1 || fabs((double)eb[i]) <= tol; /* row i ends its block */
+    if (linked && !ends) {
+      if (run++ == 0) first = i;
+      continue;
     }
-    if (i == n - 1 || fabs((double)eb[i]) <= tol) { /* row i ends its block */
-      longest = max(longest, run > 0 ? run + 1 : 0);
-      const double m = (double)(i - lo + 1);
-      if (m * longest * longest > max_work || longest > kMaxCluster) {
+    if (run > 0) { /* slots first .. i: a cluster of run + 1 */
+      const int c = run + 1;
+      if (hi < i)
+        for (hi = i; hi < n - 1 && !(fabs((double)eb[hi]) <= tol);) hi++;
+      const double m = (double)(hi - lo + 1);
+      if (c > kMaxCluster || (m * c * c > max_work && !wide)) {
         flags[b] |= kFlagFailed;
         return;
       }
-      lo = i + 1;
-      run = 0;
-      longest = 0;
+      if (m * c * c > max_work) {
+        const int at = atomicAdd(wide_count, 1);
+        if (at >= wide_cap) {
+          flags[b] |= kFlagFailed;
+          return;
+        }
+        wide[at] = {(int)b, first, c, lo, (int)m};
+      }
     }
+    run = 0;
+    if (ends) lo = i + 1;
   }
 }
 
@@ -198,8 +209,8 @@ __global__ void check_cluster_work(const T *e, int n, const double *norms,
 template <typename T>
 __global__ void __launch_bounds__(kClusterThreads)
     cluster_vectors(const T *d, const T *e, int n, const double *wd, const double *norms,
-                    const unsigned char *links, const int *idx, int fail, double *Zt, double *U,
-                    int *flags) {
+                    const unsigned char *links, const int *idx, int fail, double wide_above,
+                    double *Zt, double *U, int *flags) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   double *dd = reinterpret_cast<double *>(smem_raw), *ee = dd + n, *dots = ee + n;
   __shared__ double scratch[kClusterWarps];
@@ -219,6 +230,7 @@ __global__ void __launch_bounds__(kClusterThreads)
   int lo, hi;
   block_of(ee, n, i, lo, hi);
   const int m = hi - lo + 1;
+  if (!fail && wide_above > 0 && (double)m * c * c > wide_above) return; /* the wide path's */
   /* m c^2 was bounded by check_cluster_work; c bounds dots in shared memory */
   if (fail || c > kMaxCluster) {
     if (threadIdx.x == 0) atomicOr(&flags[b], kFlagFailed);
@@ -256,6 +268,7 @@ template <typename T>
 cudaError_t launch_clusters(const void *d, const void *e, int64_t n, const double *wd,
                             const double *norms, const unsigned char *links, const int *idx,
                             int64_t k, int fail, double max_work, double *Zt, double *U, int *flags,
+                            gstat_cu_wide_cluster *wide, int wide_cap, int *wide_count,
                             cudaStream_t stream) {
   const size_t smem = (2 * (size_t)n + kMaxCluster) * sizeof(double);
   if (smem > 40 * 1024) {
@@ -266,12 +279,187 @@ cudaError_t launch_clusters(const void *d, const void *e, int64_t n, const doubl
   if (!fail) {
     const int per = 128;
     check_cluster_work<T><<<(unsigned)((k + per - 1) / per), per, 0, stream>>>(
-        static_cast<const T *>(e), (int)n, norms, links, idx, (int)k, max_work, flags);
+        static_cast<const T *>(e), (int)n, norms, links, idx, (int)k, max_work, flags, wide,
+        wide_cap, wide_count);
   }
   cluster_vectors<T><<<dim3((unsigned)n, (unsigned)k), kClusterThreads, smem, stream>>>(
-      static_cast<const T *>(d), static_cast<const T *>(e), (int)n, wd, norms, links, idx, fail, Zt,
-      U, flags);
+      static_cast<const T *>(d), static_cast<const T *>(e), (int)n, wd, norms, links, idx, fail,
+      wide ? max_work : 0.0, Zt, U, flags);
   return cudaGetLastError();
+}
+
+/* ---- the wide path: clusters above the bound, by Cholesky QR over many blocks ---- */
+
+/* Whether the wide cluster's matrix has failed already: one read per block,
+ * so that every warp leaves or none does. */
+__device__ bool wide_failed(const gstat_cu_wide_cluster &w, const int *flags) {
+  return __syncthreads_or(threadIdx.x == 0 && threadIdx.y == 0 &&
+                          (*(volatile const int *)&flags[w.b] & kFlagFailed));
+}
+
+/* A block per wide cluster: (pass 0) the pseudo-random start as
+ * cluster_vectors gives it, then one pass of inverse iteration, each column
+ * with its own eigenvalue (U's rows: the pivots). */
+__global__ void __launch_bounds__(kClusterThreads)
+    wide_invert(const double *d, const double *e, int n, const double *wd, const double *norms,
+                const gstat_cu_wide_cluster *list, int pass, double *Zt, double *U,
+                const int *flags) {
+  const gstat_cu_wide_cluster w = list[blockIdx.x];
+  if (wide_failed(w, flags)) return;
+  const size_t b = (size_t)w.b;
+  double *z = Zt + b * n * n + (size_t)w.lo * n + w.i, *u = U + b * n * n + (size_t)w.lo * n + w.i;
+  if (pass == 0)
+    for (int at = threadIdx.x; at < w.m * w.c; at += blockDim.x) {
+      const int k = at / w.c, q = at % w.c;
+      z[(size_t)k * n + q] = hashed_uniform(b, (uint64_t)(w.i + q), (uint64_t)(w.lo + k));
+    }
+  __syncthreads();
+  const double guard = DBL_EPSILON * norms[2 * b];
+  for (int q = threadIdx.x; q < w.c; q += blockDim.x)
+    inverse_iteration(d + b * n + w.lo, e + b * n + w.lo, w.m, n, wd[b * n + w.i + q], guard, z + q,
+                      u + q);
+}
+
+constexpr int kTile = 32, kTileRows = 8; /* 32 x 32 outputs, a block of 32 x 8 threads */
+
+/* G = Z^T Z of each wide cluster (Z: its m x c columns in src's rows, G:
+ * c x c at G's (i, i), leading dimension n), upper tiles computed, both
+ * triangles written. grid (tiles^2 of the largest cluster, clusters). */
+__global__ void __launch_bounds__(kTile *kTileRows)
+    wide_gram(int n, const gstat_cu_wide_cluster *list, int tiles, const double *src, double *G,
+              const int *flags) {
+  __shared__ double a[kTile][kTile + 1], bt[kTile][kTile + 1];
+  const gstat_cu_wide_cluster w = list[blockIdx.y];
+  const int tr = blockIdx.x / tiles, tc = blockIdx.x % tiles;
+  if (tr * kTile >= w.c || tc * kTile >= w.c || tc < tr || wide_failed(w, flags)) return;
+  const size_t b = (size_t)w.b;
+  const double *z = src + b * n * n + (size_t)w.lo * n + w.i;
+  const int tx = threadIdx.x, ty = threadIdx.y, p0 = tr * kTile, q0 = tc * kTile;
+  double acc[kTile / kTileRows] = {};
+  for (int k0 = 0; k0 < w.m; k0 += kTile) {
+    for (int r = ty; r < kTile; r += kTileRows) {
+      const int k = k0 + r;
+      a[r][tx] = k < w.m && p0 + tx < w.c ? z[(size_t)k * n + p0 + tx] : 0.0;
+      bt[r][tx] = k < w.m && q0 + tx < w.c ? z[(size_t)k * n + q0 + tx] : 0.0;
+    }
+    __syncthreads();
+    for (int r = 0; r < kTile; r++)
+      for (int o = 0; o < kTile / kTileRows; o++) acc[o] += a[r][ty + o * kTileRows] * bt[r][tx];
+    __syncthreads();
+  }
+  double *g = G + b * n * n + (size_t)w.i * n + w.i;
+  for (int o = 0; o < kTile / kTileRows; o++) {
+    const int p = p0 + ty + o * kTileRows, q = q0 + tx;
+    if (p < w.c && q < w.c && p <= q) {
+      g[(size_t)p * n + q] = acc[o];
+      g[(size_t)q * n + p] = acc[o];
+    }
+  }
+}
+
+/* A block per wide cluster: G (+ shift I when shifted) = R^T R by Cholesky
+ * in place (R in the upper triangle), then R^-1's strict upper part into
+ * the lower triangle transposed (X[p][q], p < q, at G[q][p]; thread per
+ * column). shift: Fukaya et al.'s 11 (m c + c (c + 1)) u ||Z||_F^2. A pivot
+ * that is not positive and finite fails the matrix. */
+__global__ void __launch_bounds__(kClusterThreads)
+    wide_cholesky(int n, const gstat_cu_wide_cluster *list, int shifted, double *G, int *flags) {
+  const gstat_cu_wide_cluster w = list[blockIdx.x];
+  if (wide_failed(w, flags)) return;
+  const int c = w.c;
+  double *g = G + (size_t)w.b * n * n + (size_t)w.i * n + w.i;
+  if (shifted) {
+    double tr = 0;
+    for (int q = 0; q < c; q++) tr += g[(size_t)q * n + q];
+    const double s = 11.0 * ((double)w.m * c + (double)c * (c + 1)) * DBL_EPSILON * tr;
+    __syncthreads();
+    for (int q = threadIdx.x; q < c; q += blockDim.x) g[(size_t)q * n + q] += s;
+  }
+  __syncthreads();
+  for (int j = 0; j < c; j++) {
+    const double pivot = g[(size_t)j * n + j];
+    if (!(pivot > 0) || !isfinite(pivot)) {
+      if (threadIdx.x == 0) atomicOr(&flags[w.b], kFlagFailed);
+      return;
+    }
+    const double r = sqrt(pivot);
+    __syncthreads();
+    for (int q = j + 1 + threadIdx.x; q < c; q += blockDim.x) g[(size_t)j * n + q] /= r;
+    if (threadIdx.x == 0) g[(size_t)j * n + j] = r;
+    __syncthreads();
+    /* trailing update of the upper triangle, a thread per column q */
+    for (int q = j + 1 + threadIdx.x; q < c; q += blockDim.x) {
+      const double rq = g[(size_t)j * n + q];
+      for (int p = j + 1; p <= q; p++) g[(size_t)p * n + q] -= g[(size_t)j * n + p] * rq;
+    }
+    __syncthreads();
+  }
+  for (int q = threadIdx.x; q < c; q += blockDim.x) /* column q of R^-1, bottom up */
+    for (int p = q - 1; p >= 0; p--) {
+      double acc = g[(size_t)p * n + q] / g[(size_t)q * n + q]; /* t = q: X[q][q] = 1 / R[q][q] */
+      for (int t = p + 1; t < q; t++) acc += g[(size_t)p * n + t] * g[(size_t)q * n + t];
+      g[(size_t)q * n + p] = -acc / g[(size_t)p * n + p];
+    }
+}
+
+/* dst = src R^-1 over each wide cluster's m x c (R^-1 as wide_cholesky
+ * leaves it: X[p][q] = G[q][p] for p < q, 1 / G[q][q] on the diagonal).
+ * grid (row tiles x column tiles of the largest cluster, clusters). */
+__global__ void __launch_bounds__(kTile *kTileRows)
+    wide_apply(int n, const gstat_cu_wide_cluster *list, int tiles, const double *src,
+               const double *G, double *dst, const int *flags) {
+  __shared__ double a[kTile][kTile + 1], x[kTile][kTile + 1];
+  const gstat_cu_wide_cluster w = list[blockIdx.y];
+  const int tr = blockIdx.x / tiles, tc = blockIdx.x % tiles;
+  if (tr * kTile >= w.m || tc * kTile >= w.c || wide_failed(w, flags)) return;
+  const size_t b = (size_t)w.b, off = b * n * n + (size_t)w.lo * n + w.i;
+  const double *z = src + off, *g = G + b * n * n + (size_t)w.i * n + w.i;
+  const int tx = threadIdx.x, ty = threadIdx.y, k0 = tr * kTile, q0 = tc * kTile;
+  double acc[kTile / kTileRows] = {};
+  for (int p0 = 0; p0 <= q0; p0 += kTile) { /* X is upper triangular: p <= q */
+    for (int r = ty; r < kTile; r += kTileRows) {
+      const int k = k0 + r, p = p0 + r, q = q0 + tx;
+      a[r][tx] = k < w.m && p0 + tx < w.c ? z[(size_t)k * n + p0 + tx] : 0.0;
+      x[r][tx] = p < w.c && q < w.c && p <= q
+                     ? (p == q ? 1.0 / g[(size_t)q * n + q] : g[(size_t)q * n + p])
+                     : 0.0;
+    }
+    __syncthreads();
+    for (int t = 0; t < kTile; t++)
+      for (int o = 0; o < kTile / kTileRows; o++) acc[o] += a[ty + o * kTileRows][t] * x[t][tx];
+    __syncthreads();
+  }
+  for (int o = 0; o < kTile / kTileRows; o++) {
+    const int k = k0 + ty + o * kTileRows, q = q0 + tx;
+    if (k < w.m && q < w.c) dst[off + (size_t)k * n + q] = acc[o];
+  }
+}
+
+/* A block per wide cluster: its m x c back from U's rows into Zt's. */
+__global__ void __launch_bounds__(kClusterThreads)
+    wide_copy(int n, const gstat_cu_wide_cluster *list, const double *U, double *Zt,
+              const int *flags) {
+  const gstat_cu_wide_cluster w = list[blockIdx.x];
+  if (wide_failed(w, flags)) return;
+  const size_t off = (size_t)w.b * n * n + (size_t)w.lo * n + w.i;
+  for (int at = threadIdx.x; at < w.m * w.c; at += blockDim.x) {
+    const size_t k = (size_t)(at / w.c) * n + at % w.c;
+    Zt[off + k] = U[off + k];
+  }
+}
+
+/* A block per wide cluster: cluster_vectors' check of every column. */
+__global__ void __launch_bounds__(kClusterThreads)
+    wide_check(const double *d, const double *e, int n, const double *wd, const double *norms,
+               const gstat_cu_wide_cluster *list, const double *Zt, int *flags) {
+  const gstat_cu_wide_cluster w = list[blockIdx.x];
+  if (wide_failed(w, flags)) return;
+  const size_t b = (size_t)w.b;
+  const double tol = kResidualUnits * n * DBL_EPSILON * norms[2 * b];
+  const double *z = Zt + b * n * n + (size_t)w.lo * n + w.i;
+  for (int q = threadIdx.x; q < w.c; q += blockDim.x)
+    if (!column_ok(d + b * n + w.lo, e + b * n + w.lo, w.m, n, wd[b * n + w.i + q], z + q, tol))
+      atomicOr(&flags[b], kFlagFailed);
 }
 
 } /* namespace */
@@ -283,11 +471,45 @@ extern "C" cudaError_t gstat_cu_tridiag_clusters(int dtype, const void *d, const
                                                  const double *wd, const double *norms,
                                                  const unsigned char *links, const int *idx,
                                                  int64_t k, int fail, double max_work, double *Zt,
-                                                 double *U, int *flags, cudaStream_t stream) {
-  if (!compute_dtype(dtype) || n < 2 || n > GSTAT_CU_TRIDIAG_MAX_N || k < 1 || k > 65535)
+                                                 double *U, int *flags, gstat_cu_wide_cluster *wide,
+                                                 int wide_cap, int *wide_count,
+                                                 cudaStream_t stream) {
+  if (!compute_dtype(dtype) || n < 2 || n > GSTAT_CU_TRIDIAG_MAX_N || k < 1 || k > 65535 ||
+      (wide && dtype != kF64))
     return cudaErrorInvalidValue;
   return dtype == kF64 ? launch_clusters<double>(d, e, n, wd, norms, links, idx, k, fail, max_work,
-                                                 Zt, U, flags, stream)
+                                                 Zt, U, flags, wide, wide_cap, wide_count, stream)
                        : launch_clusters<float>(d, e, n, wd, norms, links, idx, k, fail, max_work,
-                                                Zt, U, flags, stream);
+                                                Zt, U, flags, nullptr, 0, nullptr, stream);
+}
+
+extern "C" cudaError_t gstat_cu_tridiag_wide(const double *d, const double *e, int64_t n,
+                                             const double *wd, const double *norms,
+                                             const gstat_cu_wide_cluster *list, int count,
+                                             int max_c, int max_m, double *Zt, double *U, double *G,
+                                             int *flags, cudaStream_t stream) {
+  if (n < 2 || n > GSTAT_CU_TRIDIAG_MAX_N || count < 1 || max_c < 2 || max_c > kMaxCluster ||
+      max_m < max_c || max_m > n)
+    return cudaErrorInvalidValue;
+  const int tiles = (max_c + kTile - 1) / kTile, row_tiles = (max_m + kTile - 1) / kTile;
+  const dim3 tile_block(kTile, kTileRows);
+  for (int pass = 0; pass < 2; pass++) {
+    wide_invert<<<count, kClusterThreads, 0, stream>>>(d, e, (int)n, wd, norms, list, pass, Zt, U,
+                                                       flags);
+    /* shifted Cholesky QR, then Cholesky QR twice: Zt -> U -> Zt -> U */
+    const double *src = Zt;
+    double *dst = U;
+    for (int round = 0; round < 3; round++) {
+      wide_gram<<<dim3((unsigned)(tiles * tiles), (unsigned)count), tile_block, 0, stream>>>(
+          (int)n, list, tiles, src, G, flags);
+      wide_cholesky<<<count, kClusterThreads, 0, stream>>>((int)n, list, round == 0, G, flags);
+      wide_apply<<<dim3((unsigned)(row_tiles * tiles), (unsigned)count), tile_block, 0, stream>>>(
+          (int)n, list, tiles, src, G, dst, flags);
+      src = dst;
+      dst = dst == U ? Zt : U;
+    }
+    wide_copy<<<count, kClusterThreads, 0, stream>>>((int)n, list, U, Zt, flags);
+  }
+  wide_check<<<count, kClusterThreads, 0, stream>>>(d, e, (int)n, wd, norms, list, Zt, flags);
+  return cudaGetLastError();
 }
