@@ -29,11 +29,12 @@ gstat_cu_tridiag_parts gstat_cu_tridiag_parts_at(size_t *at, int64_t n, int64_t 
 }
 
 /* Whether a launch error is the device refusing the cluster kernel's
- * shape (shared memory, grid) rather than a fault: those matrices can
- * still go to the other solver. */
+ * shape (shared memory, grid), or the wide path's host list that could not
+ * be allocated, rather than a fault: those matrices can still go to the
+ * other solver. */
 static int launch_refused(cudaError_t err) {
   return err == cudaErrorInvalidValue || err == cudaErrorInvalidConfiguration ||
-         err == cudaErrorLaunchOutOfResources;
+         err == cudaErrorLaunchOutOfResources || err == cudaErrorMemoryAllocation;
 }
 
 /* The wide path over the clusters check_cluster_work listed: their
@@ -51,7 +52,8 @@ static cudaError_t run_wide(const gstat_cu_tridiag_step_args *a) {
   if (err != cudaSuccess || count <= 0) return err;
   gstat_cu_wide_cluster *hl = malloc(sizeof *hl * (size_t)count);
   if (!hl) return cudaErrorMemoryAllocation;
-  err = cudaMemcpy(hl, dl, sizeof *hl * (size_t)count, cudaMemcpyDeviceToHost);
+  err = cudaMemcpyAsync(hl, dl, sizeof *hl * (size_t)count, cudaMemcpyDeviceToHost, a->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(a->stream);
   for (int at = 0; at < count && err == cudaSuccess; at += 65535) {
     const int part = count - at < 65535 ? count - at : 65535;
     int max_c = 2, max_m = 2;

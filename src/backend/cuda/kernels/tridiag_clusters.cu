@@ -416,11 +416,11 @@ __global__ void __launch_bounds__(kTile *kTileRows)
   const double *z = src + off, *g = G + b * n * n + (size_t)w.i * n + w.i;
   const int tx = threadIdx.x, ty = threadIdx.y, k0 = tr * kTile, q0 = tc * kTile;
   double acc[kTile / kTileRows] = {};
-  for (int p0 = 0; p0 <= q0; p0 += kTile) { /* X is upper triangular: p <= q */
-    for (int r = ty; r < kTile; r += kTileRows) {
-      const int k = k0 + r, p = p0 + r, q = q0 + tx;
-      a[r][tx] = k < w.m && p0 + tx < w.c ? z[(size_t)k * n + p0 + tx] : 0.0;
-      x[r][tx] = p < w.c && q < w.c && p <= q
+  for (int p0 = 0; p0 <= q0; p0 += kTile) {       /* X is upper triangular: p <= q */
+    for (int r = ty; r < kTile; r += kTileRows) { /* x[p][q] read along p: rows of G's lower part */
+      const int k = k0 + r, p = p0 + tx, q = q0 + r;
+      a[r][tx] = k < w.m && p < w.c ? z[(size_t)k * n + p] : 0.0;
+      x[tx][r] = p < w.c && q < w.c && p <= q
                      ? (p == q ? 1.0 / g[(size_t)q * n + q] : g[(size_t)q * n + p])
                      : 0.0;
     }
