@@ -1683,8 +1683,9 @@ static void test_knn_ties(void **state) {
       for (int self = 0; self <= 1; self++) knn_case(gpu, cpu, &F, 1999, self, "k near n");
       tu_buf_free(&F);
     }
-  /* float64 so large that the column sums overflow (the centred copy is not
-   * finite: every row by exact distances, which overflow alike on the CPU) */
+  /* float64 points that all round to 1e306: the column sums overflow and
+   * the centred copy is not finite, so every row takes the exact distances
+   * (all 0, neighbours by index, as the CPU orders them) */
   tu_buf H = knn_points(&r, GSTAT_F64, TU_COL_MAJOR, 600, 3, 0, 0, 1e306);
   knn_sweep(gpu, cpu, &H, "near overflow");
   tu_buf_free(&H);

@@ -87,6 +87,23 @@ __device__ void inverse_iteration(const double *dd, const double *ee, int m, int
   for (int k = 0; k < m; k++) z[(size_t)k * n] *= s;
 }
 
+/* The cluster's c columns (rows 0..m-1 of its block, z[k*n + q]): a
+ * pseudo-random start, a hash of matrix b, slot i + q and row lo + k. */
+__device__ void random_start(double *z, int m, int n, int c, size_t b, int i, int lo) {
+  for (int at = threadIdx.x; at < m * c; at += blockDim.x) {
+    const int k = at / c, q = at % c;
+    z[(size_t)k * n + q] = hashed_uniform(b, (uint64_t)(i + q), (uint64_t)(lo + k));
+  }
+}
+
+/* One pass of inverse iteration over the cluster's c columns, a thread per
+ * column, each shifted by its own eigenvalue lam[q] (pivots in u). */
+__device__ void invert_columns(const double *dd, const double *ee, int m, int n, int c,
+                               const double *lam, double guard, double *z, double *u) {
+  for (int q = threadIdx.x; q < c; q += blockDim.x)
+    inverse_iteration(dd, ee, m, n, lam[q], guard, z + q, u + q);
+}
+
 /* dots[p] = z_p . z_q for p < q, each summed in a fixed order (no
  * atomics): a warp per p (lanes over rows) while q is
  * small, a thread per p over all rows (reads coalesced across p) beyond. */
@@ -240,16 +257,12 @@ __global__ void __launch_bounds__(kClusterThreads)
   const double *lam = wd + b * n + i;
   dd += lo;
   ee += lo;
-  for (int at = threadIdx.x; at < m * c; at += blockDim.x) {
-    const int k = at / c, q = at % c;
-    z[(size_t)k * n + q] = hashed_uniform(b, (uint64_t)(i + q), (uint64_t)(lo + k));
-  }
+  random_start(z, m, n, c, b, i, lo);
   if (threadIdx.x == 0) ok = 1;
   __syncthreads();
   const double guard = DBL_EPSILON * tnorm;
   for (int pass = 0; pass < 2; pass++) {
-    for (int q = threadIdx.x; q < c; q += blockDim.x)
-      inverse_iteration(dd, ee, m, n, lam[q], guard, z + q, u + q);
+    invert_columns(dd, ee, m, n, c, lam, guard, z, u);
     __syncthreads();
     if (!orthonormalize(z, m, n, c, dots, scratch)) {
       if (threadIdx.x == 0) atomicOr(&flags[b], kFlagFailed);
@@ -308,16 +321,10 @@ __global__ void __launch_bounds__(kClusterThreads)
   if (wide_failed(w, flags)) return;
   const size_t b = (size_t)w.b;
   double *z = Zt + b * n * n + (size_t)w.lo * n + w.i, *u = U + b * n * n + (size_t)w.lo * n + w.i;
-  if (pass == 0)
-    for (int at = threadIdx.x; at < w.m * w.c; at += blockDim.x) {
-      const int k = at / w.c, q = at % w.c;
-      z[(size_t)k * n + q] = hashed_uniform(b, (uint64_t)(w.i + q), (uint64_t)(w.lo + k));
-    }
+  if (pass == 0) random_start(z, w.m, n, w.c, b, w.i, w.lo);
   __syncthreads();
-  const double guard = DBL_EPSILON * norms[2 * b];
-  for (int q = threadIdx.x; q < w.c; q += blockDim.x)
-    inverse_iteration(d + b * n + w.lo, e + b * n + w.lo, w.m, n, wd[b * n + w.i + q], guard, z + q,
-                      u + q);
+  invert_columns(d + b * n + w.lo, e + b * n + w.lo, w.m, n, w.c, wd + b * n + w.i,
+                 DBL_EPSILON * norms[2 * b], z, u);
 }
 
 constexpr int kTile = 32, kTileRows = 8; /* 32 x 32 outputs, a block of 32 x 8 threads */
