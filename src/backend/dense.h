@@ -82,6 +82,14 @@ bool gstat_i_eigh_runs_on_cpu(gstat_ctx *ctx, const gstat_matrix *A);
 gstat_status gstat_i_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo, gstat_matrix *w,
                           gstat_matrix *V, int64_t *info);
 
+/* gstat_i_eigh of a small host matrix that a routine forms as a step of its
+ * own (a projected problem: Ritz values, a randomized PCA's l x l Gram
+ * matrix) on the CPU whatever the context's backend, like gstat_i_potrf:
+ * the GPU's round trip costs more than the solve, once per iteration. Not
+ * reported in last_backends (the context's choice applies to the data). */
+gstat_status gstat_i_eigh_host(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                               gstat_matrix *w, gstat_matrix *V, int64_t *info);
+
 /* Threads for an OpenMP loop of our own (no BLAS inside) over `items`
  * independent pieces with `flops` arithmetic and `bytes` of memory traffic
  * in all: the CPU rules' count for that much one-thread work, at most the

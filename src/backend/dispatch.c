@@ -508,6 +508,17 @@ gstat_status gstat_i_eigh(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo
   return st;
 }
 
+gstat_status gstat_i_eigh_host(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
+                               gstat_matrix *w, gstat_matrix *V, int64_t *info) {
+  gstat_backend asked = ctx->opt.backend;
+  unsigned ran = ctx->last_backends;
+  ctx->opt.backend = GSTAT_BACKEND_CPU;
+  gstat_status st = gstat_i_eigh(ctx, A, uplo, w, V, info);
+  ctx->opt.backend = asked;
+  ctx->last_backends = ran;
+  return st;
+}
+
 /* gstat_eigh with everything that would read the device from the host left
  * out (the finiteness check, info, the CPU's recomputation of flagged
  * elements): device data only, one backend call, refused when the backend

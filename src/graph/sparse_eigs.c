@@ -486,7 +486,7 @@ static gstat_status rayleigh_ritz(solver *s) {
   for (int64_t c = 0; c < j; c++) memcpy(s->S + c * j, s->H + c * ld, sizeof(double) * (size_t)j);
   gstat_matrix Sm = gstat_matrix_col_major(s->S, GSTAT_F64, 1, j, j);
   gstat_matrix wm = gstat_vector_batch(s->theta, GSTAT_F64, 1, j);
-  TRY(gstat_i_eigh(s->ctx, &Sm, GSTAT_LOWER, &wm, &Sm, NULL));
+  TRY(gstat_i_eigh_host(s->ctx, &Sm, GSTAT_LOWER, &wm, &Sm, NULL));
   if (!s->coupled) goto done;
   TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, b, j, j, 1.0, s->H + j, ld,
                    s->S, j, 0.0, s->ES, b));
@@ -815,7 +815,7 @@ static gstat_status estimate_upper(solver *s, double *upper) {
   }
   gstat_matrix Tm = gstat_matrix_col_major(T, GSTAT_F64, 1, t, t);
   gstat_matrix lm = gstat_vector_batch(lam, GSTAT_F64, 1, t);
-  TRY(gstat_i_eigh(s->ctx, &Tm, GSTAT_LOWER, &lm, NULL, NULL));
+  TRY(gstat_i_eigh_host(s->ctx, &Tm, GSTAT_LOWER, &lm, NULL, NULL));
   *upper = lam[t - 1] + beta[t - 1];
   *upper += 0.01 * fmax(fabs(*upper), lam[t - 1] - lam[0]);
 done:

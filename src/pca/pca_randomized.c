@@ -88,7 +88,7 @@ gstat_status gstat_i_pca_randomized(gstat_ctx *ctx, const gstat_matrix *Xc, cons
   TRY(gstat_i_syrk(ctx, GSTAT_F64, GSTAT_TRANS, l, p, 1.0, Zd, p, 0.0, G, l));
   gstat_matrix Gm = gstat_matrix_col_major(G, GSTAT_F64, 1, l, l);
   gstat_matrix wm = gstat_vector_batch(w, GSTAT_F64, 1, l);
-  TRY(gstat_i_eigh(ctx, &Gm, GSTAT_LOWER, &wm, &Gm, NULL));
+  TRY(gstat_i_eigh_host(ctx, &Gm, GSTAT_LOWER, &wm, &Gm, NULL));
   /* right singular vectors: columns of B^T U = Z U, normalized (norm = sigma) */
   TRY(gstat_i_gemm(ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, p, l, l, 1.0, Zd, p, G, l, 0.0,
                    M, p));
