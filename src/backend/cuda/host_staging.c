@@ -41,7 +41,7 @@ static void parallel_copy(void *dst, const void *src, size_t bytes) {
   }
 }
 
-static bool is_pinned(const void *p) {
+bool gstat_cu_is_pinned(const void *p) {
   struct cudaPointerAttributes a;
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
     cudaGetLastError(); /* plain malloc'd memory may report an error */
@@ -66,7 +66,7 @@ static char *halves(gstat_cu_state *s, gstat_cu_stager *st, size_t bytes) {
 cudaError_t gstat_cu_copy_in(gstat_cu_state *s, cudaStream_t stream, void *dev, const void *host,
                              size_t bytes) {
   gstat_cu_stager *st = &s->stage_in;
-  char *h = bytes < kDirectBelow || is_pinned(host) ? NULL : halves(s, st, bytes);
+  char *h = bytes < kDirectBelow || gstat_cu_is_pinned(host) ? NULL : halves(s, st, bytes);
   if (!h) return cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream);
   size_t half = st->buf.size / 2;
   cudaError_t err = cudaSuccess;
@@ -86,7 +86,7 @@ cudaError_t gstat_cu_copy_in(gstat_cu_state *s, cudaStream_t stream, void *dev, 
 cudaError_t gstat_cu_copy_out(gstat_cu_state *s, cudaStream_t stream, void *host, const void *dev,
                               size_t bytes) {
   gstat_cu_stager *st = &s->stage_out;
-  char *h = bytes < kDirectBelow || is_pinned(host) ? NULL : halves(s, st, bytes);
+  char *h = bytes < kDirectBelow || gstat_cu_is_pinned(host) ? NULL : halves(s, st, bytes);
   if (!h) {
     cudaError_t err = cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, stream);
     return err == cudaSuccess ? cudaStreamSynchronize(stream) : err;
