@@ -64,7 +64,8 @@ static const char *dense_element(const gstat_matrix *X, int cdt, int64_t b, int 
 }
 
 /* mean (host, p) of the n x p element at x: double sums, then the sums of the
- * residuals (corrects the rounding of the first pass). */
+ * residuals (corrects the rounding of the first pass), both divided on the
+ * device, so one copy back serves both passes. */
 static gstat_status column_means(gstat_cu_state *s, gstat_ctx *ctx, int cdt, const void *x,
                                  int64_t n, int64_t p, int row_major, double *d_sums,
                                  double *d_mean, double *mean, bool *nonfinite) {
@@ -74,20 +75,15 @@ static gstat_status column_means(gstat_cu_state *s, gstat_ctx *ctx, int cdt, con
     TRY_CU(cudaMemsetAsync(d_sums, 0, sizeof(double) * (size_t)p, s->stream), "zeroing sums");
     TRY_CU(gstat_cu_col_sums(cdt, x, n, p, row_major, pass ? d_mean : NULL, d_sums, s->stream),
            "column sums");
-    TRY_CU(
-        cudaMemcpyAsync(h, d_sums, sizeof(double) * (size_t)p, cudaMemcpyDeviceToHost, s->stream),
-        "sums");
-    TRY_CU(cudaStreamSynchronize(s->stream), "sums");
-    for (int64_t j = 0; j < p; j++) {
-      if (!isfinite(h[j]))
-        *nonfinite = true; /* a NaN/Inf in column j (finite floats cannot overflow a double sum) */
-      mean[j] = pass ? mean[j] + h[j] / (double)n : h[j] / (double)n;
-    }
-    memcpy(h, mean, sizeof(double) * (size_t)p);
-    TRY_CU(
-        cudaMemcpyAsync(d_mean, h, sizeof(double) * (size_t)p, cudaMemcpyHostToDevice, s->stream),
-        "means");
-    TRY_CU(cudaStreamSynchronize(s->stream), "means"); /* h is reused by the next pass */
+    TRY_CU(gstat_cu_mean_step(d_sums, d_mean, n, p, pass == 0, s->stream), "means");
+  }
+  TRY_CU(cudaMemcpyAsync(h, d_mean, sizeof(double) * (size_t)p, cudaMemcpyDeviceToHost, s->stream),
+         "means");
+  TRY_CU(cudaStreamSynchronize(s->stream), "means");
+  for (int64_t j = 0; j < p; j++) {
+    /* a NaN/Inf in column j reaches its mean (finite floats cannot overflow a double sum) */
+    if (!isfinite(h[j])) *nonfinite = true;
+    mean[j] = h[j];
   }
   return GSTAT_OK;
 }

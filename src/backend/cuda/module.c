@@ -331,11 +331,12 @@ static bool info_clean(void *state, const int64_t *info, int64_t batch) {
 }
 
 /* src -> dst through one dense device buffer in a compute type that loses
- * nothing (float64 if either side is float64). A copy into device memory
- * returns without waiting (later work on the stream is ordered after it;
- * pageable host bytes are staged before copy_in returns), unless it reads
- * pinned host memory that the caller may change once we return: the sparse
- * solver makes several such copies per step. */
+ * nothing (float64 if either side is float64). Returns without a further
+ * wait: a copy to the host has waited in copy_out, one into device memory
+ * is ordered before later work on the stream (pageable host bytes are
+ * staged before copy_in returns), unless it reads pinned host memory that
+ * the caller may change once we return. The sparse solver makes several
+ * copies per step. */
 static gstat_status copy_matrix(void *state, gstat_ctx *ctx, const gstat_matrix *src,
                                 gstat_matrix *dst) {
   gstat_cu_state *s = state;
@@ -349,7 +350,7 @@ static gstat_status copy_matrix(void *state, gstat_ctx *ctx, const gstat_matrix 
   if (st == GSTAT_OK) st = gstat_cu_store(s, ctx, "copy", buf, cdt, dst, 0, dst->batch, NULL);
   if (st != GSTAT_OK) return st;
   bool wait =
-      dst->location != GSTAT_CUDA || (src->location == GSTAT_HOST && gstat_cu_is_pinned(src->data));
+      dst->location == GSTAT_CUDA && src->location == GSTAT_HOST && gstat_cu_is_pinned(src->data);
   if (!wait) return GSTAT_OK;
   cudaError_t err = cudaStreamSynchronize(s->stream);
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "copy", "synchronizing", err);

@@ -281,6 +281,11 @@ cudaError_t gstat_cu_graded_check(int dtype, const void *a, int64_t n, int64_t b
 cudaError_t gstat_cu_col_sums(int dtype, const void *x, int64_t n, int64_t p, int row_major,
                               const double *shift, double *sums, cudaStream_t stream);
 
+/* mean[j] = sums[j] / n when first, else mean[j] += sums[j] / n (IEEE
+ * double division: the bits the host's loop gives). */
+cudaError_t gstat_cu_mean_step(const double *sums, double *mean, int64_t n, int64_t p, int first,
+                               cudaStream_t stream);
+
 /* y = x - mean[column], same layout (y may be x). */
 cudaError_t gstat_cu_center(int dtype, const void *x, void *y, int64_t n, int64_t p, int row_major,
                             const double *mean, cudaStream_t stream);

@@ -54,6 +54,14 @@ __global__ void __launch_bounds__(kLinearThreads)
   }
 }
 
+/* mean[j] = sums[j] / n, or mean[j] += sums[j] / n (the residuals' pass). */
+__global__ void __launch_bounds__(kLinearThreads)
+    mean_step(const double *__restrict__ sums, double *__restrict__ mean, int64_t p, double n,
+              bool first) {
+  const int64_t j = (int64_t)blockIdx.x * kLinearThreads + threadIdx.x;
+  if (j < p) mean[j] = first ? sums[j] / n : mean[j] + sums[j] / n;
+}
+
 /* y = x - mean[column], elementwise in the input's own order. */
 template <typename T>
 __global__ void __launch_bounds__(kLinearThreads)
@@ -175,6 +183,15 @@ extern "C" cudaError_t gstat_cu_col_sums(int dtype, const void *x, int64_t n, in
     else
       col_sums_cols<double><<<grid, kLinearThreads, 0, stream>>>((const double *)x, n, shift, sums);
   }
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_mean_step(const double *sums, double *mean, int64_t n, int64_t p,
+                                          int first, cudaStream_t stream) {
+  if (n <= 0 || p < 0 || p / kLinearThreads >= INT32_MAX) return cudaErrorInvalidValue;
+  if (p == 0) return cudaSuccess;
+  mean_step<<<(unsigned)((p + kLinearThreads - 1) / kLinearThreads), kLinearThreads, 0, stream>>>(
+      sums, mean, p, (double)n, first != 0);
   return cudaGetLastError();
 }
 
