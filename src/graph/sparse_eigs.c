@@ -85,6 +85,11 @@ static const double DEFLATE = 1e-12;
 /* Cholesky QR loses orthogonality like cond(Y)^2 eps; the second round
  * repairs up to cond ~ 1/sqrt(eps), so refuse columns at angles below this. */
 static const double CHOLQR_MIN_SINE = 1e-6;
+/* A round's Gram matrix is Y^T Y - C^T C (Pythagoras: one product and one
+ * read back for both) unless a column kept less than this fraction of its
+ * squared norm through the projection, where the difference cancels: then
+ * Y^T Y is formed again from the projected Y. */
+static const double PYTHAGORAS_MIN_KEPT = 1e-4;
 
 typedef struct solver {
   gstat_ctx *ctx;
@@ -107,6 +112,7 @@ typedef struct solver {
   double *ES;                 /* b x j: E S, its column norms are the residual estimates */
   double *est;                /* j residual estimates */
   double *C, *Cacc;           /* (m + b) x b projection coefficients (ld m + b) */
+  double *T;                  /* (m + b) x b: a round's coefficients and Gram matrix, read back */
   double *G, *Racc, *Rt, *Li; /* b x b */
   double *W;                  /* (m + b)^2 in Q's memory: a small operand or result of a step */
   double *coef;               /* m + b */
@@ -321,6 +327,37 @@ done:
   return status;
 }
 
+/* One round's projection of the b columns Y = Q[:, nq:nq+b] against
+ * Q[:, lo:nq] (just before Y): [Q_l Y]^T Y in one product and one read back
+ * gives C (rows lo..nq of s->C) and Y^T Y (its diagonal, ||Y||^2 before the
+ * projection, into raw); Y -= Q_l C; G = the projected Y^T Y. */
+static gstat_status project_gram(solver *s, int64_t lo, int64_t nq, double *G, double *raw) {
+  gstat_status status = GSTAT_OK;
+  int64_t b = s->b, ld = s->ldh, nc = nq - lo, r = nc + b;
+  double *Y = s->Q + nq * s->n, *T = s->T;
+  gstat_matrix QYm = tall(s, s->Q + lo * s->n, r), Ym = tall(s, Y, b);
+  gstat_matrix Wm = block_at(s, s->W, r, b, r, false);
+  TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &QYm, &Ym, 0.0, &Wm));
+  TRY(copy_block(s, Wm, block_at(s, T, r, b, r, true)));
+  int cancels = 0;
+  for (int64_t c = 0; c < b; c++) {
+    raw[c] = T[nc + c + c * r];
+    for (int64_t i = 0; i < nc; i++) s->C[lo + i + c * ld] = T[i + c * r];
+    for (int64_t i = 0; i < b; i++) {
+      double g = T[nc + i + c * r];
+      for (int64_t t = 0; t < nc; t++) g -= T[t + i * r] * T[t + c * r];
+      G[i + c * b] = g;
+    }
+    if (!(G[c + c * b] >= PYTHAGORAS_MIN_KEPT * raw[c])) cancels = 1;
+  }
+  if (nc == 0) goto done;
+  gstat_matrix Ql = tall(s, s->Q + lo * s->n, nc), Cm = block_at(s, s->W, nc, b, r, false);
+  TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, -1.0, &Ql, &Cm, 1.0, &Ym));
+  if (cancels) TRY(inner(s, Ym, Ym, G, b));
+done:
+  return status;
+}
+
 /* Column-wise Gram-Schmidt (twice, thrice when a pass cancels much) of Y
  * (the b columns after Q[:, 0:nq]) against the basis and the columns before
  * it: Y = Q C + Z R. A column that is roundoff (below DEFLATE of norm0) gets
@@ -395,20 +432,17 @@ static gstat_status orthonormalize(solver *s, int64_t lo, int64_t nq, int *finit
     for (int64_t r = 0; r < b; r++) s->Racc[r + c * b] = r == c;
   for (int round = 0; round < 4; round++) {
     int64_t from = round == 0 ? lo : 0;
-    TRY(project(s, from, nq, Y, b, s->C, ld));
-    TRY(inner(s, tall(s, Y, b), tall(s, Y, b), G, b));
+    double *raw = s->Rt; /* free until cholqr */
+    TRY(project_gram(s, from, nq, G, raw));
     double kept = INFINITY; /* smallest norm left, of unit columns (rounds >= 1) */
     for (int64_t c = 0; c < b; c++) {
       if (round == 0) {
-        /* any NaN/Inf of Y reaches its coefficients and the Gram diagonal;
-         * ||Y_in||^2 = ||C||^2 + ||Y||^2 (Pythagoras) */
-        double sq = G[c + c * b];
-        for (int64_t r = from; r < nq; r++) sq += s->C[r + c * ld] * s->C[r + c * ld];
-        if (!isfinite(sq)) {
+        /* any NaN/Inf of Y reaches ||Y_in||^2 */
+        if (!isfinite(raw[c]) || !isfinite(G[c + c * b])) {
           *finite = 0;
           goto done;
         }
-        s->norm0[c] = sqrt(sq);
+        s->norm0[c] = sqrt(raw[c]);
       }
       kept = fmin(kept, sqrt(G[c + c * b]));
     }
@@ -925,7 +959,7 @@ static gstat_status solver_memory(solver *s, double **mem, size_t *bytes, double
   int64_t n = s->n, m = s->m, b = s->b;
   size_t ld = (size_t)(m + b), lc = ld + 3 * (size_t)b, qn;
   size_t small = ld * ld + (size_t)(m * m) + 3 * (size_t)m + (size_t)(b * m) + 2 * ld * (size_t)b +
-                 4 * (size_t)(b * b) + ld + 2 * lc + (size_t)b;
+                 4 * (size_t)(b * b) + ld + 2 * lc + (size_t)b + ld * (size_t)b;
   size_t nu = (size_t)s->nu, known = (size_t)n * nu + nu * lc;
   *tbytes = 0;
   if (!gstat_i_mul_size((size_t)n, ld + 3 * (size_t)b, &qn) ||
@@ -959,6 +993,7 @@ static gstat_status solver_memory(solver *s, double **mem, size_t *bytes, double
   s->ca = s->coef + ld;
   s->cb = s->ca + lc;
   s->norm0 = s->cb + lc;
+  s->T = s->norm0 + b;
   return GSTAT_OK;
 }
 
