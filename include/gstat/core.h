@@ -199,7 +199,10 @@ GSTAT_API int gstat_ctx_cuda_available(gstat_ctx *ctx);
  * legacy default stream, as a stream created by cudaStreamCreate is; not
  * after work on a per-thread default stream or the caller's own streams:
  * pass that stream here). Work runs in order with the caller's earlier work
- * on that stream. The caller
+ * on that stream. A call on device data may return once its last device
+ * work (a copy into the caller's device memory) is enqueued: its results
+ * are ready for later work on that stream; read them from another stream
+ * after synchronizing it. The caller
  * keeps ownership of the stream and must keep it alive while the context
  * uses it. Statuses: GSTAT_OK,
  * GSTAT_EINVAL (ctx NULL), GSTAT_EUNSUPPORTED (no CUDA backend). */

@@ -512,10 +512,12 @@ gstat_status gstat_i_eigh_host(gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo
                                gstat_matrix *w, gstat_matrix *V, int64_t *info) {
   gstat_backend asked = ctx->opt.backend;
   unsigned ran = ctx->last_backends;
+  int threads = ctx->last_threads;
   ctx->opt.backend = GSTAT_BACKEND_CPU;
   gstat_status st = gstat_i_eigh(ctx, A, uplo, w, V, info);
   ctx->opt.backend = asked;
   ctx->last_backends = ran;
+  if (ctx->last_threads < threads) ctx->last_threads = threads; /* the most over the outer call */
   return st;
 }
 

@@ -179,7 +179,8 @@ cudaError_t gstat_cu_copy_in(gstat_cu_state *s, cudaStream_t stream, void *dev, 
 cudaError_t gstat_cu_copy_out(gstat_cu_state *s, cudaStream_t stream, void *host, const void *dev,
                               size_t bytes);
 /* Whether host memory p was pinned (page-locked) by cudaHostAlloc or
- * cudaHostRegister: copy_in reads it after returning. */
+ * cudaHostRegister, or is managed memory: copy_in reads it after
+ * returning. */
 bool gstat_cu_is_pinned(const void *p);
 
 /* The first NaN/Inf of part `tri` of device-resident m as the index b * rows

@@ -47,7 +47,7 @@ bool gstat_cu_is_pinned(const void *p) {
     cudaGetLastError(); /* plain malloc'd memory may report an error */
     return false;
   }
-  return a.type == cudaMemoryTypeHost;
+  return a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeManaged;
 }
 
 /* The two halves of st, after the copies that last used them have
