@@ -312,10 +312,14 @@ static gstat_status cholqr(solver *s, double *Y, const double *norm0, int *ok) {
     for (int64_t r = 0; r < b; r++) Li[r + c * b] = r == c;
   TRY(gstat_i_trsm(s->ctx, GSTAT_F64, true, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, b, b, 1.0, G,
                    b, Li, b));
-  gstat_matrix Wm = block_at(s, s->W, b, b, b, false), Ym = tall(s, Y, b), Fm = tall(s, s->F, b);
-  TRY(copy_block(s, block_at(s, Li, b, b, b, true), Wm));
-  TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, 1.0, &Ym, &Wm, 0.0, &Fm));
-  TRY(copy_block(s, Fm, Ym));
+  if (b == 1) { /* a scaling in place: no upload, no product, no copy back */
+    TRY(scale_column(s, Y, Li[0]));
+  } else {
+    gstat_matrix Wm = block_at(s, s->W, b, b, b, false), Ym = tall(s, Y, b), Fm = tall(s, s->F, b);
+    TRY(copy_block(s, block_at(s, Li, b, b, b, true), Wm));
+    TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, 1.0, &Ym, &Wm, 0.0, &Fm));
+    TRY(copy_block(s, Fm, Ym));
+  }
   /* R = L^T into the upper triangle, zeros below */
   for (int64_t c = 0; c < b; c++)
     for (int64_t r = c + 1; r < b; r++) {
