@@ -68,7 +68,7 @@ static const char *dense_element(const gstat_matrix *X, int cdt, int64_t b, int 
  * device, so one copy back serves both passes. */
 static gstat_status column_means(gstat_cu_state *s, gstat_ctx *ctx, int cdt, const void *x,
                                  int64_t n, int64_t p, int row_major, double *d_sums,
-                                 double *d_mean, double *mean, bool *nonfinite) {
+                                 double *d_mean, double *mean) {
   double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, sizeof(double) * (size_t)p);
   if (!h) return GSTAT_ENOMEM;
   for (int pass = 0; pass < 2; pass++) {
@@ -80,11 +80,7 @@ static gstat_status column_means(gstat_cu_state *s, gstat_ctx *ctx, int cdt, con
   TRY_CU(cudaMemcpyAsync(h, d_mean, sizeof(double) * (size_t)p, cudaMemcpyDeviceToHost, s->stream),
          "means");
   TRY_CU(cudaStreamSynchronize(s->stream), "means");
-  for (int64_t j = 0; j < p; j++) {
-    /* a NaN/Inf in column j reaches its mean (finite floats cannot overflow a double sum) */
-    if (!isfinite(h[j])) *nonfinite = true;
-    mean[j] = h[j];
-  }
+  memcpy(mean, h, sizeof(double) * (size_t)p); /* a NaN/Inf propagates: the caller decides */
   return GSTAT_OK;
 }
 
@@ -201,8 +197,7 @@ static gstat_status device_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gst
     src = xc;
     row_major = 0;
   }
-  bool nonfinite = false; /* NaN/Inf propagate: the caller decides */
-  GSTAT_CU_TRY(column_means(s, ctx, cdt, src, n, p, row_major, dSums, dSums + p, mean, &nonfinite));
+  GSTAT_CU_TRY(column_means(s, ctx, cdt, src, n, p, row_major, dSums, dSums + p, mean));
   TRY_CU(gstat_cu_center(cdt, src, xc, n, p, row_major, dSums + p, s->stream), "centering");
   GSTAT_CU_TRY(syrk_tiles(s, ctx, cdt, row_major, n, p, xc, S));
   if (dS) return GSTAT_OK; /* stream-ordered: the next primitive reads it there */
@@ -261,13 +256,12 @@ static gstat_status host_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gstat
          *dTotal = dSums + 2 * p;
   TRY_CU(cudaMemsetAsync(dAcc, 0, pp * sizeof(double), s->stream), "zeroing the co-moment");
   TRY_CU(cudaMemsetAsync(dTotal, 0, sizeof(double) * (size_t)p, s->stream), "zeroing sums");
-  bool nonfinite = false;
   for (int64_t r0 = 0; r0 < n; r0 += R) {
     int64_t rows = n - r0 < R ? n - r0 : R;
     gstat_matrix part = row_range(X, b, r0, rows);
     GSTAT_CU_TRY(gstat_cu_load(s, ctx, "comoment", &part, 0, 1, cdt, xc, NULL));
     if (r0 == 0) /* the shift: the first chunk's mean (two passes, in double) */
-      GSTAT_CU_TRY(column_means(s, ctx, cdt, xc, rows, p, 0, dSums, dShift, mean, &nonfinite));
+      GSTAT_CU_TRY(column_means(s, ctx, cdt, xc, rows, p, 0, dSums, dShift, mean));
     TRY_CU(gstat_cu_col_sums(cdt, xc, rows, p, 0, dShift, dTotal, s->stream), "column sums");
     TRY_CU(gstat_cu_center(cdt, xc, xc, rows, p, 0, dShift, s->stream), "centering");
     GSTAT_CU_TRY(syrk_tiles(s, ctx, cdt, 0, rows, p, xc, S));
