@@ -37,3 +37,45 @@ def timed(fn, reps):
         torch.cuda.synchronize()
         best = min(best, time.perf_counter() - t)
     return best * 1e3, out
+
+
+def _dev_us(e):
+    for a in ("self_device_time_total", "self_cuda_time_total"):
+        if hasattr(e, a):
+            return getattr(e, a)
+    return 0.0
+
+
+def trace(label, fn, calls=20):
+    """Where calls of fn() spend their time (torch.profiler: CUPTI sees gstat's
+    kernels, copies and runtime calls as well as torch's): per call, the wall
+    ms, the device's busy ms, kernels, copies and host waits, and the five
+    largest device items. Printed as one block; returns nothing."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        wall = (time.perf_counter() - t) * 1e3 / calls
+    dev, api = [], {}
+    for e in prof.key_averages():
+        us = _dev_us(e)
+        if us > 0 and not e.key.startswith("cuda") and not e.key.startswith("cu"):
+            dev.append((us / calls, e.count / calls, e.key))
+        elif e.key.startswith("cuda") or e.key.startswith("cu"):
+            api[e.key] = (e.count / calls, e.cpu_time_total / calls)
+    busy = sum(d[0] for d in dev) / 1e3
+    kernels = sum(d[1] for d in dev if not d[2].startswith("Memcpy") and not d[2].startswith("Memset"))
+    copies = sum(d[1] for d in dev if d[2].startswith("Memcpy"))
+    waits = sum(c for k, (c, _) in api.items() if "Synchronize" in k or k in ("cudaMemcpy",))
+    wait_us = sum(t for k, (_, t) in api.items() if "Synchronize" in k or k in ("cudaMemcpy",))
+    print(f"trace {label}: wall {wall:.3f} ms/call, device busy {busy:.3f} ms, "
+          f"kernels {kernels:.1f}, copies {copies:.1f}, host waits {waits:.1f} ({wait_us:.0f} us)")
+    for us, cnt, key in sorted(dev, reverse=True)[:5]:
+        print(f"    {us:9.1f} us  x{cnt:4.1f}  {key[:90]}")
+    calls_api = ", ".join(f"{k} {c:.1f}" for k, (c, _) in sorted(api.items()) if c >= 0.5)
+    print(f"    api per call: {calls_api}", flush=True)

@@ -12,14 +12,17 @@ accuracy column compares the top-k explained variances with a float64 torch
 computation on the same data.
 
 usage: bench/gpu_pca_vs_torch.py [--build build-gpu] [--reps 3] [--quick]
-                                 [--methods cov,gram,randomized]
+                                 [--methods cov,gram,randomized] [--trace]
+
+--trace: after each covariance-method row, where one call's time goes (kernels,
+copies, host waits; gpu_bench_common.trace).
 """
 import argparse
 import ctypes
 
 import torch
 
-from gpu_bench_common import Matrix, load, timed
+from gpu_bench_common import Matrix, load, timed, trace
 
 
 class PcaOptions(ctypes.Structure):
@@ -114,6 +117,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--methods", default="cov,gram,randomized")
+    ap.add_argument("--trace", action="store_true", help="where each row's call spends its time")
     args = ap.parse_args()
     methods = args.methods.split(",")
     lib, ctx = load(args.build)
@@ -172,6 +176,9 @@ def main():
                         for i in range(k))
             rows.append((n, p, scores, g_ms, t_ms, err_g, err_t))
             print(f"{n}x{p} scores={scores}: gstat {g_ms:.2f} ms, torch {t_ms:.2f} ms", flush=True)
+            if args.trace:
+                trace(f"gstat PCA {n}x{p} scores={scores}", run_gstat)
+                trace(f"torch PCA {n}x{p} scores={scores}", run_torch)
         del x, mix
         torch.cuda.empty_cache()
     lib.gstat_pca_result_free(res)

@@ -12,14 +12,17 @@ after one warm-up call each. The error columns compare with a float64 torch
 computation on the same data (max relative error of the shrunk matrix, of
 the distances).
 
-usage: bench/gpu_stats_vs_torch.py [--build build-gpu] [--reps 5] [--quick]
+usage: bench/gpu_stats_vs_torch.py [--build build-gpu] [--reps 5] [--quick] [--trace]
+
+--trace: after each row, where one call's time goes (gstat's and torch's: kernels,
+copies, host waits; gpu_bench_common.trace).
 """
 import argparse
 import ctypes
 
 import torch
 
-from gpu_bench_common import Matrix, load, timed
+from gpu_bench_common import Matrix, load, timed, trace
 
 
 def dense(t):
@@ -58,6 +61,7 @@ def main():
     ap.add_argument("--build", default="build-gpu")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--trace", action="store_true")
     args = ap.parse_args()
     lib, ctx = load(args.build)
     shapes = [(100000, 100), (20000, 1000), (1000000, 1000)]
@@ -88,6 +92,9 @@ def main():
         ref = torch.cov(xd.T)
         rows.append(("covariance", n, p, ran, g_ms, t_ms, rel_err(c, ref), rel_err(ct, ref)))
         print(f"{n}x{p} covariance: gstat {g_ms:.2f} ms ({ran}), torch {t_ms:.2f} ms", flush=True)
+        if args.trace:
+            trace(f"gstat covariance {n}x{p}", gstat_cov)
+            trace(f"torch covariance {n}x{p}", lambda: torch.cov(x.T))
 
         def gstat_lw():
             st = lib.gstat_cov_shrink(ctx, ctypes.byref(xm), 0, 0, ctypes.byref(cm),
@@ -101,6 +108,9 @@ def main():
         ref, _ = torch_ledoit_wolf(xd)
         rows.append(("Ledoit-Wolf", n, p, ran, g_ms, t_ms, rel_err(c, ref), rel_err(ct, ref)))
         print(f"{n}x{p} Ledoit-Wolf: gstat {g_ms:.2f} ms ({ran}), torch {t_ms:.2f} ms", flush=True)
+        if args.trace:
+            trace(f"gstat Ledoit-Wolf {n}x{p}", gstat_lw)
+            trace(f"torch Ledoit-Wolf {n}x{p}", lambda: torch_ledoit_wolf(x))
 
         cov = torch.cov(x.T).contiguous()
         center = x.mean(0).contiguous()
@@ -119,6 +129,9 @@ def main():
         ref = torch_mahalanobis(xd, center.double(), cov.double())
         rows.append(("Mahalanobis", n, p, ran, g_ms, t_ms, rel_err(d, ref), rel_err(dt, ref)))
         print(f"{n}x{p} Mahalanobis: gstat {g_ms:.2f} ms ({ran}), torch {t_ms:.2f} ms", flush=True)
+        if args.trace:
+            trace(f"gstat Mahalanobis {n}x{p}", gstat_maha)
+            trace(f"torch Mahalanobis {n}x{p}", lambda: torch_mahalanobis(x, center, cov))
         del x, xd, mix, cov, center, c_out, m_out, d_out, ref
         torch.cuda.empty_cache()
     lib.gstat_ctx_destroy(ctx)
