@@ -1693,33 +1693,6 @@ static void test_knn_ties(void **state) {
   gstat_ctx_destroy(cpu);
 }
 
-/* The low-dimension kernel with two query rows per thread
- * (GSTAT_CUDA_KNN_ROWS=2): random data, a lattice of ties and duplicated
- * points (overflowing lists), as the CPU answers. */
-static void test_knn_two_rows(void **state) {
-  (void)state;
-  setenv("GSTAT_CUDA_KNN_ROWS", "2", 1);
-  gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
-  tu_rng r = tu_rng_new();
-  const int64_t dims[] = {2, 10, 32}, sizes[] = {37, 1000, 20000};
-  for (int di = 0; di < 3; di++)
-    for (int si = 0; si < 3; si++) {
-      gstat_dtype dt = (di + si) % 2 ? GSTAT_F32 : GSTAT_F64;
-      tu_buf X = knn_points(&r, dt, TU_COL_MAJOR, sizes[si], dims[di], 0, 0, 0.0);
-      knn_sweep(gpu, cpu, &X, "random, two rows");
-      tu_buf_free(&X);
-    }
-  tu_buf L = knn_points(&r, GSTAT_F32, TU_COL_MAJOR, 4000, 10, 4.0, 0, 0.0);
-  knn_sweep(gpu, cpu, &L, "lattice, two rows");
-  tu_buf_free(&L);
-  tu_buf D = knn_points(&r, GSTAT_F64, TU_ROW_MAJOR, 3000, 2, -1.0, 7, 0.0);
-  knn_sweep(gpu, cpu, &D, "duplicates, two rows");
-  tu_buf_free(&D);
-  unsetenv("GSTAT_CUDA_KNN_ROWS");
-  gstat_ctx_destroy(gpu);
-  gstat_ctx_destroy(cpu);
-}
-
 /* The eigh backward of one n x n element on the host (column-major V, gV,
  * gA; gw may be NULL): V (diag(gw) + F o (V^T gV - gV^T V)) V^T. */
 static void eigh_backward_host(int64_t n, const double *w, const double *v, const double *gw,
@@ -1912,7 +1885,6 @@ int main(void) {
       cmocka_unit_test(test_host_data_offload),
       cmocka_unit_test(test_knn_random),
       cmocka_unit_test(test_knn_ties),
-      cmocka_unit_test(test_knn_two_rows),
       cmocka_unit_test(test_eigh_async_capture),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,10 @@
  * ||L^-1 (x - center)||^2; with `inverted`, S is the precision matrix P and
  * d2 = (x - c)^T P (x - c). Written over the scheduler: the factor is
  * gstat_cholesky's, the rows primitive centres, solves and reduces the rows
- * where X lies (host or device), and only d2 is written.
+ * where X lies (host or device) into scratch beside X, and d2 is written
+ * once every element is known good. X is scanned for NaN/Inf only when a
+ * sum of distances is not finite (a NaN/Inf in X always shows there): the
+ * distances' own pass is the check, as in torch's one pass over X.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -19,11 +22,12 @@ typedef struct maha {
   const char *fn;
   int64_t batch, n, p;
   int inverted;
-  gstat_dtype ct; /* X's compute dtype: the factors' */
-  double *c;      /* batch x p centres, or NULL */
-  int64_t *info;  /* batch: the factors' */
-  double *fill;   /* n: NaN or 0, for the elements without a reduction */
-  double sums[2]; /* the last element's sum of d2 and of its squares */
+  gstat_dtype ct;     /* X's compute dtype: the factors' */
+  double *c;          /* batch x p centres, or NULL */
+  int64_t *info;      /* batch: the factors' */
+  double *fill;       /* n: NaN or 0, for the elements without a reduction */
+  unsigned char *bad; /* batch: the element's sum of d2 is not finite */
+  double sums[2];     /* the last element's sum of d2 and of its squares */
 } maha;
 
 static bool same_memory(const gstat_matrix *a, const gstat_matrix *b) {
@@ -74,14 +78,15 @@ static gstat_status load_centers(gstat_ctx *ctx, maha *m, const gstat_matrix *ce
 }
 
 /* Memory where X lies for the factors (batch x p x p, compute dtype) and
- * one element's distances (n doubles): device memory kept by the backend,
- * or host workspace. GSTAT_EUNSUPPORTED when the device offers none. */
+ * the distances (batch x n doubles): device memory kept by the backend, or
+ * host workspace. GSTAT_EUNSUPPORTED when the device offers none. */
 static gstat_status chain_memory(gstat_ctx *ctx, const maha *m, const gstat_matrix *X,
                                  gstat_matrix *F, gstat_matrix *D) {
   size_t fbytes, total;
   if (!gstat_i_mul_size((size_t)(m->batch * m->p), (size_t)m->p * gstat_dtype_size(m->ct),
                         &fbytes) ||
-      !gstat_i_add_size((fbytes + 63) / 64 * 64, sizeof(double) * (size_t)m->n + 64, &total))
+      !gstat_i_add_size((fbytes + 63) / 64 * 64, sizeof(double) * (size_t)(m->batch * m->n) + 64,
+                        &total))
     return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: the workspace size overflows", m->fn);
   void *mem = NULL;
   if (X->location == GSTAT_CUDA) {
@@ -92,7 +97,7 @@ static gstat_status chain_memory(gstat_ctx *ctx, const maha *m, const gstat_matr
                         total);
   }
   *F = gstat_matrix_col_major(mem, m->ct, m->batch, m->p, m->p);
-  *D = gstat_vector_batch((char *)mem + (fbytes + 63) / 64 * 64, GSTAT_F64, 1, m->n);
+  *D = gstat_vector_batch((char *)mem + (fbytes + 63) / 64 * 64, GSTAT_F64, m->batch, m->n);
   F->location = D->location = X->location;
   F->device = D->device = X->device;
   return GSTAT_OK;
@@ -127,35 +132,52 @@ static gstat_status factor(gstat_ctx *ctx, maha *m, const gstat_matrix *X, const
   return st;
 }
 
-/* Every element's distances into d2, X in the memory of F and D
- * (chain_memory). */
+/* After the distances: a sum that is not finite names the NaN/Inf of X, or
+ * (inverted) of P; a finite X and S whose distances overflow are let be. */
+static gstat_status check_sums(gstat_ctx *ctx, maha *m, const gstat_matrix *X,
+                               const gstat_matrix *S) {
+  gstat_status st = GSTAT_OK;
+  bool any = false;
+  for (int64_t b = 0; b < m->batch; b++) any |= m->bad[b] != 0;
+  if (!any || !ctx->opt.check_finite) return GSTAT_OK;
+  int64_t b0, i0, j0;
+  if (gstat_i_sched_find_nonfinite(ctx, m->fn, "X", X, &b0, &i0, &j0, &st))
+    return not_finite(ctx, m->fn, "X", b0, i0, j0);
+  for (int64_t b = 0; st == GSTAT_OK && m->inverted && b < m->batch; b++)
+    if (m->bad[b]) {
+      gstat_matrix sb = gstat_i_batch_part(S, b, 1);
+      st = check_lower(ctx, m->fn, &sb, b);
+    }
+  return st;
+}
+
+/* Every element's distances into D (X in the memory of F and D:
+ * chain_memory), checked, then into d2. */
 static gstat_status distances(gstat_ctx *ctx, maha *m, const gstat_matrix *X, const gstat_matrix *S,
                               gstat_matrix *d2, gstat_matrix *F, gstat_matrix *D) {
   const gstat_matrix *T;
   gstat_status st = factor(ctx, m, X, S, F, &T);
-  bool direct = same_memory(d2, X);
   for (int64_t b = 0; st == GSTAT_OK && b < m->batch; b++) {
+    gstat_matrix db = gstat_i_batch_part(D, b, 1);
+    m->bad[b] = 0;
     if (m->info[b] != 0 || m->p == 0) { /* NaN for a failed factor, 0 for an empty sum */
       for (int64_t r = 0; r < m->n; r++) m->fill[r] = m->info[b] != 0 ? NAN : 0.0;
-      st = gstat_i_sched_store(ctx, m->fn, "d2", GSTAT_F64, m->fill, m->n, d2, b);
+      st = gstat_i_sched_store(ctx, m->fn, "d2", GSTAT_F64, m->fill, m->n, &db, 0);
       continue;
     }
-    gstat_matrix tb = gstat_i_batch_part(T, b, 1), db = gstat_i_batch_part(d2, b, 1);
+    gstat_matrix tb = gstat_i_batch_part(T, b, 1);
     gstat_i_rows_req r = {.X = X,
                           .b = b,
                           .center = m->c ? m->c + b * m->p : NULL,
                           .L = m->inverted ? NULL : &tb,
                           .Q = m->inverted ? &tb : NULL,
-                          .d = direct ? &db : D,
+                          .d = &db,
                           .sums = m->sums};
     st = gstat_i_sched_rows(ctx, m->fn, &r);
-    if (st == GSTAT_OK && !direct) st = gstat_i_sched_copy(ctx, m->fn, "d2", D, &db);
-    /* X and the centres are finite: a NaN/Inf sum comes from P (or overflow) */
-    if (st == GSTAT_OK && m->inverted && ctx->opt.check_finite && !isfinite(m->sums[0])) {
-      gstat_matrix sb = gstat_i_batch_part(S, b, 1);
-      st = check_lower(ctx, m->fn, &sb, b);
-    }
+    m->bad[b] = !isfinite(m->sums[0]);
   }
+  if (st == GSTAT_OK) st = check_sums(ctx, m, X, S);
+  if (st == GSTAT_OK) st = gstat_i_sched_copy(ctx, m->fn, "d2", D, d2);
   return st;
 }
 
@@ -205,15 +227,11 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
             .inverted = inverted,
             .ct = X->dtype == GSTAT_F64 ? GSTAT_F64 : GSTAT_F32};
   int64_t b0, i0, j0;
-  if (ctx->opt.check_finite && gstat_i_sched_find_nonfinite(ctx, fn, "X", X, &b0, &i0, &j0, &st)) {
-    st = not_finite(ctx, fn, "X", b0, i0, j0);
-    goto done;
-  }
-  TRY(st);
   gstat_i_ws_plan pl = {0, true};
   size_t o_c = gstat_i_ws_take(&pl, center ? batch * p : 0, sizeof(double));
   size_t o_info = gstat_i_ws_take(&pl, batch, sizeof(int64_t));
   size_t o_fill = gstat_i_ws_take(&pl, n, sizeof(double));
+  size_t o_bad = gstat_i_ws_take(&pl, batch, 1);
   char *ws = pl.ok ? gstat_i_workspace(ctx, GSTAT_WS_COV, pl.size) : NULL;
   if (!ws) {
     st = pl.ok ? gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate %zu bytes of workspace", fn,
@@ -224,6 +242,7 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
   m.c = center ? (double *)(ws + o_c) : NULL;
   m.info = (int64_t *)(ws + o_info);
   m.fill = (double *)(ws + o_fill);
+  m.bad = (unsigned char *)(ws + o_bad);
   if (center) TRY(load_centers(ctx, &m, center));
   if (ctx->opt.check_finite && S->location == GSTAT_HOST &&
       gstat_i_find_nonfinite(S, GSTAT_I_TRI_LOWER, &b0, &i0, &j0)) {

@@ -63,25 +63,33 @@ static const char *dense_element(const gstat_matrix *X, int cdt, int64_t b, int 
   return NULL;
 }
 
+/* The means (p doubles) from the device to the host: one wait, after the
+ * co-moment's products are queued. */
+static gstat_status means_out(gstat_cu_state *s, gstat_ctx *ctx, const double *d_mean, int64_t p,
+                              double *mean) {
+  double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, sizeof(double) * (size_t)p);
+  if (!h) return GSTAT_ENOMEM;
+  TRY_CU(cudaMemcpyAsync(h, d_mean, sizeof(double) * (size_t)p, cudaMemcpyDeviceToHost, s->stream),
+         "means");
+  TRY_CU(cudaStreamSynchronize(s->stream), "means");
+  memcpy(mean, h, sizeof(double) * (size_t)p); /* a NaN/Inf propagates: the caller decides */
+  return GSTAT_OK;
+}
+
 /* mean (host, p) of the n x p element at x: double sums, then the sums of the
  * residuals (corrects the rounding of the first pass), both divided on the
  * device, so one copy back serves both passes. */
 static gstat_status column_means(gstat_cu_state *s, gstat_ctx *ctx, int cdt, const void *x,
                                  int64_t n, int64_t p, int row_major, double *d_sums,
                                  double *d_mean, double *mean) {
-  double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, sizeof(double) * (size_t)p);
-  if (!h) return GSTAT_ENOMEM;
   for (int pass = 0; pass < 2; pass++) {
     TRY_CU(cudaMemsetAsync(d_sums, 0, sizeof(double) * (size_t)p, s->stream), "zeroing sums");
-    TRY_CU(gstat_cu_col_sums(cdt, x, n, p, row_major, pass ? d_mean : NULL, d_sums, s->stream),
-           "column sums");
+    TRY_CU(
+        gstat_cu_col_sums(cdt, x, n, p, row_major, pass ? d_mean : NULL, d_sums, NULL, s->stream),
+        "column sums");
     TRY_CU(gstat_cu_mean_step(d_sums, d_mean, n, p, pass == 0, s->stream), "means");
   }
-  TRY_CU(cudaMemcpyAsync(h, d_mean, sizeof(double) * (size_t)p, cudaMemcpyDeviceToHost, s->stream),
-         "means");
-  TRY_CU(cudaStreamSynchronize(s->stream), "means");
-  memcpy(mean, h, sizeof(double) * (size_t)p); /* a NaN/Inf propagates: the caller decides */
-  return GSTAT_OK;
+  return means_out(s, ctx, d_mean, p, mean);
 }
 
 /* The tile (oi.., oj..) of size ti x tj of Xc_rows^T Xc_rows for `count`
@@ -117,11 +125,13 @@ static cublasStatus_t tile_products(gstat_cu_state *s, int cdt, int row_major, i
  * GPU idle when n >> p. Instead: R row blocks, each giving partial products in
  * one strided-batched GEMM per tile of the lower triangle (T x T tiles of
  * about p/T: (T+1)/2T of a full GEMM's work), summed in double afterwards,
- * which also shortens every fp32 accumulation chain from n to n/R terms. */
+ * which also shortens every fp32 accumulation chain from n to n/R terms.
+ * Blocks of max(p, 256) rows: with 4p, 2e4 x 1000 gave R = 5 and cuBLAS's
+ * 64x32 kernel at 31 TFLOP/s (bench/README.md, the 39th session). */
 static gstat_status syrk_tiles(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int row_major, int64_t n,
                                int64_t p, const char *xc, void *S) {
   size_t es = gstat_cu_dtype_bytes(cdt);
-  int64_t R = n / (4 * p), T = p / 384;
+  int64_t R = n / (p > 256 ? p : 256), T = p / 384;
   if (R > 64) R = 64;
   if (R < 1) R = 1;
   if (T > 4) T = 4;
@@ -178,9 +188,11 @@ static void symmetric_out(int cdt, const void *h, int64_t p, double n, const dou
           M[j + i * p] = M[i + j * p];
 }
 
-/* Element b of device-resident X: the means of the whole element, one
- * centred copy, its co-moment (syrk_tiles) into M on the host, or left in
- * the dense device matrix dS when given. */
+/* Element b of device-resident X: a first pass for the means m1 (double
+ * sums), a second that writes the centred copy Y = X - m1 and sums it (d =
+ * the mean of Y as stored), Y^T Y by syrk_tiles, less n d d^T, mean = m1 + d
+ * (the two-pass mean and centring in two reads of X instead of three); into
+ * M on the host, or left in the dense device matrix dS when given. */
 static gstat_status device_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gstat_matrix *X,
                                     int64_t b, double *mean, double *M, char *dS) {
   int cdt = gstat_cu_compute_dtype(X->dtype);
@@ -190,16 +202,24 @@ static gstat_status device_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gst
   char *S = dS ? dS : gstat_cu_buffer(s, ctx, CU_COV, (size_t)(p * p) * es);
   double *dSums = gstat_cu_buffer(s, ctx, CU_SUMS, 3 * sizeof(double) * (size_t)p);
   if (!xc || !S || !dSums) return GSTAT_ENOMEM;
+  double *dMean = dSums + p;
   int row_major = 0;
   const char *src = dense_element(X, cdt, b, &row_major);
-  if (!src) {
+  if (!src) { /* centred in place below */
     GSTAT_CU_TRY(gstat_cu_load(s, ctx, "comoment", X, b, 1, cdt, xc, NULL));
     src = xc;
     row_major = 0;
   }
-  GSTAT_CU_TRY(column_means(s, ctx, cdt, src, n, p, row_major, dSums, dSums + p, mean));
-  TRY_CU(gstat_cu_center(cdt, src, xc, n, p, row_major, dSums + p, s->stream), "centering");
+  for (int pass = 0; pass < 2; pass++) {
+    TRY_CU(cudaMemsetAsync(dSums, 0, sizeof(double) * (size_t)p, s->stream), "zeroing sums");
+    TRY_CU(gstat_cu_col_sums(cdt, src, n, p, row_major, pass ? dMean : NULL, dSums,
+                             pass ? xc : NULL, s->stream),
+           pass ? "centering" : "column sums");
+    TRY_CU(gstat_cu_mean_step(dSums, dMean, n, p, pass == 0, s->stream), "means");
+  }
   GSTAT_CU_TRY(syrk_tiles(s, ctx, cdt, row_major, n, p, xc, S));
+  TRY_CU(gstat_cu_sub_outer_lower(cdt, S, p, dSums, n, s->stream), "co-moment");
+  GSTAT_CU_TRY(means_out(s, ctx, dMean, p, mean));
   if (dS) return GSTAT_OK; /* stream-ordered: the next primitive reads it there */
   char *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, (size_t)(p * p) * es);
   if (!h) return GSTAT_ENOMEM;
@@ -262,7 +282,7 @@ static gstat_status host_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gstat
     GSTAT_CU_TRY(gstat_cu_load(s, ctx, "comoment", &part, 0, 1, cdt, xc, NULL));
     if (r0 == 0) /* the shift: the first chunk's mean (two passes, in double) */
       GSTAT_CU_TRY(column_means(s, ctx, cdt, xc, rows, p, 0, dSums, dShift, mean));
-    TRY_CU(gstat_cu_col_sums(cdt, xc, rows, p, 0, dShift, dTotal, s->stream), "column sums");
+    TRY_CU(gstat_cu_col_sums(cdt, xc, rows, p, 0, dShift, dTotal, NULL, s->stream), "column sums");
     TRY_CU(gstat_cu_center(cdt, xc, xc, rows, p, 0, dShift, s->stream), "centering");
     GSTAT_CU_TRY(syrk_tiles(s, ctx, cdt, 0, rows, p, xc, S));
     TRY_CU(gstat_cu_add_to_double(cdt, S, (int64_t)pp, dAcc, s->stream), "accumulating");
@@ -338,7 +358,7 @@ static gstat_status upload_components(gstat_cu_state *s, gstat_ctx *ctx, int cdt
                                       const double *scale, const double *comp, const double *ev,
                                       int64_t k, int64_t p, void *dV) {
   size_t es = gstat_cu_dtype_bytes(cdt), vbytes = (size_t)(p * k) * es;
-  char *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, vbytes);
+  char *h = gstat_cu_upload_buffer(s, ctx, vbytes);
   if (!h) return GSTAT_ENOMEM;
   for (int64_t i = 0; i < k; i++) {
     double e = ev ? ev[i] : 1.0, f = e > 0 ? 1.0 / sqrt(e) : 0.0;
@@ -350,9 +370,7 @@ static gstat_status upload_components(gstat_cu_state *s, gstat_ctx *ctx, int cdt
         ((float *)h)[j + i * p] = (float)v;
     }
   }
-  TRY_CU(cudaMemcpyAsync(dV, h, vbytes, cudaMemcpyHostToDevice, s->stream), "components");
-  TRY_CU(cudaStreamSynchronize(s->stream), "components"); /* h is reused */
-  return GSTAT_OK;
+  return gstat_cu_upload(s, ctx, dV, vbytes, "components");
 }
 
 /* Z (m x k, column-major) = Xc V for m centred rows (row-major xc is the
@@ -392,13 +410,11 @@ gstat_status gstat_cu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X
   char *xc = gstat_cu_buffer(s, ctx, CU_DATA, (size_t)(R * p) * es);
   char *dV = gstat_cu_buffer(s, ctx, CU_PROJ, vbytes + zbytes + 256);
   double *dMean = gstat_cu_buffer(s, ctx, CU_SUMS, 3 * sizeof(double) * (size_t)p);
-  double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, sizeof(double) * (size_t)p);
+  double *h = gstat_cu_upload_buffer(s, ctx, sizeof(double) * (size_t)p);
   if (!xc || !dV || !dMean || !h) return GSTAT_ENOMEM;
   char *dZ = dV + (vbytes + 255) / 256 * 256;
   memcpy(h, mean, sizeof(double) * (size_t)p);
-  TRY_CU(cudaMemcpyAsync(dMean, h, sizeof(double) * (size_t)p, cudaMemcpyHostToDevice, s->stream),
-         "means");
-  TRY_CU(cudaStreamSynchronize(s->stream), "means"); /* h is reused */
+  GSTAT_CU_TRY(gstat_cu_upload(s, ctx, dMean, sizeof(double) * (size_t)p, "means"));
   GSTAT_CU_TRY(upload_components(s, ctx, cdt, scale, comp, ev, k, p, dV));
   for (int64_t r0 = 0; r0 < n; r0 += R) {
     int64_t rows = n - r0 < R ? n - r0 : R;
@@ -479,17 +495,14 @@ gstat_status gstat_cu_scale_sym_op(void *state, gstat_ctx *ctx, const gstat_matr
   char *dS = sym_dense(ctx, "scale_sym", S);
   if (!dS) return GSTAT_EUNSUPPORTED;
   double *dd = gstat_cu_buffer(s, ctx, CU_SUMS, sizeof(double) * (size_t)(S->batch * p));
-  double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, sizeof(double) * (size_t)(S->batch * p));
+  double *h = gstat_cu_upload_buffer(s, ctx, sizeof(double) * (size_t)(S->batch * p));
   if (!dd || !h) return GSTAT_ENOMEM;
   memcpy(h, d, sizeof(double) * (size_t)(S->batch * p));
-  TRY_CU(cudaMemcpyAsync(dd, h, sizeof(double) * (size_t)(S->batch * p), cudaMemcpyHostToDevice,
-                         s->stream),
-         "deviations");
+  GSTAT_CU_TRY(gstat_cu_upload(s, ctx, dd, sizeof(double) * (size_t)(S->batch * p), "deviations"));
   for (int64_t b = 0; b < S->batch; b++)
     TRY_CU(gstat_cu_scale_sym(cdt, dS + (size_t)(b * p * p) * gstat_cu_dtype_bytes(cdt), p,
                               dd + b * p, s->stream),
            "scaling");
-  TRY_CU(cudaStreamSynchronize(s->stream), "scaling"); /* h is reused */
   return GSTAT_OK;
 }
 

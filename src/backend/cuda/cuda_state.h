@@ -99,6 +99,7 @@ typedef struct gstat_cu_state {
   gstat_cu_buf host_info;              /* info copied back */
   gstat_cu_buf host_pca;               /* pinned: co-moments, means, components */
   gstat_cu_buf host_sc;                /* pinned: batch spectral clustering's per-graph results */
+  gstat_cu_buf host_upload;            /* pageable: small uploads (gstat_cu_upload) */
   gstat_cu_stager stage_in, stage_out; /* pinned: copies of the caller's host memory */
   /* the batched eigensolver's graphs, captured on their own streams with
    * their own handles (no other call can touch what a graph holds), a
@@ -128,6 +129,15 @@ void *gstat_cu_buffer(gstat_cu_state *s, gstat_ctx *ctx, gstat_cu_role role, siz
 /* Pinned host buffer b grown to at least `size` bytes, or NULL (reported in
  * ctx unless ctx is NULL: callers with a fallback pass NULL). */
 void *gstat_cu_host_buffer(gstat_cu_state *s, gstat_ctx *ctx, gstat_cu_buf *b, size_t size);
+/* A pageable host buffer of at least `size` bytes to fill for gstat_cu_upload
+ * (valid until the next call of either), or NULL (reported in ctx). */
+void *gstat_cu_upload_buffer(gstat_cu_state *s, gstat_ctx *ctx, size_t size);
+/* The upload buffer's first `bytes` to device dst on the stream, without a
+ * host wait: a copy from pageable memory has read its source when
+ * cudaMemcpyAsync returns (CUDA's API synchronization behavior), so the
+ * buffer may be refilled at once; a pinned one would need the copy done. */
+gstat_status gstat_cu_upload(gstat_cu_state *s, gstat_ctx *ctx, void *dst, size_t bytes,
+                             const char *what);
 
 /* The fault-injection switch (GSTAT_CUDA_FAULT), read per call. */
 gstat_cu_fault gstat_cu_fault_now(void);

@@ -179,14 +179,6 @@ static int list_cap(int64_t kp) {
   return cap > GSTAT_CU_KNN_MAX_CAP ? 0 : (int)cap;
 }
 
-/* Query rows per thread in the low-dimension kernel: 1, or 2 with
- * GSTAT_CUDA_KNN_ROWS=2 (a measurement switch until a GPU run decides;
- * bench/README.md, "kNN on the GPU in one pass"). */
-static int fused_rows_per_thread(void) {
-  const char *v = getenv("GSTAT_CUDA_KNN_ROWS");
-  return v && strcmp(v, "2") == 0 ? 2 : 1;
-}
-
 /* The candidates of rows r0 .. r0 + nb - 1 (dots: room for their GEMM block
  * unless the dimensions are low enough for the fused kernel). */
 static cudaError_t candidates(const knn_job *job, bool fused, int64_t r0, int64_t nb, int cap,
@@ -195,8 +187,7 @@ static cudaError_t candidates(const knn_job *job, bool fused, int64_t r0, int64_
   knn_bound(job->cdt, job->p, &c, &eta);
   if (fused)
     return gstat_cu_knn_fused_select(job->cdt, job->y, job->sq, job->n, job->p, r0, nb, job->kp, c,
-                                     eta, cap, fused_rows_per_thread(), cand, count,
-                                     job->s->stream);
+                                     eta, cap, cand, count, job->s->stream);
   *st = block_dots(job, r0, nb, dots);
   if (*st != GSTAT_OK) return cudaSuccess;
   return gstat_cu_knn_select(job->cdt, dots, job->sq, job->n, r0, nb, job->kp, c, eta, cap, cand,

@@ -76,6 +76,27 @@ void *gstat_cu_host_buffer(gstat_cu_state *s, gstat_ctx *ctx, gstat_cu_buf *b, s
   return b->ptr;
 }
 
+void *gstat_cu_upload_buffer(gstat_cu_state *s, gstat_ctx *ctx, size_t size) {
+  gstat_cu_buf *b = &s->host_upload;
+  if (b->ptr && b->size >= size) return b->ptr;
+  free(b->ptr);
+  b->size = 0;
+  b->ptr = malloc(size ? size : 1);
+  if (!b->ptr) {
+    if (ctx) gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "cuda: cannot allocate %zu bytes", size);
+    return NULL;
+  }
+  b->size = size;
+  return b->ptr;
+}
+
+gstat_status gstat_cu_upload(gstat_cu_state *s, gstat_ctx *ctx, void *dst, size_t bytes,
+                             const char *what) {
+  cudaError_t err =
+      cudaMemcpyAsync(dst, s->host_upload.ptr, bytes, cudaMemcpyHostToDevice, s->stream);
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "cuda", what, err);
+}
+
 int64_t gstat_cu_chunk(const gstat_cu_state *s, int64_t batch, size_t per_elem) {
   if (per_elem == 0) return batch;
   int64_t fit = (int64_t)(s->free_bytes_cap / per_elem);
@@ -370,6 +391,7 @@ static void destroy(void *state) {
   if (s->host_info.ptr) cudaFreeHost(s->host_info.ptr);
   if (s->host_pca.ptr) cudaFreeHost(s->host_pca.ptr);
   if (s->host_sc.ptr) cudaFreeHost(s->host_sc.ptr);
+  free(s->host_upload.ptr);
   gstat_cu_stager *stagers[2] = {&s->stage_in, &s->stage_out};
   for (int d = 0; d < 2; d++) {
     if (stagers[d]->buf.ptr) {

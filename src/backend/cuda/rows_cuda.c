@@ -78,18 +78,15 @@ static const void *dense_matrix(gstat_cu_state *s, gstat_ctx *ctx, int cdt, cons
 /* centre and 1/scale to the device (dc, dc + p), the totals zeroed. */
 static gstat_status upload_shift(gstat_cu_state *s, gstat_ctx *ctx, const gstat_i_rows_req *r,
                                  int64_t p, double *dc) {
-  double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, sizeof(double) * (size_t)(2 * p + 2));
+  size_t bytes = sizeof(double) * (size_t)(2 * p + 2);
+  double *h = gstat_cu_upload_buffer(s, ctx, bytes);
   if (!h) return GSTAT_ENOMEM;
   for (int64_t j = 0; j < p; j++) {
     h[j] = r->center ? r->center[j] : 0.0;
     h[p + j] = r->scale ? 1.0 / r->scale[j] : 1.0;
   }
   h[2 * p] = h[2 * p + 1] = 0.0;
-  TRY_CU(cudaMemcpyAsync(dc, h, sizeof(double) * (size_t)(2 * p + 2), cudaMemcpyHostToDevice,
-                         s->stream),
-         "centre");
-  TRY_CU(cudaStreamSynchronize(s->stream), "centre"); /* h is reused */
-  return GSTAT_OK;
+  return gstat_cu_upload(s, ctx, dc, bytes, "centre");
 }
 
 /* Where the kernel writes d: the caller's dense float64 device vector, or

@@ -276,10 +276,17 @@ cudaError_t gstat_cu_graded_check(int dtype, const void *a, int64_t n, int64_t b
 /* ---- PCA (pca_kernels.cu): dense data, row-major (element (i, j) at i*p + j) or
  * column-major (at i + j*n), dtype 1 or 2 ---- */
 
-/* sums[j] += sum_i (x(i, j) - shift[j]) in double (shift may be NULL). The
- * caller zeroes sums first. n must need at most 65535 blocks of 4096 rows. */
+/* sums[j] += sum_i (x(i, j) - shift[j]) in double (shift may be NULL). With
+ * y (same layout, not x): y(i, j) = x(i, j) - shift[j] rounded to the dtype
+ * is written and sums gets the sum of those stored values. The caller zeroes
+ * sums first. */
 cudaError_t gstat_cu_col_sums(int dtype, const void *x, int64_t n, int64_t p, int row_major,
-                              const double *shift, double *sums, cudaStream_t stream);
+                              const double *shift, double *sums, void *y, cudaStream_t stream);
+
+/* S(i, j) -= sums[i] sums[j] / n for i >= j (dense column-major p x p, in
+ * double, rounded to the dtype). */
+cudaError_t gstat_cu_sub_outer_lower(int dtype, void *S, int64_t p, const double *sums, int64_t n,
+                                     cudaStream_t stream);
 
 /* mean[j] = sums[j] / n when first, else mean[j] += sums[j] / n (IEEE
  * double division: the bits the host's loop gives). */

@@ -219,33 +219,28 @@ __device__ __noinline__ int compact_list(const T *__restrict__ y, const T *__res
   return kept;
 }
 
-/* R query rows per thread (rows kFusedThreads apart, so their loads
- * coalesce): each point read from shared memory serves R rows. A row that
- * overflows, or lies past the block, gets threshold -inf and admits nothing
- * more. */
-template <typename T, int P, int R>
+/* One query row per thread (the 39th session's H100 run: two rows a thread,
+ * each point read from shared memory serving both, was slower at every
+ * shape; bench/README.md). A row that overflows, or lies past the block,
+ * gets threshold -inf and admits nothing more. */
+template <typename T, int P>
 __global__ void __launch_bounds__(kFusedThreads)
     fused_select_rows(const T *__restrict__ y, const T *__restrict__ sq, int64_t n, int p,
                       int64_t r0, int64_t rb, int kp, T c, T eta, int cap, int *__restrict__ cand,
                       int *__restrict__ count) {
   constexpr int W = P + 16 / sizeof(T); /* coordinates, norm, padding: 16-byte rows */
-  constexpr int kUnroll = 4 / R;
   __shared__ __align__(16) T tile[kFusedThreads][W];
-  const int64_t base = (int64_t)blockIdx.x * kFusedThreads * R + threadIdx.x;
-  T q[R][P], si[R], worst[R], top[R][GSTAT_CU_KNN_FUSED_MAX_KP];
-  int self[R], stored[R];
+  const int64_t r = (int64_t)blockIdx.x * kFusedThreads + threadIdx.x;
+  const bool active = r < rb;
+  const int self = (int)(r0 + r);
+  const T si = active ? sq[r0 + r] : (T)0;
+  T q[P], top[GSTAT_CU_KNN_FUSED_MAX_KP];
 #pragma unroll
-  for (int k = 0; k < R; k++) {
-    const int64_t r = base + k * kFusedThreads;
-    const bool active = r < rb;
-    self[k] = (int)(r0 + r);
-    si[k] = active ? sq[r0 + r] : (T)0;
-#pragma unroll
-    for (int a = 0; a < P; a++) q[k][a] = active && a < p ? y[r0 + r + a * n] : (T)0;
-    for (int t = 0; t < kp; t++) top[k][t] = (T)INFINITY;
-    worst[k] = active ? (T)INFINITY : (T)-INFINITY; /* top[k][kp - 1], in a register */
-    stored[k] = 0;
-  }
+  for (int a = 0; a < P; a++) q[a] = active && a < p ? y[r0 + r + a * n] : (T)0;
+  for (int t = 0; t < kp; t++) top[t] = (T)INFINITY;
+  T worst = active ? (T)INFINITY : (T)-INFINITY; /* top[kp - 1], in a register */
+  int stored = 0;
+  int *list = cand + r * cap;
   for (int64_t j0 = 0; j0 < n; j0 += kFusedThreads) {
     const int64_t jt = j0 + threadIdx.x;
     __syncthreads();
@@ -256,43 +251,33 @@ __global__ void __launch_bounds__(kFusedThreads)
 #pragma unroll
     for (int a = 0; a < W; a += 16 / sizeof(T)) store16(&tile[threadIdx.x][a], &row[a]);
     __syncthreads();
-    bool live = false; /* some row still admits */
-#pragma unroll
-    for (int k = 0; k < R; k++) live |= worst[k] > (T)-INFINITY;
-    if (!live) continue;
+    if (!(worst > (T)-INFINITY)) continue; /* this row admits nothing more */
     const int m = n - j0 < kFusedThreads ? (int)(n - j0) : kFusedThreads;
-#pragma unroll kUnroll
+#pragma unroll 4
     for (int t = 0; t < m; t++) {
       const int j = (int)(j0 + t);
       T v[P + 1];
 #pragma unroll
       for (int a = 0; a <= P; a++) v[a] = tile[t][a];
-#pragma unroll
-      for (int k = 0; k < R; k++) {
-        T lo, hi;
-        pair_bounds<T, P>(q[k], si[k], v, c, eta, &lo, &hi);
-        if (!(lo <= worst[k]) || j == self[k]) continue; /* NaN: never a candidate */
-        if (hi < worst[k]) {                             /* insertion into the sorted kp */
-          int at = kp - 1;
-          for (; at > 0 && top[k][at - 1] > hi; at--) top[k][at] = top[k][at - 1];
-          top[k][at] = hi;
-          worst[k] = top[k][kp - 1];
-        }
-        int *list = cand + (base + k * kFusedThreads) * cap;
-        if (stored[k] == cap)
-          stored[k] = compact_list<T, P>(y, sq, n, p, self[k], c, eta, worst[k], list, cap);
-        if (stored[k] == cap) { /* still full: the exhaustive path takes the row */
-          stored[k] = cap + 1;
-          worst[k] = (T)-INFINITY;
-          continue;
-        }
-        list[stored[k]++] = j;
+      T lo, hi;
+      pair_bounds<T, P>(q, si, v, c, eta, &lo, &hi);
+      if (!(lo <= worst) || j == self) continue; /* NaN: never a candidate */
+      if (hi < worst) {                          /* insertion into the sorted kp */
+        int at = kp - 1;
+        for (; at > 0 && top[at - 1] > hi; at--) top[at] = top[at - 1];
+        top[at] = hi;
+        worst = top[kp - 1];
       }
+      if (stored == cap) stored = compact_list<T, P>(y, sq, n, p, self, c, eta, worst, list, cap);
+      if (stored == cap) { /* still full: the exhaustive path takes the row */
+        stored = cap + 1;
+        worst = (T)-INFINITY;
+        continue;
+      }
+      list[stored++] = j;
     }
   }
-#pragma unroll
-  for (int k = 0; k < R; k++)
-    if (base + k * kFusedThreads < rb) count[base + k * kFusedThreads] = stored[k];
+  if (active) count[r] = stored;
 }
 
 /* ---- exact distances and the final order ---- */
@@ -434,12 +419,12 @@ extern "C" cudaError_t gstat_cu_knn_select(int dtype, const void *dots, const vo
   return cudaGetLastError();
 }
 
-template <typename T, int R>
+template <typename T>
 static void launch_fused(const T *y, const T *sq, int64_t n, int p, int64_t r0, int64_t rb, int kp,
                          T c, T eta, int cap, int *cand, int *count, cudaStream_t stream) {
-  const unsigned blocks = (unsigned)((rb + kFusedThreads * R - 1) / (kFusedThreads * R));
-#define FUSED(P)             \
-  fused_select_rows<T, P, R> \
+  const unsigned blocks = (unsigned)((rb + kFusedThreads - 1) / kFusedThreads);
+#define FUSED(P)          \
+  fused_select_rows<T, P> \
       <<<blocks, kFusedThreads, 0, stream>>>(y, sq, n, p, r0, rb, kp, c, eta, cap, cand, count)
   if (p <= 4)
     FUSED(4);
@@ -456,31 +441,19 @@ static void launch_fused(const T *y, const T *sq, int64_t n, int p, int64_t r0, 
 #undef FUSED
 }
 
-template <typename T>
-static void launch_fused_rows(int rows, const T *y, const T *sq, int64_t n, int p, int64_t r0,
-                              int64_t rb, int kp, T c, T eta, int cap, int *cand, int *count,
-                              cudaStream_t stream) {
-  if (rows == 2)
-    launch_fused<T, 2>(y, sq, n, p, r0, rb, kp, c, eta, cap, cand, count, stream);
-  else
-    launch_fused<T, 1>(y, sq, n, p, r0, rb, kp, c, eta, cap, cand, count, stream);
-}
-
 extern "C" cudaError_t gstat_cu_knn_fused_select(int dtype, const void *y, const void *sq,
                                                  int64_t n, int64_t p, int64_t r0, int64_t rb,
                                                  int64_t kp, double c, double eta, int cap,
-                                                 int rows_per_thread, int *cand, int *count,
-                                                 cudaStream_t stream) {
+                                                 int *cand, int *count, cudaStream_t stream) {
   if ((dtype != kF32 && dtype != kF64) || p < 1 || p > GSTAT_CU_KNN_FUSED_MAX_P || kp < 1 ||
-      kp > GSTAT_CU_KNN_FUSED_MAX_KP || kp >= n || rb < 1 || rb > INT_MAX || n > INT_MAX ||
-      (rows_per_thread != 1 && rows_per_thread != 2))
+      kp > GSTAT_CU_KNN_FUSED_MAX_KP || kp >= n || rb < 1 || rb > INT_MAX || n > INT_MAX)
     return cudaErrorInvalidValue;
   if (dtype == kF32)
-    launch_fused_rows(rows_per_thread, (const float *)y, (const float *)sq, n, (int)p, r0, rb,
-                      (int)kp, (float)c, (float)eta, cap, cand, count, stream);
+    launch_fused((const float *)y, (const float *)sq, n, (int)p, r0, rb, (int)kp, (float)c,
+                 (float)eta, cap, cand, count, stream);
   else
-    launch_fused_rows(rows_per_thread, (const double *)y, (const double *)sq, n, (int)p, r0, rb,
-                      (int)kp, c, eta, cap, cand, count, stream);
+    launch_fused((const double *)y, (const double *)sq, n, (int)p, r0, rb, (int)kp, c, eta, cap,
+                 cand, count, stream);
   return cudaGetLastError();
 }
 

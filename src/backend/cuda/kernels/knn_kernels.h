@@ -47,12 +47,11 @@ cudaError_t gstat_cu_knn_select(int dtype, const void *dots, const void *sq, int
  * at or below the final kp-th smallest a_j + B_j (a unclamped), and possibly
  * a few more (under an earlier, larger threshold); count[r] > cap: the row
  * overflowed. y and sq finite. p <=
- * GSTAT_CU_KNN_FUSED_MAX_P, kp <= GSTAT_CU_KNN_FUSED_MAX_KP; rows_per_thread
- * 1 or 2 (query rows a thread takes: the same lists either way). */
+ * GSTAT_CU_KNN_FUSED_MAX_P, kp <= GSTAT_CU_KNN_FUSED_MAX_KP. */
 cudaError_t gstat_cu_knn_fused_select(int dtype, const void *y, const void *sq, int64_t n,
                                       int64_t p, int64_t r0, int64_t rb, int64_t kp, double c,
-                                      double eta, int cap, int rows_per_thread, int *cand,
-                                      int *count, cudaStream_t stream);
+                                      double eta, int cap, int *cand, int *count,
+                                      cudaStream_t stream);
 
 /* Each row r with count[r] <= cap: the exact squared distances (double, the
  * coordinates' differences squared and summed in order, as the CPU does) of

@@ -9,21 +9,40 @@ namespace {
 
 constexpr int kColTile = 32; /* columns per block (row-major sums) */
 constexpr int kRowLanes = 8; /* rows read at once per block (row-major sums) */
-constexpr int64_t kRowsPerBlock = 4096;
+/* Column-sum grids aim at this many blocks (a few waves of an H100/H200:
+ * 100 blocks of 4096 rows read 1e5 x 100 at 0.76 TB/s; bench/README.md,
+ * "Where the small device statistics rows spend their time"), with at least
+ * kMinRowsPerBlock rows a block to keep the atomics few. */
+constexpr int64_t kSumBlocks = 2048;
+constexpr int64_t kMinRowsPerBlock = 256;
+constexpr int64_t kMaxRowBlocks = 65535;
+
+/* The value a column sum adds for x, less the shift: the stored centred
+ * value when the pass writes y (its sum is then that of y exactly). */
+template <typename T>
+__device__ __forceinline__ double shifted(T x, double c, T *y) {
+  if (!y) return (double)x - c;
+  const T v = (T)((double)x - c);
+  *y = v;
+  return (double)v;
+}
 
 /* Row-major: a warp reads 32 adjacent columns of one row (coalesced); each
- * block covers kRowsPerBlock rows, its partial sums go to `sums` by atomics. */
+ * block covers `rows` rows, its partial sums go to `sums` by atomics; with
+ * y, the centred values are written there on the way. */
 template <typename T>
-__global__ void col_sums_rows(const T *__restrict__ x, int64_t n, int64_t p,
-                              const double *__restrict__ shift, double *__restrict__ sums) {
+__global__ void col_sums_rows(const T *__restrict__ x, int64_t n, int64_t p, int64_t rows,
+                              const double *__restrict__ shift, double *__restrict__ sums,
+                              T *__restrict__ y) {
   __shared__ double part[kRowLanes][kColTile];
   const int64_t j = (int64_t)blockIdx.x * kColTile + threadIdx.x;
-  const int64_t i0 = (int64_t)blockIdx.y * kRowsPerBlock;
-  const int64_t i1 = i0 + kRowsPerBlock < n ? i0 + kRowsPerBlock : n;
+  const int64_t i0 = (int64_t)blockIdx.y * rows;
+  const int64_t i1 = i0 + rows < n ? i0 + rows : n;
   double s = 0;
   if (j < p) {
     const double c = shift ? shift[j] : 0.0;
-    for (int64_t i = i0 + threadIdx.y; i < i1; i += kRowLanes) s += (double)x[i * p + j] - c;
+    for (int64_t i = i0 + threadIdx.y; i < i1; i += kRowLanes)
+      s += shifted(x[i * p + j], c, y ? y + i * p + j : nullptr);
   }
   part[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
@@ -36,21 +55,34 @@ __global__ void col_sums_rows(const T *__restrict__ x, int64_t n, int64_t p,
 /* Column-major: one block per (column, row range), threads along the rows. */
 template <typename T>
 __global__ void __launch_bounds__(kLinearThreads)
-    col_sums_cols(const T *__restrict__ x, int64_t n, const double *__restrict__ shift,
-                  double *__restrict__ sums) {
+    col_sums_cols(const T *__restrict__ x, int64_t n, int64_t rows,
+                  const double *__restrict__ shift, double *__restrict__ sums, T *__restrict__ y) {
   __shared__ double part[kLinearThreads / 32];
   const int64_t j = blockIdx.x;
-  const int64_t i0 = (int64_t)blockIdx.y * kRowsPerBlock;
-  const int64_t i1 = i0 + kRowsPerBlock < n ? i0 + kRowsPerBlock : n;
+  const int64_t i0 = (int64_t)blockIdx.y * rows;
+  const int64_t i1 = i0 + rows < n ? i0 + rows : n;
   const double c = shift ? shift[j] : 0.0;
   double s = 0;
-  for (int64_t i = i0 + threadIdx.x; i < i1; i += kLinearThreads) s += (double)x[i + j * n] - c;
+  for (int64_t i = i0 + threadIdx.x; i < i1; i += kLinearThreads)
+    s += shifted(x[i + j * n], c, y ? y + i + j * n : nullptr);
   for (int o = 16; o > 0; o /= 2) s += __shfl_down_sync(kFullMask, s, o);
   if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = s;
   __syncthreads();
   if (threadIdx.x == 0) {
     for (int w = 1; w < kLinearThreads / 32; w++) s += part[w];
     atomicAdd(sums + j, s);
+  }
+}
+
+/* S(i, j) -= sums[i] sums[j] / n on the lower triangle of the dense
+ * column-major p x p S: the co-moment about the centred data's own mean. */
+template <typename T>
+__global__ void __launch_bounds__(kLinearThreads)
+    sub_outer_lower(T *__restrict__ S, int64_t p, const double *__restrict__ sums, double n) {
+  const int64_t total = p * p, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+    const int64_t i = e % p, j = e / p;
+    if (i >= j) S[e] = (T)((double)S[e] - sums[i] * sums[j] / n);
   }
 }
 
@@ -162,27 +194,46 @@ __global__ void __launch_bounds__(kLinearThreads)
 using namespace gstat_cu;
 
 extern "C" cudaError_t gstat_cu_col_sums(int dtype, const void *x, int64_t n, int64_t p,
-                                         int row_major, const double *shift, double *sums,
+                                         int row_major, const double *shift, double *sums, void *y,
                                          cudaStream_t stream) {
   if (!compute_dtype(dtype) || n < 0 || p < 0) return cudaErrorInvalidValue;
   if (n == 0 || p == 0) return cudaSuccess;
-  if (!x || !sums) return cudaErrorInvalidValue;
-  const int64_t row_blocks = (n + kRowsPerBlock - 1) / kRowsPerBlock;
-  if (row_blocks > 65535 || (!row_major && p > INT32_MAX)) return cudaErrorInvalidValue;
+  if (!x || !sums || (!row_major && p > INT32_MAX)) return cudaErrorInvalidValue;
+  const int64_t col_blocks = row_major ? (p + kColTile - 1) / kColTile : p;
+  const int64_t want = (kSumBlocks + col_blocks - 1) / col_blocks;
+  int64_t rows = (n + want - 1) / want;
+  if (rows < kMinRowsPerBlock) rows = kMinRowsPerBlock;
+  if (rows < (n + kMaxRowBlocks - 1) / kMaxRowBlocks)
+    rows = (n + kMaxRowBlocks - 1) / kMaxRowBlocks;
+  const dim3 grid((unsigned)col_blocks, (unsigned)((n + rows - 1) / rows));
   if (row_major) {
-    dim3 grid((unsigned)((p + kColTile - 1) / kColTile), (unsigned)row_blocks),
-        block(kColTile, kRowLanes);
+    const dim3 block(kColTile, kRowLanes);
     if (dtype == kF32)
-      col_sums_rows<float><<<grid, block, 0, stream>>>((const float *)x, n, p, shift, sums);
+      col_sums_rows<float>
+          <<<grid, block, 0, stream>>>((const float *)x, n, p, rows, shift, sums, (float *)y);
     else
-      col_sums_rows<double><<<grid, block, 0, stream>>>((const double *)x, n, p, shift, sums);
+      col_sums_rows<double>
+          <<<grid, block, 0, stream>>>((const double *)x, n, p, rows, shift, sums, (double *)y);
+  } else if (dtype == kF32) {
+    col_sums_cols<float>
+        <<<grid, kLinearThreads, 0, stream>>>((const float *)x, n, rows, shift, sums, (float *)y);
   } else {
-    dim3 grid((unsigned)p, (unsigned)row_blocks);
-    if (dtype == kF32)
-      col_sums_cols<float><<<grid, kLinearThreads, 0, stream>>>((const float *)x, n, shift, sums);
-    else
-      col_sums_cols<double><<<grid, kLinearThreads, 0, stream>>>((const double *)x, n, shift, sums);
+    col_sums_cols<double>
+        <<<grid, kLinearThreads, 0, stream>>>((const double *)x, n, rows, shift, sums, (double *)y);
   }
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_sub_outer_lower(int dtype, void *S, int64_t p, const double *sums,
+                                                int64_t n, cudaStream_t stream) {
+  if (!compute_dtype(dtype) || p < 0 || n <= 0) return cudaErrorInvalidValue;
+  if (p == 0) return cudaSuccess;
+  if (!S || !sums) return cudaErrorInvalidValue;
+  const unsigned blocks = linear_blocks(p * p);
+  if (dtype == kF32)
+    sub_outer_lower<float><<<blocks, kLinearThreads, 0, stream>>>((float *)S, p, sums, (double)n);
+  else
+    sub_outer_lower<double><<<blocks, kLinearThreads, 0, stream>>>((double *)S, p, sums, (double)n);
   return cudaGetLastError();
 }
 
