@@ -3,10 +3,11 @@
  * and the centred projection, for data in device memory or streamed from the
  * host in row chunks; the non-finite scan; the rules table of its cost model.
  *
- * Co-moment of device data: column means accumulated in double (two passes),
- * a centred copy, the lower triangle by row-blocked, tiled cuBLAS GEMMs: for
- * n x p fp32 data 3 reads and 1 write of the data plus n p^2 multiply-adds
- * (2 n p^2 as GEMM), which dominate for p >= 100. Host data: each chunk is
+ * Co-moment of device data: column means accumulated in double, a centred
+ * copy written and summed in one pass (the sums correct the means), the lower
+ * triangle by row-blocked, tiled cuBLAS GEMMs: for n x p fp32 data 3 reads
+ * and 1 write of the data plus n p^2 multiply-adds (2 n p^2 as GEMM), which
+ * dominate for p >= 100. Host data: each chunk is
  * copied in (pinned halves), centred about the first chunk's mean, its
  * co-moment added in double on the device; only p x p comes back.
  */
