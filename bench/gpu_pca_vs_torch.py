@@ -9,7 +9,11 @@ gstat is called through ctypes on the tensor's device pointer (no copy). Times
 are wall-clock around synchronized calls (gstat_pca returns host results, so
 it synchronizes itself), best of REPS after one warm-up call each. The
 accuracy column compares the top-k explained variances with a float64 torch
-computation on the same data.
+computation on the same data. The covariance method's scores column: "host"
+is gstat_pca's own scores (the C API's result in host memory), "device" a fit
+without them and gstat_pca_transform into a CUDA tensor (what
+gstat.PCA.fit_transform of a CUDA tensor does; torch's scores stay on the
+device too).
 
 usage: bench/gpu_pca_vs_torch.py [--build build-gpu] [--reps 3] [--quick]
                                  [--methods cov,gram,randomized] [--trace]
@@ -145,16 +149,26 @@ def main():
         mix = torch.randn(p, p, device="cuda", generator=g) / p ** 0.5
         x = (torch.randn(n, p, device="cuda", generator=g) @ mix + 3.0).contiguous()
         m = Matrix(x.data_ptr(), 1, 1, torch.cuda.current_device(), 1, n, p, n * p, p, 1)
-        for scores in (0, 1):
+        # scores: 0 none, 1 in the result (host memory, the C API's), 2 projected into a
+        # device tensor by gstat_pca_transform (what gstat.PCA.fit_transform does with a
+        # CUDA tensor)
+        z = torch.empty(n, k, device="cuda", dtype=torch.float32)
+        zm = Matrix(z.data_ptr(), 1, 1, torch.cuda.current_device(), 1, n, k, n * k, k, 1)
+        for scores in (0, 1, 2):
             opt = PcaOptions()
             lib.gstat_pca_options_init(ctypes.byref(opt))
             opt.n_components = k
-            opt.compute_scores = scores
+            opt.compute_scores = scores == 1
             res = ctypes.POINTER(PcaResult)()
 
             def run_gstat():
+                if res:
+                    lib.gstat_pca_result_free(res)
                 st = lib.gstat_pca(ctx, ctypes.byref(m), ctypes.byref(opt), ctypes.byref(res))
                 assert st == 0, lib.gstat_ctx_last_error(ctx).decode()
+                if scores == 2:
+                    st = lib.gstat_pca_transform(ctx, res, ctypes.byref(m), ctypes.byref(zm))
+                    assert st == 0, lib.gstat_ctx_last_error(ctx).decode()
                 return res
 
             def run_torch():
@@ -179,16 +193,16 @@ def main():
             if args.trace:
                 trace(f"gstat PCA {n}x{p} scores={scores}", run_gstat)
                 trace(f"torch PCA {n}x{p} scores={scores}", run_torch)
-        del x, mix
+            lib.gstat_pca_result_free(res)
+        del x, mix, z
         torch.cuda.empty_cache()
-    lib.gstat_pca_result_free(res)
     lib.gstat_ctx_destroy(ctx)
     print(f"\nPCA on the device, fp32, k={k} ({torch.cuda.get_device_name()}, torch {torch.__version__}; "
           f"best of {args.reps}, ms)")
     print("| n x p | scores | gstat | torch cov+eigh | torch/gstat | rel. err. gstat | rel. err. torch |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for n, p, sc, g_ms, t_ms, eg, et in rows:
-        print(f"| {n}x{p} | {'yes' if sc else 'no'} | {g_ms:.2f} | {t_ms:.2f} | {t_ms / g_ms:.2f} | "
+        print(f"| {n}x{p} | {('no', 'host', 'device')[sc]} | {g_ms:.2f} | {t_ms:.2f} | {t_ms / g_ms:.2f} | "
               f"{eg:.1e} | {et:.1e} |")
     for name, rows in tables:
         print_method_table(name, rows, 10, args.reps)
