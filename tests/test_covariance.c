@@ -1030,6 +1030,8 @@ CASE(mah_s_shape, fx->s.batch = 1; return mah(fx))
 CASE(mah_d_shape, fx->d.rows = 4; return mah(fx))
 CASE(mah_center_shape, fx->cn.rows = 2; return mah(fx))
 CASE(mah_nan_x, tu_set(&fx->x, 1, 3, 0, NAN); return mah(fx))
+/* the NaN lies in an element whose factor fails: its rows are never reduced */
+CASE(mah_nan_x_not_pd, tu_set(&fx->x, 1, 3, 0, NAN); tu_set(&fx->s, 1, 0, 0, -1.0); return mah(fx))
 CASE(mah_inf_s, tu_set(&fx->s, 0, 2, 1, INFINITY); return mah(fx))
 CASE(mah_nan_center, tu_set(&fx->cn, 1, 1, 0, NAN); return mah(fx))
 CASE(mah_d_overlaps_x, fx->d.data = fx->x.data; return mah(fx))
@@ -1087,6 +1089,8 @@ static const bad_case cases[] = {
     {"mahalanobis center shape", mah_center_shape, GSTAT_EINVAL,
      "mahalanobis: center is 2 x 2 x 1, expected 2 x 3 x 1 or 2 x 1 x 3"},
     {"mahalanobis NaN X", mah_nan_x, GSTAT_ENOTFINITE,
+     "mahalanobis: batch element 1 of X has a non-finite value at (3, 0)"},
+    {"mahalanobis NaN X, S not positive definite", mah_nan_x_not_pd, GSTAT_ENOTFINITE,
      "mahalanobis: batch element 1 of X has a non-finite value at (3, 0)"},
     {"mahalanobis Inf S", mah_inf_s, GSTAT_ENOTFINITE,
      "mahalanobis: batch element 0 of S has a non-finite value at (2, 1)"},

@@ -4,10 +4,10 @@
  * ||L^-1 (x - center)||^2; with `inverted`, S is the precision matrix P and
  * d2 = (x - c)^T P (x - c). Written over the scheduler: the factor is
  * gstat_cholesky's, the rows primitive centres, solves and reduces the rows
- * where X lies (host or device) into scratch beside X, and d2 is written
- * once every element is known good. X is scanned for NaN/Inf only when a
- * sum of distances is not finite (a NaN/Inf in X always shows there): the
- * distances' own pass is the check, as in torch's one pass over X.
+ * where X lies (host or device) into scratch beside X (batch x n doubles,
+ * the size of d2), and d2 is written once every element is known good. X is scanned for NaN/Inf
+ * only when a sum of distances is not finite (a NaN/Inf in X always shows there): the distances'
+ * own pass is the check, as in torch's one pass over X.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -132,8 +132,9 @@ static gstat_status factor(gstat_ctx *ctx, maha *m, const gstat_matrix *X, const
   return st;
 }
 
-/* After the distances: a sum that is not finite names the NaN/Inf of X, or
- * (inverted) of P; a finite X and S whose distances overflow are let be. */
+/* After the distances: a sum that is not finite (or a failed factor, whose
+ * rows were not reduced) names the NaN/Inf of X, or (inverted) of P; a
+ * finite X and S whose distances overflow are let be. */
 static gstat_status check_sums(gstat_ctx *ctx, maha *m, const gstat_matrix *X,
                                const gstat_matrix *S) {
   gstat_status st = GSTAT_OK;
@@ -161,6 +162,8 @@ static gstat_status distances(gstat_ctx *ctx, maha *m, const gstat_matrix *X, co
     gstat_matrix db = gstat_i_batch_part(D, b, 1);
     m->bad[b] = 0;
     if (m->info[b] != 0 || m->p == 0) { /* NaN for a failed factor, 0 for an empty sum */
+      /* its rows are not reduced, so a NaN/Inf of X there would not show */
+      m->bad[b] = m->info[b] != 0;
       for (int64_t r = 0; r < m->n; r++) m->fill[r] = m->info[b] != 0 ? NAN : 0.0;
       st = gstat_i_sched_store(ctx, m->fn, "d2", GSTAT_F64, m->fill, m->n, &db, 0);
       continue;

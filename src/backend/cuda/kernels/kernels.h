@@ -277,7 +277,8 @@ cudaError_t gstat_cu_graded_check(int dtype, const void *a, int64_t n, int64_t b
  * column-major (at i + j*n), dtype 1 or 2 ---- */
 
 /* sums[j] += sum_i (x(i, j) - shift[j]) in double (shift may be NULL). With
- * y (same layout, not x): y(i, j) = x(i, j) - shift[j] rounded to the dtype
+ * y (same layout; y may be x: each value is read before the thread that
+ * read it writes it): y(i, j) = x(i, j) - shift[j] rounded to the dtype
  * is written and sums gets the sum of those stored values. The caller zeroes
  * sums first. */
 cudaError_t gstat_cu_col_sums(int dtype, const void *x, int64_t n, int64_t p, int row_major,
