@@ -77,20 +77,22 @@ static gstat_status means_out(gstat_cu_state *s, gstat_ctx *ctx, const double *d
   return GSTAT_OK;
 }
 
-/* mean (host, p) of the n x p element at x: double sums, then the sums of the
- * residuals (corrects the rounding of the first pass), both divided on the
- * device, so one copy back serves both passes. */
-static gstat_status column_means(gstat_cu_state *s, gstat_ctx *ctx, int cdt, const void *x,
-                                 int64_t n, int64_t p, int row_major, double *d_sums,
-                                 double *d_mean, double *mean) {
+/* d_mean (p, device) of the n x p element at x: double sums, then the sums
+ * of the residuals x - m1 (correcting the first pass's rounding), both
+ * divided on the device. With y, the second pass also writes y = x - m1 in
+ * the dtype and sums those stored values, so d_sums then holds n times the
+ * mean of y. Stream-ordered: nothing is read back. */
+static gstat_status column_passes(gstat_cu_state *s, gstat_ctx *ctx, int cdt, const void *x,
+                                  int64_t n, int64_t p, int row_major, double *d_sums,
+                                  double *d_mean, void *y) {
   for (int pass = 0; pass < 2; pass++) {
     TRY_CU(cudaMemsetAsync(d_sums, 0, sizeof(double) * (size_t)p, s->stream), "zeroing sums");
-    TRY_CU(
-        gstat_cu_col_sums(cdt, x, n, p, row_major, pass ? d_mean : NULL, d_sums, NULL, s->stream),
-        "column sums");
+    TRY_CU(gstat_cu_col_sums(cdt, x, n, p, row_major, pass ? d_mean : NULL, d_sums, pass ? y : NULL,
+                             s->stream),
+           "column sums");
     TRY_CU(gstat_cu_mean_step(d_sums, d_mean, n, p, pass == 0, s->stream), "means");
   }
-  return means_out(s, ctx, d_mean, p, mean);
+  return GSTAT_OK;
 }
 
 /* The tile (oi.., oj..) of size ti x tj of Xc_rows^T Xc_rows for `count`
@@ -127,8 +129,8 @@ static cublasStatus_t tile_products(gstat_cu_state *s, int cdt, int row_major, i
  * one strided-batched GEMM per tile of the lower triangle (T x T tiles of
  * about p/T: (T+1)/2T of a full GEMM's work), summed in double afterwards,
  * which also shortens every fp32 accumulation chain from n to n/R terms.
- * Blocks of max(p, 256) rows: with 4p, 2e4 x 1000 gave R = 5 and cuBLAS's
- * 64x32 kernel at 31 TFLOP/s (bench/README.md, the 39th session). */
+ * Blocks of max(p, 256) rows keep enough products per call for cuBLAS's
+ * large tiles at mid n (bench/README.md, "Two reads of X"). */
 static gstat_status syrk_tiles(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int row_major, int64_t n,
                                int64_t p, const char *xc, void *S) {
   size_t es = gstat_cu_dtype_bytes(cdt);
@@ -211,13 +213,7 @@ static gstat_status device_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gst
     src = xc;
     row_major = 0;
   }
-  for (int pass = 0; pass < 2; pass++) {
-    TRY_CU(cudaMemsetAsync(dSums, 0, sizeof(double) * (size_t)p, s->stream), "zeroing sums");
-    TRY_CU(gstat_cu_col_sums(cdt, src, n, p, row_major, pass ? dMean : NULL, dSums,
-                             pass ? xc : NULL, s->stream),
-           pass ? "centering" : "column sums");
-    TRY_CU(gstat_cu_mean_step(dSums, dMean, n, p, pass == 0, s->stream), "means");
-  }
+  GSTAT_CU_TRY(column_passes(s, ctx, cdt, src, n, p, row_major, dSums, dMean, xc));
   GSTAT_CU_TRY(syrk_tiles(s, ctx, cdt, row_major, n, p, xc, S));
   TRY_CU(gstat_cu_sub_outer_lower(cdt, S, p, dSums, n, s->stream), "co-moment");
   GSTAT_CU_TRY(means_out(s, ctx, dMean, p, mean));
@@ -281,8 +277,10 @@ static gstat_status host_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gstat
     int64_t rows = n - r0 < R ? n - r0 : R;
     gstat_matrix part = row_range(X, b, r0, rows);
     GSTAT_CU_TRY(gstat_cu_load(s, ctx, "comoment", &part, 0, 1, cdt, xc, NULL));
-    if (r0 == 0) /* the shift: the first chunk's mean (two passes, in double) */
-      GSTAT_CU_TRY(column_means(s, ctx, cdt, xc, rows, p, 0, dSums, dShift, mean));
+    if (r0 == 0) { /* the shift: the first chunk's mean (two passes, in double) */
+      GSTAT_CU_TRY(column_passes(s, ctx, cdt, xc, rows, p, 0, dSums, dShift, NULL));
+      GSTAT_CU_TRY(means_out(s, ctx, dShift, p, mean));
+    }
     TRY_CU(gstat_cu_col_sums(cdt, xc, rows, p, 0, dShift, dTotal, NULL, s->stream), "column sums");
     TRY_CU(gstat_cu_center(cdt, xc, xc, rows, p, 0, dShift, s->stream), "centering");
     GSTAT_CU_TRY(syrk_tiles(s, ctx, cdt, 0, rows, p, xc, S));

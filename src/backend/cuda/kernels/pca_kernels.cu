@@ -9,8 +9,8 @@ namespace {
 
 constexpr int kColTile = 32; /* columns per block (row-major sums) */
 constexpr int kRowLanes = 8; /* rows read at once per block (row-major sums) */
-/* Column-sum grids aim at this many blocks (a few waves of an H100/H200:
- * 100 blocks of 4096 rows read 1e5 x 100 at 0.76 TB/s; bench/README.md,
+/* Column-sum grids aim at this many blocks (a few waves of an H100/H200: a
+ * fixed 4096 rows a block left small inputs bandwidth-starved; bench/README.md,
  * "Where the small device statistics rows spend their time"), with at least
  * kMinRowsPerBlock rows a block to keep the atomics few. */
 constexpr int64_t kSumBlocks = 2048;
