@@ -97,7 +97,7 @@ typedef struct gstat_cu_state {
   gstat_cu_buf dev[CU_NBUF];
   gstat_cu_buf host_work;              /* cuSOLVER's host workspace */
   gstat_cu_buf host_info;              /* info copied back */
-  gstat_cu_buf host_pca;               /* pinned: co-moments, means, components */
+  gstat_cu_buf host_pca;               /* pinned: co-moments and means read back */
   gstat_cu_buf host_sc;                /* pinned: batch spectral clustering's per-graph results */
   gstat_cu_buf host_upload;            /* pageable: small uploads (gstat_cu_upload) */
   gstat_cu_stager stage_in, stage_out; /* pinned: copies of the caller's host memory */
