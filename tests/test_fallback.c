@@ -624,6 +624,20 @@ static void test_rows_statistics(void **state) {
   S = sm_arg_new(sm_fake_memory(), true, GSTAT_F64, RW_NB, SM_P, SM_P, s);
   assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, 0, &D.m), GSTAT_OK);
   assert_int_equal(gstat_mahalanobis(gpu, &X.m, NULL, &S.m, 1, &D.m), GSTAT_OK);
+  /* a NaN in a centre is named, read where X lies or copied from the host */
+  double c[RW_NB * SM_P];
+  for (int64_t e = 0; e < RW_NB * SM_P; e++) c[e] = 50.0;
+  c[SM_P + 2] = NAN; /* element 1, (2, 0) of a column centre */
+  for (int dev = 0; dev < 2; dev++) {
+    sm_arg Z = sm_arg_new(sm_fake_memory(), dev, GSTAT_F64, RW_NB, SM_P, 1, c);
+    for (int inv = 0; inv < 2; inv++) {
+      assert_int_equal(gstat_mahalanobis(gpu, &X.m, &Z.m, &S.m, inv, &D.m), GSTAT_ENOTFINITE);
+      assert_string_equal(
+          gstat_ctx_last_error(gpu),
+          "mahalanobis: batch element 1 of center has a non-finite value at (2, 0)");
+    }
+    sm_arg_free(sm_fake_memory(), &Z);
+  }
   sm_arg_free(sm_fake_memory(), &X);
   sm_arg_free(sm_fake_memory(), &S);
   sm_arg_free(sm_fake_memory(), &D);

@@ -17,10 +17,14 @@ typedef struct gstat_i_rows_req {
   const gstat_matrix *X;        /* n x p, any dtype and strides */
   int64_t b;                    /* its element */
   const double *center, *scale; /* host doubles, p each; NULL: 0 and 1 */
-  const gstat_matrix *L;        /* NULL, or p x p (batch 1): lower triangle read, non-unit */
-  const gstat_matrix *Q;        /* NULL, or p x p (batch 1): symmetric, lower triangle read */
-  gstat_matrix *d;              /* NULL, or n x 1 (batch 1, any dtype): the d_i */
-  double *sums;                 /* NULL, or host [2]: sum_i d_i and sum_i d_i^2 */
+  /* or the centre as it lies beside X (p x 1 or 1 x p, batch 1, any float
+   * dtype), read by the backend: a device centre is not copied to the host
+   * and back; center is then NULL */
+  const gstat_matrix *center_vec;
+  const gstat_matrix *L; /* NULL, or p x p (batch 1): lower triangle read, non-unit */
+  const gstat_matrix *Q; /* NULL, or p x p (batch 1): symmetric, lower triangle read */
+  gstat_matrix *d;       /* NULL, or n x 1 (batch 1, any dtype): the d_i */
+  double *sums;          /* NULL, or host [2]: sum_i d_i and sum_i d_i^2 */
 } gstat_i_rows_req;
 
 #endif /* GSTAT_BACKEND_ROWS_REQ_H */

@@ -547,9 +547,11 @@ gstat_status gstat_i_sched_orthonormalize(gstat_ctx *ctx, const char *fn, const 
 /* The rows primitive on the CPU through host copies of its device arguments. */
 static gstat_status rows_staged(gstat_ctx *ctx, const prim_call *c) {
   const gstat_i_rows_req *r = c->rows;
-  gstat_i_staged hx = {0}, hl = {0}, hq = {0}, hd = {0};
+  gstat_i_staged hx = {0}, hl = {0}, hq = {0}, hd = {0}, hc = {0};
   gstat_matrix xb = gstat_i_batch_part(r->X, r->b, 1);
   gstat_status st = gstat_i_sched_stage(ctx, c->fn, "X", &xb, true, &hx);
+  if (st == GSTAT_OK && r->center_vec)
+    st = gstat_i_sched_stage(ctx, c->fn, "center", r->center_vec, true, &hc);
   if (st == GSTAT_OK && r->L) st = gstat_i_sched_stage(ctx, c->fn, "L", r->L, true, &hl);
   if (st == GSTAT_OK && r->Q) st = gstat_i_sched_stage(ctx, c->fn, "Q", r->Q, true, &hq);
   if (st == GSTAT_OK && r->d) st = gstat_i_sched_stage(ctx, c->fn, "d", r->d, false, &hd);
@@ -559,11 +561,13 @@ static gstat_status rows_staged(gstat_ctx *ctx, const prim_call *c) {
   h.L = r->L ? &hl.m : NULL;
   h.Q = r->Q ? &hq.m : NULL;
   h.d = r->d ? &hd.m : NULL;
+  h.center_vec = r->center_vec ? &hc.m : NULL;
   if (st == GSTAT_OK) st = cpu.ops->rows(NULL, ctx, &h);
   if (st == GSTAT_OK && r->d) st = gstat_i_sched_unstage(ctx, c->fn, "d", &hd, r->d);
   gstat_i_sched_release(ctx, &hd);
   gstat_i_sched_release(ctx, &hq);
   gstat_i_sched_release(ctx, &hl);
+  gstat_i_sched_release(ctx, &hc);
   gstat_i_sched_release(ctx, &hx);
   if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
   return st;

@@ -5,9 +5,10 @@
  * d2 = (x - c)^T P (x - c). Written over the scheduler: the factor is
  * gstat_cholesky's, the rows primitive centres, solves and reduces the rows
  * where X lies (host or device) into scratch beside X (batch x n doubles,
- * the size of d2), and d2 is written once every element is known good. X is scanned for NaN/Inf
- * only when a sum of distances is not finite (a NaN/Inf in X always shows there): the distances'
- * own pass is the check, as in torch's one pass over X.
+ * the size of d2), and d2 is written once every element is known good. X (and a centre lying
+ * where X does, read there: no copy to the host and back) is scanned for NaN/Inf only when a sum
+ * of distances is not finite (a NaN/Inf there always shows): the distances' own pass is the
+ * check, as in torch's one pass over X.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -22,12 +23,13 @@ typedef struct maha {
   const char *fn;
   int64_t batch, n, p;
   int inverted;
-  gstat_dtype ct;     /* X's compute dtype: the factors' */
-  double *c;          /* batch x p centres, or NULL */
-  int64_t *info;      /* batch: the factors' */
-  double *fill;       /* n: NaN or 0, for the elements without a reduction */
-  unsigned char *bad; /* batch: the element's sum of d2 is not finite */
-  double sums[2];     /* the last element's sum of d2 and of its squares */
+  gstat_dtype ct;           /* X's compute dtype: the factors' */
+  double *c;                /* batch x p centres read to the host, or NULL */
+  const gstat_matrix *cvec; /* or the caller's centre, in X's memory */
+  int64_t *info;            /* batch: the factors' */
+  double *fill;             /* n: NaN or 0, for the elements without a reduction */
+  unsigned char *bad;       /* batch: the element's sum of d2 is not finite */
+  double sums[2];           /* the last element's sum of d2 and of its squares */
 } maha;
 
 static bool same_memory(const gstat_matrix *a, const gstat_matrix *b) {
@@ -57,7 +59,8 @@ static gstat_status check_lower(gstat_ctx *ctx, const char *fn, const gstat_matr
 }
 
 /* The centres as batch x p host doubles (a row or column, host or device),
- * checked when the context checks finiteness. */
+ * checked when the context checks finiteness: for a centre that does not
+ * lie where X does. */
 static gstat_status load_centers(gstat_ctx *ctx, maha *m, const gstat_matrix *center) {
   gstat_matrix cv = *center; /* p x 1 or 1 x p: either way p values in order */
   if (cv.rows == 1) {
@@ -133,8 +136,9 @@ static gstat_status factor(gstat_ctx *ctx, maha *m, const gstat_matrix *X, const
 }
 
 /* After the distances: a sum that is not finite (or a failed factor, whose
- * rows were not reduced) names the NaN/Inf of X, or (inverted) of P; a
- * finite X and S whose distances overflow are let be. */
+ * rows were not reduced) names the NaN/Inf of the centre (read where X
+ * lies, unchecked so far), of X, or (inverted) of P; a finite X and S whose
+ * distances overflow are let be. */
 static gstat_status check_sums(gstat_ctx *ctx, maha *m, const gstat_matrix *X,
                                const gstat_matrix *S) {
   gstat_status st = GSTAT_OK;
@@ -142,7 +146,9 @@ static gstat_status check_sums(gstat_ctx *ctx, maha *m, const gstat_matrix *X,
   for (int64_t b = 0; b < m->batch; b++) any |= m->bad[b] != 0;
   if (!any || !ctx->opt.check_finite) return GSTAT_OK;
   int64_t b0, i0, j0;
-  if (gstat_i_sched_find_nonfinite(ctx, m->fn, "X", X, &b0, &i0, &j0, &st))
+  if (m->cvec && gstat_i_sched_find_nonfinite(ctx, m->fn, "center", m->cvec, &b0, &i0, &j0, &st))
+    return not_finite(ctx, m->fn, "center", b0, i0, j0);
+  if (st == GSTAT_OK && gstat_i_sched_find_nonfinite(ctx, m->fn, "X", X, &b0, &i0, &j0, &st))
     return not_finite(ctx, m->fn, "X", b0, i0, j0);
   for (int64_t b = 0; st == GSTAT_OK && m->inverted && b < m->batch; b++)
     if (m->bad[b]) {
@@ -169,9 +175,11 @@ static gstat_status distances(gstat_ctx *ctx, maha *m, const gstat_matrix *X, co
       continue;
     }
     gstat_matrix tb = gstat_i_batch_part(T, b, 1);
+    gstat_matrix cb = m->cvec ? gstat_i_batch_part(m->cvec, b, 1) : tb;
     gstat_i_rows_req r = {.X = X,
                           .b = b,
                           .center = m->c ? m->c + b * m->p : NULL,
+                          .center_vec = m->cvec ? &cb : NULL,
                           .L = m->inverted ? NULL : &tb,
                           .Q = m->inverted ? &tb : NULL,
                           .d = &db,
@@ -246,7 +254,6 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
   m.info = (int64_t *)(ws + o_info);
   m.fill = (double *)(ws + o_fill);
   m.bad = (unsigned char *)(ws + o_bad);
-  if (center) TRY(load_centers(ctx, &m, center));
   if (ctx->opt.check_finite && S->location == GSTAT_HOST &&
       gstat_i_find_nonfinite(S, GSTAT_I_TRI_LOWER, &b0, &i0, &j0)) {
     st = not_finite(ctx, fn, "S", b0, i0, j0);
@@ -261,6 +268,11 @@ gstat_status gstat_mahalanobis(gstat_ctx *ctx, const gstat_matrix *X, const gsta
     st = chain_memory(ctx, &m, X, &F, &D);
   }
   TRY(st);
+  if (center && same_memory(center, X)) { /* read there by the rows primitive */
+    m.cvec = center;
+    m.c = NULL;
+  } else if (center)
+    TRY(load_centers(ctx, &m, center));
   TRY(distances(ctx, &m, X, S, d2, &F, &D));
   int64_t failed = 0, first = -1;
   for (int64_t b = 0; b < batch; b++)

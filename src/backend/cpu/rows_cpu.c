@@ -76,9 +76,10 @@ typedef struct {
   const gstat_i_rows_req *r;
   gstat_dtype ct;
   int64_t n, p, block, blocks;
-  const void *t;     /* L or Q, dense (NULL: neither) */
-  const double *inv; /* 1 / scale */
-  double *bsum;      /* 2 per block */
+  const void *t;        /* L or Q, dense (NULL: neither) */
+  const double *center; /* the request's, or center_vec as doubles */
+  const double *inv;    /* 1 / scale */
+  double *bsum;         /* 2 per block */
 } rows_job;
 
 /* d for rows [r0, r0 + rows) through one thread's buffers (u, v: block x
@@ -89,7 +90,7 @@ static void block_d(const rows_job *job, int64_t r0, int64_t rows, gstat_ctx *bc
   int64_t p = job->p;
   gstat_matrix part = rows_of(r->X, r->b, r0, rows);
   gstat_i_dense_load(&part, 0, job->ct, u, rows);
-  if (r->center || r->scale) center_block(job->ct, rows, p, u, rows, r->center, job->inv);
+  if (job->center || r->scale) center_block(job->ct, rows, p, u, rows, job->center, job->inv);
   /* sizes were checked against the BLAS range: these cannot fail */
   if (r->L)
     (void)gstat_i_trsm(bctx, job->ct, true, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, rows, p, 1.0,
@@ -160,6 +161,7 @@ gstat_status gstat_i_cpu_rows(void *state, gstat_ctx *ctx, const gstat_i_rows_re
   gstat_i_ws_plan pl = {0, true};
   size_t o_t = gstat_i_ws_take(&pl, T ? p * p : 0, es);
   size_t o_inv = gstat_i_ws_take(&pl, p, sizeof(double));
+  size_t o_c = gstat_i_ws_take(&pl, r->center_vec ? p : 0, sizeof(double));
   size_t o_bsum = gstat_i_ws_take(&pl, 2 * job.blocks, sizeof(double));
   size_t shared = (pl.size + 63) / 64 * 64;
   gstat_i_ws_plan tp = {0, true};
@@ -177,6 +179,11 @@ gstat_status gstat_i_cpu_rows(void *state, gstat_ctx *ctx, const gstat_i_rows_re
   if (T) load_matrix(job.ct, T, r->Q != NULL, ws + o_t);
   job.t = T ? ws + o_t : NULL;
   job.inv = inv;
+  job.center = r->center;
+  if (r->center_vec) { /* p x 1 or 1 x p: either way p values in order */
+    gstat_i_dense_load(r->center_vec, 0, GSTAT_F64, ws + o_c, r->center_vec->rows);
+    job.center = (const double *)(ws + o_c);
+  }
   job.bsum = (double *)(ws + o_bsum);
   run_all_blocks(&job, nt, ctx, ws + shared, per, o_u, o_v, o_d);
   if (r->sums)

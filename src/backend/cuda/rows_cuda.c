@@ -75,7 +75,9 @@ static const void *dense_matrix(gstat_cu_state *s, gstat_ctx *ctx, int cdt, cons
   return *st == GSTAT_OK ? m : NULL;
 }
 
-/* centre and 1/scale to the device (dc, dc + p), the totals zeroed. */
+/* centre and 1/scale to the device (dc, dc + p), the totals zeroed; a
+ * centre in device memory (center_vec) is gathered there, after the upload
+ * in stream order. */
 static gstat_status upload_shift(gstat_cu_state *s, gstat_ctx *ctx, const gstat_i_rows_req *r,
                                  int64_t p, double *dc) {
   size_t bytes = sizeof(double) * (size_t)(2 * p + 2);
@@ -86,7 +88,10 @@ static gstat_status upload_shift(gstat_cu_state *s, gstat_ctx *ctx, const gstat_
     h[p + j] = r->scale ? 1.0 / r->scale[j] : 1.0;
   }
   h[2 * p] = h[2 * p + 1] = 0.0;
-  return gstat_cu_upload(s, ctx, dc, bytes, "centre");
+  GSTAT_CU_TRY(gstat_cu_upload(s, ctx, dc, bytes, "centre"));
+  if (!r->center_vec) return GSTAT_OK;
+  /* p x 1 or 1 x p gathered column-major: either way p values in order */
+  return gstat_cu_load(s, ctx, "rows", r->center_vec, 0, 1, GSTAT_F64, dc, NULL);
 }
 
 /* Where the kernel writes d: the caller's dense float64 device vector, or
@@ -107,7 +112,7 @@ static gstat_status rows_on_device(gstat_cu_state *s, gstat_ctx *ctx, const gsta
   if (!dc) return GSTAT_ENOMEM;
   double *dtot = dc + 2 * p, *dd = dc + 2 * p + 2;
   GSTAT_CU_TRY(upload_shift(s, ctx, r, p, dc));
-  bool shift = r->center || r->scale;
+  bool shift = r->center || r->center_vec || r->scale;
   int rm = 0;
   const char *src = dense_rows(X, cdt, r->b, &rm);
   char *u = NULL;
@@ -152,8 +157,9 @@ gstat_status gstat_cu_rows(void *state, gstat_ctx *ctx, const gstat_i_rows_req *
   gstat_cu_state *s = state;
   cudaSetDevice(s->device);
   if (r->sums) r->sums[0] = r->sums[1] = 0.0;
-  if (r->X->location != GSTAT_CUDA)
-    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED, "rows: X must lie in device memory");
+  if (r->X->location != GSTAT_CUDA || (r->center_vec && r->center_vec->location != GSTAT_CUDA))
+    return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED,
+                               "rows: X and its centre must lie in device memory");
   if (r->X->rows > INT32_MAX || r->X->cols > INT32_MAX)
     return gstat_cu_host->fail(ctx, GSTAT_EUNSUPPORTED, "rows: n or p exceeds cuBLAS's int range");
   if (gstat_cu_fault_now() == FAULT_OOM)
