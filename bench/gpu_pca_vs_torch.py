@@ -162,8 +162,6 @@ def main():
             res = ctypes.POINTER(PcaResult)()
 
             def run_gstat():
-                if res:
-                    lib.gstat_pca_result_free(res)
                 st = lib.gstat_pca(ctx, ctypes.byref(m), ctypes.byref(opt), ctypes.byref(res))
                 assert st == 0, lib.gstat_ctx_last_error(ctx).decode()
                 if scores == 2:
