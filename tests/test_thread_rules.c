@@ -3,6 +3,8 @@
  * team inside a parallel region (nested calls would oversubscribe), and a
  * batch reports progress in slices by its work. Checked through the rule
  * functions and gstat_ctx_last_threads. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
 #include <math.h>
 #include <omp.h>
 #include <setjmp.h>
@@ -199,6 +201,44 @@ static void test_slices_by_work(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* The BLAS thread setting reaches the BLAS: OpenMP's for an OpenMP (or
+ * other) BLAS and, for a pthreads OpenBLAS (run this test with one
+ * preloaded), OpenBLAS's own count, which reads no OpenMP setting; both
+ * restored after. */
+static void test_blas_threads_reach_blas(void **state) {
+  (void)state;
+  int (*get_parallel)(void), (*get)(void);
+  void (*set)(int);
+  *(void **)&get_parallel = dlsym(RTLD_DEFAULT, "openblas_get_parallel");
+  *(void **)&get = dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+  *(void **)&set = dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+  bool pthreads = get_parallel && get_parallel() == 1;
+  assert_true(!pthreads || (get && set));
+  if (pthreads) set(4); /* what a pthreads OpenBLAS starts with: every core */
+  omp_set_num_threads(5);
+  gstat_i_blas_threads_saved s = gstat_i_blas_threads_enter(1);
+  assert_int_equal(omp_get_max_threads(), 1);
+  if (pthreads) assert_int_equal(get(), 1);
+  gstat_i_blas_threads_leave(s);
+  assert_int_equal(omp_get_max_threads(), 5);
+  if (pthreads) assert_int_equal(get(), 4);
+  /* inside a parallel region the process-wide count is not touched */
+  if (pthreads) {
+    int inner = -1;
+#pragma omp parallel num_threads(2)
+    {
+#pragma omp single
+      {
+        gstat_i_blas_threads_saved t = gstat_i_blas_threads_enter(1);
+        inner = get();
+        gstat_i_blas_threads_leave(t);
+      }
+    }
+    assert_int_equal(inner, 4);
+  }
+  print_message("BLAS threading: %s\n", pthreads ? "pthreads OpenBLAS" : "OpenMP's setting");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rule),
@@ -206,6 +246,7 @@ int main(void) {
       cmocka_unit_test(test_passive_waits_keep_lapack_serial),
       cmocka_unit_test(test_nested_single),
       cmocka_unit_test(test_slices_by_work),
+      cmocka_unit_test(test_blas_threads_reach_blas),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

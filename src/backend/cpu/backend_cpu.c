@@ -86,12 +86,10 @@ static gstat_status run_batch(gstat_ctx *ctx, const char *fn, gstat_i_cpu_job *j
       for (int64_t it = lo; it < hi; it++)
         run_item(job, it, groups, lanes, ws + job->per_thread * (size_t)omp_get_thread_num(), info);
     } else {
-      /* One matrix at a time: BLAS may use the context's threads (an OpenMP
-       * OpenBLAS reads the calling thread's setting, which we restore after). */
-      int saved = omp_get_max_threads();
-      omp_set_num_threads(blas_nt);
+      /* One matrix at a time: BLAS may use the context's threads (restored after). */
+      gstat_i_blas_threads_saved saved = gstat_i_blas_threads_enter(blas_nt);
       for (int64_t it = lo; it < hi; it++) run_item(job, it, groups, lanes, ws, info);
-      omp_set_num_threads(saved);
+      gstat_i_blas_threads_leave(saved);
     }
 #else
     (void)blas_nt;

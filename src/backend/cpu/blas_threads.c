@@ -12,14 +12,43 @@
 #include "backend/dense.h"
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
-static bool conflict; /* written once under probe_once, then only read */
+/* written once under probe_once, then only read */
+static bool conflict;
+static void (*pthreads_set)(int); /* a pthreads OpenBLAS's thread count */
+static int (*pthreads_get)(void);
 
 static void probe(void) {
   /* openblas_get_parallel(): 0 sequential, 1 pthreads, 2 OpenMP */
   int (*get_parallel)(void);
-  void *sym = dlsym(RTLD_DEFAULT, "openblas_get_parallel");
-  *(void **)&get_parallel = sym;
+  *(void **)&get_parallel = dlsym(RTLD_DEFAULT, "openblas_get_parallel");
   conflict = get_parallel != NULL && get_parallel() == 1;
+  if (!conflict) return;
+  *(void **)&pthreads_set = dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+  *(void **)&pthreads_get = dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+  if (!pthreads_set || !pthreads_get) pthreads_set = NULL, pthreads_get = NULL;
+}
+
+gstat_i_blas_threads_saved gstat_i_blas_threads_enter(int nt) {
+  gstat_i_blas_threads_saved s = {0, 0};
+  pthread_once(&probe_once, probe);
+#ifdef _OPENMP
+  s.omp = omp_get_max_threads();
+  omp_set_num_threads(nt);
+#endif
+  /* a pthreads OpenBLAS reads no OpenMP setting: left alone, it threads
+   * every call on all cores, against the caller's own threads */
+  if (pthreads_get && !gstat_i_in_parallel()) { /* one count for the process: not per thread */
+    s.openblas = pthreads_get();
+    if (s.openblas != nt) pthreads_set(nt);
+  }
+  return s;
+}
+
+void gstat_i_blas_threads_leave(gstat_i_blas_threads_saved s) {
+#ifdef _OPENMP
+  if (s.omp > 0) omp_set_num_threads(s.omp);
+#endif
+  if (pthreads_get && s.openblas > 0 && pthreads_get() != s.openblas) pthreads_set(s.openblas);
 }
 
 bool gstat_i_blas_threads_conflict_with_openmp(void) {

@@ -32,6 +32,17 @@ int gstat_i_cpu_batch_threads(gstat_ctx *ctx, int64_t items, double seconds);
  * the same rules, 1 inside a parallel region; noted in the context. */
 int gstat_i_cpu_blas_threads(gstat_ctx *ctx, double seconds);
 
+/* What gstat_i_blas_threads_enter replaced (0: nothing). */
+typedef struct gstat_i_blas_threads_saved {
+  int omp, openblas;
+} gstat_i_blas_threads_saved;
+
+/* BLAS calls that follow on this thread use nt threads: OpenMP's setting
+ * (which an OpenMP OpenBLAS reads) and, for a pthreads OpenBLAS, its own
+ * process-wide count; _leave restores both. */
+gstat_i_blas_threads_saved gstat_i_blas_threads_enter(int nt);
+void gstat_i_blas_threads_leave(gstat_i_blas_threads_saved s);
+
 /* Whether the calling thread is inside an active OpenMP parallel region. */
 bool gstat_i_in_parallel(void);
 

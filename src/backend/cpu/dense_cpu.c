@@ -2,10 +2,6 @@
  * LAPACKE that run with the context's thread count. */
 #include <limits.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "backend/cpu/blas_threads.h"
 #include "backend/cpu/lapack_api.h"
 #include "backend/cpu/pack.h"
@@ -20,28 +16,22 @@ static enum CBLAS_TRANSPOSE cblas_trans(gstat_trans t) {
   return t == GSTAT_TRANS ? CblasTrans : CblasNoTrans;
 }
 
-/* BLAS reads the calling thread's OpenMP setting; use the context's (fewer
- * for a small call of `flops`: the CPU rules) and restore the caller's
- * afterwards. */
+/* BLAS threads for a call of `flops` whose smallest parallel step has
+ * `step_flops`: the context's, fewer for small work (the CPU rules; they keep
+ * such chains on one thread with passive waits); the caller's restored by
+ * threads_leave. A NULL context leaves the setting as it is. */
 typedef struct threads_guard {
-  int saved;
+  bool set;
+  gstat_i_blas_threads_saved saved;
 } threads_guard;
 
-/* BLAS threads for `flops` of work whose smallest parallel call has
- * `step_flops` (the rules keep such chains on one thread with passive waits). */
 static threads_guard threads_enter_steps(gstat_ctx *ctx, double flops, double step_flops) {
-  threads_guard g = {0};
-#ifdef _OPENMP
-  if (!ctx) return g; /* NULL: leave the thread setting as it is */
-  g.saved = omp_get_max_threads();
+  threads_guard g = {false, {0, 0}};
+  if (!ctx) return g;
   double s = gstat_i_cpu_blas_step_seconds(gstat_i_cpu_seconds(GSTAT_F64, flops, true),
                                            gstat_i_cpu_seconds(GSTAT_F64, step_flops, false));
-  omp_set_num_threads(gstat_i_cpu_blas_threads(ctx, s));
-#else
-  (void)ctx;
-  (void)flops;
-  (void)step_flops;
-#endif
+  g.saved = gstat_i_blas_threads_enter(gstat_i_cpu_blas_threads(ctx, s));
+  g.set = true;
   return g;
 }
 
@@ -50,11 +40,7 @@ static threads_guard threads_enter(gstat_ctx *ctx, double flops) {
 }
 
 static void threads_leave(threads_guard g) {
-#ifdef _OPENMP
-  if (g.saved > 0) omp_set_num_threads(g.saved);
-#else
-  (void)g;
-#endif
+  if (g.set) gstat_i_blas_threads_leave(g.saved);
 }
 
 /* A product with one column (or one row) of C, as a matrix-vector product:

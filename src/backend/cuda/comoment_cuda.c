@@ -29,10 +29,27 @@ static const struct {
                                 selection reads), fitted to bench_knn_gpu on the H200 */
   int64_t kmeans_min_points; /* kmeans: fewer points stay on the CPU */
   bool kmeans_auto;          /* kmeans: AUTO sends host rows here */
-  double kmeans_pass_seconds;    /* kmeans: a pass's launches and synchronization (estimate) */
-  int64_t sparse_auto_min_nodes; /* AUTO plans a host graph's Laplacian here from this many
-                                    nodes (the crossovers: bench/README.md) */
-} cuda_rules = {30e9, {40e12, 20e12}, 0.5e-3, (size_t)256 << 20, 1.5e12, 20000, true, 2e-5, 100000};
+  double kmeans_pass_seconds;     /* kmeans: a pass's launches and synchronization (estimate) */
+  int64_t sparse_auto_min_nodes;  /* AUTO plans a host graph's Laplacian here from this many
+                                     nodes (the crossovers: bench/README.md) */
+  int64_t rows_inverse_min_ratio; /* rows: L^-1 by trtri and one trmm instead of a trsm from
+                                     n >= this p (bench/README.md, "Mahalanobis by L^-1") */
+} cuda_rules = {
+    .h2d_bytes = 30e9,
+    .flops = {40e12, 20e12},
+    .call_seconds = 0.5e-3,
+    .chunk_bytes = (size_t)256 << 20,
+    .knn_bytes = 1.5e12,
+    .kmeans_min_points = 20000,
+    .kmeans_auto = true,
+    .kmeans_pass_seconds = 2e-5,
+    .sparse_auto_min_nodes = 100000,
+    .rows_inverse_min_ratio = 64,
+};
+
+bool gstat_cu_rows_by_inverse(int64_t n, int64_t p) {
+  return n >= cuda_rules.rows_inverse_min_ratio * p;
+}
 
 #define TRY_CU(expr, what)                                             \
   do {                                                                 \

@@ -139,6 +139,10 @@ void *gstat_cu_upload_buffer(gstat_cu_state *s, gstat_ctx *ctx, size_t size);
 gstat_status gstat_cu_upload(gstat_cu_state *s, gstat_ctx *ctx, void *dst, size_t bytes,
                              const char *what);
 
+/* The rows primitive with L: through L^-1 (trtri, trmm) rather than a trsm
+ * for n rows of p columns (the rules table's crossover). */
+bool gstat_cu_rows_by_inverse(int64_t n, int64_t p);
+
 /* The fault-injection switch (GSTAT_CUDA_FAULT), read per call. */
 gstat_cu_fault gstat_cu_fault_now(void);
 

@@ -3,8 +3,11 @@
  * data. The rows stay in the layout they have (a row-major n x p element is
  * the column-major p x n matrix X^T): without L or Q one kernel centres,
  * scales and reduces them as it reads X; with L, a centred copy U is solved
- * in place by one cuBLAS trsm (L Z^T = U^T, or Z L^T = U column-major);
- * with Q, W = U Q by one symm; then the per-row reduction, in double.
+ * in place by one cuBLAS trsm (L Z^T = U^T, or Z L^T = U column-major), or,
+ * for many rows against p (the rules table), multiplied by L^-1 (cuSOLVER's
+ * trtri, then one trmm: GEMM-like, where the trsm of a small triangle
+ * against many right-hand sides is not); with Q, W = U Q by one symm; then
+ * the per-row reduction, in double.
  */
 #include <string.h>
 
@@ -61,6 +64,49 @@ static gstat_status solve_or_multiply(gstat_cu_state *s, gstat_ctx *ctx, int cdt
     TRY_BLAS(cublasSsymm(s->blas, side, CUBLAS_FILL_MODE_LOWER, m, k, &onef, Q, ip, u, ld, &zerof,
                          w, ld),
              "symm");
+  return GSTAT_OK;
+}
+
+/* Li = L^-1 (p x p, lower triangle; L dense, its lower triangle read). L is
+ * a Cholesky factor with a positive diagonal, so trtri cannot fail for want
+ * of a pivot: its info is not read back (no host wait). */
+static gstat_status inverse_factor(gstat_cu_state *s, gstat_ctx *ctx, int cdt, const void *L,
+                                   int64_t p, void *Li) {
+  cudaDataType t = cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F;
+  TRY_CU(cudaMemcpyAsync(Li, L, (size_t)(p * p) * gstat_cu_dtype_bytes(cdt),
+                         cudaMemcpyDeviceToDevice, s->stream),
+         "factor copy");
+  size_t dev = 0, host = 0;
+  cusolverStatus_t cs = cusolverDnXtrtri_bufferSize(s->solver, CUBLAS_FILL_MODE_LOWER,
+                                                    CUBLAS_DIAG_NON_UNIT, p, t, Li, p, &dev, &host);
+  if (cs != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(ctx, "rows", "trtri size", cs);
+  void *dwork = gstat_cu_buffer(s, ctx, CU_WORK, dev ? dev : 1);
+  void *hwork = gstat_cu_host_buffer(s, ctx, &s->host_work, host ? host : 1);
+  int *info = gstat_cu_buffer(s, ctx, CU_INFO, sizeof(int));
+  if (!dwork || !hwork || !info) return GSTAT_ENOMEM;
+  cs = cusolverDnXtrtri(s->solver, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, p, t, Li, p, dwork,
+                        dev, hwork, host, info);
+  return cs == CUSOLVER_STATUS_SUCCESS ? GSTAT_OK : gstat_cu_solver_fail(ctx, "rows", "trtri", cs);
+}
+
+/* W = U L^-T (column-major U), or W^T = L^-1 U^T (row-major U, stored as
+ * U^T), Li = L^-1 lower: one trmm, out of place. */
+static gstat_status multiply_inverse(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int rm, int64_t n,
+                                     int64_t p, const void *Li, const void *u, void *w) {
+  int in = (int)n, ip = (int)p;
+  cublasSideMode_t side = rm ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
+  cublasOperation_t op = rm ? CUBLAS_OP_N : CUBLAS_OP_T;
+  int m = rm ? ip : in, k = rm ? in : ip, ld = rm ? ip : in;
+  const double one = 1;
+  const float onef = 1;
+  if (cdt == GSTAT_F64)
+    TRY_BLAS(cublasDtrmm(s->blas, side, CUBLAS_FILL_MODE_LOWER, op, CUBLAS_DIAG_NON_UNIT, m, k,
+                         &one, Li, ip, u, ld, w, ld),
+             "trmm");
+  else
+    TRY_BLAS(cublasStrmm(s->blas, side, CUBLAS_FILL_MODE_LOWER, op, CUBLAS_DIAG_NON_UNIT, m, k,
+                         &onef, Li, ip, u, ld, w, ld),
+             "trmm");
   return GSTAT_OK;
 }
 
@@ -131,12 +177,23 @@ static gstat_status rows_on_device(gstat_cu_state *s, gstat_ctx *ctx, const gsta
            "centring");
     gstat_status st = GSTAT_OK;
     const void *t = dense_matrix(s, ctx, cdt, T, &st);
-    char *w = r->Q ? gstat_cu_buffer(s, ctx, CU_PROJ, (size_t)(n * p) * es) : NULL;
+    bool inverse = r->L && gstat_cu_rows_by_inverse(n, p);
+    size_t wbytes = (size_t)(n * p) * es, at = (wbytes + 255) / 256 * 256; /* then L^-1 */
+    char *w = r->Q || inverse
+                  ? gstat_cu_buffer(s, ctx, CU_PROJ, inverse ? at + (size_t)(p * p) * es : wbytes)
+                  : NULL;
     if (!t) return st;
-    if (r->Q && !w) return GSTAT_ENOMEM;
-    GSTAT_CU_TRY(solve_or_multiply(s, ctx, cdt, rm, n, p, r->L ? t : NULL, r->Q ? t : NULL, u, w));
-    a = u;
-    b = w;
+    if ((r->Q || inverse) && !w) return GSTAT_ENOMEM;
+    if (inverse) {
+      GSTAT_CU_TRY(inverse_factor(s, ctx, cdt, t, p, w + at));
+      GSTAT_CU_TRY(multiply_inverse(s, ctx, cdt, rm, n, p, w + at, u, w));
+      a = w;
+    } else {
+      GSTAT_CU_TRY(
+          solve_or_multiply(s, ctx, cdt, rm, n, p, r->L ? t : NULL, r->Q ? t : NULL, u, w));
+      a = u;
+      b = w;
+    }
     shift = false;
   }
   double *dt = d_target(r->d, dd);
