@@ -182,7 +182,7 @@ static void test_rows_statistics_device(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA), *cpu = tu_ctx(GSTAT_BACKEND_CPU);
   const gstat_dtype dts[2] = {GSTAT_F32, GSTAT_F64};
-  /* the factor applied by trsm, and (n >= 64 p: the CUDA rules) through L^-1 */
+  /* the factor applied by trsm, and (n >= 16 p: the CUDA rules) through L^-1 */
   const int64_t shapes[4][2] = {{2000, 7}, {3000, 60}, {1500, 300}, {8000, 100}};
   for (int d = 0; d < 2; d++)
     for (int k = 0; k < 4; k++) rows_case(gpu, cpu, dts[d], shapes[k][0], shapes[k][1]);

@@ -44,7 +44,7 @@ static const struct {
     .kmeans_auto = true,
     .kmeans_pass_seconds = 2e-5,
     .sparse_auto_min_nodes = 100000,
-    .rows_inverse_min_ratio = 64,
+    .rows_inverse_min_ratio = 16,
 };
 
 bool gstat_cu_rows_by_inverse(int64_t n, int64_t p) {
