@@ -18,8 +18,8 @@ device too).
 usage: bench/gpu_pca_vs_torch.py [--build build-gpu] [--reps 3] [--quick]
                                  [--methods cov,gram,randomized] [--trace]
 
---trace: after each covariance-method row, where one call's time goes (kernels,
-copies, host waits; gpu_bench_common.trace).
+--trace: after each row, where one call's time goes (kernels, copies, host waits;
+gpu_bench_common.trace).
 """
 import argparse
 import ctypes
@@ -67,7 +67,7 @@ def torch_randomized(x, k, power=7, over=10):
     return s[:k] ** 2, vh[:k]
 
 
-def method_rows(lib, ctx, method, shapes, k, reps):
+def method_rows(lib, ctx, method, shapes, k, reps, traced=False):
     """gstat's GRAM (2) or RANDOMIZED (3) method on device data vs torch, fp32,
     without scores; the accuracy column: top-k variances against float64."""
     rows = []
@@ -92,6 +92,9 @@ def method_rows(lib, ctx, method, shapes, k, reps):
         fn = torch_gram if method == 2 else torch_randomized
         g_ms, r = timed(run_gstat, reps)
         t_ms, _ = timed(lambda: fn(x, k), reps)
+        if traced:
+            trace(f"gstat {('gram', 'randomized')[method - 2]} {n}x{p}", run_gstat, calls=5)
+            trace(f"torch {('gram', 'randomized')[method - 2]} {n}x{p}", lambda: fn(x, k), calls=5)
         ev = [r.contents.explained_variance[i] for i in range(k)]
         xd = x.double()
         xd -= xd.mean(0)
@@ -128,12 +131,12 @@ def main():
     tables = []  # printed last, after the covariance table's rows
     if "gram" in methods:
         wide = [(2000, 20000), (5000, 50000)] if not args.quick else [(2000, 20000)]
-        tables.append(("Gram", method_rows(lib, ctx, 2, wide, 10, args.reps)))
+        tables.append(("Gram", method_rows(lib, ctx, 2, wide, 10, args.reps, args.trace)))
     if "randomized" in methods:
         tall = [(100000, 100), (20000, 1000), (1000000, 1000)]
         if args.quick:
             tall = [(100000, 100), (200000, 1000)]
-        tables.append(("randomized", method_rows(lib, ctx, 3, tall, 10, args.reps)))
+        tables.append(("randomized", method_rows(lib, ctx, 3, tall, 10, args.reps, args.trace)))
     if "cov" not in methods:
         for name, rows in tables:
             print_method_table(name, rows, 10, args.reps)

@@ -195,16 +195,24 @@ static void test_gemm_many_elements(void **state) {
 static void test_orthonormalize_shapes(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA);
-  const int64_t shapes[4][2] = {{9, 4}, {5, 1}, {1, 1}, {6, 6}};
-  for (int d = 0; d < 2; d++)
-    for (int s = 0; s < 4; s++)
+  /* the last two tall and alone: with GSTAT_CUDA_CHOLESKY_QR=1 Cholesky QR (the CUDA rules:
+   * m >= 16 n), the second with columns scaled over 7 decades (beyond it: Householder QR) */
+  const int64_t shapes[6][2] = {{9, 4}, {5, 1}, {1, 1}, {6, 6}, {400, 8}, {400, 8}};
+  for (int e = 0; e < 4; e++) /* float32, float64; Householder QR, then Cholesky QR allowed */
+    for (int s = 0; s < 6; s++)
       for (int lay = 0; lay < 3; lay += 2) {
+        int d = e % 2;
+        if (e >= 2) setenv("GSTAT_CUDA_CHOLESKY_QR", "1", 1);
         gstat_dtype dt = d ? GSTAT_F64 : GSTAT_F32;
         double tol = d ? 1e-12 : 1e-5;
-        int64_t nb = 3, m = shapes[s][0], n = shapes[s][1];
+        int64_t nb = s < 4 ? 3 : 1, m = shapes[s][0], n = shapes[s][1];
         tu_rng rng = tu_rng_new();
         dmat A = dmat_new(dt, nb, m, n, lay);
         dmat_fill(&A, &rng);
+        for (int64_t i = 0; s == 5 && i < m; i++)
+          for (int64_t j = 0; j < n; j++)
+            dmat_set(&A, 0, i, j, dmat_get(&A, 0, i, j) * pow(10, -j));
+        if (s == 5) dmat_upload(&A);
         double *a0 = malloc(sizeof(double) * (size_t)(nb * m * n));
         for (int64_t b = 0; b < nb; b++)
           for (int64_t i = 0; i < m; i++)
@@ -234,6 +242,7 @@ static void test_orthonormalize_shapes(void **state) {
         free(a0);
         dmat_free(&A);
       }
+  unsetenv("GSTAT_CUDA_CHOLESKY_QR");
   gstat_ctx_destroy(ctx);
 }
 

@@ -55,9 +55,8 @@ static chol_path path_for(int64_t n, int64_t batch) {
   return CHOL_BLOCKED;
 }
 
-/* Xpotrf on each matrix of the chunk in turn (lower, in place). */
-static gstat_status factor_xpotrf(gstat_cu_state *s, gstat_ctx *ctx, int cdt, char *dA, int64_t n,
-                                  int64_t nb, int *dInfo) {
+gstat_status gstat_cu_xpotrf(gstat_cu_state *s, gstat_ctx *ctx, int cdt, char *dA, int64_t n,
+                             int64_t nb, int *dInfo) {
   cudaDataType t = cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F;
   size_t dev = 0, host = 0;
   cusolverStatus_t cs = cusolverDnXpotrf_bufferSize(s->solver, s->params, CUBLAS_FILL_MODE_LOWER, n,
@@ -197,7 +196,7 @@ static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const chol_job
       err = gstat_cu_cholesky_small_to(cdt, direct ? src : dA, dA, n, nb, dInfo, j->guard, any,
                                        s->stream);
       break;
-    case CHOL_XPOTRF: st = factor_xpotrf(s, ctx, cdt, dA, n, nb, dInfo); break;
+    case CHOL_XPOTRF: st = gstat_cu_xpotrf(s, ctx, cdt, dA, n, nb, dInfo); break;
     case CHOL_BLOCKED: st = factor_blocked(s, ctx, cdt, dA, n, nb, dInfo); break;
     case CHOL_BATCHED: st = factor_batched(s, ctx, cdt, dA, n, nb, dInfo); break;
   }

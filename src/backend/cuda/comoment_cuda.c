@@ -34,6 +34,9 @@ static const struct {
                                      nodes (the crossovers: bench/README.md) */
   int64_t rows_inverse_min_ratio; /* rows: L^-1 by trtri and one trmm instead of a trsm from
                                      n >= this p (bench/README.md, "Mahalanobis by L^-1") */
+  int64_t qr_cholesky_min_ratio;  /* orthonormalize: Cholesky QR instead of geqrf + orgqr from
+                                     m >= this n, when GSTAT_CUDA_CHOLESKY_QR=1 (off until a GPU
+                                     run measures it: bench/README.md, "Cholesky QR") */
 } cuda_rules = {
     .h2d_bytes = 30e9,
     .flops = {40e12, 20e12},
@@ -45,10 +48,16 @@ static const struct {
     .kmeans_pass_seconds = 2e-5,
     .sparse_auto_min_nodes = 100000,
     .rows_inverse_min_ratio = 16,
+    .qr_cholesky_min_ratio = 16,
 };
 
 bool gstat_cu_rows_by_inverse(int64_t n, int64_t p) {
   return n >= cuda_rules.rows_inverse_min_ratio * p;
+}
+
+bool gstat_cu_qr_by_cholesky(int64_t m, int64_t n) {
+  const char *on = getenv("GSTAT_CUDA_CHOLESKY_QR");
+  return on && strcmp(on, "1") == 0 && m >= cuda_rules.qr_cholesky_min_ratio * n;
 }
 
 #define TRY_CU(expr, what)                                             \
@@ -148,8 +157,8 @@ static cublasStatus_t tile_products(gstat_cu_state *s, int cdt, int row_major, i
  * which also shortens every fp32 accumulation chain from n to n/R terms.
  * Blocks of max(p, 256) rows keep enough products per call for cuBLAS's
  * large tiles at mid n (bench/README.md, "Two reads of X"). */
-static gstat_status syrk_tiles(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int row_major, int64_t n,
-                               int64_t p, const char *xc, void *S) {
+gstat_status gstat_cu_gram_lower(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int row_major,
+                                 int64_t n, int64_t p, const char *xc, void *S) {
   size_t es = gstat_cu_dtype_bytes(cdt);
   int64_t R = n / (p > 256 ? p : 256), T = p / 384;
   if (R > 64) R = 64;
@@ -210,7 +219,7 @@ static void symmetric_out(int cdt, const void *h, int64_t p, double n, const dou
 
 /* Element b of device-resident X: a first pass for the means m1 (double
  * sums), a second that writes the centred copy Y = X - m1 and sums it (d =
- * the mean of Y as stored), Y^T Y by syrk_tiles, less n d d^T, mean = m1 + d
+ * the mean of Y as stored), Y^T Y by gstat_cu_gram_lower, less n d d^T, mean = m1 + d
  * (the two-pass mean and centring in two reads of X instead of three); into
  * M on the host, or left in the dense device matrix dS when given. */
 static gstat_status device_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gstat_matrix *X,
@@ -231,7 +240,7 @@ static gstat_status device_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gst
     row_major = 0;
   }
   GSTAT_CU_TRY(column_passes(s, ctx, cdt, src, n, p, row_major, dSums, dMean, xc));
-  GSTAT_CU_TRY(syrk_tiles(s, ctx, cdt, row_major, n, p, xc, S));
+  GSTAT_CU_TRY(gstat_cu_gram_lower(s, ctx, cdt, row_major, n, p, xc, S));
   TRY_CU(gstat_cu_sub_outer_lower(cdt, S, p, dSums, n, s->stream), "co-moment");
   GSTAT_CU_TRY(means_out(s, ctx, dMean, p, mean));
   if (dS) return GSTAT_OK; /* stream-ordered: the next primitive reads it there */
@@ -300,7 +309,7 @@ static gstat_status host_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gstat
     }
     TRY_CU(gstat_cu_col_sums(cdt, xc, rows, p, 0, dShift, dTotal, NULL, s->stream), "column sums");
     TRY_CU(gstat_cu_center(cdt, xc, xc, rows, p, 0, dShift, s->stream), "centering");
-    GSTAT_CU_TRY(syrk_tiles(s, ctx, cdt, 0, rows, p, xc, S));
+    GSTAT_CU_TRY(gstat_cu_gram_lower(s, ctx, cdt, 0, rows, p, xc, S));
     TRY_CU(gstat_cu_add_to_double(cdt, S, (int64_t)pp, dAcc, s->stream), "accumulating");
   }
   double d[1024], *dd = p <= 1024 ? d : malloc(sizeof(double) * (size_t)p);

@@ -43,6 +43,7 @@ typedef enum {
   CU_CHAIN, /* a statistic's chain of primitives on device data (workspace) */
   CU_KNN,   /* knn: a block of distances, candidate lists, results */
   CU_KSORT, /* knn: the exhaustive path's distances and sort scratch */
+  CU_QR,    /* orthonormalize: Cholesky QR's two passes and Gram matrix */
   CU_NBUF
 } gstat_cu_role;
 
@@ -142,6 +143,24 @@ gstat_status gstat_cu_upload(gstat_cu_state *s, gstat_ctx *ctx, void *dst, size_
 /* The rows primitive with L: through L^-1 (trtri, trmm) rather than a trsm
  * for n rows of p columns (the rules table's crossover). */
 bool gstat_cu_rows_by_inverse(int64_t n, int64_t p);
+/* Orthonormalize an m x n element by Cholesky QR (rather than Householder)
+ * from this shape on (the rules table; off unless GSTAT_CUDA_CHOLESKY_QR=1). */
+bool gstat_cu_qr_by_cholesky(int64_t m, int64_t n);
+
+/* The lower triangle of S = X^T X (p x p, compute dtype cdt) of the dense
+ * n x p device matrix X (row-major: leading dimension p, else n) by row
+ * blocks of strided-batched GEMMs summed in double: a single SYRK or GEMM
+ * down a long k leaves the GPU idle (comoment_cuda.c). */
+gstat_status gstat_cu_gram_lower(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int row_major,
+                                 int64_t n, int64_t p, const char *xc, void *S);
+/* cuSOLVER's Xpotrf on nb dense n x n matrices in turn (lower, in place,
+ * stream-ordered; dInfo: nb ints on the device). */
+gstat_status gstat_cu_xpotrf(gstat_cu_state *s, gstat_ctx *ctx, int cdt, char *dA, int64_t n,
+                             int64_t nb, int *dInfo);
+/* L^-1 in place of the dense lower triangle of L (n x n; trtri, stream-ordered,
+ * its info into dInfo on the device, not read back). */
+gstat_status gstat_cu_xtrtri_lower(gstat_cu_state *s, gstat_ctx *ctx, int cdt, void *L, int64_t n,
+                                   int *dInfo);
 
 /* The fault-injection switch (GSTAT_CUDA_FAULT), read per call. */
 gstat_cu_fault gstat_cu_fault_now(void);

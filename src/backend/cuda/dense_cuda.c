@@ -2,11 +2,16 @@
  * The CUDA backend's dense primitives on descriptors (backend.h: gemm,
  * orthonormalize) for device data: one strided-batched cuBLAS GEMM in the
  * data's precision (no TF32 or other reduced-precision modes: the results
- * must agree with the CPU's), and cuSOLVER's Householder QR with Q formed.
+ * must agree with the CPU's); orthonormalization by cuSOLVER's Householder
+ * QR with Q formed, or (GSTAT_CUDA_CHOLESKY_QR=1, not yet measured) by
+ * Cholesky QR twice for a tall matrix whose condition allows it (two Gram
+ * matrices, two trmm: few, large passes over the matrix, where geqrf's
+ * column-by-column panel of a 1e6 x 20 matrix took 24 ms on an H100).
  * Stream-ordered on the state's stream: the next primitive reads the result
  * there, a copy to the host waits for it.
  */
 #include <limits.h>
+#include <math.h>
 
 #include "backend/cuda/cuda_state.h"
 #include "backend/gemm_view.h"
@@ -90,6 +95,85 @@ static cusolverStatus_t qr_one(gstat_cu_state *s, bool f64, int m, int n, void *
   return st;
 }
 
+gstat_status gstat_cu_xtrtri_lower(gstat_cu_state *s, gstat_ctx *ctx, int cdt, void *L, int64_t n,
+                                   int *dInfo) {
+  cudaDataType t = cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F;
+  size_t dev = 0, host = 0;
+  cusolverStatus_t cs = cusolverDnXtrtri_bufferSize(s->solver, CUBLAS_FILL_MODE_LOWER,
+                                                    CUBLAS_DIAG_NON_UNIT, n, t, L, n, &dev, &host);
+  if (cs != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(ctx, "trtri", "workspace", cs);
+  void *dwork = gstat_cu_buffer(s, ctx, CU_WORK, dev ? dev : 1);
+  void *hwork = gstat_cu_host_buffer(s, ctx, &s->host_work, host ? host : 1);
+  if (!dwork || !hwork) return GSTAT_ENOMEM;
+  cs = cusolverDnXtrtri(s->solver, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, n, t, L, n, dwork,
+                        dev, hwork, host, dInfo);
+  return cs == CUSOLVER_STATUS_SUCCESS ? GSTAT_OK
+                                       : gstat_cu_solver_fail(ctx, "trtri", "Xtrtri", cs);
+}
+
+/* One Cholesky QR pass: G = A^T A (lower; A dense, m x n, leading dimension
+ * m), G = L L^T, G <- L^-1, Q = A L^-T (m x n) by one trmm; A is left as it
+ * was. */
+static gstat_status cholqr_pass(gstat_cu_state *s, gstat_ctx *ctx, bool f64, int m, int n,
+                                const void *a, void *q, void *G, int *info) {
+  const double one = 1;
+  const float onef = 1;
+  int cdt = f64 ? GSTAT_F64 : GSTAT_F32;
+  GSTAT_CU_TRY(gstat_cu_gram_lower(s, ctx, cdt, 0, m, n, a, G));
+  GSTAT_CU_TRY(gstat_cu_xpotrf(s, ctx, cdt, G, n, 1, info));
+  GSTAT_CU_TRY(gstat_cu_xtrtri_lower(s, ctx, cdt, G, n, info + 1));
+  cublasStatus_t bs =
+      f64 ? cublasDtrmm(s->blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                        CUBLAS_DIAG_NON_UNIT, m, n, &one, G, n, a, m, q, m)
+          : cublasStrmm(s->blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                        CUBLAS_DIAG_NON_UNIT, m, n, &onef, G, n, a, m, q, m);
+  return bs == CUBLAS_STATUS_SUCCESS
+             ? GSTAT_OK
+             : gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "qr: cuBLAS trmm failed");
+}
+
+/* Cholesky QR twice of the single element A (m x n, dense column-major):
+ * A -> Q1 -> Q2 in two scratch copies, then, after one read back of both
+ * passes' infos and the first factor's diagonal, Q2 into A. *taken is false
+ * (A untouched) when a Gram matrix was not positive definite or the first
+ * factor's diagonal spans more than the dtype allows (cond(A) beyond about
+ * eps^-1/2, where two passes no longer reach orthogonality): Householder QR
+ * then. */
+static gstat_status cholesky_qr(gstat_cu_state *s, gstat_ctx *ctx, bool f64, int m, int n, void *a,
+                                bool *taken) {
+  size_t es = f64 ? 8 : 4, mat = ((size_t)m * (size_t)n * es + 255) / 256 * 256;
+  char *w = gstat_cu_buffer(s, ctx, CU_QR, 2 * mat + (size_t)(2 * n * n) * es);
+  int *info = gstat_cu_buffer(s, ctx, CU_INFO, 4 * sizeof(int));
+  char *h = gstat_cu_host_buffer(s, ctx, &s->host_info, 4 * sizeof(int) + (size_t)n * es);
+  *taken = false;
+  if (!w || !info || !h) return GSTAT_ENOMEM;
+  char *q1 = w, *q2 = w + mat, *g1 = w + 2 * mat, *g2 = g1 + (size_t)(n * n) * es;
+  GSTAT_CU_TRY(cholqr_pass(s, ctx, f64, m, n, a, q1, g1, info));
+  GSTAT_CU_TRY(cholqr_pass(s, ctx, f64, m, n, q1, q2, g2, info + 2));
+  cudaError_t err = cudaMemcpyAsync(h, info, 4 * sizeof(int), cudaMemcpyDeviceToHost, s->stream);
+  if (err == cudaSuccess) /* the diagonal of L^-1: 1 / L_ii */
+    err = cudaMemcpy2DAsync(h + 4 * sizeof(int), es, g1, (size_t)(n + 1) * es, es, (size_t)n,
+                            cudaMemcpyDeviceToHost, s->stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
+  if (err != cudaSuccess) return gstat_cu_fail(ctx, "qr", "reading info", err);
+  const int *hinfo = (const int *)h;
+  const char *diag = h + 4 * sizeof(int);
+  double lo = INFINITY, top = 0;
+  bool usable = !hinfo[0] && !hinfo[1] && !hinfo[2] && !hinfo[3];
+  for (int j = 0; j < n; j++) {
+    double d = fabs(f64 ? ((const double *)diag)[j] : (double)((const float *)diag)[j]);
+    usable = usable && isfinite(d) && d > 0;
+    lo = fmin(lo, d);
+    top = fmax(top, d);
+  }
+  /* the least min / max of L's diagonal (bench/README.md, "Cholesky QR") */
+  if (!usable || lo < (f64 ? 1e-6 : 1e-2) * top) return GSTAT_OK;
+  err = cudaMemcpyAsync(a, q2, (size_t)m * (size_t)n * es, cudaMemcpyDeviceToDevice, s->stream);
+  if (err != cudaSuccess) return gstat_cu_fail(ctx, "qr", "copy", err);
+  *taken = true;
+  return GSTAT_OK;
+}
+
 gstat_status gstat_cu_orthonormalize(void *state, gstat_ctx *ctx, const gstat_matrix *A) {
   gstat_cu_state *s = state;
   cudaSetDevice(s->device);
@@ -103,6 +187,11 @@ gstat_status gstat_cu_orthonormalize(void *state, gstat_ctx *ctx, const gstat_ma
   bool f64 = dt == GSTAT_F64;
   size_t es = gstat_cu_dtype_bytes(dt);
   int lda = n > 1 ? (int)A->col_stride : (int)(m > 1 ? m : 1), lwork = 0;
+  if (A->batch == 1 && lda == m && gstat_cu_qr_by_cholesky(m, n)) {
+    bool taken = false;
+    GSTAT_CU_TRY(cholesky_qr(s, ctx, f64, (int)m, (int)n, A->data, &taken));
+    if (taken) return GSTAT_OK;
+  }
   int *d_info = gstat_cu_buffer(s, ctx, CU_INFO, sizeof(int) * 2 * (size_t)A->batch);
   char *tau = gstat_cu_buffer(s, ctx, CU_VEC, (size_t)n * es);
   if (!d_info || !tau) return GSTAT_ENOMEM;

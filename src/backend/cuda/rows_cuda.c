@@ -72,21 +72,11 @@ static gstat_status solve_or_multiply(gstat_cu_state *s, gstat_ctx *ctx, int cdt
  * of a pivot: its info is not read back (no host wait). */
 static gstat_status inverse_factor(gstat_cu_state *s, gstat_ctx *ctx, int cdt, const void *L,
                                    int64_t p, void *Li) {
-  cudaDataType t = cdt == GSTAT_F64 ? CUDA_R_64F : CUDA_R_32F;
   TRY_CU(cudaMemcpyAsync(Li, L, (size_t)(p * p) * gstat_cu_dtype_bytes(cdt),
                          cudaMemcpyDeviceToDevice, s->stream),
          "factor copy");
-  size_t dev = 0, host = 0;
-  cusolverStatus_t cs = cusolverDnXtrtri_bufferSize(s->solver, CUBLAS_FILL_MODE_LOWER,
-                                                    CUBLAS_DIAG_NON_UNIT, p, t, Li, p, &dev, &host);
-  if (cs != CUSOLVER_STATUS_SUCCESS) return gstat_cu_solver_fail(ctx, "rows", "trtri size", cs);
-  void *dwork = gstat_cu_buffer(s, ctx, CU_WORK, dev ? dev : 1);
-  void *hwork = gstat_cu_host_buffer(s, ctx, &s->host_work, host ? host : 1);
   int *info = gstat_cu_buffer(s, ctx, CU_INFO, sizeof(int));
-  if (!dwork || !hwork || !info) return GSTAT_ENOMEM;
-  cs = cusolverDnXtrtri(s->solver, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, p, t, Li, p, dwork,
-                        dev, hwork, host, info);
-  return cs == CUSOLVER_STATUS_SUCCESS ? GSTAT_OK : gstat_cu_solver_fail(ctx, "rows", "trtri", cs);
+  return info ? gstat_cu_xtrtri_lower(s, ctx, cdt, Li, p, info) : GSTAT_ENOMEM;
 }
 
 /* W = U L^-T (column-major U), or W^T = L^-1 U^T (row-major U, stored as
