@@ -21,7 +21,9 @@ typedef struct gstat_i_rows_req {
    * dtype), read by the backend: a device centre is not copied to the host
    * and back; center is then NULL */
   const gstat_matrix *center_vec;
-  const gstat_matrix *L; /* NULL, or p x p (batch 1): lower triangle read, non-unit */
+  /* NULL, or p x p (batch 1): lower triangle read, its diagonal nonzero (a
+   * Cholesky factor: a backend may apply it through its inverse) */
+  const gstat_matrix *L;
   const gstat_matrix *Q; /* NULL, or p x p (batch 1): symmetric, lower triangle read */
   gstat_matrix *d;       /* NULL, or n x 1 (batch 1, any dtype): the d_i */
   double *sums;          /* NULL, or host [2]: sum_i d_i and sum_i d_i^2 */
