@@ -175,7 +175,7 @@ static gstat_status distances(gstat_ctx *ctx, maha *m, const gstat_matrix *X, co
       continue;
     }
     gstat_matrix tb = gstat_i_batch_part(T, b, 1);
-    gstat_matrix cb = m->cvec ? gstat_i_batch_part(m->cvec, b, 1) : tb;
+    gstat_matrix cb = m->cvec ? gstat_i_batch_part(m->cvec, b, 1) : (gstat_matrix){0};
     gstat_i_rows_req r = {.X = X,
                           .b = b,
                           .center = m->c ? m->c + b * m->p : NULL,

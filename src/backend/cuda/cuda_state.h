@@ -161,6 +161,11 @@ gstat_status gstat_cu_xpotrf(gstat_cu_state *s, gstat_ctx *ctx, int cdt, char *d
  * its info into dInfo on the device, not read back). */
 gstat_status gstat_cu_xtrtri_lower(gstat_cu_state *s, gstat_ctx *ctx, int cdt, void *L, int64_t n,
                                    int *dInfo);
+/* W = U Li^T (U dense column-major n x p, leading dimension n), or with rm
+ * W^T = Li U^T (U^T stored p x n, leading dimension p); Li lower p x p
+ * (an inverse factor: the rows' solve as a product). One trmm, out of place. */
+gstat_status gstat_cu_mul_inverse(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int rm, int64_t n,
+                                  int64_t p, const void *Li, const void *u, void *w);
 
 /* The fault-injection switch (GSTAT_CUDA_FAULT), read per call. */
 gstat_cu_fault gstat_cu_fault_now(void);

@@ -5,8 +5,9 @@
  * must agree with the CPU's); orthonormalization by cuSOLVER's Householder
  * QR with Q formed, or (GSTAT_CUDA_CHOLESKY_QR=1, not yet measured) by
  * Cholesky QR twice for a tall matrix whose condition allows it (two Gram
- * matrices, two trmm: few, large passes over the matrix, where geqrf's
- * column-by-column panel of a 1e6 x 20 matrix took 24 ms on an H100).
+ * matrices, two trmm: few, large passes over the matrix, where geqrf works
+ * column by column: bench/README.md, "Cholesky QR"); products with the
+ * inverse of a lower factor (trtri, trmm).
  * Stream-ordered on the state's stream: the next primitive reads the result
  * there, a copy to the host waits for it.
  */
@@ -111,25 +112,35 @@ gstat_status gstat_cu_xtrtri_lower(gstat_cu_state *s, gstat_ctx *ctx, int cdt, v
                                        : gstat_cu_solver_fail(ctx, "trtri", "Xtrtri", cs);
 }
 
+gstat_status gstat_cu_mul_inverse(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int rm, int64_t n,
+                                  int64_t p, const void *Li, const void *u, void *w) {
+  int in = (int)n, ip = (int)p;
+  cublasSideMode_t side = rm ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
+  cublasOperation_t op = rm ? CUBLAS_OP_N : CUBLAS_OP_T;
+  int m = rm ? ip : in, k = rm ? in : ip, ld = rm ? ip : in;
+  const double one = 1;
+  const float onef = 1;
+  cublasStatus_t bs = cdt == GSTAT_F64
+                          ? cublasDtrmm(s->blas, side, CUBLAS_FILL_MODE_LOWER, op,
+                                        CUBLAS_DIAG_NON_UNIT, m, k, &one, Li, ip, u, ld, w, ld)
+                          : cublasStrmm(s->blas, side, CUBLAS_FILL_MODE_LOWER, op,
+                                        CUBLAS_DIAG_NON_UNIT, m, k, &onef, Li, ip, u, ld, w, ld);
+  return bs == CUBLAS_STATUS_SUCCESS
+             ? GSTAT_OK
+             : gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "trmm: cuBLAS failed (cublasStatus %d)",
+                                   (int)bs);
+}
+
 /* One Cholesky QR pass: G = A^T A (lower; A dense, m x n, leading dimension
  * m), G = L L^T, G <- L^-1, Q = A L^-T (m x n) by one trmm; A is left as it
  * was. */
 static gstat_status cholqr_pass(gstat_cu_state *s, gstat_ctx *ctx, bool f64, int m, int n,
                                 const void *a, void *q, void *G, int *info) {
-  const double one = 1;
-  const float onef = 1;
   int cdt = f64 ? GSTAT_F64 : GSTAT_F32;
   GSTAT_CU_TRY(gstat_cu_gram_lower(s, ctx, cdt, 0, m, n, a, G));
   GSTAT_CU_TRY(gstat_cu_xpotrf(s, ctx, cdt, G, n, 1, info));
   GSTAT_CU_TRY(gstat_cu_xtrtri_lower(s, ctx, cdt, G, n, info + 1));
-  cublasStatus_t bs =
-      f64 ? cublasDtrmm(s->blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
-                        CUBLAS_DIAG_NON_UNIT, m, n, &one, G, n, a, m, q, m)
-          : cublasStrmm(s->blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
-                        CUBLAS_DIAG_NON_UNIT, m, n, &onef, G, n, a, m, q, m);
-  return bs == CUBLAS_STATUS_SUCCESS
-             ? GSTAT_OK
-             : gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "qr: cuBLAS trmm failed");
+  return gstat_cu_mul_inverse(s, ctx, cdt, 0, m, n, G, a, q);
 }
 
 /* Cholesky QR twice of the single element A (m x n, dense column-major):

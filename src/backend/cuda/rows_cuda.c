@@ -79,27 +79,6 @@ static gstat_status inverse_factor(gstat_cu_state *s, gstat_ctx *ctx, int cdt, c
   return info ? gstat_cu_xtrtri_lower(s, ctx, cdt, Li, p, info) : GSTAT_ENOMEM;
 }
 
-/* W = U L^-T (column-major U), or W^T = L^-1 U^T (row-major U, stored as
- * U^T), Li = L^-1 lower: one trmm, out of place. */
-static gstat_status multiply_inverse(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int rm, int64_t n,
-                                     int64_t p, const void *Li, const void *u, void *w) {
-  int in = (int)n, ip = (int)p;
-  cublasSideMode_t side = rm ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
-  cublasOperation_t op = rm ? CUBLAS_OP_N : CUBLAS_OP_T;
-  int m = rm ? ip : in, k = rm ? in : ip, ld = rm ? ip : in;
-  const double one = 1;
-  const float onef = 1;
-  if (cdt == GSTAT_F64)
-    TRY_BLAS(cublasDtrmm(s->blas, side, CUBLAS_FILL_MODE_LOWER, op, CUBLAS_DIAG_NON_UNIT, m, k,
-                         &one, Li, ip, u, ld, w, ld),
-             "trmm");
-  else
-    TRY_BLAS(cublasStrmm(s->blas, side, CUBLAS_FILL_MODE_LOWER, op, CUBLAS_DIAG_NON_UNIT, m, k,
-                         &onef, Li, ip, u, ld, w, ld),
-             "trmm");
-  return GSTAT_OK;
-}
-
 /* The p x p matrix T dense in the compute type: T itself, or a copy. */
 static const void *dense_matrix(gstat_cu_state *s, gstat_ctx *ctx, int cdt, const gstat_matrix *T,
                                 gstat_status *st) {
@@ -176,7 +155,7 @@ static gstat_status rows_on_device(gstat_cu_state *s, gstat_ctx *ctx, const gsta
     if ((r->Q || inverse) && !w) return GSTAT_ENOMEM;
     if (inverse) {
       GSTAT_CU_TRY(inverse_factor(s, ctx, cdt, t, p, w + at));
-      GSTAT_CU_TRY(multiply_inverse(s, ctx, cdt, rm, n, p, w + at, u, w));
+      GSTAT_CU_TRY(gstat_cu_mul_inverse(s, ctx, cdt, rm, n, p, w + at, u, w));
       a = w;
     } else {
       GSTAT_CU_TRY(
