@@ -6,7 +6,7 @@
  *                     [--nev E] [--tol T] [--block B] [--basis M] [--degree P]
  *                     [--method 0|1|2] [--seed X] [--reps R]
  *                     [--graph FILE] [--vectors FILE] [--device 1] [--cpu 0]
- *                     [--local 0|1|2]
+ *                     [--local 0|1|2] [--graph-in FILE]
  *
  *   N points (default 100000) in D dimensions (default 3): uniform in the unit
  *   cube, or C Gaussian blobs (C > 0, unit variance, centers uniform in a
@@ -20,6 +20,9 @@
  *   --graph FILE    write the symmetric adjacency for bench/sparse_eigs_vs_sklearn.py:
  *                   int64 n, int64 nnz, int64 offsets[n+1], int64 indices[nnz],
  *                   float64 values[nnz]
+ *   --graph-in FILE read the symmetric adjacency from FILE (the format --graph
+ *                   writes, each row's indices ascending) instead of building
+ *                   one: a graph from elsewhere (bench/gpu_sparse_profile.py)
  *   --vectors FILE  write float64 eigenvalues[E] then the n x E eigenvectors
  *                   (column-major)
  *
@@ -360,6 +363,27 @@ static int64_t components(const csr *a) {
   return count;
 }
 
+static csr read_graph(const char *path) {
+  FILE *f = fopen(path, "rb");
+  csr a = {0, 0, NULL, NULL, NULL};
+  if (!f || fread(&a.n, sizeof(int64_t), 1, f) != 1 || fread(&a.nnz, sizeof(int64_t), 1, f) != 1 ||
+      a.n < 1 || a.nnz < 0) {
+    fprintf(stderr, "cannot read a graph from %s\n", path);
+    exit(1);
+  }
+  a.off = xmalloc(sizeof(int64_t) * (size_t)(a.n + 1));
+  a.idx = xmalloc(sizeof(int64_t) * (size_t)(a.nnz + 1));
+  a.val = xmalloc(sizeof(double) * (size_t)(a.nnz + 1));
+  if (fread(a.off, sizeof(int64_t), (size_t)a.n + 1, f) != (size_t)a.n + 1 ||
+      fread(a.idx, sizeof(int64_t), (size_t)a.nnz, f) != (size_t)a.nnz ||
+      fread(a.val, sizeof(double), (size_t)a.nnz, f) != (size_t)a.nnz) {
+    fprintf(stderr, "%s is shorter than its header says\n", path);
+    exit(1);
+  }
+  fclose(f);
+  return a;
+}
+
 static void write_graph(const char *path, const csr *a) {
   FILE *f = fopen(path, "wb");
   if (!f) {
@@ -448,6 +472,8 @@ static void solve_on_device(const csr *a, const gstat_i_eigs_options *cpu_opt, i
   printf(" device_status=%s device_solve_ms=%.1f device_applies=%lld eig_diff=%.3g ran=%s",
          st == GSTAT_OK ? "OK" : gstat_ctx_last_error(ctx), best, (long long)rep.operator_applies,
          diff, gstat_ctx_last_backend_name(ctx));
+  printf(" device_eigenvalues=");
+  for (int64_t i = 0; i < nev; i++) printf("%s%.9g", i ? "," : "", w[i]);
   device_products(ctx, &plan, n, nev, V);
   gstat_i_sched_csr_lap_release(&plan);
   gstat_ctx_destroy(ctx);
@@ -462,7 +488,7 @@ int main(int argc, char **argv) {
   int d = 3, clusters = 0, knn = 10;
   double tol = 1e-8, spread = 10;
   uint64_t seed = 1;
-  const char *graph_out = NULL, *vec_out = NULL;
+  const char *graph_out = NULL, *vec_out = NULL, *graph_in = NULL;
   int device = 0, on_cpu = 1, local = 0;
   for (int a = 1; a < argc; a++) {
     const char *o = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
@@ -498,6 +524,8 @@ int main(int argc, char **argv) {
       reps = atoll(v);
     else if (!strcmp(o, "--graph"))
       graph_out = v;
+    else if (!strcmp(o, "--graph-in"))
+      graph_in = v;
     else if (!strcmp(o, "--vectors"))
       vec_out = v;
     else if (!strcmp(o, "--device"))
@@ -517,25 +545,33 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  double t0 = now_ms();
-  double *x = xmalloc(sizeof(double) * (size_t)(n * d));
-  uint64_t rs = 12345;
-  double centers[64][MAXD];
-  for (int c = 0; c < clusters && c < 64; c++)
-    for (int t = 0; t < d; t++) centers[c][t] = spread * uniform(&rs);
-  for (int64_t i = 0; i < n; i++)
-    for (int t = 0; t < d; t++)
-      x[i * d + t] = clusters > 0 ? centers[i % (clusters < 64 ? clusters : 64)][t] + normal(&rs)
-                                  : uniform(&rs);
-  if (local == 1) zorder_rows(x, n, d);
-  int64_t *nbr = xmalloc(sizeof(int64_t) * (size_t)(n * knn));
-  knn_grid(x, n, d, knn, nbr);
-  double t_knn = now_ms() - t0;
-  csr a = symmetrize(nbr, n, knn);
-  if (local == 2) {
-    bfs_rows(x, d, &a);
+  double t0 = now_ms(), t_knn = 0;
+  double *x = NULL;
+  int64_t *nbr = NULL;
+  csr a;
+  if (graph_in) {
+    a = read_graph(graph_in);
+    n = a.n;
+  } else {
+    x = xmalloc(sizeof(double) * (size_t)(n * d));
+    uint64_t rs = 12345;
+    double centers[64][MAXD];
+    for (int c = 0; c < clusters && c < 64; c++)
+      for (int t = 0; t < d; t++) centers[c][t] = spread * uniform(&rs);
+    for (int64_t i = 0; i < n; i++)
+      for (int t = 0; t < d; t++)
+        x[i * d + t] = clusters > 0 ? centers[i % (clusters < 64 ? clusters : 64)][t] + normal(&rs)
+                                    : uniform(&rs);
+    if (local == 1) zorder_rows(x, n, d);
+    nbr = xmalloc(sizeof(int64_t) * (size_t)(n * knn));
     knn_grid(x, n, d, knn, nbr);
+    t_knn = now_ms() - t0;
     a = symmetrize(nbr, n, knn);
+    if (local == 2) {
+      bfs_rows(x, d, &a);
+      knn_grid(x, n, d, knn, nbr);
+      a = symmetrize(nbr, n, knn);
+    }
   }
   csr l = normalized_laplacian(&a);
   int64_t ncomp = components(&a);

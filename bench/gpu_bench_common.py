@@ -46,10 +46,10 @@ def _dev_us(e):
     return 0.0
 
 
-def trace(label, fn, calls=20):
+def trace(label, fn, calls=20, top=5):
     """Where calls of fn() spend their time (torch.profiler: CUPTI sees gstat's
     kernels, copies and runtime calls as well as torch's): per call, the wall
-    ms, the device's busy ms, kernels, copies and host waits, and the five
+    ms, the device's busy ms, kernels, copies and host waits, and the `top`
     largest device items. Printed as one block; returns nothing."""
     from torch.profiler import ProfilerActivity, profile
 
@@ -75,7 +75,7 @@ def trace(label, fn, calls=20):
     wait_us = sum(t for k, (_, t) in api.items() if "Synchronize" in k or k in ("cudaMemcpy",))
     print(f"trace {label}: wall {wall:.3f} ms/call, device busy {busy:.3f} ms, "
           f"kernels {kernels:.1f}, copies {copies:.1f}, host waits {waits:.1f} ({wait_us:.0f} us)")
-    for us, cnt, key in sorted(dev, reverse=True)[:5]:
+    for us, cnt, key in sorted(dev, reverse=True)[:top]:
         print(f"    {us:9.1f} us  x{cnt:4.1f}  {key[:90]}")
     calls_api = ", ".join(f"{k} {c:.1f}" for k, (c, _) in sorted(api.items()) if c >= 0.5)
     print(f"    api per call: {calls_api}", flush=True)
