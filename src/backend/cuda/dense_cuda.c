@@ -13,6 +13,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "backend/cuda/cuda_state.h"
 #include "backend/gemm_view.h"
@@ -24,6 +25,18 @@ static bool int_sized(int64_t a, int64_t b, int64_t c) {
 /* Elements apart in the batch: 0 for a matrix of batch 1 (shared). */
 static long long batch_step(const gstat_matrix *m) {
   return m->batch == 1 ? 0 : (long long)m->batch_stride;
+}
+
+/* Probe (off by default): GSTAT_CUDA_GEMV=1 sends a product with one
+ * column (the sparse solver's projections) to cuBLAS's gemv, for the A/B
+ * against the GEMM. */
+static bool gemv_probe(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("GSTAT_CUDA_GEMV");
+    on = e && atoi(e) > 0;
+  }
+  return on;
 }
 
 gstat_status gstat_cu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_trans tb,
@@ -50,11 +63,20 @@ gstat_status gstat_cu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_tr
              *pb = f64 ? (const void *)&beta : (const void *)&bf;
   cublasOperation_t o1 = p.t1 == GSTAT_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N,
                     o2 = p.t2 == GSTAT_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasStatus_t st = cublasGemmStridedBatchedEx(
-      s->blas, o1, o2, (int)p.m, (int)p.n, (int)p.k, pa, first->data, t, (int)p.ld1,
-      batch_step(first), second->data, t, (int)p.ld2, batch_step(second), pb, C->data, t,
-      (int)p.ldc, (long long)C->batch_stride, (int)C->batch,
-      f64 ? CUBLAS_COMPUTE_64F_PEDANTIC : CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT);
+  cublasStatus_t st;
+  if (p.n == 1 && C->batch == 1 && gemv_probe()) { /* a matrix times one vector */
+    int64_t rows = p.t1 == GSTAT_TRANS ? p.k : p.m, cols = p.t1 == GSTAT_TRANS ? p.m : p.k;
+    int incx = p.t2 == GSTAT_TRANS ? (int)p.ld2 : 1;
+    st = f64 ? cublasDgemv(s->blas, o1, (int)rows, (int)cols, &alpha, first->data, (int)p.ld1,
+                           second->data, incx, &beta, C->data, 1)
+             : cublasSgemv(s->blas, o1, (int)rows, (int)cols, &af, first->data, (int)p.ld1,
+                           second->data, incx, &bf, C->data, 1);
+  } else
+    st = cublasGemmStridedBatchedEx(
+        s->blas, o1, o2, (int)p.m, (int)p.n, (int)p.k, pa, first->data, t, (int)p.ld1,
+        batch_step(first), second->data, t, (int)p.ld2, batch_step(second), pb, C->data, t,
+        (int)p.ldc, (long long)C->batch_stride, (int)C->batch,
+        f64 ? CUBLAS_COMPUTE_64F_PEDANTIC : CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT);
   if (st != CUBLAS_STATUS_SUCCESS)
     return gstat_cu_host->fail(ctx,
                                st == CUBLAS_STATUS_ALLOC_FAILED ? GSTAT_ENOMEM : GSTAT_EBACKEND,

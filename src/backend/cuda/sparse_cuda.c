@@ -51,10 +51,12 @@ gstat_status gstat_cu_dots_op(void *state, gstat_ctx *ctx, const gstat_matrix *X
   double *x = device_block(s, X), *y = device_block(s, Y);
   if (!x || !y) return not_taken(ctx, "dots");
   int64_t m = X->cols;
-  double *d = gstat_cu_buffer(s, ctx, CU_SUMS, sizeof(double) * (size_t)m);
+  double *d =
+      gstat_cu_buffer(s, ctx, CU_SUMS, sizeof(double) * (size_t)m * (1 + GSTAT_CU_DOTS_PARTS));
   double *h = gstat_cu_host_buffer(s, ctx, &s->host_pca, sizeof(double) * (size_t)m);
   if (!d || !h) return GSTAT_ENOMEM;
-  cudaError_t e = gstat_cu_dots(X->rows, m, x, X->col_stride, y, Y->col_stride, d, s->stream);
+  cudaError_t e =
+      gstat_cu_dots(X->rows, m, x, X->col_stride, y, Y->col_stride, d, d + m, s->stream);
   if (e == cudaSuccess)
     e = cudaMemcpyAsync(h, d, sizeof(double) * (size_t)m, cudaMemcpyDeviceToHost, s->stream);
   if (e == cudaSuccess) e = cudaStreamSynchronize(s->stream);
@@ -67,8 +69,9 @@ gstat_status gstat_cu_dots_op(void *state, gstat_ctx *ctx, const gstat_matrix *X
 
 typedef struct lap_plan {
   int64_t n, nnz;
-  int64_t *off, *idx; /* device: rebased to 0 */
-  double *val, *p;    /* device: scaled weights, the diagonal */
+  void *off, *idx; /* device: rebased to 0; int32 when n and nnz fit (narrow), else int64 */
+  bool narrow;
+  double *val, *p; /* device: scaled weights, the diagonal */
   cusparseHandle_t handle;
   cusparseSpMatDescr_t A;
   void *buffer;
@@ -99,15 +102,28 @@ static gstat_status sparse_fail(gstat_ctx *ctx, const char *what, cusparseStatus
 }
 
 /* The graph in host arrays of the device's layout: offsets from 0, indices
- * from 0, weights scaled (s_i w s_j) where s is given. */
-static void host_layout(const gstat_i_csr_lap *A, int64_t *off, int64_t *idx, double *val) {
+ * from 0 (int32 when narrow: a quarter fewer bytes per stored entry for the
+ * product to read), weights scaled (s_i w s_j) where s is given. */
+static void host_layout(const gstat_i_csr_lap *A, bool narrow, void *off_, void *idx_,
+                        double *val) {
   int64_t first = A->offsets[0];
-  for (int64_t i = 0; i <= A->n; i++) off[i] = A->offsets[i] - first;
+  int32_t *off32 = off_, *idx32 = idx_;
+  int64_t *off64 = off_, *idx64 = idx_;
+  for (int64_t i = 0; i <= A->n; i++) {
+    int64_t o = A->offsets[i] - first;
+    if (narrow)
+      off32[i] = (int32_t)o;
+    else
+      off64[i] = o;
+  }
   for (int64_t i = 0; i < A->n; i++)
     for (int64_t e = A->offsets[i]; e < A->offsets[i + 1]; e++) {
       int64_t j = A->indices[e] - A->base, at = e - first;
       double w = A->weights ? A->weights[e] : 1.0;
-      idx[at] = j;
+      if (narrow)
+        idx32[at] = (int32_t)j;
+      else
+        idx64[at] = j;
       val[at] = A->s ? gstat_i_norm_weight(w, A->s[i], A->s[j]) : w;
     }
 }
@@ -121,18 +137,19 @@ static cudaError_t copy_in(cudaStream_t st, void *dst, const void *src, size_t b
 static gstat_status upload(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P,
                            const gstat_i_csr_lap *A) {
   size_t n1 = (size_t)(P->n + 1), nz = (size_t)(P->nnz > 0 ? P->nnz : 1);
-  int64_t *off = malloc(sizeof(int64_t) * n1), *idx = malloc(sizeof(int64_t) * nz);
+  size_t isz = P->narrow ? sizeof(int32_t) : sizeof(int64_t);
+  void *off = malloc(isz * n1), *idx = malloc(isz * nz);
   double *val = malloc(sizeof(double) * nz);
   gstat_status st = off && idx && val ? GSTAT_OK : GSTAT_ENOMEM;
-  if (st == GSTAT_OK) host_layout(A, off, idx, val);
+  if (st == GSTAT_OK) host_layout(A, P->narrow, off, idx, val);
   cudaError_t e = cudaSuccess;
   if (st == GSTAT_OK &&
-      ((e = cudaMalloc((void **)&P->off, sizeof(int64_t) * n1)) != cudaSuccess ||
-       (e = cudaMalloc((void **)&P->idx, sizeof(int64_t) * nz)) != cudaSuccess ||
+      ((e = cudaMalloc(&P->off, isz * n1)) != cudaSuccess ||
+       (e = cudaMalloc(&P->idx, isz * nz)) != cudaSuccess ||
        (e = cudaMalloc((void **)&P->val, sizeof(double) * nz)) != cudaSuccess ||
        (e = cudaMalloc((void **)&P->p, sizeof(double) * (size_t)P->n + 8)) != cudaSuccess ||
-       (e = copy_in(s->stream, P->off, off, sizeof(int64_t) * n1)) != cudaSuccess ||
-       (e = copy_in(s->stream, P->idx, idx, sizeof(int64_t) * nz)) != cudaSuccess ||
+       (e = copy_in(s->stream, P->off, off, isz * n1)) != cudaSuccess ||
+       (e = copy_in(s->stream, P->idx, idx, isz * nz)) != cudaSuccess ||
        (e = copy_in(s->stream, P->val, val, sizeof(double) * nz)) != cudaSuccess ||
        (e = copy_in(s->stream, P->p, A->p, sizeof(double) * (size_t)P->n)) != cudaSuccess))
     st = gstat_cu_fail(ctx, "csr_lap", "copying the graph", e);
@@ -155,13 +172,15 @@ gstat_status gstat_cu_csr_lap_plan(void *state, gstat_ctx *ctx, const gstat_i_cs
   if (!P) return GSTAT_ENOMEM;
   P->n = A->n;
   P->nnz = A->offsets[A->n] - A->offsets[0];
+  P->narrow = P->n < INT32_MAX && P->nnz < INT32_MAX;
   gstat_status st = upload(s, ctx, P, A);
   cusparseStatus_t cs = CUSPARSE_STATUS_SUCCESS;
   if (st == GSTAT_OK &&
       ((cs = cusparseCreate(&P->handle)) != CUSPARSE_STATUS_SUCCESS ||
        (cs = cusparseCreateCsr(&P->A, P->n, P->n, P->nnz, P->off, P->idx, P->val,
-                               CUSPARSE_INDEX_64I, CUSPARSE_INDEX_64I, CUSPARSE_INDEX_BASE_ZERO,
-                               CUDA_R_64F)) != CUSPARSE_STATUS_SUCCESS))
+                               P->narrow ? CUSPARSE_INDEX_32I : CUSPARSE_INDEX_64I,
+                               P->narrow ? CUSPARSE_INDEX_32I : CUSPARSE_INDEX_64I,
+                               CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F)) != CUSPARSE_STATUS_SUCCESS))
     st = sparse_fail(ctx, "creating the matrix", cs);
   if (st != GSTAT_OK) {
     gstat_cu_csr_lap_release(state, P);
@@ -222,8 +241,9 @@ static bool transpose(gstat_cu_state *s, int64_t rows, int64_t cols, const doubl
 
 /* The SpMM of a block of several columns on row-major copies: X and
  * diag(p) X transposed into the plan's scratch, Y -= A' X there, back. */
-static gstat_status spmm_rows(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, int64_t m,
-                              const double *x, int64_t ldx, double *y, int64_t ldy) {
+/* The plan's scratch for a row-major X and Y of m columns, grown as needed. */
+static gstat_status row_major_blocks(gstat_ctx *ctx, lap_plan *P, int64_t m, double **xr,
+                                     double **yr) {
   size_t need = sizeof(double) * (size_t)(2 * P->n * m);
   if (need > P->rows_bytes) {
     cudaFree(P->rows);
@@ -233,14 +253,56 @@ static gstat_status spmm_rows(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, in
     if (e != cudaSuccess) return gstat_cu_fail(ctx, "csr_lap", "row-major blocks", e);
     P->rows_bytes = need;
   }
-  double *xr = P->rows, *yr = xr + P->n * m;
+  *xr = P->rows;
+  *yr = P->rows + P->n * m;
+  return GSTAT_OK;
+}
+
+static gstat_status spmm_rows(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, int64_t m,
+                              const double *x, int64_t ldx, double *y, int64_t ldy) {
+  double *xr = NULL, *yr = NULL;
+  gstat_status st = row_major_blocks(ctx, P, m, &xr, &yr);
+  if (st != GSTAT_OK) return st;
   if (P->n > INT32_MAX || m > INT32_MAX || !transpose(s, P->n, m, x, ldx, xr, m) ||
       !transpose(s, P->n, m, y, ldy, yr, m))
     return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "csr_lap: cuBLAS transpose failed");
-  gstat_status st = spmm(s, ctx, P, m, xr, m, yr, m, true);
+  st = spmm(s, ctx, P, m, xr, m, yr, m, true);
   if (st == GSTAT_OK && !transpose(s, m, P->n, yr, m, y, ldy))
     st = gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "csr_lap: cuBLAS transpose failed");
   return st;
+}
+
+/* Probe (off by default): GSTAT_CUDA_SPMM_OWN=1 applies the plan by our own
+ * CSR kernel (blocks_kernels.h, the diagonal fused) instead of the diagonal
+ * kernel and cuSPARSE, for the A/B. */
+static bool own_spmm(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("GSTAT_CUDA_SPMM_OWN");
+    on = e && atoi(e) > 0;
+  }
+  return on;
+}
+
+/* Y = diag(p) X - A' X by the CSR kernel; a block of several columns
+ * through row-major copies (X in, Y out). */
+static gstat_status own_apply(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, int64_t m,
+                              const double *x, int64_t ldx, double *y, int64_t ldy) {
+  cudaError_t e;
+  if (m == 1) {
+    e = gstat_cu_csr_rows(P->n, 1, P->narrow, P->off, P->idx, P->val, P->p, x, y, s->stream);
+    return e == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "csr_lap", "CSR kernel", e);
+  }
+  double *xr = NULL, *yr = NULL;
+  gstat_status st = row_major_blocks(ctx, P, m, &xr, &yr);
+  if (st != GSTAT_OK) return st;
+  if (P->n > INT32_MAX || m > INT32_MAX || !transpose(s, P->n, m, x, ldx, xr, m))
+    return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "csr_lap: cuBLAS transpose failed");
+  e = gstat_cu_csr_rows(P->n, m, P->narrow, P->off, P->idx, P->val, P->p, xr, yr, s->stream);
+  if (e != cudaSuccess) return gstat_cu_fail(ctx, "csr_lap", "CSR kernel", e);
+  if (!transpose(s, m, P->n, yr, m, y, ldy))
+    return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "csr_lap: cuBLAS transpose failed");
+  return GSTAT_OK;
 }
 
 gstat_status gstat_cu_csr_lap_apply(void *state, gstat_ctx *ctx, void *plan, const gstat_matrix *X,
@@ -254,6 +316,7 @@ gstat_status gstat_cu_csr_lap_apply(void *state, gstat_ctx *ctx, void *plan, con
     return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "csr_lap: simulated SpMM failure");
   int64_t m = X->cols, ldx = X->cols > 1 ? X->col_stride : P->n;
   int64_t ldy = Y->cols > 1 ? Y->col_stride : P->n;
+  if (m > 0 && own_spmm()) return own_apply(s, ctx, P, m, x, ldx, y, ldy);
   cudaError_t e = gstat_cu_diag_times(P->n, m, P->p, x, ldx, y, ldy, s->stream);
   if (e != cudaSuccess) return gstat_cu_fail(ctx, "csr_lap", "diagonal", e);
   if (m == 0 || P->nnz == 0) return GSTAT_OK;

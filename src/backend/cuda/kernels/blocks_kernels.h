@@ -22,14 +22,25 @@ cudaError_t gstat_cu_lincomb(int64_t n, int64_t m, double *Z, int64_t ldz, const
                              int64_t ldx, const double *Y, int64_t ldy, const double *g,
                              const double *a, const double *b, cudaStream_t stream);
 
-/* out[c] (device) = X[:, c] . Y[:, c], one thread block per column summing
- * in an order fixed by n. */
+/* Parts of a column's dot product summed separately (dots' scratch). */
+#define GSTAT_CU_DOTS_PARTS 256
+
+/* out[c] (device) = X[:, c] . Y[:, c] for c < m <= 65535, in an order
+ * fixed by n: parts of the rows summed by many blocks into scratch (device,
+ * m * GSTAT_CU_DOTS_PARTS doubles), then the parts. */
 cudaError_t gstat_cu_dots(int64_t n, int64_t m, const double *X, int64_t ldx, const double *Y,
-                          int64_t ldy, double *out, cudaStream_t stream);
+                          int64_t ldy, double *out, double *scratch, cudaStream_t stream);
 
 /* Y[:, c] = p .* X[:, c] (p device, n). */
 cudaError_t gstat_cu_diag_times(int64_t n, int64_t m, const double *p, const double *X, int64_t ldx,
                                 double *Y, int64_t ldy, cudaStream_t stream);
+
+/* Y = diag(p) X - A X for row-major n x m blocks X, Y (ld m), A an n x n
+ * CSR matrix (offsets from 0, indices; int32 when narrow, else int64; val),
+ * p device (n). Each entry of Y sums in a fixed order. */
+cudaError_t gstat_cu_csr_rows(int64_t n, int64_t m, int narrow, const void *off, const void *idx,
+                              const double *val, const double *p, const double *X, double *Y,
+                              cudaStream_t stream);
 
 #ifdef __cplusplus
 }

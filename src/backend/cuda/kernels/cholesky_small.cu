@@ -21,6 +21,7 @@
  * no separate fill pass is needed.
  */
 #include <climits>
+#include <cstdlib>
 
 #include "common.cuh"
 
@@ -108,6 +109,77 @@ __global__ void __launch_bounds__(CholShape<N>::kThreads)
   }
 }
 
+/* The same factorization with the column loop rolled, U steps unrolled per
+ * trip: a fully unrolled 64-column body overflows the instruction cache
+ * (ncu: instruction-fetch stalls at n 33-64 in float64, bench/README.md
+ * "The float64 register Cholesky"). Lane L keeps A(L, j0 + k) in a[k] for
+ * the trip's first column j0 and shifts the window by U after each trip;
+ * each column of the factor is stored as soon as it is final (row L only,
+ * so in place is safe), and a failed element is overwritten with NaN at the
+ * end. Same arithmetic, same order: bitwise the unrolled kernel's result. */
+template <typename T, int N, int U>
+__global__ void __launch_bounds__(CholShape<N>::kThreads)
+    chol_rolled_kernel(const T *src, T *dst, int n, int lda, int64_t stride, int64_t batch,
+                       int *__restrict__ info, int first_col, const unsigned long long *guard,
+                       unsigned *any) {
+  if (guard && *guard != ULLONG_MAX) return;
+  constexpr int G = CholShape<N>::kGroups;
+  __shared__ T column[2][G][2 * N]; /* read up to index j0 + N - 1 < 2N */
+  const int g = threadIdx.x / N, L = threadIdx.x % N;
+  const int64_t b = (int64_t)blockIdx.x * G + g;
+  if constexpr (N <= 32) {
+    if ((int64_t)blockIdx.x * G + (threadIdx.x / 32) * (32 / N) >= batch) return;
+  }
+  const bool live = b < batch && L < n;
+  const T *Ab = src + b * stride;
+  T *Fb = dst + b * stride;
+  T a[N];
+#pragma unroll
+  for (int k = 0; k < N; ++k) a[k] = live && k < n && k <= L ? Ab[L + (int64_t)k * lda] : T(0);
+  int fail = 0;
+  for (int j0 = 0; j0 < n; j0 += U) {
+#pragma unroll
+    for (int t = 0; t < U; ++t) {
+      const int j = j0 + t;
+      if (j >= n) break;
+      T *col = column[j & 1][g];
+      col[L] = a[t];
+      group_barrier<N>();
+      const T d = col[j];
+      if (!(d > 0) && fail == 0) fail = j + 1;
+      const T s = sqrt(d), r = 1 / s;
+      const T l = a[t] * r;
+      if (live) Fb[L + (int64_t)j * lda] = L == j ? s : L > j ? l : T(0);
+#pragma unroll
+      for (int k = t + 1; k < N; ++k)
+        if (j0 + k < n && j0 + k <= L) a[k] -= l * (col[j0 + k] * r);
+    }
+#pragma unroll
+    for (int k = 0; k < N; ++k) a[k] = k + U < N ? a[k + U] : T(0);
+  }
+  if (fail && live)
+    for (int j = 0; j < n; ++j) Fb[L + (int64_t)j * lda] = quiet_nan<T>();
+  if (b < batch && L == 0) {
+    if (first_col < 0) {
+      info[b] = fail;
+      if (fail && any) *any = 1;
+    } else if (fail && info[b] == 0)
+      info[b] = first_col + fail;
+  }
+}
+
+/* Probe (off by default): GSTAT_CUDA_CHOL_ROLL=1, 4 or 8 runs the 64-lane
+ * kernel rolled, that many columns per trip, for the A/B against the
+ * unrolled one. */
+inline int chol_roll() {
+  static int roll = -1;
+  if (roll < 0) {
+    const char *e = getenv("GSTAT_CUDA_CHOL_ROLL");
+    roll = e ? atoi(e) : 0;
+  }
+  return roll;
+}
+
 template <typename T, int N>
 void launch_regs(const T *A, T *F, int n, int lda, int64_t stride, int64_t batch, int *info,
                  int first_col, const unsigned long long *guard, unsigned *any,
@@ -116,9 +188,20 @@ void launch_regs(const T *A, T *F, int n, int lda, int64_t stride, int64_t batch
   constexpr int64_t max_chunk = INT32_MAX * per_block;
   for (int64_t b = 0; b < batch; b += max_chunk) {
     const int64_t count = batch - b < max_chunk ? batch - b : max_chunk;
-    chol_regs_kernel<T, N>
-        <<<(unsigned)((count + per_block - 1) / per_block), CholShape<N>::kThreads, 0, stream>>>(
+    const unsigned blocks = (unsigned)((count + per_block - 1) / per_block);
+    const int roll = N == 64 ? chol_roll() : 0;
+    if constexpr (N == 64) {
+      if (roll == 1 || roll == 4 || roll == 8) {
+        auto k = roll == 1   ? chol_rolled_kernel<T, N, 1>
+                 : roll == 4 ? chol_rolled_kernel<T, N, 4>
+                             : chol_rolled_kernel<T, N, 8>;
+        k<<<blocks, CholShape<N>::kThreads, 0, stream>>>(
             A + b * stride, F + b * stride, n, lda, stride, count, info + b, first_col, guard, any);
+        continue;
+      }
+    }
+    chol_regs_kernel<T, N><<<blocks, CholShape<N>::kThreads, 0, stream>>>(
+        A + b * stride, F + b * stride, n, lda, stride, count, info + b, first_col, guard, any);
   }
 }
 
