@@ -21,7 +21,10 @@ and the largest device items (gpu_bench_common.trace).
 --graph FILE also writes A, renumbered by reverse Cuthill-McKee (the locality
 the library's breadth-first numbering gives), for bench_sparse_eigs --graph-in.
 
+--solver lanczos: the embedding with eigen_solver="lanczos" (a single vector).
+
 usage: bench/gpu_sparse_profile.py [--n 1000000] [--std 4] [--tol 1e-6] [--graph FILE]
+                                   [--solver auto|lanczos]
 """
 import argparse
 
@@ -49,6 +52,7 @@ def main():
     ap.add_argument("--std", type=float, default=4.0)
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--graph")
+    ap.add_argument("--solver", default="auto", choices=["auto", "lanczos"])
     a = ap.parse_args()
     import cupy
     import cupyx.scipy.sparse as cs
@@ -62,7 +66,7 @@ def main():
         write_graph(a.graph, A)
     print(f"# n {a.n}, std {a.std}, nnz {A.nnz}, tol {a.tol}; {torch.cuda.get_device_name()}")
     emb = gstat.SpectralEmbedding(10, affinity="precomputed", random_state=0, backend="cuda",
-                                  eigen_tol=a.tol / (2 * 11 ** 0.5))
+                                  eigen_tol=a.tol / (2 * 11 ** 0.5), eigen_solver=a.solver)
     trace("embedding", lambda: emb.fit(A), calls=1, top=14)
     L = gstat.laplacian(A, normed=True)
     Ld = cs.csr_matrix(L.tocsr().astype(np.float64))

@@ -8,7 +8,8 @@ on 10^4 points:
   knn          gstat.kneighbors_graph of the CUDA tensor (the kNN primitive)
   laplacian    gstat.laplacian(A, normed=True) of the symmetrized graph (host CSR)
   embedding    gstat.SpectralEmbedding(10, affinity="precomputed",
-               backend="cuda") of the symmetrized graph: its Laplacian, the
+               backend="cuda", eigen_tol=1e-6 / (2 sqrt(11)): eigsh's accuracy,
+               bench/gpu_sparse_profile.py) of the symmetrized graph: its Laplacian, the
                components' null vectors, the sparse eigensolver (the action
                planned on the GPU through cuSPARSE, the basis in device memory)
   end to end   gstat.SpectralClustering(10, affinity="nearest_neighbors",
@@ -23,10 +24,12 @@ on 10^4 points:
                the 11 pairs the embedding computes (it drops the first); its
                Laplacian is formed before the timing
 
+--solver lanczos passes eigen_solver="lanczos" (a single vector) to the
+embedding and the end-to-end call; the default is the library's (a block).
 --std S sets the blobs' spread (default 1: 10 separate components; 4 joins
 them into one, so the solver searches every pair).
 
-usage: bench/gpu_spectral_1e6.py [--n 1000000] [--std 1 4] [--skip-eigsh]
+usage: bench/gpu_spectral_1e6.py [--n 1000000] [--std 1 4] [--skip-eigsh] [--solver auto|lanczos]
 """
 import argparse
 import time
@@ -61,7 +64,7 @@ def timed(fn):
     return out, time.perf_counter() - t
 
 
-def run(n, std, skip_eigsh, warm):
+def run(n, std, skip_eigsh, warm, solver="auto"):
     import torch
     import gstat
     rng = np.random.default_rng(0)
@@ -77,14 +80,15 @@ def run(n, std, skip_eigsh, warm):
         marks.setdefault(what, time.perf_counter())
 
     emb = gstat.SpectralEmbedding(10, affinity="precomputed", random_state=0, backend="cuda",
-                                  progress=seen)
+                                  progress=seen, eigen_solver=solver,
+                                  eigen_tol=1e-6 / (2 * 11 ** 0.5))
     t0 = time.perf_counter()
     _, t_emb = timed(lambda: emb.fit(A))
     t_setup = marks.get("sparse_eigs", t0) - t0
     t_solve = t_emb - t_setup
     ran.append(gstat.last_backend())
     sc = gstat.SpectralClustering(10, affinity="nearest_neighbors", n_neighbors=10, random_state=0,
-                                  backend="cuda")
+                                  backend="cuda", eigen_solver=solver)
     labels, t_all = timed(lambda: sc.fit_predict(Xd))
     ran.append(gstat.last_backend())
     labels = labels.cpu().numpy() if hasattr(labels, "cpu") else np.asarray(labels)
@@ -113,17 +117,18 @@ def main():
     ap.add_argument("--n", type=int, nargs="+", default=[1000000])
     ap.add_argument("--std", type=float, nargs="+", default=[1.0])
     ap.add_argument("--skip-eigsh", action="store_true")
+    ap.add_argument("--solver", default="auto", choices=["auto", "lanczos"])
     a = ap.parse_args()
     import gstat
     import torch
     print(f"# gstat {gstat.__version__}, torch {torch.__version__}, "
           f"{torch.cuda.get_device_name()}; wall clock ms, one run each")
-    run(10000, 1.0, a.skip_eigsh, warm=True)
+    run(10000, 1.0, a.skip_eigsh, warm=True, solver=a.solver)
     print(f"{'n':>8} {'std':>4} {'knn':>7} {'laplacian':>9} {'embedding':>9} {'setup':>6} "
           f"{'solve':>6} {'rest':>6} {'end-to-end':>10} {'ARI':>6} {'eigsh':>7} {'eigsh/solve':>11}")
     for std in a.std:
         for n in a.n:
-            run(n, std, a.skip_eigsh, warm=False)
+            run(n, std, a.skip_eigsh, warm=False, solver=a.solver)
 
 
 if __name__ == "__main__":

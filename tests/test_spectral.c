@@ -497,7 +497,7 @@ static void test_kmeans_progress_and_cancel(void **state) {
   a[0 * N + N - 1] = a[(N - 1) * N + 0] = 0.01;
   gstat_matrix A = gstat_matrix_row_major(a, GSTAT_F64, 1, N, N);
   gstat_graph G = gstat_graph_dense(&A);
-  for (int solver = GSTAT_EIGEN_DENSE; solver <= GSTAT_EIGEN_SPARSE; solver++)
+  for (int solver = GSTAT_EIGEN_DENSE; solver <= GSTAT_EIGEN_LANCZOS; solver++)
     for (int cancel = 0; cancel < 2; cancel++) {
       kmeans_log log = {0, cancel, 0};
       gstat_ctx *ctx = tu_ctx_progress(GSTAT_BACKEND_CPU, 0, on_kmeans, &log);
@@ -619,7 +619,7 @@ static void test_edge_cases(void **state) {
    * it lands in one cluster, on both solvers */
   o.disconnected = GSTAT_DISCONNECTED_PROCEED;
   o.n_clusters = 2;
-  for (int sv = GSTAT_EIGEN_DENSE; sv <= GSTAT_EIGEN_SPARSE; sv++) {
+  for (int sv = GSTAT_EIGEN_DENSE; sv <= GSTAT_EIGEN_LANCZOS; sv++) {
     o.solver = (gstat_eigen_solver)sv;
     assert_int_equal(gstat_spectral_clustering(ctx, &G, &o, lab, &res), GSTAT_OK);
     assert_int_equal(res->graph_components, 3);
@@ -777,10 +777,12 @@ static void test_bad_input(void **state) {
   b.symmetrize = GSTAT_SYM_MAX;
   assert_int_equal(gstat_spectral_clustering_batch(ctx, &b, ks, NULL, blab, NULL), GSTAT_OK);
   gstat_spectral_options_init(&o);
-  o.solver = GSTAT_EIGEN_SPARSE;
-  tu_expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, &o, blab, NULL), GSTAT_EINVAL,
-                 "spectral_batch: opt.solver=SPARSE is for one large graph; batches use the dense "
-                 "solver");
+  for (int sv = GSTAT_EIGEN_SPARSE; sv <= GSTAT_EIGEN_LANCZOS; sv++) {
+    o.solver = (gstat_eigen_solver)sv;
+    tu_expect_fail(ctx, gstat_spectral_clustering_batch(ctx, &b, ks, &o, blab, NULL), GSTAT_EINVAL,
+                   "spectral_batch: opt.solver=SPARSE and LANCZOS are for one large graph; "
+                   "batches use the dense solver");
+  }
   int64_t bad_sizes[] = {3, 4};
   gstat_graph_batch d;
   memset(&d, 0, sizeof d);

@@ -58,11 +58,17 @@ typedef enum gstat_disconnected {
 } gstat_disconnected;
 
 typedef enum gstat_eigen_solver {
-  GSTAT_EIGEN_AUTO = 0,  /* dense up to dense_limit nodes, iterative above, and for a
-                            CSR graph whose entries are few for its n (nnz 6000 < n^3:
-                            kNN graphs from ~300 nodes; bench/README.md) */
-  GSTAT_EIGEN_DENSE = 1, /* the core's batched eigh of the whole Laplacian */
-  GSTAT_EIGEN_SPARSE = 2 /* iterative solver on the Laplacian operator (single graphs) */
+  GSTAT_EIGEN_AUTO = 0,   /* dense up to dense_limit nodes, iterative above, and for a
+                             CSR graph whose entries are few for its n (nnz 6000 < n^3:
+                             kNN graphs from ~300 nodes; bench/README.md) */
+  GSTAT_EIGEN_DENSE = 1,  /* the core's batched eigh of the whole Laplacian */
+  GSTAT_EIGEN_SPARSE = 2, /* iterative solver on the Laplacian operator (single graphs): a
+                             block of vectors, which finds repeated eigenvalues */
+  GSTAT_EIGEN_LANCZOS = 3 /* the same operator, single-vector thick-restart Lanczos: the
+                             fastest for graphs of data (kNN, RBF), whose eigenvalues above
+                             the components' zeros are simple; like ARPACK it returns a
+                             later eigenvalue in place of a second copy of a repeated one
+                             (rings, grids) */
 } gstat_eigen_solver;
 
 /* Caps on the iterative steps' counts (bounded work whatever the arguments;

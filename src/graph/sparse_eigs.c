@@ -75,7 +75,8 @@ enum {
   DEFAULT_DEGREE = 16,
   MAX_DEFAULT_BLOCK = 16,
   MAX_BLOCK = 256,
-  SERIAL_BELOW_N = 4096 /* run single-threaded below this size */
+  SERIAL_BELOW_N = 4096, /* run single-threaded below this size */
+  RR_COLUMNS = 4         /* Krylov-Schur: new columns between convergence checks */
 };
 static const char FN[] = "sparse_eigs";
 static const double DEFAULT_TOL = 1e-8;
@@ -734,6 +735,7 @@ static gstat_status krylov_schur(solver *s, int64_t max_iter, double *res, int64
   int64_t k = s->k, b = s->b, m = s->m;
   double strict = 1; /* tightened each time the estimates claim more than the truth */
   int finite = 1;
+  int64_t rr_at = 0; /* the step of the last Rayleigh-Ritz */
   s->coupled = 1;
   TRY(start_block(s));
   for (;;) {
@@ -748,8 +750,14 @@ static gstat_status krylov_schur(solver *s, int64_t max_iter, double *res, int64
     }
     int last = s->iters >= max_iter && s->j >= k;
     /* Rayleigh-Ritz costs ~9 j^3 flops against the step's ~4 n j b: on small
-     * problems look at convergence only when the basis is full */
-    if (!last && s->j + b <= m && 2 * s->j * s->j > s->n * b) continue;
+     * problems look at convergence only when the basis is full; on large
+     * ones every RR_COLUMNS new columns (a host eigh and wait per step of
+     * one column cost as much as the step on a GPU: bench/README.md, "The
+     * 10^6 sparse solve, profiled") */
+    if (!last && s->j + b <= m &&
+        (2 * s->j * s->j > s->n * b || (s->iters - rr_at) * b < RR_COLUMNS))
+      continue;
+    rr_at = s->iters;
     TRY(rayleigh_ritz(s));
     if (s->j < k) continue;
     int64_t est_conv = 0;

@@ -50,7 +50,7 @@ gstat_status gstat_i_sc_check_options(gstat_ctx *ctx, const char *fn,
   BAD(!(o->tol >= 0 && isfinite(o->tol)), "%s: opt.tol=%g must be >= 0 and finite", fn, o->tol);
   BAD(o->disconnected < GSTAT_DISCONNECTED_AUTO || o->disconnected > GSTAT_DISCONNECTED_PROCEED,
       "%s: opt.disconnected=%d is not a gstat_disconnected", fn, (int)o->disconnected);
-  BAD(o->solver < GSTAT_EIGEN_AUTO || o->solver > GSTAT_EIGEN_SPARSE,
+  BAD(o->solver < GSTAT_EIGEN_AUTO || o->solver > GSTAT_EIGEN_LANCZOS,
       "%s: opt.solver=%d is not a gstat_eigen_solver", fn, (int)o->solver);
   BAD(o->dense_limit < 0, "%s: opt.dense_limit=%lld must be >= 0", fn, (long long)o->dense_limit);
   BAD(!(o->eig_tol >= 0 && isfinite(o->eig_tol)), "%s: opt.eig_tol=%g must be >= 0 and finite", fn,
@@ -110,7 +110,7 @@ static int64_t nodes(const gstat_graph *G) {
 #define SPARSE_PER_NNZ 6000.0
 
 static bool use_sparse(const gstat_graph *G, const gstat_spectral_options *o) {
-  if (o->solver == GSTAT_EIGEN_SPARSE) return true;
+  if (o->solver == GSTAT_EIGEN_SPARSE || o->solver == GSTAT_EIGEN_LANCZOS) return true;
   if (o->solver != GSTAT_EIGEN_AUTO) return false;
   /* a full eigh costs O(n^3) for the few vectors we need: large graphs,
    * dense ones included (as a CSR copy), go to the iterative solver */
@@ -371,9 +371,9 @@ gstat_status gstat_spectral_clustering_batch(gstat_ctx *ctx, const gstat_graph_b
   if (opt) o = *opt;
   gstat_status st = gstat_i_sc_check_options(ctx, fn, &o);
   if (st != GSTAT_OK) return st;
-  if (o.solver == GSTAT_EIGEN_SPARSE)
+  if (o.solver == GSTAT_EIGEN_SPARSE || o.solver == GSTAT_EIGEN_LANCZOS)
     return gstat_i_fail(ctx, GSTAT_EINVAL,
-                        "%s: opt.solver=SPARSE is for one large graph; batches "
+                        "%s: opt.solver=SPARSE and LANCZOS are for one large graph; batches "
                         "use the dense solver",
                         fn);
   if (Gs->count < 0)

@@ -202,6 +202,10 @@ gstat_status gstat_i_sc_sparse(gstat_ctx *ctx, const char *fn, const gstat_graph
   eo.known = known;
   int64_t rest = m - eo.n_known;
   eo.block = rest < 16 ? rest : 16;
+  if (o->solver == GSTAT_EIGEN_LANCZOS) { /* the caller expects simple eigenvalues */
+    eo.block = 1;
+    eo.method = GSTAT_I_EIGS_BLOCK_LANCZOS;
+  }
   /* the pairs after the null space come in a cluster, one per component
    * (each one's smallest nonzero eigenvalue): the basis spans it
    * (bench/README.md, "A cluster above the null space") */

@@ -166,7 +166,7 @@ def _breast_cancer():
 
 
 @pytest.mark.parametrize("param, value", [
-    ("n_clusters", 0), ("n_clusters", -1), ("n_clusters", "gap"), ("eigen_solver", "lanczos"),
+    ("n_clusters", 0), ("n_clusters", -1), ("n_clusters", "gap"), ("eigen_solver", "eigsh"),
     ("assign_labels", "nearest"), ("affinity", "cosine_distance"), ("n_init", 0), ("gamma", -1.0),
     ("eigen_tol", "tight"), ("n_neighbors", 0)])
 def test_invalid_parameters_raise_as_sklearn(param, value):
@@ -203,6 +203,25 @@ def test_sklearn_solver_names_mean_the_iterative_solver(solver):
     sk_solver = "arpack" if solver == "amg" else solver  # amg needs pyamg
     sk = SkSC(3, eigen_solver=sk_solver, **kw).fit(X)
     assert adjusted_rand_score(ours.labels_, sk.labels_) > 0.99
+
+
+def test_lanczos_solver_agrees_on_a_graph_of_data():
+    # one vector instead of a block: the same eigenvalues and labels where
+    # the eigenvalues are simple (a connected kNN graph of blobs)
+    X, y = make_blobs(2000, centers=4, cluster_std=1.5, random_state=4)
+    kw = dict(affinity="nearest_neighbors", n_neighbors=10, random_state=0, eigen_tol=1e-10)
+    lz = gstat.SpectralClustering(4, eigen_solver="lanczos", **kw).fit(X)
+    sp = gstat.SpectralClustering(4, eigen_solver="sparse", **kw).fit(X)
+    assert lz.graph_components_ == 1 and lz.eigen_solver_ == "sparse"
+    np.testing.assert_allclose(lz.eigenvalues_, sp.eigenvalues_, atol=1e-8)
+    assert adjusted_rand_score(lz.labels_, sp.labels_) == 1.0
+    emb = gstat.SpectralEmbedding(3, eigen_solver="lanczos", n_neighbors=10, random_state=0)
+    ref = gstat.SpectralEmbedding(3, eigen_solver="sparse", n_neighbors=10, random_state=0)
+    a, b = emb.fit_transform(X), ref.fit_transform(X)
+    # the same subspace: the projection of one basis on the other keeps its norm
+    qa, _ = np.linalg.qr(a)
+    qb, _ = np.linalg.qr(b)
+    np.testing.assert_allclose(np.linalg.svd(qa.T @ qb, compute_uv=False), 1, atol=1e-6)
 
 
 def test_auto_solver_is_the_fast_one_for_the_graph():

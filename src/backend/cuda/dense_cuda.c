@@ -13,7 +13,6 @@
  */
 #include <limits.h>
 #include <math.h>
-#include <stdlib.h>
 
 #include "backend/cuda/cuda_state.h"
 #include "backend/gemm_view.h"
@@ -25,18 +24,6 @@ static bool int_sized(int64_t a, int64_t b, int64_t c) {
 /* Elements apart in the batch: 0 for a matrix of batch 1 (shared). */
 static long long batch_step(const gstat_matrix *m) {
   return m->batch == 1 ? 0 : (long long)m->batch_stride;
-}
-
-/* Probe (off by default): GSTAT_CUDA_GEMV=1 sends a product with one
- * column (the sparse solver's projections) to cuBLAS's gemv, for the A/B
- * against the GEMM. */
-static bool gemv_probe(void) {
-  static int on = -1;
-  if (on < 0) {
-    const char *e = getenv("GSTAT_CUDA_GEMV");
-    on = e && atoi(e) > 0;
-  }
-  return on;
 }
 
 gstat_status gstat_cu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_trans tb,
@@ -64,7 +51,9 @@ gstat_status gstat_cu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_tr
   cublasOperation_t o1 = p.t1 == GSTAT_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N,
                     o2 = p.t2 == GSTAT_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasStatus_t st;
-  if (p.n == 1 && C->batch == 1 && gemv_probe()) { /* a matrix times one vector */
+  /* a matrix times one vector (the sparse solver's projections): gemv, not
+   * a split-K GEMM (bench/README.md, "The 10^6 sparse solve, profiled") */
+  if (p.n == 1 && C->batch == 1) {
     int64_t rows = p.t1 == GSTAT_TRANS ? p.k : p.m, cols = p.t1 == GSTAT_TRANS ? p.m : p.k;
     int incx = p.t2 == GSTAT_TRANS ? (int)p.ld2 : 1;
     st = f64 ? cublasDgemv(s->blas, o1, (int)rows, (int)cols, &alpha, first->data, (int)p.ld1,

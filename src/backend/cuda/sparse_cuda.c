@@ -2,9 +2,12 @@
  * The sparse eigensolver's steps on the device (backend.h's lincomb, dots
  * and the CSR Laplacian plan): the plan copies the graph once, with the
  * symmetric kind's scaling folded into the weights (weights_impl.h's rule),
- * and applies Y = diag(p) X - A' X as one diagonal kernel and one cuSPARSE
- * SpMM (A not transposed: the same result every call), a block of several
- * columns on row-major copies of X and Y.
+ * and applies Y = diag(p) X - A' X: one column as one diagonal kernel and
+ * cuSPARSE's SpMV, a block of several columns by our CSR kernel on
+ * row-major copies of X and Y (blocks_kernels.h); A is never transposed and
+ * each entry sums in a fixed order: the same result every call. Indices are
+ * 32-bit where n and the stored entries allow (a quarter fewer bytes a
+ * stored entry).
  */
 #include <cusparse.h>
 #include <stdbool.h>
@@ -190,22 +193,19 @@ gstat_status gstat_cu_csr_lap_plan(void *state, gstat_ctx *ctx, const gstat_i_cs
   return GSTAT_OK;
 }
 
-/* Y -= A' X through cuSPARSE, its buffer grown to this block's size. X and
- * Y are column-major (ld ldx, ldy) or, with `rows`, row-major (ld m): each
- * stored entry of A then gathers m contiguous values of X instead of m
- * values n apart (cuSPARSE's CSR_ALG2 for row-major blocks). */
-static gstat_status spmm(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, int64_t m, double *x,
-                         int64_t ldx, double *y, int64_t ldy, bool rows) {
+/* y -= A' x for one column through cuSPARSE (its SpMV kernels), its
+ * buffer grown as needed. */
+static gstat_status spmv(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, double *x, double *y) {
   cusparseDnMatDescr_t Xd = NULL, Yd = NULL;
   const double alpha = -1.0, beta = 1.0;
-  cusparseOrder_t order = rows ? CUSPARSE_ORDER_ROW : CUSPARSE_ORDER_COL;
-  cusparseSpMMAlg_t alg = rows ? CUSPARSE_SPMM_CSR_ALG2 : CUSPARSE_SPMM_ALG_DEFAULT;
+  const cusparseOrder_t order = CUSPARSE_ORDER_COL;
+  const cusparseSpMMAlg_t alg = CUSPARSE_SPMM_ALG_DEFAULT;
   size_t need = 0;
   cusparseStatus_t cs = cusparseSetStream(P->handle, s->stream);
   if (cs == CUSPARSE_STATUS_SUCCESS)
-    cs = cusparseCreateDnMat(&Xd, P->n, m, rows ? m : ldx, x, CUDA_R_64F, order);
+    cs = cusparseCreateDnMat(&Xd, P->n, 1, P->n, x, CUDA_R_64F, order);
   if (cs == CUSPARSE_STATUS_SUCCESS)
-    cs = cusparseCreateDnMat(&Yd, P->n, m, rows ? m : ldy, y, CUDA_R_64F, order);
+    cs = cusparseCreateDnMat(&Yd, P->n, 1, P->n, y, CUDA_R_64F, order);
   if (cs == CUSPARSE_STATUS_SUCCESS)
     cs = cusparseSpMM_bufferSize(P->handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                  CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, P->A, Xd, &beta, Yd,
@@ -239,8 +239,6 @@ static bool transpose(gstat_cu_state *s, int64_t rows, int64_t cols, const doubl
                      &zero, src, (int)lds, dst, (int)ldd) == CUBLAS_STATUS_SUCCESS;
 }
 
-/* The SpMM of a block of several columns on row-major copies: X and
- * diag(p) X transposed into the plan's scratch, Y -= A' X there, back. */
 /* The plan's scratch for a row-major X and Y of m columns, grown as needed. */
 static gstat_status row_major_blocks(gstat_ctx *ctx, lap_plan *P, int64_t m, double **xr,
                                      double **yr) {
@@ -258,41 +256,13 @@ static gstat_status row_major_blocks(gstat_ctx *ctx, lap_plan *P, int64_t m, dou
   return GSTAT_OK;
 }
 
-static gstat_status spmm_rows(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, int64_t m,
-                              const double *x, int64_t ldx, double *y, int64_t ldy) {
-  double *xr = NULL, *yr = NULL;
-  gstat_status st = row_major_blocks(ctx, P, m, &xr, &yr);
-  if (st != GSTAT_OK) return st;
-  if (P->n > INT32_MAX || m > INT32_MAX || !transpose(s, P->n, m, x, ldx, xr, m) ||
-      !transpose(s, P->n, m, y, ldy, yr, m))
-    return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "csr_lap: cuBLAS transpose failed");
-  st = spmm(s, ctx, P, m, xr, m, yr, m, true);
-  if (st == GSTAT_OK && !transpose(s, m, P->n, yr, m, y, ldy))
-    st = gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "csr_lap: cuBLAS transpose failed");
-  return st;
-}
-
-/* Probe (off by default): GSTAT_CUDA_SPMM_OWN=1 applies the plan by our own
- * CSR kernel (blocks_kernels.h, the diagonal fused) instead of the diagonal
- * kernel and cuSPARSE, for the A/B. */
-static bool own_spmm(void) {
-  static int on = -1;
-  if (on < 0) {
-    const char *e = getenv("GSTAT_CUDA_SPMM_OWN");
-    on = e && atoi(e) > 0;
-  }
-  return on;
-}
-
-/* Y = diag(p) X - A' X by the CSR kernel; a block of several columns
- * through row-major copies (X in, Y out). */
-static gstat_status own_apply(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, int64_t m,
-                              const double *x, int64_t ldx, double *y, int64_t ldy) {
+/* Y = diag(p) X - A' X for a block of several columns by our CSR kernel
+ * (the diagonal fused) on row-major copies of X and Y: half the time of
+ * cuSPARSE's row-major SpMM with the diagonal kernel and three transposes
+ * (bench/README.md, "The 10^6 sparse solve, profiled"). */
+static gstat_status block_apply(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, int64_t m,
+                                const double *x, int64_t ldx, double *y, int64_t ldy) {
   cudaError_t e;
-  if (m == 1) {
-    e = gstat_cu_csr_rows(P->n, 1, P->narrow, P->off, P->idx, P->val, P->p, x, y, s->stream);
-    return e == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "csr_lap", "CSR kernel", e);
-  }
   double *xr = NULL, *yr = NULL;
   gstat_status st = row_major_blocks(ctx, P, m, &xr, &yr);
   if (st != GSTAT_OK) return st;
@@ -316,10 +286,9 @@ gstat_status gstat_cu_csr_lap_apply(void *state, gstat_ctx *ctx, void *plan, con
     return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "csr_lap: simulated SpMM failure");
   int64_t m = X->cols, ldx = X->cols > 1 ? X->col_stride : P->n;
   int64_t ldy = Y->cols > 1 ? Y->col_stride : P->n;
-  if (m > 0 && own_spmm()) return own_apply(s, ctx, P, m, x, ldx, y, ldy);
+  if (m > 1) return block_apply(s, ctx, P, m, x, ldx, y, ldy);
   cudaError_t e = gstat_cu_diag_times(P->n, m, P->p, x, ldx, y, ldy, s->stream);
   if (e != cudaSuccess) return gstat_cu_fail(ctx, "csr_lap", "diagonal", e);
   if (m == 0 || P->nnz == 0) return GSTAT_OK;
-  if (m == 1) return spmm(s, ctx, P, m, x, ldx, y, ldy, false);
-  return spmm_rows(s, ctx, P, m, x, ldx, y, ldy);
+  return spmv(s, ctx, P, x, y);
 }

@@ -68,7 +68,7 @@ class _Estimator:
     def get_params(self, deep: bool = ...) -> dict[str, Any]: ...
     def set_params(self, **params: Any) -> Any: ...
 
-EigenSolver = Optional[Literal["auto", "dense", "sparse", "arpack", "lobpcg", "amg"]]
+EigenSolver = Optional[Literal["auto", "dense", "sparse", "lanczos", "arpack", "lobpcg", "amg"]]
 
 class PCA(_Estimator):
     components_: np.ndarray

@@ -21,7 +21,8 @@ _KERNELS = {"additive_chi2", "chi2", "linear", "poly", "polynomial", "laplacian"
             "cosine"}
 # gstat_eigen_solver; scikit-learn's names are its iterative solvers (ARPACK's
 # Lanczos, LOBPCG, LOBPCG preconditioned by AMG): gstat's iterative solver
-_SOLVER = {None: 0, "auto": 0, "dense": 1, "sparse": 2, "arpack": 2, "lobpcg": 2, "amg": 2}
+_SOLVER = {None: 0, "auto": 0, "dense": 1, "sparse": 2, "arpack": 2, "lobpcg": 2, "amg": 2,
+           "lanczos": 3}
 _BACKENDS = {"auto", "cpu", "cuda"}
 
 
@@ -310,11 +311,14 @@ class SpectralClustering(_AffinityMixin, ClusterMixin, BaseEstimator):
         'eigengap': k chosen by the largest gap among the 11 smallest
         eigenvalues of the Laplacian (never fewer than the graph's connected
         components); the k used is `n_clusters_`.
-    eigen_solver : {None, 'auto', 'dense', 'sparse', 'arpack', 'lobpcg', 'amg'}
+    eigen_solver : {None, 'auto', 'dense', 'sparse', 'lanczos', 'arpack', 'lobpcg', 'amg'}
         None/'auto': the faster for the graph at hand (see `eigen_solver_`).
         scikit-learn's 'arpack', 'lobpcg' and 'amg' (all iterative) mean
-        gstat's iterative solver, 'sparse' (no pyamg needed). Other values
-        raise InvalidParameterError.
+        gstat's iterative solver, 'sparse' (no pyamg needed). 'lanczos': the
+        iterative solver with a single vector, the fastest for graphs of data
+        (eigenvalues above the components' zeros simple) but, like ARPACK,
+        blind to a second copy of a repeated eigenvalue (rings, grids). Other
+        values raise InvalidParameterError.
     n_components : int or None
         Embedding columns (default n_clusters).
     random_state : int, RandomState or None
@@ -547,7 +551,7 @@ class SpectralEmbedding(_AffinityMixin, BaseEstimator):
     gamma : float or None
         RBF coefficient (None: 1 / n_features).
     random_state : int, RandomState or None
-    eigen_solver : {None, 'auto', 'dense', 'sparse', 'arpack', 'lobpcg', 'amg'}
+    eigen_solver : {None, 'auto', 'dense', 'sparse', 'lanczos', 'arpack', 'lobpcg', 'amg'}
         As :class:`SpectralClustering` (scikit-learn's names: the iterative solver).
     eigen_tol : float or 'auto'
     n_neighbors : int or None

@@ -107,25 +107,6 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
-/* One column (m = 1): G lanes per row split its stored entries (lane t
- * takes t, t + G, ...) and add their sums by a fixed shuffle tree. */
-template <typename I, int G>
-__global__ void __launch_bounds__(THREADS)
-    csr_vec_kernel(int64_t n, const I *__restrict__ off, const I *__restrict__ idx,
-                   const double *__restrict__ val, const double *__restrict__ p,
-                   const double *__restrict__ x, double *__restrict__ y) {
-  const int lane = threadIdx.x % G;
-  const int64_t row = ((int64_t)blockIdx.x * THREADS + threadIdx.x) / G;
-  if (row >= n) return;
-  const unsigned mask = ((1u << G) - 1) << (threadIdx.x % 32 / G * G);
-  const int64_t e1 = off[row + 1];
-  double acc = 0;
-  for (int64_t e = off[row] + lane; e < e1; e += G) acc += val[e] * x[idx[e]];
-#pragma unroll
-  for (int w = G / 2; w > 0; w /= 2) acc += __shfl_down_sync(mask, acc, w, G);
-  if (lane == 0) y[row] = p[row] * x[row] - acc;
-}
-
 template <typename I, int G>
 void launch_csr_rows(int64_t n, int m, const void *off, const void *idx, const double *val,
                      const double *p, const double *X, double *Y, cudaStream_t stream) {
@@ -137,11 +118,7 @@ void launch_csr_rows(int64_t n, int m, const void *off, const void *idx, const d
 template <typename I>
 void csr_rows(int64_t n, int m, const void *off, const void *idx, const double *val,
               const double *p, const double *X, double *Y, cudaStream_t stream) {
-  if (m == 1) {
-    constexpr int G = 8;
-    csr_vec_kernel<I, G><<<(unsigned)((n * G + THREADS - 1) / THREADS), THREADS, 0, stream>>>(
-        n, static_cast<const I *>(off), static_cast<const I *>(idx), val, p, X, Y);
-  } else if (m <= 4)
+  if (m <= 4)
     launch_csr_rows<I, 4>(n, m, off, idx, val, p, X, Y, stream);
   else if (m <= 8)
     launch_csr_rows<I, 8>(n, m, off, idx, val, p, X, Y, stream);
