@@ -2,7 +2,7 @@
  * The CUDA backend's dense primitives on descriptors (backend.h: gemm,
  * orthonormalize) for device data: one strided-batched cuBLAS GEMM in the
  * data's precision (no TF32 or other reduced-precision modes: the results
- * must agree with the CPU's); orthonormalization by cuSOLVER's Householder
+ * must agree with the CPU's), a gemv for a product with one column; orthonormalization by cuSOLVER's Householder
  * QR with Q formed, or (GSTAT_CUDA_CHOLESKY_QR=1, not yet measured) by
  * Cholesky QR twice for a tall matrix whose condition allows it (two Gram
  * matrices, two trmm: few, large passes over the matrix, where geqrf works
