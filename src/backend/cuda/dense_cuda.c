@@ -2,8 +2,8 @@
  * The CUDA backend's dense primitives on descriptors (backend.h: gemm,
  * orthonormalize) for device data: one strided-batched cuBLAS GEMM in the
  * data's precision (no TF32 or other reduced-precision modes: the results
- * must agree with the CPU's), a gemv for a product with one column; orthonormalization by cuSOLVER's Householder
- * QR with Q formed, or (GSTAT_CUDA_CHOLESKY_QR=1, not yet measured) by
+ * must agree with the CPU's), a gemv for a product with one column; orthonormalization by
+ * cuSOLVER's Householder QR with Q formed, or (GSTAT_CUDA_CHOLESKY_QR=1, not yet measured) by
  * Cholesky QR twice for a tall matrix whose condition allows it (two Gram
  * matrices, two trmm: few, large passes over the matrix, where geqrf works
  * column by column: bench/README.md, "Cholesky QR"); products with the
@@ -53,7 +53,7 @@ gstat_status gstat_cu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_tr
   cublasStatus_t st;
   /* a matrix times one vector (the sparse solver's projections): gemv, not
    * a split-K GEMM (bench/README.md, "The 10^6 sparse solve, profiled") */
-  if (p.n == 1 && C->batch == 1) {
+  if (p.n == 1 && C->batch == 1 && p.m > 0 && p.k > 0) { /* gemv leaves y alone when k = 0 */
     int64_t rows = p.t1 == GSTAT_TRANS ? p.k : p.m, cols = p.t1 == GSTAT_TRANS ? p.m : p.k;
     int incx = p.t2 == GSTAT_TRANS ? (int)p.ld2 : 1;
     st = f64 ? cublasDgemv(s->blas, o1, (int)rows, (int)cols, &alpha, first->data, (int)p.ld1,
