@@ -45,6 +45,26 @@ __device__ __forceinline__ void group_barrier() {
     __syncthreads();
 }
 
+/* Row L of element Ab in registers: a[k] = A(L, k) for k <= L < n, zeros
+ * elsewhere; for a fixed k the group reads a contiguous column: coalesced. */
+template <typename T, int N>
+__device__ __forceinline__ void load_row(const T *Ab, int n, int lda, int L, bool live, T (&a)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) a[k] = live && k < n && k <= L ? Ab[L + (int64_t)k * lda] : T(0);
+}
+
+/* Lane 0 of element b records its verdict (see chol_regs_kernel). */
+__device__ __forceinline__ void record_info(int64_t b, int64_t batch, int L, int fail,
+                                            int first_col, int *info, unsigned *any) {
+  if (b >= batch || L != 0) return;
+  if (first_col < 0) {
+    info[b] = fail;
+    if (fail && any) *any = 1;
+  } else if (fail && info[b] == 0) {
+    info[b] = first_col + fail;
+  }
+}
+
 /* Element b is the n x n matrix at src + b * stride, leading dimension lda,
  * its factor written at dst + b * stride (dst may be src: every lane of a
  * group has read its row before the group's first barrier, and writes
@@ -74,10 +94,8 @@ __global__ void __launch_bounds__(CholShape<N>::kThreads)
   const T *Ab = src + b * stride;
   T *Fb = dst + b * stride;
 
-  /* row L; for a fixed j the group reads a contiguous column: coalesced */
   T a[N];
-#pragma unroll
-  for (int j = 0; j < N; ++j) a[j] = live && j < n && j <= L ? Ab[L + (int64_t)j * lda] : T(0);
+  load_row<T, N>(Ab, n, lda, L, live, a);
 
   int fail = 0; /* the same in every lane of the group: it comes from col[j] */
 #pragma unroll
@@ -100,13 +118,7 @@ __global__ void __launch_bounds__(CholShape<N>::kThreads)
 #pragma unroll
   for (int j = 0; j < N; ++j) /* a[j > L] == 0 zeroes the strict upper triangle */
     if (live && j < n) Fb[L + (int64_t)j * lda] = fail ? nan : a[j];
-  if (b < batch && L == 0) {
-    if (first_col < 0) {
-      info[b] = fail;
-      if (fail && any) *any = 1;
-    } else if (fail && info[b] == 0)
-      info[b] = first_col + fail;
-  }
+  record_info(b, batch, L, fail, first_col, info, any);
 }
 
 /* The same factorization with the column loop rolled, U steps unrolled per
@@ -122,20 +134,15 @@ __global__ void __launch_bounds__(CholShape<N>::kThreads)
     chol_rolled_kernel(const T *src, T *dst, int n, int lda, int64_t stride, int64_t batch,
                        int *__restrict__ info, int first_col, const unsigned long long *guard,
                        unsigned *any) {
+  static_assert(N > 32, "one group a block: its barrier is the block's");
   if (guard && *guard != ULLONG_MAX) return;
-  constexpr int G = CholShape<N>::kGroups;
-  __shared__ T column[2][G][2 * N]; /* read up to index j0 + N - 1 < 2N */
-  const int g = threadIdx.x / N, L = threadIdx.x % N;
-  const int64_t b = (int64_t)blockIdx.x * G + g;
-  if constexpr (N <= 32) {
-    if ((int64_t)blockIdx.x * G + (threadIdx.x / 32) * (32 / N) >= batch) return;
-  }
+  __shared__ T column[2][1][2 * N]; /* read up to index j0 + N - 1 < 2N */
+  const int g = 0, L = threadIdx.x;
+  const int64_t b = blockIdx.x;
   const bool live = b < batch && L < n;
-  const T *Ab = src + b * stride;
   T *Fb = dst + b * stride;
   T a[N];
-#pragma unroll
-  for (int k = 0; k < N; ++k) a[k] = live && k < n && k <= L ? Ab[L + (int64_t)k * lda] : T(0);
+  load_row<T, N>(src + b * stride, n, lda, L, live, a);
   int fail = 0;
   for (int j0 = 0; j0 < n; j0 += U) {
 #pragma unroll
@@ -159,13 +166,7 @@ __global__ void __launch_bounds__(CholShape<N>::kThreads)
   }
   if (fail && live)
     for (int j = 0; j < n; ++j) Fb[L + (int64_t)j * lda] = quiet_nan<T>();
-  if (b < batch && L == 0) {
-    if (first_col < 0) {
-      info[b] = fail;
-      if (fail && any) *any = 1;
-    } else if (fail && info[b] == 0)
-      info[b] = first_col + fail;
-  }
+  record_info(b, batch, L, fail, first_col, info, any);
 }
 
 /* Probe (off by default): GSTAT_CUDA_CHOL_ROLL=1, 4 or 8 runs the 64-lane
