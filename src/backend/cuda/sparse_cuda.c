@@ -257,9 +257,9 @@ static gstat_status row_major_blocks(gstat_ctx *ctx, lap_plan *P, int64_t m, dou
 }
 
 /* Y = diag(p) X - A' X for a block of several columns by our CSR kernel
- * (the diagonal fused) on row-major copies of X and Y: half the time of
- * cuSPARSE's row-major SpMM with the diagonal kernel and three transposes
- * (bench/README.md, "The 10^6 sparse solve, profiled"). */
+ * (the diagonal fused) on row-major copies of X and Y: faster than
+ * cuSPARSE's row-major SpMM, which also needs the diagonal kernel and a
+ * third transpose (bench/README.md, "The 10^6 sparse solve, profiled"). */
 static gstat_status block_apply(gstat_cu_state *s, gstat_ctx *ctx, lap_plan *P, int64_t m,
                                 const double *x, int64_t ldx, double *y, int64_t ldy) {
   cudaError_t e;
