@@ -485,15 +485,25 @@ static void test_exhausted(void **state) {
       csr L;
       double upper;
       double *dense = laplacian(graphs[g], normed, &L, &upper), *lam = eigenvalues_of(dense, n);
-      for (size_t m = 0; m < sizeof METHODS / sizeof *METHODS; m++) {
-        gstat_i_eigs_options opt = {
-            .k = 4, .tol = 1e-10, .seed = 2, .upper = upper, .method = METHODS[m], .basis = 16};
+      /* both methods with a block of k, then Lanczos with a block of 1: its
+       * deflated columns (found after both rounds of one read back) must give
+       * true, orthonormal pairs, though a block of 1 may miss copies of a
+       * repeated eigenvalue (it finds one eigenvalue more, at 1e-13 residual) */
+      for (size_t m = 0; m <= sizeof METHODS / sizeof *METHODS; m++) {
+        gstat_i_eigs_options opt = {.k = 4, .tol = 1e-10, .seed = 2, .upper = upper, .basis = 16};
+        if (m < sizeof METHODS / sizeof *METHODS)
+          opt.method = METHODS[m];
+        else
+          opt.block = 1;
         result r = solve(ctx, &L, &opt);
         if (r.status != GSTAT_OK) fail_msg("%s", gstat_ctx_last_error(ctx));
         assert_int_equal(r.rep.dense, 0);
         assert_true(r.rep.deflated > 0);
         check_pairs(&L, &opt, &r, true);
-        check_against_dense(lam, &r, opt.k);
+        if (opt.block == 0)
+          check_against_dense(lam, &r, opt.k);
+        else
+          assert_true(fabs(r.w[0] - lam[0]) < 1e-9);
         result_free(&r);
       }
       free(lam);

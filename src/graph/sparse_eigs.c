@@ -108,12 +108,12 @@ typedef struct solver {
   double *Q; /* n x (m + b) */
   double *H; /* ldh x ldh, ldh = m + b; rows j..j+b, columns 0..j: E */
   int64_t ldh;
-  double *S;                  /* j x j Ritz coefficients (ld j) */
-  double *theta;              /* j Ritz values, ascending */
-  double *ES;                 /* b x j: E S, its column norms are the residual estimates */
-  double *est;                /* j residual estimates */
-  double *C, *Cacc;           /* (m + b) x b projection coefficients (ld m + b) */
-  double *T;                  /* (m + b) x b: a round's coefficients and Gram matrix, read back */
+  double *S;        /* j x j Ritz coefficients (ld j) */
+  double *theta;    /* j Ritz values, ascending */
+  double *ES;       /* b x j: E S, its column norms are the residual estimates */
+  double *est;      /* j residual estimates */
+  double *C, *Cacc; /* (m + b) x b projection coefficients (ld m + b) */
+  double *T;        /* 2 (m + 4b) x b: one or (block 1) two rounds' coefficients, read back */
   double *G, *Racc, *Rt, *Li; /* b x b */
   double *W;                  /* (m + b)^2 in Q's memory: a small operand or result of a step */
   double *coef;               /* m + b */
@@ -420,6 +420,58 @@ done:
   return status;
 }
 
+/* Block 1, nq > 0: orthonormalize's first two rounds with one read back (one
+ * host wait a step instead of two). One column needs no normalization
+ * between the rounds, so round 0 (against Q[:, lo:nq]) is applied where Y
+ * lies and its coefficients travel back with round 1's (against the whole
+ * basis). *more: round 1 removed much (another round is due); *finite as in
+ * orthonormalize. */
+static gstat_status project_column_twice(solver *s, int64_t lo, int64_t nq, int *more,
+                                         int *finite) {
+  gstat_status status = GSTAT_OK;
+  int64_t n = s->n, ld = s->ldh, n0 = nq - lo, r0 = n0 + 1, r1 = nq + 1;
+  double *Y = s->Q + nq * n, *T = s->T, *G = s->G;
+  gstat_matrix Ym = tall(s, Y, 1), Q0 = tall(s, s->Q + lo * n, r0), Q1 = tall(s, s->Q, r1);
+  gstat_matrix W0 = block_at(s, s->W, r0, 1, r0, false);
+  gstat_matrix W1 = block_at(s, s->W + r0, r1, 1, r1, false);
+  gstat_matrix Ql = tall(s, s->Q + lo * n, n0), Qa = tall(s, s->Q, nq);
+  gstat_matrix C0 = block_at(s, s->W, n0, 1, r0, false),
+               C1 = block_at(s, s->W + r0, nq, 1, r1, false);
+  TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &Q0, &Ym, 0.0, &W0));
+  TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, -1.0, &Ql, &C0, 1.0, &Ym));
+  TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &Q1, &Ym, 0.0, &W1));
+  TRY(copy_block(s, block_at(s, s->W, r0 + r1, 1, r0 + r1, false),
+                 block_at(s, T, r0 + r1, 1, r0 + r1, true)));
+  TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, -1.0, &Qa, &C1, 1.0, &Ym));
+  double raw = T[n0], before = T[r0 + nq], after = before;
+  if (!isfinite(raw) || !isfinite(before)) {
+    *finite = 0;
+    goto done;
+  }
+  s->norm0[0] = sqrt(raw);
+  memset(s->C, 0, sizeof(double) * (size_t)ld);
+  for (int64_t i = 0; i < n0; i++) s->C[lo + i] = T[i];
+  accumulate(s, lo, nq, s->C);
+  for (int64_t i = 0; i < nq; i++) {
+    s->C[i] = T[r0 + i];
+    after -= T[r0 + i] * T[r0 + i];
+  }
+  accumulate(s, 0, nq, s->C);
+  G[0] = after;
+  if (!(after >= PYTHAGORAS_MIN_KEPT * before)) TRY(inner(s, Ym, Ym, G, 1));
+  int ok = 0;
+  *more = !(G[0] > 0.25 * before); /* kept at most half of its norm */
+  TRY(cholqr(s, Y, s->norm0, &ok));
+  if (!ok) {
+    TRY(gram_schmidt(s, nq, Y, s->norm0));
+    accumulate(s, 0, nq, s->C);
+    *more = 0;
+  }
+  chain(s, G);
+done:
+  return status;
+}
+
 /* Orthonormalize the b columns Y = Q[:, nq:nq+b] against Q[:, 0:nq] and among
  * themselves: Y_in = Q Cacc + Z Racc, Z replacing Y. Rounds of (block
  * projection, Cholesky QR): the first against Q[:, lo:nq] only (Lanczos: the
@@ -435,7 +487,14 @@ static gstat_status orthonormalize(solver *s, int64_t lo, int64_t nq, int *finit
   memset(s->Cacc, 0, sizeof(double) * (size_t)(ld * b));
   for (int64_t c = 0; c < b; c++)
     for (int64_t r = 0; r < b; r++) s->Racc[r + c * b] = r == c;
-  for (int round = 0; round < 4; round++) {
+  int round = 0;
+  if (b == 1 && nq > 0) {
+    int more = 0;
+    TRY(project_column_twice(s, lo, nq, &more, finite));
+    if (!more || !*finite) goto done;
+    round = 2;
+  }
+  for (; round < 4; round++) {
     int64_t from = round == 0 ? lo : 0;
     double *raw = s->Rt; /* free until cholqr */
     TRY(project_gram(s, from, nq, G, raw));
@@ -971,7 +1030,7 @@ static gstat_status solver_memory(solver *s, double **mem, size_t *bytes, double
   int64_t n = s->n, m = s->m, b = s->b;
   size_t ld = (size_t)(m + b), lc = ld + 3 * (size_t)b, qn;
   size_t small = ld * ld + (size_t)(m * m) + 3 * (size_t)m + (size_t)(b * m) + 2 * ld * (size_t)b +
-                 4 * (size_t)(b * b) + ld + 2 * lc + (size_t)b + ld * (size_t)b;
+                 4 * (size_t)(b * b) + ld + 2 * lc + (size_t)b + 2 * lc * (size_t)b;
   size_t nu = (size_t)s->nu, known = (size_t)n * nu + nu * lc;
   *tbytes = 0;
   if (!gstat_i_mul_size((size_t)n, ld + 3 * (size_t)b, &qn) ||
