@@ -10,6 +10,7 @@
  * stored entry).
  */
 #include <cusparse.h>
+#include <omp.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -112,6 +113,10 @@ static void host_layout(const gstat_i_csr_lap *A, bool narrow, void *off_, void 
   int64_t first = A->offsets[0];
   int32_t *off32 = off_, *idx32 = idx_;
   int64_t *off64 = off_, *idx64 = idx_;
+  /* threads: at 10^6 nodes this pass and its fresh pages were a large part
+   * of the plan's host time (bench/README.md, "The 10^6 sparse solve") */
+  int nt = A->offsets[A->n] - first > (1 << 18) ? omp_get_max_threads() : 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t i = 0; i <= A->n; i++) {
     int64_t o = A->offsets[i] - first;
     if (narrow)
@@ -119,6 +124,7 @@ static void host_layout(const gstat_i_csr_lap *A, bool narrow, void *off_, void 
     else
       off64[i] = o;
   }
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t i = 0; i < A->n; i++)
     for (int64_t e = A->offsets[i]; e < A->offsets[i + 1]; e++) {
       int64_t j = A->indices[e] - A->base, at = e - first;
