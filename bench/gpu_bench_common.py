@@ -77,5 +77,8 @@ def trace(label, fn, calls=20, top=5):
           f"kernels {kernels:.1f}, copies {copies:.1f}, host waits {waits:.1f} ({wait_us:.0f} us)")
     for us, cnt, key in sorted(dev, reverse=True)[:top]:
         print(f"    {us:9.1f} us  x{cnt:4.1f}  {key[:90]}")
-    calls_api = ", ".join(f"{k} {c:.1f}" for k, (c, _) in sorted(api.items()) if c >= 0.5)
-    print(f"    api per call: {calls_api}", flush=True)
+    calls_api = ", ".join(f"{k} {c:.1f} ({t:.0f} us)" for k, (c, t) in sorted(api.items())
+                          if c >= 0.5)
+    host_api = sum(t for _, t in api.values()) / 1e3
+    print(f"    api per call (count, host time): {calls_api}; all runtime calls {host_api:.1f} ms",
+          flush=True)

@@ -195,14 +195,17 @@ static void test_gemm_many_elements(void **state) {
 static void test_orthonormalize_shapes(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CUDA);
-  /* the last two tall and alone: with GSTAT_CUDA_CHOLESKY_QR=1 Cholesky QR (the CUDA rules:
+  /* the last two tall and alone: Cholesky QR unless GSTAT_CUDA_CHOLESKY_QR=0 (the CUDA rules:
    * m >= 16 n), the second with columns scaled over 7 decades (beyond it: Householder QR) */
   const int64_t shapes[6][2] = {{9, 4}, {5, 1}, {1, 1}, {6, 6}, {400, 8}, {400, 8}};
   for (int e = 0; e < 4; e++) /* float32, float64; Householder QR, then Cholesky QR allowed */
     for (int s = 0; s < 6; s++)
       for (int lay = 0; lay < 3; lay += 2) {
         int d = e % 2;
-        if (e >= 2) setenv("GSTAT_CUDA_CHOLESKY_QR", "1", 1);
+        if (e < 2)
+          setenv("GSTAT_CUDA_CHOLESKY_QR", "0", 1);
+        else
+          unsetenv("GSTAT_CUDA_CHOLESKY_QR");
         gstat_dtype dt = d ? GSTAT_F64 : GSTAT_F32;
         double tol = d ? 1e-12 : 1e-5;
         int64_t nb = s < 4 ? 3 : 1, m = shapes[s][0], n = shapes[s][1];

@@ -298,6 +298,12 @@ static gstat_status cholqr(solver *s, double *Y, const double *norm0, int *ok) {
     d[c] = sqrt(G[c + c * b]);
     if (!(d[c] > 0) || (norm0 && !(d[c] > DEFLATE * norm0[c]))) goto done;
   }
+  if (b == 1) { /* R = ||Y||: no factorization to call (one a step of block 1) */
+    G[0] = d[0];
+    TRY(scale_column(s, Y, 1 / d[0]));
+    *ok = 1;
+    goto done;
+  }
   for (int64_t c = 0; c < b; c++)
     for (int64_t r = 0; r < b; r++) G[r + c * b] /= d[r] * d[c];
   TRY(gstat_i_potrf(s->ctx, GSTAT_F64, b, G, b, &info));
@@ -313,14 +319,10 @@ static gstat_status cholqr(solver *s, double *Y, const double *norm0, int *ok) {
     for (int64_t r = 0; r < b; r++) Li[r + c * b] = r == c;
   TRY(gstat_i_trsm(s->ctx, GSTAT_F64, true, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, b, b, 1.0, G,
                    b, Li, b));
-  if (b == 1) { /* a scaling in place: no upload, no product, no copy back */
-    TRY(scale_column(s, Y, Li[0]));
-  } else {
-    gstat_matrix Wm = block_at(s, s->W, b, b, b, false), Ym = tall(s, Y, b), Fm = tall(s, s->F, b);
-    TRY(copy_block(s, block_at(s, Li, b, b, b, true), Wm));
-    TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, 1.0, &Ym, &Wm, 0.0, &Fm));
-    TRY(copy_block(s, Fm, Ym));
-  }
+  gstat_matrix Wm = block_at(s, s->W, b, b, b, false), Ym = tall(s, Y, b), Fm = tall(s, s->F, b);
+  TRY(copy_block(s, block_at(s, Li, b, b, b, true), Wm));
+  TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, 1.0, &Ym, &Wm, 0.0, &Fm));
+  TRY(copy_block(s, Fm, Ym));
   /* R = L^T into the upper triangle, zeros below */
   for (int64_t c = 0; c < b; c++)
     for (int64_t r = c + 1; r < b; r++) {

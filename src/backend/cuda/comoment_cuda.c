@@ -35,8 +35,7 @@ static const struct {
   int64_t rows_inverse_min_ratio; /* rows: L^-1 by trtri and one trmm instead of a trsm from
                                      n >= this p (bench/README.md, "Mahalanobis by L^-1") */
   int64_t qr_cholesky_min_ratio;  /* orthonormalize: Cholesky QR instead of geqrf + orgqr from
-                                     m >= this n, when GSTAT_CUDA_CHOLESKY_QR=1 (off until a GPU
-                                     run measures it: bench/README.md, "Cholesky QR") */
+                                     m >= this n (bench/README.md, "Cholesky QR") */
 } cuda_rules = {
     .h2d_bytes = 30e9,
     .flops = {40e12, 20e12},
@@ -56,8 +55,8 @@ bool gstat_cu_rows_by_inverse(int64_t n, int64_t p) {
 }
 
 bool gstat_cu_qr_by_cholesky(int64_t m, int64_t n) {
-  const char *on = getenv("GSTAT_CUDA_CHOLESKY_QR");
-  return on && strcmp(on, "1") == 0 && m >= cuda_rules.qr_cholesky_min_ratio * n;
+  const char *off = getenv("GSTAT_CUDA_CHOLESKY_QR"); /* "0": Householder always (tests) */
+  return !(off && strcmp(off, "0") == 0) && m >= cuda_rules.qr_cholesky_min_ratio * n;
 }
 
 #define TRY_CU(expr, what)                                             \

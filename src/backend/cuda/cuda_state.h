@@ -144,7 +144,7 @@ gstat_status gstat_cu_upload(gstat_cu_state *s, gstat_ctx *ctx, void *dst, size_
  * for n rows of p columns (the rules table's crossover). */
 bool gstat_cu_rows_by_inverse(int64_t n, int64_t p);
 /* Orthonormalize an m x n element by Cholesky QR (rather than Householder)
- * from this shape on (the rules table; off unless GSTAT_CUDA_CHOLESKY_QR=1). */
+ * from this shape on (the rules table; GSTAT_CUDA_CHOLESKY_QR=0 turns it off). */
 bool gstat_cu_qr_by_cholesky(int64_t m, int64_t n);
 
 /* The lower triangle of S = X^T X (p x p, compute dtype cdt) of the dense

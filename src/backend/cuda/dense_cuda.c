@@ -3,12 +3,10 @@
  * orthonormalize) for device data: one strided-batched cuBLAS GEMM in the
  * data's precision (no TF32 or other reduced-precision modes: the results
  * must agree with the CPU's), a gemv for a product with one column; orthonormalization by
- * cuSOLVER's Householder QR with Q formed, or (GSTAT_CUDA_CHOLESKY_QR=1, not yet measured) by
- * Cholesky QR twice for a tall matrix whose condition allows it (two Gram
- * matrices, two trmm: few, large passes over the matrix, where geqrf works
- * column by column: bench/README.md, "Cholesky QR"); products with the
- * inverse of a lower factor (trtri, trmm).
- * Stream-ordered on the state's stream: the next primitive reads the result
+ * cuSOLVER's Householder QR with Q formed, or by Cholesky QR twice for a tall matrix whose
+ * condition allows it (two Gram matrices, two trmm: few, large passes over the matrix, where geqrf
+ * works column by column: bench/README.md, "Cholesky QR"); products with the inverse of a lower
+ * factor (trtri, trmm). Stream-ordered on the state's stream: the next primitive reads the result
  * there, a copy to the host waits for it.
  */
 #include <limits.h>

@@ -8,9 +8,10 @@
  * lanes publish their a_ij to a shared column buffer (double-buffered, so one
  * barrier per step), every lane derives l_kj = a_kj / l_jj from it and
  * updates its row. N <= 32: 32/N groups per warp, the barrier a __syncwarp;
- * N = 64: one matrix per 64-thread block, the barrier a __syncthreads (a
- * shared-memory version of that block, one entry per load/store, was slower
- * than potrfBatched: registers it is). Per matrix: n steps, ~n^3/6 FMAs
+ * N = 64: one matrix per 64-thread block, the barrier a __syncthreads, the
+ * column loop rolled (chol_rolled_kernel; a shared-memory version of that
+ * block, one entry per load/store, was slower than potrfBatched: registers
+ * it is). Per matrix: n steps, ~n^3/6 FMAs
  * spread over n lanes, n barriers; a batch of 1024 x 32 takes about the time
  * to move its data (bench/README.md, "Measurements moved from code
  * comments"). The update order per entry (k ascending) and the scaling by
@@ -81,15 +82,14 @@ __global__ void __launch_bounds__(CholShape<N>::kThreads)
     chol_regs_kernel(const T *src, T *dst, int n, int lda, int64_t stride, int64_t batch,
                      int *__restrict__ info, int first_col, const unsigned long long *guard,
                      unsigned *any) {
+  static_assert(N <= 32, "n 33-64: chol_rolled_kernel");
   if (guard && *guard != ULLONG_MAX) return; /* the same for every thread */
   constexpr int G = CholShape<N>::kGroups;
   __shared__ T column[2][G][N];
   const int g = threadIdx.x / N, L = threadIdx.x % N;
   const int64_t b = (int64_t)blockIdx.x * G + g;
-  if constexpr (N <= 32) {
-    /* whole warp idle (no barrier spans warps here) */
-    if ((int64_t)blockIdx.x * G + (threadIdx.x / 32) * (32 / N) >= batch) return;
-  }
+  /* whole warp idle (no barrier spans warps here) */
+  if ((int64_t)blockIdx.x * G + (threadIdx.x / 32) * (32 / N) >= batch) return;
   const bool live = b < batch && L < n;
   const T *Ab = src + b * stride;
   T *Fb = dst + b * stride;
@@ -121,64 +121,48 @@ __global__ void __launch_bounds__(CholShape<N>::kThreads)
   record_info(b, batch, L, fail, first_col, info, any);
 }
 
-/* The same factorization with the column loop rolled, U steps unrolled per
- * trip: a fully unrolled 64-column body overflows the instruction cache
- * (ncu: instruction-fetch stalls at n 33-64 in float64, bench/README.md
- * "The float64 register Cholesky"). Lane L keeps A(L, j0 + k) in a[k] for
- * the trip's first column j0 and shifts the window by U after each trip;
- * each column of the factor is stored as soon as it is final (row L only,
- * so in place is safe), and a failed element is overwritten with NaN at the
- * end. Same arithmetic, same order: bitwise the unrolled kernel's result. */
-template <typename T, int N, int U>
+/* n 33-64 (N = 64): the same factorization with the column loop rolled. A
+ * fully unrolled 64-column body overflows the instruction cache (ncu:
+ * instruction-fetch stalls in float64); rolled, 1024 x 33-64 took 0.75x
+ * the time in float64 and a geometric mean of 0.93x in float32
+ * (bench/README.md, "The float64 register Cholesky"). Lane L keeps A(L, j +
+ * k) in a[k] at column j and shifts the window by one after each step; each
+ * column of the factor is stored as soon as it is final (row L only, so in
+ * place is safe), and a failed element is overwritten with NaN at the end.
+ * Same arithmetic, same order as chol_regs_kernel. */
+template <typename T, int N>
 __global__ void __launch_bounds__(CholShape<N>::kThreads)
     chol_rolled_kernel(const T *src, T *dst, int n, int lda, int64_t stride, int64_t batch,
                        int *__restrict__ info, int first_col, const unsigned long long *guard,
                        unsigned *any) {
   static_assert(N > 32, "one group a block: its barrier is the block's");
   if (guard && *guard != ULLONG_MAX) return;
-  __shared__ T column[2][1][2 * N]; /* read up to index j0 + N - 1 < 2N */
-  const int g = 0, L = threadIdx.x;
+  __shared__ T column[2][2 * N]; /* read up to index j + N - 1 < 2N */
+  const int L = threadIdx.x;
   const int64_t b = blockIdx.x;
   const bool live = b < batch && L < n;
   T *Fb = dst + b * stride;
   T a[N];
   load_row<T, N>(src + b * stride, n, lda, L, live, a);
   int fail = 0;
-  for (int j0 = 0; j0 < n; j0 += U) {
+  for (int j = 0; j < n; ++j) {
+    T *col = column[j & 1];
+    col[L] = a[0];
+    group_barrier<N>();
+    const T d = col[j];
+    if (!(d > 0) && fail == 0) fail = j + 1;
+    const T s = sqrt(d), r = 1 / s;
+    const T l = a[0] * r;
+    if (live) Fb[L + (int64_t)j * lda] = L == j ? s : L > j ? l : T(0);
 #pragma unroll
-    for (int t = 0; t < U; ++t) {
-      const int j = j0 + t;
-      if (j >= n) break;
-      T *col = column[j & 1][g];
-      col[L] = a[t];
-      group_barrier<N>();
-      const T d = col[j];
-      if (!(d > 0) && fail == 0) fail = j + 1;
-      const T s = sqrt(d), r = 1 / s;
-      const T l = a[t] * r;
-      if (live) Fb[L + (int64_t)j * lda] = L == j ? s : L > j ? l : T(0);
+    for (int k = 1; k < N; ++k)
+      if (j + k < n && j + k <= L) a[k] -= l * (col[j + k] * r);
 #pragma unroll
-      for (int k = t + 1; k < N; ++k)
-        if (j0 + k < n && j0 + k <= L) a[k] -= l * (col[j0 + k] * r);
-    }
-#pragma unroll
-    for (int k = 0; k < N; ++k) a[k] = k + U < N ? a[k + U] : T(0);
+    for (int k = 0; k < N; ++k) a[k] = k + 1 < N ? a[k + 1] : T(0);
   }
   if (fail && live)
     for (int j = 0; j < n; ++j) Fb[L + (int64_t)j * lda] = quiet_nan<T>();
   record_info(b, batch, L, fail, first_col, info, any);
-}
-
-/* Probe (off by default): GSTAT_CUDA_CHOL_ROLL=1, 4 or 8 runs the 64-lane
- * kernel rolled, that many columns per trip, for the A/B against the
- * unrolled one. */
-inline int chol_roll() {
-  static int roll = -1;
-  if (roll < 0) {
-    const char *e = getenv("GSTAT_CUDA_CHOL_ROLL");
-    roll = e ? atoi(e) : 0;
-  }
-  return roll;
 }
 
 template <typename T, int N>
@@ -190,19 +174,12 @@ void launch_regs(const T *A, T *F, int n, int lda, int64_t stride, int64_t batch
   for (int64_t b = 0; b < batch; b += max_chunk) {
     const int64_t count = batch - b < max_chunk ? batch - b : max_chunk;
     const unsigned blocks = (unsigned)((count + per_block - 1) / per_block);
-    const int roll = N == 64 ? chol_roll() : 0;
-    if constexpr (N == 64) {
-      if (roll == 1 || roll == 4 || roll == 8) {
-        auto k = roll == 1   ? chol_rolled_kernel<T, N, 1>
-                 : roll == 4 ? chol_rolled_kernel<T, N, 4>
-                             : chol_rolled_kernel<T, N, 8>;
-        k<<<blocks, CholShape<N>::kThreads, 0, stream>>>(
-            A + b * stride, F + b * stride, n, lda, stride, count, info + b, first_col, guard, any);
-        continue;
-      }
-    }
-    chol_regs_kernel<T, N><<<blocks, CholShape<N>::kThreads, 0, stream>>>(
-        A + b * stride, F + b * stride, n, lda, stride, count, info + b, first_col, guard, any);
+    if constexpr (N > 32)
+      chol_rolled_kernel<T, N><<<blocks, CholShape<N>::kThreads, 0, stream>>>(
+          A + b * stride, F + b * stride, n, lda, stride, count, info + b, first_col, guard, any);
+    else
+      chol_regs_kernel<T, N><<<blocks, CholShape<N>::kThreads, 0, stream>>>(
+          A + b * stride, F + b * stride, n, lda, stride, count, info + b, first_col, guard, any);
   }
 }
 
