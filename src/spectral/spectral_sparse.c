@@ -10,6 +10,7 @@
 #include "graph/laplacian_op.h"
 #include "graph/sparse_eigs.h"
 #include "spectral/spectral_sparse.h"
+#include "backend/dense.h"
 #include "backend/sched.h"
 
 /* The smallest eigenpairs of the operator's Laplacian: on the device where
@@ -45,18 +46,24 @@ static gstat_status solve_pairs(gstat_ctx *ctx, const char *fn, gstat_laplacian_
 enum { RENUMBER_FROM_N = 4096 };
 
 /* Rows of the n x cols block M moved from position i to order[i]
- * (to_caller) or from order[i] to i; tmp: n doubles. */
+ * (to_caller) or from order[i] to i; tmp: n doubles. The moves on nt
+ * threads (a permutation: no two write one entry). */
 static void reorder_rows(int64_t n, int64_t cols, const int64_t *order, bool to_caller, double *M,
-                         double *tmp) {
+                         double *tmp, int nt) {
   for (int64_t c = 0; c < cols; c++) {
     double *col = M + c * n;
-    for (int64_t i = 0; i < n; i++) {
-      if (to_caller)
-        tmp[order[i]] = col[i];
-      else
-        tmp[i] = col[order[i]];
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < n; i++) {
+        if (to_caller)
+          tmp[order[i]] = col[i];
+        else
+          tmp[i] = col[order[i]];
+      }
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < n; i++) col[i] = tmp[i];
     }
-    memcpy(col, tmp, sizeof(double) * (size_t)n);
     /* ties in magnitude: the caller's first entry decides, as documented */
     if (to_caller) gstat_i_fix_sign(col, n);
   }
@@ -85,14 +92,15 @@ static gstat_status lowest_pairs(gstat_ctx *ctx, const char *fn, gstat_laplacian
     return solve_pairs(ctx, fn, op, eo, w, V, rep);
   }
   const double *caller_known = eo->known;
+  int nt = gstat_i_loop_threads(ctx, n, 0.0, 24.0 * (double)n * (double)eo->k);
   if (eo->n_known > 0) {
     memcpy(known, caller_known, sizeof(double) * (size_t)(n * eo->n_known));
-    reorder_rows(n, eo->n_known, order, false, known, tmp);
+    reorder_rows(n, eo->n_known, order, false, known, tmp, nt);
     eo->known = known;
   }
   gstat_status st = solve_pairs(ctx, fn, local, eo, w, V, rep);
   eo->known = caller_known;
-  reorder_rows(n, eo->k, order, true, V, tmp);
+  reorder_rows(n, eo->k, order, true, V, tmp, nt);
   gstat_laplacian_op_destroy(local);
   free(order);
   free(tmp);
