@@ -192,6 +192,59 @@ static void test_eigengap_and_embedding(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* The sparse path knows the null space of a disconnected graph (one null
+ * vector per component, checked by one product): those eigenvalues come out
+ * exactly 0, the solver searches only the rest, and the labels are the
+ * components. Three rings of different sizes (their other eigenvalues come
+ * in pairs) and an isolated node; both sparse solvers. */
+static void test_known_null_space(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  const int64_t sizes[3] = {500, 450, 400}, n = 500 + 450 + 400 + 1;
+  int64_t *s = malloc(sizeof(int64_t) * (size_t)n), *t = malloc(sizeof(int64_t) * (size_t)n);
+  int64_t m = 0, first = 0;
+  for (int r = 0; r < 3; first += sizes[r++])
+    for (int64_t i = 0; i < sizes[r]; i++, m++) {
+      s[m] = first + i;
+      t[m] = first + (i + 1) % sizes[r];
+    }
+  gstat_csr *c = NULL;
+  assert_int_equal(gstat_csr_from_edges(ctx, n, m, s, t, NULL, GSTAT_SYM_MAX, &c), GSTAT_OK);
+  gstat_graph G = gstat_graph_csr(c->n, c->offsets, c->indices, c->weights);
+  int64_t *lab = malloc(sizeof(int64_t) * (size_t)n);
+  double *emb = malloc(sizeof(double) * (size_t)(6 * n)), w[6];
+  gstat_matrix E = gstat_matrix_col_major(emb, GSTAT_F64, 1, n, 6);
+  const gstat_eigen_solver solvers[2] = {GSTAT_EIGEN_SPARSE, GSTAT_EIGEN_LANCZOS};
+  for (int v = 0; v < 2; v++) {
+    gstat_spectral_options o;
+    gstat_spectral_options_init(&o);
+    o.n_clusters = 4;
+    o.solver = solvers[v];
+    gstat_spectral_result *res = NULL;
+    assert_int_equal(gstat_spectral_clustering(ctx, &G, &o, lab, &res), GSTAT_OK);
+    assert_int_equal(res->used_sparse, 1);
+    assert_int_equal(res->graph_components, 4);
+    for (int i = 0; i < 4; i++) assert_true(res->eigenvalues[i] == 0.0);
+    for (int64_t i = 0; i < n; i++) /* components in the order of their first node */
+      assert_int_equal(lab[i], i < 500 ? 0 : i < 950 ? 1 : i < 1350 ? 2 : 3);
+    gstat_spectral_result_free(res);
+    /* two pairs past the null space: the solver runs; the largest ring's
+     * smallest nonzero eigenvalue 1 - cos(2 pi / 500) comes next */
+    o.n_components = 6;
+    o.drop_first = 0;
+    assert_int_equal(gstat_spectral_embedding(ctx, &G, &o, &E, w), GSTAT_OK);
+    for (int i = 0; i < 4; i++) assert_true(w[i] == 0.0);
+    assert_true(fabs(w[4] - (1 - cos(2 * 3.14159265358979323846 / 500))) < 1e-9);
+    assert_true(w[5] >= w[4] - 1e-12);
+  }
+  free(emb);
+  free(lab);
+  free(s);
+  free(t);
+  gstat_csr_free(c);
+  gstat_ctx_destroy(ctx);
+}
+
 static void test_sparse_matches_dense(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
@@ -933,6 +986,7 @@ int main(void) {
       cmocka_unit_test(test_quality_vs_sklearn),
       cmocka_unit_test(test_eigengap_and_embedding),
       cmocka_unit_test(test_sparse_matches_dense),
+      cmocka_unit_test(test_known_null_space),
       cmocka_unit_test(test_batch_equals_single),
       cmocka_unit_test(test_progress_and_cancel),
       cmocka_unit_test(test_edge_cases),

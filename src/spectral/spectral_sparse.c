@@ -107,55 +107,77 @@ static gstat_status lowest_pairs(gstat_ctx *ctx, const char *fn, gstat_laplacian
   return st;
 }
 
-/* Component c's null vector: sqrt(d_i) on its nodes for the normalized
- * kinds (L D^1/2 1_c = 0), 1 for D - A; an isolated node's is its unit
- * vector. Normalized into u (n, zero elsewhere). */
-static void null_vector(int64_t n, const double *d, bool normalized, const int64_t *lab, int64_t c,
-                        double *u) {
-  double t = 0;
-  for (int64_t i = 0; i < n; i++) {
-    u[i] = lab[i] != c ? 0 : normalized ? sqrt(d[i]) : 1;
-    t += u[i] * u[i];
-  }
-  if (!(t > 0)) /* degree 0 */
-    for (int64_t i = 0; i < n; i++) u[i] = lab[i] == c, t += u[i];
-  for (int64_t i = 0; i < n; i++) u[i] /= sqrt(t);
-}
-
 static int by_size_desc(const void *a, const void *b) {
   const int64_t *x = a, *y = b; /* (size, label) */
   if (x[0] != y[0]) return x[0] > y[0] ? -1 : 1;
   return (x[1] > y[1]) - (x[1] < y[1]);
 }
 
+/* The null vectors of the components col_of maps to a column (-1: none):
+ * sqrt(d_i) on a component's nodes for the normalized kinds (L D^1/2 1_c =
+ * 0), 1 for D - A; a component of degree 0 gets its indicator. Each column
+ * normalized; U (n x cols) zero elsewhere. Two passes over the nodes. */
+static void null_vectors(int64_t n, int64_t cols, const double *d, bool normalized,
+                         const int64_t *lab, const int64_t *col_of, double *U, double *sum) {
+  memset(U, 0, sizeof(double) * (size_t)(n * cols));
+  for (int64_t c = 0; c < 2 * cols; c++) sum[c] = 0; /* squares, then node counts */
+  for (int64_t i = 0; i < n; i++) {
+    int64_t c = col_of[lab[i]];
+    if (c < 0) continue;
+    double u = normalized ? sqrt(d[i]) : 1;
+    U[i + c * n] = u;
+    sum[c] += u * u;
+    sum[cols + c] += 1;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t c = col_of[lab[i]];
+    if (c < 0) continue;
+    double *u = U + i + c * n;
+    *u = sum[c] > 0 ? *u / sqrt(sum[c]) : 1 / sqrt(sum[cols + c]);
+  }
+}
+
 /* The Laplacian's null space, known exactly (eigenvalue 0 once per
  * connected component): the null vectors of the `cols` largest components
- * (ties: the first found) into U (n x cols), checked by one product (Y: n x
- * cols) against rounding (1e-10 of the spectral scale `upper`). Returns the
- * columns given the solver (0 when the check or an allocation fails: it
- * then finds them itself). */
+ * (ties: the first found) into U (n x cols), checked against rounding (1e-10
+ * of the spectral scale `upper` a column) by one product with a combination
+ * of them (y: n): the columns have disjoint supports, so a bad one shows
+ * unless others cancel it exactly. Returns the columns given the solver (0
+ * when the check or an allocation fails: it then finds them itself). */
 static int64_t known_null_space(gstat_ctx *ctx, gstat_laplacian_op *op, bool normalized,
                                 const int64_t *lab, int64_t comps, int64_t cols, double upper,
-                                double *U, double *Y) {
+                                double *U, double *y) {
   int64_t n = gstat_laplacian_op_size(op);
   const double *d = gstat_laplacian_op_degrees(op);
-  int64_t *size = calloc((size_t)(2 * comps), sizeof(int64_t));
-  if (!size) return 0;
-  for (int64_t c = 0; c < comps; c++) size[2 * c + 1] = c;
+  int64_t *size = calloc((size_t)(3 * comps), sizeof(int64_t));
+  double *sum = malloc(sizeof(double) * (size_t)(2 * cols + 1));
+  if (!size || !sum) {
+    free(size);
+    free(sum);
+    return 0;
+  }
+  int64_t *col_of = size + 2 * comps;
+  for (int64_t c = 0; c < comps; c++) size[2 * c + 1] = c, col_of[c] = -1;
   for (int64_t i = 0; i < n; i++) size[2 * lab[i]]++;
   qsort(size, (size_t)comps, 2 * sizeof(int64_t), by_size_desc);
-  for (int64_t c = 0; c < cols; c++) null_vector(n, d, normalized, lab, size[2 * c + 1], U + c * n);
+  for (int64_t c = 0; c < cols; c++) col_of[size[2 * c + 1]] = c;
+  null_vectors(n, cols, d, normalized, lab, col_of, U, sum);
+  /* v = sum_c g_c u_c, weights distinct and irrational: ||L v|| <= sum g_c ||L u_c|| */
+  double *v = U + n * cols, gsum = 0; /* the caller's room after U */
+  for (int64_t c = 0; c < cols; c++) gsum += sqrt((double)c + 2);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t c = col_of[lab[i]];
+    v[i] = c < 0 ? 0 : sqrt((double)c + 2) * U[i + c * n];
+  }
   free(size);
-  if (gstat_i_laplacian_apply(ctx, op, n, cols, U, Y) != GSTAT_OK) {
+  free(sum);
+  if (gstat_i_laplacian_apply(ctx, op, n, 1, v, y) != GSTAT_OK) {
     ctx->last_error[0] = '\0';
     return 0;
   }
-  for (int64_t c = 0; c < cols; c++) {
-    double t = 0;
-    for (int64_t i = 0; i < n; i++) t += Y[i + c * n] * Y[i + c * n];
-    if (!(sqrt(t) <= 1e-10 * upper)) return 0;
-  }
-  return cols;
+  double t = 0;
+  for (int64_t i = 0; i < n; i++) t += y[i] * y[i];
+  return sqrt(t) <= 1e-10 * upper * gsum ? cols : 0;
 }
 
 gstat_status gstat_i_sc_sparse(gstat_ctx *ctx, const char *fn, const gstat_graph *G,
@@ -203,10 +225,10 @@ gstat_status gstat_i_sc_sparse(gstat_ctx *ctx, const char *fn, const gstat_graph
   eo.upper = normalized ? 2.0 : 2 * maxdeg;
   /* the components' null vectors are known: the solver searches the rest */
   int64_t cols = r->comps < m ? r->comps : m;
-  known = malloc(sizeof(double) * (size_t)(2 * n * cols + 1));
+  known = malloc(sizeof(double) * (size_t)(n * (cols + 2) + 1));
   if (known && eo.upper > 0)
     eo.n_known = known_null_space(ctx, op, normalized, lab, r->comps, cols, eo.upper, known,
-                                  known + n * cols);
+                                  known + n * (cols + 1));
   eo.known = known;
   int64_t rest = m - eo.n_known;
   eo.block = rest < 16 ? rest : 16;
