@@ -439,14 +439,16 @@ static void test_disconnected(void **state) {
       for (int64_t i = at; i < at + sizes[c]; i++) U[i + c * e.n] /= sqrt(t);
     }
     int64_t applies_without = 0;
-    /* both methods, then the null vectors given (the search for two) */
-    for (size_t m = 0; m < 3; m++) {
+    /* both methods, then the null vectors given (the search for two), also
+     * to a block of 1 (which projects them out of its basis) */
+    for (size_t m = 0; m < 4; m++) {
       gstat_i_eigs_options opt = {
           .k = 6, .tol = 1e-9, .seed = 11, .upper = upper, .method = METHODS[m % 2]};
-      if (m == 2) opt.known = U, opt.n_known = 4, opt.method = GSTAT_I_EIGS_AUTO;
+      if (m >= 2) opt.known = U, opt.n_known = 4, opt.method = GSTAT_I_EIGS_AUTO;
+      if (m == 3) opt.block = 1;
       result r = solve(ctx, &L, &opt);
       if (m == 0) applies_without = r.rep.operator_applies;
-      if (m == 2) assert_true(3 * r.rep.operator_applies < 2 * applies_without);
+      if (m >= 2) assert_true(3 * r.rep.operator_applies < 2 * applies_without);
       if (r.status != GSTAT_OK) fail_msg("%s", gstat_ctx_last_error(ctx));
       assert_int_equal(r.rep.dense, 0);
       check_pairs(&L, &opt, &r, true);

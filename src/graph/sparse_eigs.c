@@ -113,7 +113,7 @@ typedef struct solver {
   double *ES;       /* b x j: E S, its column norms are the residual estimates */
   double *est;      /* j residual estimates */
   double *C, *Cacc; /* (m + b) x b projection coefficients (ld m + b) */
-  double *T;        /* 2 (m + 4b) x b: one or (block 1) two rounds' coefficients, read back */
+  double *T;        /* 2 (m + 4b) x b + nu: one or (block 1) two rounds' coefficients, read back */
   double *G, *Racc, *Rt, *Li; /* b x b */
   double *W;                  /* (m + b)^2 in Q's memory: a small operand or result of a step */
   double *coef;               /* m + b */
@@ -130,6 +130,10 @@ typedef struct solver {
   double *U, *UT;
   int64_t nu;
   double shift;
+  /* Krylov-Schur, block 1: the known vectors are projected out of every new
+   * column (U lies just before Q, so the step's full projection takes them
+   * in the same product) instead of shifted away in every product */
+  int lock;
 } solver;
 
 /* rows x cols at p, column-major with leading dimension ld, in the
@@ -177,19 +181,25 @@ static gstat_matrix tall(const solver *s, const double *p, int64_t cols) {
   return block_at(s, p, s->n, cols, s->n, false);
 }
 
+/* Y += alpha U (U^T X) over cols columns (the known vectors U). */
+static gstat_status add_known(solver *s, const double *X, int64_t cols, double *Y, double alpha) {
+  gstat_matrix Um = tall(s, s->U, s->nu), Xm = tall(s, X, cols), Ym = tall(s, Y, cols);
+  gstat_matrix Tm = block_at(s, s->UT, s->nu, cols, s->nu, false);
+  gstat_status st =
+      gstat_i_sched_gemm(s->ctx, FN, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &Um, &Xm, 0.0, &Tm);
+  if (st == GSTAT_OK)
+    st = gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, alpha, &Um, &Tm, 1.0, &Ym);
+  return st;
+}
+
 /* Y = Op X, plus shift U (U^T X) with known eigenvectors: they move to the
- * top of the spectrum, out of the search. */
+ * top of the spectrum, out of the search (unless s->lock keeps the basis
+ * orthogonal to them). */
 static gstat_status apply_block(solver *s, const double *X, int64_t cols, double *Y) {
   s->applies += cols;
   gstat_status st = s->apply(s->ctx, s->op, s->n, cols, X, Y);
-  if (st != GSTAT_OK || s->nu == 0) return st;
-  gstat_matrix Um = tall(s, s->U, s->nu), Xm = tall(s, X, cols), Ym = tall(s, Y, cols);
-  gstat_matrix Tm = block_at(s, s->UT, s->nu, cols, s->nu, false);
-  st = gstat_i_sched_gemm(s->ctx, FN, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &Um, &Xm, 0.0, &Tm);
-  if (st == GSTAT_OK)
-    st = gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, s->shift, &Um, &Tm, 1.0,
-                            &Ym);
-  return st;
+  if (st != GSTAT_OK || s->nu == 0 || s->lock) return st;
+  return add_known(s, X, cols, Y, s->shift);
 }
 
 /* dst = src, both described by block_at. */
@@ -409,6 +419,7 @@ static gstat_status gram_schmidt(solver *s, int64_t nq, double *Y, const double 
       }
       double r0, r1;
       TRY(random_columns(s, v, 1));
+      if (s->lock) TRY(add_known(s, v, 1, v, -1.0));
       TRY(norm(s, v, &r0));
       for (int pass = 0; pass < 2; pass++) TRY(project(s, 0, nb, v, 1, s->coef, nb));
       TRY(norm(s, v, &r1));
@@ -431,21 +442,23 @@ done:
 static gstat_status project_column_twice(solver *s, int64_t lo, int64_t nq, int *more,
                                          int *finite) {
   gstat_status status = GSTAT_OK;
-  int64_t n = s->n, ld = s->ldh, n0 = nq - lo, r0 = n0 + 1, r1 = nq + 1;
-  double *Y = s->Q + nq * n, *T = s->T, *G = s->G;
-  gstat_matrix Ym = tall(s, Y, 1), Q0 = tall(s, s->Q + lo * n, r0), Q1 = tall(s, s->Q, r1);
+  /* round 1 starts at the known vectors when they are locked out */
+  int64_t n = s->n, ld = s->ldh, u = s->lock ? s->nu : 0, n0 = nq - lo, r0 = n0 + 1;
+  int64_t r1 = u + nq + 1;
+  double *Y = s->Q + nq * n, *T = s->T, *G = s->G, *base = s->Q - u * n;
+  gstat_matrix Ym = tall(s, Y, 1), Q0 = tall(s, s->Q + lo * n, r0), Q1 = tall(s, base, r1);
   gstat_matrix W0 = block_at(s, s->W, r0, 1, r0, false);
   gstat_matrix W1 = block_at(s, s->W + r0, r1, 1, r1, false);
-  gstat_matrix Ql = tall(s, s->Q + lo * n, n0), Qa = tall(s, s->Q, nq);
-  gstat_matrix C0 = block_at(s, s->W, n0, 1, r0, false),
-               C1 = block_at(s, s->W + r0, nq, 1, r1, false);
+  gstat_matrix Ql = tall(s, s->Q + lo * n, n0), Qa = tall(s, base, u + nq);
+  gstat_matrix C0 = block_at(s, s->W, n0, 1, r0, false);
+  gstat_matrix C1 = block_at(s, s->W + r0, u + nq, 1, r1, false);
   TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &Q0, &Ym, 0.0, &W0));
   TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, -1.0, &Ql, &C0, 1.0, &Ym));
   TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &Q1, &Ym, 0.0, &W1));
   TRY(copy_block(s, block_at(s, s->W, r0 + r1, 1, r0 + r1, false),
                  block_at(s, T, r0 + r1, 1, r0 + r1, true)));
   TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, -1.0, &Qa, &C1, 1.0, &Ym));
-  double raw = T[n0], before = T[r0 + nq], after = before;
+  double raw = T[n0], before = T[r0 + u + nq], after = before;
   if (!isfinite(raw) || !isfinite(before)) {
     *finite = 0;
     goto done;
@@ -454,9 +467,10 @@ static gstat_status project_column_twice(solver *s, int64_t lo, int64_t nq, int 
   memset(s->C, 0, sizeof(double) * (size_t)ld);
   for (int64_t i = 0; i < n0; i++) s->C[lo + i] = T[i];
   accumulate(s, lo, nq, s->C);
+  for (int64_t i = 0; i < u; i++) after -= T[r0 + i] * T[r0 + i];
   for (int64_t i = 0; i < nq; i++) {
-    s->C[i] = T[r0 + i];
-    after -= T[r0 + i] * T[r0 + i];
+    s->C[i] = T[r0 + u + i];
+    after -= T[r0 + u + i] * T[r0 + u + i];
   }
   accumulate(s, 0, nq, s->C);
   G[0] = after;
@@ -786,6 +800,7 @@ static gstat_status not_finite(solver *s) {
 static gstat_status start_block(solver *s) {
   int finite = 1;
   gstat_status st = random_columns(s, s->Q, s->b);
+  if (st == GSTAT_OK && s->lock) st = add_known(s, s->Q, 1, s->Q, -1.0);
   s->j = 0;
   return st == GSTAT_OK ? orthonormalize(s, 0, 0, &finite) : st;
 }
@@ -1019,6 +1034,8 @@ static void solver_init(solver *s, gstat_ctx *ctx, int64_t n, gstat_i_apply_fn a
   s->ldh = m + b;
   s->where = *where;
   s->nu = opt->n_known;
+  /* W holds both rounds' coefficients: 2 (m + 1) + nu of them */
+  s->lock = !davidson && b == 1 && s->nu > 0 && s->nu <= (m + 1) * (m - 1);
   s->shift = opt->upper - opt->known_value;
   gstat_i_rng_seed(&s->rng, opt->seed);
 }
@@ -1031,9 +1048,9 @@ static gstat_status solver_memory(solver *s, double **mem, size_t *bytes, double
                                   size_t *tbytes) {
   int64_t n = s->n, m = s->m, b = s->b;
   size_t ld = (size_t)(m + b), lc = ld + 3 * (size_t)b, qn;
-  size_t small = ld * ld + (size_t)(m * m) + 3 * (size_t)m + (size_t)(b * m) + 2 * ld * (size_t)b +
-                 4 * (size_t)(b * b) + ld + 2 * lc + (size_t)b + 2 * lc * (size_t)b;
   size_t nu = (size_t)s->nu, known = (size_t)n * nu + nu * lc;
+  size_t small = ld * ld + (size_t)(m * m) + 3 * (size_t)m + (size_t)(b * m) + 2 * ld * (size_t)b +
+                 4 * (size_t)(b * b) + ld + 2 * lc + (size_t)b + 2 * lc * (size_t)b + nu;
   *tbytes = 0;
   if (!gstat_i_mul_size((size_t)n, ld + 3 * (size_t)b, &qn) ||
       !gstat_i_add_size(qn, ld * ld, tbytes) || !gstat_i_add_size(*tbytes, known, tbytes) ||
@@ -1046,11 +1063,11 @@ static gstat_status solver_memory(solver *s, double **mem, size_t *bytes, double
     return gstat_i_fail(s->ctx, GSTAT_ENOMEM, "sparse_eigs: cannot allocate %zu bytes", *bytes);
   gstat_status st = memory_in(s->ctx, &s->where, *tbytes, tallmem);
   if (st != GSTAT_OK) return st;
-  s->Q = *tallmem;
+  s->U = *tallmem; /* just before Q: see lock */
+  s->Q = s->U + (size_t)n * nu;
   s->F = s->Q + (size_t)n * ld;
   s->W = s->Q + qn;
-  s->U = s->W + ld * ld;
-  s->UT = s->U + (size_t)n * nu;
+  s->UT = s->W + ld * ld;
   s->H = *mem;
   s->S = s->H + ld * ld;
   s->theta = s->S + m * m;
