@@ -1,5 +1,6 @@
 /* Block kernels of the sparse eigensolver (blocks_kernels.h). */
 #include "backend/cuda/kernels/blocks_kernels.h"
+#include "backend/cuda/kernels/common.cuh"
 
 namespace {
 
@@ -22,37 +23,26 @@ __global__ void lincomb_kernel(int64_t n, double *Z, int64_t ldz, const double *
   }
 }
 
-/* The sum of every thread's acc in the block, by a fixed tree (the same
- * sum every call), valid in thread 0. */
-__device__ double block_sum(double acc) {
-  __shared__ double red[THREADS];
-  red[threadIdx.x] = acc;
-  __syncthreads();
-  for (int half = THREADS / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) red[threadIdx.x] += red[threadIdx.x + half];
-    __syncthreads();
-  }
-  return red[0];
-}
-
 /* Part b of column c: rows [b chunk, (b + 1) chunk) summed by a fixed tree
  * into part[c * parts + b]; a second launch sums the parts the same way.
  * parts and chunk depend on n only: the same sum every call. */
 __global__ void dots_parts_kernel(int64_t n, int64_t chunk, const double *X, int64_t ldx,
                                   const double *Y, int64_t ldy, double *part) {
+  __shared__ double red[THREADS];
   const int c = blockIdx.y;
   const int64_t lo = blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
   double acc = 0;
   for (int64_t i = lo + threadIdx.x; i < hi; i += THREADS) acc += X[i + c * ldx] * Y[i + c * ldy];
-  const double sum = block_sum(acc);
+  const double sum = gstat_cu::block_tree_sum<THREADS>(acc, red);
   if (threadIdx.x == 0) part[(int64_t)c * gridDim.x + blockIdx.x] = sum;
 }
 
 __global__ void dots_finish_kernel(int parts, const double *part, double *out) {
+  __shared__ double red[THREADS];
   const int c = blockIdx.x;
   double acc = 0;
   for (int i = threadIdx.x; i < parts; i += THREADS) acc += part[(int64_t)c * parts + i];
-  const double sum = block_sum(acc);
+  const double sum = gstat_cu::block_tree_sum<THREADS>(acc, red);
   if (threadIdx.x == 0) out[c] = sum;
 }
 

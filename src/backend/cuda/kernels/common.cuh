@@ -145,6 +145,20 @@ __device__ inline void larft_row(const double *g, int ldg, const double *tau, do
   }
 }
 
+/* The sum of every thread's v in a block of N threads by a fixed tree (the
+ * same sum every call), through part (N doubles of shared memory); every
+ * thread gets it. */
+template <int N>
+__device__ __forceinline__ double block_tree_sum(double v, double *part) {
+  part[threadIdx.x] = v;
+  __syncthreads();
+  for (int half = N / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
+    __syncthreads();
+  }
+  return part[0];
+}
+
 inline bool valid_dtype(int d) {
   return d == kF32 || d == kF64 || d == kBF16;
 }

@@ -1,22 +1,12 @@
 /* k-means kernels (kmeans_kernels.h); built with --fmad=false, as the CPU
  * computes each distance. */
+#include "backend/cuda/kernels/common.cuh"
 #include "backend/cuda/kernels/kmeans_kernels.h"
 #include "spectral/assign_impl.h"
 
 namespace {
 
 constexpr int T = GSTAT_CU_KM_THREADS;
-
-/* The block's sum of v (one value a thread), a fixed tree; thread 0 has it. */
-__device__ double block_sum(double v, double *part) {
-  part[threadIdx.x] = v;
-  __syncthreads();
-  for (int half = T / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
-    __syncthreads();
-  }
-  return part[0];
-}
 
 __global__ void dist_kernel(const double *X, int64_t n, int64_t dim, const double *c,
                             const double *closest, double *out, double *block_sums) {
@@ -28,7 +18,7 @@ __global__ void dist_kernel(const double *X, int64_t n, int64_t dim, const doubl
     if (closest && !(d < closest[i])) d = closest[i];
     out[i] = d;
   }
-  double s = block_sum(d, part);
+  double s = gstat_cu::block_tree_sum<T>(d, part);
   if (threadIdx.x == 0) block_sums[blockIdx.x] = s;
 }
 
@@ -56,7 +46,7 @@ __global__ void assign_kernel(const double *X, int64_t n, int64_t dim, const dou
     lab[i] = arg;
     dist[i] = best;
   }
-  double s = block_sum(best, part);
+  double s = gstat_cu::block_tree_sum<T>(best, part);
   if (threadIdx.x == 0) block_sums[blockIdx.x] = s;
 }
 
