@@ -103,7 +103,7 @@ def run(n, std, skip_eigsh, warm, solver="auto"):
         import cupyx.scipy.sparse as cs
         import cupyx.scipy.sparse.linalg as csl
         Ld = cs.csr_matrix(L.tocsr().astype(np.float64))
-        # its random start moves its time (282-744 ms in one session): the median of 3
+        # its random start moves its time (bench/README.md): the median of 3
         t_eigsh = sorted(timed(lambda: (csl.eigsh(Ld, k=11, which="SA", tol=1e-6),
                                         cupyx_sync(cupy)))[1] for _ in range(3))[1]
     if not warm:

@@ -1146,8 +1146,8 @@ done:
 /* The k found vectors V (host) made orthogonal to the nu known ones U to
  * rounding (the shift leaves them so only to the solver's tolerance, ~tol:
  * one projection suffices, and keeps them orthogonal to each other to
- * ~tol^2), renormalized; the sign rule again. A column a thread: at 10^6
- * nodes this pass was a visible part of a GPU embedding's finish. */
+ * ~tol^2), renormalized; the sign rule again. A column a thread: the pass
+ * is part of a large embedding's serial finish (bench/README.md). */
 static void orthogonalize_found(gstat_ctx *ctx, int64_t n, const double *U, int64_t nu, double *V,
                                 int64_t k) {
   double passes = (double)(2 * nu + 3);

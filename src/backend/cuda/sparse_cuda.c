@@ -113,8 +113,8 @@ static void host_layout(const gstat_i_csr_lap *A, bool narrow, void *off_, void 
   int64_t first = A->offsets[0];
   int32_t *off32 = off_, *idx32 = idx_;
   int64_t *off64 = off_, *idx64 = idx_;
-  /* threads: at 10^6 nodes this pass and its fresh pages were a large part
-   * of the plan's host time (bench/README.md, "The 10^6 sparse solve") */
+  /* threads: one pass over every stored entry, and the first touch of the
+   * fresh arrays, before a large graph's upload */
   int nt = A->offsets[A->n] - first > (1 << 18) ? omp_get_max_threads() : 1;
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t i = 0; i <= A->n; i++) {

@@ -123,9 +123,8 @@ __global__ void __launch_bounds__(CholShape<N>::kThreads)
 
 /* n 33-64 (N = 64): the same factorization with the column loop rolled. A
  * fully unrolled 64-column body overflows the instruction cache (ncu:
- * instruction-fetch stalls in float64); rolled, 1024 x 33-64 took 0.75x
- * the time in float64 and a geometric mean of 0.93x in float32
- * (bench/README.md, "The float64 register Cholesky"). Lane L keeps A(L, j +
+ * instruction-fetch stalls in float64); rolled, it is faster there
+ * (bench/README.md, "The forty-second session's GPU calls"). Lane L keeps A(L, j +
  * k) in a[k] at column j and shifts the window by one after each step; each
  * column of the factor is stored as soon as it is final (row L only, so in
  * place is safe), and a failed element is overwritten with NaN at the end.
