@@ -7,7 +7,8 @@
  * "retry-vouched" to do so and still vouch that every info is 0,
  * "sparse" to fail the Laplacian plan's products,
  * "nonfinite" to return a co-moment with a NaN, "nodense" to fail the GEMM and QR
- * alone). Like the CUDA module it
+ * alone, "topfail" to fail the top-k eigenpairs, "topspoil" to return wrong
+ * ones). Like the CUDA module it
  * vouches for a call whose info is all 0 (info_clean).
  *
  * Its "device memory" is host memory in descriptors marked GSTAT_CUDA: the
@@ -87,6 +88,31 @@ static gstat_status eigh(void *s, gstat_ctx *ctx, const gstat_matrix *A, gstat_u
                          gstat_matrix *w, gstat_matrix *V, int64_t *info) {
   if (!strcmp(fault(), "oom")) return oom(ctx);
   return after(s, host->cpu->eigh(NULL, ctx, A, uplo, w, V, info), V, w, A->batch, info);
+}
+
+/* The top k eigenpairs (the CUDA module's eigh_top on device data): every
+ * pair by the CPU's full eigh, which the contract allows, so that CI runs
+ * the scheduler's device top-k path. "topfail" fails with A untouched (the
+ * scheduler then runs the full eigh); "topspoil" answers with constant
+ * vectors (a test can see that this path answered). */
+static gstat_status eigh_top(void *s, gstat_ctx *ctx, gstat_matrix *A, int64_t k, gstat_matrix *w) {
+  (void)s;
+  if (!strcmp(fault(), "oom")) return oom(ctx);
+  if (!strcmp(fault(), "topfail"))
+    return host->fail(ctx, GSTAT_EBACKEND, "fake eigh_top: simulated solver failure");
+  int64_t *info = calloc((size_t)A->batch, sizeof *info);
+  if (!info) return oom(ctx);
+  gstat_status st = host->cpu->eigh(NULL, ctx, A, GSTAT_LOWER, w, A, info);
+  for (int64_t b = 0; st == GSTAT_OK && b < A->batch; b++)
+    if (info[b] != 0)
+      st = host->fail(ctx, GSTAT_ENOCONV, "fake eigh_top: element %lld", (long long)b);
+  free(info);
+  if (st == GSTAT_OK && !strcmp(fault(), "topspoil") && A->dtype == GSTAT_F64)
+    for (int64_t b = 0; b < A->batch; b++)
+      for (int64_t j = A->cols - k; j < A->cols; j++)
+        for (int64_t i = 0; i < A->rows; i++)
+          ((double *)A->data)[b * A->batch_stride + i * A->row_stride + j * A->col_stride] = 0.5;
+  return st;
 }
 
 static gstat_status cholesky(void *s, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
@@ -571,6 +597,7 @@ static const gstat_i_backend_ops ops = {
     .name = "fake-cuda",
     .ran_flag = GSTAT_RAN_CUDA,
     .eigh = eigh,
+    .eigh_top = eigh_top,
     .cholesky = cholesky,
     .cholesky_solve = cholesky_solve,
     .triangular_solve = triangular_solve,

@@ -273,6 +273,33 @@ static void test_statistics_faults(void **state) {
   gstat_ctx_destroy(gpu);
 }
 
+/* A PCA of device data with k < p asks the device for the top k pairs: a
+ * failure there leaves the full eigh to answer, with the CPU's components;
+ * a wrong answer from it shows in the components (the path was taken). */
+static void test_pca_top_on_device(void **state) {
+  (void)state;
+  double cov0[SM_NB * SM_P * SM_P], comp0[SM_NB * SM_K * SM_P];
+  double cov1[SM_NB * SM_P * SM_P], comp1[SM_NB * SM_K * SM_P];
+  unsigned ran[2];
+  gstat_ctx *cpu = tu_ctx(GSTAT_BACKEND_CPU), *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
+  sm_data(fault_data);
+  cov_and_pca(cpu, false, cov0, comp0, ran);
+  setenv("GSTAT_FAKE_FAULT", "topfail", 1);
+  cov_and_pca(gpu, true, cov1, comp1, ran);
+  assert_memory_equal(comp0, comp1, sizeof comp0);
+  assert_int_equal(ran[1], GSTAT_RAN_CUDA);
+  setenv("GSTAT_FAKE_FAULT", "topspoil", 1);
+  cov_and_pca(gpu, true, cov1, comp1, ran);
+  double off = 0;
+  for (int i = 0; i < SM_NB * SM_K * SM_P; i++) off = fmax(off, fabs(comp1[i] - comp0[i]));
+  assert_true(off > 0.1);
+  unsetenv("GSTAT_FAKE_FAULT");
+  cov_and_pca(gpu, true, cov1, comp1, ran);
+  assert_memory_equal(comp0, comp1, sizeof comp0);
+  gstat_ctx_destroy(cpu);
+  gstat_ctx_destroy(gpu);
+}
+
 /* AUTO takes host data to the GPU when its estimate is lower (the fake's is
  * 0), but not work the CPU does in well under a millisecond (no GPU start-up
  * for it), and never when the context says CPU; a CPU context still runs
@@ -952,6 +979,7 @@ int main(void) {
       cmocka_unit_test(test_device_stats_sizes),
       cmocka_unit_test(test_statistics_matrix),
       cmocka_unit_test(test_statistics_faults),
+      cmocka_unit_test(test_pca_top_on_device),
       cmocka_unit_test(test_statistics_auto),
       cmocka_unit_test(test_host_batch_chunked_for_progress),
       cmocka_unit_test(test_not_pd_in_place_device_keeps_verdict),

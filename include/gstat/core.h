@@ -234,7 +234,8 @@ typedef struct gstat_device_stats {
                                    * mid n, its tridiagonal step after
                                    * cuSOLVER's reduction for large float32,
                                    * its two-stage reduction for large
-                                   * float64) */
+                                   * float64, the top components of a
+                                   * PCA of device data) */
   int64_t own_tridiag_degenerate; /* of those, chunks with eigenvalue
                                    * clusters its cluster step could not
                                    * serve: those matrices (the lockstep

@@ -110,10 +110,11 @@ typedef struct gstat_i_backend_ops {
                           const double *mean, const double *scale, const double *comp,
                           const double *ev, int64_t k, gstat_matrix *Y);
   /* Every eigenvalue of each dense column-major matrix of A (its lower
-   * triangle, compute dtype, host) into w (ascending), and the eigenvectors
-   * of the k largest into A's last k columns (the sign rule applied; the rest
-   * of A is overwritten). A backend may compute all of them when that is
-   * faster. Optional (NULL: the scheduler runs the full eigh). */
+   * triangle, compute dtype, the host's memory or this backend's, w in the
+   * same) into w (ascending), and the eigenvectors of the k largest into A's
+   * last k columns (the sign rule applied; the rest of A is overwritten).
+   * GSTAT_EUNSUPPORTED (A untouched) where the full eigh is the faster or
+   * the only plan. Optional (NULL: the scheduler runs the full eigh). */
   gstat_status (*eigh_top)(void *state, gstat_ctx *ctx, gstat_matrix *A, int64_t k,
                            gstat_matrix *w);
   /* S(i, j) /= d[i] d[j] for each p x p matrix of S (this backend's memory,

@@ -264,6 +264,10 @@ gstat_status gstat_i_sched_project(gstat_ctx *ctx, const char *fn, const gstat_m
   return run(ctx, &c);
 }
 
+/* The top k eigenpairs where a backend offers them: the CPU's where
+ * gstat_eigh would run A there, the device's for device data; otherwise,
+ * and after the device's failure (A untouched), the full eigh with its
+ * fallback and retry. */
 gstat_status gstat_i_sched_eigh_top(gstat_ctx *ctx, gstat_matrix *A, int64_t k, gstat_matrix *w) {
   if (gstat_i_eigh_runs_on_cpu(ctx, A) && cpu.ops->eigh_top) {
     gstat_status st = cpu.ops->eigh_top(NULL, ctx, A, k, w);
@@ -271,6 +275,16 @@ gstat_status gstat_i_sched_eigh_top(gstat_ctx *ctx, gstat_matrix *A, int64_t k, 
       if (st == GSTAT_OK) ctx->last_backends |= GSTAT_RAN_CPU;
       return st;
     }
+  }
+  gstat_i_backend be;
+  if (A->location == GSTAT_CUDA && w->location == GSTAT_CUDA &&
+      gstat_i_cuda_backend(ctx, &be) == GSTAT_OK && be.ops->eigh_top) {
+    gstat_status st = be.ops->eigh_top(be.state, ctx, A, k, w);
+    if (st == GSTAT_OK) {
+      ctx->last_backends |= be.ops->ran_flag;
+      return GSTAT_OK;
+    }
+    ctx->last_error[0] = '\0'; /* the full eigh decides what the call reports */
   }
   return gstat_i_eigh(ctx, A, GSTAT_LOWER, w, A, NULL);
 }

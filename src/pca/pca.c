@@ -545,6 +545,13 @@ static gstat_status fit_device_chain(gstat_ctx *ctx, fit *f, const gstat_matrix 
   TRY(eigen_step(ctx, f, &S, &w));
   gstat_matrix hS = gstat_matrix_col_major(f->S, f->ct, nb, p, p);
   gstat_matrix hw = gstat_vector_batch(f->w, f->ct, nb, p);
+  int64_t k = f->opt.n_components;
+  if (k > 0 && k < p) { /* only the top k eigenvectors are asked for (and computed) */
+    size_t off = (size_t)((p - k) * p) * f->esz;
+    hS.data = (char *)hS.data + off;
+    S.data = (char *)S.data + off;
+    hS.cols = S.cols = k;
+  }
   TRY(gstat_i_sched_copy(ctx, f->fn, "S", &S, &hS));
   TRY(gstat_i_sched_copy(ctx, f->fn, "w", &w, &hw));
   f->src = X;

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "backend/backend.h"
+#include "backend/cuda/tridiag_step.h"
 
 /* side streams for the per-matrix (large n) path; the host-array pipeline
  * (eigh_cuda.c) uses two of them and ev[0..3] */
@@ -166,6 +167,14 @@ gstat_status gstat_cu_xtrtri_lower(gstat_cu_state *s, gstat_ctx *ctx, int cdt, v
  * (an inverse factor: the rows' solve as a product). One trmm, out of place. */
 gstat_status gstat_cu_mul_inverse(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int rm, int64_t n,
                                   int64_t p, const void *Li, const void *u, void *w);
+
+/* The cluster step's settings for our tridiagonal step (eigh_cuda.c; the
+ * environment's switches, the counter in s). */
+gstat_cu_clusters gstat_cu_own_clusters(gstat_cu_state *s);
+/* The backend's eigh_top (eigh_top_cuda.c): GSTAT_EUNSUPPORTED, A untouched,
+ * where the full eigh is the plan. */
+gstat_status gstat_cu_eigh_top(void *state, gstat_ctx *ctx, gstat_matrix *A, int64_t k,
+                               gstat_matrix *w);
 
 /* The fault-injection switch (GSTAT_CUDA_FAULT), read per call. */
 gstat_cu_fault gstat_cu_fault_now(void);

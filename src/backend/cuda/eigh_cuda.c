@@ -483,7 +483,7 @@ static cudaError_t solve_handed_back(void *p, void *T, void *wk, int *info, int6
  * keeps the default. GSTAT_CUDA_CLUSTER_WIDE=1 (an experiment, off until a
  * GPU run decides; bench/README.md): float64 clusters above the bound go
  * to the wide path instead of cuSOLVER. */
-static gstat_cu_clusters own_clusters(gstat_cu_state *s) {
+gstat_cu_clusters gstat_cu_own_clusters(gstat_cu_state *s) {
   const char *on = getenv("GSTAT_CUDA_CLUSTER_STEP"), *wide = getenv("GSTAT_CUDA_CLUSTER_WIDE");
   char *end = NULL;
   const long given = on ? strtol(on, &end, 10) : 1;
@@ -521,7 +521,7 @@ static gstat_status lockstep(const eigh_run *r, void *dA, void *dW, int *dInfo, 
                                 .solve_dense = r->want ? solve_handed_back : NULL,
                                 .solve_ctx = &h,
                                 .handed_back = &handed,
-                                .clusters = own_clusters(s)};
+                                .clusters = gstat_cu_own_clusters(s)};
   const char *what = "";
   int deg = 0;
   cudaError_t err = gstat_cu_sytrd_eigh(&a, &deg, &what);
@@ -550,7 +550,7 @@ static gstat_status split(const eigh_run *r, void *dA, void *dW, int *dInfo, int
                                    .work = work,
                                    .host_flag = s->host_info.ptr,
                                    .gap_tol = lockstep_gap,
-                                   .clusters = own_clusters(s),
+                                   .clusters = gstat_cu_own_clusters(s),
                                    .stream = s->stream,
                                    .solver = s->solver};
     const char *what = "";
@@ -580,7 +580,7 @@ static gstat_status two_stage(const eigh_run *r, void *dA, void *dW, int *dInfo,
                                  .host_work = host_work,
                                  .host_flag = s->host_info.ptr,
                                  .gap_tol = lockstep_gap,
-                                 .clusters = own_clusters(s),
+                                 .clusters = gstat_cu_own_clusters(s),
                                  .stream = s->stream,
                                  .solver = s->solver,
                                  .params = s->params,

@@ -555,6 +555,12 @@ static gstat_status eigh_op(void *state, gstat_ctx *ctx, const gstat_matrix *A, 
   return gstat_cu_eigh(state, ctx, A, uplo, w, V, info);
 }
 
+static gstat_status eigh_top_op(void *state, gstat_ctx *ctx, gstat_matrix *A, int64_t k,
+                                gstat_matrix *w) {
+  GSTAT_CU_TRY(refuse_capture(state, ctx, "eigh"));
+  return gstat_cu_eigh_top(state, ctx, A, k, w);
+}
+
 static gstat_status cholesky_op(void *state, gstat_ctx *ctx, const gstat_matrix *A, gstat_uplo uplo,
                                 gstat_matrix *F, int64_t *info) {
   GSTAT_CU_TRY(refuse_capture(state, ctx, "cholesky"));
@@ -580,6 +586,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .name = "cuda",
     .ran_flag = GSTAT_RAN_CUDA,
     .eigh = eigh_op,
+    .eigh_top = eigh_top_op,
     .cholesky = cholesky_op,
     .cholesky_solve = cholesky_solve_op,
     .triangular_solve = triangular_solve_op,

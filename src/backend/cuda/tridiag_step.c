@@ -150,8 +150,8 @@ cudaError_t gstat_cu_tridiag_step(const gstat_cu_tridiag_step_args *a, int *dege
   GSTAT_CU_STEP(cudaMemsetAsync(flags, 0, sizeof(int) * (size_t)(a->nb + 1), a->stream),
                 "clearing flags");
   GSTAT_CU_STEP(
-      gstat_cu_tridiag_vectors(a->cdt, a->d, a->e, a->n, a->nb, wd, norms, a->gap_tol, zt,
-                               (double *)(base + a->parts.u),
+      gstat_cu_tridiag_vectors(a->cdt, a->d, a->e, a->n, a->nb, wd, norms, a->gap_tol, perm,
+                               a->first_rank, zt, (double *)(base + a->parts.u),
                                (unsigned char *)(base + a->parts.links), flags, a->stream),
       "tridiagonal eigenvectors");
   /* flags[nb] (set with any flags[b]) says whether to look further */

@@ -79,13 +79,15 @@ typedef struct {
   const void *d, *e; /* device, n per problem (e's first n - 1 used) */
   char *base;        /* the workspace the parts were carved from */
   gstat_cu_tridiag_parts parts;
-  void *w;        /* out: eigenvalues (divided by sigma), n per problem */
-  int *info;      /* out: 0, or 1 where T was not finite */
-  void *X;        /* out: the tridiagonal eigenvectors, n x n per problem; NULL: values only */
-  double gap_tol; /* vectors: the relative gap below which a batch is degenerate */
-  int *host_flag; /* vectors: pinned host ints (nb + 1) for the read backs;
-                   * on return host_flag[b] != 0 where matrix b's vectors
-                   * are not reliable, host_flag[nb] != 0 when any is */
+  void *w;            /* out: eigenvalues (divided by sigma), n per problem */
+  int *info;          /* out: 0, or 1 where T was not finite */
+  void *X;            /* out: the tridiagonal eigenvectors, n x n per problem (columns of rank below
+                       * first_rank unspecified); NULL: values only */
+  int64_t first_rank; /* vectors: only for the values of rank first_rank.. (ascending; 0: all) */
+  double gap_tol;     /* vectors: the relative gap below which a batch is degenerate */
+  int *host_flag;     /* vectors: pinned host ints (nb + 1) for the read backs;
+                       * on return host_flag[b] != 0 where matrix b's vectors
+                       * are not reliable, host_flag[nb] != 0 when any is */
   gstat_cu_clusters clusters;
   cudaStream_t stream;
 } gstat_cu_tridiag_step_args;

@@ -391,17 +391,24 @@ extern "C" cudaError_t gstat_cu_find_nonfinite(int dtype, const void *A, int tri
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t gstat_cu_fix_signs(int dtype, void *V, int64_t n, int64_t batch,
-                                          cudaStream_t stream) {
+extern "C" cudaError_t gstat_cu_fix_sign_cols(int dtype, void *V, int64_t n, int64_t ncols,
+                                              cudaStream_t stream) {
   int64_t total;
-  if (!element_count(batch, n, n, &total) || !compute_dtype(dtype)) return cudaErrorInvalidValue;
+  if (!element_count(1, n, ncols, &total) || !compute_dtype(dtype)) return cudaErrorInvalidValue;
   if (total == 0) return cudaSuccess;
   if (!V) return cudaErrorInvalidValue;
   if (dtype == kF32)
-    launch_fix_signs<float>(V, n, batch * n, stream);
+    launch_fix_signs<float>(V, n, ncols, stream);
   else
-    launch_fix_signs<double>(V, n, batch * n, stream);
+    launch_fix_signs<double>(V, n, ncols, stream);
   return cudaGetLastError();
+}
+
+extern "C" cudaError_t gstat_cu_fix_signs(int dtype, void *V, int64_t n, int64_t batch,
+                                          cudaStream_t stream) {
+  int64_t total;
+  if (!element_count(batch, n, n, &total)) return cudaErrorInvalidValue;
+  return gstat_cu_fix_sign_cols(dtype, V, n, batch * n, stream);
 }
 
 extern "C" cudaError_t gstat_cu_sort_eigenpairs(int dtype, void *V, void *w, int64_t n,

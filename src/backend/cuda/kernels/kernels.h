@@ -60,6 +60,9 @@ cudaError_t gstat_cu_eigh_jacobi(int dtype, const void *A, int uplo, int64_t n, 
 /* Flip each column of the dense column-major batch V (dtype 1 or 2) so that
  * its largest-magnitude entry is positive (first on ties; NaNs are skipped). */
 cudaError_t gstat_cu_fix_signs(int dtype, void *V, int64_t n, int64_t batch, cudaStream_t stream);
+/* The same for ncols columns of length n, side by side. */
+cudaError_t gstat_cu_fix_sign_cols(int dtype, void *V, int64_t n, int64_t ncols,
+                                   cudaStream_t stream);
 
 /* Scan the strided descriptor for NaN/Inf inside the `tri` part (0 full,
  * 1 lower i>=j, 2 upper i<=j, 3 strict lower, 4 strict upper). atomicMin's
@@ -208,15 +211,18 @@ cudaError_t gstat_cu_tridiag_values(int dtype, const void *d, const void *e, int
 /* Unit eigenvectors for gstat_cu_tridiag_values' wd and norms by twisted
  * factorizations on the same blocks, into Zt (double, n x n per matrix,
  * slot i's vector in column i, element (k, i) at k*n + i) through U (the
- * same shape, scratch). links (a byte per slot): 1 where the gap to the
- * next slot of the block is not above gap_tol * ||T||: such vectors are
- * not reliably orthogonal. flags[b] |= 1 when matrix b has such a gap, |=
- * 2 when a value or vector is not finite; flags[batch] = 1 with either
- * (the caller zeroes the batch + 1 flags). */
+ * same shape, scratch), for the slots whose rank (gstat_cu_tridiag_values'
+ * perm) is first_rank or more (0: all; the others' columns are left as
+ * they were). links (a byte per slot): 1 where the gap to the next slot of
+ * the block is not above gap_tol * ||T||: such vectors are not reliably
+ * orthogonal. flags[b] |= 1 when matrix b has such a gap, |= 2 when a
+ * value or vector is not finite; flags[batch] = 1 with either (the caller
+ * zeroes the batch + 1 flags). */
 cudaError_t gstat_cu_tridiag_vectors(int dtype, const void *d, const void *e, int64_t n,
                                      int64_t batch, const double *wd, const double *norms,
-                                     double gap_tol, double *Zt, double *U, unsigned char *links,
-                                     int *flags, cudaStream_t stream);
+                                     double gap_tol, const int *perm, int64_t first_rank,
+                                     double *Zt, double *U, unsigned char *links, int *flags,
+                                     cudaStream_t stream);
 
 /* A cluster for the wide path: matrix b, its first slot i, c slots, in the
  * block of rows lo .. lo + m - 1 of the split T. */

@@ -183,15 +183,18 @@ __device__ __forceinline__ void walk_prefetched(int from, int step, int count, L
 }
 
 /* grid (ceil(n / kTriThreads), batch): unit eigenvector i of T into Zt's
- * column i (element (k, i) at k*n + i), using U as scratch. links[b*n + i]
- * = kLinkNext when the gap to the next slot of the block is not above
- * gap_tol ||T||; flags[b] gets kFlagCluster for such a gap (either side),
- * kFlagNonfinite for a value or vector not finite, and flags[batch] = 1
- * with either. */
+ * column i (element (k, i) at k*n + i), using U as scratch, for the slots
+ * whose rank (perm) is first_rank or more; the others' columns are left
+ * alone. links[b*n + i] = kLinkNext when the gap to the next slot of the
+ * block is not above gap_tol ||T||; flags[b] gets kFlagCluster for such a
+ * gap (either side, between wanted slots), kFlagNonfinite for a value or
+ * vector not finite, and flags[batch] = 1 with either. A slot's block
+ * neighbour above has a larger value, so it is wanted with the slot. */
 template <typename T>
 __global__ void __launch_bounds__(kTriThreads)
     twisted_vectors(const T *d, const T *e, int n, const double *wd, const double *norms,
-                    double gap_tol, double *Zt, double *U, unsigned char *links, int *flags) {
+                    double gap_tol, const int *perm, int first_rank, double *Zt, double *U,
+                    unsigned char *links, int *flags) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   double *dd = reinterpret_cast<double *>(smem_raw), *e2 = dd + n, *ee = e2 + n;
   const size_t b = blockIdx.y;
@@ -208,9 +211,13 @@ __global__ void __launch_bounds__(kTriThreads)
   const double lam = lamv[i];
   /* gaps to the block's neighbours: other blocks' vectors are orthogonal */
   const double tol = gap_tol * tnorm;
-  const bool link_prev = i > lo && !(fabs(lam - lamv[i - 1]) > tol); /* NaN too */
-  const bool link_next = i < hi && !(fabs(lamv[i + 1] - lam) > tol);
+  const int *rank = perm + b * n;
+  const bool wanted = rank[i] >= first_rank;
+  const bool link_prev = wanted && i > lo && rank[i - 1] >= first_rank &&
+                         !(fabs(lam - lamv[i - 1]) > tol); /* NaN too */
+  const bool link_next = wanted && i < hi && !(fabs(lamv[i + 1] - lam) > tol);
   links[b * n + i] = link_next ? kLinkNext : 0;
+  if (!wanted) return;
   int flag = link_prev || link_next ? kFlagCluster : 0;
   double *z = Zt + b * n * n + i, *u = U + b * n * n + i;
   for (int k = 0; k < lo; k++) z[(size_t)k * n] = 0;
@@ -345,15 +352,16 @@ cudaError_t launch_values(const void *d, const void *e, int64_t n, int64_t batch
 
 template <typename T>
 cudaError_t launch_vectors(const void *d, const void *e, int64_t n, int64_t batch, const double *wd,
-                           const double *norms, double gap_tol, double *Zt, double *U,
-                           unsigned char *links, int *flags, cudaStream_t stream) {
+                           const double *norms, double gap_tol, const int *perm, int first_rank,
+                           double *Zt, double *U, unsigned char *links, int *flags,
+                           cudaStream_t stream) {
   dim3 grid((unsigned)((n + kTriThreads - 1) / kTriThreads), (unsigned)batch);
   const size_t smem = 3 * (size_t)n * sizeof(double);
   cudaError_t err = allow_smem(twisted_vectors<T>, smem);
   if (err != cudaSuccess) return err;
-  twisted_vectors<T><<<grid, kTriThreads, smem, stream>>>(static_cast<const T *>(d),
-                                                          static_cast<const T *>(e), (int)n, wd,
-                                                          norms, gap_tol, Zt, U, links, flags);
+  twisted_vectors<T><<<grid, kTriThreads, smem, stream>>>(
+      static_cast<const T *>(d), static_cast<const T *>(e), (int)n, wd, norms, gap_tol, perm,
+      first_rank, Zt, U, links, flags);
   return cudaGetLastError();
 }
 
@@ -379,14 +387,17 @@ extern "C" cudaError_t gstat_cu_tridiag_values(int dtype, const void *d, const v
 
 extern "C" cudaError_t gstat_cu_tridiag_vectors(int dtype, const void *d, const void *e, int64_t n,
                                                 int64_t batch, const double *wd,
-                                                const double *norms, double gap_tol, double *Zt,
+                                                const double *norms, double gap_tol,
+                                                const int *perm, int64_t first_rank, double *Zt,
                                                 double *U, unsigned char *links, int *flags,
                                                 cudaStream_t stream) {
-  if (!tridiag_args_ok(dtype, n, batch)) return cudaErrorInvalidValue;
-  return dtype == kF64 ? launch_vectors<double>(d, e, n, batch, wd, norms, gap_tol, Zt, U, links,
-                                                flags, stream)
-                       : launch_vectors<float>(d, e, n, batch, wd, norms, gap_tol, Zt, U, links,
-                                               flags, stream);
+  if (!tridiag_args_ok(dtype, n, batch) || first_rank < 0 || first_rank >= n)
+    return cudaErrorInvalidValue;
+  const int first = (int)first_rank;
+  return dtype == kF64 ? launch_vectors<double>(d, e, n, batch, wd, norms, gap_tol, perm, first, Zt,
+                                                U, links, flags, stream)
+                       : launch_vectors<float>(d, e, n, batch, wd, norms, gap_tol, perm, first, Zt,
+                                               U, links, flags, stream);
 }
 
 extern "C" cudaError_t gstat_cu_tridiag_transpose(int dtype, const double *Zt, int64_t n,
