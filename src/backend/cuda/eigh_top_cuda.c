@@ -17,14 +17,15 @@
 #include "backend/cuda/tridiag_step.h"
 
 /* Where this path runs instead of the full eigh: one matrix of order
- * min_n..max_n (float32, float64: above it float64's full eigh is our
- * two-stage solver, whose reduction beats cuSOLVER's one-stage sytrd),
- * k <= n / min_ratio (ormtr's work grows with k; a batch goes to the
- * full eigh's batched or threaded paths). bench/README.md, "Top-k
- * eigenpairs on the device". */
+ * min_n..max_n (float32; float64 up to max_n_f64), k <= n / min_ratio
+ * (ormtr's work grows with k; a batch goes to the full eigh's batched or
+ * threaded paths). Float32 from 4096, where the full eigh runs the same
+ * reduction and step for every vector; below, cuSOLVER's whole solver was
+ * faster. Float64 not measured: off. bench/README.md, "Top-k eigenpairs
+ * on the device". */
 static const struct {
   int64_t min_n, max_n_f32, max_n_f64, min_ratio;
-} top_rules = {512, GSTAT_CU_TRIDIAG_MAX_N, 4096, 4};
+} top_rules = {4096, GSTAT_CU_TRIDIAG_MAX_N, 0, 4};
 
 /* Relative eigenvalue gap below which the twisted vectors of two wanted
  * values are not trusted (as the full eigh's split path). */
