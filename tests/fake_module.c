@@ -36,7 +36,6 @@ typedef struct {
   int64_t clean_count;
   void *chain; /* the workspace primitive's memory */
   size_t chain_bytes;
-  gstat_matrix read; /* read_begin's copy, until read_end (data malloc'ed) */
 } fake_state;
 
 static const char *fault(void) {
@@ -327,33 +326,7 @@ static int64_t allocations(void *s) {
 
 static void destroy(void *s) {
   free(((fake_state *)s)->chain);
-  free(((fake_state *)s)->read.data);
   free(s);
-}
-
-/* A read whose wait comes later, as the CUDA module's: src as it is at
- * begin (later primitives may change it) reaches dst at end. */
-static gstat_status read_begin(void *state, gstat_ctx *ctx, const gstat_matrix *src,
-                               const gstat_matrix *dst) {
-  fake_state *s = state;
-  (void)dst;
-  if (src->batch != 1 || src->dtype != GSTAT_F64) return GSTAT_EUNSUPPORTED;
-  free(s->read.data);
-  s->read = *src;
-  s->read.location = GSTAT_HOST;
-  s->read.row_stride = 1;
-  s->read.col_stride = s->read.batch_stride = src->rows;
-  s->read.data = malloc(sizeof(double) * (size_t)(src->rows * src->cols) + 1);
-  if (!s->read.data) return oom(ctx);
-  return host->cpu->copy(NULL, ctx, src, &s->read);
-}
-
-static gstat_status read_end(void *state, gstat_ctx *ctx, gstat_matrix *dst) {
-  fake_state *s = state;
-  gstat_status st = host->cpu->copy(NULL, ctx, &s->read, dst);
-  free(s->read.data);
-  s->read.data = NULL;
-  return st;
 }
 
 /* The rows primitive: the CPU's code on "device" descriptors. */
@@ -625,8 +598,6 @@ static const gstat_i_backend_ops ops = {
     .ran_flag = GSTAT_RAN_CUDA,
     .eigh = eigh,
     .eigh_top = eigh_top,
-    .read_begin = read_begin,
-    .read_end = read_end,
     .cholesky = cholesky,
     .cholesky_solve = cholesky_solve,
     .triangular_solve = triangular_solve,

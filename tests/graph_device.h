@@ -448,8 +448,8 @@ static void gd_kmeans_large(void) {
   for (int64_t i = 1; i < n; i++) assert_int_equal(lh[i] == lh[i - 1], i % GD_KM_SIZE != 0);
   assert_true(fabs(rd->inertia - rh->inertia) <= 1e-9 * fmax(1, rh->inertia));
   assert_true(gstat_ctx_last_backends(gpu) & GSTAT_RAN_CUDA);
-  /* block 1 (each step's read back waits while its next product runs): the
-   * same labels on the device */
+  /* block 1 (eigen_solver="lanczos", its basis on the device): the same
+   * labels */
   o.solver = GSTAT_EIGEN_LANCZOS;
   sm_check(gpu, gstat_spectral_clustering(gpu, &G, &o, ld, NULL));
   assert_memory_equal(lh, ld, sizeof(int64_t) * (size_t)n);

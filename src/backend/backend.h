@@ -28,7 +28,7 @@
 #include "backend/spectral_req.h"
 #include "backend/sparse_req.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 19
+#define GSTAT_I_BACKEND_API_VERSION 18
 
 /* The primitives a cost model compares (host_cost). */
 typedef enum {
@@ -288,16 +288,6 @@ typedef struct gstat_i_backend_ops {
    * doubles. Optional (NULL: the CPU on a host copy). */
   gstat_status (*sym_affine)(void *state, gstat_ctx *ctx, const gstat_matrix *S, const double *a,
                              const double *c);
-  /* A read of src (this backend's memory) into dst (host; both dense
-   * column-major, one dtype, batch 1) whose wait comes later: read_begin
-   * queues the copy behind the work before it (work queued after it runs on
-   * while the host goes on), read_end waits for that copy alone and fills
-   * dst. One read at a time per state. GSTAT_EUNSUPPORTED (no message)
-   * where begin cannot take it. Optional (NULL: the scheduler copies at
-   * begin). */
-  gstat_status (*read_begin)(void *state, gstat_ctx *ctx, const gstat_matrix *src,
-                             const gstat_matrix *dst);
-  gstat_status (*read_end)(void *state, gstat_ctx *ctx, gstat_matrix *dst);
 } gstat_i_backend_ops;
 
 typedef struct gstat_i_backend {

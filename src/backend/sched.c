@@ -412,31 +412,6 @@ gstat_status gstat_i_sched_copy(gstat_ctx *ctx, const char *fn, const char *name
   return be.ops->copy(be.state, ctx, src, dst);
 }
 
-gstat_status gstat_i_sched_read_begin(gstat_ctx *ctx, const char *fn, const gstat_matrix *src,
-                                      const gstat_matrix *dst, gstat_i_read *r) {
-  r->dst = *dst;
-  r->pending = false;
-  if (src->location == GSTAT_CUDA && dst->location == GSTAT_HOST) {
-    gstat_i_backend be;
-    gstat_status st = device_backend(ctx, fn, "a read", &be);
-    if (st != GSTAT_OK) return st;
-    if (be.ops->read_begin && be.ops->read_end) {
-      st = be.ops->read_begin(be.state, ctx, src, dst);
-      r->pending = st == GSTAT_OK;
-      if (st != GSTAT_EUNSUPPORTED) return st;
-    }
-  }
-  return gstat_i_sched_copy(ctx, fn, "a read", src, &r->dst);
-}
-
-gstat_status gstat_i_sched_read_end(gstat_ctx *ctx, const char *fn, gstat_i_read *r) {
-  if (!r->pending) return GSTAT_OK;
-  r->pending = false;
-  gstat_i_backend be;
-  gstat_status st = device_backend(ctx, fn, "a read", &be);
-  return st == GSTAT_OK ? be.ops->read_end(be.state, ctx, &r->dst) : st;
-}
-
 gstat_status gstat_i_sched_device_memory(gstat_ctx *ctx, const char *fn, const gstat_matrix *like,
                                          size_t bytes, void **mem) {
   *mem = NULL;

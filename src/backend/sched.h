@@ -124,18 +124,6 @@ bool gstat_i_sched_find_nonfinite(gstat_ctx *ctx, const char *fn, const char *na
 gstat_status gstat_i_sched_copy(gstat_ctx *ctx, const char *fn, const char *name,
                                 const gstat_matrix *src, gstat_matrix *dst);
 
-/* A read of src (host or device memory) into dst (host memory) whose wait
- * comes later: begin queues it where the backend can (else copies at
- * once), end waits for it and fills dst; device work queued between the two
- * runs while the host waits or works. */
-typedef struct {
-  gstat_matrix dst;
-  bool pending;
-} gstat_i_read;
-gstat_status gstat_i_sched_read_begin(gstat_ctx *ctx, const char *fn, const gstat_matrix *src,
-                                      const gstat_matrix *dst, gstat_i_read *r);
-gstat_status gstat_i_sched_read_end(gstat_ctx *ctx, const char *fn, gstat_i_read *r);
-
 /* bytes of the memory `like` lies in (device memory only), kept by its
  * backend and valid until the next call: a chain's intermediate results.
  * GSTAT_EUNSUPPORTED (no message) where there is none. */

@@ -134,11 +134,6 @@ typedef struct solver {
    * column (U lies just before Q, so the step's full projection takes them
    * in the same product) instead of shifted away in every product */
   int lock;
-  /* Krylov-Schur, block 1: each step also applies the operator to its new
-   * column while the host reads the step's coefficients (ahead: the column
-   * whose product, scaled, already sits after it; -1 none) */
-  int speculate;
-  int64_t ahead;
 } solver;
 
 /* rows x cols at p, column-major with leading dimension ld, in the
@@ -442,11 +437,8 @@ done:
  * host wait a step instead of two). One column needs no normalization
  * between the rounds, so round 0 (against Q[:, lo:nq]) is applied where Y
  * lies and its coefficients travel back with round 1's (against the whole
- * basis). While they travel, the final update and (s->speculate, room for
- * a step) the next step's product A Y run where Y lies: the host's wait and
- * work overlap them; the product is scaled with Y (A (Y / r) = (A Y) / r)
- * and kept when Y needs nothing more (s->ahead). *more: round 1 removed much
- * (another round is due); *finite as in orthonormalize. */
+ * basis). *more: round 1 removed much (another round is due); *finite as in
+ * orthonormalize. */
 static gstat_status project_column_twice(solver *s, int64_t lo, int64_t nq, int *more,
                                          int *finite) {
   gstat_status status = GSTAT_OK;
@@ -460,17 +452,12 @@ static gstat_status project_column_twice(solver *s, int64_t lo, int64_t nq, int 
   gstat_matrix Ql = tall(s, s->Q + lo * n, n0), Qa = tall(s, base, u + nq);
   gstat_matrix C0 = block_at(s, s->W, n0, 1, r0, false);
   gstat_matrix C1 = block_at(s, s->W + r0, u + nq, 1, r1, false);
-  const int ahead = s->speculate && nq + 1 <= s->m; /* no restart before the next step */
-  gstat_i_read rd;
   TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &Q0, &Ym, 0.0, &W0));
   TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, -1.0, &Ql, &C0, 1.0, &Ym));
   TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_TRANS, GSTAT_NO_TRANS, 1.0, &Q1, &Ym, 0.0, &W1));
-  gstat_matrix Wr = block_at(s, s->W, r0 + r1, 1, r0 + r1, false);
-  gstat_matrix Tr = block_at(s, T, r0 + r1, 1, r0 + r1, true);
-  TRY(gstat_i_sched_read_begin(s->ctx, FN, &Wr, &Tr, &rd));
+  TRY(copy_block(s, block_at(s, s->W, r0 + r1, 1, r0 + r1, false),
+                 block_at(s, T, r0 + r1, 1, r0 + r1, true)));
   TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, -1.0, &Qa, &C1, 1.0, &Ym));
-  if (ahead) TRY(apply_block(s, Y, 1, Y + n));
-  TRY(gstat_i_sched_read_end(s->ctx, FN, &rd));
   double raw = T[n0], before = T[r0 + u + nq], after = before;
   if (!isfinite(raw) || !isfinite(before)) {
     *finite = 0;
@@ -495,9 +482,6 @@ static gstat_status project_column_twice(solver *s, int64_t lo, int64_t nq, int 
     TRY(gram_schmidt(s, nq, Y, s->norm0));
     accumulate(s, 0, nq, s->C);
     *more = 0;
-  } else if (ahead && !*more) { /* Y only scaled by 1 / G[0]: its product too */
-    TRY(scale_column(s, Y + n, 1 / G[0]));
-    s->ahead = nq;
   }
   chain(s, G);
 done:
@@ -576,10 +560,7 @@ static void set_block_column(solver *s, int64_t j, const double *C, int64_t ldc)
 static gstat_status expand(solver *s, int *finite) {
   gstat_status status = GSTAT_OK;
   int64_t j = s->j, b = s->b, n = s->n, ld = s->ldh;
-  if (s->ahead == j) /* the last step left A Q[:, j] at Q[:, j + b] */
-    s->ahead = -1;
-  else
-    TRY(apply_block(s, s->Q + j * n, b, s->Q + (j + b) * n));
+  TRY(apply_block(s, s->Q + j * n, b, s->Q + (j + b) * n));
   TRY(orthonormalize(s, s->fresh ? 0 : (j >= b ? j - b : 0), j + b, finite));
   s->fresh = 0;
   if (!*finite) goto done;
@@ -674,7 +655,6 @@ static gstat_status restart(solver *s, int64_t pp) {
     for (int64_t r = 0; r < pp; r++) s->S[r + c * pp] = r == c;
   s->j = pp;
   s->fresh = 1;
-  s->ahead = -1; /* the basis moved */
   s->restarts++;
 done:
   return status;
@@ -833,7 +813,6 @@ static gstat_status krylov_schur(solver *s, int64_t max_iter, double *res, int64
   int finite = 1;
   int64_t rr_at = 0; /* the step of the last Rayleigh-Ritz */
   s->coupled = 1;
-  s->speculate = b == 1;
   TRY(start_block(s));
   for (;;) {
     if (s->j + b > m) {
@@ -1058,7 +1037,6 @@ static void solver_init(solver *s, gstat_ctx *ctx, int64_t n, gstat_i_apply_fn a
   /* W holds both rounds' coefficients: 2 (m + 1) + nu of them */
   s->lock = !davidson && b == 1 && s->nu > 0 && s->nu <= (m + 1) * (m - 1);
   s->shift = opt->upper - opt->known_value;
-  s->ahead = -1;
   gstat_i_rng_seed(&s->rng, opt->seed);
 }
 

@@ -103,8 +103,6 @@ typedef struct gstat_cu_state {
   gstat_cu_buf host_sc;                /* pinned: batch spectral clustering's per-graph results */
   gstat_cu_buf host_upload;            /* pageable: small uploads (gstat_cu_upload) */
   gstat_cu_stager stage_in, stage_out; /* pinned: copies of the caller's host memory */
-  gstat_cu_buf host_read;              /* pinned: read_begin's copy, until read_end */
-  cudaEvent_t read_ev;                 /* read_begin's copy done */
   /* the batched eigensolver's graphs, captured on their own streams with
    * their own handles (no other call can touch what a graph holds), a
    * stream, handle and event per branch (capture[0]: the graph's origin) */

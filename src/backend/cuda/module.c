@@ -377,41 +377,6 @@ static gstat_status copy_matrix(void *state, gstat_ctx *ctx, const gstat_matrix 
   return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "copy", "synchronizing", err);
 }
 
-/* ---- reads whose wait comes later (backend.h: read_begin, read_end) ---- */
-
-/* Whether m is one dense column-major float32/float64 matrix. */
-static bool dense_one(const gstat_matrix *m) {
-  return m->batch == 1 && (m->dtype == GSTAT_F64 || m->dtype == GSTAT_F32) &&
-         (m->rows <= 1 || m->row_stride == 1) && (m->cols <= 1 || m->col_stride == m->rows);
-}
-
-static gstat_status read_begin(void *state, gstat_ctx *ctx, const gstat_matrix *src,
-                               const gstat_matrix *dst) {
-  gstat_cu_state *s = state;
-  if (!dense_one(src) || !dense_one(dst) || src->dtype != dst->dtype || src->rows != dst->rows ||
-      src->cols != dst->cols)
-    return GSTAT_EUNSUPPORTED;
-  size_t bytes = (size_t)(src->rows * src->cols) * gstat_cu_dtype_bytes(src->dtype);
-  cudaSetDevice(s->device);
-  /* the last read's copy may still be filling the buffer */
-  if (cudaEventSynchronize(s->read_ev) != cudaSuccess) (void)cudaGetLastError();
-  void *h = gstat_cu_host_buffer(s, NULL, &s->host_read, bytes ? bytes : 1);
-  if (!h) return GSTAT_EUNSUPPORTED;
-  cudaError_t err = cudaMemcpyAsync(h, src->data, bytes, cudaMemcpyDeviceToHost, s->stream);
-  if (err == cudaSuccess) err = cudaEventRecord(s->read_ev, s->stream);
-  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(ctx, "read", "queueing the copy", err);
-}
-
-static gstat_status read_end(void *state, gstat_ctx *ctx, gstat_matrix *dst) {
-  gstat_cu_state *s = state;
-  cudaSetDevice(s->device);
-  cudaError_t err = cudaEventSynchronize(s->read_ev);
-  if (err != cudaSuccess) return gstat_cu_fail(ctx, "read", "waiting for the copy", err);
-  memcpy(dst->data, s->host_read.ptr,
-         (size_t)(dst->rows * dst->cols) * gstat_cu_dtype_bytes(dst->dtype));
-  return GSTAT_OK;
-}
-
 /* ---- state ---- */
 
 static void destroy(void *state) {
@@ -426,9 +391,6 @@ static void destroy(void *state) {
   if (s->host_info.ptr) cudaFreeHost(s->host_info.ptr);
   if (s->host_pca.ptr) cudaFreeHost(s->host_pca.ptr);
   if (s->host_sc.ptr) cudaFreeHost(s->host_sc.ptr);
-  if (s->read_ev) cudaEventSynchronize(s->read_ev);
-  if (s->host_read.ptr) cudaFreeHost(s->host_read.ptr);
-  if (s->read_ev) cudaEventDestroy(s->read_ev);
   free(s->host_upload.ptr);
   gstat_cu_stager *stagers[2] = {&s->stage_in, &s->stage_out};
   for (int d = 0; d < 2; d++) {
@@ -495,7 +457,6 @@ static gstat_status create(gstat_ctx *ctx, int device, void **out) {
     err = cudaStreamCreateWithFlags(&s->side[k], cudaStreamNonBlocking);
   for (int k = 0; k <= GSTAT_CU_STREAMS && err == cudaSuccess; k++)
     err = cudaEventCreateWithFlags(&s->ev[k], cudaEventDisableTiming);
-  if (err == cudaSuccess) err = cudaEventCreateWithFlags(&s->read_ev, cudaEventDisableTiming);
   for (int k = 0; k < 2 && err == cudaSuccess; k++) {
     err = cudaEventCreateWithFlags(&s->stage_in.ev[k], cudaEventDisableTiming);
     if (err == cudaSuccess)
@@ -660,8 +621,6 @@ static const gstat_i_backend_ops cuda_ops = {
     .kmeans = gstat_cu_kmeans,
     .offdiag_sumsq = gstat_cu_offdiag_sumsq_op,
     .sym_affine = gstat_cu_sym_affine_op,
-    .read_begin = read_begin,
-    .read_end = read_end,
 };
 
 static const gstat_i_module module = {
