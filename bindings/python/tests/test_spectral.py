@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -158,6 +160,23 @@ def test_more_components_than_clusters_warns_and_labels(solver):
                                        affinity="precomputed").fit(cliques).labels_
     # each component lies in one cluster
     assert all(len(np.unique(lab[20 * c:20 * (c + 1)])) == 1 for c in range(5))
+
+
+@pytest.mark.parametrize("solver", ["dense", "sparse", "lanczos"])
+def test_embedding_warns_exactly_when_disconnected(solver):
+    # scikit-learn's warning for a graph that is not connected, and none for
+    # one joined by edges so weak that its second eigenvalue is nearly 0
+    cliques = sp.block_diag([np.ones((20, 20)) - np.eye(20)] * 3).tocsr()
+    emb = gstat.SpectralEmbedding(2, affinity="precomputed", eigen_solver=solver, random_state=0)
+    with pytest.warns(UserWarning, match="Graph is not fully connected"):
+        emb.fit(cliques)
+    joined = cliques.tolil()
+    for a in (19, 39):
+        joined[a, a + 1] = joined[a + 1, a] = 1e-9
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        emb.fit(joined.tocsr())
+    assert emb.eigenvalues_[1] < 1e-6
 
 
 def _breast_cancer():
