@@ -192,7 +192,7 @@ def main():
             rows.append((n, p, scores, g_ms, t_ms, err_g, err_t))
             print(f"{n}x{p} scores={scores}: gstat {g_ms:.2f} ms, torch {t_ms:.2f} ms", flush=True)
             if args.trace:
-                trace(f"gstat PCA {n}x{p} scores={scores}", run_gstat, top=12)
+                trace(f"gstat PCA {n}x{p} scores={scores}", run_gstat)
                 trace(f"torch PCA {n}x{p} scores={scores}", run_torch)
             lib.gstat_pca_result_free(res)
         del x, mix, z

@@ -81,17 +81,20 @@ cudaError_t gstat_cu_sytrd_split(const gstat_cu_sytrd_split_args *a, int *degene
                                   .w = a->w,
                                   .info = a->info,
                                   .X = X,
+                                  .first_rank = a->k > 0 ? n - a->k : 0,
                                   .gap_tol = a->gap_tol,
                                   .host_flag = a->host_flag,
                                   .clusters = a->clusters,
                                   .stream = a->stream};
   err = gstat_cu_tridiag_step(&t, degenerate, what);
   if (err != cudaSuccess || *degenerate) return err;
+  /* the wanted columns: all, or the top k (ormtr's work is k columns) */
+  const int64_t cols = a->k > 0 ? a->k : n, skip = (n - cols) * n;
   SOLVER(cusolverDnSormtr(a->solver, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, n32,
-                          n32, a->a, n32, tau, X, n32, work, lwork, dinfo),
+                          (int)cols, a->a, n32, tau, X + skip, n32, work, lwork, dinfo),
          "cusolverDnSormtr");
-  GSTAT_CU_STEP(cudaMemcpyAsync(a->a, X, (size_t)(n * n) * sizeof(float), cudaMemcpyDeviceToDevice,
-                                a->stream),
+  GSTAT_CU_STEP(cudaMemcpyAsync(a->a + skip, X + skip, (size_t)(cols * n) * sizeof(float),
+                                cudaMemcpyDeviceToDevice, a->stream),
                 "copying the vectors");
   return cudaSuccess;
 }

@@ -24,6 +24,8 @@
 typedef struct {
   int64_t n;                  /* 2 <= n <= GSTAT_CU_TRIDIAG_MAX_N */
   float *a;                   /* in: column-major n x n, lower triangle read; out: vectors */
+  int64_t k;                  /* 0: every vector; else the top k only, into a's last k
+                               * columns (the others unspecified) */
   float *w;                   /* out: n eigenvalues, ascending */
   int *info;                  /* device: 0, or 1 where T was not finite (NaN values) */
   void *work;                 /* device, gstat_cu_sytrd_split_bytes' bytes */
