@@ -6,7 +6,7 @@
  *                     [--nev E] [--tol T] [--block B] [--basis M] [--degree P]
  *                     [--method 0|1|2] [--seed X] [--reps R]
  *                     [--graph FILE] [--vectors FILE] [--device 1] [--cpu 0]
- *                     [--local 0|1|2] [--graph-in FILE]
+ *                     [--local 0|1|2] [--graph-in FILE] [--reorth -1|0|1]
  *
  *   N points (default 100000) in D dimensions (default 3): uniform in the unit
  *   cube, or C Gaussian blobs (C > 0, unit variance, centers uniform in a
@@ -16,7 +16,8 @@
  *   L = I - D^-1/2 A D^-1/2 in CSR. The E (default 8) smallest eigenpairs of
  *   L are timed, best of R (default 1) runs, with the tolerance T (default
  *   1e-8, relative to the spectral scale 2). B, M, P, method: the solver's
- *   options (0 = its defaults; method 1 Chebyshev-Davidson, 2 block Lanczos).
+ *   options (0 = its defaults; method 1 Chebyshev-Davidson, 2 block Lanczos;
+ *   reorth: Lanczos's partial reorthogonalization, -1 off, 1 on, 0 auto).
  *   --graph FILE    write the symmetric adjacency for bench/sparse_eigs_vs_sklearn.py:
  *                   int64 n, int64 nnz, int64 offsets[n+1], int64 indices[nnz],
  *                   float64 values[nnz]
@@ -469,9 +470,11 @@ static void solve_on_device(const csr *a, const gstat_i_eigs_options *cpu_opt, i
     best = fmin(best, now_ms() - t1);
   }
   for (int64_t i = 0; i < nev; i++) diff = fmax(diff, fabs(w[i] - w_cpu[i]));
-  printf(" device_status=%s device_solve_ms=%.1f device_applies=%lld eig_diff=%.3g ran=%s",
-         st == GSTAT_OK ? "OK" : gstat_ctx_last_error(ctx), best, (long long)rep.operator_applies,
-         diff, gstat_ctx_last_backend_name(ctx));
+  printf(
+      " device_status=%s device_solve_ms=%.1f device_applies=%lld device_whole_steps=%lld "
+      "eig_diff=%.3g ran=%s",
+      st == GSTAT_OK ? "OK" : gstat_ctx_last_error(ctx), best, (long long)rep.operator_applies,
+      (long long)rep.whole_steps, diff, gstat_ctx_last_backend_name(ctx));
   printf(" device_eigenvalues=");
   for (int64_t i = 0; i < nev; i++) printf("%s%.9g", i ? "," : "", w[i]);
   device_products(ctx, &plan, n, nev, V);
@@ -484,7 +487,7 @@ static void solve_on_device(const csr *a, const gstat_i_eigs_options *cpu_opt, i
 
 int main(int argc, char **argv) {
   int64_t n = 100000, nev = 8, block = 0, basis = 0, reps = 1, degree = 0;
-  int method = 0;
+  int method = 0, reorth = 0;
   int d = 3, clusters = 0, knn = 10;
   double tol = 1e-8, spread = 10;
   uint64_t seed = 1;
@@ -518,6 +521,8 @@ int main(int argc, char **argv) {
       degree = atoll(v);
     else if (!strcmp(o, "--method"))
       method = atoi(v);
+    else if (!strcmp(o, "--reorth"))
+      reorth = atoi(v);
     else if (!strcmp(o, "--seed"))
       seed = (uint64_t)atoll(v);
     else if (!strcmp(o, "--reps"))
@@ -588,7 +593,8 @@ int main(int argc, char **argv) {
                               .block = block,
                               .basis = basis,
                               .degree = degree,
-                              .method = (gstat_i_eigs_method)method};
+                              .method = (gstat_i_eigs_method)method,
+                              .partial_reorth = reorth};
   double *w = xmalloc(sizeof(double) * (size_t)nev);
   double *V = xmalloc(sizeof(double) * (size_t)(n * nev));
   double *res = xmalloc(sizeof(double) * (size_t)nev);
@@ -619,7 +625,7 @@ int main(int argc, char **argv) {
       "n=%lld dim=%d clusters=%d components=%lld knn=%d nnz_L=%lld nev=%lld tol=%g threads=%d "
       "knn_ms=%.0f "
       "graph_ms=%.0f status=%s solve_ms=%.1f cpu_ms=%.0f iterations=%lld applies=%lld "
-      "restarts=%lld "
+      "restarts=%lld whole_steps=%lld "
       "converged=%lld max_residual=%.3g dense=%d spmm_block_ms=%.2f spmv_x%lld_ms=%.2f",
       (long long)n, d, clusters, (long long)ncomp, knn, (long long)l.nnz, (long long)nev, tol,
       ctx->num_threads, t_knn, t_graph,
@@ -627,8 +633,8 @@ int main(int argc, char **argv) {
       : st == GSTAT_ENOCONV ? "ENOCONV"
                             : "ERROR",
       best, best_cpu, (long long)rep.iterations, (long long)rep.operator_applies,
-      (long long)rep.restarts, (long long)rep.converged, rep.max_residual, rep.dense, spmm,
-      (long long)nev, spmv);
+      (long long)rep.restarts, (long long)rep.whole_steps, (long long)rep.converged,
+      rep.max_residual, rep.dense, spmm, (long long)nev, spmv);
   printf(" eigenvalues=");
   for (int64_t i = 0; i < nev; i++) printf("%s%.9g", i ? "," : "", w[i]);
   if (device) solve_on_device(&a, &opt, reps, w);

@@ -303,7 +303,8 @@ static const gstat_i_eigs_method METHODS[] = {GSTAT_I_EIGS_CHEBYSHEV_DAVIDSON,
 
 /* One graph through both methods (block k), normalized and not; with
  * `simple` (no repeated eigenvalue among the k) also with a block of 1
- * (auto: Lanczos). */
+ * (auto: Lanczos), projecting every step and with partial
+ * reorthogonalization. */
 static void run_graph(const edges *e, int64_t k, double tol, bool simple) {
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
   assert_non_null(ctx);
@@ -311,17 +312,18 @@ static void run_graph(const edges *e, int64_t k, double tol, bool simple) {
     csr L;
     double upper;
     double *dense = laplacian(e, normed, &L, &upper), *lam = eigenvalues_of(dense, L.n);
-    for (int m = 0; m < 2 + simple; m++) {
+    for (int m = 0; m < 2 + 2 * simple; m++) {
       gstat_i_eigs_options opt = {.k = k, .tol = tol, .seed = 7, .upper = upper};
       if (m < 2)
         opt.method = METHODS[m];
       else
-        opt.block = 1;
+        opt.block = 1, opt.partial_reorth = m == 2 ? -1 : 1;
       result r = solve(ctx, &L, &opt);
       if (r.status != GSTAT_OK) fail_msg("%s", gstat_ctx_last_error(ctx));
       assert_int_equal(r.rep.dense, 0);
       check_pairs(&L, &opt, &r, true);
       check_against_dense(lam, &r, k);
+      if (m == 3) assert_true(r.rep.whole_steps < r.rep.iterations);
       result_free(&r);
     }
     free(lam);
@@ -440,15 +442,17 @@ static void test_disconnected(void **state) {
     }
     int64_t applies_without = 0;
     /* both methods, then the null vectors given (the search for two), also
-     * to a block of 1 (which projects them out of its basis) */
-    for (size_t m = 0; m < 4; m++) {
+     * to a block of 1 (which projects them out of its basis), the last with
+     * partial reorthogonalization (which tracks them) */
+    for (size_t m = 0; m < 5; m++) {
       gstat_i_eigs_options opt = {
           .k = 6, .tol = 1e-9, .seed = 11, .upper = upper, .method = METHODS[m % 2]};
       if (m >= 2) opt.known = U, opt.n_known = 4, opt.method = GSTAT_I_EIGS_AUTO;
-      if (m == 3) opt.block = 1;
+      if (m >= 3) opt.block = 1, opt.partial_reorth = m == 4 ? 1 : -1;
       result r = solve(ctx, &L, &opt);
       if (m == 0) applies_without = r.rep.operator_applies;
       if (m >= 2) assert_true(3 * r.rep.operator_applies < 2 * applies_without);
+      if (m == 4) assert_true(r.rep.whole_steps < r.rep.iterations);
       if (r.status != GSTAT_OK) fail_msg("%s", gstat_ctx_last_error(ctx));
       assert_int_equal(r.rep.dense, 0);
       check_pairs(&L, &opt, &r, true);
@@ -466,6 +470,57 @@ static void test_disconnected(void **state) {
   free(U);
   gstat_ctx_destroy(ctx);
   edges_free(&e);
+}
+
+/* Partial reorthogonalization (block 1) against projecting every step: the
+ * same pairs in fewer whole-basis steps. A 2-D kNN graph with a long basis:
+ * the estimates ask for whole steps within a cycle. A long path: they fall
+ * behind the loss measured at a restart (their rounding feeds back through
+ * H), and the solver goes over to whole steps, still right. */
+static void test_partial_reorth(void **state) {
+  (void)state;
+  tu_rng rng = tu_rng_new();
+  bool q = tu_quick();
+  edges graphs[2] = {knn(&rng, q ? 700 : 1200, 8), path(q ? 1500 : 2500)};
+  int64_t basis[2] = {100, 120};
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  for (int g = 0; g < 2; g++) {
+    csr L;
+    double upper;
+    double *dense = laplacian(&graphs[g], true, &L, &upper), *lam = eigenvalues_of(dense, L.n);
+    int64_t iters = 0;
+    for (int reorth = -1; reorth <= 1; reorth += 2) {
+      gstat_i_eigs_options opt = {.k = 6,
+                                  .tol = 1e-10,
+                                  .seed = 5,
+                                  .upper = upper,
+                                  .block = 1,
+                                  .basis = basis[g],
+                                  .partial_reorth = reorth};
+      result r = solve(ctx, &L, &opt);
+      if (r.status != GSTAT_OK) fail_msg("%s", gstat_ctx_last_error(ctx));
+      check_pairs(&L, &opt, &r, true);
+      check_against_dense(lam, &r, opt.k);
+      if (reorth < 0) {
+        assert_int_equal(r.rep.whole_steps, r.rep.iterations);
+        iters = r.rep.iterations;
+      } else {
+        assert_true(r.rep.iterations <= iters + iters / 10);
+        if (g == 0) /* more than the first step after each restart, fewer than half */
+          assert_true(r.rep.whole_steps > r.rep.restarts + 1 &&
+                      2 * r.rep.whole_steps < r.rep.iterations);
+        else /* gone over to whole steps, not from the start */
+          assert_true(2 * r.rep.whole_steps > r.rep.iterations &&
+                      r.rep.whole_steps < r.rep.iterations);
+      }
+      result_free(&r);
+    }
+    free(lam);
+    free(dense);
+    csr_free(&L);
+    edges_free(&graphs[g]);
+  }
+  gstat_ctx_destroy(ctx);
 }
 
 /* Graphs with few distinct eigenvalues exhaust the Krylov space after a
@@ -920,6 +975,7 @@ int main(void) {
       cmocka_unit_test(test_sbm),
       cmocka_unit_test(test_disconnected),
       cmocka_unit_test(test_exhausted),
+      cmocka_unit_test(test_partial_reorth),
       cmocka_unit_test(test_no_upper),
       cmocka_unit_test(test_dense_fallback),
       cmocka_unit_test(test_deterministic),

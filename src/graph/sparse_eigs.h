@@ -84,6 +84,12 @@ typedef struct gstat_i_eigs_options {
   const double *known;
   int64_t n_known;
   double known_value;
+  /* Lanczos with a block of 1: keep the basis only semi-orthogonal (Simon's
+   * partial reorthogonalization: a step projects against the whole basis
+   * when estimates of the loss of orthogonality reach sqrt(eps), instead of
+   * every step; a restart makes the kept vectors orthonormal again).
+   * 0: on from n = 4096, 1: on, -1: off */
+  int partial_reorth;
 } gstat_i_eigs_options;
 
 typedef struct gstat_i_eigs_report {
@@ -96,6 +102,8 @@ typedef struct gstat_i_eigs_report {
   int64_t deflated;         /* basis columns lost to rank deficiency (an exhausted Krylov
                                space) and replaced by random ones */
   double scale;             /* the spectral scale the tolerance was relative to */
+  int64_t whole_steps;      /* Lanczos, block 1: steps that projected against the whole basis
+                               (all of them without partial reorthogonalization) */
   int dense;                /* 1 when n was too small for the iteration and the operator
                                was formed densely and solved by gstat_eigh */
 } gstat_i_eigs_report;
