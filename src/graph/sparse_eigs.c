@@ -13,7 +13,9 @@
  *
  * Orthogonalization: block classical Gram-Schmidt, a Cholesky QR after each
  * pass (Lanczos: the first pass against the last two blocks only, then one
- * full pass, another when it removed much). A failing Cholesky or a column
+ * full pass, another when it removed much; with a block of 1 on large
+ * problems, partial reorthogonalization: the full pass only when Simon's
+ * estimates of the loss of orthogonality ask for it). A failing Cholesky or a column
  * that is roundoff goes to column-wise Gram-Schmidt, which replaces deflated
  * columns by random ones, so an exhausted Krylov space (a complete graph, a
  * small component) goes on correctly. Convergence seen in cheap estimates
@@ -313,6 +315,16 @@ static void chain(solver *s, const double *R) {
     for (int64_t r = 0; r < b; r++) s->Racc[r + c * b] = r <= c ? s->Rt[r + c * b] : 0;
 }
 
+/* A Cholesky factor L (b x b, lower) into R = L^T: the upper triangle, zeros
+ * below. */
+static void transpose_lower(double *G, int64_t b) {
+  for (int64_t c = 0; c < b; c++)
+    for (int64_t r = c + 1; r < b; r++) {
+      G[c + r * b] = G[r + c * b];
+      G[r + c * b] = 0;
+    }
+}
+
 /* Cholesky QR of Y (n x b) in place, given G = Y^T Y in s->G: Y = Z R, R
  * into the upper triangle of s->G. The Gram matrix is scaled to unit diagonal first, so that
  * columns of very different norms (a partly converged block) are fine; *ok = 0 (Y untouched) when a
@@ -352,12 +364,7 @@ static gstat_status cholqr(solver *s, double *Y, const double *norm0, int *ok) {
   TRY(copy_block(s, block_at(s, Li, b, b, b, true), Wm));
   TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, 1.0, &Ym, &Wm, 0.0, &Fm));
   TRY(copy_block(s, Fm, Ym));
-  /* R = L^T into the upper triangle, zeros below */
-  for (int64_t c = 0; c < b; c++)
-    for (int64_t r = c + 1; r < b; r++) {
-      G[c + r * b] = G[r + c * b];
-      G[r + c * b] = 0;
-    }
+  transpose_lower(G, b);
   *ok = 1;
 done:
   return status;
@@ -765,11 +772,7 @@ static gstat_status restart_factors(solver *s, int64_t pp, int64_t u, int *ok) {
   if (u > 0)
     TRY(gstat_i_trsm(s->ctx, GSTAT_F64, true, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, u, p1, 1.0,
                      R, p1, s->xmat, u));
-  for (int64_t c = 0; c < p1; c++)
-    for (int64_t r = c + 1; r < p1; r++) {
-      R[c + r * p1] = R[r + c * p1];
-      R[r + c * p1] = 0;
-    }
+  transpose_lower(R, p1);
   *ok = 1;
 done:
   return status;
