@@ -474,9 +474,10 @@ static void test_disconnected(void **state) {
 
 /* Partial reorthogonalization (block 1) against projecting every step: the
  * same pairs in fewer whole-basis steps. A 2-D kNN graph with a long basis:
- * the estimates ask for whole steps within a cycle. A long path: they fall
- * behind the loss measured at a restart (their rounding feeds back through
- * H), and the solver goes over to whole steps, still right. */
+ * the estimates ask for whole steps within a cycle. A long path, where
+ * Ritz vectors converge far within long cycles: with restarts that carried
+ * the whole steps' coefficients into the kept vectors' relation, the loss
+ * doubled every cycle (bench/README.md); now it stays at rounding. */
 static void test_partial_reorth(void **state) {
   (void)state;
   tu_rng rng = tu_rng_new();
@@ -506,12 +507,9 @@ static void test_partial_reorth(void **state) {
         iters = r.rep.iterations;
       } else {
         assert_true(r.rep.iterations <= iters + iters / 10);
-        if (g == 0) /* more than the first step after each restart, fewer than half */
-          assert_true(r.rep.whole_steps > r.rep.restarts + 1 &&
-                      2 * r.rep.whole_steps < r.rep.iterations);
-        else /* gone over to whole steps, not from the start */
-          assert_true(2 * r.rep.whole_steps > r.rep.iterations &&
-                      r.rep.whole_steps < r.rep.iterations);
+        /* more than the first step after each restart, at most a quarter */
+        assert_true(r.rep.whole_steps > r.rep.restarts + 1 &&
+                    4 * r.rep.whole_steps <= r.rep.iterations);
       }
       result_free(&r);
     }

@@ -153,7 +153,8 @@ typedef struct solver {
   int pro, whole_next, partial;
   double semi_orthogonal; /* the bound kept */
   double *om, *om_prev, *om_next;
-  double *gram, *pmat, *tmp, *xmat; /* restart's small matrices (ldh^2; xmat nu x ldh) */
+  double *Ht; /* ldh x ldh: the exact relation A Q = Q Ht (H is symmetrized) */
+  double *gram, *pmat, *tmp, *xmat, *xp; /* restart's: ldh^2, 2 ldh^2, ldh^2, nu x ldh twice */
   int64_t whole_steps;
 } solver;
 
@@ -493,7 +494,7 @@ static gstat_status take_round(solver *s, const double *t, int64_t u, int64_t fi
 }
 
 /* Simon's recurrence: estimates of q_{j+1}^T q_k (into om_next) from those
- * of q_j (om) and q_{j-1} (om_prev), the columns of H and this step's
+ * of q_j (om) and q_{j-1} (om_prev), the columns of Ht and this step's
  * coefficients alpha = Cacc[j], beta' = Cacc[j-1]; the norm beta of the new
  * column: beta om_next[k] = sum_l H[l, k] om[l] - alpha om[k] - beta'
  * om_prev[k] plus rounding of a step's size eps ||A|| (signed to grow the
@@ -510,7 +511,7 @@ static double estimate_loss(solver *s, int64_t j, double beta) {
     if (k < 0)
       t += s->known_value * w[k];
     else
-      for (int64_t l = 0; l <= j; l++) t += s->H[l + k * ld] * w[l];
+      for (int64_t l = 0; l <= j; l++) t += s->Ht[l + k * ld] * w[l];
     wn[k] = (t + copysign(noise, t)) / beta;
     worst = fmax(worst, fabs(wn[k]));
   }
@@ -673,6 +674,11 @@ static gstat_status expand(solver *s, int *finite) {
     for (int64_t r = 0; r < b; r++) s->H[(j + b + r) + (j + c) * ld] = s->Racc[r + c * b];
     for (int64_t col = 0; col < j; col++) s->H[(j + b + c) + col * ld] = 0;
   }
+  if (s->pro) { /* block 1: the coefficients as subtracted, the new column's norm below */
+    memset(s->Ht + j * ld, 0, sizeof(double) * (size_t)ld);
+    memcpy(s->Ht + j * ld, s->Cacc, sizeof(double) * (size_t)(j + 1));
+    s->Ht[(j + 1) + j * ld] = s->Racc[0];
+  }
   s->j = j + b;
   s->iters++;
 done:
@@ -738,117 +744,136 @@ static void reset_loss(solver *s, int64_t col) {
   s->partial = 0;
 }
 
-/* restart()'s small matrices when the basis is only semi-orthogonal: P =
- * diag(S[:, 0:pp], 1) R^-1 and XP = X diag(S[:, 0:pp], 1) R^-1 (X = U^T Q~,
- * u rows, in s->xmat; XP over it) with R^T R = P0^T G P0 - (X P0)^T X P0
- * the Gram matrix of the kept columns (G = Q~^T Q~ in s->gram), R into
- * s->tmp (p1 x p1, upper). *ok = 0 when that is far from I. */
-static gstat_status restart_factors(solver *s, int64_t pp, int64_t u, int *ok) {
+/* Q[:, 0:cols] = Q[:, 0:rows] M in place (M rows x cols on the host, ld
+ * rows), by row chunks through F (3 b columns: free at a restart). */
+static gstat_status basis_times(solver *s, int64_t rows, const double *M, int64_t cols) {
   gstat_status status = GSTAT_OK;
-  int64_t j = s->j, j1 = j + 1, p1 = pp + 1, info = 0;
-  double *P = s->pmat, *R = s->tmp, *GP = s->H + 0; /* H is rebuilt after this */
-  *ok = 0;
-  memset(P, 0, sizeof(double) * (size_t)(j1 * p1));
-  for (int64_t c = 0; c < pp; c++) memcpy(P + c * j1, s->S + c * j, sizeof(double) * (size_t)j);
-  P[j + pp * j1] = 1;
-  TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, j1, p1, j1, 1.0, s->gram, j1,
-                   P, j1, 0.0, GP, j1));
-  TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_TRANS, GSTAT_NO_TRANS, p1, p1, j1, 1.0, P, j1, GP, j1,
-                   0.0, R, p1));
-  if (u > 0) {
-    TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, u, p1, j1, 1.0, s->xmat, u,
-                     P, j1, 0.0, GP, u));
-    memcpy(s->xmat, GP, sizeof(double) * (size_t)(u * p1));
-    TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_TRANS, GSTAT_NO_TRANS, p1, p1, u, -1.0, s->xmat, u,
-                     s->xmat, u, 1.0, R, p1));
+  int64_t n = s->n, chunk = 3 * s->b * n / cols < n ? 3 * s->b * n / cols : n;
+  gstat_matrix Mm = block_at(s, s->W, rows, cols, rows, false);
+  TRY(copy_block(s, block_at(s, M, rows, cols, rows, true), Mm));
+  for (int64_t r0 = 0; r0 < n; r0 += chunk) {
+    int64_t nr = n - r0 < chunk ? n - r0 : chunk;
+    gstat_matrix Qr = block_at(s, s->Q + r0, nr, rows, n, false);
+    gstat_matrix Tm = block_at(s, s->F, nr, cols, nr, false);
+    TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, 1.0, &Qr, &Mm, 0.0, &Tm));
+    TRY(copy_block(s, Tm, block_at(s, s->Q + r0, nr, cols, n, false)));
   }
-  TRY(gstat_i_potrf(s->ctx, GSTAT_F64, p1, R, p1, &info));
+done:
+  return status;
+}
+
+/* The kept part of the exact Krylov relation (Ht, partial
+ * reorthogonalization) after a restart to pp columns: A y_c = theta_c y_c +
+ * coupling_c q, q the column at pp. */
+static void kept_relation(solver *s, int64_t pp, const double *theta, const double *coupling) {
+  int64_t ld = s->ldh;
+  for (int64_t c = 0; c < pp + 1; c++) memset(s->Ht + c * ld, 0, sizeof(double) * (size_t)ld);
+  for (int64_t c = 0; c < pp; c++) {
+    s->Ht[c + c * ld] = theta[c];
+    s->Ht[pp + c * ld] = coupling[c];
+  }
+}
+
+/* Rayleigh-Ritz of a semi-orthogonal basis in its measured metric, for
+ * restart_orthonormal. Q~ = [Q_j q] with Gram matrix G (s->gram) and the
+ * exact relation A Q_j = Q~ Ht: K = Q_j^T A Q_j = G[0:j, :] Ht, and K s =
+ * theta G_jj s gives Ritz vectors Y = Q_j S orthonormal to rounding with A Y
+ * = Y Theta + (q - Q_j w) e^T, w = G_jj^-1 G[0:j, j], e^T = Ht[j, :] S: the
+ * relation stays exact (no error for the estimates to miss) and the next
+ * column is q - Q_j w normalized (by nu). Into s->pmat: P = [[S_p, -w/nu],
+ * [0, 1/nu]] ((j + 1) x (pp + 1)), so [Y z] = Q~ P; theta and the coupling
+ * nu e^T (s->coef) for kept_relation. *ok = 0 when G is far from I. */
+static gstat_status restart_ritz(solver *s, int64_t pp, int *ok) {
+  gstat_status status = GSTAT_OK;
+  int64_t j = s->j, j1 = j + 1, p1 = pp + 1, ld = s->ldh, info = 0;
+  double *G = s->gram, *L = s->tmp, *K = s->pmat + j1 * p1, *w = s->om_next, *e = s->coef;
+  *ok = 0;
+  for (int64_t c = 0; c < j; c++) memcpy(L + c * j, G + c * j1, sizeof(double) * (size_t)j);
+  TRY(gstat_i_potrf(s->ctx, GSTAT_F64, j, L, j, &info));
   if (info != 0) goto done;
-  for (int64_t c = 0; c < p1; c++)
-    if (!(fabs(R[c + c * p1] - 1) < 0.25)) goto done; /* semi-orthogonal columns: G ~ I */
-  /* P R^-1 = P L^-T, likewise XP; then R = L^T in the upper triangle */
-  TRY(gstat_i_trsm(s->ctx, GSTAT_F64, true, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, j1, p1, 1.0,
-                   R, p1, P, j1));
-  if (u > 0)
-    TRY(gstat_i_trsm(s->ctx, GSTAT_F64, true, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, u, p1, 1.0,
-                     R, p1, s->xmat, u));
-  transpose_lower(R, p1);
+  for (int64_t c = 0; c < j; c++)
+    if (!(fabs(L[c + c * j] - 1) < 0.25)) goto done; /* semi-orthogonal: G ~ I */
+  TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, j, j, j1, 1.0, G, j1, s->Ht,
+                   ld, 0.0, K, j));
+  for (int64_t c = 0; c < j; c++)
+    for (int64_t r = c + 1; r < j; r++)
+      K[r + c * j] = K[c + r * j] = 0.5 * (K[r + c * j] + K[c + r * j]);
+  /* L^-1 K L^-T, its eigenvectors U, S = L^-T U (in K) */
+  TRY(gstat_i_trsm(s->ctx, GSTAT_F64, false, GSTAT_LOWER, GSTAT_NO_TRANS, GSTAT_NON_UNIT, j, j, 1.0,
+                   L, j, K, j));
+  TRY(gstat_i_trsm(s->ctx, GSTAT_F64, true, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, j, j, 1.0, L,
+                   j, K, j));
+  gstat_matrix Km = gstat_matrix_col_major(K, GSTAT_F64, 1, j, j);
+  gstat_matrix wm = gstat_vector_batch(s->theta, GSTAT_F64, 1, j);
+  TRY(gstat_i_eigh_host(s->ctx, &Km, GSTAT_LOWER, &wm, &Km, NULL));
+  TRY(gstat_i_trsm(s->ctx, GSTAT_F64, false, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, j, pp, 1.0,
+                   L, j, K, j));
+  /* w = G_jj^-1 g, nu^2 = G[j, j] - g^T w */
+  memcpy(w, G + j * j1, sizeof(double) * (size_t)j);
+  TRY(gstat_i_trsm(s->ctx, GSTAT_F64, false, GSTAT_LOWER, GSTAT_NO_TRANS, GSTAT_NON_UNIT, j, 1, 1.0,
+                   L, j, w, j));
+  double nu2 = G[j + j * j1];
+  for (int64_t r = 0; r < j; r++) nu2 -= w[r] * w[r]; /* g^T G^-1 g = |L^-1 g|^2 */
+  TRY(gstat_i_trsm(s->ctx, GSTAT_F64, false, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, j, 1, 1.0, L,
+                   j, w, j));
+  if (!(nu2 > 0.5)) goto done;
+  double nu = sqrt(nu2), *P = s->pmat;
+  for (int64_t c = 0; c < pp; c++) {
+    e[c] = 0;
+    for (int64_t r = 0; r < j; r++) e[c] += s->Ht[j + r * ld] * K[r + c * j];
+    e[c] *= nu;
+    memcpy(P + c * j1, K + c * j, sizeof(double) * (size_t)j);
+    P[j + c * j1] = 0;
+  }
+  for (int64_t r = 0; r < j; r++) P[r + pp * j1] = -w[r] / nu;
+  P[j + pp * j1] = 1 / nu;
   *ok = 1;
 done:
   return status;
 }
 
-/* H of the new columns [Z z] R = [Y q] (Y = Q S[:, 0:pp], q the next
- * column) from the Krylov relation A Y = Y Theta + q e^T (e = ES): A Z = Z M
- * + z r22 e^T R11^-1 with M = R11 Theta R11^-1 + r12 e^T R11^-1, symmetric
- * to rounding (Z is orthonormal) and stored as (M + M^T) / 2. R in s->tmp. */
-static void restart_projection(solver *s, int64_t pp) {
-  int64_t ld = s->ldh, p1 = pp + 1;
-  const double *R = s->tmp;
-  double *Ri = s->gram, *E1 = s->coef; /* free now; E1: m + b >= pp */
-  for (int64_t c = 0; c < pp; c++)     /* Ri = R11^-1, upper, by columns */
-    for (int64_t r = pp - 1; r >= 0; r--) {
-      double v = r == c;
-      for (int64_t t = r + 1; t <= c; t++) v -= R[r + t * p1] * Ri[t + c * pp];
-      Ri[r + c * pp] = r <= c ? v / R[r + r * p1] : 0;
-    }
-  for (int64_t c = 0; c < pp; c++) {
-    E1[c] = 0;
-    for (int64_t t = 0; t <= c; t++) E1[c] += s->ES[t] * Ri[t + c * pp];
-  }
-  for (int64_t c = 0; c < p1 + 1; c++) memset(s->H + c * ld, 0, sizeof(double) * (size_t)(p1 + 1));
-  for (int64_t c = 0; c < pp; c++)
-    for (int64_t a = 0; a <= c; a++) {
-      /* M is upper triangular but for the rank-one term */
-      double m_ac = R[a + pp * p1] * E1[c], m_ca = R[c + pp * p1] * E1[a];
-      for (int64_t t = a; t <= c; t++) m_ac += R[a + t * p1] * s->theta[t] * Ri[t + c * pp];
-      s->H[a + c * ld] = s->H[c + a * ld] = a == c ? m_ac : 0.5 * (m_ac + m_ca);
-    }
-  for (int64_t c = 0; c < pp; c++) s->H[pp + c * ld] = s->H[c + pp * ld] = R[pp + pp * p1] * E1[c];
-}
-
-/* restart() after steps of partial reorthogonalization (block 1): the kept
- * Ritz vectors and the next column made orthonormal again in the same pass
- * over the basis ([Z z] = [Y q] R^-1, the known vectors projected out), so
- * the estimates start again from rounding: one more product over the basis
- * for its Gram matrix. *done = 0 (nothing changed) when the basis is not
- * semi-orthogonal: then the plain restart runs and every later step
- * projects against the whole basis. */
+/* restart() after steps of partial reorthogonalization (block 1): the
+ * Rayleigh-Ritz in the basis's measured metric (restart_ritz; one more
+ * product over the basis for its Gram matrix) gives kept vectors and a next
+ * column orthonormal to rounding (the known vectors projected out), so the
+ * estimates start again from rounding and the relation stays exact.
+ * *done = 0 (nothing changed) when the basis is not semi-orthogonal: then
+ * the plain restart runs and every later step projects against the whole
+ * basis. */
 static gstat_status restart_orthonormal(solver *s, int64_t pp, int *done) {
   gstat_status status = GSTAT_OK;
-  int64_t j = s->j, n = s->n, j1 = j + 1, p1 = pp + 1, u = s->lock ? s->nu : 0;
+  int64_t j = s->j, j1 = j + 1, p1 = pp + 1, u = s->lock ? s->nu : 0, ld = s->ldh;
   int ok = 0;
   *done = 0;
   TRY(inner(s, tall(s, s->Q, j1), tall(s, s->Q, j1), s->gram, j1));
   if (u > 0) TRY(inner(s, tall(s, s->U, u), tall(s, s->Q, j1), s->xmat, u));
   /* the estimates are a model: where the measured loss passed the bound
-   * (their own rounding fed back through H, bench/README.md), every later
+   * (a relation with errors they do not see: bench/README.md), every later
    * step projects against the whole basis */
   double loss = 0;
   for (int64_t c = 0; c < j1; c++)
     for (int64_t r = 0; r < j1; r++) loss = fmax(loss, fabs(s->gram[r + c * j1] - (r == c)));
   for (int64_t i = 0; i < u * j1; i++) loss = fmax(loss, fabs(s->xmat[i]));
-  TRY(restart_factors(s, pp, u, &ok));
+  TRY(restart_ritz(s, pp, &ok));
   s->pro = loss <= s->semi_orthogonal;
   if (!ok) goto done;
-  /* by row chunks through F (3 columns: free at a restart) */
-  int64_t chunk = 3 * n / p1 < n ? 3 * n / p1 : n;
-  gstat_matrix Pm = block_at(s, s->W, j1, p1, j1, false);
-  TRY(copy_block(s, block_at(s, s->pmat, j1, p1, j1, true), Pm));
-  for (int64_t r0 = 0; r0 < n; r0 += chunk) {
-    int64_t rows = n - r0 < chunk ? n - r0 : chunk;
-    gstat_matrix Qr = block_at(s, s->Q + r0, rows, j1, n, false);
-    gstat_matrix Tm = block_at(s, s->F, rows, p1, rows, false);
-    TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, 1.0, &Qr, &Pm, 0.0, &Tm));
-    TRY(copy_block(s, Tm, block_at(s, s->Q + r0, rows, p1, n, false)));
-  }
+  if (u > 0) /* the known vectors' part of [Y z]: X P, taken out after the product */
+    TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, u, p1, j1, 1.0, s->xmat, u,
+                     s->pmat, j1, 0.0, s->xp, u));
+  TRY(basis_times(s, j1, s->pmat, p1));
   if (u > 0) {
     gstat_matrix Um = tall(s, s->U, u), Zm = tall(s, s->Q, p1);
     gstat_matrix Xm = block_at(s, s->UT, u, p1, u, false);
-    TRY(copy_block(s, block_at(s, s->xmat, u, p1, u, true), Xm));
+    TRY(copy_block(s, block_at(s, s->xp, u, p1, u, true), Xm));
     TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, -1.0, &Um, &Xm, 1.0, &Zm));
   }
-  restart_projection(s, pp);
+  /* H (the Rayleigh-Ritz's, symmetric) and Ht: Theta and the coupling */
+  kept_relation(s, pp, s->theta, s->coef);
+  for (int64_t c = 0; c < pp + 1; c++) memset(s->H + c * ld, 0, sizeof(double) * (size_t)(pp + 1));
+  for (int64_t c = 0; c < pp; c++) {
+    s->H[c + c * ld] = s->theta[c];
+    s->H[pp + c * ld] = s->coef[c];
+  }
   for (int64_t c = 0; c < pp; c++)
     for (int64_t r = 0; r < pp; r++) s->S[r + c * pp] = r == c;
   s->j = pp;
@@ -868,17 +893,7 @@ static gstat_status restart(solver *s, int64_t pp) {
     TRY(restart_orthonormal(s, pp, &done));
     if (done) goto done;
   }
-  /* by row chunks through F (3 b columns: free at a restart) */
-  int64_t chunk = 3 * b * n / pp < n ? 3 * b * n / pp : n;
-  gstat_matrix Sm = block_at(s, s->W, j, pp, j, false);
-  TRY(copy_block(s, block_at(s, s->S, j, pp, j, true), Sm));
-  for (int64_t r0 = 0; r0 < n; r0 += chunk) {
-    int64_t rows = n - r0 < chunk ? n - r0 : chunk;
-    gstat_matrix Qr = block_at(s, s->Q + r0, rows, j, n, false);
-    gstat_matrix Tm = block_at(s, s->F, rows, pp, rows, false);
-    TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, 1.0, &Qr, &Sm, 0.0, &Tm));
-    TRY(copy_block(s, Tm, block_at(s, s->Q + r0, rows, pp, n, false)));
-  }
+  TRY(basis_times(s, j, s->S, pp));
   /* the next block after the kept vectors (through F: the two may overlap) */
   if (pp != j && s->coupled) {
     TRY(copy_block(s, tall(s, s->Q + j * n, b), tall(s, s->F, b)));
@@ -893,6 +908,7 @@ static gstat_status restart(solver *s, int64_t pp) {
   /* the Ritz basis of the kept space is the identity now */
   for (int64_t c = 0; c < pp; c++)
     for (int64_t r = 0; r < pp; r++) s->S[r + c * pp] = r == c;
+  if (s->pro) kept_relation(s, pp, s->theta, s->ES);
   s->j = pp;
   s->fresh = 1;
   s->restarts++;
@@ -1296,7 +1312,7 @@ static gstat_status solver_memory(solver *s, double **mem, size_t *bytes, double
   size_t nu = (size_t)s->nu, known = (size_t)n * nu + nu * lc;
   size_t small = ld * ld + (size_t)(m * m) + 3 * (size_t)m + (size_t)(b * m) + 2 * ld * (size_t)b +
                  4 * (size_t)(b * b) + ld + 2 * lc + (size_t)b + 2 * lc * (size_t)b + nu;
-  size_t pro = s->pro ? 3 * (nu + ld + 1) + 3 * ld * ld + nu * ld : 0;
+  size_t pro = s->pro ? 3 * (nu + ld + 1) + 5 * ld * ld + 2 * nu * ld : 0;
   if (!gstat_i_add_size(small, pro, &small))
     return gstat_i_fail(s->ctx, GSTAT_ENOMEM, "sparse_eigs: basis %lld overflows", (long long)m);
   *tbytes = 0;
@@ -1338,8 +1354,10 @@ static gstat_status solver_memory(solver *s, double **mem, size_t *bytes, double
     s->om_next = s->om_prev + nu + ld + 1;
     s->gram = s->om_next + ld + 1;
     s->pmat = s->gram + ld * ld;
-    s->tmp = s->pmat + ld * ld;
-    s->xmat = s->tmp + ld * ld;
+    s->tmp = s->pmat + 2 * ld * ld;
+    s->Ht = s->tmp + ld * ld;
+    s->xmat = s->Ht + ld * ld;
+    s->xp = s->xmat + nu * ld;
     reset_loss(s, 0);
   }
   return GSTAT_OK;
