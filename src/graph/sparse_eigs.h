@@ -61,8 +61,9 @@ typedef struct gstat_i_eigs_options {
                        where the graph is known to be connected and without symmetry
                        (bench/README.md, "Measurements moved from code comments") */
   int64_t basis;    /* largest basis before a restart; 0: Davidson max(6 block, k + 3
-                       block), Lanczos max(4k, k + 12 block) but at most max(k + 4 block,
-                       128). At least k + 2 block (Davidson) or k + block (Lanczos) */
+                       block), Lanczos max(4k, k + 12 block) (a block of 1: max(4k, k +
+                       24)) but at most max(k + 4 block, 128). At least k + 2 block
+                       (Davidson) or k + block (Lanczos) */
   int64_t cluster;  /* eigenvalues the caller expects close above the wanted ones (a
                        Laplacian's components beside its null space: one smallest nonzero
                        eigenvalue each); 0: none. The default basis is then at least

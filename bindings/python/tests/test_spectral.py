@@ -245,6 +245,25 @@ def test_lanczos_solver_agrees_on_a_graph_of_data(n):
     np.testing.assert_allclose(np.linalg.svd(qa.T @ qb, compute_uv=False), 1, atol=1e-6)
 
 
+def test_lanczos_solver_beside_known_null_vectors():
+    # two components (their null vectors known to the solver) and a tight
+    # tolerance: with a basis of k + 12 columns the single vector stopped at
+    # 1000 iterations (largest residual 1.1e-9); k + 24 converges
+    X, y = make_blobs([4000, 2000], cluster_std=[0.5, 1.0], center_box=(-80, 80), random_state=2)
+    kw = dict(affinity="nearest_neighbors", n_neighbors=8, random_state=0, eigen_tol=1e-10)
+    lz = gstat.SpectralEmbedding(4, eigen_solver="lanczos", **kw)
+    sp = gstat.SpectralEmbedding(4, eigen_solver="sparse", **kw)
+    with pytest.warns(UserWarning, match="not fully connected"):
+        a = lz.fit_transform(X)
+    with pytest.warns(UserWarning, match="not fully connected"):
+        b = sp.fit_transform(X)
+    assert np.sum(lz.eigenvalues_ < 1e-9) == 2
+    np.testing.assert_allclose(lz.eigenvalues_, sp.eigenvalues_, atol=1e-9)
+    qa, _ = np.linalg.qr(a)
+    qb, _ = np.linalg.qr(b)
+    np.testing.assert_allclose(np.linalg.svd(qa.T @ qb, compute_uv=False), 1, atol=1e-6)
+
+
 def test_auto_solver_is_the_fast_one_for_the_graph():
     # a kNN graph of 1000 nodes: 0.28 s dense, 0.036 s iterative (1 thread);
     # the rule (bench/README.md) sends it to the iterative solver
