@@ -99,7 +99,8 @@ static const double PYTHAGORAS_MIN_KEPT = 1e-4;
 /* Partial reorthogonalization keeps |q_i^T q_k| below sqrt(eps), enough for
  * the projected matrix to be exact to rounding (Simon 1984), and below a
  * hundredth of the tolerance: the coefficients a whole-basis pass then finds
- * enter H, and the estimates can be a few times low (bench/README.md). */
+ * enter H (symmetrized for the Rayleigh-Ritz), and the estimates can be a
+ * few times low (bench/README.md). */
 static const double SEMI_ORTHOGONAL = 1.4901161193847656e-08, LOSS_PER_TOL = 0.01;
 
 typedef struct solver {
@@ -496,9 +497,9 @@ static gstat_status take_round(solver *s, const double *t, int64_t u, int64_t fi
 /* Simon's recurrence: estimates of q_{j+1}^T q_k (into om_next) from those
  * of q_j (om) and q_{j-1} (om_prev), the columns of Ht and this step's
  * coefficients alpha = Cacc[j], beta' = Cacc[j-1]; the norm beta of the new
- * column: beta om_next[k] = sum_l H[l, k] om[l] - alpha om[k] - beta'
+ * column: beta om_next[k] = sum_l Ht[l, k] om[l] - alpha om[k] - beta'
  * om_prev[k] plus rounding of a step's size eps ||A|| (signed to grow the
- * estimate). The known vectors are eigenvectors: H's column there is
+ * estimate). The known vectors are eigenvectors: their column is
  * known_value. Returns the largest |estimate|. */
 static double estimate_loss(solver *s, int64_t j, double beta) {
   int64_t ld = s->ldh, u = s->lock ? s->nu : 0;
