@@ -152,7 +152,6 @@ typedef struct solver {
    * (the basis); whole_next: the next step projects against everything;
    * partial: a step since the last restart did not */
   int pro, whole_next, partial;
-  double semi_orthogonal; /* the bound kept */
   double *om, *om_prev, *om_next;
   double *Ht; /* ldh x ldh: the exact relation A Q = Q Ht (H is symmetrized) */
   double *gram, *pmat, *tmp, *xmat, *xp; /* restart's: ldh^2, 2 ldh^2, ldh^2, nu x ldh twice */
@@ -494,6 +493,16 @@ static gstat_status take_round(solver *s, const double *t, int64_t u, int64_t fi
   return inner(s, Ym, Ym, left, 1);
 }
 
+/* |q_i^T q_k| right after a projection of one against the other. */
+static double rounding_loss(const solver *s) {
+  return DBL_EPSILON * sqrt((double)s->n);
+}
+
+/* The loss of orthogonality partial reorthogonalization keeps below. */
+static double loss_bound(const solver *s) {
+  return fmin(SEMI_ORTHOGONAL, LOSS_PER_TOL * s->tol);
+}
+
 /* Simon's recurrence: estimates of q_{j+1}^T q_k (into om_next) from those
  * of q_j (om) and q_{j-1} (om_prev), the columns of Ht and this step's
  * coefficients alpha = Cacc[j], beta' = Cacc[j-1]; the norm beta of the new
@@ -524,7 +533,7 @@ static double estimate_loss(solver *s, int64_t j, double beta) {
  * last two basis columns always), Simon's estimates elsewhere. */
 static void track_loss(solver *s, int64_t nq, int whole_basis, int whole_known) {
   int64_t u = s->lock ? s->nu : 0;
-  double psi = DBL_EPSILON * sqrt((double)s->n), *t = s->om_prev;
+  double psi = rounding_loss(s), *t = s->om_prev;
   if (whole_known)
     for (int64_t k = -u; k < 0; k++) s->om_next[k] = psi;
   for (int64_t k = whole_basis ? 0 : (nq > 2 ? nq - 2 : 0); k < nq; k++) s->om_next[k] = psi;
@@ -570,7 +579,7 @@ static gstat_status project_column_twice(solver *s, int64_t lo, int64_t nq, int 
   for (int64_t i = 0; i < n0; i++) s->C[lo + i] = T[i];
   accumulate(s, lo, nq, s->C);
   TRY(take_round(s, T + r0, u, first, nq, before, &after));
-  if (!*whole && !(after > 0 && estimate_loss(s, nq - 1, sqrt(after)) <= s->semi_orthogonal)) {
+  if (!*whole && !(after > 0 && estimate_loss(s, nq - 1, sqrt(after)) <= loss_bound(s))) {
     u = s->lock ? s->nu : 0;
     TRY(round_read(s, nq, 0, s->Q - u * n, u + nq));
     TRY(take_round(s, T, u, 0, nq, after, &after));
@@ -732,15 +741,11 @@ static double threshold(const solver *s, double lambda) {
   return s->tol * fmax(fabs(lambda), s->scale);
 }
 
-/* Keep the pp smallest Ritz vectors: Q[:, 0:pp] = Q[:, 0:j] S[:, 0:pp] (in
- * place, by row chunks), H = diag(theta), S = I; Krylov-Schur: the next
- * block moves to pp and the coupling becomes E S. Needs a preceding
- * rayleigh_ritz. */
 /* The estimates of a column orthogonal to everything before it (the next
  * one after a restart): rounding level. */
 static void reset_loss(solver *s, int64_t col) {
   int64_t u = s->lock ? s->nu : 0;
-  for (int64_t k = -u; k < col; k++) s->om[k] = DBL_EPSILON * sqrt((double)s->n);
+  for (int64_t k = -u; k < col; k++) s->om[k] = rounding_loss(s);
   s->om[col] = 1;
   s->partial = 0;
 }
@@ -763,16 +768,28 @@ done:
   return status;
 }
 
-/* The kept part of the exact Krylov relation (Ht, partial
- * reorthogonalization) after a restart to pp columns: A y_c = theta_c y_c +
- * coupling_c q, q the column at pp. */
-static void kept_relation(solver *s, int64_t pp, const double *theta, const double *coupling) {
-  int64_t ld = s->ldh;
-  for (int64_t c = 0; c < pp + 1; c++) memset(s->Ht + c * ld, 0, sizeof(double) * (size_t)ld);
-  for (int64_t c = 0; c < pp; c++) {
-    s->Ht[c + c * ld] = theta[c];
-    s->Ht[pp + c * ld] = coupling[c];
+/* A restart's end, the kept Ritz vectors at Q[:, 0:pp]: H (and Ht, the
+ * exact relation, with partial reorthogonalization) = diag(theta) with the
+ * next block's coupling (b x pp, or NULL: none) below, S = I. */
+static void kept_basis(solver *s, int64_t pp, const double *coupling) {
+  int64_t b = s->b, ld = s->ldh;
+  for (int64_t c = 0; c < pp + b; c++) memset(s->H + c * ld, 0, sizeof(double) * (size_t)(pp + b));
+  if (s->pro)
+    for (int64_t c = 0; c < pp + b; c++) memset(s->Ht + c * ld, 0, sizeof(double) * (size_t)ld);
+  for (int64_t i = 0; i < pp; i++) {
+    s->H[i + i * ld] = s->theta[i];
+    for (int64_t r = 0; coupling && r < b; r++) s->H[(pp + r) + i * ld] = coupling[r + i * b];
+    if (s->pro) {
+      s->Ht[i + i * ld] = s->theta[i];
+      s->Ht[pp + i * ld] = coupling[i];
+    }
   }
+  for (int64_t c = 0; c < pp; c++)
+    for (int64_t r = 0; r < pp; r++) s->S[r + c * pp] = r == c;
+  s->j = pp;
+  s->fresh = 1;
+  s->restarts++;
+  if (s->pro) reset_loss(s, pp);
 }
 
 /* Rayleigh-Ritz of a semi-orthogonal basis in its measured metric, for
@@ -843,7 +860,7 @@ done:
  * basis. */
 static gstat_status restart_orthonormal(solver *s, int64_t pp, int *done) {
   gstat_status status = GSTAT_OK;
-  int64_t j = s->j, j1 = j + 1, p1 = pp + 1, u = s->lock ? s->nu : 0, ld = s->ldh;
+  int64_t j = s->j, j1 = j + 1, p1 = pp + 1, u = s->lock ? s->nu : 0;
   int ok = 0;
   *done = 0;
   TRY(inner(s, tall(s, s->Q, j1), tall(s, s->Q, j1), s->gram, j1));
@@ -856,7 +873,7 @@ static gstat_status restart_orthonormal(solver *s, int64_t pp, int *done) {
     for (int64_t r = 0; r < j1; r++) loss = fmax(loss, fabs(s->gram[r + c * j1] - (r == c)));
   for (int64_t i = 0; i < u * j1; i++) loss = fmax(loss, fabs(s->xmat[i]));
   TRY(restart_ritz(s, pp, &ok));
-  s->pro = loss <= s->semi_orthogonal;
+  s->pro = loss <= loss_bound(s);
   if (!ok) goto done;
   if (u > 0) /* the known vectors' part of [Y z]: X P, taken out after the product */
     TRY(gstat_i_gemm(s->ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, u, p1, j1, 1.0, s->xmat, u,
@@ -868,27 +885,19 @@ static gstat_status restart_orthonormal(solver *s, int64_t pp, int *done) {
     TRY(copy_block(s, block_at(s, s->xp, u, p1, u, true), Xm));
     TRY(gstat_i_sched_gemm(s->ctx, FN, GSTAT_NO_TRANS, GSTAT_NO_TRANS, -1.0, &Um, &Xm, 1.0, &Zm));
   }
-  /* H (the Rayleigh-Ritz's, symmetric) and Ht: Theta and the coupling */
-  kept_relation(s, pp, s->theta, s->coef);
-  for (int64_t c = 0; c < pp + 1; c++) memset(s->H + c * ld, 0, sizeof(double) * (size_t)(pp + 1));
-  for (int64_t c = 0; c < pp; c++) {
-    s->H[c + c * ld] = s->theta[c];
-    s->H[pp + c * ld] = s->coef[c];
-  }
-  for (int64_t c = 0; c < pp; c++)
-    for (int64_t r = 0; r < pp; r++) s->S[r + c * pp] = r == c;
-  s->j = pp;
-  s->fresh = 1;
-  s->restarts++;
-  reset_loss(s, pp);
+  kept_basis(s, pp, s->coef);
   *done = 1;
 done:
   return status;
 }
 
+/* Keep the pp smallest Ritz vectors: Q[:, 0:pp] = Q[:, 0:j] S[:, 0:pp] (in
+ * place, by row chunks), H = diag(theta), S = I; Krylov-Schur: the next
+ * block moves to pp and the coupling becomes E S. Needs a preceding
+ * rayleigh_ritz. */
 static gstat_status restart(solver *s, int64_t pp) {
   gstat_status status = GSTAT_OK;
-  int64_t j = s->j, b = s->b, n = s->n, ld = s->ldh;
+  int64_t j = s->j, b = s->b, n = s->n;
   if (s->pro && s->partial) {
     int done = 0;
     TRY(restart_orthonormal(s, pp, &done));
@@ -900,20 +909,7 @@ static gstat_status restart(solver *s, int64_t pp) {
     TRY(copy_block(s, tall(s, s->Q + j * n, b), tall(s, s->F, b)));
     TRY(copy_block(s, tall(s, s->F, b), tall(s, s->Q + pp * n, b)));
   }
-  for (int64_t c = 0; c < pp + b; c++) memset(s->H + c * ld, 0, sizeof(double) * (size_t)(pp + b));
-  for (int64_t i = 0; i < pp; i++) {
-    s->H[i + i * ld] = s->theta[i];
-    if (s->coupled)
-      for (int64_t r = 0; r < b; r++) s->H[(pp + r) + i * ld] = s->ES[r + i * b];
-  }
-  /* the Ritz basis of the kept space is the identity now */
-  for (int64_t c = 0; c < pp; c++)
-    for (int64_t r = 0; r < pp; r++) s->S[r + c * pp] = r == c;
-  if (s->pro) kept_relation(s, pp, s->theta, s->ES);
-  s->j = pp;
-  s->fresh = 1;
-  s->restarts++;
-  if (s->pro) reset_loss(s, pp);
+  kept_basis(s, pp, s->coupled ? s->ES : NULL);
 done:
   return status;
 }
@@ -1296,7 +1292,6 @@ static void solver_init(solver *s, gstat_ctx *ctx, int64_t n, gstat_i_apply_fn a
   s->lock = !davidson && b == 1 && s->nu > 0 && s->nu <= (m + 1) * (m - 1);
   s->shift = opt->upper - opt->known_value;
   s->known_value = opt->known_value;
-  s->semi_orthogonal = fmin(SEMI_ORTHOGONAL, LOSS_PER_TOL * tol);
   s->pro = !davidson && b == 1 &&
            (opt->partial_reorth > 0 || (opt->partial_reorth == 0 && n >= PARTIAL_REORTH_MIN_N));
   gstat_i_rng_seed(&s->rng, opt->seed);
