@@ -16,10 +16,12 @@ gstat.PCA.fit_transform of a CUDA tensor does; torch's scores stay on the
 device too).
 
 usage: bench/gpu_pca_vs_torch.py [--build build-gpu] [--reps 3] [--quick]
-                                 [--methods cov,gram,randomized] [--trace]
+                                 [--methods cov,gram,randomized] [--trace [--top T]]
+                                 [--shapes NxP,...]
 
 --trace: after each row, where one call's time goes (kernels, copies, host waits;
-gpu_bench_common.trace).
+gpu_bench_common.trace), the T (default 5) largest device items.
+--shapes: only these rows (of every method asked for).
 """
 import argparse
 import ctypes
@@ -67,7 +69,7 @@ def torch_randomized(x, k, power=7, over=10):
     return s[:k] ** 2, vh[:k]
 
 
-def method_rows(lib, ctx, method, shapes, k, reps, traced=False):
+def method_rows(lib, ctx, method, shapes, k, reps, traced=False, top=5):
     """gstat's GRAM (2) or RANDOMIZED (3) method on device data vs torch, fp32,
     without scores; the accuracy column: top-k variances against float64."""
     rows = []
@@ -93,8 +95,9 @@ def method_rows(lib, ctx, method, shapes, k, reps, traced=False):
         g_ms, r = timed(run_gstat, reps)
         t_ms, _ = timed(lambda: fn(x, k), reps)
         if traced:
-            trace(f"gstat {('gram', 'randomized')[method - 2]} {n}x{p}", run_gstat, calls=5)
-            trace(f"torch {('gram', 'randomized')[method - 2]} {n}x{p}", lambda: fn(x, k), calls=5)
+            name = ('gram', 'randomized')[method - 2]
+            trace(f"gstat {name} {n}x{p}", run_gstat, calls=5, top=top)
+            trace(f"torch {name} {n}x{p}", lambda: fn(x, k), calls=5, top=top)
         ev = [r.contents.explained_variance[i] for i in range(k)]
         xd = x.double()
         xd -= xd.mean(0)
@@ -125,18 +128,27 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--methods", default="cov,gram,randomized")
     ap.add_argument("--trace", action="store_true", help="where each row's call spends its time")
+    ap.add_argument("--top", type=int, default=5, help="device items listed per trace")
+    ap.add_argument("--shapes", default="", help="only these rows, e.g. 20000x1000,2000x20000")
     args = ap.parse_args()
     methods = args.methods.split(",")
+    only = {tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",") if s}
+
+    def chosen(shapes):
+        return [sh for sh in shapes if not only or sh in only]
+
     lib, ctx = load(args.build)
     tables = []  # printed last, after the covariance table's rows
     if "gram" in methods:
         wide = [(2000, 20000), (5000, 50000)] if not args.quick else [(2000, 20000)]
-        tables.append(("Gram", method_rows(lib, ctx, 2, wide, 10, args.reps, args.trace)))
+        tables.append(("Gram", method_rows(lib, ctx, 2, chosen(wide), 10, args.reps, args.trace,
+                                           args.top)))
     if "randomized" in methods:
         tall = [(100000, 100), (20000, 1000), (1000000, 1000)]
         if args.quick:
             tall = [(100000, 100), (200000, 1000)]
-        tables.append(("randomized", method_rows(lib, ctx, 3, tall, 10, args.reps, args.trace)))
+        tables.append(("randomized", method_rows(lib, ctx, 3, chosen(tall), 10, args.reps,
+                                                 args.trace, args.top)))
     if "cov" not in methods:
         for name, rows in tables:
             print_method_table(name, rows, 10, args.reps)
@@ -147,7 +159,7 @@ def main():
         shapes = [(100000, 100), (200000, 1000)]
     k = 10
     rows = []
-    for n, p in shapes:
+    for n, p in chosen(shapes):
         g = torch.Generator(device="cuda").manual_seed(0)
         mix = torch.randn(p, p, device="cuda", generator=g) / p ** 0.5
         x = (torch.randn(n, p, device="cuda", generator=g) @ mix + 3.0).contiguous()
@@ -192,8 +204,8 @@ def main():
             rows.append((n, p, scores, g_ms, t_ms, err_g, err_t))
             print(f"{n}x{p} scores={scores}: gstat {g_ms:.2f} ms, torch {t_ms:.2f} ms", flush=True)
             if args.trace:
-                trace(f"gstat PCA {n}x{p} scores={scores}", run_gstat)
-                trace(f"torch PCA {n}x{p} scores={scores}", run_torch)
+                trace(f"gstat PCA {n}x{p} scores={scores}", run_gstat, top=args.top)
+                trace(f"torch PCA {n}x{p} scores={scores}", run_torch, top=args.top)
             lib.gstat_pca_result_free(res)
         del x, mix, z
         torch.cuda.empty_cache()
