@@ -205,168 +205,222 @@ gstat_status gstat_i_sc_check_ks(gstat_ctx *ctx, const char *fn, const gstat_i_s
   return st;
 }
 
-gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_batch *B,
-                              const int64_t *ks, const gstat_spectral_options *o,
-                              gstat_i_sc_out *out) {
-  sc s = {B->G, o, B->node0, ks, B->single};
-  int64_t count = B->G->count;
-  /* float32 (and bfloat16) dense input: Laplacians decomposed in float32, faster for small
-   * graphs (bench/README.md, "Measurements moved from code comments"); the input holds no
-   * more precision than that anyway */
-  const bool f32 = B->G->format == GSTAT_GRAPH_DENSE &&
-                   (B->G->adjacency.dtype == GSTAT_F32 || B->G->adjacency.dtype == GSTAT_BF16);
-  gstat_status st = gstat_i_sc_check_ks(ctx, fn, B, ks, o);
-  if (st != GSTAT_OK) return st;
+/* One dense engine call: the graphs' view, the batch, what it writes, and
+ * the bookkeeping (per-graph records, the size order, per-graph validity). */
+typedef struct engine {
+  gstat_ctx *ctx;
+  const char *fn;
+  sc s;
+  const gstat_i_sc_batch *B;
+  gstat_i_sc_out *out;
+  bool f32; /* Laplacians decomposed in float32 */
+  rec *recs;
+  sizeidx *order;
+  int64_t *bad;
+  bool failed; /* a chunk failed as a whole (no memory, the solver): no per-graph outputs */
+} engine;
 
-  /* bookkeeping: records, size order, per-graph validity */
-  size_t book;
-  if (!gstat_i_mul_size((size_t)count + 1, sizeof(rec) + sizeof(sizeidx) + sizeof(int64_t), &book))
-    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: batch of %lld graphs overflows", fn,
-                        (long long)count);
-  char *bk = gstat_i_workspace(ctx, GSTAT_WS_GRAPH, book);
-  if (!bk) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate bookkeeping", fn);
-  rec *recs = (rec *)bk;
-  sizeidx *order = (sizeidx *)(recs + count + 1);
-  int64_t *bad = (int64_t *)(order + count + 1);
-
-  /* validate every graph's contents before writing anything; in a batch, NaN or
-   * Inf weights are the graph's own failure (labels -1), not the call's */
-  int check_nt = gstat_i_loop_threads(ctx, count, 0, graph_bytes(&s, count));
-#pragma omp parallel for num_threads(check_nt) schedule(dynamic, 16) if (check_nt > 1)
-  for (int64_t g = 0; g < count; g++) bad[g] = check_graph(&s, fn, g, NULL);
+/* Every graph's contents checked before anything is written; in a batch,
+ * NaN or Inf weights are the graph's own failure (labels -1), not the
+ * call's. */
+static gstat_status check_graphs(engine *e) {
+  int64_t count = e->B->G->count;
+  int nt = gstat_i_loop_threads(e->ctx, count, 0, graph_bytes(&e->s, count));
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 16) if (nt > 1)
+  for (int64_t g = 0; g < count; g++) e->bad[g] = check_graph(&e->s, e->fn, g, NULL);
   for (int64_t g = 0; g < count; g++)
-    if (bad[g] != GSTAT_OK && (bad[g] != GSTAT_ENOTFINITE || B->single)) {
+    if (e->bad[g] != GSTAT_OK && (e->bad[g] != GSTAT_ENOTFINITE || e->B->single)) {
       gstat_i_err err = {0};
-      check_graph(&s, fn, g, &err);
-      return gstat_i_err_raise(ctx, &err);
+      check_graph(&e->s, e->fn, g, &err);
+      return gstat_i_err_raise(e->ctx, &err);
     }
+  return GSTAT_OK;
+}
 
-  int64_t total_nodes = B->node0[count];
-  out->ran = true;
-  for (int64_t i = 0; out->labels && i < total_nodes; i++) out->labels[i] = -1;
+/* Labels -1 until assigned, the records cleared, graphs ordered by size (a
+ * graph that failed its check as an empty one). */
+static void start_records(engine *e) {
+  int64_t count = e->B->G->count;
+  for (int64_t i = 0; e->out->labels && i < e->B->node0[count]; i++) e->out->labels[i] = -1;
   for (int64_t g = 0; g < count; g++) {
-    memset(&recs[g], 0, sizeof(rec));
-    if (bad[g] != GSTAT_OK) recs[g].why = WHY_NONFINITE;
-    if (B->single) { /* one graph: k-means reports progress and can be cancelled */
-      recs[g].tick = gstat_i_sc_km_tick;
-      recs[g].tick_arg = ctx;
-      recs[g].runs = gstat_i_kmeans_runs;
+    rec *r = &e->recs[g];
+    memset(r, 0, sizeof *r);
+    if (e->bad[g] != GSTAT_OK) r->why = WHY_NONFINITE;
+    if (e->B->single) { /* one graph: k-means reports progress and can be cancelled */
+      r->tick = gstat_i_sc_km_tick;
+      r->tick_arg = e->ctx;
+      r->runs = gstat_i_kmeans_runs;
     }
-    order[g].n = bad[g] != GSTAT_OK ? 0 : size_of(&s, g); /* skipped as an empty graph */
-    order[g].g = g;
+    e->order[g].n = e->bad[g] != GSTAT_OK ? 0 : size_of(&e->s, g);
+    e->order[g].g = g;
   }
-  qsort(order, (size_t)count, sizeof(sizeidx), by_size);
+  qsort(e->order, (size_t)count, sizeof(sizeidx), by_size);
+}
 
-  const int64_t budget = (int64_t)1 << 26; /* bytes of Laplacians per chunk */
+/* Graphs of n nodes per chunk: 64 MiB of Laplacians, at most 4096; one
+ * above the size where a batched eigh is no longer bitwise the one-graph
+ * call's. */
+static int64_t chunk_of(int64_t n) {
+  const int64_t budget = (int64_t)1 << 26;
+  int64_t chunk = budget / (n * n * (int64_t)sizeof(double));
+  chunk = chunk < 1 ? 1 : chunk > 4096 ? 4096 : chunk;
+  return n > gstat_i_eigh_batch_invariant_max() ? 1 : chunk;
+}
+
+/* A chunk's workspace: cn Laplacians (n x n, double, then float32 copies),
+ * eigenvalues, degrees, info and wanted pairs, per-thread scratch. */
+typedef struct chunk_ws {
+  int64_t n, c0, cn, kmax, dmax;
+  int tn;
+  size_t ts; /* doubles of scratch a thread */
+  double *L, *w, *deg, *scr;
+  int64_t *info, *pairs;
+  float *Lf, *wf;
+} chunk_ws;
+
+static gstat_status chunk_workspace(engine *e, int64_t n, int64_t c0, int64_t cn, chunk_ws *c) {
+  const gstat_spectral_options *o = e->s.o;
+  memset(c, 0, sizeof *c);
+  c->n = n, c->c0 = c0, c->cn = cn, c->kmax = 1, c->dmax = 1;
+  for (int64_t i = 0; i < cn; i++) {
+    int64_t k = k_of(&e->s, e->order[c0 + i].g);
+    int64_t kc = k > 0 ? k : (o->max_clusters < n ? o->max_clusters : n);
+    if (kc > c->kmax) c->kmax = kc;
+    if (dim_of(o, kc) > c->dmax) c->dmax = dim_of(o, kc);
+  }
+  /* per graph: its Laplacian and the k-means runs on its embedding */
+  double per_graph = 30.0 * (double)(n * n) + 3000.0 * (double)(n * c->kmax * c->dmax);
+  c->tn = gstat_i_loop_threads(e->ctx, cn, per_graph * (double)cn, 8.0 * (double)(cn * n * n));
+  size_t cells = (size_t)(cn * n * n);
+  c->ts = gstat_i_sc_thread_scratch(n, c->kmax, c->dmax);
+  /* f32: the Laplacians and eigenvalues also in float (half a double each) */
+  size_t lf = e->f32 ? (cells + (size_t)(cn * n)) / 2 + 1 : 0;
+  /* beside info, the pairs each graph's embedding can use: the
+   * scheduler's eigh_lowest computes only those where that pays */
+  size_t total = cells + 2 * (size_t)(cn * n) + 3 * (size_t)cn + c->ts * (size_t)c->tn + lf;
+  if (total > SIZE_MAX / 8)
+    return gstat_i_fail(e->ctx, GSTAT_ENOMEM, "%s: workspace size overflows", e->fn);
+  double *ws = gstat_i_workspace(e->ctx, GSTAT_WS_SPECTRAL, total * 8);
+  if (!ws)
+    return gstat_i_fail(e->ctx, GSTAT_ENOMEM,
+                        "%s: cannot allocate %zu bytes for %lld graphs of %lld nodes", e->fn,
+                        total * 8, (long long)cn, (long long)n);
+  c->L = ws, c->w = c->L + cells, c->deg = c->w + cn * n, c->scr = c->deg + cn * n + 3 * cn;
+  c->info = (int64_t *)(c->deg + cn * n), c->pairs = c->info + 2 * cn;
+  c->Lf = (float *)(c->scr + c->ts * (size_t)c->tn), c->wf = c->Lf + cells;
+  for (int64_t i = 0; i < cn; i++)
+    c->pairs[i] = gstat_i_sc_eig_count(o, n, k_of(&e->s, e->order[c0 + i].g));
+  return GSTAT_OK;
+}
+
+static int thread_num(void) {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
+/* The chunk's Laplacians and degrees, in parallel over graphs (float32:
+ * the lower triangle, all eigh reads, copied to float). */
+static void build_chunk(engine *e, const chunk_ws *c) {
+  const int64_t n = c->n;
+#pragma omp parallel for num_threads(c->tn) schedule(dynamic, 1) if (c->tn > 1)
+  for (int64_t i = 0; i < c->cn; i++) {
+    int64_t g = e->order[c->c0 + i].g;
+    const double *Lc = c->L + (size_t)(i * n * n);
+    build_one(&e->s, e->fn, g, c->L + (size_t)(i * n * n), c->deg + i * n, &e->recs[g],
+              (int64_t *)(c->scr + c->ts * (size_t)thread_num()));
+    if (!e->f32) continue;
+    float *Fc = c->Lf + (size_t)(i * n * n);
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t r = j; r < n; r++) Fc[r + j * n] = (float)Lc[r + j * n];
+  }
+}
+
+/* One batched eigh of the chunk (the pairs each graph can use); a graph
+ * whose eigh did not converge is its own failure. */
+static gstat_status solve_chunk(engine *e, const chunk_ws *c) {
+  const int64_t n = c->n, cn = c->cn;
+  gstat_matrix Lm = e->f32 ? gstat_matrix_col_major(c->Lf, GSTAT_F32, cn, n, n)
+                           : gstat_matrix_col_major(c->L, GSTAT_F64, cn, n, n);
+  gstat_matrix wm = e->f32 ? gstat_vector_batch(c->wf, GSTAT_F32, cn, n)
+                           : gstat_vector_batch(c->w, GSTAT_F64, cn, n);
+  gstat_status st = gstat_i_sched_eigh_lowest(e->ctx, &Lm, c->pairs, &wm, c->info);
+  if (st != GSTAT_ENOCONV) return st;
+  for (int64_t i = 0; i < cn; i++) {
+    rec *r = &e->recs[e->order[c->c0 + i].g];
+    if (c->info[i] != 0 && r->why == WHY_OK) r->why = WHY_EIGH;
+  }
+  return GSTAT_OK;
+}
+
+/* Embeddings and labels, in parallel over the chunk's graphs (float32: the
+ * eigenvalues and the columns the embedding can use back to double). */
+static void assign_chunk(engine *e, const chunk_ws *c) {
+  const int64_t n = c->n;
+  const gstat_i_sc_out *out = e->out;
+#pragma omp parallel for num_threads(c->tn) schedule(dynamic, 1) if (c->tn > 1)
+  for (int64_t i = 0; i < c->cn; i++) {
+    int64_t g = e->order[c->c0 + i].g;
+    double *V = c->L + (size_t)(i * n * n), *w = c->w + i * n;
+    if (e->f32) {
+      int64_t neig = gstat_i_sc_eig_count(e->s.o, n, k_of(&e->s, g));
+      const float *Vf = c->Lf + (size_t)(i * n * n), *wc = c->wf + i * n;
+      for (int64_t j = 0; j < neig; j++) w[j] = (double)wc[j];
+      for (int64_t j = 0; j < neig * n; j++) V[j] = (double)Vf[j];
+    }
+    double *eo = out->eigenvalues ? out->eigenvalues + out->eig_offsets[g] : NULL;
+    int64_t *lab = out->labels + e->B->node0[g];
+    gstat_i_sc_assign(e->s.o, n, k_of(&e->s, g), V, w, c->deg + i * n, &e->recs[g], lab, eo,
+                      out->embedding, out->embed_only, c->scr + c->ts * (size_t)thread_num());
+    if (e->recs[g].why != WHY_OK)
+      for (int64_t j = 0; j < n; j++) lab[j] = -1;
+  }
+}
+
+/* Every group of equal-size graphs in chunks, progress after each chunk
+ * (which may cancel the call). */
+static gstat_status run_groups(engine *e) {
+  const int64_t count = e->B->G->count;
   int64_t done = 0;
   char what[64];
-  snprintf(what, sizeof what, "%s: graphs", fn);
-  st = gstat_i_progress(ctx, what, 0, count);
+  snprintf(what, sizeof what, "%s: graphs", e->fn);
+  gstat_status st = gstat_i_progress(e->ctx, what, 0, count);
   for (int64_t start = 0; st == GSTAT_OK && start < count;) {
-    int64_t n = order[start].n, end = start;
-    while (end < count && order[end].n == n) end++;
+    int64_t n = e->order[start].n, end = start;
+    while (end < count && e->order[end].n == n) end++;
     if (n == 0) { /* empty graphs: nothing to do, k reported 0 */
-      for (int64_t c = start; c < end; c++) recs[order[c].g].done = 1;
+      for (int64_t c = start; c < end; c++) e->recs[e->order[c].g].done = 1;
       done += end - start;
       start = end;
       continue;
     }
-    int64_t per = n * n * (int64_t)sizeof(double);
-    int64_t chunk = budget / per;
-    if (chunk < 1) chunk = 1;
-    if (chunk > 4096) chunk = 4096;
-    /* above this size a batched eigh is not bitwise the one-graph call's */
-    if (n > gstat_i_eigh_batch_invariant_max()) chunk = 1;
+    int64_t chunk = chunk_of(n);
     for (int64_t c0 = start; st == GSTAT_OK && c0 < end; c0 += chunk) {
+      chunk_ws c;
       int64_t cn = end - c0 < chunk ? end - c0 : chunk;
-      int64_t kmax = 1, dmax = 1;
-      for (int64_t c = 0; c < cn; c++) {
-        int64_t k = k_of(&s, order[c0 + c].g);
-        int64_t kc = k > 0 ? k : (o->max_clusters < n ? o->max_clusters : n);
-        if (kc > kmax) kmax = kc;
-        if (dim_of(o, kc) > dmax) dmax = dim_of(o, kc);
+      if ((st = chunk_workspace(e, n, c0, cn, &c)) == GSTAT_OK) {
+        build_chunk(e, &c);
+        st = solve_chunk(e, &c);
       }
-      /* per graph: its Laplacian and the k-means runs on its embedding */
-      double per_graph = 30.0 * (double)(n * n) + 3000.0 * (double)(n * kmax * dmax);
-      int tn = gstat_i_loop_threads(ctx, cn, per_graph * (double)cn, 8.0 * (double)(cn * n * n));
-      size_t cells = (size_t)(cn * n * n), ts = gstat_i_sc_thread_scratch(n, kmax, dmax);
-      /* f32: the Laplacians and eigenvalues also in float (half a double each) */
-      size_t lf = f32 ? (cells + (size_t)(cn * n)) / 2 + 1 : 0;
-      /* beside info, the pairs each graph's embedding can use: the
-       * scheduler's eigh_lowest computes only those where that pays */
-      size_t total = cells + 2 * (size_t)(cn * n) + 3 * (size_t)cn + ts * (size_t)tn + lf;
-      if (total > SIZE_MAX / 8)
-        return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: workspace size overflows", fn);
-      double *ws = gstat_i_workspace(ctx, GSTAT_WS_SPECTRAL, total * 8);
-      if (!ws)
-        return gstat_i_fail(ctx, GSTAT_ENOMEM,
-                            "%s: cannot allocate %zu bytes for %lld graphs of %lld nodes", fn,
-                            total * 8, (long long)cn, (long long)n);
-      double *L = ws, *w = L + cells, *deg = w + cn * n, *scr = deg + cn * n + 3 * cn;
-      int64_t *info = (int64_t *)(deg + cn * n), *pairs = info + 2 * cn;
-      float *Lf = (float *)(scr + ts * (size_t)tn), *wf = Lf + cells;
-      for (int64_t c = 0; c < cn; c++)
-        pairs[c] = gstat_i_sc_eig_count(o, n, k_of(&s, order[c0 + c].g));
-
-#pragma omp parallel for num_threads(tn) schedule(dynamic, 1) if (tn > 1)
-      for (int64_t c = 0; c < cn; c++) {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
-        int64_t g = order[c0 + c].g;
-        build_one(&s, fn, g, L + (size_t)(c * n * n), deg + c * n, &recs[g],
-                  (int64_t *)(scr + ts * (size_t)t));
-        if (f32) { /* the lower triangle is all eigh reads */
-          const double *Lc = L + (size_t)(c * n * n);
-          float *Fc = Lf + (size_t)(c * n * n);
-          for (int64_t j = 0; j < n; j++)
-            for (int64_t i = j; i < n; i++) Fc[i + j * n] = (float)Lc[i + j * n];
-        }
-      }
-      gstat_matrix Lm = f32 ? gstat_matrix_col_major(Lf, GSTAT_F32, cn, n, n)
-                            : gstat_matrix_col_major(L, GSTAT_F64, cn, n, n);
-      gstat_matrix wm =
-          f32 ? gstat_vector_batch(wf, GSTAT_F32, cn, n) : gstat_vector_batch(w, GSTAT_F64, cn, n);
-      st = gstat_i_sched_eigh_lowest(ctx, &Lm, pairs, &wm, info);
-      if (st == GSTAT_ENOCONV) {
-        for (int64_t c = 0; c < cn; c++)
-          if (info[c] != 0 && recs[order[c0 + c].g].why == WHY_OK)
-            recs[order[c0 + c].g].why = WHY_EIGH;
-        st = GSTAT_OK;
-      }
-      if (st != GSTAT_OK) return st;
-
-#pragma omp parallel for num_threads(tn) schedule(dynamic, 1) if (tn > 1)
-      for (int64_t c = 0; c < cn; c++) {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
-        int64_t g = order[c0 + c].g;
-        if (f32) { /* back to double: the eigenvalues and the columns the embedding can use */
-          int64_t neig = gstat_i_sc_eig_count(o, n, k_of(&s, g));
-          const float *Vf = Lf + (size_t)(c * n * n), *wc = wf + c * n;
-          double *Vd = L + (size_t)(c * n * n);
-          for (int64_t i = 0; i < neig; i++) w[c * n + i] = (double)wc[i];
-          for (int64_t i = 0; i < neig * n; i++) Vd[i] = (double)Vf[i];
-        }
-        double *eo = out->eigenvalues ? out->eigenvalues + out->eig_offsets[g] : NULL;
-        int64_t *lab = out->labels + B->node0[g];
-        gstat_i_sc_assign(o, n, k_of(&s, g), L + (size_t)(c * n * n), w + c * n, deg + c * n,
-                          &recs[g], lab, eo, out->embedding, out->embed_only, scr + ts * (size_t)t);
-        if (recs[g].why != WHY_OK)
-          for (int64_t i = 0; i < n; i++) lab[i] = -1;
-      }
+      if ((e->failed = st != GSTAT_OK)) return st;
+      assign_chunk(e, &c);
       done += cn;
-      st = gstat_i_progress(ctx, what, done, count);
+      st = gstat_i_progress(e->ctx, what, done, count);
     }
     start = end;
   }
-  /* per-graph outputs, and the first graph's own failure */
+  return st;
+}
+
+/* Per-graph outputs; the call's status (st), else the first graph's own
+ * failure. */
+static gstat_status report_graphs(engine *e, gstat_status st) {
+  const gstat_i_sc_out *out = e->out;
   gstat_status first = GSTAT_OK;
-  for (int64_t g = 0; g < count; g++) {
-    const rec *r = &recs[g];
+  for (int64_t g = 0; g < e->B->G->count; g++) {
+    const rec *r = &e->recs[g];
     if (out->k) out->k[g] = r->k;
     if (out->components) out->components[g] = r->comps;
     if (out->inertia) out->inertia[g] = r->why == WHY_OK ? r->inertia : NAN;
@@ -374,13 +428,47 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
     if (out->status)
       out->status[g] = r->done || st == GSTAT_OK ? gstat_i_sc_status(r->why) : GSTAT_ECANCELED;
     if (out->dim && g == 0) *out->dim = r->dim;
-    if (st == GSTAT_OK && first == GSTAT_OK && r->why == WHY_NONFINITE) {
+    if (st != GSTAT_OK || first != GSTAT_OK || r->why == WHY_OK) continue;
+    if (r->why == WHY_NONFINITE) {
       gstat_i_err err = {0};
-      check_graph(&s, fn, g, &err); /* the message names the entry */
-      first = gstat_i_err_raise(ctx, &err);
-    } else if (st == GSTAT_OK && first == GSTAT_OK && r->why != WHY_OK) {
-      first = gstat_i_sc_failure(ctx, fn, B->single ? -1 : g, r, k_of(&s, g), o->max_clusters);
+      check_graph(&e->s, e->fn, g, &err); /* the message names the entry */
+      first = gstat_i_err_raise(e->ctx, &err);
+    } else {
+      first = gstat_i_sc_failure(e->ctx, e->fn, e->B->single ? -1 : g, r, k_of(&e->s, g),
+                                 e->s.o->max_clusters);
     }
   }
   return st != GSTAT_OK ? st : first;
+}
+
+gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_batch *B,
+                              const int64_t *ks, const gstat_spectral_options *o,
+                              gstat_i_sc_out *out) {
+  int64_t count = B->G->count;
+  /* float32 (and bfloat16) dense input: Laplacians decomposed in float32, faster for small
+   * graphs (bench/README.md, "Measurements moved from code comments"); the input holds no
+   * more precision than that anyway */
+  engine e = {.ctx = ctx,
+              .fn = fn,
+              .s = {B->G, o, B->node0, ks, B->single},
+              .B = B,
+              .out = out,
+              .f32 = B->G->format == GSTAT_GRAPH_DENSE &&
+                     (B->G->adjacency.dtype == GSTAT_F32 || B->G->adjacency.dtype == GSTAT_BF16)};
+  gstat_status st = gstat_i_sc_check_ks(ctx, fn, B, ks, o);
+  if (st != GSTAT_OK) return st;
+  size_t book;
+  if (!gstat_i_mul_size((size_t)count + 1, sizeof(rec) + sizeof(sizeidx) + sizeof(int64_t), &book))
+    return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: batch of %lld graphs overflows", fn,
+                        (long long)count);
+  char *bk = gstat_i_workspace(ctx, GSTAT_WS_GRAPH, book);
+  if (!bk) return gstat_i_fail(ctx, GSTAT_ENOMEM, "%s: cannot allocate bookkeeping", fn);
+  e.recs = (rec *)bk;
+  e.order = (sizeidx *)(e.recs + count + 1);
+  e.bad = (int64_t *)(e.order + count + 1);
+  if ((st = check_graphs(&e)) != GSTAT_OK) return st;
+  out->ran = true;
+  start_records(&e);
+  st = run_groups(&e);
+  return e.failed ? st : report_graphs(&e, st);
 }
