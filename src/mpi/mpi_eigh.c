@@ -16,6 +16,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -348,111 +349,121 @@ static int fix_signs(gstat_mpi *m, int64_t p, double *Z, int64_t locr, int64_t l
   return MPI_SUCCESS;
 }
 
-gstat_status gstat_mpi_i_scalapack_eigh(gstat_mpi *m, int64_t p, const gstat_matrix *A,
-                                        gstat_uplo uplo, int root, gstat_matrix *w, gstat_matrix *V,
-                                        int vectors, const char *fn) {
-  double *Aloc = NULL, *Zloc = NULL, *W = NULL, *work = NULL, *scratch = NULL;
-  int *iwork = NULL;
-  void *sign_ws = NULL;
-  gstat_status st = GSTAT_OK;
-  if (p > INT_MAX / 8) /* ScaLAPACK's 32-bit sizes (liwork = 7p + ...) */
-    st = gstat_mpi_i_fail(m, GSTAT_EUNSUPPORTED, "%s: p = %lld is too large for ScaLAPACK", fn,
-                          (long long)p);
-  st = gstat_mpi_i_agree(m, st);
-  if (st == GSTAT_OK) st = make_grid(m, fn);
-  if (st != GSTAT_OK) return st;
-  const int nprow = m->nprow, npcol = m->npcol, myr = m->rank / npcol, myc = m->rank % npcol;
-  const int64_t locr = numroc(p, NB, myr, nprow), locc = numroc(p, NB, myc, npcol);
-  /* the largest share, for the scratch of the rank that scatters or gathers */
-  const int64_t maxshare = numroc(p, NB, 0, nprow) * numroc(p, NB, 0, npcol);
-  /* a bound on pdsyevd's workspace (below), which ScaLAPACK counts in ints */
-  const int64_t bound = 2 * maxshare + (locr + locc + 4 * NB) * NB + 16 * p;
-  if (bound > INT_MAX) {
-    st = gstat_mpi_i_fail(m, GSTAT_EUNSUPPORTED,
-                          "%s: p = %lld on %d ranks needs about %lld doubles of ScaLAPACK "
-                          "workspace per rank, beyond its 32-bit counts: use more ranks",
-                          fn, (long long)p, m->size, (long long)bound);
-  } else {
-    size_t share = (size_t)(locr * locc > 0 ? locr * locc : 1);
-    Aloc = malloc(share * sizeof(double));
-    Zloc = malloc(share * sizeof(double));
-    W = malloc((size_t)p * sizeof(double));
-    sign_ws = malloc(SIGN_WS(p));
-    int sends = root == GSTAT_MPI_ALL_RANKS ? vectors : m->rank == root;
-    if (sends) scratch = malloc((size_t)(maxshare > 0 ? maxshare : 1) * sizeof(double));
-    if (!Aloc || !Zloc || !W || !sign_ws || (sends && !scratch))
-      st = gstat_mpi_i_fail(m, GSTAT_ENOMEM, "%s: cannot allocate this rank's share (%lld doubles)",
-                            fn, (long long)(2 * locr * locc + maxshare));
-  }
-  st = gstat_mpi_i_agree(m, st);
-  if (st != GSTAT_OK) goto done;
+/* This rank's part of one distributed solve: the process grid's shape
+ * and this rank's place, its shares of A and Z (locr x locc, block-cyclic),
+ * the eigenvalues, pdsyevd's workspace and the scratch of the rank that
+ * scatters or gathers. */
+typedef struct scalapack_solve {
+  int64_t p, locr, locc, maxshare;
+  int nprow, npcol, myr, myc;
+  double *Aloc, *Zloc, *W, *work, *scratch;
+  int *iwork;
+  void *sign_ws;
+  int desc[9], lwork, liwork;
+} scalapack_solve;
 
-  int n = (int)p, nb = NB, zero = 0, one = 1, lld = locr > 1 ? (int)locr : 1, info = 0, lwork = -1,
-      liwork = -1, iwq = 0;
-  int desc[9];
+static void release_solve(scalapack_solve *s) {
+  free(s->Aloc);
+  free(s->Zloc);
+  free(s->W);
+  free(s->work);
+  free(s->iwork);
+  free(s->scratch);
+  free(s->sign_ws);
+}
+
+/* The grid's shape and this rank's shares (sends: it scatters or gathers). */
+static gstat_status allocate_shares(gstat_mpi *m, scalapack_solve *s, bool sends, const char *fn) {
+  const int64_t p = s->p;
+  s->nprow = m->nprow, s->npcol = m->npcol;
+  s->myr = m->rank / s->npcol, s->myc = m->rank % s->npcol;
+  s->locr = numroc(p, NB, s->myr, s->nprow), s->locc = numroc(p, NB, s->myc, s->npcol);
+  /* the largest share, for the scratch of the rank that scatters or gathers */
+  s->maxshare = numroc(p, NB, 0, s->nprow) * numroc(p, NB, 0, s->npcol);
+  /* a bound on pdsyevd's workspace (below), which ScaLAPACK counts in ints */
+  const int64_t bound = 2 * s->maxshare + (s->locr + s->locc + 4 * NB) * NB + 16 * p;
+  if (bound > INT_MAX)
+    return gstat_mpi_i_fail(m, GSTAT_EUNSUPPORTED,
+                            "%s: p = %lld on %d ranks needs about %lld doubles of ScaLAPACK "
+                            "workspace per rank, beyond its 32-bit counts: use more ranks",
+                            fn, (long long)p, m->size, (long long)bound);
+  size_t share = (size_t)(s->locr * s->locc > 0 ? s->locr * s->locc : 1);
+  s->Aloc = malloc(share * sizeof(double));
+  s->Zloc = malloc(share * sizeof(double));
+  s->W = malloc((size_t)p * sizeof(double));
+  s->sign_ws = malloc(SIGN_WS(p));
+  if (sends) s->scratch = malloc((size_t)(s->maxshare > 0 ? s->maxshare : 1) * sizeof(double));
+  if (!s->Aloc || !s->Zloc || !s->W || !s->sign_ws || (sends && !s->scratch))
+    return gstat_mpi_i_fail(m, GSTAT_ENOMEM, "%s: cannot allocate this rank's share (%lld doubles)",
+                            fn, (long long)(2 * s->locr * s->locc + s->maxshare));
+  return GSTAT_OK;
+}
+
+/* pdsyevd's workspace after its query (collective: every rank calls it),
+ * raised where the query is short. */
+static gstat_status pdsyevd_workspace(gstat_mpi *m, scalapack_solve *s, const char *fn) {
+  const int64_t p = s->p, locr = s->locr, locc = s->locc;
+  int n = (int)p, one = 1, info = 0, lwork = -1, liwork = -1, iwq = 0;
   double wq = 0;
-  descinit_(desc, &n, &n, &nb, &nb, &zero, &zero, &m->blacs_ctxt, &lld, &info);
-  if (info != 0) st = gstat_mpi_i_fail(m, GSTAT_EBACKEND, "%s: descinit: info = %d", fn, info);
-  st = gstat_mpi_i_agree(m, st); /* the query is collective: all ranks or none */
-  if (st != GSTAT_OK) goto done;
-  pdsyevd_("V", "L", &n, Aloc, &one, &one, desc, W, Zloc, &one, &one, desc, &wq, &lwork, &iwq,
-           &liwork, &info, 1, 1);
-  if (info != 0) {
-    st = gstat_mpi_i_fail(m, GSTAT_EBACKEND, "%s: pdsyevd workspace query: info = %d", fn, info);
-  } else {
-    /* The query can be short: pdsyevd hands pdstedc and pdormtr its
-     * workspace minus 2p; pdstedc's pdlasrt may need max(p, locr (NB + locc))
-     * (Reference-ScaLAPACK issue 74) and pdormtr max(NB (NB - 1) / 2,
-     * (locr + locc) NB) + NB^2, and pdsyevd ignores pdormtr's failure. */
-    int64_t lw = (int64_t)wq, srt = locr * (NB + locc), orm = (locr + locc) * NB;
-    if (srt < p) srt = p;
-    if (orm < NB * (NB - 1) / 2) orm = NB * (NB - 1) / 2;
-    orm += NB * NB;
-    if (lw < 2 * p + srt) lw = 2 * p + srt;
-    if (lw < 2 * p + orm) lw = 2 * p + orm;
-    int64_t liw = iwq > 7 * p + 8 * npcol + 2 ? iwq : 7 * p + 8 * npcol + 2;
-    if (lw > INT_MAX || liw > INT_MAX) {
-      st = gstat_mpi_i_fail(m, GSTAT_EUNSUPPORTED,
+  pdsyevd_("V", "L", &n, s->Aloc, &one, &one, s->desc, s->W, s->Zloc, &one, &one, s->desc, &wq,
+           &lwork, &iwq, &liwork, &info, 1, 1);
+  if (info != 0)
+    return gstat_mpi_i_fail(m, GSTAT_EBACKEND, "%s: pdsyevd workspace query: info = %d", fn, info);
+  /* The query can be short: pdsyevd hands pdstedc and pdormtr its
+   * workspace minus 2p; pdstedc's pdlasrt may need max(p, locr (NB + locc))
+   * (Reference-ScaLAPACK issue 74) and pdormtr max(NB (NB - 1) / 2,
+   * (locr + locc) NB) + NB^2, and pdsyevd ignores pdormtr's failure. */
+  int64_t lw = (int64_t)wq, srt = locr * (NB + locc), orm = (locr + locc) * NB;
+  if (srt < p) srt = p;
+  if (orm < NB * (NB - 1) / 2) orm = NB * (NB - 1) / 2;
+  orm += NB * NB;
+  if (lw < 2 * p + srt) lw = 2 * p + srt;
+  if (lw < 2 * p + orm) lw = 2 * p + orm;
+  int64_t liw = iwq > 7 * p + 8 * s->npcol + 2 ? iwq : 7 * p + 8 * s->npcol + 2;
+  if (lw > INT_MAX || liw > INT_MAX)
+    return gstat_mpi_i_fail(m, GSTAT_EUNSUPPORTED,
                             "%s: pdsyevd needs %lld doubles of workspace, beyond its 32-bit "
                             "counts: use more ranks",
                             fn, (long long)lw);
-    } else {
-      lwork = (int)lw;
-      liwork = (int)liw;
-      work = malloc((size_t)lw * sizeof(double));
-      iwork = malloc((size_t)liw * sizeof(int));
-      if (!work || !iwork)
-        st = gstat_mpi_i_fail(m, GSTAT_ENOMEM,
-                              "%s: cannot allocate pdsyevd's workspace (%lld doubles)", fn,
-                              (long long)lw);
-    }
-  }
-  st = gstat_mpi_i_agree(m, st);
-  if (st != GSTAT_OK) goto done;
+  s->lwork = (int)lw;
+  s->liwork = (int)liw;
+  s->work = malloc((size_t)lw * sizeof(double));
+  s->iwork = malloc((size_t)liw * sizeof(int));
+  if (!s->work || !s->iwork)
+    return gstat_mpi_i_fail(m, GSTAT_ENOMEM,
+                            "%s: cannot allocate pdsyevd's workspace (%lld doubles)", fn,
+                            (long long)lw);
+  return GSTAT_OK;
+}
 
-  /* distribute A: from root, or each rank its own share of its copy */
+/* A's shares: from root, or each rank its own share of its copy. Returns
+ * an MPI error code. */
+static int distribute(gstat_mpi *m, scalapack_solve *s, const gstat_matrix *A, gstat_uplo uplo,
+                      int root) {
+  const int64_t p = s->p;
   int rc = MPI_SUCCESS;
   if (root == GSTAT_MPI_ALL_RANKS) {
-    pack(A, uplo, myr, myc, nprow, npcol, locr, locc, Aloc);
+    pack(A, uplo, s->myr, s->myc, s->nprow, s->npcol, s->locr, s->locc, s->Aloc);
   } else if (m->rank == root) {
     for (int q = 0; q < m->size && rc == MPI_SUCCESS; q++) {
-      int qr = q / npcol, qc = q % npcol;
-      int64_t qlr = numroc(p, NB, qr, nprow), qlc = numroc(p, NB, qc, npcol);
-      pack(A, uplo, qr, qc, nprow, npcol, qlr, qlc, q == root ? Aloc : scratch);
-      if (q != root) rc = gstat_mpi_i_send(m, scratch, (size_t)(qlr * qlc), q);
+      int qr = q / s->npcol, qc = q % s->npcol;
+      int64_t qlr = numroc(p, NB, qr, s->nprow), qlc = numroc(p, NB, qc, s->npcol);
+      pack(A, uplo, qr, qc, s->nprow, s->npcol, qlr, qlc, q == root ? s->Aloc : s->scratch);
+      if (q != root) rc = gstat_mpi_i_send(m, s->scratch, (size_t)(qlr * qlc), q);
     }
   } else {
-    rc = gstat_mpi_i_recv(m, Aloc, (size_t)(locr * locc), root);
+    rc = gstat_mpi_i_recv(m, s->Aloc, (size_t)(s->locr * s->locc), root);
   }
-  if (rc != MPI_SUCCESS)
-    st =
-        gstat_mpi_i_fail(m, GSTAT_EBACKEND, "%s: sending A's shares failed (MPI error %d)", fn, rc);
-  st = gstat_mpi_i_agree(m, st);
-  if (st != GSTAT_OK) goto done;
+  return rc;
+}
 
-  info = 0;
-  pdsyevd_("V", "L", &n, Aloc, &one, &one, desc, W, Zloc, &one, &one, desc, work, &lwork, iwork,
-           &liwork, &info, 1, 1);
+/* The solve itself (collective), then the eigenvalues from rank 0 and the
+ * sign rule on the distributed eigenvectors. */
+static gstat_status solve_distributed(gstat_mpi *m, scalapack_solve *s, const char *fn) {
+  int n = (int)s->p, one = 1, info = 0;
+  pdsyevd_("V", "L", &n, s->Aloc, &one, &one, s->desc, s->W, s->Zloc, &one, &one, s->desc, s->work,
+           &s->lwork, s->iwork, &s->liwork, &info, 1, 1);
+  gstat_status st = GSTAT_OK;
   if (info < 0)
     st = gstat_mpi_i_fail(m, GSTAT_EBACKEND, "%s: pdsyevd: argument %d had an illegal value", fn,
                           -info);
@@ -462,50 +473,82 @@ gstat_status gstat_mpi_i_scalapack_eigh(gstat_mpi *m, int64_t p, const gstat_mat
                           "columns %d of the tridiagonal problem)",
                           fn, info, info / (n + 1), info % (n + 1));
   st = gstat_mpi_i_agree(m, st);
-  if (st != GSTAT_OK) goto done;
+  if (st != GSTAT_OK) return st;
   /* for p <= NB pdstedc solves on process (0, 0) alone and leaves the
    * other ranks' W holding the tridiagonal's diagonal: take rank 0's */
-  rc = MPI_Bcast(W, (int)p, MPI_DOUBLE, 0, m->comm);
-  if (rc == MPI_SUCCESS) rc = fix_signs(m, p, Zloc, locr, locc, myr, myc, sign_ws);
+  int rc = MPI_Bcast(s->W, n, MPI_DOUBLE, 0, m->comm);
+  if (rc == MPI_SUCCESS)
+    rc = fix_signs(m, s->p, s->Zloc, s->locr, s->locc, s->myr, s->myc, s->sign_ws);
   if (rc != MPI_SUCCESS)
     st = gstat_mpi_i_fail(m, GSTAT_EBACKEND,
                           "%s: fixing the eigenvector signs failed (MPI error %d)", fn, rc);
-  st = gstat_mpi_i_agree(m, st);
-  if (st != GSTAT_OK) goto done;
+  return gstat_mpi_i_agree(m, st);
+}
 
-  /* results to the receiving rank(s): W is on every rank, the shares move */
+/* Results to the receiving rank(s): W is on every rank, the shares move.
+ * Returns an MPI error code. */
+static int gather(gstat_mpi *m, scalapack_solve *s, int root, int vectors, gstat_matrix *w,
+                  gstat_matrix *V) {
+  const int64_t p = s->p;
+  int rc = MPI_SUCCESS;
   if (gstat_mpi_i_receives(m, root))
-    for (int64_t i = 0; i < p; i++) *at(w, i, 0) = W[i];
+    for (int64_t i = 0; i < p; i++) *at(w, i, 0) = s->W[i];
   if (root == GSTAT_MPI_ALL_RANKS) {
     for (int q = 0; q < m->size && rc == MPI_SUCCESS && vectors; q++) {
-      int qr = q / npcol, qc = q % npcol;
-      int64_t qlr = numroc(p, NB, qr, nprow), qlc = numroc(p, NB, qc, npcol);
-      double *buf = q == m->rank ? Zloc : scratch;
+      int qr = q / s->npcol, qc = q % s->npcol;
+      int64_t qlr = numroc(p, NB, qr, s->nprow), qlc = numroc(p, NB, qc, s->npcol);
+      double *buf = q == m->rank ? s->Zloc : s->scratch;
       rc = gstat_mpi_i_bcast(m, buf, (size_t)(qlr * qlc), q);
-      if (rc == MPI_SUCCESS) unpack(buf, qr, qc, nprow, npcol, qlr, qlc, V);
+      if (rc == MPI_SUCCESS) unpack(buf, qr, qc, s->nprow, s->npcol, qlr, qlc, V);
     }
   } else if (m->rank == root) {
     for (int q = 0; q < m->size && rc == MPI_SUCCESS && vectors; q++) {
-      int qr = q / npcol, qc = q % npcol;
-      int64_t qlr = numroc(p, NB, qr, nprow), qlc = numroc(p, NB, qc, npcol);
-      if (q != root) rc = gstat_mpi_i_recv(m, scratch, (size_t)(qlr * qlc), q);
-      if (rc == MPI_SUCCESS) unpack(q == root ? Zloc : scratch, qr, qc, nprow, npcol, qlr, qlc, V);
+      int qr = q / s->npcol, qc = q % s->npcol;
+      int64_t qlr = numroc(p, NB, qr, s->nprow), qlc = numroc(p, NB, qc, s->npcol);
+      if (q != root) rc = gstat_mpi_i_recv(m, s->scratch, (size_t)(qlr * qlc), q);
+      if (rc == MPI_SUCCESS)
+        unpack(q == root ? s->Zloc : s->scratch, qr, qc, s->nprow, s->npcol, qlr, qlc, V);
     }
   } else if (vectors) {
-    rc = gstat_mpi_i_send(m, Zloc, (size_t)(locr * locc), root);
+    rc = gstat_mpi_i_send(m, s->Zloc, (size_t)(s->locr * s->locc), root);
   }
+  return rc;
+}
+
+gstat_status gstat_mpi_i_scalapack_eigh(gstat_mpi *m, int64_t p, const gstat_matrix *A,
+                                        gstat_uplo uplo, int root, gstat_matrix *w, gstat_matrix *V,
+                                        int vectors, const char *fn) {
+  scalapack_solve s = {.p = p};
+  gstat_status st = GSTAT_OK;
+  if (p > INT_MAX / 8) /* ScaLAPACK's 32-bit sizes (liwork = 7p + ...) */
+    st = gstat_mpi_i_fail(m, GSTAT_EUNSUPPORTED, "%s: p = %lld is too large for ScaLAPACK", fn,
+                          (long long)p);
+  st = gstat_mpi_i_agree(m, st);
+  if (st == GSTAT_OK) st = make_grid(m, fn);
+  if (st != GSTAT_OK) return st;
+  bool sends = root == GSTAT_MPI_ALL_RANKS ? vectors : m->rank == root;
+  st = gstat_mpi_i_agree(m, allocate_shares(m, &s, sends, fn));
+  if (st != GSTAT_OK) goto done;
+  int n = (int)p, nb = NB, zero = 0, lld = s.locr > 1 ? (int)s.locr : 1, info = 0;
+  descinit_(s.desc, &n, &n, &nb, &nb, &zero, &zero, &m->blacs_ctxt, &lld, &info);
+  if (info != 0) st = gstat_mpi_i_fail(m, GSTAT_EBACKEND, "%s: descinit: info = %d", fn, info);
+  st = gstat_mpi_i_agree(m, st); /* the query is collective: all ranks or none */
+  if (st == GSTAT_OK) st = gstat_mpi_i_agree(m, pdsyevd_workspace(m, &s, fn));
+  if (st != GSTAT_OK) goto done;
+  int rc = distribute(m, &s, A, uplo, root);
+  if (rc != MPI_SUCCESS)
+    st =
+        gstat_mpi_i_fail(m, GSTAT_EBACKEND, "%s: sending A's shares failed (MPI error %d)", fn, rc);
+  st = gstat_mpi_i_agree(m, st);
+  if (st == GSTAT_OK) st = solve_distributed(m, &s, fn);
+  if (st != GSTAT_OK) goto done;
+  rc = gather(m, &s, root, vectors, w, V);
   if (rc != MPI_SUCCESS)
     st = gstat_mpi_i_fail(m, GSTAT_EBACKEND, "%s: gathering the eigenvectors failed (MPI error %d)",
                           fn, rc);
   st = gstat_mpi_i_agree(m, st);
 done:
-  free(Aloc);
-  free(Zloc);
-  free(W);
-  free(work);
-  free(iwork);
-  free(scratch);
-  free(sign_ws);
+  release_solve(&s);
   return st;
 }
 
