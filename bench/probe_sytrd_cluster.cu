@@ -129,6 +129,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       const int k = c + CLUSTER * t;
       const float *col = cols + col_offset(n, c, t), vk = v[k];
       float dot = 0.0f;
+#pragma unroll 4
       for (int i = k + lane; i < n; i += 32) {
         const float a = col[i - k];
         if (i > k) dot += a * v[i];
@@ -165,6 +166,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       const int k = c + CLUSTER * t;
       float *col = cols + col_offset(n, c, t);
       const float vk = v[k], wk = w[k];
+#pragma unroll 4
       for (int i = k + lane; i < n; i += 32) col[i - k] -= v[i] * wk + w[i] * vk;
     }
     __syncthreads();
