@@ -755,6 +755,74 @@ static void test_batch_graph_failure(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* An allocator that refuses blocks of *user bytes or more. */
+static void *capped_alloc(size_t size, size_t align, void *user) {
+  if (size >= *(size_t *)user) return NULL;
+  return aligned_alloc(align, (size + align - 1) / align * align);
+}
+
+static void plain_free(void *p, size_t size, void *user) {
+  (void)size;
+  (void)user;
+  free(p);
+}
+
+/* A chunk that cannot get its workspace stops the batch: the graphs done
+ * (the smaller sizes come first) keep what an unconstrained call gives
+ * them, the others get labels -1, the call's status and no inertia. */
+static void test_batch_out_of_memory(void **state) {
+  (void)state;
+  tu_rng rng = tu_rng_new();
+  ragged r = make_batch(&rng, 24);
+  gstat_graph_batch b = csr_batch(&r);
+  gstat_spectral_options o;
+  gstat_spectral_options_init(&o);
+  o.seed = 7;
+  int64_t *want = malloc(sizeof(int64_t) * (size_t)r.total),
+          *lab = malloc(sizeof(int64_t) * (size_t)r.total);
+  gstat_ctx *plain = tu_ctx(GSTAT_BACKEND_CPU);
+  gstat_spectral_batch_result *ref = NULL, *res = NULL;
+  gstat_status st = gstat_spectral_clustering_batch(plain, &b, r.k, &o, want, &ref);
+  assert_true(st == GSTAT_OK || st == GSTAT_EINVAL); /* the split graphs fail on their own */
+  size_t limit = 100000;                             /* the chunk of 64-node graphs needs more */
+  gstat_ctx_options co;
+  gstat_ctx_options_init(&co);
+  co.backend = GSTAT_BACKEND_CPU;
+  co.num_threads = 2;
+  co.allocator.alloc = capped_alloc;
+  co.allocator.free = plain_free;
+  co.allocator.user = &limit;
+  gstat_ctx *ctx = NULL;
+  assert_int_equal(gstat_ctx_create(&ctx, &co), GSTAT_OK);
+  assert_int_equal(gstat_spectral_clustering_batch(ctx, &b, r.k, &o, lab, &res), GSTAT_ENOMEM);
+  assert_non_null(strstr(gstat_ctx_last_error(ctx), "spectral_batch: cannot allocate"));
+  assert_non_null(strstr(gstat_ctx_last_error(ctx), "graphs of 64 nodes"));
+  assert_non_null(res);
+  int64_t done = 0, stopped = 0;
+  for (int64_t g = 0; g < r.count; g++) {
+    int64_t n = r.sizes[g], base = r.node_offsets[g];
+    if (n < 64) {
+      done++;
+      assert_int_equal(res->status[g], ref->status[g]);
+      assert_int_equal(res->n_clusters[g], ref->n_clusters[g]);
+      assert_memory_equal(lab + base, want + base, sizeof(int64_t) * (size_t)n);
+    } else {
+      stopped++;
+      assert_int_equal(res->status[g], GSTAT_ENOMEM);
+      assert_true(isnan(res->inertia[g]));
+      for (int64_t i = 0; i < n; i++) assert_int_equal(lab[base + i], -1);
+    }
+  }
+  assert_true(done > 0 && stopped > 0);
+  gstat_spectral_batch_result_free(res);
+  gstat_spectral_batch_result_free(ref);
+  gstat_ctx_destroy(ctx);
+  gstat_ctx_destroy(plain);
+  free(want);
+  free(lab);
+  free_batch(&r);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
@@ -988,6 +1056,7 @@ int main(void) {
       cmocka_unit_test(test_sparse_matches_dense),
       cmocka_unit_test(test_known_null_space),
       cmocka_unit_test(test_batch_equals_single),
+      cmocka_unit_test(test_batch_out_of_memory),
       cmocka_unit_test(test_progress_and_cancel),
       cmocka_unit_test(test_edge_cases),
       cmocka_unit_test(test_batch_graph_failure),

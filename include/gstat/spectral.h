@@ -226,7 +226,10 @@ GSTAT_API void gstat_spectral_batch_result_free(gstat_spectral_batch_result *res
  * runs in parallel over graphs. Progress is reported
  * through the context's callback ("spectral_batch: graphs", done/total
  * graphs) between chunks of graphs, and cancelling it stops the call with
- * GSTAT_ECANCELED (labels of unfinished graphs are -1).
+ * GSTAT_ECANCELED (labels of unfinished graphs are -1). A chunk that fails
+ * as a whole (GSTAT_ENOMEM, a solver's failure) stops the call the same
+ * way: the graphs done keep their labels and results, the others get labels
+ * -1 and the call's status in res.
  *
  * A DENSE batch in CUDA device memory (Gs->adjacency.location ==
  * GSTAT_CUDA, float32 or float64, at most 1024 nodes) is clustered on the GPU

@@ -217,7 +217,6 @@ typedef struct engine {
   rec *recs;
   sizeidx *order;
   int64_t *bad;
-  bool failed; /* a chunk failed as a whole (no memory, the solver): no per-graph outputs */
 } engine;
 
 /* Every graph's contents checked before anything is written; in a batch,
@@ -404,7 +403,7 @@ static gstat_status run_groups(engine *e) {
         build_chunk(e, &c);
         st = solve_chunk(e, &c);
       }
-      if ((e->failed = st != GSTAT_OK)) return st;
+      if (st != GSTAT_OK) return st;
       assign_chunk(e, &c);
       done += cn;
       st = gstat_i_progress(e->ctx, what, done, count);
@@ -414,8 +413,9 @@ static gstat_status run_groups(engine *e) {
   return st;
 }
 
-/* Per-graph outputs; the call's status (st), else the first graph's own
- * failure. */
+/* Per-graph outputs (a graph the call did not reach, cancelled or failed
+ * as a whole, gets the call's status); the call's status (st), else the
+ * first graph's own failure. */
 static gstat_status report_graphs(engine *e, gstat_status st) {
   const gstat_i_sc_out *out = e->out;
   gstat_status first = GSTAT_OK;
@@ -423,10 +423,10 @@ static gstat_status report_graphs(engine *e, gstat_status st) {
     const rec *r = &e->recs[g];
     if (out->k) out->k[g] = r->k;
     if (out->components) out->components[g] = r->comps;
-    if (out->inertia) out->inertia[g] = r->why == WHY_OK ? r->inertia : NAN;
+    bool ran = r->done || st == GSTAT_OK;
+    if (out->inertia) out->inertia[g] = r->why == WHY_OK && ran ? r->inertia : NAN;
     if (out->iterations) out->iterations[g] = r->iters;
-    if (out->status)
-      out->status[g] = r->done || st == GSTAT_OK ? gstat_i_sc_status(r->why) : GSTAT_ECANCELED;
+    if (out->status) out->status[g] = ran ? gstat_i_sc_status(r->why) : st;
     if (out->dim && g == 0) *out->dim = r->dim;
     if (st != GSTAT_OK || first != GSTAT_OK || r->why == WHY_OK) continue;
     if (r->why == WHY_NONFINITE) {
@@ -469,6 +469,5 @@ gstat_status gstat_i_sc_dense(gstat_ctx *ctx, const char *fn, const gstat_i_sc_b
   if ((st = check_graphs(&e)) != GSTAT_OK) return st;
   out->ran = true;
   start_records(&e);
-  st = run_groups(&e);
-  return e.failed ? st : report_graphs(&e, st);
+  return report_graphs(&e, run_groups(&e));
 }
