@@ -225,6 +225,52 @@ static void report_block(gstat_ctx *ctx, block_reports *r, int64_t k) {
   atomic_store(&r->stop, 1);
 }
 
+/* A thread's buffers (its slice of the workspace) and running state. */
+typedef struct thread_ws {
+  void *x, *Sb;
+  double *mb, *delta, *sum, *dd, *lo, *hi;
+  running r;
+} thread_ws;
+
+/* One block of rows [r0, r0 + rows) of Xb (element b of X) into the
+ * thread's running state, by the panel route, the rows route (rows
+ * contiguous in the compute type) or through a packed copy. next_rows: the
+ * thread's next block, prefetched on the panel route. bctx: the context
+ * BLAS takes its threads from (NULL inside a parallel region). */
+static void add_block(const gstat_matrix *X, const gstat_matrix *Xb, gstat_dtype ct, bool panels,
+                      bool rows_ready, int64_t r0, int64_t rows, int64_t next_rows, int64_t ps,
+                      gstat_ctx *bctx, thread_ws *t) {
+  const int64_t p = X->cols;
+  const size_t xes = gstat_dtype_size(X->dtype);
+  const char *src = (char *)Xb->data + (size_t)(r0 * X->row_stride) * xes;
+  if (panels) {
+    size_t nbytes = next_rows ? (size_t)((next_rows - 1) * X->row_stride + p) * sizeof(double) : 0;
+    add_block_panels((const double *)src, X->row_stride, rows, p, &t->r,
+                     src + (size_t)(rows * X->row_stride) * xes, nbytes, t->x, ps, t->sum, t->lo,
+                     t->hi, t->mb, t->dd);
+    return;
+  }
+  if (rows_ready) {
+    if (ct == GSTAT_F64)
+      center_rows_f64((const double *)src, X->row_stride, rows, p, t->x, t->sum, t->lo, t->hi,
+                      t->mb, t->dd);
+    else
+      center_rows_f32((const float *)src, X->row_stride, rows, p, t->x, t->sum, t->lo, t->hi, t->mb,
+                      t->dd);
+  } else { /* other layouts and dtypes: packed as rows in the compute type, then centred */
+    gstat_matrix part = gstat_i_transposed(Xb);
+    part.cols = rows;
+    part.data = (void *)src;
+    gstat_i_dense_load(&part, 0, ct, t->x, p);
+    if (ct == GSTAT_F64)
+      center_rows_f64_inplace(t->x, p, rows, p, t->x, t->sum, t->lo, t->hi, t->mb, t->dd);
+    else
+      center_rows_f32_inplace(t->x, p, rows, p, t->x, t->sum, t->lo, t->hi, t->mb, t->dd);
+  }
+  gstat_i_syrk_lower(bctx, ct, GSTAT_NO_TRANS, p, rows, 1.0, t->x, p, 0.0, t->Sb, p);
+  merge_block(p, &t->r, (double)rows, t->mb, t->Sb, p, ct, t->dd, t->delta);
+}
+
 gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, double *mean,
                               double *M) {
   int64_t n = X->rows, p = X->cols;
@@ -264,54 +310,32 @@ gstat_status gstat_i_comoment(gstat_ctx *ctx, const gstat_matrix *X, int64_t b, 
   gstat_matrix Xb = *X; /* element b alone */
   Xb.data = gstat_i_elem(X, b, 0, 0);
   Xb.batch = 1;
-  size_t xes = gstat_dtype_size(X->dtype);
 
 #pragma omp parallel num_threads(nt)
   {
     int t = omp_get_thread_num();
     char *w = ws + per * (size_t)t;
-    void *x = w + o_x, *Sb = w + o_s;
-    double *mb = (double *)(w + o_mb), *delta = (double *)(w + o_d);
-    double *sum = (double *)(w + o_sum), *dd = (double *)(w + o_dd);
-    double *lo = (double *)(w + o_lohi), *hi = lo + p;
-    running r = {0, (double *)(w + o_rm), (double *)(w + o_rM), ldm};
-    memset(r.mean, 0, sizeof(double) * (size_t)p);
-    memset(r.M, 0, sizeof(double) * (size_t)(ldm * ldm));
+    thread_ws tw = {w + o_x,
+                    w + o_s,
+                    (double *)(w + o_mb),
+                    (double *)(w + o_d),
+                    (double *)(w + o_sum),
+                    (double *)(w + o_dd),
+                    (double *)(w + o_lohi),
+                    (double *)(w + o_lohi) + p,
+                    {0, (double *)(w + o_rm), (double *)(w + o_rM), ldm}};
+    memset(tw.r.mean, 0, sizeof(double) * (size_t)p);
+    memset(tw.r.M, 0, sizeof(double) * (size_t)(ldm * ldm));
     /* contiguous block ranges, so the merge below keeps row order */
     int64_t first = blocks * t / nt, last = blocks * (t + 1) / nt;
     for (int64_t k = first; k < last && !atomic_load_explicit(&rep.stop, memory_order_relaxed);
          k++) {
       int64_t r0 = k * block, rows = n - r0 < block ? n - r0 : block;
-      const char *src = (char *)Xb.data + (size_t)(r0 * X->row_stride) * xes;
+      /* the thread's next block is prefetched while this one is multiplied */
+      int64_t next = k + 1 < last ? (n - r0 - rows < block ? n - r0 - rows : block) : 0;
       /* with several threads, BLAS runs on the calling one (NULL: no thread
        * setting from inside the region); alone, with the context's threads */
-      gstat_ctx *bctx = nt > 1 ? NULL : ctx;
-      if (panels) {
-        /* the thread's next block is prefetched while this one is multiplied */
-        int64_t nrows = k + 1 < last ? (n - r0 - rows < block ? n - r0 - rows : block) : 0;
-        size_t nbytes = nrows ? (size_t)((nrows - 1) * X->row_stride + p) * sizeof(double) : 0;
-        add_block_panels((const double *)src, X->row_stride, rows, p, &r,
-                         src + (size_t)(rows * X->row_stride) * xes, nbytes, x, ps, sum, lo, hi, mb,
-                         dd);
-      } else if (rows_ready) {
-        if (ct == GSTAT_F64)
-          center_rows_f64((const double *)src, X->row_stride, rows, p, x, sum, lo, hi, mb, dd);
-        else
-          center_rows_f32((const float *)src, X->row_stride, rows, p, x, sum, lo, hi, mb, dd);
-        gstat_i_syrk_lower(bctx, ct, GSTAT_NO_TRANS, p, rows, 1.0, x, p, 0.0, Sb, p);
-        merge_block(p, &r, (double)rows, mb, Sb, p, ct, dd, delta);
-      } else { /* other layouts and dtypes: packed as rows in the compute type, then centred */
-        gstat_matrix part = gstat_i_transposed(&Xb);
-        part.cols = rows;
-        part.data = (void *)src;
-        gstat_i_dense_load(&part, 0, ct, x, p);
-        if (ct == GSTAT_F64)
-          center_rows_f64_inplace(x, p, rows, p, x, sum, lo, hi, mb, dd);
-        else
-          center_rows_f32_inplace(x, p, rows, p, x, sum, lo, hi, mb, dd);
-        gstat_i_syrk_lower(bctx, ct, GSTAT_NO_TRANS, p, rows, 1.0, x, p, 0.0, Sb, p);
-        merge_block(p, &r, (double)rows, mb, Sb, p, ct, dd, delta);
-      }
+      add_block(X, &Xb, ct, panels, rows_ready, r0, rows, next, ps, nt > 1 ? NULL : ctx, &tw);
       if (t == 0) report_block(ctx, &rep, k);
     }
 #pragma omp barrier
