@@ -607,15 +607,17 @@ static gstat_status two_stage(const eigh_run *r, void *dA, void *dW, int *dInfo,
 static const double graded_range = 1e5;
 
 /* *in_f64 when the float32 chunk in `in` (dense, r->fill) is that graded:
- * one pass over it and one read back (flag: a device int of scratch). */
+ * one pass over it and one read back (scratch: 16 bytes of device memory a
+ * matrix, then the flag). */
 static gstat_status graded_f32(const eigh_run *r, const gstat_matrix *A0, const void *in,
-                               int64_t nb, int *flag, bool *in_f64) {
+                               int64_t nb, double *scratch, bool *in_f64) {
   *in_f64 = false;
   if (r->cdt != GSTAT_F32 || A0->dtype != GSTAT_F32) return GSTAT_OK;
   gstat_cu_state *s = r->s;
   int *host = s->host_info.ptr;
+  int *flag = (int *)(scratch + 2 * nb);
   cudaError_t err = gstat_cu_graded_check(r->cdt, in, r->n, nb, r->fill == CUBLAS_FILL_MODE_UPPER,
-                                          graded_range, flag, s->stream);
+                                          graded_range, scratch, flag, s->stream);
   if (err == cudaSuccess)
     err = cudaMemcpyAsync(host, flag, sizeof(int), cudaMemcpyDeviceToHost, s->stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
@@ -716,9 +718,10 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   char *in = load ? dA : jacobi ? src : dV;
   if (!dV) dV = jacobi ? (r->want ? gstat_cu_buffer(s, r->ctx, CU_RHS, mat) : NULL) : in;
   if (!dW) dW = gstat_cu_buffer(s, r->ctx, CU_VEC, (size_t)(r->n * nb) * es);
-  /* info, flags, then the cuSOLVER paths' scaling: amax and sigma */
-  int *dInfo =
-      gstat_cu_buffer(s, r->ctx, CU_INFO, (2 * sizeof(int) + 2 * sizeof(double)) * (size_t)nb);
+  /* info, flags, then the cuSOLVER paths' scaling: amax and sigma (before
+   * them the graded check's scratch), then that check's flag */
+  int *dInfo = gstat_cu_buffer(
+      s, r->ctx, CU_INFO, (2 * sizeof(int) + 2 * sizeof(double)) * (size_t)nb + sizeof(double));
   size_t stage = 0; /* host arrays pass through CU_STAGE */
   const gstat_matrix *host_args[3] = {load ? &A : NULL, w_in_place ? NULL : w,
                                       r->want && !v_in_place ? V : NULL};
@@ -772,7 +775,7 @@ static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gsta
   if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "copying the input", err);
   bool in_f64 = false;
   if (!jacobi && !lock && !split_path && !two && !loop &&
-      (st = graded_f32(r, A0, in, nb, (int *)(dInfo + 2 * nb), &in_f64)) != GSTAT_OK)
+      (st = graded_f32(r, A0, in, nb, (double *)(dInfo + 2 * nb), &in_f64)) != GSTAT_OK)
     return st;
   if (in_f64) { /* again from A (untouched so far), in a float64 copy */
     eigh_run again = *run;

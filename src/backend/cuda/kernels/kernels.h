@@ -275,9 +275,10 @@ cudaError_t gstat_cu_tridiag_scatter(int dtype, const void *Zc, const int *info_
 
 /* graded_check.cu: *flag (device int) = 1 when in some of the batch's
  * dense column-major matrices (lower triangle stored, upper != 0: upper)
- * the largest magnitudes of the nonzero rows span more than `range`, else 0. */
+ * the largest magnitudes of the nonzero rows span more than `range`, else 0.
+ * scratch: 16 bytes of device memory a matrix, 8-byte aligned. */
 cudaError_t gstat_cu_graded_check(int dtype, const void *a, int64_t n, int64_t batch, int upper,
-                                  double range, int *flag, cudaStream_t stream);
+                                  double range, void *scratch, int *flag, cudaStream_t stream);
 
 /* ---- PCA (pca_kernels.cu): dense data, row-major (element (i, j) at i*p + j) or
  * column-major (at i + j*n), dtype 1 or 2 ---- */

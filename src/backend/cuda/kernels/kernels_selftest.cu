@@ -973,6 +973,54 @@ void test_rsqrt(int dt, double limit_ulp) {
              (double)worst_x, limit_ulp));
 }
 
+/* gstat_cu_graded_check against the host's row maxima: batches of random
+ * symmetric matrices (one triangle stored, the other poisoned), some rows
+ * scaled by 10^k, a zero matrix beside them; flag 1 exactly when some
+ * matrix's nonzero row maxima span more than the range. */
+void test_graded_check() {
+  int bad = 0, cases = 0;
+  for (int upper = 0; upper < 2; upper++)
+    for (int64_t n : {1, 40, 65, 1000})
+      for (double scale : {1.0, 1e3, 1e6}) {
+        const int64_t batch = 3;
+        std::vector<float> a((size_t)(batch * n * n));
+        double worst = 0;
+        for (int64_t b = 0; b < batch; b++) {
+          std::vector<double> d((size_t)n, 1.0);
+          if (b == 1 && n > 1) d[(size_t)(n / 2)] = scale; /* one row and column graded */
+          double lo = INFINITY, hi = 0;
+          std::vector<double> top((size_t)n, 0.0);
+          for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < n; i++) {
+              const bool stored = upper ? i <= j : i >= j;
+              float *x = &a[(size_t)(b * n * n + i + j * n)];
+              if (!stored) {
+                *x = NAN; /* never read */
+                continue;
+              }
+              const double v = b == 2 ? 0.0 : uniform(0.5, 1) * d[(size_t)i] * d[(size_t)j];
+              *x = (float)v;
+              top[(size_t)i] = std::max(top[(size_t)i], std::fabs((double)*x));
+              top[(size_t)j] = std::max(top[(size_t)j], std::fabs((double)*x));
+            }
+          for (double t : top) {
+            if (t > 0) lo = std::min(lo, t);
+            hi = std::max(hi, t);
+          }
+          if (hi > 0) worst = std::max(worst, hi / lo);
+        }
+        Dev da(a.size() * sizeof(float)), scratch((size_t)(16 * batch)), flag(sizeof(int));
+        da.put(a.data());
+        const double range = 1e5;
+        CK(gstat_cu_graded_check(1, da.p, n, batch, upper, range, scratch.p, flag.as<int>(), 0));
+        int got = -1;
+        flag.get(&got);
+        bad += got != (worst > range ? 1 : 0);
+        cases++;
+      }
+  record("graded check", bad == 0, fmt("%d of %d batches flagged wrongly", bad, cases));
+}
+
 void test_bad_arguments() {
   int bad = 0;
   bad += gstat_cu_eigh_jacobi(1, nullptr, 0, 65, 1, nullptr, nullptr, nullptr, nullptr, 0) !=
@@ -1006,6 +1054,7 @@ int main() {
   test_bad_arguments();
   test_gather_scatter();
   test_find_nonfinite();
+  test_graded_check();
   test_fix_signs<float>(1);
   test_fix_signs<double>(2);
   test_cholesky<float>(1);
