@@ -664,6 +664,204 @@ static gstat_status jacobi_bf16(const eigh_run *r, const char *a, char *w, char 
   return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, true, nb, info + b0, s->stream);
 }
 
+/* How one chunk runs: the run as this chunk sees it (fill flipped for a
+ * transposed view), A's view, the path, and the buffers the solver reads
+ * (in), overwrites with the vectors (dV) and writes values to (dW). */
+typedef struct chunk_plan {
+  eigh_run r;
+  gstat_matrix A;
+  bool jacobi, lock, split_path, two, loop, cusolver;
+  bool load;                   /* A goes into dA through gstat_cu_load first */
+  bool v_in_place, w_in_place; /* dV / dW are the caller's */
+  char *src, *dA, *in, *dV, *dW;
+  int *dInfo, *dFlags;
+  size_t mat; /* bytes of the chunk's matrices in the compute type */
+  solver_ws ws;
+  void *own_work, *own_host;
+} chunk_plan;
+
+/* A chunk solved again from A (untouched so far): by cuSOLVER alone, when
+ * our tridiagonal step found it degenerate or the two-stage path had no
+ * room, or in a float64 copy when it is graded. */
+typedef enum { AGAIN_NONE, AGAIN_CUSOLVER, AGAIN_CUSOLVER_DEGENERATE, AGAIN_F64 } chunk_again;
+
+/* The chunk's path, and which of the caller's dense device arrays the
+ * solver works in. */
+static void plan_path(chunk_plan *c, gstat_matrix *w, gstat_matrix *V, int64_t b0, int64_t nb) {
+  eigh_run *r = &c->r;
+  c->src = gstat_cu_dense(&c->A, r->cdt, b0);
+  c->dV = r->want ? gstat_cu_dense(V, r->cdt, b0) : NULL;
+  c->dW = gstat_cu_dense(w, r->cdt, b0);
+  /* a degenerate batch is solved again from A: not when A is V */
+  bool reloadable = !(c->src && c->src == c->dV);
+  c->jacobi = r->jacobi;
+  c->lock = uses_lockstep(r, nb) && reloadable;
+  c->split_path = !c->lock && r->want && uses_split(r) && reloadable;
+  c->two = !c->lock && !c->split_path && uses_two_stage(r) && reloadable;
+  c->loop = !c->lock && !c->split_path && !c->two && uses_loop(r->n, nb);
+  c->cusolver = !c->jacobi && !c->lock && !c->split_path && !c->two;
+  if (!c->jacobi && !c->loop && r->fill == CUBLAS_FILL_MODE_UPPER && reloadable) {
+    /* the batched solver is faster on the lower triangle (bench/README.md,
+     * "The CUDA eigh rules' measurements"), the lockstep one reads only that, and the
+     * input is a copy anyway: copy the transpose, whose lower triangle
+     * holds the data */
+    c->A = transposed(&c->A);
+    r->fill = CUBLAS_FILL_MODE_LOWER;
+    c->src = NULL;
+  }
+  /* the batched solver's graphs are keyed by their buffers */
+  if (c->cusolver && !c->loop && !may_use_caller_buffers(r, nb, c->dV, c->dW)) c->dV = c->dW = NULL;
+  c->v_in_place = c->dV != NULL;
+  c->w_in_place = c->dW != NULL;
+  if (c->jacobi && c->src && c->src == c->dV) c->src = NULL; /* the kernel does not work in place */
+}
+
+/* Every buffer first: the chunk writes nothing to the caller's arrays
+ * before all it needs is there (an out-of-memory return leaves them
+ * untouched, and a halved retry finds an in-place A unsolved). The
+ * solver's own copy of A (load) goes into V when usable, else a buffer. */
+static gstat_status plan_buffers(chunk_plan *c, gstat_matrix *w, gstat_matrix *V, int64_t b0,
+                                 int64_t nb) {
+  const eigh_run *r = &c->r;
+  gstat_cu_state *s = r->s;
+  c->load = !c->src || (!c->jacobi && !c->dV);
+  if (c->load &&
+      !(c->dA = !c->jacobi && c->dV ? c->dV : gstat_cu_buffer(s, r->ctx, CU_MAT, c->mat)))
+    return GSTAT_ENOMEM;
+  /* what the solver reads; cuSOLVER overwrites it with the vectors */
+  c->in = c->load ? c->dA : c->jacobi ? c->src : c->dV;
+  if (!c->dV)
+    c->dV = c->jacobi ? (r->want ? gstat_cu_buffer(s, r->ctx, CU_RHS, c->mat) : NULL) : c->in;
+  if (!c->dW)
+    c->dW = gstat_cu_buffer(s, r->ctx, CU_VEC, (size_t)(r->n * nb) * gstat_cu_dtype_bytes(r->cdt));
+  /* info, flags, then the cuSOLVER paths' scaling: amax and sigma (before
+   * them the graded check's scratch), then that check's flag */
+  c->dInfo = gstat_cu_buffer(s, r->ctx, CU_INFO,
+                             (2 * sizeof(int) + 2 * sizeof(double)) * (size_t)nb + sizeof(double));
+  c->dFlags = c->dInfo ? c->dInfo + nb : NULL;
+  size_t stage = 0; /* host arrays pass through CU_STAGE */
+  const gstat_matrix *host_args[3] = {c->load ? &c->A : NULL, c->w_in_place ? NULL : w,
+                                      r->want && !c->v_in_place ? V : NULL};
+  for (int i = 0; i < 3; i++) {
+    size_t span = host_args[i] && host_args[i]->location == GSTAT_HOST
+                      ? gstat_cu_span(host_args[i], b0, nb)
+                      : 0;
+    if (span > stage) stage = span;
+  }
+  if ((r->want && !c->dV) || !c->dW || !c->dInfo ||
+      !gstat_cu_host_buffer(s, r->ctx, &s->host_info, 2 * sizeof(int) * (size_t)nb) ||
+      (stage && !gstat_cu_buffer(s, r->ctx, CU_STAGE, stage)))
+    return GSTAT_ENOMEM;
+  return GSTAT_OK;
+}
+
+/* The path's workspace; *again when the two-stage path has no room (it
+ * needs about twice Xsyevd's: Xsyevd then). */
+static gstat_status plan_solver_workspace(chunk_plan *c, int64_t nb, chunk_again *again) {
+  const eigh_run *r = &c->r;
+  gstat_cu_state *s = r->s;
+  if (c->two) {
+    size_t host = 0, bytes = gstat_cu_two_stage_bytes(s->solver, s->params, r->n,
+                                                      (const double *)c->in, &host);
+    if (!bytes)
+      return gstat_cu_solver_fail(r->ctx, "eigh", "workspace query",
+                                  CUSOLVER_STATUS_INTERNAL_ERROR);
+    if (!(c->own_work = gstat_cu_buffer(s, NULL, CU_WORK, bytes)) ||
+        (host && !(c->own_host = gstat_cu_host_buffer(s, NULL, &s->host_work, host)))) {
+      if (gstat_cu_fault_now() == FAULT_OOM) return GSTAT_ENOMEM;
+      *again = AGAIN_CUSOLVER;
+    }
+    return GSTAT_OK;
+  }
+  if (c->lock || c->split_path) {
+    size_t bytes = c->lock ? gstat_cu_sytrd_eigh_bytes(r->cdt, r->n, nb, r->want)
+                           : gstat_cu_sytrd_split_bytes(s->solver, r->n, (const float *)c->in);
+    if (!bytes)
+      return gstat_cu_solver_fail(r->ctx, "eigh", "workspace query",
+                                  CUSOLVER_STATUS_INTERNAL_ERROR);
+    return (c->own_work = gstat_cu_buffer(s, r->ctx, CU_WORK, bytes)) ? GSTAT_OK : GSTAT_ENOMEM;
+  }
+  return c->jacobi ? GSTAT_OK : plan_workspace(r, c->in, c->dW, nb, c->loop, &c->ws);
+}
+
+/* The solver's input in place: A loaded (or copied into V, which cuSOLVER
+ * overwrites), the flags cleared. */
+static gstat_status place_input(chunk_plan *c, int64_t b0, int64_t nb) {
+  const eigh_run *r = &c->r;
+  gstat_cu_state *s = r->s;
+  cudaError_t err = cudaSuccess;
+  if (c->load) {
+    gstat_status st = gstat_cu_load(s, r->ctx, "eigh", &c->A, b0, nb, r->cdt, c->dA, NULL);
+    if (st != GSTAT_OK) return st;
+  } else if (!c->jacobi && c->src != c->dV) {
+    err = cudaMemcpyAsync(c->dV, c->src, c->mat, cudaMemcpyDeviceToDevice, s->stream);
+  }
+  if (err == cudaSuccess && !c->jacobi)
+    err = cudaMemsetAsync(c->dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "copying the input", err);
+}
+
+/* Everything but Jacobi: cuSOLVER's paths scaled as LAPACK does (its
+ * batched solver does not: bench/README.md, the near-underflow graded fuzz
+ * case) or ours; then one pass for signs, NaN outputs of failed elements
+ * and flags of non-finite ones (the dispatcher may recompute them).
+ * *again when our tridiagonal step found the chunk degenerate. */
+static gstat_status solve_reduced(chunk_plan *c, int64_t nb, chunk_again *again) {
+  const eigh_run *r = &c->r;
+  gstat_cu_state *s = r->s;
+  bool degenerate = false, upper = r->fill == CUBLAS_FILL_MODE_UPPER;
+  double *amax = (double *)(c->dInfo + 2 * nb), *sigma = amax + nb;
+  cudaError_t err;
+  if (c->cusolver && (err = gstat_cu_scale_to_unit(r->cdt, c->in, r->n, nb, upper, amax, sigma,
+                                                   s->stream)) != cudaSuccess)
+    return gstat_cu_fail(r->ctx, "eigh", "scaling", err);
+  gstat_status st =
+      c->lock         ? lockstep(r, c->in, c->dW, c->dInfo, nb, c->own_work, &degenerate)
+      : c->split_path ? split(r, c->in, c->dW, c->dInfo, nb, c->own_work, &degenerate)
+      : c->two  ? two_stage(r, c->in, c->dW, c->dInfo, nb, c->own_work, c->own_host, &degenerate)
+      : c->loop ? syevd_loop(r, c->in, c->dW, c->dInfo, nb, &c->ws)
+                : syev_batched(r, c->in, c->dW, c->dInfo, nb, &c->ws);
+  if (st != GSTAT_OK) return st;
+  if (c->cusolver &&
+      (err = gstat_cu_unscale_values(r->cdt, c->dW, r->n, nb, sigma, s->stream)) != cudaSuccess)
+    return gstat_cu_fail(r->ctx, "eigh", "unscaling", err);
+  /* cuSOLVER's batched solver may leave a near-tie one ulp out of order */
+  if (c->cusolver && (err = gstat_cu_sort_eigenpairs(r->cdt, r->want ? c->dV : NULL, c->dW, r->n,
+                                                     nb, s->stream)) != cudaSuccess)
+    return gstat_cu_fail(r->ctx, "eigh", "ordering the values", err);
+  if (degenerate) {
+    *again = AGAIN_CUSOLVER_DEGENERATE;
+    return GSTAT_OK;
+  }
+  err = gstat_cu_finish_eigh(r->cdt, r->want ? c->dV : NULL, c->dW, r->n, nb, c->dInfo, c->dFlags,
+                             s->stream);
+  return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "output check", err);
+}
+
+/* The chunk's solve: Jacobi (the kernel also fixes signs, writes NaN for
+ * failed elements and sets every flag: no finishing pass), or a float32
+ * chunk too graded for cuSOLVER's batched path (*again), or the rest. */
+static gstat_status solve_planned(chunk_plan *c, const gstat_matrix *A0, int64_t nb,
+                                  chunk_again *again) {
+  const eigh_run *r = &c->r;
+  if (c->jacobi) {
+    cudaError_t err =
+        gstat_cu_eigh_jacobi(r->cdt, c->in, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb, c->dW,
+                             r->want ? c->dV : NULL, c->dInfo, c->dFlags, r->s->stream);
+    return err == cudaSuccess ? GSTAT_OK : gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel", err);
+  }
+  bool in_f64 = false;
+  if (c->cusolver && !c->loop) {
+    gstat_status st = graded_f32(r, A0, c->in, nb, (double *)(c->dInfo + 2 * nb), &in_f64);
+    if (st != GSTAT_OK) return st;
+  }
+  if (in_f64) {
+    *again = AGAIN_F64;
+    return GSTAT_OK;
+  }
+  return solve_reduced(c, nb, again);
+}
+
 /* One chunk [b0, b0 + nb): load, solve, check, store, collect info. Dense
  * device arguments of the compute dtype are used in place: no copies but
  * the one the solver needs (it overwrites its input with the vectors), and
@@ -671,163 +869,40 @@ static gstat_status jacobi_bf16(const eigh_run *r, const char *a, char *w, char 
  * caller's may not hold the graph (may_use_caller_buffers). */
 static gstat_status eigh_chunk(const eigh_run *run, const gstat_matrix *A0, gstat_matrix *w,
                                gstat_matrix *V, int64_t b0, int64_t nb, int64_t *info) {
-  eigh_run rr = *run;
-  const eigh_run *r = &rr;
-  gstat_matrix A = as_col_major(A0, &rr.fill);
+  chunk_plan c = {.r = *run};
+  c.A = as_col_major(A0, &c.r.fill);
+  const eigh_run *r = &c.r;
   gstat_cu_state *s = r->s;
-  size_t es = gstat_cu_dtype_bytes(r->cdt), mat = (size_t)(r->n * r->n) * es * (size_t)nb;
-  bool jacobi = r->jacobi;
-  if (jacobi && A0->dtype == GSTAT_BF16) {
-    char *a16 = gstat_cu_dense(&A, GSTAT_BF16, b0), *w16 = gstat_cu_dense(w, GSTAT_BF16, b0);
+  c.mat = (size_t)(r->n * r->n) * gstat_cu_dtype_bytes(r->cdt) * (size_t)nb;
+  if (r->jacobi && A0->dtype == GSTAT_BF16) {
+    char *a16 = gstat_cu_dense(&c.A, GSTAT_BF16, b0), *w16 = gstat_cu_dense(w, GSTAT_BF16, b0);
     char *v16 = r->want ? gstat_cu_dense(V, GSTAT_BF16, b0) : NULL;
     if (a16 && w16 && (!r->want || (v16 && v16 != a16)))
       return jacobi_bf16(r, a16, w16, v16, b0, nb, info);
   }
-  char *src = gstat_cu_dense(&A, r->cdt, b0);
-  char *dV = r->want ? gstat_cu_dense(V, r->cdt, b0) : NULL;
-  char *dW = gstat_cu_dense(w, r->cdt, b0);
-  /* a degenerate batch is solved again from A: not when A is V */
-  bool reloadable = !(src && src == dV);
-  bool lock = uses_lockstep(r, nb) && reloadable;
-  bool split_path = !lock && r->want && uses_split(r) && reloadable;
-  bool two = !lock && !split_path && uses_two_stage(r) && reloadable;
-  bool loop = !lock && !split_path && !two && uses_loop(r->n, nb);
-  if (!jacobi && !loop && rr.fill == CUBLAS_FILL_MODE_UPPER && !(src && src == dV)) {
-    /* the batched solver is faster on the lower triangle (bench/README.md,
-     * "The CUDA eigh rules' measurements"), the lockstep one reads only that, and the
-     * input is a copy anyway: copy the transpose, whose lower triangle
-     * holds the data */
-    A = transposed(&A);
-    rr.fill = CUBLAS_FILL_MODE_LOWER;
-    src = NULL;
+  plan_path(&c, w, V, b0, nb);
+  chunk_again again = AGAIN_NONE;
+  gstat_status st = plan_buffers(&c, w, V, b0, nb);
+  if (st == GSTAT_OK) st = plan_solver_workspace(&c, nb, &again);
+  if (st == GSTAT_OK && again == AGAIN_NONE) st = place_input(&c, b0, nb);
+  if (st == GSTAT_OK && again == AGAIN_NONE) st = solve_planned(&c, A0, nb, &again);
+  if (st != GSTAT_OK) return st;
+  if (again != AGAIN_NONE) { /* again from A (untouched so far), as the run says */
+    eigh_run next = *run;
+    if (again == AGAIN_F64)
+      next.cdt = GSTAT_F64;
+    else
+      next.no_own_tridiag = true;
+    if (again == AGAIN_CUSOLVER_DEGENERATE) next.cdt = compute_dtype(A0->dtype, r->n, false);
+    return eigh_chunk(&next, A0, w, V, b0, nb, info);
   }
-  /* the batched solver's graphs are keyed by their buffers */
-  if (!jacobi && !loop && !lock && !split_path && !two && !may_use_caller_buffers(r, nb, dV, dW))
-    dV = dW = NULL;
-  bool v_in_place = dV != NULL, w_in_place = dW != NULL;
-  if (jacobi && src && src == dV) src = NULL; /* the kernel does not work in place */
-  /* Every buffer first: the chunk writes nothing to the caller's arrays
-   * before all it needs is there (an out-of-memory return leaves them
-   * untouched, and a halved retry finds an in-place A unsolved). The
-   * solver's own copy of A (load) goes into V when usable, else a buffer. */
-  bool load = !src || (!jacobi && !dV);
-  char *dA = NULL;
-  if (load && !(dA = !jacobi && dV ? dV : gstat_cu_buffer(s, r->ctx, CU_MAT, mat)))
-    return GSTAT_ENOMEM;
-  /* what the solver reads; cuSOLVER overwrites it with the vectors */
-  char *in = load ? dA : jacobi ? src : dV;
-  if (!dV) dV = jacobi ? (r->want ? gstat_cu_buffer(s, r->ctx, CU_RHS, mat) : NULL) : in;
-  if (!dW) dW = gstat_cu_buffer(s, r->ctx, CU_VEC, (size_t)(r->n * nb) * es);
-  /* info, flags, then the cuSOLVER paths' scaling: amax and sigma (before
-   * them the graded check's scratch), then that check's flag */
-  int *dInfo = gstat_cu_buffer(
-      s, r->ctx, CU_INFO, (2 * sizeof(int) + 2 * sizeof(double)) * (size_t)nb + sizeof(double));
-  size_t stage = 0; /* host arrays pass through CU_STAGE */
-  const gstat_matrix *host_args[3] = {load ? &A : NULL, w_in_place ? NULL : w,
-                                      r->want && !v_in_place ? V : NULL};
-  for (int i = 0; i < 3; i++) {
-    size_t span = host_args[i] && host_args[i]->location == GSTAT_HOST
-                      ? gstat_cu_span(host_args[i], b0, nb)
-                      : 0;
-    if (span > stage) stage = span;
-  }
-  if ((r->want && !dV) || !dW || !dInfo ||
-      !gstat_cu_host_buffer(s, r->ctx, &s->host_info, 2 * sizeof(int) * (size_t)nb) ||
-      (stage && !gstat_cu_buffer(s, r->ctx, CU_STAGE, stage)))
-    return GSTAT_ENOMEM;
-  gstat_status st;
-  solver_ws ws;
-  void *own_work = NULL, *own_host = NULL;
-  if (two) {
-    size_t host = 0,
-           bytes = gstat_cu_two_stage_bytes(s->solver, s->params, r->n, (const double *)in, &host);
-    if (!bytes)
-      return gstat_cu_solver_fail(r->ctx, "eigh", "workspace query",
-                                  CUSOLVER_STATUS_INTERNAL_ERROR);
-    /* its workspace is about twice Xsyevd's: without room, Xsyevd */
-    if (!(own_work = gstat_cu_buffer(s, NULL, CU_WORK, bytes)) ||
-        (host && !(own_host = gstat_cu_host_buffer(s, NULL, &s->host_work, host)))) {
-      if (gstat_cu_fault_now() == FAULT_OOM) return GSTAT_ENOMEM;
-      eigh_run again = *run;
-      again.no_own_tridiag = true;
-      return eigh_chunk(&again, A0, w, V, b0, nb, info);
-    }
-  } else if (lock || split_path) {
-    size_t bytes = lock ? gstat_cu_sytrd_eigh_bytes(r->cdt, r->n, nb, r->want)
-                        : gstat_cu_sytrd_split_bytes(s->solver, r->n, (const float *)in);
-    if (!bytes)
-      return gstat_cu_solver_fail(r->ctx, "eigh", "workspace query",
-                                  CUSOLVER_STATUS_INTERNAL_ERROR);
-    if (!(own_work = gstat_cu_buffer(s, r->ctx, CU_WORK, bytes))) return GSTAT_ENOMEM;
-  } else if (!jacobi && (st = plan_workspace(r, in, dW, nb, loop, &ws)) != GSTAT_OK) {
+  if (!c.w_in_place &&
+      (st = gstat_cu_store(s, r->ctx, "eigh", c.dW, r->cdt, w, b0, nb, NULL)) != GSTAT_OK)
     return st;
-  }
-  cudaError_t err = cudaSuccess;
-  if (load) {
-    if ((st = gstat_cu_load(s, r->ctx, "eigh", &A, b0, nb, r->cdt, dA, NULL)) != GSTAT_OK)
-      return st;
-  } else if (!jacobi && src != dV) {
-    err = cudaMemcpyAsync(dV, src, mat, cudaMemcpyDeviceToDevice, s->stream);
-  }
-  int *dFlags = dInfo + nb;
-  if (err == cudaSuccess && !jacobi)
-    err = cudaMemsetAsync(dFlags, 0, sizeof(int) * (size_t)nb, s->stream);
-  if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "copying the input", err);
-  bool in_f64 = false;
-  if (!jacobi && !lock && !split_path && !two && !loop &&
-      (st = graded_f32(r, A0, in, nb, (double *)(dInfo + 2 * nb), &in_f64)) != GSTAT_OK)
+  if (r->want && !c.v_in_place &&
+      (st = gstat_cu_store(s, r->ctx, "eigh", c.dV, r->cdt, V, b0, nb, NULL)) != GSTAT_OK)
     return st;
-  if (in_f64) { /* again from A (untouched so far), in a float64 copy */
-    eigh_run again = *run;
-    again.cdt = GSTAT_F64;
-    return eigh_chunk(&again, A0, w, V, b0, nb, info);
-  }
-  if (jacobi) {
-    /* the kernel also fixes signs, writes NaN for failed elements and sets
-     * every flag: no finishing pass */
-    err = gstat_cu_eigh_jacobi(r->cdt, in, r->fill == CUBLAS_FILL_MODE_UPPER, r->n, nb, dW,
-                               r->want ? dV : NULL, dInfo, dFlags, s->stream);
-    if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "Jacobi kernel", err);
-  } else {
-    bool degenerate = false, cusolver = !lock && !split_path && !two;
-    /* our paths scale as LAPACK does; cuSOLVER's batched solver does not
-     * (bench/README.md: the near-underflow graded fuzz case) */
-    double *amax = (double *)(dInfo + 2 * nb), *sigma = amax + nb;
-    if (cusolver &&
-        (err = gstat_cu_scale_to_unit(r->cdt, in, r->n, nb, r->fill == CUBLAS_FILL_MODE_UPPER, amax,
-                                      sigma, s->stream)) != cudaSuccess)
-      return gstat_cu_fail(r->ctx, "eigh", "scaling", err);
-    st = lock         ? lockstep(r, in, dW, dInfo, nb, own_work, &degenerate)
-         : split_path ? split(r, in, dW, dInfo, nb, own_work, &degenerate)
-         : two        ? two_stage(r, in, dW, dInfo, nb, own_work, own_host, &degenerate)
-         : loop       ? syevd_loop(r, in, dW, dInfo, nb, &ws)
-                      : syev_batched(r, in, dW, dInfo, nb, &ws);
-    if (st != GSTAT_OK) return st;
-    if (cusolver &&
-        (err = gstat_cu_unscale_values(r->cdt, dW, r->n, nb, sigma, s->stream)) != cudaSuccess)
-      return gstat_cu_fail(r->ctx, "eigh", "unscaling", err);
-    /* cuSOLVER's batched solver may leave a near-tie one ulp out of order */
-    if (cusolver && (err = gstat_cu_sort_eigenpairs(r->cdt, r->want ? dV : NULL, dW, r->n, nb,
-                                                    s->stream)) != cudaSuccess)
-      return gstat_cu_fail(r->ctx, "eigh", "ordering the values", err);
-    if (degenerate) { /* again from A, by cuSOLVER alone */
-      eigh_run again = *run;
-      again.no_own_tridiag = true;
-      again.cdt = compute_dtype(A0->dtype, r->n, false);
-      return eigh_chunk(&again, A0, w, V, b0, nb, info);
-    }
-    /* one pass: signs, NaN outputs for failed elements and flags for
-     * non-finite ones (the dispatcher may recompute them) */
-    err = gstat_cu_finish_eigh(r->cdt, r->want ? dV : NULL, dW, r->n, nb, dInfo, dFlags, s->stream);
-    if (err != cudaSuccess) return gstat_cu_fail(r->ctx, "eigh", "output check", err);
-  }
-  if (!w_in_place &&
-      (st = gstat_cu_store(s, r->ctx, "eigh", dW, r->cdt, w, b0, nb, NULL)) != GSTAT_OK)
-    return st;
-  if (r->want && !v_in_place &&
-      (st = gstat_cu_store(s, r->ctx, "eigh", dV, r->cdt, V, b0, nb, NULL)) != GSTAT_OK)
-    return st;
-  return gstat_cu_collect_info(s, r->ctx, "eigh", dInfo, true, nb, info + b0, s->stream);
+  return gstat_cu_collect_info(s, r->ctx, "eigh", c.dInfo, true, nb, info + b0, s->stream);
 }
 
 /* Host arrays on the Jacobi path, in pieces whose copies overlap the
