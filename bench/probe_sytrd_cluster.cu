@@ -34,15 +34,6 @@
 
 namespace cg = cooperative_groups;
 
-#define CS(x)                                                         \
-  do {                                                                \
-    cusolverStatus_t s_ = (x);                                        \
-    if (s_ != CUSOLVER_STATUS_SUCCESS) {                              \
-      fprintf(stderr, "%s:%d cuSOLVER %d\n", __FILE__, __LINE__, s_); \
-      exit(1);                                                        \
-    }                                                                 \
-  } while (0)
-
 enum { CLUSTER = 16, THREADS = 512, WARPS = THREADS / 32, SCALARS = 64 };
 enum { S_TAU = 0, S_DOT = 1 }; /* places in a block's scalars */
 

@@ -33,14 +33,6 @@ extern "C" {
       exit(1);                                                      \
     }                                                               \
   } while (0)
-#define CS(x)                                                         \
-  do {                                                                \
-    cusolverStatus_t s_ = (x);                                        \
-    if (s_ != CUSOLVER_STATUS_SUCCESS) {                              \
-      fprintf(stderr, "%s:%d cuSOLVER %d\n", __FILE__, __LINE__, s_); \
-      exit(1);                                                        \
-    }                                                                 \
-  } while (0)
 
 /* r(:, j) -= w_j z(:, j): the residual's eigenvalue term. */
 __global__ void sub_scaled(double *r, const double *z, const double *w, int64_t n) {

@@ -1,12 +1,24 @@
-/* What the cuSOLVER probes share: a solver workspace that grows and is
- * kept, and the median of their timings. */
+/* What the cuSOLVER probes share: the check of a cuSOLVER call, a solver
+ * workspace that grows and is kept, and the median of their timings. */
 #ifndef GSTAT_BENCH_PROBE_UTIL_H
 #define GSTAT_BENCH_PROBE_UTIL_H
 
 #include <stdlib.h>
 #include <string.h>
 
+#include <cusolverDn.h>
+
 #include "cuda_check.h"
+
+/* CS(call): a cuSOLVER call; on failure print where and the status, exit 1. */
+#define CS(x)                                                         \
+  do {                                                                \
+    cusolverStatus_t s_ = (x);                                        \
+    if (s_ != CUSOLVER_STATUS_SUCCESS) {                              \
+      fprintf(stderr, "%s:%d cuSOLVER %d\n", __FILE__, __LINE__, s_); \
+      exit(1);                                                        \
+    }                                                                 \
+  } while (0)
 
 /* A device and a host workspace; zero-initialise, free with probe_ws_free. */
 typedef struct {
