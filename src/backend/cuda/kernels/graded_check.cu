@@ -6,7 +6,8 @@ namespace {
 
 /* A block takes kGradedTile rows of one matrix (a warp of lanes, one row
  * each): many blocks per matrix, so one large matrix is read by the whole
- * GPU (one block a matrix read a 1000 x 1000 one in 250 us: bench/README.md). */
+ * GPU, not by one block (bench/README.md, "The forty-fifth session's GPU
+ * calls"). */
 constexpr int kGradedTile = 32, kGradedThreads = 256, kGradedWarps = kGradedThreads / 32;
 
 /* Non-negative doubles order as their bits: atomicMin / atomicMax on them. */
