@@ -46,11 +46,12 @@ def _dev_us(e):
     return 0.0
 
 
-def trace(label, fn, calls=20, top=5):
+def trace(label, fn, calls=20, top=5, gaps=0.0):
     """Where calls of fn() spend their time (torch.profiler: CUPTI sees gstat's
     kernels, copies and runtime calls as well as torch's): per call, the wall
     ms, the device's busy ms, kernels, copies and host waits, and the `top`
-    largest device items. Printed as one block; returns nothing."""
+    largest device items; with gaps > 0, trace_gaps of one call too. Printed
+    as one block; returns nothing."""
     from torch.profiler import ProfilerActivity, profile
 
     fn()
@@ -82,3 +83,56 @@ def trace(label, fn, calls=20, top=5):
     host_api = sum(t for _, t in api.values()) / 1e3
     print(f"    api per call (count, host time): {calls_api}; all runtime calls {host_api:.1f} ms",
           flush=True)
+    if gaps > 0:
+        trace_gaps(label, fn, min_gap_us=gaps)
+
+
+def trace_gaps(label, fn, min_gap_us=50.0, calls=3):
+    """Where the device idles inside one call of fn() (the last of `calls`):
+    each stretch of at least min_gap_us between two device items (kernels,
+    copies, memsets), with the items on either side and the runtime calls the
+    host made meanwhile; time in a gap outside those calls is the caller's own
+    host work. Printed as one block; returns nothing."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(calls - 1):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    dev, api = [], []
+    for e in prof.events():
+        span = (e.time_range.start, e.time_range.end, e.name)
+        if e.device_type == DeviceType.CUDA:
+            dev.append(span)
+        elif e.name.startswith("cuda") or e.name.startswith("cu"):
+            api.append(span)
+    dev.sort()
+    api.sort()
+    if not dev:
+        print(f"gaps {label}: no device items seen")
+        return
+    idle, shown = 0.0, []
+    for (s0, e0, n0), (s1, e1, n1) in zip(dev, dev[1:]):
+        gap = s1 - max(e0, s0)
+        if gap <= 0:
+            continue
+        idle += gap
+        if gap >= min_gap_us:
+            inside = [(max(a, e0), min(b, s1), n) for a, b, n in api if b > e0 and a < s1]
+            shown.append((e0 - dev[0][0], gap, n0, n1, inside))
+    span = dev[-1][1] - dev[0][0]
+    print(f"gaps {label}: device span {span / 1e3:.3f} ms, idle {idle / 1e3:.3f} ms in gaps, "
+          f"{len(shown)} gaps >= {min_gap_us:.0f} us")
+    for at, gap, n0, n1, inside in shown:
+        in_api = sum(b - a for a, b, _ in inside)
+        names = {}
+        for a, b, n in inside:
+            c, t = names.get(n, (0, 0.0))
+            names[n] = (c + 1, t + b - a)
+        calls_txt = ", ".join(f"{n} x{c} {t:.0f}us" for n, (c, t) in
+                              sorted(names.items(), key=lambda kv: -kv[1][1])[:4])
+        print(f"    at {at / 1e3:8.3f} ms  gap {gap:7.1f} us  (runtime calls {in_api:6.1f} us: "
+              f"{calls_txt})\n        after {n0[:60]}\n        before {n1[:60]}", flush=True)

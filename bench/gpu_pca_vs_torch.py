@@ -16,11 +16,13 @@ gstat.PCA.fit_transform of a CUDA tensor does; torch's scores stay on the
 device too).
 
 usage: bench/gpu_pca_vs_torch.py [--build build-gpu] [--reps 3] [--quick]
-                                 [--methods cov,gram,randomized] [--trace [--top T]]
+                                 [--methods cov,gram,randomized] [--trace [--top T] [--gaps US]]
                                  [--shapes NxP,...]
 
 --trace: after each row, where one call's time goes (kernels, copies, host waits;
-gpu_bench_common.trace), the T (default 5) largest device items.
+gpu_bench_common.trace), the T (default 5) largest device items; with --gaps,
+the device's idle stretches of at least US microseconds in one call, with the
+runtime calls made meanwhile (gpu_bench_common.trace_gaps).
 --shapes: only these rows (of every method asked for).
 """
 import argparse
@@ -69,7 +71,7 @@ def torch_randomized(x, k, power=7, over=10):
     return s[:k] ** 2, vh[:k]
 
 
-def method_rows(lib, ctx, method, shapes, k, reps, traced=False, top=5):
+def method_rows(lib, ctx, method, shapes, k, reps, traced=False, top=5, gaps=0.0):
     """gstat's GRAM (2) or RANDOMIZED (3) method on device data vs torch, fp32,
     without scores; the accuracy column: top-k variances against float64."""
     rows = []
@@ -96,8 +98,8 @@ def method_rows(lib, ctx, method, shapes, k, reps, traced=False, top=5):
         t_ms, _ = timed(lambda: fn(x, k), reps)
         if traced:
             name = ('gram', 'randomized')[method - 2]
-            trace(f"gstat {name} {n}x{p}", run_gstat, calls=5, top=top)
-            trace(f"torch {name} {n}x{p}", lambda: fn(x, k), calls=5, top=top)
+            trace(f"gstat {name} {n}x{p}", run_gstat, calls=5, top=top, gaps=gaps)
+            trace(f"torch {name} {n}x{p}", lambda: fn(x, k), calls=5, top=top, gaps=gaps)
         ev = [r.contents.explained_variance[i] for i in range(k)]
         xd = x.double()
         xd -= xd.mean(0)
@@ -129,6 +131,8 @@ def main():
     ap.add_argument("--methods", default="cov,gram,randomized")
     ap.add_argument("--trace", action="store_true", help="where each row's call spends its time")
     ap.add_argument("--top", type=int, default=5, help="device items listed per trace")
+    ap.add_argument("--gaps", type=float, default=0.0,
+                    help="with --trace: list the device's idle stretches of at least this many us")
     ap.add_argument("--shapes", default="", help="only these rows, e.g. 20000x1000,2000x20000")
     args = ap.parse_args()
     methods = args.methods.split(",")
@@ -142,13 +146,13 @@ def main():
     if "gram" in methods:
         wide = [(2000, 20000), (5000, 50000)] if not args.quick else [(2000, 20000)]
         tables.append(("Gram", method_rows(lib, ctx, 2, chosen(wide), 10, args.reps, args.trace,
-                                           args.top)))
+                                           args.top, args.gaps)))
     if "randomized" in methods:
         tall = [(100000, 100), (20000, 1000), (1000000, 1000)]
         if args.quick:
             tall = [(100000, 100), (200000, 1000)]
         tables.append(("randomized", method_rows(lib, ctx, 3, chosen(tall), 10, args.reps,
-                                                 args.trace, args.top)))
+                                                 args.trace, args.top, args.gaps)))
     if "cov" not in methods:
         for name, rows in tables:
             print_method_table(name, rows, 10, args.reps)
@@ -204,8 +208,9 @@ def main():
             rows.append((n, p, scores, g_ms, t_ms, err_g, err_t))
             print(f"{n}x{p} scores={scores}: gstat {g_ms:.2f} ms, torch {t_ms:.2f} ms", flush=True)
             if args.trace:
-                trace(f"gstat PCA {n}x{p} scores={scores}", run_gstat, top=args.top)
-                trace(f"torch PCA {n}x{p} scores={scores}", run_torch, top=args.top)
+                for who, call in (("gstat", run_gstat), ("torch", run_torch)):
+                    trace(f"{who} PCA {n}x{p} scores={scores}", call, top=args.top,
+                          gaps=args.gaps)
             lib.gstat_pca_result_free(res)
         del x, mix, z
         torch.cuda.empty_cache()
