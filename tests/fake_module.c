@@ -240,6 +240,13 @@ static gstat_status gemm(void *s, gstat_ctx *ctx, gstat_trans ta, gstat_trans tb
   return host->cpu->gemm(NULL, ctx, ta, tb, alpha, A, B, beta, C);
 }
 
+static gstat_status syrk_lower(void *s, gstat_ctx *ctx, gstat_trans trans, const gstat_matrix *A,
+                               const gstat_matrix *C) {
+  (void)s;
+  if (dense_fails()) return oom(ctx);
+  return host->cpu->syrk_lower(NULL, ctx, trans, A, C);
+}
+
 static gstat_status orthonormalize(void *s, gstat_ctx *ctx, const gstat_matrix *A) {
   (void)s;
   if (dense_fails()) return oom(ctx);
@@ -614,6 +621,7 @@ static const gstat_i_backend_ops ops = {
     .host_cost = host_cost,
     .gemm = gemm,
     .orthonormalize = orthonormalize,
+    .syrk_lower = syrk_lower,
     .rows = rows,
     .laplacian = laplacian,
     .sc_laplacians = sc_laplacians,

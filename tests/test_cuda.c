@@ -954,13 +954,16 @@ static void test_cholesky_single_large(void **state) {
 /* Small batches with a failing element on each factor path, dense device
  * data, F apart from A and F = A in place: n = 24 (register kernel, scan
  * deferred), 200 (potrfBatched in our buffer, guarded finish pass), 700 x 1
- * (Xpotrf, the same), 520 x 3 (blocked, the scan waited for). info names
- * the failing element's minor, its factor is NaN, the others are right. */
+ * (Xpotrf, the same), 520 x 3 (blocked, the scan waited for), 2100 x 1
+ * (Xpotrf in F after a waited-for scan: the input's lower triangle copied
+ * in with zeros above, the finishing pass writing failed elements only).
+ * info names the failing element's minor, its factor is NaN, the others
+ * are right. */
 static void test_cholesky_not_pd_small_batch(void **state) {
   (void)state;
   gstat_ctx *gpu = tu_ctx(GSTAT_BACKEND_CUDA);
-  const int64_t ns[] = {24, 200, 700, 520}, nbs[] = {3, 3, 1, 3};
-  for (int c = 0; c < 4; c++)
+  const int64_t ns[] = {24, 200, 700, 520, 2100}, nbs[] = {3, 3, 1, 3, 1};
+  for (int c = 0; c < 5; c++)
     for (int inplace = 0; inplace < 2; inplace++) {
       const int64_t n = ns[c], nb = nbs[c], bad = nb - 1, minor = n / 2 + 1;
       gstat_dtype dt = (c + inplace) % 2 ? GSTAT_F64 : GSTAT_F32;

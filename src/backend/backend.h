@@ -28,7 +28,7 @@
 #include "backend/spectral_req.h"
 #include "backend/sparse_req.h"
 
-#define GSTAT_I_BACKEND_API_VERSION 18
+#define GSTAT_I_BACKEND_API_VERSION 19
 
 /* The primitives a cost model compares (host_cost). */
 typedef enum {
@@ -172,6 +172,14 @@ typedef struct gstat_i_backend_ops {
    * with Q formed (LAPACK's geqrf + orgqr convention). GSTAT_EUNSUPPORTED as
    * for gemm. Optional. */
   gstat_status (*orthonormalize)(void *state, gstat_ctx *ctx, const gstat_matrix *A);
+  /* The lower triangle of each element of C = op(A_b) op(A_b)^T (trans
+   * GSTAT_NO_TRANS: A_b A_b^T; GSTAT_TRANS: A_b^T A_b), C dense
+   * column-major, A and C sharing the compute dtype and this backend's
+   * memory; C's strict upper triangle is left unspecified. GSTAT_EUNSUPPORTED
+   * without a message for a layout it does not take: the scheduler then
+   * runs gemm. Optional. */
+  gstat_status (*syrk_lower)(void *state, gstat_ctx *ctx, gstat_trans trans, const gstat_matrix *A,
+                             const gstat_matrix *C);
   /* ---- row-wise reductions (Mahalanobis, shrinkage) ---- */
 
   /* The rows primitive (gstat_i_rows_req): X, L, Q and d in one memory, the

@@ -535,6 +535,24 @@ gstat_status gstat_i_sched_gemm(gstat_ctx *ctx, const char *fn, gstat_trans ta, 
   return gemm_staged(ctx, fn, ta, tb, alpha, A, B, beta, C);
 }
 
+gstat_status gstat_i_sched_syrk_lower(gstat_ctx *ctx, const char *fn, gstat_trans trans,
+                                      const gstat_matrix *A, const gstat_matrix *C) {
+  const gstat_matrix *ms[2] = {A, C};
+  gstat_i_backend be;
+  gstat_status st = dense_backend(ctx, fn, ms, 2, &be);
+  if (st != GSTAT_OK) return st;
+  if (C->batch == 0 || C->rows == 0) return GSTAT_OK;
+  st = be.ops->syrk_lower ? be.ops->syrk_lower(be.state, ctx, trans, A, C) : GSTAT_EUNSUPPORTED;
+  if (st == GSTAT_OK) {
+    ctx->last_backends |= be.ops->ran_flag;
+    return GSTAT_OK;
+  }
+  if (!retry_on_cpu(st)) return st;
+  ctx->last_error[0] = '\0'; /* the full product decides what the call reports */
+  gstat_trans other = trans == GSTAT_TRANS ? GSTAT_NO_TRANS : GSTAT_TRANS;
+  return gstat_i_sched_gemm(ctx, fn, trans, other, 1.0, A, A, 0.0, C);
+}
+
 gstat_status gstat_i_sched_orthonormalize(gstat_ctx *ctx, const char *fn, const gstat_matrix *A) {
   gstat_i_backend be;
   gstat_status st = dense_backend(ctx, fn, &A, 1, &be);

@@ -160,6 +160,14 @@ gstat_status gstat_i_sched_gemm(gstat_ctx *ctx, const char *fn, gstat_trans ta, 
                                 double alpha, const gstat_matrix *A, const gstat_matrix *B,
                                 double beta, const gstat_matrix *C);
 
+/* The lower triangle of each element of C = op(A_b) op(A_b)^T (trans
+ * GSTAT_NO_TRANS: A_b A_b^T; GSTAT_TRANS: A_b^T A_b), where A and C lie (C
+ * dense column-major, the compute dtype); C's strict upper triangle is left
+ * unspecified. Half a GEMM's work where the backend has the primitive,
+ * else the full product by gstat_i_sched_gemm (its fallback included). */
+gstat_status gstat_i_sched_syrk_lower(gstat_ctx *ctx, const char *fn, gstat_trans trans,
+                                      const gstat_matrix *A, const gstat_matrix *C);
+
 /* The columns of each element of A (rows >= cols, F32 or F64, host or device
  * memory) replaced by an orthonormal basis of their span (Householder QR,
  * Q formed), where A lies; the same fallback as gstat_i_sched_gemm. */

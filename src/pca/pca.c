@@ -316,12 +316,9 @@ static gstat_status fill_components(gstat_ctx *ctx, const fit *f, gstat_pca_resu
   double eps = f->ct == GSTAT_F64 ? DBL_EPSILON : FLT_EPSILON;
   double tiny = lam[0] * (double)(f->n > p ? f->n : p) * eps;
   for (int64_t i = 0; i < k; i++) {
-    double *row = comp + i * p, nrm = 0;
-    for (int64_t j = 0; j < p; j++) {
-      row[j] = get(f, f->T, j + (k - 1 - i) * p);
-      nrm += row[j] * row[j];
-    }
-    nrm = sqrt(nrm);
+    double *row = comp + i * p;
+    for (int64_t j = 0; j < p; j++) row[j] = get(f, f->T, j + (k - 1 - i) * p);
+    double nrm = gstat_i_pca_norm(row, p);
     if (lam[i] > tiny && nrm > 0)
       for (int64_t j = 0; j < p; j++) row[j] /= nrm; /* = 1/sigma up to rounding */
     else
@@ -329,22 +326,8 @@ static gstat_status fill_components(gstat_ctx *ctx, const fit *f, gstat_pca_resu
   }
   /* Xc^T u / sigma loses orthogonality like eps * (sigma_1 / sigma_i)^2: the
    * larger components are the accurate ones, so orthogonalize each row
-   * against those before it (modified Gram-Schmidt, twice). */
-  for (int64_t i = 1; i < k; i++) {
-    double *row = comp + i * p;
-    for (int pass = 0; pass < 2; pass++)
-      for (int64_t q = 0; q < i; q++) {
-        const double *u = comp + q * p;
-        double dot = 0;
-        for (int64_t j = 0; j < p; j++) dot += u[j] * row[j];
-        for (int64_t j = 0; j < p; j++) row[j] -= dot * u[j];
-      }
-    double nrm = 0;
-    for (int64_t j = 0; j < p; j++) nrm += row[j] * row[j];
-    nrm = sqrt(nrm);
-    for (int64_t j = 0; j < p; j++) row[j] /= nrm;
-  }
-  return GSTAT_OK;
+   * against those before it. */
+  return gstat_i_pca_orthonormalize_rows(ctx, comp, k, p);
 }
 
 /* scores (n x k) = Xc V^T, whitened when asked, into res->scores. */
@@ -624,15 +607,14 @@ static void device_layout(fit *f, int64_t k, gstat_i_dev_region *r) {
   }
 }
 
-/* GRAM of the device's centred data: the Gram matrices by one batched GEMM,
+/* GRAM of the device's centred data: the Gram matrices' lower triangles,
  * their eigh where gstat_eigh would run them (small ones on the host, whose
  * top eigenvectors then go back), the eigenvalues to the host. */
 static gstat_status gram_device(gstat_ctx *ctx, fit *f) {
   int64_t nb = f->batch, n = f->n;
   gstat_matrix hS = gstat_matrix_col_major(f->S, f->ct, nb, n, n);
   gstat_matrix hw = gstat_vector_batch(f->w, f->ct, nb, n);
-  TRY(gstat_i_sched_gemm(ctx, f->fn, GSTAT_NO_TRANS, GSTAT_TRANS, 1.0, &f->dX, &f->dX, 0.0,
-                         &f->dG));
+  TRY(gstat_i_sched_syrk_lower(ctx, f->fn, GSTAT_NO_TRANS, &f->dX, &f->dG)); /* eigh reads it */
   if (f->eigh_on_device) {
     TRY(eigen_step(ctx, f, &f->dG, &f->dw));
     return gstat_i_sched_copy(ctx, f->fn, "w", &f->dw, &hw);

@@ -17,6 +17,15 @@ gstat_status gstat_i_pca_result_prepare(gstat_ctx *ctx, const char *fn, gstat_pc
  * largest magnitude is positive (the first one on ties). */
 void gstat_i_pca_fix_signs(double *comp, int64_t k, int64_t p);
 
+/* Make each row i >= 1 of comp (k x p, row-major) orthogonal to rows
+ * 0..i-1 and of unit length, in order: classical Gram-Schmidt twice through
+ * BLAS products. */
+gstat_status gstat_i_pca_orthonormalize_rows(gstat_ctx *ctx, double *comp, int64_t k, int64_t p);
+
+/* The Euclidean norm of the p values at v (four partial sums: no single
+ * chain of dependent additions). */
+double gstat_i_pca_norm(const double *v, int64_t p);
+
 /* Replace row i of comp (k x p) by a unit vector orthogonal to rows 0..i-1,
  * built from the coordinate axes: the directions of zero variance, where
  * Xc^T u / sigma is undefined, still get an orthonormal component. */

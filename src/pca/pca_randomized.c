@@ -96,9 +96,7 @@ gstat_status gstat_i_pca_randomized(gstat_ctx *ctx, const gstat_matrix *Xc, cons
     double lam = w[l - 1 - i];
     sigma[i] = lam > 0 ? sqrt(lam) : 0;
     const double *col = M + (l - 1 - i) * p;
-    double nrm = 0;
-    for (int64_t j = 0; j < p; j++) nrm += col[j] * col[j];
-    nrm = sqrt(nrm);
+    double nrm = gstat_i_pca_norm(col, p);
     if (sigma[i] > 0 && nrm > 0)
       for (int64_t j = 0; j < p; j++) comp[i * p + j] = col[j] / nrm;
     else

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "backend/dense.h"
 #include "pca/pca_internal.h"
 
 /* The public struct first, so a gstat_pca_result * is a result_block *. */
@@ -79,6 +80,43 @@ void gstat_i_pca_fix_signs(double *comp, int64_t k, int64_t p) {
     if (row[arg] < 0)
       for (int64_t j = 0; j < p; j++) row[j] = -row[j];
   }
+}
+
+double gstat_i_pca_norm(const double *v, int64_t p) {
+  double s[4] = {0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 4 <= p; j += 4)
+    for (int t = 0; t < 4; t++) s[t] += v[j + t] * v[j + t];
+  for (; j < p; j++) s[0] += v[j] * v[j];
+  return sqrt((s[0] + s[1]) + (s[2] + s[3]));
+}
+
+/* For row i and each block B of at most 64 rows before it, c = U_B^T r and
+ * r -= U_B c, U being the rows as the columns of a p x k column-major
+ * matrix; twice (Kahan: twice is enough). Through BLAS, where the scalar
+ * modified Gram-Schmidt it replaces took 2.9 ms for k = 10, p = 20000 on
+ * the 2-core machine, this takes 0.9 ms; Cholesky QR (syrk, potrf, trsm)
+ * took longer there, OpenBLAS's trsm of a 20000 x 10 block alone 1.1 ms. */
+gstat_status gstat_i_pca_orthonormalize_rows(gstat_ctx *ctx, double *comp, int64_t k, int64_t p) {
+  enum { BLOCK = 64 };
+  double c[BLOCK]; /* on the stack: a reused result allocates nothing */
+  for (int64_t i = 1; i < k; i++) {
+    double *row = comp + i * p;
+    for (int pass = 0; pass < 2; pass++)
+      for (int64_t q0 = 0; q0 < i; q0 += BLOCK) {
+        int64_t m = i - q0 < BLOCK ? i - q0 : BLOCK;
+        const double *U = comp + q0 * p;
+        gstat_status st = gstat_i_gemm(ctx, GSTAT_F64, GSTAT_TRANS, GSTAT_NO_TRANS, m, 1, p, 1.0, U,
+                                       p, row, p, 0.0, c, m);
+        if (st == GSTAT_OK)
+          st = gstat_i_gemm(ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, p, 1, m, -1.0, U, p, c,
+                            m, 1.0, row, p);
+        if (st != GSTAT_OK) return st;
+      }
+    double nrm = gstat_i_pca_norm(row, p);
+    for (int64_t j = 0; j < p; j++) row[j] /= nrm;
+  }
+  return GSTAT_OK;
 }
 
 void gstat_i_pca_complete_row(double *comp, int64_t i, int64_t p) {

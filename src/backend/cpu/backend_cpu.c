@@ -194,6 +194,7 @@ const gstat_i_backend_ops gstat_i_cpu_backend_ops = {
     .eigh_lowest = gstat_i_cpu_eigh_lowest,
     .gemm = gstat_i_cpu_gemm,
     .orthonormalize = gstat_i_cpu_orthonormalize,
+    .syrk_lower = gstat_i_cpu_syrk_lower,
     .rows = gstat_i_cpu_rows,
     .laplacian = gstat_i_cpu_laplacian,
     .sc_laplacians = gstat_i_cpu_sc_laplacians,

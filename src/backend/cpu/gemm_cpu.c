@@ -80,6 +80,30 @@ gstat_status gstat_i_cpu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat
   return GSTAT_OK;
 }
 
+/* Whether element 0 of M lies column-major with its own leading dimension
+ * (ld; a single column counts as such). */
+static bool col_major(const gstat_matrix *M, int64_t *ld) {
+  *ld = M->cols > 1 ? M->col_stride : M->rows;
+  return M->row_stride == 1 || M->rows == 1;
+}
+
+gstat_status gstat_i_cpu_syrk_lower(void *state, gstat_ctx *ctx, gstat_trans trans,
+                                    const gstat_matrix *A, const gstat_matrix *C) {
+  (void)state;
+  int64_t lda, ldc;
+  if ((C->dtype != GSTAT_F32 && C->dtype != GSTAT_F64) || A->dtype != C->dtype ||
+      !col_major(A, &lda) || !col_major(C, &ldc) || lda < 1 || ldc < 1)
+    return GSTAT_EUNSUPPORTED; /* the scheduler's gemm */
+  int64_t n = C->rows, k = trans == GSTAT_TRANS ? A->rows : A->cols;
+  for (int64_t b = 0; b < C->batch; b++) {
+    gstat_status st = gstat_i_syrk_lower(ctx, C->dtype, trans, n, k, 1.0,
+                                         gstat_i_elem(A, A->batch == 1 ? 0 : b, 0, 0), lda, 0.0,
+                                         gstat_i_elem(C, b, 0, 0), ldc);
+    if (st != GSTAT_OK) return st;
+  }
+  return GSTAT_OK;
+}
+
 gstat_status gstat_i_cpu_orthonormalize(void *state, gstat_ctx *ctx, const gstat_matrix *A) {
   (void)state;
   gstat_dtype dt = A->dtype;

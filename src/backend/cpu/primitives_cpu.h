@@ -67,6 +67,8 @@ gstat_status gstat_i_cpu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat
                               double alpha, const gstat_matrix *A, const gstat_matrix *B,
                               double beta, const gstat_matrix *C);
 gstat_status gstat_i_cpu_orthonormalize(void *state, gstat_ctx *ctx, const gstat_matrix *A);
+gstat_status gstat_i_cpu_syrk_lower(void *state, gstat_ctx *ctx, gstat_trans trans,
+                                    const gstat_matrix *A, const gstat_matrix *C);
 /* backend.h's laplacian on host memory (laplacian_cpu.c). */
 gstat_status gstat_i_cpu_laplacian(void *state, gstat_ctx *ctx, const char *fn,
                                    const gstat_matrix *A, int sym, int drop_loops, int kind,

@@ -176,6 +176,11 @@ static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const chol_job
   bool direct = src && dst, staged = direct && j->guard && j->path != CHOL_SMALL;
   /* factored in: F itself (direct, unguarded), or our buffer */
   void *dA = direct && !staged ? dst : gstat_cu_buffer(s, ctx, CU_MAT, stride * (size_t)nb);
+  /* the input's lower triangle copied in with zeros above; Xpotrf leaves
+   * them (the blocked path's GEMMs and potrfBatched may not), so after it
+   * the finishing pass writes failed elements only */
+  bool copied = direct && j->path != CHOL_SMALL && src != (char *)dA;
+  bool upper_zeroed = copied && !staged && j->path == CHOL_XPOTRF;
   int *dInfo = gstat_cu_buffer(s, ctx, CU_INFO, sizeof(int) * (size_t)nb);
   /* set by the pass that writes info last (the register kernel or the
    * finish pass): no reduction over info afterwards */
@@ -187,8 +192,8 @@ static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const chol_job
   if (!direct) {
     gstat_matrix in = as_lower(j->A, j->uplo);
     GSTAT_CU_TRY(gstat_cu_load(s, ctx, "cholesky", &in, b0, nb, cdt, dA, NULL));
-  } else if (j->path != CHOL_SMALL && src != (char *)dA) {
-    err = cudaMemcpyAsync(dA, src, stride * (size_t)nb, cudaMemcpyDeviceToDevice, s->stream);
+  } else if (copied) {
+    err = gstat_cu_copy_lower(cdt, src, dA, n, nb, s->stream);
     if (err != cudaSuccess) return gstat_cu_fail(ctx, "cholesky", "copying the input", err);
   }
   switch (j->path) {
@@ -203,7 +208,7 @@ static gstat_status chol_chunk(gstat_cu_state *s, gstat_ctx *ctx, const chol_job
   if (st != GSTAT_OK) return st;
   if (err == cudaSuccess && j->path != CHOL_SMALL)
     err = gstat_cu_finish_cholesky_to(cdt, dA, staged ? dst : dA, n, nb, dInfo, j->guard, any,
-                                      s->stream);
+                                      upper_zeroed, s->stream);
   if (err != cudaSuccess) return gstat_cu_fail(ctx, "cholesky", "factor kernel", err);
   gstat_matrix out = as_lower(j->F, j->uplo);
   if (!direct) GSTAT_CU_TRY(gstat_cu_store(s, ctx, "cholesky", dA, cdt, &out, b0, nb, NULL));

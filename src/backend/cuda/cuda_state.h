@@ -281,6 +281,8 @@ gstat_status gstat_cu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_tr
                            double alpha, const gstat_matrix *A, const gstat_matrix *B, double beta,
                            const gstat_matrix *C);
 gstat_status gstat_cu_orthonormalize(void *state, gstat_ctx *ctx, const gstat_matrix *A);
+gstat_status gstat_cu_syrk_lower(void *state, gstat_ctx *ctx, gstat_trans trans,
+                                 const gstat_matrix *A, const gstat_matrix *C);
 gstat_status gstat_cu_kmeans(void *state, gstat_ctx *ctx, const gstat_matrix *E,
                              const gstat_i_kmeans_opt *opt, int64_t *labels, double *inertia,
                              int64_t *iterations);

@@ -11,6 +11,8 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "backend/cuda/cuda_state.h"
 #include "backend/gemm_view.h"
@@ -68,6 +70,79 @@ gstat_status gstat_cu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_tr
     return gstat_cu_host->fail(ctx,
                                st == CUBLAS_STATUS_ALLOC_FAILED ? GSTAT_ENOMEM : GSTAT_EBACKEND,
                                "gemm: cuBLAS failed (cublasStatus %d)", (int)st);
+  return GSTAT_OK;
+}
+
+/* How syrk_lower forms a lower triangle: cuBLAS's GEMM of the whole
+ * product (the comparison), our tiles of the lower triangle over row blocks
+ * summed in double (gstat_cu_gram_lower: about 5/8 of a GEMM's work at
+ * order 2000), or cuBLAS's syrk. The default is the tiles; the environment's
+ * GSTAT_CUDA_SYRK (gemm, tiles, cublas) picks another, for the benchmark
+ * that compares them (bench/README.md, "The Gram matrix as a lower
+ * triangle"). */
+typedef enum { SYRK_GEMM, SYRK_TILES, SYRK_CUBLAS } syrk_way;
+
+static syrk_way syrk_choice(void) {
+  const char *w = getenv("GSTAT_CUDA_SYRK");
+  if (w && strcmp(w, "gemm") == 0) return SYRK_GEMM;
+  if (w && strcmp(w, "cublas") == 0) return SYRK_CUBLAS;
+  return SYRK_TILES;
+}
+
+/* Element b of M's data (batch 1: shared). */
+static const char *element_data(const gstat_matrix *M, int64_t b) {
+  size_t es = gstat_cu_dtype_bytes((int)M->dtype);
+  return (const char *)M->data + (size_t)((M->batch == 1 ? 0 : b) * M->batch_stride) * es;
+}
+
+static cublasStatus_t cublas_syrk(gstat_cu_state *s, bool f64, bool x_row_major, int64_t rows,
+                                  int64_t cols, const void *x, void *c) {
+  /* C = X^T X; X column-major rows x cols is op T, row-major (= X^T
+   * column-major cols x rows) op N */
+  cublasOperation_t op = x_row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+  int ld = (int)(x_row_major ? cols : rows);
+  const double one = 1, zero = 0;
+  const float onef = 1, zerof = 0;
+  return f64 ? cublasDsyrk(s->blas, CUBLAS_FILL_MODE_LOWER, op, (int)cols, (int)rows, &one, x, ld,
+                           &zero, c, (int)cols)
+             : cublasSsyrk(s->blas, CUBLAS_FILL_MODE_LOWER, op, (int)cols, (int)rows, &onef, x, ld,
+                           &zerof, c, (int)cols);
+}
+
+gstat_status gstat_cu_syrk_lower(void *state, gstat_ctx *ctx, gstat_trans trans,
+                                 const gstat_matrix *A, const gstat_matrix *C) {
+  gstat_cu_state *s = state;
+  int dt = (int)C->dtype;
+  int64_t n = C->rows;
+  bool c_dense = C->cols == n && C->row_stride == 1 && (C->col_stride == n || n == 1);
+  bool a_col = A->row_stride == 1 && (A->col_stride == A->rows || A->cols == 1);
+  bool a_row = A->col_stride == 1 && (A->row_stride == A->cols || A->rows == 1);
+  syrk_way way = syrk_choice();
+  if ((dt != GSTAT_F32 && dt != GSTAT_F64) || (int)A->dtype != dt || !c_dense ||
+      !(a_col || a_row) || !int_sized(A->rows, A->cols, C->batch) || way == SYRK_GEMM)
+    return GSTAT_EUNSUPPORTED; /* the scheduler's gemm */
+  if (gstat_cu_fault_now() == FAULT_OOM)
+    return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "syrk: simulated device out of memory");
+  cudaSetDevice(s->device);
+  /* C = X^T X with X = A (TRANS) or A^T (NO_TRANS: the same memory read
+   * the other way round) */
+  bool x_row_major = trans == GSTAT_TRANS ? a_row : !a_row;
+  int64_t rows = trans == GSTAT_TRANS ? A->rows : A->cols, cols = n;
+  size_t es = gstat_cu_dtype_bytes(dt);
+  for (int64_t b = 0; b < C->batch; b++) {
+    void *c = (char *)C->data + (size_t)(b * C->batch_stride) * es;
+    const char *x = element_data(A, b);
+    if (way == SYRK_TILES) {
+      gstat_status st = gstat_cu_gram_lower(s, ctx, dt, x_row_major, rows, cols, x, c);
+      if (st != GSTAT_OK) return st;
+      continue;
+    }
+    cublasStatus_t bs = cublas_syrk(s, dt == GSTAT_F64, x_row_major, rows, cols, x, c);
+    if (bs != CUBLAS_STATUS_SUCCESS)
+      return gstat_cu_host->fail(ctx,
+                                 bs == CUBLAS_STATUS_ALLOC_FAILED ? GSTAT_ENOMEM : GSTAT_EBACKEND,
+                                 "syrk: cuBLAS failed (cublasStatus %d)", (int)bs);
+  }
   return GSTAT_OK;
 }
 

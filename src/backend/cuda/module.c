@@ -606,6 +606,7 @@ static const gstat_i_backend_ops cuda_ops = {
     .sc_assign = gstat_cu_sc_assign_op,
     .gemm = gstat_cu_gemm,
     .orthonormalize = gstat_cu_orthonormalize,
+    .syrk_lower = gstat_cu_syrk_lower,
     .rows = gstat_cu_rows,
     .laplacian = gstat_cu_laplacian,
     .wcomoment = gstat_cu_wcomoment,

@@ -8,27 +8,28 @@ namespace {
 
 /* Block (x, y) handles column x of elements y, y + gridDim.y, ...: threads
  * walk the rows, so every store is coalesced and no index is divided. A
- * failed element (info != 0) becomes NaN, a factored one gets its strict
- * upper triangle zeroed; in place (src == dst) the lower one is never read,
- * otherwise it is copied from src. guard (NULL: none) is a deferred
+ * failed element (info != 0) becomes NaN; any other (every element when
+ * info is NULL) gets its strict upper triangle zeroed, unless upper_zeroed
+ * says it is zero already; in place (src == dst) the lower one is never
+ * read, otherwise it is copied from src. guard (NULL: none) is a deferred
  * finiteness scan's verdict: anything but ULLONG_MAX and nothing is written.
  * any (NULL: none) becomes 1 when an element failed: the pass reads every
  * info anyway, so no reduction over them need follow. */
 template <typename T>
 __global__ void finish_cholesky(const T *src, T *dst, int64_t n, int64_t batch, const int *info,
-                                const unsigned long long *guard, unsigned *any) {
+                                const unsigned long long *guard, unsigned *any, bool upper_zeroed) {
   if (guard && *guard != ULLONG_MAX) return;
   const int64_t j = blockIdx.x;
   const bool copy = src != dst;
+  const int64_t rows = copy ? n : upper_zeroed ? 0 : j;
   for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
     T *col = dst + (b * n + j) * n;
     const T *from = src + (b * n + j) * n;
-    if (info[b] != 0) {
+    if (info && info[b] != 0) {
       if (any && j == 0 && threadIdx.x == 0) *any = 1;
       for (int64_t i = threadIdx.x; i < n; i += blockDim.x) col[i] = T(NAN);
     } else {
-      for (int64_t i = threadIdx.x; i < (copy ? n : j); i += blockDim.x)
-        col[i] = i < j ? T(0) : from[i];
+      for (int64_t i = threadIdx.x; i < rows; i += blockDim.x) col[i] = i < j ? T(0) : from[i];
     }
   }
 }
@@ -94,23 +95,25 @@ unsigned blocks_for(int64_t work) {
 extern "C" cudaError_t gstat_cu_finish_cholesky_to(int dtype, const void *src, void *dst, int64_t n,
                                                    int64_t batch, const int *info,
                                                    const unsigned long long *guard, unsigned *any,
-                                                   cudaStream_t stream) {
+                                                   bool upper_zeroed, cudaStream_t stream) {
   if (n == 0 || batch == 0) return cudaSuccess;
   if (n > INT32_MAX) return cudaErrorInvalidValue;
   dim3 grid((unsigned)n, (unsigned)(batch < 65535 ? batch : 65535));
   unsigned threads = n >= 256 ? 256 : n >= 128 ? 128 : n >= 64 ? 64 : 32;
   if (dtype == 2)
-    finish_cholesky<<<grid, threads, 0, stream>>>(
-        static_cast<const double *>(src), static_cast<double *>(dst), n, batch, info, guard, any);
+    finish_cholesky<<<grid, threads, 0, stream>>>(static_cast<const double *>(src),
+                                                  static_cast<double *>(dst), n, batch, info, guard,
+                                                  any, upper_zeroed);
   else
-    finish_cholesky<<<grid, threads, 0, stream>>>(
-        static_cast<const float *>(src), static_cast<float *>(dst), n, batch, info, guard, any);
+    finish_cholesky<<<grid, threads, 0, stream>>>(static_cast<const float *>(src),
+                                                  static_cast<float *>(dst), n, batch, info, guard,
+                                                  any, upper_zeroed);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t gstat_cu_finish_cholesky(int dtype, void *a, int64_t n, int64_t batch,
-                                                const int *info, cudaStream_t stream) {
-  return gstat_cu_finish_cholesky_to(dtype, a, a, n, batch, info, NULL, NULL, stream);
+extern "C" cudaError_t gstat_cu_copy_lower(int dtype, const void *src, void *dst, int64_t n,
+                                           int64_t batch, cudaStream_t stream) {
+  return gstat_cu_finish_cholesky_to(dtype, src, dst, n, batch, NULL, NULL, NULL, false, stream);
 }
 
 extern "C" cudaError_t gstat_cu_diag_info(int dtype, const void *a, int64_t n, int64_t batch,

@@ -3,27 +3,32 @@
 #define GSTAT_BACKEND_CUDA_UTIL_KERNELS_H
 
 #include <cuda_runtime.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* After a batched factorization of the lower triangles of a dense column-major
- * batch (dtype 1/2): element b becomes all NaN when info[b] != 0, else its
- * strict upper triangle is zeroed. One pass over the upper triangles. */
-cudaError_t gstat_cu_finish_cholesky(int dtype, void *a, int64_t n, int64_t batch, const int *info,
-                                     cudaStream_t stream);
-
-/* gstat_cu_finish_cholesky from the factored batch src into dst (src == dst:
- * in place): dst's lower triangle copied from src. guard (NULL: none): a
- * deferred finiteness scan's first index; unless it is ULLONG_MAX (every
- * input finite) nothing is written. any (NULL: none) becomes 1 when some
- * info[b] != 0 (the caller zeroes it first). */
+/* After a batched factorization of the lower triangles of a dense
+ * column-major batch (dtype 1/2) in src: element b of dst becomes all NaN
+ * when info[b] != 0, else src's lower triangle (src == dst: in place) with
+ * zeros above it; upper_zeroed (in place only): those zeros are there
+ * already (gstat_cu_copy_lower put the input in), so only failed elements
+ * are written. guard (NULL: none): a deferred finiteness scan's first index;
+ * unless it is ULLONG_MAX (every input finite) nothing is written. any
+ * (NULL: none) becomes 1 when some info[b] != 0 (the caller zeroes it
+ * first). */
 cudaError_t gstat_cu_finish_cholesky_to(int dtype, const void *src, void *dst, int64_t n,
                                         int64_t batch, const int *info,
                                         const unsigned long long *guard, unsigned *any,
-                                        cudaStream_t stream);
+                                        bool upper_zeroed, cudaStream_t stream);
+
+/* dst = the lower triangles of src (dense column-major, dtype 1/2) with
+ * zeros above them: the input of a factorization that reads only the lower
+ * triangle, in one pass that reads half of what a whole copy reads. */
+cudaError_t gstat_cu_copy_lower(int dtype, const void *src, void *dst, int64_t n, int64_t batch,
+                                cudaStream_t stream);
 
 /* info[b] = 1-based index of the first zero on the diagonal of element b, 0
  * if none; *any (NULL: none) becomes 1 when some element has one (the
