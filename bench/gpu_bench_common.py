@@ -99,14 +99,19 @@ def trace_gaps(label, fn, min_gap_us=50.0, calls=3):
     for _ in range(calls - 1):
         fn()
     torch.cuda.synchronize()
+    from torch.profiler import record_function
+
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        fn()
+        with record_function("gaps: the call"):
+            fn()
         torch.cuda.synchronize()
-    dev, api = [], []
+    dev, api, call = [], [], None
     for e in prof.events():
         span = (e.time_range.start, e.time_range.end, e.name)
         if e.device_type == DeviceType.CUDA:
             dev.append(span)
+        elif e.name == "gaps: the call":
+            call = span
         elif e.name.startswith("cuda") or e.name.startswith("cu"):
             api.append(span)
     dev.sort()
@@ -114,6 +119,13 @@ def trace_gaps(label, fn, min_gap_us=50.0, calls=3):
     if not dev:
         print(f"gaps {label}: no device items seen")
         return
+    if call:  # the host's time before the first device item and after the last
+        print(f"gaps {label}: the call {(call[1] - call[0]) / 1e3:.3f} ms on the host")
+        for what, a, b in (("before the first", call[0], dev[0][0]),
+                           ("after the last", max(d[1] for d in dev), call[1])):
+            in_api = sum(min(e, b) - max(s, a) for s, e, _ in api if e > a and s < b)
+            print(f"gaps {label}: host {(b - a) / 1e3:.3f} ms {what} device item "
+                  f"({in_api / 1e3:.3f} ms in runtime calls)")
     idle, shown = 0.0, []
     for (s0, e0, n0), (s1, e1, n1) in zip(dev, dev[1:]):
         gap = s1 - max(e0, s0)
