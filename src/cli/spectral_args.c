@@ -191,114 +191,150 @@ static int set_delimiter(spectral_args *a, const char *v) {
   return cli_delimiter("spectral", v, &a->delimiter);
 }
 
-static int apply(spectral_args *a, const opt_spec *o, const char *v, const char *shown) {
-  int64_t i64;
+/* Each apply_ part handles its options and answers NOT_MINE for the others. */
+enum { NOT_MINE = -1 };
+
+/* The input's kind and reading. */
+static int apply_input(spectral_args *a, const opt_spec *o, const char *v, const char *shown) {
   int idx;
   static const char *const ids[] = {"int", "label"};
   static const char *const syms[] = {"check", "max", "mean", "sum"};
-  static const char *const affs[] = {"rbf", "knn", "mutual-knn", "epsilon"};
-  static const char *const laps[] = {"unnormalized", "sym", "rw"};
-  static const char *const assigns[] = {"kmeans", "cluster-qr"};
-  static const char *const backends[] = {"auto", "cpu", "cuda"};
-  static const char *const formats[] = {"csv", "json"};
-  static const char *const knn_algs[] = {"auto", "kd-tree", "brute", "nndescent"};
   switch (o->id) {
     case O_POINTS:
       if (a->kind == IN_BATCH) return usage("--points and --batch exclude each other");
       a->kind = IN_POINTS;
-      break;
+      return 0;
     case O_BATCH:
       if (a->kind == IN_POINTS) return usage("--points and --batch exclude each other");
       a->kind = IN_BATCH;
-      break;
+      return 0;
     case O_NODE_IDS:
       if (cli_pick("spectral", shown, v, ids, 2, &idx)) return CLI_EXIT_USAGE;
       a->ids = idx == 0 ? EDGE_IDS_INT : EDGE_IDS_LABEL;
-      break;
+      return 0;
     case O_NODES:
       if (cli_parse_i64(v, 1, EDGE_MAX_ID + 1, &a->nodes))
         return usage("%s: '%s' is not a node count from 1 to %lld", shown, v,
                      (long long)EDGE_MAX_ID + 1);
-      break;
-    case O_HEADER: a->header = 1; break;
+      return 0;
+    case O_HEADER: a->header = 1; return 0;
     case O_DELIM: return set_delimiter(a, v);
     case O_SYM:
       if (cli_pick("spectral", shown, v, syms, 4, &idx)) return CLI_EXIT_USAGE;
       a->symmetrize = idx; /* the order of gstat_symmetrize */
-      break;
+      return 0;
+    default: return NOT_MINE;
+  }
+}
+
+/* The graph built from points. */
+static int apply_graph(spectral_args *a, const opt_spec *o, const char *v, const char *shown) {
+  int idx;
+  static const char *const affs[] = {"rbf", "knn", "mutual-knn", "epsilon"};
+  static const char *const knn_algs[] = {"auto", "kd-tree", "brute", "nndescent"};
+  switch (o->id) {
     case O_AFFINITY:
       if (cli_pick("spectral", shown, v, affs, 4, &idx)) return CLI_EXIT_USAGE;
       a->affinity = (gstat_affinity_kind)idx;
-      break;
+      return 0;
     case O_GAMMA:
       if (cli_parse_positive(v, &a->gamma)) return usage("%s: '%s' is not a number > 0", shown, v);
       a->gamma_set = 1;
-      break;
+      return 0;
     case O_NEIGHBORS:
       if (cli_parse_i64(v, 1, INT64_C(1) << 31, &a->neighbors))
         return usage("%s: '%s' is not a positive whole number", shown, v);
       a->neighbors_set = 1;
-      break;
+      return 0;
     case O_KNN_ALGORITHM:
       if (cli_pick("spectral", shown, v, knn_algs, 4, &idx)) return CLI_EXIT_USAGE;
       a->knn_algorithm = (gstat_knn_algorithm)idx; /* the order of gstat_knn_algorithm */
       a->knn_algorithm_set = 1;
-      break;
+      return 0;
     case O_EPS:
       if (cli_parse_positive(v, &a->eps)) return usage("%s: '%s' is not a number > 0", shown, v);
       a->eps_set = 1;
-      break;
+      return 0;
+    default: return NOT_MINE;
+  }
+}
+
+/* The clustering itself. */
+static int apply_clustering(spectral_args *a, const opt_spec *o, const char *v, const char *shown) {
+  int idx;
+  static const char *const laps[] = {"unnormalized", "sym", "rw"};
+  static const char *const assigns[] = {"kmeans", "cluster-qr"};
+  switch (o->id) {
     case O_K:
       if (cli_parse_i64(v, 1, INT64_MAX, &a->k))
         return usage("%s: '%s' is not a positive whole number", shown, v);
-      break;
-    case O_EIGENGAP: a->eigengap = 1; break;
+      return 0;
+    case O_EIGENGAP: a->eigengap = 1; return 0;
     case O_MAX_CLUSTERS:
       if (cli_parse_i64(v, 1, INT64_C(1) << 31, &a->max_clusters))
         return usage("%s: '%s' is not a positive whole number", shown, v);
-      break;
+      return 0;
     case O_LAPLACIAN:
       if (cli_pick("spectral", shown, v, laps, 3, &idx)) return CLI_EXIT_USAGE;
       a->laplacian = idx == 0   ? GSTAT_LAPLACIAN_UNNORMALIZED
                      : idx == 1 ? GSTAT_LAPLACIAN_SYMMETRIC
                                 : GSTAT_LAPLACIAN_RANDOM_WALK;
-      break;
+      return 0;
     case O_ASSIGN:
       if (cli_pick("spectral", shown, v, assigns, 2, &idx)) return CLI_EXIT_USAGE;
       a->assign = idx == 0 ? GSTAT_ASSIGN_KMEANS : GSTAT_ASSIGN_CLUSTER_QR;
-      break;
+      return 0;
     case O_N_INIT:
       if (cli_parse_i64(v, 1, GSTAT_SPECTRAL_MAX_N_INIT, &a->n_init))
         return usage("%s: '%s' is not a whole number from 1 to 100000", shown, v);
-      break;
+      return 0;
     case O_SEED:
       if (cli_parse_u64(v, &a->seed)) return usage("%s: '%s' is not a whole number >= 0", shown, v);
-      break;
-    case O_NORMALIZE: a->normalize_rows = 1; break;
-    case O_DROP_FIRST: a->drop_first = 1; break;
+      return 0;
+    case O_NORMALIZE: a->normalize_rows = 1; return 0;
+    case O_DROP_FIRST: a->drop_first = 1; return 0;
+    default: return NOT_MINE;
+  }
+}
+
+/* Where it runs and what it writes. */
+static int apply_run(spectral_args *a, const opt_spec *o, const char *v, const char *shown) {
+  int64_t i64;
+  int idx;
+  static const char *const backends[] = {"auto", "cpu", "cuda"};
+  static const char *const formats[] = {"csv", "json"};
+  switch (o->id) {
     case O_BACKEND:
       if (cli_pick("spectral", shown, v, backends, 3, &idx)) return CLI_EXIT_USAGE;
       a->backend = idx == 0   ? GSTAT_BACKEND_AUTO
                    : idx == 1 ? GSTAT_BACKEND_CPU
                               : GSTAT_BACKEND_CUDA;
-      break;
+      return 0;
     case O_THREADS:
       if (cli_parse_i64(v, 0, 4096, &i64))
         return usage("%s: '%s' is not a thread count from 0 to 4096", shown, v);
       a->threads = (int)i64;
-      break;
-    case O_OUTPUT: a->output = v; break;
-    case O_EMBEDDING: a->embedding = v; break;
-    case O_EIGENVALUES: a->eigenvalues = v; break;
-    case O_PLOT: a->plot = v; break;
+      return 0;
+    case O_OUTPUT: a->output = v; return 0;
+    case O_EMBEDDING: a->embedding = v; return 0;
+    case O_EIGENVALUES: a->eigenvalues = v; return 0;
+    case O_PLOT: a->plot = v; return 0;
     case O_FORMAT:
       if (cli_pick("spectral", shown, v, formats, 2, &idx)) return CLI_EXIT_USAGE;
       a->format = idx == 0 ? OUT_CSV : OUT_JSON;
-      break;
-    case O_VERBOSE: a->verbose = 1; break;
-    case O_HELP: a->help = 1; break;
+      return 0;
+    case O_VERBOSE: a->verbose = 1; return 0;
+    case O_HELP: a->help = 1; return 0;
+    default: return NOT_MINE;
   }
-  return 0;
+}
+
+static int apply(spectral_args *a, const opt_spec *o, const char *v, const char *shown) {
+  int r = apply_input(a, o, v, shown);
+  if (r == NOT_MINE) r = apply_graph(a, o, v, shown);
+  if (r == NOT_MINE) r = apply_clustering(a, o, v, shown);
+  if (r == NOT_MINE) r = apply_run(a, o, v, shown);
+  return r == NOT_MINE ? 0 : r;
 }
 
 /* Checks of option combinations after everything is parsed. */
