@@ -93,10 +93,9 @@ double gstat_i_pca_norm(const double *v, int64_t p) {
 
 /* For row i and each block B of at most 64 rows before it, c = U_B^T r and
  * r -= U_B c, U being the rows as the columns of a p x k column-major
- * matrix; twice (Kahan: twice is enough). Through BLAS, where the scalar
- * modified Gram-Schmidt it replaces took 2.9 ms for k = 10, p = 20000 on
- * the 2-core machine, this takes 0.9 ms; Cholesky QR (syrk, potrf, trsm)
- * took longer there, OpenBLAS's trsm of a 20000 x 10 block alone 1.1 ms. */
+ * matrix; twice (Kahan: twice is enough). Through BLAS: a scalar loop's dot
+ * products are chains of dependent additions, milliseconds at p = 20000
+ * (bench/README.md, "Where the Gram row's host time went"). */
 gstat_status gstat_i_pca_orthonormalize_rows(gstat_ctx *ctx, double *comp, int64_t k, int64_t p) {
   enum { BLOCK = 64 };
   double c[BLOCK]; /* on the stack: a reused result allocates nothing */

@@ -76,10 +76,11 @@ gstat_status gstat_cu_gemm(void *state, gstat_ctx *ctx, gstat_trans ta, gstat_tr
 /* How syrk_lower forms a lower triangle: cuBLAS's GEMM of the whole
  * product (the comparison), our tiles of the lower triangle over row blocks
  * summed in double (gstat_cu_gram_lower: about 5/8 of a GEMM's work at
- * order 2000), or cuBLAS's syrk. The default is the tiles; the environment's
- * GSTAT_CUDA_SYRK (gemm, tiles, cublas) picks another, for the benchmark
- * that compares them (bench/README.md, "The Gram matrix as a lower
- * triangle"). */
+ * order 2000), or cuBLAS's syrk (about as fast, but one float32 sum down
+ * the long dimension: several times the error). The default is the tiles;
+ * the environment's GSTAT_CUDA_SYRK (gemm, tiles, cublas) picks another,
+ * for the benchmark that compares them (bench/README.md, "The Gram matrix
+ * as a lower triangle"). */
 typedef enum { SYRK_GEMM, SYRK_TILES, SYRK_CUBLAS } syrk_way;
 
 static syrk_way syrk_choice(void) {
