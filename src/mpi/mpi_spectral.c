@@ -8,6 +8,7 @@
  * the seed, so the labels equal a single-process call's bitwise.
  */
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,48 +123,39 @@ static int gather(gstat_mpi *m, const int64_t *mine, const int64_t *first_unit, 
   return rc;
 }
 
-gstat_status gstat_mpi_spectral_clustering_batch(gstat_mpi *m, gstat_ctx *ctx,
-                                                 const gstat_graph_batch *Gs,
-                                                 const int64_t *n_clusters,
-                                                 const gstat_spectral_options *opt, int root,
-                                                 int64_t *labels, gstat_status *graph_status,
-                                                 int64_t *k_used) {
-  static const char fn[] = "mpi_spectral_batch";
-  if (!m) return GSTAT_EINVAL;
-  m->msg[0] = '\0';
-  int64_t total = 0, lo, hi, lo2, hi2, a = 0, b = 0, mynodes = 0;
-  int64_t *all = NULL, *first = NULL, *node_first = NULL, *mylabels = NULL, *per = NULL,
-          *bufs[3] = {0};
-  gstat_spectral_batch_result *res = NULL;
+/* The call's arguments on this rank, then every rank's agreement, then
+ * that every rank passes the same batch: *total its nodes. */
+static gstat_status check_call(gstat_mpi *m, const gstat_ctx *ctx, const gstat_graph_batch *Gs,
+                               int root, bool labels_missing, int64_t *total, const char *fn) {
   gstat_status st = GSTAT_OK;
-  int recv = gstat_mpi_i_receives(m, root);
+  *total = 0;
   if (!ctx || !Gs) {
     st = gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: %s is NULL", fn, ctx ? "Gs" : "ctx");
   } else if (!gstat_mpi_i_root_ok(m, root)) {
     st = gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: root=%d is not a rank of %d or GSTAT_MPI_ALL_RANKS",
                           fn, root, m->size);
-  } else if ((st = check_shape(m, Gs, &total, fn)) == GSTAT_OK && recv && !labels && total > 0) {
+  } else if ((st = check_shape(m, Gs, total, fn)) == GSTAT_OK && labels_missing && *total > 0) {
     st = gstat_mpi_i_fail(m, GSTAT_EINVAL, "%s: labels is NULL on a receiving rank", fn);
   }
   st = gstat_mpi_i_agree(m, st);
   if (st != GSTAT_OK) return st;
+  int64_t lo, hi, lo2, hi2;
   if (gstat_mpi_i_minmax(m, Gs->count, &lo, &hi) != MPI_SUCCESS ||
-      gstat_mpi_i_minmax(m, total, &lo2, &hi2) != MPI_SUCCESS)
+      gstat_mpi_i_minmax(m, *total, &lo2, &hi2) != MPI_SUCCESS)
     return gstat_mpi_i_fail(m, GSTAT_EBACKEND, "%s: MPI_Allreduce failed", fn);
-  if (lo != hi || lo2 != hi2) {
+  if (lo != hi || lo2 != hi2)
     return gstat_mpi_i_fail(m, GSTAT_EINVAL,
                             "%s: the ranks pass different batches (count %lld..%lld, nodes "
                             "%lld..%lld); every rank must pass the whole batch",
                             fn, (long long)lo, (long long)hi, (long long)lo2, (long long)hi2);
-  }
+  return GSTAT_OK;
+}
 
-  first = malloc(sizeof(int64_t) * (size_t)(m->size + 1));
-  node_first = malloc(sizeof(int64_t) * (size_t)(m->size + 1));
-  if (recv) all = malloc(sizeof(int64_t) * (size_t)(2 * Gs->count + 1));
-  if (!first || !node_first || (recv && !all)) {
-    st = gstat_mpi_i_fail(m, GSTAT_ENOMEM, "%s: out of memory", fn);
-    goto agree;
-  }
+/* Where every rank's graphs and nodes begin (first, node_first: size + 1
+ * entries); EUNSUPPORTED when a share passes MPI's int counts. */
+static gstat_status shares(gstat_mpi *m, const gstat_graph_batch *Gs, int64_t *first,
+                           int64_t *node_first, const char *fn) {
+  gstat_status st = GSTAT_OK;
   partition(Gs, m->size, first);
   node_first[0] = 0;
   for (int r = 0; r < m->size; r++) {
@@ -174,6 +166,55 @@ gstat_status gstat_mpi_spectral_clustering_batch(gstat_mpi *m, gstat_ctx *ctx,
       st = gstat_mpi_i_fail(m, GSTAT_EUNSUPPORTED, "%s: rank %d's share is above INT_MAX nodes", fn,
                             r);
   }
+  return st;
+}
+
+/* Every rank's labels, and its graphs' statuses and cluster counts (per:
+ * 2 (b - a) values), to the receiving ranks (all: 2 count values there);
+ * the MPI return code. */
+static int gather_results(gstat_mpi *m, const gstat_graph_batch *Gs, const int64_t *mylabels,
+                          int64_t *per, int64_t a, int64_t b, const int64_t *first,
+                          const int64_t *node_first, int root, int64_t *labels, int64_t *all,
+                          gstat_status *graph_status, int64_t *k_used) {
+  int rc = gather(m, mylabels, node_first, root, labels);
+  if (rc != MPI_SUCCESS) return rc;
+  /* statuses and k travel as int64; always gathered, so every rank joins */
+  int64_t *ks = malloc(sizeof(int64_t) * (size_t)(b - a + 1));
+  if (ks) memcpy(ks, per + (b - a), sizeof(int64_t) * (size_t)(b - a));
+  int rc1 = gather(m, per, first, root, all);
+  int rc2 = gather(m, ks ? ks : per, first, root, all ? all + Gs->count : NULL);
+  for (int64_t g = 0; all && g < Gs->count; g++) {
+    if (graph_status) graph_status[g] = (gstat_status)all[g];
+    if (k_used) k_used[g] = all[Gs->count + g];
+  }
+  free(ks);
+  return rc1 != MPI_SUCCESS ? rc1 : rc2;
+}
+
+gstat_status gstat_mpi_spectral_clustering_batch(gstat_mpi *m, gstat_ctx *ctx,
+                                                 const gstat_graph_batch *Gs,
+                                                 const int64_t *n_clusters,
+                                                 const gstat_spectral_options *opt, int root,
+                                                 int64_t *labels, gstat_status *graph_status,
+                                                 int64_t *k_used) {
+  static const char fn[] = "mpi_spectral_batch";
+  if (!m) return GSTAT_EINVAL;
+  m->msg[0] = '\0';
+  int64_t total = 0, a = 0, b = 0, mynodes = 0;
+  int64_t *all = NULL, *first = NULL, *node_first = NULL, *mylabels = NULL, *per = NULL,
+          *bufs[3] = {0};
+  gstat_spectral_batch_result *res = NULL;
+  int recv = gstat_mpi_i_receives(m, root);
+  gstat_status st = check_call(m, ctx, Gs, root, recv && !labels, &total, fn);
+  if (st != GSTAT_OK) return st;
+  first = malloc(sizeof(int64_t) * (size_t)(m->size + 1));
+  node_first = malloc(sizeof(int64_t) * (size_t)(m->size + 1));
+  if (recv) all = malloc(sizeof(int64_t) * (size_t)(2 * Gs->count + 1));
+  if (!first || !node_first || (recv && !all)) {
+    st = gstat_mpi_i_fail(m, GSTAT_ENOMEM, "%s: out of memory", fn);
+    goto agree;
+  }
+  st = shares(m, Gs, first, node_first, fn);
   a = first[m->rank], b = first[m->rank + 1];
   mynodes = node_first[m->rank + 1] - node_first[m->rank];
   gstat_graph_batch sub;
@@ -204,20 +245,8 @@ agree:;
     per[g] = res ? (int64_t)res->status[g] : 0;
     per[(b - a) + g] = res ? res->n_clusters[g] : 0;
   }
-  int rc = gather(m, mylabels, node_first, root, recv ? labels : NULL);
-  if (rc == MPI_SUCCESS) {
-    /* statuses and k travel as int64; always gathered, so every rank joins */
-    int64_t *ks = malloc(sizeof(int64_t) * (size_t)(b - a + 1));
-    if (ks) memcpy(ks, per + (b - a), sizeof(int64_t) * (size_t)(b - a));
-    int rc1 = gather(m, per, first, root, all);
-    int rc2 = gather(m, ks ? ks : per, first, root, all ? all + Gs->count : NULL);
-    if (rc == MPI_SUCCESS) rc = rc1 != MPI_SUCCESS ? rc1 : rc2;
-    for (int64_t g = 0; all && g < Gs->count; g++) {
-      if (graph_status) graph_status[g] = (gstat_status)all[g];
-      if (k_used) k_used[g] = all[Gs->count + g];
-    }
-    free(ks);
-  }
+  int rc = gather_results(m, Gs, mylabels, per, a, b, first, node_first, root, recv ? labels : NULL,
+                          all, graph_status, k_used);
   if (rc != MPI_SUCCESS)
     st = gstat_mpi_i_fail(m, GSTAT_EBACKEND, "%s: gathering the labels: MPI error %d", fn, rc);
   else if (st != GSTAT_OK)
