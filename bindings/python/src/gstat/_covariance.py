@@ -1,4 +1,5 @@
 """Covariance, correlation, Mahalanobis distances and the covariance estimators."""
+import math
 import warnings
 
 import numpy as np
@@ -74,7 +75,7 @@ def _prepare(x, rowvar, missing, what):
 def _work(x):
     """Multiply-adds of the co-moments of x (..., n, p)."""
     shape = tuple(int(s) for s in x.shape)
-    return float(np.prod(shape[:-1], dtype=float)) * shape[-1] * shape[-1] / 2.0
+    return float(math.prod(shape[:-1])) * shape[-1] * shape[-1] / 2.0
 
 
 def _cov_call(x, ddof, fweights, aweights, missing, correlation, dtype, out, backend,

@@ -8,6 +8,7 @@ same kind on the same device.
 """
 import functools as _functools
 import inspect as _inspect
+import math as _math
 
 import numpy as _np
 
@@ -36,7 +37,7 @@ def _with_progress(desc, flops_per_n3):
             shape = getattr(a, "shape", ())
             work = 0.0
             if len(shape) >= 2:
-                work = float(_np.prod(shape[:-2], dtype=float)) * float(shape[-1]) ** 3
+                work = float(_math.prod(int(s) for s in shape[:-2])) * float(shape[-1]) ** 3
             work *= flops_per_n3
             if progress is None and work < _progress.LONG_WORK:  # the common, short call
                 return fn(a, *args, **kw)

@@ -268,11 +268,15 @@ def _new_vectors(A):
     return torch.empty_strided(A.shape, strides, dtype=A.dtype, device=A.device)
 
 
-@_op("eigh")
-def _eigh_op(A: torch.Tensor, upper: bool, broadening: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _eigh_now(A, upper):
     w, v = A.new_empty(A.shape[:-1]), _new_vectors(A)
     _run_eigh(A, upper, w, v)
     return w, v
+
+
+@_op("eigh")
+def _eigh_op(A: torch.Tensor, upper: bool, broadening: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return _eigh_now(A, upper)
 
 
 @_eigh_op.register_fake
@@ -668,6 +672,32 @@ class _EighFn(torch.autograd.Function):
         return m.diagonal(0, -2, -1), v @ (m * (2 * _half_inverse_gaps(w, ctx.broadening)))
 
 
+class _EagerEighFn(torch.autograd.Function):
+    """eigh in plain eager mode (no compiler, transform, tracer or dispatch
+    mode; those take the operator): the operator's forward and backward
+    without torch.library's dispatch, which costs tens of microseconds a
+    call, much of a small batch's time (bench/README.md, "gstat.torch in
+    autograd")."""
+
+    @staticmethod
+    def forward(ctx, A, upper, broadening):
+        w, v = _eigh_now(A, upper)
+        ctx.broadening = broadening
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(w, v)
+        return w, v
+
+    @staticmethod
+    def backward(ctx, gw, gv):
+        w, v = ctx.saved_tensors
+        return _eigh_backward(w, v, gw, gv, ctx.broadening), None, None
+
+
+def _plain_eager(A):
+    """Whether A may skip the operator: eager mode on a plain tensor."""
+    return not torch.compiler.is_compiling() and _real_on(A.device.type, A)
+
+
 class _CholeskyFn(torch.autograd.Function):
     generate_vmap_rule = True
 
@@ -911,6 +941,10 @@ def eigh(A, UPLO="L", *, broadening=0.0, out=None):
     if out is None:
         if _transformed():
             return EighResult(*_EighFn.apply(A, upper, float(broadening)))
+        if _plain_eager(A):
+            if torch.is_grad_enabled() and A.requires_grad:
+                return EighResult(*_EagerEighFn.apply(A, upper, float(broadening)))
+            return EighResult(*_eigh_now(A, upper))
         return EighResult(*torch.ops.gstat.eigh(A, upper, float(broadening)))
     w, v = out
     _refuse_grad("eigh", A)
