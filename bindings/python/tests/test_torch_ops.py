@@ -205,6 +205,32 @@ def test_eigh_gradient_equals_torch():
     torch.testing.assert_close(g1, g2)
 
 
+def test_eager_eigh_skips_the_operator_with_its_results():
+    # plain eager calls run the operator's work directly (an autograd.Function
+    # when A requires grad); values, vectors and gradients equal the registered
+    # operator's, which a dispatch mode (as a tracer's) still reaches
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    a = sym(3, 6).requires_grad_()
+    w1, v1 = gt.eigh(a)
+    g1, = torch.autograd.grad(_gauge_invariant(w1, v1), a)
+    w2, v2 = torch.ops.gstat.eigh(a, False, 0.0)
+    g2, = torch.autograd.grad(_gauge_invariant(w2, v2), a)
+    torch.testing.assert_close((w1, v1, g1), (w2, v2, g2), rtol=0, atol=0)
+    with Seen() as seen:
+        gt.eigh(a.detach())
+    assert any("gstat.eigh" in op for op in seen.ops), seen.ops
+
+
 @pytest.mark.parametrize("upper", [False, True])
 def test_gradcheck_cholesky_and_solves(upper):
     # small shapes and gradgradcheck's fast mode (random projections of the
