@@ -301,11 +301,15 @@ def _(A, upper, broadening):
             A.new_empty(A.shape[:-2], dtype=torch.int32))
 
 
-@_op("eigvalsh")
-def _eigvalsh_op(A: torch.Tensor, upper: bool) -> torch.Tensor:
+def _eigvalsh_now(A, upper):
     w = A.new_empty(A.shape[:-1])
     _run_eigh(A, upper, w, None)
     return w
+
+
+@_op("eigvalsh")
+def _eigvalsh_op(A: torch.Tensor, upper: bool) -> torch.Tensor:
+    return _eigvalsh_now(A, upper)
 
 
 @_eigvalsh_op.register_fake
@@ -313,11 +317,15 @@ def _(A, upper):
     return A.new_empty(A.shape[:-1])
 
 
-@_op("cholesky")
-def _cholesky_op(A: torch.Tensor, upper: bool) -> torch.Tensor:
+def _cholesky_now(A, upper):
     out = torch.empty_like(A, memory_format=torch.contiguous_format)
     _run_cholesky(A, upper, out)
     return out
+
+
+@_op("cholesky")
+def _cholesky_op(A: torch.Tensor, upper: bool) -> torch.Tensor:
+    return _cholesky_now(A, upper)
 
 
 @_cholesky_op.register_fake
@@ -693,6 +701,21 @@ class _EagerEighFn(torch.autograd.Function):
         return _eigh_backward(w, v, gw, gv, ctx.broadening), None, None
 
 
+class _EagerCholeskyFn(torch.autograd.Function):
+    """cholesky in plain eager mode, as _EagerEighFn."""
+
+    @staticmethod
+    def forward(ctx, A, upper):
+        L = _cholesky_now(A, upper)
+        ctx.upper = upper
+        ctx.save_for_backward(L)
+        return L
+
+    @staticmethod
+    def backward(ctx, gL):
+        return _cholesky_backward(ctx.saved_tensors[0], gL, ctx.upper), None
+
+
 def _plain_eager(A):
     """Whether A may skip the operator: eager mode on a plain tensor."""
     return not torch.compiler.is_compiling() and _real_on(A.device.type, A)
@@ -987,7 +1010,10 @@ def eigvalsh(A, UPLO="L", *, out=None):
         return out
     if _transformed():
         return _EighFn.apply(A, upper, 0.0)[0]
-    if torch.is_grad_enabled() and A.requires_grad:
+    grad = torch.is_grad_enabled() and A.requires_grad
+    if _plain_eager(A):
+        return _EagerEighFn.apply(A, upper, 0.0)[0] if grad else _eigvalsh_now(A, upper)
+    if grad:
         return torch.ops.gstat.eigh(A, upper, 0.0)[0]
     return torch.ops.gstat.eigvalsh(A, upper)
 
@@ -1002,6 +1028,10 @@ def cholesky(A, upper=False, *, out=None):
     if out is None:
         if _transformed():
             return _CholeskyFn.apply(A, bool(upper))
+        if _plain_eager(A):
+            if torch.is_grad_enabled() and A.requires_grad:
+                return _EagerCholeskyFn.apply(A, bool(upper))
+            return _cholesky_now(A, bool(upper))
         return torch.ops.gstat.cholesky(A, bool(upper))
     _refuse_grad("cholesky", A)
     _check_out("cholesky", out, A.shape, A)
