@@ -205,7 +205,7 @@ def test_eigh_gradient_equals_torch():
     torch.testing.assert_close(g1, g2)
 
 
-def test_eager_eigh_skips_the_operator_with_its_results():
+def test_eager_calls_skip_the_operators_with_their_results():
     # plain eager calls run the operator's work directly (an autograd.Function
     # when A requires grad); values, vectors and gradients equal the registered
     # operator's, which a dispatch mode (as a tracer's) still reaches
@@ -235,9 +235,22 @@ def test_eager_eigh_skips_the_operator_with_its_results():
         L1, L2 = gt.cholesky(spd, upper), torch.ops.gstat.cholesky(spd, upper)
         torch.testing.assert_close((L1, *torch.autograd.grad(L1.sin().sum(), spd)),
                                    (L2, *torch.autograd.grad(L2.sin().sum(), spd)), rtol=0, atol=0)
+    L = torch.linalg.cholesky(spd.detach()).requires_grad_()
+    B = torch.randn(3, 6, 2, dtype=a.dtype, requires_grad=True)
+    for upper in (False, True):
+        F = (L.mT if upper else L).detach().requires_grad_()
+        pairs = ((gt.cholesky_solve(B, F, upper), torch.ops.gstat.cholesky_solve(B, F, upper)),
+                 (gt.solve_triangular(F, B, upper=upper),
+                  torch.ops.gstat.solve_triangular(F, B, upper, False, False)))
+        for X1, X2 in pairs:
+            torch.testing.assert_close(
+                (X1, *torch.autograd.grad(X1.sin().sum(), (B, F))),
+                (X2, *torch.autograd.grad(X2.sin().sum(), (B, F))), rtol=0, atol=0)
     for call, name in ((lambda x: gt.eigh(x), "gstat.eigh"),
                        (lambda x: gt.eigvalsh(x), "gstat.eigvalsh"),
-                       (lambda x: gt.cholesky(x @ x.mT + 6 * torch.eye(6)), "gstat.cholesky")):
+                       (lambda x: gt.cholesky(x @ x.mT + 6 * torch.eye(6)), "gstat.cholesky"),
+                       (lambda x: gt.solve_triangular(x.tril() + 6 * torch.eye(6), x, upper=False),
+                        "gstat.solve_triangular")):
         with Seen() as seen:
             call(a.detach())
         assert any(name in op for op in seen.ops), seen.ops

@@ -333,11 +333,15 @@ def _(A, upper):
     return torch.empty_like(A, memory_format=torch.contiguous_format)
 
 
-@_op("cholesky_solve")
-def _cholesky_solve_op(B: torch.Tensor, L: torch.Tensor, upper: bool) -> torch.Tensor:
+def _chol_solve_now(B, L, upper):
     out = torch.empty_like(B, memory_format=torch.contiguous_format)
     _run_solve("chol", L, B, upper, False, False, out)
     return out
+
+
+@_op("cholesky_solve")
+def _cholesky_solve_op(B: torch.Tensor, L: torch.Tensor, upper: bool) -> torch.Tensor:
+    return _chol_solve_now(B, L, upper)
 
 
 @_cholesky_solve_op.register_fake
@@ -345,12 +349,16 @@ def _(B, L, upper):
     return torch.empty_like(B, memory_format=torch.contiguous_format)
 
 
+def _tri_solve_now(A, B, upper, trans, unit):
+    out = torch.empty_like(B, memory_format=torch.contiguous_format)
+    _run_solve("tri", A, B, upper, trans, unit, out)
+    return out
+
+
 @_op("solve_triangular")
 def _solve_triangular_op(A: torch.Tensor, B: torch.Tensor, upper: bool, trans: bool,
                          unitriangular: bool) -> torch.Tensor:
-    out = torch.empty_like(B, memory_format=torch.contiguous_format)
-    _run_solve("tri", A, B, upper, trans, unitriangular, out)
-    return out
+    return _tri_solve_now(A, B, upper, trans, unitriangular)
 
 
 @_solve_triangular_op.register_fake
@@ -716,9 +724,45 @@ class _EagerCholeskyFn(torch.autograd.Function):
         return _cholesky_backward(ctx.saved_tensors[0], gL, ctx.upper), None
 
 
-def _plain_eager(A):
-    """Whether A may skip the operator: eager mode on a plain tensor."""
-    return not torch.compiler.is_compiling() and _real_on(A.device.type, A)
+class _EagerCholSolveFn(torch.autograd.Function):
+    """cholesky_solve in plain eager mode, as _EagerEighFn."""
+
+    @staticmethod
+    def forward(ctx, B, L, upper):
+        X = _chol_solve_now(B, L, upper)
+        ctx.upper = upper
+        ctx.save_for_backward(L, X)
+        return X
+
+    @staticmethod
+    def backward(ctx, gX):
+        return (*_chol_solve_backward(*ctx.saved_tensors, gX, ctx.upper), None)
+
+
+class _EagerSolveTriFn(torch.autograd.Function):
+    """solve_triangular in plain eager mode, as _EagerEighFn."""
+
+    @staticmethod
+    def forward(ctx, A, B, upper, trans, unit):
+        X = _tri_solve_now(A, B, upper, trans, unit)
+        ctx.upper, ctx.trans, ctx.unit = upper, trans, unit
+        ctx.save_for_backward(A, X)
+        return X
+
+    @staticmethod
+    def backward(ctx, gX):
+        return (*_solve_tri_backward(*ctx.saved_tensors, gX, ctx.upper, ctx.trans, ctx.unit),
+                None, None, None)
+
+
+def _plain_eager(*ts):
+    """Whether the tensors may skip the operator: eager mode on plain tensors."""
+    return not torch.compiler.is_compiling() and _real_on(ts[0].device.type, *ts)
+
+
+def _records(*ts):
+    """Whether autograd records a call on these tensors."""
+    return torch.is_grad_enabled() and any(t.requires_grad for t in ts)
 
 
 class _CholeskyFn(torch.autograd.Function):
@@ -851,12 +895,20 @@ class _ProjectFn(torch.autograd.Function):
 def _chol_solve(B, L, upper):
     if _transformed():
         return _CholSolveFn.apply(B, L, upper)
+    if _plain_eager(B, L):
+        if _records(B, L):
+            return _EagerCholSolveFn.apply(B, L, upper)
+        return _chol_solve_now(B, L, upper)
     return _cholesky_solve_op(B, L, upper)
 
 
 def _tri_solve(A, B, upper, trans, unit):
     if _transformed():
         return _SolveTriFn.apply(A, B, upper, trans, unit)
+    if _plain_eager(A, B):
+        if _records(A, B):
+            return _EagerSolveTriFn.apply(A, B, upper, trans, unit)
+        return _tri_solve_now(A, B, upper, trans, unit)
     return _solve_triangular_op(A, B, upper, trans, unit)
 
 
