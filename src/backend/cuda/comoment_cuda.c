@@ -71,9 +71,7 @@ bool gstat_cu_qr_by_cholesky(int64_t m, int64_t n) {
       return gstat_cu_host->fail(ctx, GSTAT_EBACKEND, "pca: cuBLAS %s failed", what); \
   } while (0)
 
-/* Element b as a dense device matrix of the compute type used in place:
- * row-major (i*p + j) or column-major (i + j*n); NULL when it is neither. */
-static const char *dense_element(const gstat_matrix *X, int cdt, int64_t b, int *row_major) {
+const char *gstat_cu_dense_element(const gstat_matrix *X, int cdt, int64_t b, int *row_major) {
   if ((int)X->dtype != cdt || X->location != GSTAT_CUDA) return NULL;
   int64_t n = X->rows, p = X->cols;
   const char *base =
@@ -232,7 +230,7 @@ static gstat_status device_comoment(gstat_cu_state *s, gstat_ctx *ctx, const gst
   if (!xc || !S || !dSums) return GSTAT_ENOMEM;
   double *dMean = dSums + p;
   int row_major = 0;
-  const char *src = dense_element(X, cdt, b, &row_major);
+  const char *src = gstat_cu_dense_element(X, cdt, b, &row_major);
   if (!src) { /* centred in place below */
     GSTAT_CU_TRY(gstat_cu_load(s, ctx, "comoment", X, b, 1, cdt, xc, NULL));
     src = xc;
@@ -443,7 +441,7 @@ gstat_status gstat_cu_project(void *state, gstat_ctx *ctx, const gstat_matrix *X
   for (int64_t r0 = 0; r0 < n; r0 += R) {
     int64_t rows = n - r0 < R ? n - r0 : R;
     int rm = 0;
-    const char *src = R == n ? dense_element(X, cdt, b, &rm) : NULL;
+    const char *src = R == n ? gstat_cu_dense_element(X, cdt, b, &rm) : NULL;
     if (!src) {
       gstat_matrix part = row_range(X, b, r0, rows);
       GSTAT_CU_TRY(gstat_cu_load(s, ctx, "project", &part, 0, 1, cdt, xc, NULL));

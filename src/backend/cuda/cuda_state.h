@@ -152,6 +152,10 @@ bool gstat_cu_qr_by_cholesky(int64_t m, int64_t n);
  * n x p device matrix X (row-major: leading dimension p, else n) by row
  * blocks of strided-batched GEMMs summed in double: a single SYRK or GEMM
  * down a long k leaves the GPU idle (comoment_cuda.c). */
+/* Element b of X as a dense device matrix of the compute type cdt used in
+ * place: row-major (i*p + j, *row_major = 1) or column-major (i + j*n);
+ * NULL when it is neither (comoment_cuda.c). */
+const char *gstat_cu_dense_element(const gstat_matrix *X, int cdt, int64_t b, int *row_major);
 gstat_status gstat_cu_gram_lower(gstat_cu_state *s, gstat_ctx *ctx, int cdt, int row_major,
                                  int64_t n, int64_t p, const char *xc, void *S);
 /* cuSOLVER's Xpotrf on nb dense n x n matrices in turn (lower, in place,

@@ -90,12 +90,6 @@ static syrk_way syrk_choice(void) {
   return SYRK_TILES;
 }
 
-/* Element b of M's data (batch 1: shared). */
-static const char *element_data(const gstat_matrix *M, int64_t b) {
-  size_t es = gstat_cu_dtype_bytes((int)M->dtype);
-  return (const char *)M->data + (size_t)((M->batch == 1 ? 0 : b) * M->batch_stride) * es;
-}
-
 static cublasStatus_t cublas_syrk(gstat_cu_state *s, bool f64, bool x_row_major, int64_t rows,
                                   int64_t cols, const void *x, void *c) {
   /* C = X^T X; X column-major rows x cols is op T, row-major (= X^T
@@ -113,14 +107,12 @@ static cublasStatus_t cublas_syrk(gstat_cu_state *s, bool f64, bool x_row_major,
 gstat_status gstat_cu_syrk_lower(void *state, gstat_ctx *ctx, gstat_trans trans,
                                  const gstat_matrix *A, const gstat_matrix *C) {
   gstat_cu_state *s = state;
-  int dt = (int)C->dtype;
+  int dt = (int)C->dtype, a_row = 0, c_row = 0;
   int64_t n = C->rows;
-  bool c_dense = C->cols == n && C->row_stride == 1 && (C->col_stride == n || n == 1);
-  bool a_col = A->row_stride == 1 && (A->col_stride == A->rows || A->cols == 1);
-  bool a_row = A->col_stride == 1 && (A->row_stride == A->cols || A->rows == 1);
   syrk_way way = syrk_choice();
-  if ((dt != GSTAT_F32 && dt != GSTAT_F64) || (int)A->dtype != dt || !c_dense ||
-      !(a_col || a_row) || !int_sized(A->rows, A->cols, C->batch) || way == SYRK_GEMM)
+  if ((dt != GSTAT_F32 && dt != GSTAT_F64) || C->cols != n || way == SYRK_GEMM ||
+      !gstat_cu_dense_element(A, dt, 0, &a_row) || !gstat_cu_dense_element(C, dt, 0, &c_row) ||
+      (c_row && n > 1) || !int_sized(A->rows, A->cols, C->batch))
     return GSTAT_EUNSUPPORTED; /* the scheduler's gemm */
   if (gstat_cu_fault_now() == FAULT_OOM)
     return gstat_cu_host->fail(ctx, GSTAT_ENOMEM, "syrk: simulated device out of memory");
@@ -128,17 +120,16 @@ gstat_status gstat_cu_syrk_lower(void *state, gstat_ctx *ctx, gstat_trans trans,
   /* C = X^T X with X = A (TRANS) or A^T (NO_TRANS: the same memory read
    * the other way round) */
   bool x_row_major = trans == GSTAT_TRANS ? a_row : !a_row;
-  int64_t rows = trans == GSTAT_TRANS ? A->rows : A->cols, cols = n;
-  size_t es = gstat_cu_dtype_bytes(dt);
+  int64_t rows = trans == GSTAT_TRANS ? A->rows : A->cols;
   for (int64_t b = 0; b < C->batch; b++) {
-    void *c = (char *)C->data + (size_t)(b * C->batch_stride) * es;
-    const char *x = element_data(A, b);
+    void *c = (void *)gstat_cu_dense_element(C, dt, b, &c_row);
+    const char *x = gstat_cu_dense_element(A, dt, A->batch == 1 ? 0 : b, &a_row);
     if (way == SYRK_TILES) {
-      gstat_status st = gstat_cu_gram_lower(s, ctx, dt, x_row_major, rows, cols, x, c);
+      gstat_status st = gstat_cu_gram_lower(s, ctx, dt, x_row_major, rows, n, x, c);
       if (st != GSTAT_OK) return st;
       continue;
     }
-    cublasStatus_t bs = cublas_syrk(s, dt == GSTAT_F64, x_row_major, rows, cols, x, c);
+    cublasStatus_t bs = cublas_syrk(s, dt == GSTAT_F64, x_row_major, rows, n, x, c);
     if (bs != CUBLAS_STATUS_SUCCESS)
       return gstat_cu_host->fail(ctx,
                                  bs == CUBLAS_STATUS_ALLOC_FAILED ? GSTAT_ENOMEM : GSTAT_EBACKEND,
