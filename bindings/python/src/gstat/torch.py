@@ -688,71 +688,26 @@ class _EighFn(torch.autograd.Function):
         return m.diagonal(0, -2, -1), v @ (m * (2 * _half_inverse_gaps(w, ctx.broadening)))
 
 
-class _EagerEighFn(torch.autograd.Function):
-    """eigh in plain eager mode (no compiler, transform, tracer or dispatch
-    mode; those take the operator): the operator's forward and backward
-    without torch.library's dispatch, which costs tens of microseconds a
-    call, much of a small batch's time (bench/README.md, "gstat.torch in
-    autograd")."""
-
-    @staticmethod
-    def forward(ctx, A, upper, broadening):
-        w, v = _eigh_now(A, upper)
-        ctx.broadening = broadening
-        ctx.set_materialize_grads(False)
-        ctx.save_for_backward(w, v)
-        return w, v
-
-    @staticmethod
-    def backward(ctx, gw, gv):
-        w, v = ctx.saved_tensors
-        return _eigh_backward(w, v, gw, gv, ctx.broadening), None, None
+def _eager_fn(name, run, setup, backward):
+    """An autograd.Function for plain eager mode (no compiler, transform,
+    tracer or dispatch mode; those take the registered operator): run(*args)
+    with the operator's own setup_context and backward, without
+    torch.library's dispatch, which costs tens of microseconds a call, much
+    of a small batch's time (bench/README.md, "gstat.torch in autograd")."""
+    def forward(ctx, *args):
+        out = run(*args)
+        setup(ctx, args, out)
+        return out
+    return type(name, (torch.autograd.Function,),
+                {"forward": staticmethod(forward), "backward": staticmethod(backward)})
 
 
-class _EagerCholeskyFn(torch.autograd.Function):
-    """cholesky in plain eager mode, as _EagerEighFn."""
-
-    @staticmethod
-    def forward(ctx, A, upper):
-        L = _cholesky_now(A, upper)
-        ctx.upper = upper
-        ctx.save_for_backward(L)
-        return L
-
-    @staticmethod
-    def backward(ctx, gL):
-        return _cholesky_backward(ctx.saved_tensors[0], gL, ctx.upper), None
-
-
-class _EagerCholSolveFn(torch.autograd.Function):
-    """cholesky_solve in plain eager mode, as _EagerEighFn."""
-
-    @staticmethod
-    def forward(ctx, B, L, upper):
-        X = _chol_solve_now(B, L, upper)
-        ctx.upper = upper
-        ctx.save_for_backward(L, X)
-        return X
-
-    @staticmethod
-    def backward(ctx, gX):
-        return (*_chol_solve_backward(*ctx.saved_tensors, gX, ctx.upper), None)
-
-
-class _EagerSolveTriFn(torch.autograd.Function):
-    """solve_triangular in plain eager mode, as _EagerEighFn."""
-
-    @staticmethod
-    def forward(ctx, A, B, upper, trans, unit):
-        X = _tri_solve_now(A, B, upper, trans, unit)
-        ctx.upper, ctx.trans, ctx.unit = upper, trans, unit
-        ctx.save_for_backward(A, X)
-        return X
-
-    @staticmethod
-    def backward(ctx, gX):
-        return (*_solve_tri_backward(*ctx.saved_tensors, gX, ctx.upper, ctx.trans, ctx.unit),
-                None, None, None)
+_EagerEighFn = _eager_fn("_EagerEighFn", lambda A, upper, broadening: _eigh_now(A, upper),
+                         _eigh_setup, _eigh_bwd)
+_EagerCholeskyFn = _eager_fn("_EagerCholeskyFn", _cholesky_now, _cholesky_setup, _cholesky_bwd)
+_EagerCholSolveFn = _eager_fn("_EagerCholSolveFn", _chol_solve_now, _chol_solve_setup,
+                              _chol_solve_bwd)
+_EagerSolveTriFn = _eager_fn("_EagerSolveTriFn", _tri_solve_now, _solve_tri_setup, _solve_tri_bwd)
 
 
 def _plain_eager(*ts):
@@ -1017,7 +972,7 @@ def eigh(A, UPLO="L", *, broadening=0.0, out=None):
         if _transformed():
             return EighResult(*_EighFn.apply(A, upper, float(broadening)))
         if _plain_eager(A):
-            if torch.is_grad_enabled() and A.requires_grad:
+            if _records(A):
                 return EighResult(*_EagerEighFn.apply(A, upper, float(broadening)))
             return EighResult(*_eigh_now(A, upper))
         return EighResult(*torch.ops.gstat.eigh(A, upper, float(broadening)))
@@ -1062,7 +1017,7 @@ def eigvalsh(A, UPLO="L", *, out=None):
         return out
     if _transformed():
         return _EighFn.apply(A, upper, 0.0)[0]
-    grad = torch.is_grad_enabled() and A.requires_grad
+    grad = _records(A)
     if _plain_eager(A):
         return _EagerEighFn.apply(A, upper, 0.0)[0] if grad else _eigvalsh_now(A, upper)
     if grad:
@@ -1081,7 +1036,7 @@ def cholesky(A, upper=False, *, out=None):
         if _transformed():
             return _CholeskyFn.apply(A, bool(upper))
         if _plain_eager(A):
-            if torch.is_grad_enabled() and A.requires_grad:
+            if _records(A):
                 return _EagerCholeskyFn.apply(A, bool(upper))
             return _cholesky_now(A, bool(upper))
         return torch.ops.gstat.cholesky(A, bool(upper))
