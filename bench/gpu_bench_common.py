@@ -94,13 +94,11 @@ def trace_gaps(label, fn, min_gap_us=50.0, calls=3):
     host made meanwhile; time in a gap outside those calls is the caller's own
     host work. Printed as one block; returns nothing."""
     from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity, profile, record_function
 
     for _ in range(calls - 1):
         fn()
     torch.cuda.synchronize()
-    from torch.profiler import record_function
-
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         with record_function("gaps: the call"):
             fn()

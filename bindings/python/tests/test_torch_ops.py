@@ -205,7 +205,7 @@ def test_eigh_gradient_equals_torch():
     torch.testing.assert_close(g1, g2)
 
 
-def test_eager_calls_skip_the_operators_with_their_results():
+def test_eager_calls_equal_the_registered_operators():
     # plain eager calls run the operator's work directly (an autograd.Function
     # when A requires grad); values, vectors and gradients equal the registered
     # operator's, which a dispatch mode (as a tracer's) still reaches
