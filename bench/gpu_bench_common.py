@@ -88,7 +88,8 @@ def trace(label, fn, calls=20, top=5, gaps=0.0):
 
 
 def trace_gaps(label, fn, min_gap_us=50.0, calls=3):
-    """Where the device idles inside one call of fn() (the last of `calls`):
+    """Where the device idles inside one call of fn() (the last of `calls`, the
+    one before it also profiled but not read):
     each stretch of at least min_gap_us between two device items (kernels,
     copies, memsets), with the items on either side and the runtime calls the
     host made meanwhile; time in a gap outside those calls is the caller's own
@@ -96,20 +97,26 @@ def trace_gaps(label, fn, min_gap_us=50.0, calls=3):
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    for _ in range(calls - 1):
+    for _ in range(calls - 2):
         fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()  # the profiler's own first-call costs land here, not in the call read
+        torch.cuda.synchronize()
         with record_function("gaps: the call"):
             fn()
         torch.cuda.synchronize()
-    dev, api, call = [], [], None
-    for e in prof.events():
+    events = list(prof.events())
+    call = next(((e.time_range.start, e.time_range.end, e.name) for e in events
+                 if e.name == "gaps: the call"), None)
+    t0 = call[0] if call else float("-inf")
+    dev, api = [], []
+    for e in events:
         span = (e.time_range.start, e.time_range.end, e.name)
+        if span[0] < t0:
+            continue
         if e.device_type == DeviceType.CUDA:
             dev.append(span)
-        elif e.name == "gaps: the call":
-            call = span
         elif e.name.startswith("cuda") or e.name.startswith("cu"):
             api.append(span)
     dev.sort()

@@ -3,7 +3,9 @@
  * naive product for every pair of transposes and every layout of A, B and C
  * (row- and column-major, strided: BLAS as they lie or through a dense
  * copy), a shared A of batch 1, beta 0 and 1; the thin QR's Q orthonormal
- * with the span of the input, in every layout. */
+ * with the span of the input, in every layout; the PCA components' rows
+ * orthonormalized in their order (Cholesky QR once, twice, or Gram-Schmidt
+ * when the rows are nearly dependent) against Gram-Schmidt done here. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +19,7 @@
 #include "backend/dense.h"
 #include "backend/gemm_view.h"
 #include "backend/sched.h"
+#include "pca/pca_internal.h"
 #include "testutil.h"
 
 static double op_get(const gstat_matrix *m, gstat_trans t, int64_t b, int64_t i, int64_t j) {
@@ -249,6 +252,75 @@ static void test_gemm_vector_shapes(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* k rows of length p: orthonormal rows, then row i plus tilt i^2 times row 0,
+ * each normalized (tilt 1e-7: Cholesky QR once, 1e-2: twice, 1e9: rows
+ * nearly dependent, Gram-Schmidt). Compared with modified Gram-Schmidt twice
+ * in their order: the same rows up to rounding, and orthonormal. */
+static void rows_case(gstat_ctx *ctx, int64_t k, int64_t p, double tilt) {
+  tu_rng rng = tu_rng_new();
+  double *V = malloc(sizeof(double) * (size_t)(k * p)),
+         *Q = malloc(sizeof(double) * (size_t)(k * p));
+  assert_non_null(V);
+  assert_non_null(Q);
+  for (int64_t e = 0; e < k * p; e++) V[e] = tu_normal(&rng);
+  for (int round = 0; round < 2; round++) /* first orthonormal, then tilted and the reference */
+    for (int64_t i = 0; i < k; i++) {
+      double *r = V + i * p;
+      if (round == 1)
+        for (int64_t j = 0; j < p; j++) r[j] += tilt * (double)(i * i) * V[j];
+      for (int pass = 0; pass < 2 && round == 0; pass++)
+        for (int64_t q = 0; q < i; q++) {
+          double d = 0;
+          for (int64_t j = 0; j < p; j++) d += r[j] * V[q * p + j];
+          for (int64_t j = 0; j < p; j++) r[j] -= d * V[q * p + j];
+        }
+      double n = 0;
+      for (int64_t j = 0; j < p; j++) n += r[j] * r[j];
+      for (int64_t j = 0; j < p; j++) r[j] /= sqrt(n);
+    }
+  memcpy(Q, V, sizeof(double) * (size_t)(k * p));
+  assert_int_equal(gstat_i_pca_orthonormalize_rows(ctx, Q, k, p), GSTAT_OK);
+  for (int64_t i = 0; i < k; i++) { /* the reference, in V */
+    double *r = V + i * p;
+    for (int pass = 0; pass < 2; pass++)
+      for (int64_t q = 0; q < i; q++) {
+        double d = 0;
+        for (int64_t j = 0; j < p; j++) d += r[j] * V[q * p + j];
+        for (int64_t j = 0; j < p; j++) r[j] -= d * V[q * p + j];
+      }
+    double n = 0;
+    for (int64_t j = 0; j < p; j++) n += r[j] * r[j];
+    for (int64_t j = 0; j < p; j++) r[j] /= sqrt(n);
+  }
+  double diff = 0, orth = 0;
+  for (int64_t e = 0; e < k * p; e++) diff = fmax(diff, fabs(Q[e] - V[e]));
+  for (int64_t a = 0; a < k; a++)
+    for (int64_t b = 0; b <= a; b++) {
+      double d = 0;
+      for (int64_t j = 0; j < p; j++) d += Q[a * p + j] * Q[b * p + j];
+      orth = fmax(orth, fabs(d - (a == b)));
+    }
+  /* nearly dependent rows: the later ones are rounding, only orthonormality holds */
+  if (!(orth < 1e-13) || !(tilt > 1 || diff < 1e-10))
+    fail_msg("k %lld p %lld tilt %g: |Q^T Q - I| %.2e, |Q - Gram-Schmidt| %.2e", (long long)k,
+             (long long)p, tilt, orth, diff);
+  free(V);
+  free(Q);
+}
+
+static void test_pca_rows_orthonormal_in_order(void **state) {
+  (void)state;
+  gstat_ctx *ctx = tu_ctx(GSTAT_BACKEND_CPU);
+  const double tilts[] = {1e-7, 1e-2, 1e9};
+  for (int t = 0; t < 3; t++) {
+    rows_case(ctx, 10, 3000, tilts[t]);
+    rows_case(ctx, 70, 500, tilts[t]); /* more rows than one Gram-Schmidt block */
+  }
+  rows_case(ctx, 2, 2, 1e-7);
+  rows_case(ctx, 1, 50, 1e-7);
+  gstat_ctx_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_empty_k),
@@ -256,6 +328,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_layouts),
       cmocka_unit_test(test_orthonormalize_layouts),
       cmocka_unit_test(test_pairwise_sums_rows_in_order),
+      cmocka_unit_test(test_pca_rows_orthonormal_in_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
