@@ -252,10 +252,25 @@ static void test_gemm_vector_shapes(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* Modified Gram-Schmidt twice on the k rows of V (length p), in place. */
+static void gram_schmidt_rows(double *V, int64_t k, int64_t p) {
+  for (int64_t i = 0; i < k; i++) {
+    double *r = V + i * p, n = 0;
+    for (int pass = 0; pass < 2; pass++)
+      for (int64_t q = 0; q < i; q++) {
+        double d = 0;
+        for (int64_t j = 0; j < p; j++) d += r[j] * V[q * p + j];
+        for (int64_t j = 0; j < p; j++) r[j] -= d * V[q * p + j];
+      }
+    for (int64_t j = 0; j < p; j++) n += r[j] * r[j];
+    for (int64_t j = 0; j < p; j++) r[j] /= sqrt(n);
+  }
+}
+
 /* k rows of length p: orthonormal rows, then row i plus tilt i^2 times row 0,
  * each normalized (tilt 1e-7: Cholesky QR once, 1e-2: twice, 1e9: rows
- * nearly dependent, Gram-Schmidt). Compared with modified Gram-Schmidt twice
- * in their order: the same rows up to rounding, and orthonormal. */
+ * nearly dependent, Gram-Schmidt). Compared with Gram-Schmidt here: the
+ * same rows up to rounding, and orthonormal. */
 static void rows_case(gstat_ctx *ctx, int64_t k, int64_t p, double tilt) {
   tu_rng rng = tu_rng_new();
   double *V = malloc(sizeof(double) * (size_t)(k * p)),
@@ -263,35 +278,16 @@ static void rows_case(gstat_ctx *ctx, int64_t k, int64_t p, double tilt) {
   assert_non_null(V);
   assert_non_null(Q);
   for (int64_t e = 0; e < k * p; e++) V[e] = tu_normal(&rng);
-  for (int round = 0; round < 2; round++) /* first orthonormal, then tilted and the reference */
-    for (int64_t i = 0; i < k; i++) {
-      double *r = V + i * p;
-      if (round == 1)
-        for (int64_t j = 0; j < p; j++) r[j] += tilt * (double)(i * i) * V[j];
-      for (int pass = 0; pass < 2 && round == 0; pass++)
-        for (int64_t q = 0; q < i; q++) {
-          double d = 0;
-          for (int64_t j = 0; j < p; j++) d += r[j] * V[q * p + j];
-          for (int64_t j = 0; j < p; j++) r[j] -= d * V[q * p + j];
-        }
-      double n = 0;
-      for (int64_t j = 0; j < p; j++) n += r[j] * r[j];
-      for (int64_t j = 0; j < p; j++) r[j] /= sqrt(n);
-    }
-  memcpy(Q, V, sizeof(double) * (size_t)(k * p));
-  assert_int_equal(gstat_i_pca_orthonormalize_rows(ctx, Q, k, p), GSTAT_OK);
-  for (int64_t i = 0; i < k; i++) { /* the reference, in V */
-    double *r = V + i * p;
-    for (int pass = 0; pass < 2; pass++)
-      for (int64_t q = 0; q < i; q++) {
-        double d = 0;
-        for (int64_t j = 0; j < p; j++) d += r[j] * V[q * p + j];
-        for (int64_t j = 0; j < p; j++) r[j] -= d * V[q * p + j];
-      }
-    double n = 0;
+  gram_schmidt_rows(V, k, p);
+  for (int64_t i = 0; i < k; i++) {
+    double *r = V + i * p, n = 0;
+    for (int64_t j = 0; j < p; j++) r[j] += tilt * (double)(i * i) * V[j];
     for (int64_t j = 0; j < p; j++) n += r[j] * r[j];
     for (int64_t j = 0; j < p; j++) r[j] /= sqrt(n);
   }
+  memcpy(Q, V, sizeof(double) * (size_t)(k * p));
+  assert_int_equal(gstat_i_pca_orthonormalize_rows(ctx, Q, k, p), GSTAT_OK);
+  gram_schmidt_rows(V, k, p); /* the reference */
   double diff = 0, orth = 0;
   for (int64_t e = 0; e < k * p; e++) diff = fmax(diff, fabs(Q[e] - V[e]));
   for (int64_t a = 0; a < k; a++)
