@@ -317,6 +317,25 @@ static void test_pca_rows_orthonormal_in_order(void **state) {
   gstat_ctx_destroy(ctx);
 }
 
+/* The sign rule: each row's first entry of largest magnitude made positive
+ * (ties: the first; NaN at the front: that entry decides, as one pass over the
+ * row compares). */
+static void test_pca_signs_first_largest(void **state) {
+  (void)state;
+  double rows[5][9] = {{0.5, -0.5, 0, 0, 0, 0, 0, 0, 0},
+                       {-0.5, 0.5, 0, 0, 0, 0, 0, 0, 0},
+                       {0.1, 0.2, 0.3, 0.1, 0.2, 0.3, 0.1, 0.2, -0.9},
+                       {0.1, -0.9, 0.3, 0.1, 0.2, 0.3, 0.9, 0.2, -0.9},
+                       {NAN, -3, 0, 0, 0, 0, 0, 0, 0}};
+  const double first[5] = {0.5, 0.5, -0.1, -0.1, NAN}, largest[5] = {0.5, 0.5, 0.9, 0.9, -3};
+  const int64_t at[5] = {0, 0, 8, 1, 1};
+  gstat_i_pca_fix_signs(&rows[0][0], 5, 9);
+  for (int i = 0; i < 5; i++) {
+    if (i < 4) assert_true(rows[i][0] == first[i]);
+    assert_true(rows[i][at[i]] == largest[i]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_empty_k),
@@ -325,6 +344,7 @@ int main(void) {
       cmocka_unit_test(test_orthonormalize_layouts),
       cmocka_unit_test(test_pairwise_sums_rows_in_order),
       cmocka_unit_test(test_pca_rows_orthonormal_in_order),
+      cmocka_unit_test(test_pca_signs_first_largest),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
