@@ -142,75 +142,52 @@ static gstat_status gram_schmidt_twice(gstat_ctx *ctx, double *comp, int64_t k, 
   return GSTAT_OK;
 }
 
-/* L (k x k, column-major) := the inverse of the lower Cholesky factor of
- * the symmetric positive definite C in it, zeros above; false when C is not
- * numerically positive definite. */
-static bool inverse_cholesky_factor(double *L, int64_t k) {
-  for (int64_t j = 0; j < k; j++) {
-    double d = L[j + j * k];
-    for (int64_t t = 0; t < j; t++) d -= L[j + t * k] * L[j + t * k];
-    if (!(d > 0) || !isfinite(d)) return false;
-    d = sqrt(d);
-    L[j + j * k] = d;
-    for (int64_t i = j + 1; i < k; i++) {
-      double v = L[i + j * k];
-      for (int64_t t = 0; t < j; t++) v -= L[i + t * k] * L[j + t * k];
-      L[i + j * k] = v / d;
-    }
-  }
-  for (int64_t j = 0; j < k; j++) { /* L^-1 in place, column by column */
-    L[j + j * k] = 1.0 / L[j + j * k];
-    for (int64_t i = j + 1; i < k; i++) {
-      double v = 0;
-      for (int64_t t = j; t < i; t++) v -= L[i + t * k] * L[t + j * k];
-      L[i + j * k] = v / L[i + i * k];
-    }
-    for (int64_t i = 0; i < j; i++) L[i + j * k] = 0;
-  }
-  return true;
-}
-
 /* One Cholesky QR step on the rows of V (p x k column-major: row i of the
- * components is column i): C = V^T V = L L^T, W := V L^-T, Gram-Schmidt of
- * the rows in their order as BLAS-3 products. *offset: the largest |L - I|
- * entry, how far V was from orthonormal. */
+ * components is column i): C = V^T V = L L^T (dense.h's potrf), W := V L^-T
+ * (the small inverse by trsm, then one product), Gram-Schmidt of the rows
+ * in their order as BLAS-3 calls. ws: 2 k^2 doubles. *offset: the largest
+ * |L - I| entry, how far V was from orthonormal; *ok false when C is not
+ * numerically positive definite. */
 static gstat_status cholesky_qr_step(gstat_ctx *ctx, const double *V, int64_t k, int64_t p,
-                                     double *L, double *W, bool *ok, double *offset) {
-  gstat_status st = gstat_i_gemm(ctx, GSTAT_F64, GSTAT_TRANS, GSTAT_NO_TRANS, k, k, p, 1.0, V, p, V,
-                                 p, 0.0, L, k);
-  if (st != GSTAT_OK) return st;
-  *ok = inverse_cholesky_factor(L, k);
+                                     double *ws, double *W, bool *ok, double *offset) {
+  double *L = ws, *Lit = ws + k * k;
+  int64_t info = 0;
+  TRY(gstat_i_gemm(ctx, GSTAT_F64, GSTAT_TRANS, GSTAT_NO_TRANS, k, k, p, 1.0, V, p, V, p, 0.0, L,
+                   k));
+  TRY(gstat_i_potrf(ctx, GSTAT_F64, k, L, k, &info));
+  *ok = info == 0;
   if (!*ok) return GSTAT_OK;
   *offset = 0;
   for (int64_t j = 0; j < k; j++)
     for (int64_t i = j; i < k; i++) {
-      double dev = fabs(L[i + j * k] - (i == j ? 1.0 : 0.0));
-      *offset = dev > *offset ? dev : *offset;
+      *offset = fmax(*offset, fabs(L[i + j * k] - (i == j ? 1.0 : 0.0)));
+      Lit[i + j * k] = Lit[j + i * k] = i == j;
     }
-  return gstat_i_gemm(ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_TRANS, p, k, k, 1.0, V, p, L, k, 0.0, W,
-                      p);
+  TRY(gstat_i_trsm(ctx, GSTAT_F64, true, GSTAT_LOWER, GSTAT_TRANS, GSTAT_NON_UNIT, k, k, 1.0, L, k,
+                   Lit, k));
+  return gstat_i_gemm(ctx, GSTAT_F64, GSTAT_NO_TRANS, GSTAT_NO_TRANS, p, k, k, 1.0, V, p, Lit, k,
+                      0.0, W, p);
 }
 
-/* Rows orthonormal in their order by Cholesky QR: two or four BLAS-3 calls
- * in place of Gram-Schmidt's 4 (k - 1) matrix-vector ones, each a wake-up of
- * BLAS's threads (bench/README.md, "The components' host tail"). A step's
- * loss of orthogonality is about eps cond(V)^2: the rows come in nearly
- * orthonormal (off by eps_X (sigma_1 / sigma_i)^2), where one step reaches
- * rounding; a second step when they were further off; Gram-Schmidt twice
- * when the second step is still far from the identity or the rows are not
- * numerically independent. */
+/* Rows orthonormal in their order by Cholesky QR: three BLAS-3 calls a step
+ * in place of Gram-Schmidt's 4 (k - 1) matrix-vector ones (bench/README.md,
+ * "The components' Cholesky QR"). A step's loss of orthogonality is about
+ * eps cond(V)^2: the rows come in nearly orthonormal (off by eps_X
+ * (sigma_1 / sigma_i)^2), where one step reaches rounding; a second step
+ * when they were further off; Gram-Schmidt twice when the second step is
+ * still far from the identity or the rows are not numerically independent. */
 gstat_status gstat_i_pca_orthonormalize_rows(gstat_ctx *ctx, double *comp, int64_t k, int64_t p) {
   if (k < 2) return GSTAT_OK;
-  double *L = gstat_i_workspace(ctx, GSTAT_WS_COV, sizeof(double) * (size_t)(k * k + k * p));
-  if (!L) return gram_schmidt_twice(ctx, comp, k, p);
-  double *W = L + k * k, offset = 0;
+  double *ws = gstat_i_workspace(ctx, GSTAT_WS_COV, sizeof(double) * (size_t)(2 * k * k + k * p));
+  if (!ws) return gram_schmidt_twice(ctx, comp, k, p);
+  double *W = ws + 2 * k * k, offset = 0;
   bool ok;
-  TRY(cholesky_qr_step(ctx, comp, k, p, L, W, &ok, &offset));
+  TRY(cholesky_qr_step(ctx, comp, k, p, ws, W, &ok, &offset));
   if (ok && offset < 1e-3) {
     memcpy(comp, W, sizeof(double) * (size_t)(k * p));
     return GSTAT_OK;
   }
-  if (ok) TRY(cholesky_qr_step(ctx, W, k, p, L, comp, &ok, &offset));
+  if (ok) TRY(cholesky_qr_step(ctx, W, k, p, ws, comp, &ok, &offset));
   if (ok && offset < 1e-4) return GSTAT_OK;
   return gram_schmidt_twice(ctx, comp, k, p); /* comp: V itself or two steps on */
 }
