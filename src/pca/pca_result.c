@@ -6,6 +6,7 @@
 
 #include "backend/dense.h"
 #include "core/internal.h"
+#include "core/sign_rule.h"
 #include "pca/pca_internal.h"
 
 #define TRY(expr)                  \
@@ -79,29 +80,12 @@ void gstat_pca_result_free(gstat_pca_result *res) {
   free(r);
 }
 
-/* The first index of row's largest |entry|: four running maxima (no chain
- * of dependent comparisons), then the first entry that reaches it; 0 when
- * row[0] is NaN, as a single comparing pass gives. */
-static int64_t first_abs_max(const double *row, int64_t p) {
-  if (isnan(row[0])) return 0;
-  double m[4] = {fabs(row[0]), 0, 0, 0};
-  int64_t j = 1;
-  for (; j + 4 <= p; j += 4)
-    for (int t = 0; t < 4; t++) {
-      double a = fabs(row[j + t]);
-      m[t] = a > m[t] ? a : m[t];
-    }
-  for (; j < p; j++) m[0] = fabs(row[j]) > m[0] ? fabs(row[j]) : m[0];
-  double best = fmax(fmax(m[0], m[1]), fmax(m[2], m[3]));
-  for (j = 0; j < p; j++)
-    if (fabs(row[j]) == best) return j;
-  return 0;
-}
-
 void gstat_i_pca_fix_signs(double *comp, int64_t k, int64_t p) {
   for (int64_t i = 0; i < k; i++) {
     double *row = comp + i * p;
-    if (row[first_abs_max(row, p)] < 0)
+    /* a NaN in front decides (no flip), as the rule's first comparing pass did */
+    int64_t at = isnan(row[0]) ? 0 : gstat_i_first_abs_max_f64(row, p);
+    if (at < p && row[at] < 0)
       for (int64_t j = 0; j < p; j++) row[j] = -row[j];
   }
 }

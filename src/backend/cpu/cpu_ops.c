@@ -16,6 +16,7 @@
 #include "backend/cpu/eigh_small.h"
 #include "backend/cpu/lapack_api.h"
 #include "backend/cpu/pack.h"
+#include "core/sign_rule.h"
 
 /* Our small eigh kernel up to this order; at larger orders the LAPACK recipe
  * wins (bench/README.md, "Measurements moved from code comments"). */

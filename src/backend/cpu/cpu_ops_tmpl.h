@@ -10,18 +10,7 @@
 static void FN(normalize_signs)(T *v, int64_t n, int64_t cols, int64_t ld) {
   for (int64_t j = 0; j < cols; j++) {
     T *c = v + j * ld;
-    /* the largest magnitude (a vectorized reduction, but for clang 14, which
-     * cannot vectorize it and warns: -Wpass-failed), then its first index */
-    T best = 0;
-#if !defined(__clang__)
-#pragma omp simd reduction(max : best)
-#endif
-    for (int64_t i = 0; i < n; i++) {
-      T m = c[i] < 0 ? -c[i] : c[i];
-      best = m > best ? m : best;
-    }
-    int64_t at = 0;
-    while (at < n && (c[at] < 0 ? -c[at] : c[at]) != best) at++;
+    int64_t at = FN(gstat_i_first_abs_max)(c, n);
     if (at < n && c[at] < 0)
       for (int64_t i = 0; i < n; i++) c[i] = -c[i];
   }
